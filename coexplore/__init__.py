@@ -1,0 +1,3 @@
+"""coexplore: DNN-accelerator hardware co-exploration with Timeloop-compatible numbers."""
+
+__version__ = "0.1.0"

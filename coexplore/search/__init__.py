@@ -1,0 +1,1 @@
+"""Searchers behind one ask/tell interface (see `coexplore.search.base`)."""
