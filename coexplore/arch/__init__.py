@@ -1,0 +1,1 @@
+"""Parametric core generators (Simba-like, Eyeriss-like) and multi-core systems."""

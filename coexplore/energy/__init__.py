@@ -1,0 +1,1 @@
+"""Accelergy-compatible energy (ERT) and area (ART) estimation."""

@@ -1,0 +1,1 @@
+"""The cost model: Timeloop-compatible nest analysis, energy, cycles; batched over mappings."""

@@ -1,0 +1,1 @@
+"""Specs: typed dataclasses + YAML I/O for Timeloop architectures, problems, mappings, ERT/ART, systems."""

@@ -1,0 +1,1 @@
+"""System level: many DNN jobs on many cores sharing off-chip bandwidth (MAGMA + baselines)."""
