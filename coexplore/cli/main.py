@@ -17,6 +17,9 @@ from coexplore.errors import CoexploreError
 COMMANDS = (
     "evaluate",
     "validate",
+    "cache",
+    "arch",
+    "energy",
 )
 
 

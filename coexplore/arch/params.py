@@ -1,0 +1,123 @@
+"""Core template parameters: the fields every template shares and the dict -> dataclass check.
+
+A template's parameters are a frozen dataclass whose defaults reproduce the corresponding
+design of the Timeloop exercises. `params_from_dict` builds one from YAML data, naming the
+file and key of anything it cannot accept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from coexplore.errors import CoexploreError
+
+
+@dataclass(frozen=True)
+class CommonParams:
+    """Fields of every core template (DRAM, word size, MAC, technology, clock).
+
+    Bandwidths are Timeloop's: words per cycle per instance; None leaves the attribute out
+    (Timeloop then assumes unlimited bandwidth).
+    """
+    word_bits: int = 8                 # datawidth of weights/inputs (and outputs unless overridden)
+    mac_multiplier_width: int = 8
+    mac_adder_width: int = 16
+    dram_type: str = "LPDDR4"          # Accelergy DRAM type (LPDDR4, DDR4, HBM2, GDDR5 ...)
+    dram_width: int = 64               # bits per DRAM access
+    dram_read_bandwidth: float | None = None
+    dram_write_bandwidth: float | None = None
+    technology: str = "45nm"
+    clock_GHz: float = 1.0
+
+    def check(self) -> list[tuple[str, str, str]]:
+        """Problems as (field, message, expected); empty when the parameters are consistent."""
+        problems: list[tuple[str, str, str]] = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+                problems.append((f.name, f"must be positive, got {value}", "a number > 0"))
+        if not re.fullmatch(r"\d+(\.\d+)?\s*nm", str(self.technology)):
+            problems.append(("technology", f"got {self.technology!r}", "a node such as '45nm'"))
+        if not problems and self.dram_width % self.word_bits:
+            problems.append(("dram_width", f"{self.dram_width} bits is not a multiple of "
+                             f"word_bits={self.word_bits}", "a multiple of word_bits"))
+        return problems
+
+
+def _accepts(hint: Any, value: Any) -> bool:
+    """Whether `value` fits the field type `hint` (int, float, str, bool, X | None)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_accepts(h, value) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if hint is int:
+        return isinstance(value, int)
+    if hint is float:
+        return isinstance(value, (int, float))
+    if hint is str:
+        return isinstance(value, str)
+    return True
+
+
+def _type_name(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true/false"}.get(
+        hint, getattr(hint, "__name__", str(hint)))
+
+
+def field_names(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def params_from_dict(cls, data: Any, *, file: str | None = None, key: str = "params"):
+    """Build the parameter dataclass `cls` from a YAML mapping (missing keys keep defaults).
+
+    Raises CoexploreError naming `file`, the offending key under `key`, and what was expected.
+    """
+    if data is None:
+        data = {}
+    if isinstance(data, cls):
+        params = data
+    else:
+        if not isinstance(data, dict):
+            raise CoexploreError(f"must be a mapping, got {type(data).__name__}", file=file,
+                                 key=key, expected=f"parameter: value pairs of {cls.__name__}")
+        hints = typing.get_type_hints(cls)
+        names = field_names(cls)
+        for name, value in data.items():
+            if name not in hints:
+                raise CoexploreError(f"unknown parameter '{name}'", file=file,
+                                     key=f"{key}.{name}", expected="one of " + ", ".join(names))
+            if not _accepts(hints[name], value):
+                raise CoexploreError(f"wrong type {type(value).__name__} ({value!r})", file=file,
+                                     key=f"{key}.{name}", expected=_type_name(hints[name]))
+        params = cls(**data)
+    problems = params.check()
+    if problems:
+        name, message, expected = problems[0]
+        raise CoexploreError(message, file=file, key=f"{key}.{name}", expected=expected)
+    return params
+
+
+def as_dict(params) -> dict:
+    """The parameters as a plain dict, in field order."""
+    return dataclasses.asdict(params)
+
+
+def drop_none(attrs: dict) -> dict:
+    """`attrs` without the keys whose value is None (optional Timeloop attributes)."""
+    return {k: v for k, v in attrs.items() if v is not None}

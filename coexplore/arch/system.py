@@ -1,0 +1,91 @@
+"""Multi-core systems: a checked SystemSpec plus the generated architecture of each core.
+
+System-wide settings flow into every core's template parameters: `clock_GHz`, the DRAM
+`type`/`width`, and `technology` (a core may override `technology`, not the shared DRAM or
+the clock). Sweep axes are checked here too: every value of every axis must give a system
+whose cores all build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from coexplore.arch.core import CoreArch, build_core
+from coexplore.errors import CoexploreError
+from coexplore.spec.system import CoreSpec, SystemSpec, load_system
+
+# parameters that belong to the whole system, not to one core
+SYSTEM_OWNED = {"dram_type": "system.dram.type", "dram_width": "system.dram.width",
+                "clock_GHz": "system.clock_GHz"}
+
+
+@dataclass(frozen=True)
+class CoreInstance:
+    """One physical core of the system."""
+    name: str                         # e.g. simba_0_1
+    core: str                         # the distinct core design it is a copy of
+    position: tuple[int, int] | None  # grid (row, column), None for counted cores
+
+
+@dataclass(frozen=True, eq=False)
+class SystemArch:
+    """A system with its distinct core architectures generated."""
+    spec: SystemSpec
+    cores: dict                       # core name -> CoreArch, in file order
+
+    def instances(self) -> list[CoreInstance]:
+        out = []
+        for c in self.spec.cores:
+            for name, pos in zip(c.instance_names(), c.positions()):
+                out.append(CoreInstance(name, c.name, pos))
+        return out
+
+    @property
+    def offchip_bytes_per_cycle(self) -> float:
+        return self.spec.dram.bandwidth_bytes_per_cycle(self.spec.clock_GHz)
+
+
+def core_params(spec: SystemSpec, core: CoreSpec) -> dict:
+    """The template parameters of `core` with the system-wide settings filled in."""
+    for name, where in SYSTEM_OWNED.items():
+        if name in core.params:
+            raise CoexploreError(f"'{name}' is shared by all cores", file=spec.file,
+                                 key=f"{core.key}.params.{name}",
+                                 expected=f"no '{name}' in core params; set {where}")
+    merged = {"clock_GHz": spec.clock_GHz, "dram_type": spec.dram.type,
+              "dram_width": spec.dram.width}
+    if spec.technology is not None:
+        merged["technology"] = spec.technology
+    merged.update(core.params)
+    return merged
+
+
+def build_system(spec: SystemSpec) -> SystemArch:
+    """Generate every distinct core of `spec` (errors name the file and core key)."""
+    cores = {}
+    for c in spec.cores:
+        cores[c.name] = build_core(c.template, core_params(spec, c), c.name, file=spec.file,
+                                   key=f"{c.key}.params")
+    return SystemArch(spec, cores)
+
+
+def check_sweep(spec: SystemSpec) -> None:
+    """Every value of every sweep axis must build (errors name the axis and the value)."""
+    for path, values in spec.sweep_axes.items():
+        for value in values:
+            point = spec.with_value(path, value, key=f"sweep.axes.{path}")
+            try:
+                build_system(point)
+            except CoexploreError as exc:
+                raise CoexploreError(f"value {value!r} makes {exc.key} invalid: {exc.message}",
+                                     file=spec.file, key=f"sweep.axes.{path}",
+                                     expected=exc.expected) from None
+
+
+def load_system_arch(path: str | Path, *, check_files: bool = False) -> SystemArch:
+    """Load a system YAML, generate its cores and check its sweep axes."""
+    spec = load_system(path, check_files=check_files)
+    system = build_system(spec)
+    check_sweep(spec)
+    return system

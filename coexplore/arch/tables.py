@@ -1,0 +1,86 @@
+"""Energy/area tables for generated cores: take a given ERT/ART, or ask coexplore.energy.
+
+Otherwise the built-in estimator (`coexplore.energy.tables.build_tables`) prices the
+flattened components (names `<top>_top_level.<level>[1..N]`, as Accelergy names them).
+A given ERT/ART (e.g. the corpus' reference tables) is only accepted for a core whose
+priced components it names exactly (`<top>_top_level.<level>[1..N]`), so a table made for
+another design or size cannot be attached by mistake.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import yaml
+
+from coexplore.arch.core import CoreArch
+from coexplore.errors import CoexploreError
+
+
+def table_names(path: Path, root: str) -> set[str]:
+    """Component names listed in an ERT (`root`='ERT') or ART (`root`='ART') file."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CoexploreError(f"cannot read: {exc}", file=str(path)) from None
+    try:
+        entries = doc[root]["tables"]
+        return {str(e["name"]) for e in entries}
+    except (KeyError, TypeError):
+        raise CoexploreError("not an Accelergy table", file=str(path), key=f"{root}.tables",
+                             expected=f"{root}: {{tables: [{{name: ...}}]}}") from None
+
+
+def required_names(core: CoreArch, root: str) -> set[str]:
+    """Component names the core's tables must hold: ERT prices real components
+    (storage and compute, not the dummy spatial levels); ART lists every level."""
+    names = set()
+    for comp in core.components():
+        if root == "ERT" and comp["class"] == "dummy_storage":
+            continue
+        names.add(comp["full_name"])
+    return names
+
+
+def find_given_tables(core: CoreArch, source: str | Path) -> tuple[Path, Path]:
+    """ERT.yaml/ART.yaml for `core` under `source` (`source/<core>/` first, then `source/`),
+    checked against the core's component names."""
+    src = Path(source)
+    for d in (src / core.name, src):
+        ert, art = d / "ERT.yaml", d / "ART.yaml"
+        if ert.is_file() and art.is_file():
+            break
+    else:
+        raise CoexploreError(f"no ERT.yaml + ART.yaml for core '{core.name}'", file=str(src),
+                             expected=f"{src}/{core.name}/ERT.yaml or {src}/ERT.yaml (with ART.yaml)")
+    for path, root in ((ert, "ERT"), (art, "ART")):
+        have = table_names(path, root)
+        missing = sorted(required_names(core, root) - have)
+        if missing:
+            raise CoexploreError(
+                f"does not fit core '{core.name}': no entry for {', '.join(missing[:3])}"
+                + (" ..." if len(missing) > 3 else ""), file=str(path), key=f"{root}.tables",
+                expected="a table made for this architecture (same level names and instances)")
+    return ert, art
+
+
+def estimator():
+    """The built-in estimator as a function core -> (ert, art) plus its writers
+    (`coexplore.energy.tables`: build_tables, write_ert, write_art), or None if absent."""
+    try:
+        tables = importlib.import_module("coexplore.energy.tables")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("coexplore.energy", "coexplore.energy.tables"):
+            return None
+        raise
+    funcs = [getattr(tables, n, None) for n in
+             ("build_tables", "components_from_processed", "write_ert", "write_art")]
+    if any(f is None for f in funcs):
+        return None
+    build, components, write_ert, write_art = funcs
+
+    def price(core: CoreArch):
+        # the flattened form carries the inherited attributes (technology, clock) Accelergy sees
+        return build(components(core.flattened().processed))
+    return price, write_ert, write_art

@@ -1,0 +1,70 @@
+"""`coexplore arch generate SYSTEM.yaml --out DIR`: write every distinct core's Timeloop files.
+
+Per core, DIR/<core>/ gets arch.yaml (Timeloop v0.4), processed.yaml (the flattened form
+timeloop-model reads), constraints.yaml (mapspace constraints for timeloop-mapper) and
+ERT.yaml/ART.yaml (from the built-in estimator, or copied from `--ert-from`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from coexplore.arch.system import load_system_arch
+from coexplore.arch.tables import estimator, find_given_tables
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("arch", help="generate Timeloop architectures from a system YAML")
+    sub = parser.add_subparsers(dest="arch_command", metavar="ACTION")
+    sub.required = True
+    gen = sub.add_parser("generate", help="write arch/processed/constraints/ERT/ART YAML per core")
+    gen.add_argument("system", help="system YAML (e.g. arch/simba_2x2.yaml)")
+    gen.add_argument("--out", required=True, help="output directory (one sub-directory per core)")
+    gen.add_argument("--ert-from", metavar="DIR", default=None,
+                     help="copy ERT.yaml/ART.yaml from DIR/<core>/ or DIR/ (e.g. a corpus "
+                          "arches/<arch>/ folder) instead of estimating them")
+    gen.set_defaults(func=run)
+
+
+def run(args) -> int:
+    system = load_system_arch(args.system)
+    out = Path(args.out)
+    tables = None if args.ert_from else estimator()
+    missing_tables = []
+    rows = []
+    for name, core in system.cores.items():
+        # check a given table before writing anything for this core
+        given = find_given_tables(core, args.ert_from) if args.ert_from else None
+        core_dir = out / name
+        core.write(core_dir)
+        if given is not None:
+            shutil.copyfile(given[0], core_dir / "ERT.yaml")
+            shutil.copyfile(given[1], core_dir / "ART.yaml")
+            source = f"copied from {given[0].parent}"
+        elif tables is not None:
+            price, write_ert, write_art = tables
+            ert, art = price(core)
+            write_ert(core_dir / "ERT.yaml", ert)
+            write_art(core_dir / "ART.yaml", art)
+            source = "built-in estimator"
+        else:
+            missing_tables.append(name)
+            source = "NOT WRITTEN"
+        count = system.spec.core(name).count
+        rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source))
+    spec = system.spec
+    print(f"system {spec.name}: {spec.n_cores} cores, off-chip "
+          f"{spec.dram.bandwidth_GBps_at(spec.clock_GHz):g} GB/s "
+          f"({system.offchip_bytes_per_cycle:g} B/cycle at {spec.clock_GHz:g} GHz), "
+          f"DRAM {spec.dram.type} x{spec.dram.width}")
+    print(f"{'core':<14} {'template':<9} {'copies':>6} {'MACs':>6} {'levels':>6}  ERT/ART")
+    for name, template, count, macs, levels, source in rows:
+        print(f"{name:<14} {template:<9} {count:>6} {macs:>6} {levels:>6}  {source}")
+    print(f"wrote {out}/<core>/{{arch,processed,constraints}}.yaml")
+    if missing_tables:
+        print("warning: ERT.yaml/ART.yaml not written for " + ", ".join(missing_tables)
+              + ": the built-in estimator (coexplore.energy.tables) is not available; "
+              "pass --ert-from DIR to use given tables", file=sys.stderr)
+    return 0

@@ -1,0 +1,94 @@
+"""`coexplore cache stats | clear`: inspect or empty the SQLite result cache."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+
+from coexplore.model.cache import (ENV_VAR, CacheStats, CacheUnreadableError, ResultCache,
+                                   file_size, remove_cache_files, resolve_cache_path)
+
+
+def add_cache_option(parser: argparse.ArgumentParser) -> None:
+    """The `--cache PATH` option; other commands that use the cache add it the same way."""
+    parser.add_argument(
+        "--cache", metavar="PATH", default=None,
+        help=f"result cache file (default: ${ENV_VAR}, else results/cache.sqlite)")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("cache", help="inspect or clear the result cache",
+                              description="Inspect or clear the SQLite result cache.")
+    sub = p.add_subparsers(dest="cache_command", metavar="ACTION")
+    sub.required = True
+    s = sub.add_parser("stats", help="entries, hit rate and size of the cache")
+    add_cache_option(s)
+    s.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    c = sub.add_parser("clear", help="delete every entry (replaces an unreadable file)")
+    add_cache_option(c)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    path = resolve_cache_path(args.cache)
+    if args.cache_command == "stats":
+        return _stats(path, args.json)
+    return _clear(path)
+
+
+def _stats(path, as_json: bool) -> int:
+    if not path.exists():
+        stats = CacheStats(path=str(path), exists=False, entries=0, hits=0, misses=0,
+                           size_bytes=0, by_backend={}, oldest=None, newest=None)
+        integrity = None
+    else:
+        with ResultCache(path, create=False) as cache:
+            stats = cache.stats()
+            integrity = cache.check()
+    if as_json:
+        print(json.dumps({**stats.to_dict(), "integrity": integrity}, indent=2))
+        return 0
+    if not stats.exists:
+        print(f"cache      {stats.path} (does not exist yet: 0 entries)")
+        return 0
+    print(f"cache      {stats.path}")
+    print(f"entries    {stats.entries}")
+    if stats.hit_rate is None:
+        print("hit rate   n/a (no lookups since created/cleared)")
+    else:
+        print(f"hit rate   {100 * stats.hit_rate:.1f} % ({stats.hits} hits, {stats.misses} misses "
+              "since created/cleared)")
+    print(f"size       {_human(stats.size_bytes)}")
+    if stats.by_backend:
+        print("backends   " + ", ".join(f"{b}: {n}" for b, n in stats.by_backend.items()))
+    if stats.oldest is not None:
+        print(f"written    {_when(stats.oldest)} .. {_when(stats.newest)}")
+    print(f"integrity  {integrity}")
+    return 0
+
+
+def _clear(path) -> int:
+    try:
+        with ResultCache(path) as cache:
+            n = cache.clear()
+        print(f"cleared {path}: removed {n} entries")
+    except CacheUnreadableError as exc:
+        size = file_size(path)
+        remove_cache_files(path)
+        ResultCache(path).close()
+        reason = exc.message.split("; run `coexplore cache clear")[0]
+        print(f"replaced unreadable file {path} ({_human(size)}: {reason}) with an empty cache")
+    return 0
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"
+
+
+def _when(t: float) -> str:
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

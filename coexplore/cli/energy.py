@@ -1,0 +1,87 @@
+"""`coexplore energy`: the Accelergy-compatible energy/area estimator from the command line.
+
+    coexplore energy check GRID.csv [--json] [--energy builtin|accelergy]
+        compare an estimator with every row of a reference grid (ert_grid.csv format)
+    coexplore energy tables ARCH.yaml --out DIR [--energy builtin|accelergy]
+        write ERT.yaml / ART.yaml for a flattened (processed) Timeloop architecture
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from coexplore.energy.check import builtin_estimator, check_rows, format_table
+from coexplore.energy.grid import read_grid
+from coexplore.energy.tables import (build_tables, components_from_processed, write_art,
+                                     write_ert)
+from coexplore.errors import CoexploreError
+
+ESTIMATORS = ("builtin", "accelergy")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("energy", help="Accelergy-compatible energy/area estimation")
+    sub = parser.add_subparsers(dest="energy_command", metavar="ACTION")
+    sub.required = True
+    chk = sub.add_parser("check", help="compare the estimator with a reference grid CSV")
+    chk.add_argument("grid", help="CSV in the format of accelergy-ert-grid/ert_grid.csv")
+    chk.add_argument("--json", action="store_true", help="print the summary as JSON")
+    chk.add_argument("--energy", choices=ESTIMATORS, default="builtin",
+                     help="estimator to check (accelergy: the real tool, must be on PATH)")
+    chk.set_defaults(func=run_check)
+    tab = sub.add_parser("tables", help="write ERT.yaml/ART.yaml for a processed architecture")
+    tab.add_argument("arch", help="flattened (processed) architecture YAML (subtree/local)")
+    tab.add_argument("--out", required=True, help="output directory")
+    tab.add_argument("--energy", choices=ESTIMATORS, default="builtin")
+    tab.add_argument("--classes", choices=("example_designs", "primitives"),
+                     default="example_designs",
+                     help="regfile/intmac as the example designs' compound classes (default) "
+                          "or as Aladdin primitives")
+    tab.set_defaults(func=run_tables)
+
+
+def run_check(args) -> int:
+    grid = read_grid(args.grid)
+    if args.energy == "accelergy":
+        from coexplore.energy.accelergy_backend import accelergy_estimate, find_accelergy
+        name = f"accelergy ({find_accelergy()})"
+        estimator = accelergy_estimate
+    else:
+        name, estimator = "coexplore-builtin", builtin_estimator
+    progress = (lambda it: tqdm(it, desc="components", file=sys.stderr, leave=False))
+    summary = check_rows(grid, estimator, name, progress=progress).to_json()
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(format_table(summary))
+    return 0
+
+
+def run_tables(args) -> int:
+    import yaml
+    path = Path(args.arch)
+    if not path.is_file():
+        raise CoexploreError("architecture file not found", file=str(path))
+    try:
+        arch = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise CoexploreError(f"not valid YAML: {exc}", file=str(path)) from None
+    if not isinstance(arch, dict):
+        raise CoexploreError("not a mapping", file=str(path), expected="architecture: {subtree: ...}")
+    try:
+        comps = components_from_processed(arch, file=str(path))
+        ert, art = build_tables(comps, classes=args.classes, estimator=args.energy)
+    except CoexploreError as exc:
+        raise exc.with_file(path)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_ert(out / "ERT.yaml", ert)
+    write_art(out / "ART.yaml", art)
+    print(f"wrote {out / 'ERT.yaml'} and {out / 'ART.yaml'} "
+          f"({len(ert['ERT']['tables'])} ERT / {len(art['ART']['tables'])} ART tables; "
+          f"estimator: {ert['estimator']})")
+    return 0

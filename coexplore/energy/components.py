@@ -1,0 +1,212 @@
+"""Component classes -> per-action energy and area, composed the way Accelergy does.
+
+`estimate_component(class_name, attributes)` prices one component. Compound classes follow
+the class files of timeloop-accelergy-exercises `example_designs/_components` (the classes
+the corpus designs use): an action's energy is the sum over its sub-actions of
+primitive energy x energy_scale x number of identical sub-instances; area is the sum of the
+sub-components' areas x area_scale (see notes sec. 11). Primitives come from
+`coexplore.energy.primitives` (exact plug-in constants, CACTI replaced by a fitted model).
+
+`classes="example_designs"` (default) uses those compound definitions of `regfile` and
+`intmac`; `classes="primitives"` prices `regfile` / `intmac` directly with Aladdin, as the
+ISPASS-2020 tutorial architectures do. `SRAM`, `DRAM` are primitives in both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from coexplore.energy import primitives as P
+from coexplore.energy.technology import parse_technology
+from coexplore.errors import CoexploreError
+
+ESTIMATOR = "coexplore-builtin"
+STORAGE_ACTIONS = ("read", "write", "update", "leak")
+CLASSES = ("SRAM", "DRAM", "smartbuffer_SRAM", "smartbuffer_RF", "regfile", "intmac",
+           "aladdin_register", "reg", "dummy_storage", "storage")
+CLASS_SETS = ("example_designs", "primitives")
+
+
+@dataclass
+class ComponentEstimate:
+    """Per-action energy (pJ; leak per global cycle) and area (um^2) of one instance.
+
+    `arguments` is what Accelergy writes as the action's arguments in ERT.yaml ({} for
+    compound classes). `primitives` names the plug-in each primitive would come from;
+    `warnings` say where a number is not what the reference Accelergy setup would give
+    (`accelergy_compatible` is False when that setup refuses the component)."""
+    class_name: str
+    actions: dict
+    area_um2: float
+    estimator: str = ESTIMATOR
+    arguments: dict = field(default_factory=dict)
+    primitives: tuple = ()
+    warnings: tuple = ()
+    accelergy_compatible: bool = True
+
+    def energy(self, action: str) -> float:
+        return self.actions[action]
+
+
+def _num(attrs: dict, key: str, cls: str, default=None) -> float:
+    value = attrs.get(key, default)
+    if value is None:
+        raise CoexploreError(f"class {cls} needs attribute '{key}'", key=f"attributes.{key}",
+                             expected="a positive number")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise CoexploreError(f"attribute '{key}' of class {cls} is {value!r}",
+                             key=f"attributes.{key}", expected="a number") from None
+    if out < 0 or math.isnan(out):
+        raise CoexploreError(f"attribute '{key}' of class {cls} is {value!r}",
+                             key=f"attributes.{key}", expected="a non-negative number")
+    return out
+
+
+def _tech(attrs: dict, cls: str) -> float:
+    if "technology" not in attrs:
+        raise CoexploreError(f"class {cls} needs attribute 'technology'", key="attributes.technology",
+                             expected="e.g. '45nm'")
+    return parse_technology(attrs["technology"], key="attributes.technology")
+
+
+def _addr_bits(depth: float) -> float:
+    return max(1, math.ceil(math.log2(depth))) if depth >= 1 else 1
+
+
+class _Acc:
+    """Accumulates sub-actions into a compound's actions (energy, area, provenance)."""
+
+    def __init__(self):
+        self.actions: dict = {}
+        self.area = 0.0
+        self.primitives: list = []
+        self.notes: list = []
+        self.ok = True
+
+    def use(self, name: str, priced: P.Priced) -> P.Priced:
+        self.primitives.append(f"{name}={priced.estimator}")
+        self.notes += [n for n in priced.notes if n not in self.notes]
+        self.ok = self.ok and priced.accelergy_ok
+        return priced
+
+    def add(self, action: str, energy: float):
+        self.actions[action] = self.actions.get(action, 0.0) + energy
+
+
+def _regfile_compound(acc: _Acc, width, depth, tech, gcs, prefix="", dyn=1.0, static=1.0,
+                      area_scale=1.0):
+    """example_designs regfile: width x depth aladdin_register + depth aladdin_comparator."""
+    reg = acc.use(prefix + "storage", P.library_register(1, tech, gcs))
+    cmp_ = acc.use(prefix + "comparator", P.library_comparator(tech, gcs))
+    for action, reg_action in (("write", "write"), ("read", "read"), ("update", "write")):
+        acc.add(action, (width * reg.actions[reg_action] + depth * cmp_.actions["compare"]) * dyn)
+    acc.add("leak", (width * depth * reg.actions["leak"] + depth * cmp_.actions["leak"]) * static)
+    acc.area += (width * depth * reg.area + depth * cmp_.area) * area_scale
+
+
+def _address_generators(acc: _Acc, depth, tech, gcs):
+    adder = acc.use("address_generators", P.aladdin_intadder(_addr_bits(depth), tech, gcs))
+    for action in ("write", "read", "update"):
+        acc.add(action, adder.actions["add"])
+    acc.add("leak", 2 * adder.actions["leak"])
+    acc.area += 2 * adder.area
+
+
+def _order(actions: dict, order) -> dict:
+    return {a: actions[a] for a in order if a in actions}
+
+
+def _primitive_args(gcs: float) -> dict:
+    return {"global_cycle_seconds": gcs, "action_latency_cycles": 1}
+
+
+def estimate_component(class_name: str, attributes: dict, *, subclass: str | None = None,
+                       classes: str = "example_designs", sram_model=None) -> ComponentEstimate:
+    """Price one component of Accelergy class `class_name` (pJ per action, um^2).
+
+    `class: storage` with `subclass: X` (timeloopfe's form) is priced as X. `sram_model`
+    replaces the packaged CACTI surfaces (for cross-validation)."""
+    if classes not in CLASS_SETS:
+        raise CoexploreError(f"unknown class set {classes!r}", expected=" or ".join(CLASS_SETS))
+    attrs = dict(attributes or {})
+    cls = class_name
+    if cls == "storage":
+        cls = subclass or attrs.get("subclass")
+        if not cls:
+            raise CoexploreError("class storage needs a subclass", key="subclass",
+                                 expected="one of " + ", ".join(CLASSES[:-1]))
+    if str(attrs.get("technology", "")).strip() in ("-1", "-1.0") or cls == "dummy_storage":
+        p = P.dummy()
+        return ComponentEstimate(cls, p.actions, p.area,
+                                 arguments={a: _primitive_args(float(attrs.get(
+                                     "global_cycle_seconds", P.NS))) for a in p.actions},
+                                 primitives=("self=dummy",))
+    gcs = _num(attrs, "global_cycle_seconds", cls, P.NS) or P.NS
+    compound_order = ("write", "read", "leak", "update")
+
+    if cls == "DRAM":
+        p = P.cacti_dram(str(attrs.get("type", "LPDDR4")), _num(attrs, "width", cls))
+        return _primitive(cls, p, gcs)
+    tech = _tech(attrs, cls)
+    if cls == "SRAM":
+        p = P.cacti_sram(_num(attrs, "width", cls), _num(attrs, "depth", cls),
+                         _num(attrs, "n_banks", cls, 1), tech, gcs, model=sram_model)
+        return _primitive(cls, p, gcs)
+    if cls in ("aladdin_register", "reg"):
+        width = _num(attrs, "width", cls, attrs.get("datawidth"))
+        return _primitive(cls, P.library_register(width, tech, gcs), gcs)
+    if cls == "regfile" and classes == "primitives":
+        p = P.aladdin_regfile(_num(attrs, "width", cls), _num(attrs, "depth", cls), tech, gcs)
+        return _primitive(cls, p, gcs)
+    if cls == "intmac" and classes == "primitives":
+        width = _num(attrs, "width", cls, attrs.get("datawidth"))
+        return _primitive(cls, P.aladdin_intmac(width, tech, gcs), gcs)
+
+    acc = _Acc()
+    if cls == "regfile":
+        _regfile_compound(acc, _num(attrs, "width", cls), _num(attrs, "depth", cls), tech, gcs)
+        order = compound_order
+    elif cls == "smartbuffer_RF":
+        width, depth = _num(attrs, "width", cls), _num(attrs, "depth", cls)
+        mw, md = max(32.0, width), max(64.0, depth)
+        ws, ds = width / mw, depth / md
+        _regfile_compound(acc, mw, md, tech, gcs, prefix="storage.", dyn=ws * ds ** 0.78,
+                          static=ws * ds, area_scale=ws * ds)
+        _address_generators(acc, depth, tech, gcs)
+        order = compound_order
+    elif cls == "smartbuffer_SRAM":
+        width, depth = _num(attrs, "width", cls), _num(attrs, "depth", cls)
+        # the class does not pass n_banks on: CACTI runs with one bank
+        sram = acc.use("storage", P.cacti_sram(width, depth, 1, tech, gcs,
+                                                          model=sram_model))
+        for action in ("write", "read", "update", "leak"):
+            acc.add(action, sram.actions[action])
+        acc.area += sram.area
+        _address_generators(acc, depth, tech, gcs)
+        order = compound_order
+    elif cls == "intmac":
+        mw = _num(attrs, "multiplier_width", cls)
+        aw = _num(attrs, "adder_width", cls)
+        adder = acc.use("intadder", P.library_adder(aw, tech, gcs))
+        mult = acc.use("intmultiplier", P.library_multiplier(mw, mw, tech, gcs))
+        acc.add("compute", adder.actions["read"] + mult.actions["read"])
+        acc.add("leak", adder.actions["leak"] + mult.actions["leak"])
+        acc.area = adder.area + mult.area
+        order = ("compute", "leak")
+    else:
+        raise CoexploreError(f"no built-in estimator for class {class_name!r}", key="class",
+                             expected="one of " + ", ".join(CLASSES))
+    actions = _order(acc.actions, order)
+    return ComponentEstimate(cls, actions, acc.area, arguments={a: {} for a in actions},
+                             primitives=tuple(dict.fromkeys(acc.primitives)),
+                             warnings=tuple(acc.notes), accelergy_compatible=acc.ok)
+
+
+def _primitive(cls: str, p: P.Priced, gcs: float) -> ComponentEstimate:
+    return ComponentEstimate(cls, dict(p.actions), p.area,
+                             arguments={a: _primitive_args(gcs) for a in p.actions},
+                             primitives=(f"self={p.estimator}",), warnings=tuple(p.notes),
+                             accelergy_compatible=p.accelergy_ok)

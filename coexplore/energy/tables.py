@@ -1,0 +1,226 @@
+"""Building ERT/ART tables for an architecture and reading/writing them as Accelergy does.
+
+`build_tables(components)` prices every component and returns `(ert, art)` dicts shaped like
+Accelergy 0.4's ERT.yaml / ART.yaml (`{"ERT": {"version": "0.4", "tables": [...]}}`), plus a
+top-level `estimator` key naming what produced the numbers (written as a comment only);
+`write_ert` / `write_art` write them in Accelergy's exact layout (energies and areas at 6
+significant figures, Accelergy's default precision) with a comment line naming the
+estimator; `read_ert` / `read_art` read either ours or Accelergy's files.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Iterable
+
+import yaml
+
+from coexplore.energy.components import ESTIMATOR, ComponentEstimate, estimate_component
+from coexplore.errors import CoexploreError
+
+VERSION = "0.4"
+PRECISION = 6
+COMPOUND_ACTIONS_ALWAYS = True   # Accelergy emits every action a compound class defines
+
+
+def _component_tuple(entry, index: int):
+    """Normalise (name, class, attributes[, required_actions]) or a processed-YAML dict."""
+    if isinstance(entry, dict):
+        name = entry.get("full_name") or entry.get("name")
+        cls = entry.get("class")
+        attrs = dict(entry.get("attributes") or {})
+        if entry.get("subclass"):
+            attrs["subclass"] = entry["subclass"]
+        required = entry.get("required_actions")
+    else:
+        try:
+            name, cls, attrs, *rest = entry
+        except (TypeError, ValueError):
+            raise CoexploreError(f"component #{index} is {entry!r}",
+                                 expected="(full_name, class, attributes[, required_actions])") from None
+        attrs = dict(attrs or {})
+        required = rest[0] if rest else None
+    if not name or not cls:
+        raise CoexploreError(f"component #{index} needs a name and a class", key=f"components[{index}]")
+    return str(name), str(cls), attrs, (list(required) if required is not None else None)
+
+
+def _actions_for(est: ComponentEstimate, cls: str, required) -> list[str]:
+    compound = all(args == {} for args in est.arguments.values())
+    if cls == "dummy_storage" or est.primitives == ("self=dummy",):
+        return [a for a in (required or []) if a in est.actions]
+    if required is None or (compound and COMPOUND_ACTIONS_ALWAYS):
+        return list(est.actions)
+    required = [a for a in required if a in est.actions] if compound else required
+    missing = [a for a in required if a not in est.actions]
+    if missing:
+        raise CoexploreError(f"class {cls} has no action(s) {missing}", key="required_actions",
+                             expected=", ".join(est.actions))
+    return list(required)
+
+
+def build_tables(components: Iterable, *, classes: str = "example_designs",
+                 estimator: str = "builtin", workdir: str | Path | None = None):
+    """Price `components` [(full_name, class, attributes[, required_actions]) or processed
+    dicts] and return `(ert, art)` in Accelergy's format.
+
+    estimator: 'builtin' (this package) or 'accelergy' (the real tool, must be on PATH)."""
+    items = [_component_tuple(e, i) for i, e in enumerate(components)]
+    if estimator == "accelergy":
+        from coexplore.energy.accelergy_backend import run_accelergy
+        return run_accelergy(items, classes=classes, workdir=workdir)
+    if estimator != "builtin":
+        raise CoexploreError(f"unknown energy estimator {estimator!r}",
+                             expected="builtin or accelergy")
+    ert_tables, art_tables = [], []
+    for name, cls, attrs, required in items:
+        try:
+            est = estimate_component(cls, attrs, classes=classes)
+        except CoexploreError as exc:
+            exc.key = f"{name}: {exc.key}" if exc.key else name
+            exc.args = (exc.format(),)
+            raise
+        # Accelergy lists plug-in-priced (primitive) components first, then compound ones
+        compound = bool(est.arguments) and all(a == {} for a in est.arguments.values())
+        actions = _actions_for(est, est.class_name, required)
+        if actions:
+            ert_tables.append((compound, {"name": name, "actions": [
+                {"name": a, "arguments": dict(est.arguments.get(a, {})), "energy": est.actions[a]}
+                for a in actions]}))
+        art_tables.append((compound, {"name": name, "area": est.area_um2}))
+    ert_tables = [t for _, t in sorted(ert_tables, key=lambda x: x[0])]
+    art_tables = [t for _, t in sorted(art_tables, key=lambda x: x[0])]
+    name = f"{ESTIMATOR} ({classes} classes)"
+    return ({"ERT": {"version": VERSION, "tables": ert_tables}, "estimator": name},
+            {"ART": {"version": VERSION, "tables": art_tables}, "estimator": name})
+
+
+def components_from_processed(arch: dict, *, file: str | None = None) -> list:
+    """Components of a flattened (processed, v0.3-style `subtree`/`local`) architecture, with
+    full names `<top>.<name>` and the container attributes (technology, global_cycle_seconds,
+    ...) inherited where the component does not set them."""
+    root = arch.get("architecture", arch)
+    out = []
+
+    def walk(node, prefix, inherited):
+        name = node.get("name", "")
+        attrs = {**inherited, **(node.get("attributes") or {})}
+        path = f"{prefix}.{name}" if prefix else name
+        for comp in node.get("local") or []:
+            entry = dict(comp)
+            entry["attributes"] = {**attrs, **(comp.get("attributes") or {})}
+            entry["attributes"].pop("version", None)
+            entry["name"] = f"{path}.{comp['name']}"
+            out.append(entry)
+        for child in node.get("subtree") or []:
+            walk(child, path, attrs)
+
+    subtree = root.get("subtree")
+    if not subtree:
+        raise CoexploreError("no architecture.subtree", file=file, key="architecture.subtree",
+                             expected="a flattened (processed) Timeloop architecture")
+    for node in subtree:
+        walk(node, "", {})
+    return out
+
+
+def _fmt(value: float) -> str:
+    if value == 0:
+        return "0.0"
+    if not math.isfinite(value):
+        raise CoexploreError(f"non-finite value {value!r} in a table")
+    return repr(float(f"{value:.{PRECISION}g}"))
+
+
+def _scalar(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    text = str(value)
+    return text if re.fullmatch(r"[A-Za-z_][\w.\-\[\]]*", text) else repr(text)
+
+
+def format_ert(ert: dict, estimator: str | None = None) -> str:
+    estimator = estimator or ert.get("estimator", "unknown estimator")
+    lines = [f"# energy reference table (pJ per action) by {estimator}",
+             "ERT:", f"    version: '{ert['ERT'].get('version', VERSION)}'", "    tables:"]
+    for table in ert["ERT"]["tables"]:
+        lines += [f"      - name: {table['name']}", "        actions:"]
+        for act in table["actions"]:
+            lines.append(f"          - name: {act['name']}")
+            args = act.get("arguments") or {}
+            if args:
+                lines.append("            arguments:")
+                lines += [f"                {k}: {_scalar(v)}" for k, v in args.items()]
+            else:
+                lines.append("            arguments: {}")
+            lines.append(f"            energy: {_fmt(float(act['energy']))}")
+    return "\n".join(lines) + "\n"
+
+
+def format_art(art: dict, estimator: str | None = None) -> str:
+    estimator = estimator or art.get("estimator", "unknown estimator")
+    lines = [f"# area reference table (um^2 per instance) by {estimator}",
+             "ART:", f"    version: '{art['ART'].get('version', VERSION)}'", "    tables:"]
+    for table in art["ART"]["tables"]:
+        lines += [f"      - name: {table['name']}", f"        area: {_fmt(float(table['area']))}"]
+    return "\n".join(lines) + "\n"
+
+
+def _path_and_table(a, b) -> tuple[Path, dict]:
+    """Accept (path, table) and (table, path)."""
+    return (Path(b), a) if isinstance(a, dict) else (Path(a), b)
+
+
+def write_ert(path: str | Path, ert: dict, estimator: str | None = None) -> Path:
+    """Write `ert` to `path` in Accelergy's ERT.yaml layout (arguments in either order)."""
+    path, ert = _path_and_table(path, ert)
+    path.write_text(format_ert(ert, estimator))
+    return path
+
+
+def write_art(path: str | Path, art: dict, estimator: str | None = None) -> Path:
+    """Write `art` to `path` in Accelergy's ART.yaml layout (arguments in either order)."""
+    path, art = _path_and_table(path, art)
+    path.write_text(format_art(art, estimator))
+    return path
+
+
+def _load(path: str | Path, key: str) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CoexploreError(f"{key} file not found", file=str(path))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise CoexploreError(f"not valid YAML: {exc}", file=str(path)) from None
+    if not isinstance(data, dict) or not isinstance(data.get(key), dict) \
+            or not isinstance(data[key].get("tables"), list):
+        raise CoexploreError(f"no {key}.tables list", file=str(path), key=f"{key}.tables",
+                             expected=f"Accelergy's {key}.yaml format")
+    return data
+
+
+def read_ert(path: str | Path) -> dict:
+    return _load(path, "ERT")
+
+
+def read_art(path: str | Path) -> dict:
+    return _load(path, "ART")
+
+
+def ert_lookup(ert: dict) -> dict:
+    """{level name: {action: max energy over argument variants}}, as Timeloop reads an ERT
+    (level name = last '.'-segment of the table name without '[a..b]')."""
+    out: dict = {}
+    for table in ert["ERT"]["tables"]:
+        level = re.sub(r"\[\d+\.\.\d+\]$", "", str(table["name"])).split(".")[-1]
+        acts = out.setdefault(level, {})
+        for act in table.get("actions", []):
+            acts[act["name"]] = max(acts.get(act["name"], float("-inf")), float(act["energy"]))
+    return out

@@ -1,0 +1,523 @@
+"""Persistent result cache: per-(core, layer, searcher, seed, backend) results in SQLite.
+
+A mapping search of one (core, layer) costs seconds to hours; a sweep asks for the same pairs
+again and again (other sweep points that leave a core unchanged, resumed runs, repeated layers).
+This module stores each result under a content hash of everything that determines it, so a
+result is reused exactly when its inputs are unchanged and editing one buffer size invalidates
+exactly the entries of the cores that contain that buffer.
+
+THE KEY RULE: every input that can change a result must be part of the key. `cache_key` demands
+the six parts below and accepts more (an objective, constraints, an ERT file's contents, ...):
+
+    core             the core spec as a dict (architecture incl. every buffer size, ERT/ART)
+    layer            the layer as a dict (the Timeloop problem instance)
+    searcher         the searcher/mapper configuration as a dict (None for a fixed mapping)
+    seed             the search seed (None if the computation is deterministic without one)
+    backend          the cost-model backend's name ("builtin", "timeloop", ...)
+    backend_version  its version (bump it whenever the model's numbers change)
+
+Records are JSON objects; by convention: `energy` (pJ), `cycles`, `levels` (the per-level
+breakdown) and `mapping` (a Timeloop mapping as a dict).
+
+Storage: one SQLite file (standard library sqlite3) in WAL mode, so several processes read and
+write at once (readers never wait); every write is one transaction (BEGIN IMMEDIATE ... COMMIT),
+so a process killed at any point leaves the file consistent with all committed entries.
+Hit/miss counters live in the file (saved every 64 lookups, with each write and on close), so
+the hit rate spans runs. A corrupt file, or one that is not a coexplore cache, raises
+CoexploreError telling the user to run `coexplore cache clear`. SQLite's WAL needs a local
+file system (not NFS).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from coexplore.errors import CoexploreError
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x436F4558          # "CoEX": marks the file as a coexplore cache
+KEY_FORMAT = "coexplore-cache-key/1"  # part of every hash: bump to invalidate all keys
+REQUIRED_PARTS = ("core", "layer", "searcher", "seed", "backend", "backend_version")
+DEFAULT_PATH = Path("results") / "cache.sqlite"
+ENV_VAR = "COEXPLORE_CACHE"
+BUSY_TIMEOUT_S = 60.0
+COUNTER_FLUSH_EVERY = 64   # lookups between writes of the hit/miss counters (reads take no lock)
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS results ("
+    " key TEXT PRIMARY KEY,"
+    " record TEXT NOT NULL,"
+    " meta TEXT,"
+    " backend TEXT,"
+    " created REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+)
+
+
+class CacheUnreadableError(CoexploreError):
+    """The file is corrupt, foreign or of another schema: `coexplore cache clear` replaces it."""
+
+
+_CLEAR_HINT = "run `coexplore cache clear --cache {path}` to replace it with an empty cache"
+
+
+def default_cache_path() -> Path:
+    """$COEXPLORE_CACHE if set, else results/cache.sqlite under the current directory."""
+    env = os.environ.get(ENV_VAR)
+    return Path(env) if env else DEFAULT_PATH
+
+
+def resolve_cache_path(path: str | os.PathLike | None) -> Path:
+    """An explicit path (a `--cache` option) wins over $COEXPLORE_CACHE and the default."""
+    return Path(path) if path else default_cache_path()
+
+
+# ----------------------------------------------------------------------------------- keys
+
+def _canonical(value: Any, where: str) -> Any:
+    """Plain JSON value for hashing: dicts with str keys, lists, str, int, finite float,
+    bool, None. Integral floats become ints (1024.0 and 1024 are the same buffer size)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cache key part {where} is {value!r}; only finite numbers hash")
+        return int(value) if value.is_integer() else value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _canonical(dataclasses.asdict(value), where)
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return _canonical(value.to_dict(), where)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            ks = str(k)
+            if ks in out:
+                raise ValueError(f"cache key part {where} has keys that collide as strings: {ks!r}")
+            out[ks] = _canonical(v, f"{where}.{ks}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(v, where) for v in value), key=lambda v: json.dumps(v))
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if hasattr(value, "tolist"):                 # numpy arrays and scalars
+        return _canonical(value.tolist(), where)
+    raise TypeError(f"cache key part {where}: cannot hash a {type(value).__name__}; "
+                    "pass plain data (dicts, lists, numbers, strings) or a dataclass")
+
+
+def canonical_json(parts: Mapping[str, Any]) -> str:
+    """The exact text that is hashed: sorted keys, no whitespace, integral floats as ints."""
+    return json.dumps(_canonical(dict(parts), "parts"), sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def cache_key(**parts: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of `parts`; the six REQUIRED_PARTS must be given
+    (use None where one does not apply), further parts are hashed too."""
+    missing = [p for p in REQUIRED_PARTS if p not in parts]
+    if missing:
+        raise ValueError(f"cache_key needs the parts {', '.join(missing)} "
+                         "(use None where one does not apply)")
+    text = KEY_FORMAT + "\n" + canonical_json(parts)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------- cache
+
+@dataclasses.dataclass(frozen=True)
+class CacheStats:
+    """What `coexplore cache stats` shows; counts span every run since the last clear."""
+
+    path: str
+    exists: bool
+    entries: int
+    hits: int
+    misses: int
+    size_bytes: int
+    by_backend: dict[str, int]
+    oldest: float | None
+    newest: float | None
+
+    @property
+    def hit_rate(self) -> float | None:
+        lookups = self.hits + self.misses
+        return self.hits / lookups if lookups else None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["hit_rate"] = self.hit_rate
+        return d
+
+
+def file_size(path: str | os.PathLike) -> int:
+    """Bytes on disk of the database and its -wal/-shm companions."""
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            total += os.path.getsize(f"{os.fspath(path)}{suffix}")
+        except OSError:
+            pass
+    return total
+
+
+def remove_cache_files(path: str | os.PathLike) -> None:
+    """Delete a cache file and its -wal/-shm companions (used to replace a corrupt file)."""
+    p = Path(path)
+    if p.is_dir():
+        raise CoexploreError("is a directory, not a cache file", file=str(p),
+                             expected="a file path such as results/cache.sqlite")
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.remove(f"{p}{suffix}")
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise CoexploreError(f"cannot remove: {exc.strerror}", file=f"{p}{suffix}") from exc
+
+
+class ResultCache:
+    """A result cache in one SQLite file; open one per process (it reconnects after fork).
+
+    Lookups take no lock; writes are short BEGIN IMMEDIATE transactions. `hits` / `misses`
+    count this object's lookups; the persistent totals (all runs) are in `stats()`.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, create: bool = True,
+                 timeout: float = BUSY_TIMEOUT_S):
+        self.path = resolve_cache_path(path)
+        self.timeout = timeout
+        self.hits = 0
+        self.misses = 0
+        self._unsaved = {"hits": 0, "misses": 0}   # counted, not yet added to the file
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        if self.path.is_dir():
+            raise CoexploreError("is a directory, not a cache file", file=str(self.path),
+                                 expected="a file path such as results/cache.sqlite")
+        if not create and not self.path.exists():
+            raise CoexploreError("no result cache here", file=str(self.path))
+        self._connect()
+
+    # -- connection ------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._errors():
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                self._check_identity(conn)
+                self._set_wal(conn)
+                conn.execute("PRAGMA synchronous = NORMAL")  # WAL: safe against process death
+                self._init_schema(conn)
+            except BaseException:
+                conn.close()
+                raise
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():
+            if self._pid not in (-1, os.getpid()):   # a forked child: the parent's connection
+                self._unsaved = {"hits": 0, "misses": 0}  # and unsaved counts are not ours
+            self._conn = None
+            return self._connect()
+        return self._conn
+
+    def close(self) -> None:
+        """Save the hit/miss counts and close the connection."""
+        if self._conn is not None and self._pid == os.getpid():
+            try:
+                self.flush_counters()
+            finally:
+                self._conn.close()
+        self._conn = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self) -> "ResultCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _errors(self):
+        return _DatabaseErrors(self.path)
+
+    def _check_identity(self, conn: sqlite3.Connection) -> None:
+        """Refuse files that are not (or not yet) coexplore caches of a known schema."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = {r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if app_id == 0 and not tables:
+            return                                   # empty or new file: ours to initialise
+        hint = _CLEAR_HINT.format(path=self.path)
+        if app_id != APPLICATION_ID:
+            raise CacheUnreadableError(
+                f"not a coexplore result cache (an SQLite database of something else, "
+                f"tables: {', '.join(sorted(tables)) or 'none'}); {hint}", file=str(self.path))
+        if "schema_version" in tables:
+            row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+            version = row[0] if row else None
+            if version is not None and version != SCHEMA_VERSION:
+                raise CacheUnreadableError(
+                    f"result cache has schema version {version}, this coexplore reads "
+                    f"version {SCHEMA_VERSION}; {hint}", file=str(self.path))
+
+    def _set_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL (persistent in the file); retried because it needs a brief lock."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+        if str(mode).lower() != "wal":
+            raise CoexploreError(f"SQLite refused WAL mode (journal mode is {mode!r}); "
+                                 "the cache needs a local file system", file=str(self.path))
+
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        """Create the tables once; an initialised file is only read (no lock taken)."""
+        tables = {r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app_id == APPLICATION_ID and {"schema_version", "results", "counters"} <= tables:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in _SCHEMA:
+                conn.execute(stmt)
+            if conn.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 0:
+                conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            conn.execute("INSERT OR IGNORE INTO counters VALUES ('hits', 0), ('misses', 0)")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    # -- reading and writing -----------------------------------------------------------
+    def get(self, key: str, *, count: bool = True) -> dict | None:
+        """The record stored under `key`, or None; counts a hit or a miss unless count=False."""
+        with self._errors():
+            row = self._db().execute("SELECT record FROM results WHERE key = ?",
+                                     (key,)).fetchone()
+        if count:
+            name = "misses" if row is None else "hits"
+            setattr(self, name, getattr(self, name) + 1)
+            self._unsaved[name] += 1
+            if sum(self._unsaved.values()) >= COUNTER_FLUSH_EVERY:
+                self.flush_counters()
+        if row is None:
+            return None
+        try:
+            return json.loads(row[0])
+        except ValueError as exc:
+            raise CacheUnreadableError(f"entry {key[:12]}... is not valid JSON ({exc}); "
+                                 + _CLEAR_HINT.format(path=self.path),
+                                 file=str(self.path)) from exc
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key, count=False) is not None
+
+    def put(self, key: str, record: Mapping[str, Any], meta: Mapping[str, Any] | None = None
+            ) -> None:
+        """Store (or replace) `record` under `key`, in one transaction. `meta` is kept for
+        people inspecting the file (e.g. the key's parts); a `backend` entry is indexed."""
+        self.put_many([(key, record, meta)])
+
+    def put_many(self, items: Iterable[tuple[str, Mapping[str, Any], Mapping[str, Any] | None]]
+                 ) -> int:
+        """Store many (key, record, meta) in ONE transaction: all or none survive a crash."""
+        with self._errors():
+            db = self._db()
+            db.execute("BEGIN IMMEDIATE")
+            n = 0
+            try:
+                for key, record, meta in items:
+                    db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
+                               _row(key, record, meta))
+                    n += 1
+                unsaved = self._save_counters(db)
+                db.execute("COMMIT")
+                self._forget(unsaved)
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        return n
+
+    def get_or_compute(self, parts: Mapping[str, Any], compute_fn: Callable[[], Mapping]) -> dict:
+        """The cached record for `parts` (see cache_key), else compute_fn()'s, stored."""
+        key = cache_key(**parts)
+        record = self.get(key)
+        if record is None:
+            record = dict(compute_fn())
+            self.put(key, record, meta=_summary(parts))
+            record = json.loads(_record_json(record))   # same value a later hit returns
+        return record
+
+    def flush_counters(self) -> None:
+        """Add this object's unsaved hit/miss counts to the file's totals (one transaction)."""
+        if not any(self._unsaved.values()):
+            return
+        with self._errors():
+            db = self._db()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                unsaved = self._save_counters(db)
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        self._forget(unsaved)
+
+    def _save_counters(self, db: sqlite3.Connection) -> dict[str, int]:
+        unsaved = dict(self._unsaved)
+        for name, n in unsaved.items():
+            if n:
+                db.execute("UPDATE counters SET value = value + ? WHERE name = ?", (n, name))
+        return unsaved
+
+    def _forget(self, saved: dict[str, int]) -> None:
+        for name, n in saved.items():
+            self._unsaved[name] -= n
+
+    def keys(self) -> list[str]:
+        with self._errors():
+            return [r[0] for r in self._db().execute("SELECT key FROM results ORDER BY key")]
+
+    def __len__(self) -> int:
+        with self._errors():
+            return self._db().execute("SELECT count(*) FROM results").fetchone()[0]
+
+    # -- maintenance ---------------------------------------------------------------------
+    def stats(self) -> CacheStats:
+        self.flush_counters()
+        with self._errors():
+            db = self._db()
+            entries, oldest, newest = db.execute(
+                "SELECT count(*), min(created), max(created) FROM results").fetchone()
+            counters = dict(db.execute("SELECT name, value FROM counters"))
+            by_backend = {(b if b is not None else "unknown"): n for b, n in db.execute(
+                "SELECT backend, count(*) FROM results GROUP BY backend ORDER BY backend")}
+        return CacheStats(path=str(self.path), exists=True, entries=entries,
+                          hits=counters.get("hits", 0), misses=counters.get("misses", 0),
+                          size_bytes=file_size(self.path), by_backend=by_backend,
+                          oldest=oldest, newest=newest)
+
+    def check(self) -> str:
+        """SQLite's quick_check: 'ok' or the first problem found."""
+        with self._errors():
+            rows = self._db().execute("PRAGMA quick_check").fetchall()
+        return "ok" if rows == [("ok",)] else "; ".join(r[0] for r in rows[:5])
+
+    def clear(self) -> int:
+        """Delete every entry and reset the counters (safe while others use the file);
+        returns the number of entries removed."""
+        with self._errors():
+            db = self._db()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                n = db.execute("DELETE FROM results").rowcount
+                db.execute("UPDATE counters SET value = 0")
+                db.execute("COMMIT")
+                self._unsaved = {"hits": 0, "misses": 0}
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            # give the space back; skipped (not an error) while other processes are busy
+            db.execute("PRAGMA busy_timeout = 1000")
+            try:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                db.execute("VACUUM")
+            except sqlite3.OperationalError:
+                pass
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        return n
+
+
+def _record_json(record: Mapping[str, Any]) -> str:
+    if not isinstance(record, Mapping):
+        raise TypeError(f"a cache record is a dict, got {type(record).__name__}")
+    return json.dumps(_plain(record), sort_keys=True, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy of a record (numpy values become Python ones; inf/nan are kept)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _plain(value.tolist())
+    return value
+
+
+def _row(key: str, record: Mapping[str, Any], meta: Mapping[str, Any] | None) -> tuple:
+    if not isinstance(key, str) or not key:
+        raise TypeError("a cache key is a non-empty string (see cache_key)")
+    meta_json = None if meta is None else json.dumps(_plain(meta), sort_keys=True, default=str)
+    backend = None
+    if meta is not None and meta.get("backend") is not None:
+        backend = str(meta["backend"])
+        if meta.get("backend_version") is not None:
+            backend += f" {meta['backend_version']}"
+    return key, _record_json(record), meta_json, backend, time.time()
+
+
+def _summary(parts: Mapping[str, Any]) -> dict[str, Any]:
+    """What get_or_compute keeps beside a record: the parts themselves (they are small)."""
+    return {k: _plain(v) for k, v in parts.items()}
+
+
+class _DatabaseErrors:
+    """Turn sqlite3 failures into one clear CoexploreError naming the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None or not issubclass(exc_type, sqlite3.Error):
+            return False
+        text = str(exc)
+        hint = _CLEAR_HINT.format(path=self.path)
+        if "locked" in text or "busy" in text:
+            raise CoexploreError(f"result cache stayed locked by another process for longer "
+                                 f"than the timeout ({text})", file=str(self.path)) from exc
+        unreadable = (type(exc) is sqlite3.DatabaseError
+                      or "malformed" in text or "not a database" in text)
+        if unreadable:
+            raise CacheUnreadableError(f"not a readable coexplore result cache ({text}); {hint}",
+                                       file=str(self.path)) from exc
+        raise CoexploreError(f"result cache error: {text}", file=str(self.path)) from exc

@@ -1,0 +1,204 @@
+"""Energy, cycles, validity and result records on top of the batched nest analysis.
+
+`evaluate_batch` is the model's one entry point: a batch of mappings of one (architecture,
+problem, ERT) in, per-mapping metrics out as numpy arrays; `result_record` turns one row into the
+`expected.json` schema of the reference corpus (and of `coexplore evaluate --json`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.model.nest import NestResult, analyse
+from coexplore.spec.architecture import Architecture
+from coexplore.spec.ert import EnergyTable
+from coexplore.spec.mapping import MappingArrays
+from coexplore.spec.problem import Problem
+
+
+@dataclass
+class LevelCosts:
+    """Per-level per-op energies (pJ per vector access) in model order (innermost = 0)."""
+
+    read: np.ndarray      # [L]
+    fill: np.ndarray
+    update: np.ndarray
+    leak: np.ndarray
+    block: np.ndarray     # words per vector access
+    clusters: np.ndarray  # instances / cluster_size: energy is charged per utilized cluster
+    compute: float
+
+
+def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
+    """Look up every level's action energies in the ERT (missing entries are an error)."""
+    L = len(arch.levels)
+    arrays = {op: np.zeros(L) for op in ("read", "fill", "update", "leak")}
+    block = np.ones(L)
+    clusters = np.ones(L)
+    for li, lv in enumerate(reversed(arch.levels)):
+        block[li] = lv.block_size
+        clusters[li] = max(1, lv.instances // max(1, lv.cluster_size))
+        if lv.is_dummy:
+            continue
+        if not ert.has_level(lv.name):
+            raise CoexploreError(f"no energy table for level '{lv.name}'", file=ert.source, key="ERT.tables",
+                                 expected=f"a table named like '...{lv.name}[1..{lv.instances}]'")
+        for op in arrays:
+            e = ert.energy(lv.name, op)
+            if e is None:
+                raise CoexploreError(f"no '{op}' action for level '{lv.name}'", file=ert.source,
+                                     key=f"ERT.tables[{lv.name}].actions",
+                                     expected="read, write, update and leak actions")
+            arrays[op][li] = e
+    ce = ert.energy(arch.compute.name, "compute")
+    if ce is None:
+        raise CoexploreError(f"no compute action for '{arch.compute.name}'", file=ert.source,
+                             key=f"ERT.tables[{arch.compute.name}].actions", expected="a 'compute' (or mac) action")
+    return LevelCosts(arrays["read"], arrays["fill"], arrays["update"], arrays["leak"], block, clusters, ce)
+
+
+@dataclass
+class BatchResult:
+    """Metrics for a batch; per-level arrays are in model order (innermost = 0)."""
+
+    valid: np.ndarray          # [B] bool
+    error: list                # [B] str | None
+    energy_pJ: np.ndarray      # [B] (nan if invalid)
+    cycles: np.ndarray         # [B]
+    computes: int
+    utilization: np.ndarray
+    edp: np.ndarray
+    nest: NestResult
+    level_energy: np.ndarray   # [B, L]
+    ds_energy: np.ndarray      # [B, L, DS]
+    leakage: np.ndarray        # [B, L]
+    compute_energy: np.ndarray  # [B]
+    level_cycles: np.ndarray   # [B, L]
+
+
+def check_validity(arch: Architecture, problem: Problem, m: MappingArrays, nest: NestResult | None = None):
+    """Timeloop's mapping checks: factorisation, fan-out (cumulative per axis), capacity.
+
+    Returns (valid [B] bool, messages [B]); like Timeloop, the first failing level counted from
+    the compute level outward is reported.
+    """
+    B, L, D = m.temporal.shape
+    bounds = np.asarray(problem.bounds)
+    prod = np.prod(m.temporal * m.spatial_x * m.spatial_y, axis=1)       # [B, D]
+    msgs: list = [None] * B
+    valid = np.ones(B, bool)
+    bad = np.any(prod != bounds[None, :], axis=1)
+    for b in np.nonzero(bad)[0]:
+        d = int(np.nonzero(prod[b] != bounds)[0][0])
+        msgs[b] = (f"factors of dimension {problem.dims[d]} multiply to {int(prod[b, d])}, "
+                   f"but the problem bound is {int(bounds[d])}")
+        valid[b] = False
+    # cumulative expansions: the spatial loops of levels > k feed level k (k = -1: compute)
+    cx = np.cumprod(np.prod(m.spatial_x, axis=2)[:, ::-1], axis=1)[:, ::-1]   # [B, L]: product over l' >= l
+    cy = np.cumprod(np.prod(m.spatial_y, axis=2)[:, ::-1], axis=1)[:, ::-1]
+    levels_inner = list(reversed(arch.levels))
+    checks = []   # (name, x, y, mesh_x, mesh_y, instances, arithmetic)
+    comp = arch.compute
+    checks.append((comp.name, cx[:, 0], cy[:, 0], comp.mesh_x, comp.mesh_y, comp.instances, True))
+    ones = np.ones(B, np.int64)
+    for li, lv in enumerate(levels_inner):
+        x = cx[:, li + 1] if li + 1 < L else ones
+        y = cy[:, li + 1] if li + 1 < L else ones
+        checks.append((lv.name, x, y, lv.mesh_x, lv.mesh_y, lv.instances, False, li))
+    for chk in checks:
+        name, x, y, mx, my, inst, arith = chk[:7]
+        label = "max Arithmetic " if arith else ""
+        for b in np.nonzero(valid)[0]:
+            if x[b] > mx:
+                msgs[b] = f"couldn't map level {name}: mapped {label}X expansion {int(x[b])} exceeds hardware instances {mx}"
+            elif y[b] > my:
+                msgs[b] = f"couldn't map level {name}: mapped {label}Y expansion {int(y[b])} exceeds hardware instances {my}"
+            elif x[b] * y[b] > inst:
+                msgs[b] = f"couldn't map level {name}: mapped {label}instances {int(x[b] * y[b])} exceeds hardware instances {inst}"
+            else:
+                continue
+            valid[b] = False
+        if not arith and nest is not None:
+            li = chk[7]
+            lv = levels_inner[li]
+            if math.isfinite(lv.effective_size):
+                used = nest.size[:, li, :].sum(axis=1)
+                over = valid & (used > lv.effective_size)
+                for b in np.nonzero(over)[0]:
+                    msgs[b] = (f"couldn't map level {name}: mapped tile size {int(used[b])} exceeds buffer "
+                               f"capacity {int(lv.effective_size)}")
+                valid[over] = False
+    return valid, msgs
+
+
+def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: MappingArrays) -> BatchResult:
+    """Evaluate a batch of mappings: validity, per-level counts, energy, cycles, EDP."""
+    B, L, D = m.temporal.shape
+    nest = analyse(problem, m.temporal, m.spatial_x, m.spatial_y, m.perm, m.keep)
+    valid, msgs = check_validity(arch, problem, m, nest)
+    inst = nest.instances.astype(np.float64)                             # [B, L]
+    blk = costs.block[None, :, None]
+    vec = lambda x: np.ceil(x / blk)
+    ds_energy = (vec(nest.reads) * costs.read[None, :, None] + vec(nest.fills) * costs.fill[None, :, None]
+                 + vec(nest.updates) * costs.update[None, :, None]) * np.minimum(inst, costs.clusters[None, :])[:, :, None]
+    # bandwidth throttling per level (words / cycle / instance)
+    cc = nest.compute_cycles.astype(np.float64)
+    levels_inner = list(reversed(arch.levels))
+    rbw = np.array([lv.read_bandwidth for lv in levels_inner])
+    wbw = np.array([lv.write_bandwidth for lv in levels_inner])
+    sbw = np.array([lv.shared_bandwidth for lv in levels_inner])
+    # Timeloop's float order: per-dataspace demand, summed in dataspace order
+    rd = np.zeros_like(nest.reads[:, :, 0], dtype=np.float64)
+    wd = np.zeros_like(rd)
+    for s in range(nest.reads.shape[2]):
+        rd = rd + nest.reads[:, :, s] / cc[:, None]
+        wd = wd + (nest.updates[:, :, s] + nest.fills[:, :, s]) / cc[:, None]
+    slow = np.ones_like(rd)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slow = np.where(rbw < rd, np.minimum(slow, rbw / rd), slow)
+        slow = np.where(wbw < wd, np.minimum(slow, wbw / wd), slow)
+        slow = np.where(sbw < rd + wd, np.minimum(slow, sbw / (rd + wd)), slow)
+    level_cycles = np.ceil(cc[:, None] / slow)
+    cycles = np.maximum(cc, level_cycles.max(axis=1))
+    leak_inst = np.where(nest.size.sum(axis=2) > 0, inst, 0.0)
+    leakage = costs.leak[None, :] * cycles[:, None] * leak_inst
+    level_energy = ds_energy.sum(axis=2) + leakage
+    computes = problem.macs
+    compute_energy = np.full(B, computes * costs.compute)
+    energy = level_energy.sum(axis=1) + compute_energy
+    util = computes / (arch.compute.instances * cycles)
+    edp = energy * 1e-12 * cycles
+    nan = np.where(valid, 1.0, np.nan)
+    return BatchResult(valid, msgs, energy * nan, cycles * nan, computes, util * nan, edp * nan, nest,
+                       level_energy, ds_energy, leakage, compute_energy, level_cycles)
+
+
+def result_record(arch: Architecture, problem: Problem, res: BatchResult, b: int = 0) -> dict:
+    """One mapping's result in the corpus `expected.json` schema."""
+    if not res.valid[b]:
+        return {"valid": False, "error": f"ERROR: {res.error[b]}", "energy_pJ": None, "cycles": None,
+                "computes": None, "utilization": None, "edp_J_cycle": None, "levels": {}}
+    L = len(arch.levels)
+    levels = {}
+    n = res.nest
+    for i, lv in enumerate(arch.levels):
+        li = L - 1 - i
+        dss = {}
+        for s, ds in enumerate(problem.dataspaces):
+            if n.size[b, li, s] == 0:
+                continue
+            ui = int(n.instances[b, li])
+            dss[ds.name] = {"reads": int(n.reads[b, li, s]) * ui, "fills": int(n.fills[b, li, s]) * ui,
+                            "updates": int(n.updates[b, li, s]) * ui,
+                            "utilized_capacity": int(n.size[b, li, s]), "utilized_instances": ui,
+                            "energy_pJ": float(res.ds_energy[b, li, s])}
+        levels[lv.name] = {"energy_pJ": float(res.level_energy[b, li]), "leakage_pJ": float(res.leakage[b, li]),
+                           "dataspaces": dss}
+    levels[arch.compute.name] = {"energy_pJ": float(res.compute_energy[b]), "dataspaces": {}}
+    return {"valid": True, "error": None, "energy_pJ": float(res.energy_pJ[b]), "cycles": int(res.cycles[b]),
+            "computes": int(res.computes), "utilization": float(res.utilization[b]),
+            "edp_J_cycle": float(res.edp[b]), "levels": levels}

@@ -1,0 +1,49 @@
+"""Memory of evaluated candidates, so a searcher need not ask the cost model twice.
+
+Learners that sample from a concentrated policy draw the same point again and again; the
+memory answers those draws from what was already evaluated, and the searcher asks only for
+new points. Every asked point is a cost-model sample; remembered points cost nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from coexplore.search.space import DiscreteSpace
+
+
+class Memo:
+    def __init__(self, space: DiscreteSpace):
+        self.space = space
+        self.losses: dict = {}
+        self.pending: set = set()  # asked, not yet told
+
+    def lookup(self, batch: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
+        """keys, known losses (nan where unknown) and a mask of rows not seen before.
+
+        A row is 'new' if it is neither evaluated, nor pending, nor a repeat of an earlier
+        row of the same batch.
+        """
+        keys = self.space.keys(batch)
+        known = np.full(len(keys), np.nan)
+        new = np.zeros(len(keys), dtype=bool)
+        fresh: set = set()
+        for i, k in enumerate(keys):
+            v = self.losses.get(k)
+            if v is not None:
+                known[i] = v
+            elif k not in self.pending and k not in fresh:
+                new[i] = True
+                fresh.add(k)
+        return keys, known, new
+
+    def mark_pending(self, keys) -> None:
+        self.pending.update(keys)
+
+    def store(self, batch: np.ndarray, losses: np.ndarray) -> None:
+        for k, v in zip(self.space.keys(batch), np.asarray(losses, dtype=float).tolist()):
+            self.losses[k] = v
+            self.pending.discard(k)
+
+    def __len__(self) -> int:
+        return len(self.losses)

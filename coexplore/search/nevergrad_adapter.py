@@ -1,0 +1,76 @@
+"""Any nevergrad optimizer over a continuous box, behind coexplore's ask/tell contract.
+
+The box [lower, upper] (one bound pair per coordinate) is given to nevergrad as [0, 1]^d and
+scaled back, so every optimizer sees the same well-conditioned space whatever the units.
+`ask(n)` asks nevergrad n times (nevergrad allows several outstanding asks; `num_workers`
+tells it how many to expect) and `tell` returns the losses in the same order. Infinite
+losses (invalid candidates) are passed on as a large finite penalty because several
+optimizers (CMA-ES) cannot rank inf. The nevergrad optimizer is built at the first `ask`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.search.base import Searcher
+
+# short names accepted by coexplore -> nevergrad registry names
+OPTIMIZERS = {
+    "pso": "PSO",
+    "cma": "CMA",
+    "de": "DE",
+    "tbpsa": "NaiveTBPSA",
+    "oneplusone": "OnePlusOne",
+}
+
+
+class NevergradSearcher(Searcher):
+    """nevergrad optimizer `optimizer` (short name above or any registry name) on a box."""
+
+    def __init__(self, optimizer: str, lower, upper, budget: int, seed: int | None = 0,
+                 num_workers: int = 1):
+        super().__init__(seed)
+        self.optimizer = optimizer
+        self.lower = lower
+        self.upper = upper
+        self.budget = budget
+        self.num_workers = num_workers
+        self.name = optimizer.lower()
+
+    def _build(self):
+        import nevergrad as ng
+
+        key = OPTIMIZERS.get(self.optimizer.lower(), self.optimizer)
+        if key not in ng.optimizers.registry:
+            raise CoexploreError(f"unknown nevergrad optimizer '{self.optimizer}'", key="searcher",
+                                 expected=", ".join(OPTIMIZERS))
+        lo = np.asarray(self.lower, dtype=float).ravel()
+        hi = np.asarray(self.upper, dtype=float).ravel()
+        if lo.shape != hi.shape or lo.size == 0 or np.any(~(hi > lo)):
+            raise CoexploreError("the search box needs lower < upper in every coordinate")
+        self._lo, self._span = lo, hi - lo
+        param = ng.p.Array(shape=(lo.size,), lower=0.0, upper=1.0)
+        param.random_state = np.random.RandomState(int(self.rng.integers(2**31)))
+        self._opt = ng.optimizers.registry[key](parametrization=param, budget=int(self.budget),
+                                                num_workers=max(1, int(self.num_workers)))
+        self._pending: list = []
+        self._penalty = 1e30
+
+    def ask(self, n: int) -> np.ndarray:
+        if not hasattr(self, "_opt"):
+            self._build()
+        cands = [self._opt.ask() for _ in range(n)]
+        self._pending.extend(cands)
+        unit = np.array([c.value for c in cands]).reshape(n, -1)
+        return self._lo + self._span * np.clip(unit, 0.0, 1.0)
+
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
+        super().tell(batch, losses)
+        losses = np.asarray(losses, dtype=float)
+        finite = losses[np.isfinite(losses)]
+        if finite.size:
+            self._penalty = max(self._penalty, 10.0 * float(np.max(np.abs(finite))))
+        for loss in losses:
+            cand = self._pending.pop(0)
+            self._opt.tell(cand, float(loss) if np.isfinite(loss) else self._penalty)

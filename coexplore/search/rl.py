@@ -1,0 +1,386 @@
+"""Policy-gradient learners over a discrete space, and the single-agent RL searcher.
+
+Each cost-model sample is one decision with no state, so the problem is a bandit and a policy is
+a distribution over candidates. A team of agents splits the parameters; agent k owns a set of
+parameters and samples them from its own policy; the team's candidate is the union of the
+agents' choices, and every agent receives the same reward r = -log(loss) (invalid candidates:
+the worst value seen minus a margin).
+
+Agent policy (`conditional=True`): autoregressive over the agent's parameters in index order,
+    logit_j(v | x_<j) = b_j[v] + sum_{i<j} W_ij[x_i, v],
+so an agent that owns correlated parameters models their joint choice (pairwise terms); with
+`conditional=False` it is a product of independent categoricals.
+
+Credit assignment (`critic=True`, centralised training of decentralised agents): a critic
+fits r ~ c + sum_p h_p[x_p] over all parameters on recent samples, and agent k's advantage is
+    A_k = r - (c + sum_{p not owned by k} h_p[x_p]),
+i.e. a baseline that depends only on the other agents' actions (it does not bias agent k's
+gradient) and removes most of the reward variance the other agents cause. With a single
+agent the baseline reduces to a constant: plain REINFORCE with a mean baseline. The
+advantages are standardised per agent per batch; updates use Adam.
+
+Sampling never asks for a point already evaluated (see `memo`): duplicate draws are answered
+from memory and still enter the policy gradient, so the estimator stays on-policy; when the
+policy has converged so far that new points are rare, the remaining asks are one-parameter
+mutations of policy draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from coexplore.search.base import Searcher
+from coexplore.search.losses import LossTransform
+from coexplore.search.memo import Memo
+from coexplore.search.space import DiscreteSpace
+
+
+@dataclass
+class RLConfig:
+    lr: float = 0.1                # Adam step size on the logits
+    conditional: bool = True       # autoregressive pairwise policy within an agent
+    critic: bool = True            # additive critic for per-agent baselines
+    critic_window: int = 3000      # recent samples the critic is fitted on
+    critic_shrink: float = 2.0     # pseudo-count shrinking critic table entries to 0
+    entropy: float = 0.0           # entropy bonus weight (on the standardised advantage scale)
+    advantage: str = "rank"        # "rank": centred ranks of the advantages; "zscore": standardised
+    max_draw_factor: int = 4       # draw up to this many x n policy samples looking for new points
+    log_loss: bool = True          # learn on log(loss)
+    invalid_margin: float = 0.5    # invalid = worst seen + margin x spread of seen values
+    max_table: int = 4_000_000     # largest pairwise table (entries) a conditional agent may hold
+
+
+class _Adam:
+    def __init__(self, shape, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
+        self.m = np.zeros(shape)
+        self.v = np.zeros(shape)
+        self.t = 0
+        self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
+
+    def step(self, theta: np.ndarray, grad: np.ndarray) -> None:
+        """Gradient ascent step on theta in place."""
+        self.t += 1
+        self.m *= self.b1
+        self.m += (1 - self.b1) * grad
+        self.v *= self.b2
+        self.v += (1 - self.b2) * grad * grad
+        mh = self.m / (1 - self.b1 ** self.t)
+        vh = self.v / (1 - self.b2 ** self.t)
+        theta += self.lr * mh / (np.sqrt(vh) + self.eps)
+
+
+class _Critic:
+    """Additive model r ~ c + sum_p h_p[x_p], refitted by backfitting on a window of samples."""
+
+    def __init__(self, space: DiscreteSpace, window: int, shrink: float):
+        self.cards = space.cardinalities
+        self.off = np.concatenate([[0], np.cumsum(self.cards)]).astype(np.int64)
+        self.h = np.zeros(int(self.off[-1]))
+        self.c = 0.0
+        self.window = window
+        self.shrink = shrink
+        self.x = np.zeros((0, len(self.cards)), dtype=np.int64)
+        self.raw = np.zeros(0)
+
+    def add(self, x: np.ndarray, raw_losses: np.ndarray) -> None:
+        self.x = np.concatenate([self.x, x])[-self.window:]
+        self.raw = np.concatenate([self.raw, raw_losses])[-self.window:]
+
+    def fit(self, transform: LossTransform, passes: int = 2) -> None:
+        """Fit on the valid samples of the window (invalid ones are ranked apart)."""
+        ok = np.isfinite(self.raw)
+        if not ok.any():
+            return
+        x = self.x[ok]
+        r = -transform(self.raw[ok])
+        self.c = float(r.mean())
+        contrib = self.h[self.off[:-1] + x]                    # [N, d]
+        resid = r - self.c - contrib.sum(axis=1)
+        for _ in range(passes):
+            for p in range(len(self.cards)):
+                resid += contrib[:, p]
+                sums = np.bincount(x[:, p], weights=resid, minlength=self.cards[p])
+                cnt = np.bincount(x[:, p], minlength=self.cards[p])
+                hp = sums / (cnt + self.shrink)
+                self.h[self.off[p]:self.off[p + 1]] = hp
+                contrib[:, p] = hp[x[:, p]]
+                resid -= contrib[:, p]
+
+    def contributions(self, x: np.ndarray) -> np.ndarray:
+        return self.h[self.off[:-1] + x]
+
+
+def _normalise(adv: np.ndarray, how: str) -> np.ndarray:
+    """Per column: zero-mean unit-scale advantages (standardised values, or centred ranks)."""
+    if how == "rank":
+        from scipy.stats import rankdata
+        adv = rankdata(adv, axis=0)
+    adv = adv - adv.mean(axis=0)
+    sd = adv.std(axis=0)
+    return adv / np.where(sd > 0, sd, 1.0)
+
+
+class _Block:
+    """The pairwise terms of one agent: W[i-value, j-value] for its parameters i < j."""
+
+    def __init__(self, params: np.ndarray, cards: np.ndarray, lr: float):
+        self.params = params
+        self.cards = cards
+        self.off = np.concatenate([[0], np.cumsum(cards)]).astype(np.int64)
+        size = int(self.off[-1])
+        seg = np.repeat(np.arange(len(params)), cards)
+        self.mask = (seg[:, None] < seg[None, :]).astype(float)     # earlier -> later only
+        self.W = np.zeros((size, size))
+        self.opt = _Adam((size, size), lr)
+
+    def rows(self, x: np.ndarray) -> np.ndarray:
+        """Row of W for each chosen value, [n, k] (x: the agent's columns)."""
+        return self.off[:-1] + x
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """Pairwise part of the agent's logits given all its choices (teacher forcing)."""
+        return self.W[self.rows(x)].sum(axis=1)                    # [n, size]
+
+    def step(self, x: np.ndarray, g: np.ndarray) -> None:
+        n = len(x)
+        oh = np.zeros((n, self.W.shape[0]))
+        oh[np.arange(n)[:, None], self.rows(x)] = 1.0
+        gW = oh.T @ g
+        gW *= self.mask
+        self.opt.step(self.W, gW)
+
+
+class TeamLearner:
+    """Agents owning a partition of the parameters, trained together on the shared reward.
+
+    Per-parameter logits of all agents live in one flat vector so the softmax and the gradient
+    are single numpy calls; each agent with several parameters adds its own pairwise block.
+    """
+
+    def __init__(self, space: DiscreteSpace, clusters: list[list[int]], config: RLConfig):
+        clusters = [sorted(int(i) for i in c) for c in clusters if len(c)]
+        owned = sorted(i for c in clusters for i in c)
+        if owned != list(range(space.n_params)):
+            raise ValueError("clusters must partition the parameters")
+        self.space = space
+        self.config = config
+        self.clusters = clusters
+        d = space.n_params
+        self.cards = space.cardinalities
+        self.off = np.concatenate([[0], np.cumsum(self.cards)]).astype(np.int64)
+        size = int(self.off[-1])
+        self.agent_of = np.zeros(d, dtype=np.int64)
+        for k, c in enumerate(clusters):
+            self.agent_of[c] = k
+        self.seg = np.repeat(np.arange(d), self.cards)          # flat entry -> parameter
+        self.b = np.zeros(size)
+        self.opt_b = _Adam(size, config.lr)
+        self.blocks: list[_Block | None] = []
+        for c in clusters:
+            cards = self.cards[c]
+            ok = config.conditional and len(c) > 1 and int(cards.sum()) ** 2 <= config.max_table
+            self.blocks.append(_Block(np.array(c), cards, config.lr) if ok else None)
+        # flat columns of each agent, in the agent's own order
+        self.cols = [np.concatenate([np.arange(self.off[i], self.off[i + 1]) for i in c]) for c in clusters]
+        self.critic = _Critic(space, config.critic_window, config.critic_shrink) \
+            if config.critic and len(clusters) > 1 else None
+
+    def _softmax(self, z: np.ndarray) -> np.ndarray:
+        """Softmax within each parameter's segment of the flat logits [n, size]."""
+        starts = self.off[:-1]
+        zmax = np.maximum.reduceat(z, starts, axis=1)
+        e = np.exp(z - zmax[:, self.seg])
+        tot = np.add.reduceat(e, starts, axis=1)
+        return e / tot[:, self.seg]
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        d = self.space.n_params
+        u = rng.random((n, d))
+        x = np.empty((n, d), dtype=np.int64)
+        p = self._softmax(self.b[None, :])[0]
+        for k, c in enumerate(self.clusters):
+            blk = self.blocks[k]
+            if blk is None:                                     # independent categoricals
+                for j in c:
+                    cs = np.cumsum(p[self.off[j]:self.off[j + 1]])
+                    x[:, j] = np.minimum(np.searchsorted(cs, u[:, j] * cs[-1], side="right"),
+                                         self.cards[j] - 1)
+                continue
+            acc = np.repeat(self.b[self.cols[k]][None, :], n, axis=0)
+            for t, j in enumerate(c):
+                lo, hi = blk.off[t], blk.off[t + 1]
+                z = acc[:, lo:hi]
+                e = np.exp(z - z.max(axis=1, keepdims=True))
+                cs = np.cumsum(e, axis=1)
+                x[:, j] = np.minimum((cs < u[:, j:j + 1] * cs[:, -1:]).sum(axis=1), self.cards[j] - 1)
+                if t + 1 < len(c):
+                    acc[:, hi:] += blk.W[lo + x[:, j], hi:]
+        return x
+
+    def observe(self, x: np.ndarray, raw_losses: np.ndarray) -> None:
+        """New evaluated samples for the critic."""
+        if self.critic is not None and len(x):
+            self.critic.add(x, raw_losses)
+
+    def update(self, x: np.ndarray, raw_losses: np.ndarray, transform: LossTransform) -> None:
+        """One policy-gradient step of every agent on draws x with their raw losses."""
+        n = len(x)
+        if n < 2:
+            return
+        r = -transform(raw_losses)
+        valid = np.isfinite(raw_losses)
+        n_agents = len(self.clusters)
+        if self.critic is None:
+            adv = np.repeat(r[:, None], n_agents, axis=1)
+        else:
+            self.critic.fit(transform)
+            contrib = self.critic.contributions(x)                  # [n, d]
+            own = np.zeros((n, n_agents))
+            np.add.at(own.T, self.agent_of, contrib.T)
+            # agent k's baseline: the critic's value of everything the other agents chose
+            adv = r[:, None] - (self.critic.c + contrib.sum(axis=1))[:, None] + own
+            if valid.any() and not valid.all():
+                # an invalid candidate is the worst outcome for every agent, whatever the baseline
+                adv[~valid] = adv[valid].min(axis=0) - 1.0
+        adv = _normalise(adv, self.config.advantage)
+        a = adv[:, self.agent_of][:, self.seg]                       # [n, size]
+        z = np.repeat(self.b[None, :], n, axis=0)
+        for k, blk in enumerate(self.blocks):
+            if blk is not None:
+                z[:, self.cols[k]] += blk.logits(x[:, blk.params])
+        p = self._softmax(z)
+        oh = np.zeros_like(z)
+        oh[np.arange(n)[:, None], self.off[:-1] + x] = 1.0
+        g = (oh - p) * a
+        ent = self.config.entropy
+        if ent > 0:
+            logp = np.log(p + 1e-300)
+            h = np.add.reduceat(p * logp, self.off[:-1], axis=1)[:, self.seg]   # -entropy per param
+            g += ent * (-p * (logp - h))
+        g /= n
+        self.opt_b.step(self.b, g.sum(axis=0))
+        for k, blk in enumerate(self.blocks):
+            if blk is not None:
+                blk.step(x[:, blk.params], g[:, self.cols[k]])
+
+
+class PolicySearcher(Searcher):
+    """ask/tell around a TeamLearner: draws from the team's policy, asks only for new points."""
+
+    name = "policy"
+
+    def __init__(self, space: DiscreteSpace, config: RLConfig | None = None, seed: int | None = 0):
+        super().__init__(seed)
+        self.space = space
+        self.config = config if config is not None else self.default_config()
+        self.learner: TeamLearner | None = None
+        self._memo: Memo | None = None
+        self._transform: LossTransform | None = None
+        self._draws: list[np.ndarray] = []
+
+    @classmethod
+    def default_config(cls) -> RLConfig:
+        return RLConfig()
+
+    def _clusters(self) -> list[list[int]]:
+        raise NotImplementedError  # subclasses decide who owns what
+
+    def _start(self) -> None:
+        self._memo = Memo(self.space)
+        self._transform = LossTransform(self.config.log_loss, self.config.invalid_margin)
+
+    def _ensure_learner(self) -> None:
+        if self.learner is None:
+            self.learner = TeamLearner(self.space, self._clusters(), self.config)
+
+    def ask(self, n: int) -> np.ndarray:
+        if self._memo is None:
+            self._start()
+        self._ensure_learner()
+        return self._ask_policy(n)
+
+    def _ask_policy(self, n: int) -> np.ndarray:
+        memo = self._memo
+        out: list[np.ndarray] = []
+        have = 0
+        drawn = 0
+        while have < n and drawn < self.config.max_draw_factor * n:
+            m = max(n - have, 16) if drawn == 0 else max(2 * (n - have), 64)
+            x = self.learner.sample(self.rng, m)
+            drawn += m
+            keys, _, new = memo.lookup(x)
+            idx = np.flatnonzero(new)[:n - have]
+            memo.mark_pending([keys[i] for i in idx.tolist()])
+            keep = np.zeros(m, dtype=bool)
+            keep[idx] = True
+            # draws beyond the n new ones stay in the gradient batch only if already known
+            self._draws.append(x[keep | ~new])
+            out.append(x[idx])
+            have += len(idx)
+        if have < n:
+            out.append(self._mutants(np.concatenate(out) if have else self.learner.sample(self.rng, 1),
+                                     n - have))
+        return np.concatenate(out)
+
+    def _mutants(self, parents: np.ndarray, n: int) -> np.ndarray:
+        """n new points, each a policy draw or parent with one or more parameters resampled."""
+        memo = self._memo
+        res: list[np.ndarray] = []
+        have = 0
+        base = self.best_x if self.best_x is not None else parents[0]
+        pool = np.concatenate([parents, base[None, :]])
+        for attempt in range(200):
+            m = 2 * (n - have) + 8
+            x = pool[self.rng.integers(0, len(pool), m)].copy()
+            k = 1 + attempt // 20
+            for _ in range(k):
+                j = self.rng.integers(0, self.space.n_params, m)
+                x[np.arange(m), j] = (self.rng.random(m) * self.space.cardinalities[j]).astype(np.int64)
+            keys, _, new = memo.lookup(x)
+            idx = np.flatnonzero(new)[:n - have]
+            memo.mark_pending([keys[i] for i in idx.tolist()])
+            res.append(x[idx])
+            have += len(idx)
+            if have >= n:
+                break
+        if have < n:  # the space is (nearly) exhausted: repeat known points
+            res.append(pool[self.rng.integers(0, len(pool), n - have)])
+        return np.concatenate(res)
+
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
+        from coexplore.search.losses import clean
+        losses = clean(losses)
+        super().tell(batch, losses)
+        batch = np.asarray(batch, dtype=np.int64)
+        if self._memo is None:
+            self._start()
+        self._memo.store(batch, losses)
+        self._transform(losses)  # track the range of seen values
+        self._learn(batch, losses)
+
+    def _learn(self, batch: np.ndarray, losses: np.ndarray) -> None:
+        self._ensure_learner()
+        draws = np.concatenate(self._draws) if self._draws else np.zeros((0, self.space.n_params), np.int64)
+        self._draws = []
+        # the gradient batch: every policy draw whose loss is now known (asks included)
+        if len(draws):
+            keys = self.space.keys(draws)
+            known = np.array([self._memo.losses.get(k, np.nan) for k in keys])
+            ok = ~np.isnan(known)
+            draws, known = draws[ok], known[ok]
+        else:
+            draws, known = batch, losses
+        self.learner.observe(batch, losses)
+        if len(draws):
+            self.learner.update(draws, known, self._transform)
+
+
+class SingleAgentRL(PolicySearcher):
+    """Single-agent RL: one agent owns every parameter (the baseline MARL is measured against)."""
+
+    name = "rl"
+
+    def _clusters(self) -> list[list[int]]:
+        return [list(range(self.space.n_params))]

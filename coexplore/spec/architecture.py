@@ -1,0 +1,314 @@
+"""Timeloop architectures: the v0.4 `nodes` form and the flattened v0.3 `subtree`/`local` form.
+
+Both are read into one `Architecture`: a list of storage `Level`s from the backing store (index 0
+in `levels`, e.g. DRAM) down to the innermost buffer, plus the compute `Level`. Every v0.4
+`!Container` with a spatial mesh adds a dummy storage level `inter_<container>_spatial` that
+carries the spatial loops into the container, exactly as Timeloop's front-end (timeloopfe) does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import TAG_KEY, load_yaml
+
+_RANGE = re.compile(r"^(?P<base>.*?)\[(?P<lo>\d+)\.\.(?P<hi>\d+)\]$")
+COMPUTE_HINTS = ("mac", "compute", "multiplier", "alu", "adder_tree")
+STORAGE_HINTS = ("dram", "sram", "regfile", "smartbuffer", "storage", "buffer", "reg", "dummy", "cache")
+
+# attributes whose value Timeloop reads (aliases, hyphens turned into underscores)
+_ALIASES = {
+    "word_bits": ("word_bits", "word_width", "datawidth"),
+    "block_size": ("block_size", "n_words"),
+    "width": ("width", "memory_width", "data_storage_width"),
+    "depth": ("depth", "memory_depth", "data_storage_depth"),
+}
+
+
+def _attr(attrs: dict, key: str, default=None):
+    for alias in _ALIASES.get(key, (key,)):
+        if alias in attrs and attrs[alias] is not None:
+            return attrs[alias]
+    return default
+
+
+def _number(value, *, file, key, expected="a number"):
+    if isinstance(value, bool):
+        raise CoexploreError(f"got {value!r}", file=file, key=key, expected=expected)
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(value) if any(c in str(value) for c in ".eE") else int(value)
+    except (TypeError, ValueError):
+        raise CoexploreError(f"got {value!r}", file=file, key=key, expected=expected) from None
+
+
+@dataclass
+class Level:
+    """One level of the flattened architecture (a storage level or the compute level)."""
+
+    name: str
+    cls: str
+    attributes: dict
+    instances: int = 1
+    mesh_x: int = 1
+    mesh_y: int = 1
+    subclass: str | None = None
+    is_compute: bool = False
+    constraints: dict = field(default_factory=dict)
+    # storage specs as Timeloop derives them (None for compute)
+    word_bits: int = 16
+    block_size: int = 1
+    cluster_size: int = 1
+    size: float = math.inf          # words per instance (inf: unbounded, e.g. DRAM)
+    effective_size: float = math.inf
+    read_bandwidth: float = math.inf   # words/cycle/instance
+    write_bandwidth: float = math.inf
+    shared_bandwidth: float = math.inf
+    is_dummy: bool = False
+
+    @property
+    def accelergy_class(self) -> str:
+        return self.subclass or self.cls
+
+
+@dataclass
+class Architecture:
+    """Storage levels from the backing store (index 0) inward, and the compute level."""
+
+    name: str
+    levels: list[Level]
+    compute: Level
+    attributes: dict = field(default_factory=dict)
+    source: str | None = None
+
+    def level_names(self) -> list[str]:
+        return [lv.name for lv in self.levels]
+
+    def index(self, name: str) -> int:
+        for i, lv in enumerate(self.levels):
+            if lv.name == name:
+                return i
+        raise KeyError(name)
+
+    @property
+    def all_levels(self) -> list[Level]:
+        return self.levels + [self.compute]
+
+
+def _split_range(name: str) -> tuple[str, int]:
+    m = _RANGE.match(str(name))
+    if not m:
+        return str(name), 1
+    return m.group("base"), int(m.group("hi")) - int(m.group("lo")) + 1
+
+
+def _is_compute_class(cls: str) -> bool:
+    low = cls.lower()
+    if any(h in low for h in ("dram", "sram", "regfile", "smartbuffer", "storage", "dummy")):
+        return False
+    return any(h in low for h in COMPUTE_HINTS)
+
+
+def _derive_storage(level: Level, file: str | None) -> None:
+    a = level.attributes
+    key = f"{level.name}.attributes"
+    level.word_bits = int(_number(_attr(a, "word_bits", 16), file=file, key=f"{key}.datawidth"))
+    level.cluster_size = int(_number(a.get("cluster_size", 1) or 1, file=file, key=f"{key}.cluster_size"))
+    block = _attr(a, "block_size")
+    width = _attr(a, "width")
+    if block is not None:
+        level.block_size = int(_number(block, file=file, key=f"{key}.block_size"))
+    elif width is not None:
+        w = int(_number(width, file=file, key=f"{key}.width"))
+        level.block_size = max(1, w // (level.word_bits * level.cluster_size))
+    else:
+        level.block_size = 1
+    entries = a.get("entries")
+    depth = _attr(a, "depth")
+    if entries is not None:
+        level.size = _number(entries, file=file, key=f"{key}.entries")
+    elif depth is not None and "dram" not in level.cls.lower():
+        level.size = _number(depth, file=file, key=f"{key}.depth") * level.block_size
+    elif a.get("sizeKB") is not None:
+        level.size = _number(a["sizeKB"], file=file, key=f"{key}.sizeKB") * 8192 // level.word_bits
+    else:
+        level.size = math.inf
+    mb = _number(a.get("multiple_buffering", 1) or 1, file=file, key=f"{key}.multiple_buffering")
+    level.effective_size = math.floor(level.size / mb) if math.isfinite(level.size) else math.inf
+    bw = a.get("bandwidth")
+    if bw is not None:
+        half = _number(bw, file=file, key=f"{key}.bandwidth") / 2
+        level.read_bandwidth = level.write_bandwidth = half
+    for attr, fld in (("read_bandwidth", "read_bandwidth"), ("write_bandwidth", "write_bandwidth"),
+                      ("shared_bandwidth", "shared_bandwidth")):
+        if a.get(attr) is not None:
+            setattr(level, fld, _number(a[attr], file=file, key=f"{key}.{attr}"))
+    level.is_dummy = "dummy" in level.cls.lower()
+
+
+def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y: int,
+                file: str | None, where: str) -> Level:
+    if not isinstance(node, dict):
+        raise CoexploreError(f"got {type(node).__name__}", file=file, key=where,
+                             expected="a component mapping with name and class")
+    if "name" not in node:
+        raise CoexploreError("missing key", file=file, key=f"{where}.name", expected="a component name")
+    if "class" not in node:
+        raise CoexploreError("missing key", file=file, key=f"{where}.class",
+                             expected="a component class such as DRAM, smartbuffer_SRAM, intmac")
+    attrs = dict(inherited)
+    own = node.get("attributes") or {}
+    if not isinstance(own, dict):
+        raise CoexploreError("not a mapping", file=file, key=f"{where}.attributes", expected="a mapping")
+    attrs.update({str(k).replace("-", "_"): v for k, v in own.items()})
+    name, _ = _split_range(node["name"])
+    mx = attrs.get("meshX", mesh_x)
+    my = attrs.get("meshY", mesh_y)
+    level = Level(name=name, cls=str(node["class"]), subclass=node.get("subclass"), attributes=attrs,
+                  instances=instances, mesh_x=int(mx or 1), mesh_y=int(my or 1),
+                  constraints=node.get("constraints") or {})
+    level.is_compute = _is_compute_class(level.accelergy_class if level.subclass else level.cls)
+    if not level.is_compute:
+        _derive_storage(level, file)
+    return level
+
+
+def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
+    levels: list[Level] = []
+    inherited: dict = {}
+    mesh_x = mesh_y = 1
+
+    def walk(items, where):
+        nonlocal mesh_x, mesh_y, inherited
+        for i, node in enumerate(items):
+            here = f"{where}[{i}]"
+            if not isinstance(node, dict):
+                raise CoexploreError(f"got {node!r}", file=file, key=here,
+                                     expected="a !Container, !Component or !Parallel node")
+            tag = node.get(TAG_KEY, "Component" if "class" in node else "Container")
+            if tag == "Nothing":      # placeholder node of timeloopfe: no hardware
+                continue
+            if tag == "Parallel" or ("nodes" in node and "class" not in node and tag != "Container"):
+                walk(node.get("nodes") or [], f"{here}.nodes")
+                continue
+            if tag in ("Container", "Hierarchical"):
+                inherited = dict(inherited)
+                inherited.update({str(k).replace("-", "_"): v
+                                  for k, v in (node.get("attributes") or {}).items()})
+                spatial = node.get("spatial") or {}
+                sx, sy = int(spatial.get("meshX", 1) or 1), int(spatial.get("meshY", 1) or 1)
+                if spatial:
+                    dummy = {"name": f"inter_{node['name']}_spatial", "class": "dummy_storage",
+                             "attributes": {"width": 1, "depth": 1, "datawidth": 1, "technology": -1},
+                             "constraints": node.get("constraints") or {}}
+                    lv = _make_level(dummy, {}, mesh_x * mesh_y, mesh_x, mesh_y, file, here)
+                    lv.attributes.update({"meshX": mesh_x, "meshY": mesh_y})
+                    levels.append(lv)
+                    mesh_x, mesh_y = mesh_x * sx, mesh_y * sy
+                if "nodes" in node:
+                    walk(node["nodes"], f"{here}.nodes")
+                continue
+            lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here)
+            lv.mesh_x, lv.mesh_y, lv.instances = mesh_x, mesh_y, mesh_x * mesh_y
+            levels.append(lv)
+
+    walk(nodes, "architecture.nodes")
+    return levels, inherited
+
+
+def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
+    levels: list[Level] = []
+    top_attrs: dict = {}
+
+    def walk(subtrees, inherited, mult, where):
+        for i, st in enumerate(subtrees):
+            here = f"{where}[{i}]"
+            if not isinstance(st, dict) or "name" not in st:
+                raise CoexploreError("malformed subtree", file=file, key=here,
+                                     expected="a mapping with name, local and/or subtree")
+            attrs = dict(inherited)
+            attrs.update({str(k).replace("-", "_"): v for k, v in (st.get("attributes") or {}).items()})
+            if not top_attrs:
+                top_attrs.update(attrs)
+            _, count = _split_range(st["name"])
+            m = mult * count
+            for j, comp in enumerate(st.get("local") or []):
+                cname = comp.get("name", "") if isinstance(comp, dict) else ""
+                _, n = _split_range(cname)
+                inst = n if _RANGE.match(str(cname)) else m
+                lv = _make_level(comp, attrs, inst, 1, 1, file, f"{here}.local[{j}]")
+                if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
+                    lv.mesh_x = inst
+                lv.mesh_y = int(lv.attributes.get("meshY", max(1, inst // max(1, lv.mesh_x))) or 1)
+                levels.append(lv)
+            walk(st.get("subtree") or [], attrs, m, f"{here}.subtree")
+
+    walk(tree, {}, 1, "architecture.subtree")
+    return levels, top_attrs
+
+
+def parse_architecture(data: Any, file: str | None = None, name: str | None = None) -> Architecture:
+    """Build an Architecture from a parsed YAML document (v0.4 nodes or v0.3 subtree)."""
+    if not isinstance(data, dict) or "architecture" not in data:
+        raise CoexploreError("missing key", file=file, key="architecture",
+                             expected="a Timeloop architecture (architecture: {version, nodes|subtree})")
+    arch = data["architecture"]
+    if not isinstance(arch, dict):
+        raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
+    if "nodes" in arch:
+        levels, attrs = _from_v4_nodes(arch["nodes"] or [], file)
+    elif "subtree" in arch:
+        levels, attrs = _from_v3_tree(arch["subtree"] or [], file)
+    else:
+        raise CoexploreError("missing key", file=file, key="architecture.nodes",
+                             expected="'nodes' (v0.4) or 'subtree' (v0.3)")
+    if not levels:
+        raise CoexploreError("no components", file=file, key="architecture",
+                             expected="at least one storage level and a compute level")
+    compute = levels[-1]
+    if not compute.is_compute:
+        raise CoexploreError(f"the innermost component '{compute.name}' (class {compute.cls}) is not a "
+                             "compute unit", file=file, key="architecture",
+                             expected="the last component to be a MAC (class containing 'mac' or 'compute')")
+    storage = levels[:-1]
+    for lv in storage:
+        if lv.is_compute:
+            raise CoexploreError(f"compute component '{lv.name}' is not the innermost one", file=file,
+                                 key="architecture", expected="exactly one compute level, last")
+    if not storage:
+        raise CoexploreError("no storage levels", file=file, key="architecture",
+                             expected="at least one storage level (e.g. DRAM) above the compute level")
+    names = [lv.name for lv in levels]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise CoexploreError(f"duplicate level names {sorted(dup)}", file=file, key="architecture",
+                             expected="unique component names")
+    return Architecture(name=name or (Path(file).parent.name if file else "arch"), levels=storage,
+                        compute=compute, attributes=attrs, source=file)
+
+
+def load_architecture(path: str | Path) -> Architecture:
+    """Read a v0.4 arch.yaml or a flattened processed.yaml."""
+    data = load_yaml(path)
+    return parse_architecture(data, str(path))
+
+
+def architecture_to_v3(arch: Architecture) -> dict:
+    """The flattened (subtree/local) form, as timeloopfe writes into parsed-processed-input.yaml."""
+    local = []
+    for lv in arch.all_levels:
+        attrs = {k: v for k, v in lv.attributes.items()}
+        attrs["meshX"], attrs["meshY"] = lv.mesh_x, lv.mesh_y
+        entry = {"name": f"{lv.name}[1..{lv.instances}]", "class": lv.cls}
+        if lv.subclass:
+            entry["subclass"] = lv.subclass
+        entry["attributes"] = attrs
+        local.append(entry)
+    return {"architecture": {"version": "0.4", "subtree": [
+        {"name": "system_top_level", "attributes": dict(arch.attributes), "local": local}]}}

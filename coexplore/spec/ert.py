@@ -1,0 +1,90 @@
+"""Accelergy energy (ERT) and area (ART) tables, reduced to what Timeloop looks up.
+
+Timeloop keys a table by the last `.`-segment of its name with `[a..b]` removed, takes per action
+the largest energy over the action's argument variants, and maps Accelergy action names onto
+its own operations (read, fill, update, leak, compute) in a fixed order of preference.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import load_yaml
+
+OPERATIONS = {
+    "read": ("random_read", "read"),
+    "fill": ("random_fill", "random_write", "fill", "write"),
+    "update": ("random_update", "random_write", "update", "write"),
+    "leak": ("leak",),
+    "compute": ("mac_random", "mult_random", "mac", "mult", "compute"),
+}
+
+
+def level_key(table_name: str) -> str:
+    name = re.sub(r"\[\d+\.\.\d+\]", "", str(table_name))
+    return name.split(".")[-1]
+
+
+@dataclass
+class EnergyTable:
+    """Per level, the max energy (pJ) of each Accelergy action, and Timeloop's per-operation view."""
+
+    actions: dict[str, dict[str, float]] = field(default_factory=dict)
+    source: str | None = None
+    raw: Any = None
+
+    def energy(self, level: str, op: str) -> float | None:
+        acts = self.actions.get(level)
+        if acts is None:
+            return None
+        for name in OPERATIONS[op]:
+            if name in acts:
+                return acts[name]
+        return None
+
+    def has_level(self, level: str) -> bool:
+        return level in self.actions
+
+
+def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
+    if isinstance(data, dict) and "ERT" in data:
+        data = data["ERT"]
+    tables = data.get("tables") if isinstance(data, dict) else None
+    if not isinstance(tables, list):
+        raise CoexploreError("missing key", file=file, key="ERT.tables",
+                             expected="a list of {name, actions: [{name, energy}]}")
+    out: dict[str, dict[str, float]] = {}
+    for i, t in enumerate(tables):
+        if not isinstance(t, dict) or "name" not in t:
+            raise CoexploreError("malformed table", file=file, key=f"ERT.tables[{i}]",
+                                 expected="a mapping with name and actions")
+        acts = out.setdefault(level_key(t["name"]), {})
+        for j, a in enumerate(t.get("actions") or []):
+            try:
+                e = float(a["energy"])
+            except (KeyError, TypeError, ValueError):
+                raise CoexploreError("missing or non-numeric energy", file=file,
+                                     key=f"ERT.tables[{i}].actions[{j}].energy", expected="a number (pJ)") from None
+            acts[str(a["name"])] = max(e, acts.get(str(a["name"]), float("-inf")))
+    return EnergyTable(out, file, data)
+
+
+def load_ert(path: str | Path) -> EnergyTable:
+    return parse_ert(load_yaml(path), str(path))
+
+
+def parse_art(data: Any, file: str | None = None) -> dict[str, float]:
+    if isinstance(data, dict) and "ART" in data:
+        data = data["ART"]
+    tables = data.get("tables") if isinstance(data, dict) else None
+    if not isinstance(tables, list):
+        raise CoexploreError("missing key", file=file, key="ART.tables", expected="a list of {name, area}")
+    return {level_key(t["name"]): float(t.get("area", 0.0)) for t in tables}
+
+
+def load_art(path: str | Path) -> dict[str, float]:
+    return parse_art(load_yaml(path), str(path))

@@ -1,0 +1,215 @@
+"""Timeloop mappings: per level temporal/spatial factors, permutations (innermost first), keep/bypass.
+
+`Mapping` is the YAML-side view (level name -> directives); `to_arrays` turns one or more mappings
+into the integer arrays the batched model consumes, and `from_arrays` goes back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.architecture import Architecture
+from coexplore.spec.problem import Problem
+from coexplore.spec.yamlio import load_yaml
+
+_FACTOR = re.compile(r"^([A-Za-z_][A-Za-z_0-9]*?)\s*=?\s*(\d+)$")
+
+
+@dataclass
+class LevelMapping:
+    temporal: dict[str, int] = field(default_factory=dict)
+    permutation: list[str] = field(default_factory=list)       # innermost first
+    spatial: dict[str, int] = field(default_factory=dict)
+    spatial_permutation: list[str] = field(default_factory=list)
+    split: int | None = None
+    keep: list[str] | None = None
+    bypass: list[str] | None = None
+
+
+@dataclass
+class Mapping:
+    levels: dict[str, LevelMapping] = field(default_factory=dict)
+    source: str | None = None
+
+
+def _parse_factors(value, *, file, key, dims) -> dict[str, int]:
+    if value is None:
+        return {}
+    items = value.split() if isinstance(value, str) else list(value)
+    out = {}
+    for item in items:
+        m = _FACTOR.match(str(item).strip())
+        if not m:
+            raise CoexploreError(f"cannot read factor {item!r}", file=file, key=key,
+                                 expected="factors like 'C4 M2' or 'C=4'")
+        d, n = m.group(1), int(m.group(2))
+        if d not in dims:
+            raise CoexploreError(f"unknown dimension '{d}'", file=file, key=key, expected=f"one of {dims}")
+        out[d] = n
+    return out
+
+
+def _parse_perm(value, *, file, key, dims) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        toks = value.split() if " " in value.strip() else list(value.strip())
+    else:
+        toks = [str(v) for v in value]
+    for t in toks:
+        if t not in dims:
+            raise CoexploreError(f"unknown dimension '{t}'", file=file, key=key, expected=f"one of {dims}")
+    return toks
+
+
+def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | None = None) -> Mapping:
+    if isinstance(data, dict) and "mapping" in data:
+        data = data["mapping"]
+    if isinstance(data, dict) and "mapping" not in data:
+        raise CoexploreError("missing key", file=file, key="mapping", expected="a list of mapping directives")
+    if not isinstance(data, list):
+        raise CoexploreError("not a list", file=file, key="mapping", expected="a list of mapping directives")
+    names = arch.level_names()
+    dims = problem.dims
+    dsnames = [ds.name for ds in problem.dataspaces]
+    mapping = Mapping(levels={n: LevelMapping() for n in names}, source=file)
+    for i, entry in enumerate(data):
+        key = f"mapping[{i}]"
+        if not isinstance(entry, dict):
+            raise CoexploreError(f"got {entry!r}", file=file, key=key, expected="a mapping with target and type")
+        target = entry.get("target")
+        if target not in mapping.levels:
+            if target == arch.compute.name:
+                continue
+            raise CoexploreError(f"unknown level '{target}'", file=file, key=f"{key}.target",
+                                 expected=f"one of {names}")
+        kind = entry.get("type", "temporal")
+        lm = mapping.levels[target]
+        if kind == "temporal":
+            lm.temporal = _parse_factors(entry.get("factors"), file=file, key=f"{key}.factors", dims=dims)
+            lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
+        elif kind == "spatial":
+            lm.spatial = _parse_factors(entry.get("factors"), file=file, key=f"{key}.factors", dims=dims)
+            lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
+                                                 key=f"{key}.permutation", dims=dims)
+            if entry.get("split") is not None:
+                lm.split = int(entry["split"])
+        elif kind in ("datatype", "bypass", "dataspace"):
+            for k in ("keep", "bypass"):
+                vals = entry.get(k)
+                if vals is None:
+                    continue
+                if isinstance(vals, str):
+                    vals = [vals]
+                for v in vals:
+                    if v not in dsnames:
+                        raise CoexploreError(f"unknown dataspace '{v}'", file=file, key=f"{key}.{k}",
+                                             expected=f"one of {dsnames}")
+                setattr(lm, k, [str(v) for v in vals])
+        else:
+            raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
+                                 expected="temporal, spatial or datatype")
+    return mapping
+
+
+def load_mapping(path: str | Path, arch: Architecture, problem: Problem) -> Mapping:
+    return parse_mapping(load_yaml(path), arch, problem, str(path))
+
+
+@dataclass
+class MappingArrays:
+    """A batch of mappings of one (architecture, problem), levels ordered innermost (0) outward.
+
+    temporal, spatial_x, spatial_y: int64 [B, L, D] loop bounds; perm: int64 [B, L, D] dimension
+    index of the k-th innermost temporal loop; keep: bool [B, L, DS].
+    """
+
+    temporal: np.ndarray
+    spatial_x: np.ndarray
+    spatial_y: np.ndarray
+    perm: np.ndarray
+    keep: np.ndarray
+
+    def __len__(self) -> int:
+        return self.temporal.shape[0]
+
+    def take(self, idx) -> "MappingArrays":
+        return MappingArrays(self.temporal[idx], self.spatial_x[idx], self.spatial_y[idx],
+                             self.perm[idx], self.keep[idx])
+
+    @staticmethod
+    def concat(parts: list["MappingArrays"]) -> "MappingArrays":
+        return MappingArrays(*(np.concatenate([getattr(p, f) for p in parts])
+                               for f in ("temporal", "spatial_x", "spatial_y", "perm", "keep")))
+
+
+def _default_keep(arch_level) -> bool:
+    return not arch_level.is_dummy
+
+
+def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> MappingArrays:
+    B, L, D, S = len(mappings), len(arch.levels), len(problem.dims), len(problem.dataspaces)
+    t = np.ones((B, L, D), np.int64)
+    sx = np.ones((B, L, D), np.int64)
+    sy = np.ones((B, L, D), np.int64)
+    perm = np.tile(np.arange(D, dtype=np.int64), (B, L, 1))
+    keep = np.ones((B, L, S), bool)
+    dim_idx = {d: i for i, d in enumerate(problem.dims)}
+    ds_idx = {ds.name: i for i, ds in enumerate(problem.dataspaces)}
+    for b, m in enumerate(mappings):
+        for li, lv in enumerate(reversed(arch.levels)):      # li: innermost = 0
+            lm = m.levels.get(lv.name, LevelMapping())
+            for d, n in lm.temporal.items():
+                t[b, li, dim_idx[d]] = n
+            order = [dim_idx[d] for d in lm.permutation]
+            order += [i for i in range(D) if i not in order]
+            perm[b, li] = order
+            sp = [dim_idx[d] for d in lm.spatial_permutation]
+            sp += [i for i in range(D) if i not in sp]
+            split = lm.split if lm.split is not None else D
+            for d, n in lm.spatial.items():
+                i = dim_idx[d]
+                if sp.index(i) < split:
+                    sx[b, li, i] = n
+                else:
+                    sy[b, li, i] = n
+            if lm.keep is None and lm.bypass is None:
+                keep[b, li] = _default_keep(lv)
+            else:
+                kept = set(lm.keep) if lm.keep is not None else (
+                    {ds.name for ds in problem.dataspaces} - set(lm.bypass or []))
+                for ds, i in ds_idx.items():
+                    keep[b, li, i] = ds in kept
+    return MappingArrays(t, sx, sy, perm, keep)
+
+
+def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: Problem) -> list[dict]:
+    """The Timeloop mapping list (YAML-ready) of row `index` of a batch."""
+    dims = problem.dims
+    L = len(arch.levels)
+    entries = []
+    for li in range(L):
+        name = arch.levels[L - 1 - li].name
+        keep = [ds.name for s, ds in enumerate(problem.dataspaces) if arrays.keep[index, li, s]]
+        bypass = [ds.name for s, ds in enumerate(problem.dataspaces) if not arrays.keep[index, li, s]]
+        entries.append({"target": name, "type": "datatype", "keep": keep, "bypass": bypass})
+    for li in range(L):
+        name = arch.levels[L - 1 - li].name
+        perm = [dims[int(i)] for i in arrays.perm[index, li]]
+        factors = " ".join(f"{d}{int(arrays.temporal[index, li, i])}" for i, d in enumerate(dims))
+        entries.append({"target": name, "type": "temporal", "factors": factors, "permutation": "".join(perm)})
+        sxv, syv = arrays.spatial_x[index, li], arrays.spatial_y[index, li]
+        if (sxv > 1).any() or (syv > 1).any():
+            xs = [d for i, d in enumerate(dims) if sxv[i] > 1]
+            ys = [d for i, d in enumerate(dims) if syv[i] > 1]
+            rest = [d for d in dims if d not in xs and d not in ys]
+            fac = " ".join(f"{d}{int(max(sxv[i], syv[i]))}" for i, d in enumerate(dims))
+            entries.append({"target": name, "type": "spatial", "factors": fac,
+                            "permutation": "".join(xs + ys + rest), "split": len(xs)})
+    return entries

@@ -1,0 +1,141 @@
+"""Timeloop problems (CNN_Layer and other shapes given by dimensions, coefficients, data spaces)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import load_yaml
+
+DEFAULT_CNN_SHAPE = {
+    "name": "CNN_Layer",
+    "dimensions": ["C", "M", "R", "S", "N", "P", "Q"],
+    "coefficients": [{"name": "Wstride", "default": 1}, {"name": "Hstride", "default": 1},
+                     {"name": "Wdilation", "default": 1}, {"name": "Hdilation", "default": 1}],
+    "data_spaces": [
+        {"name": "Weights", "projection": [[["C"]], [["M"]], [["R"]], [["S"]]]},
+        {"name": "Inputs", "projection": [[["N"]], [["C"]], [["R", "Wdilation"], ["P", "Wstride"]],
+                                          [["S", "Hdilation"], ["Q", "Hstride"]]]},
+        {"name": "Outputs", "projection": [[["N"]], [["M"]], [["Q"]], [["P"]]], "read_write": True},
+    ],
+}
+
+
+@dataclass
+class DataSpace:
+    """One tensor: each rank is a sum of (dimension index, coefficient) terms."""
+
+    name: str
+    ranks: list[list[tuple[int, int]]]
+    read_write: bool = False
+
+
+@dataclass
+class Problem:
+    name: str
+    dims: list[str]
+    bounds: list[int]
+    coefficients: dict[str, int]
+    dataspaces: list[DataSpace]
+    shape: dict = field(default_factory=dict)
+    instance: dict = field(default_factory=dict)
+
+    @property
+    def macs(self) -> int:
+        out = 1
+        for b in self.bounds:
+            out *= b
+        return out
+
+    def dim_index(self, name: str) -> int:
+        return self.dims.index(name)
+
+    def dataspace_index(self, name: str) -> int:
+        for i, ds in enumerate(self.dataspaces):
+            if ds.name == name:
+                return i
+        raise KeyError(name)
+
+    def tensor_size(self, ds: DataSpace) -> int:
+        size = 1
+        for rank in ds.ranks:
+            size *= sum(c * (self.bounds[d] - 1) for d, c in rank) + 1
+        return size
+
+    def to_yaml(self) -> dict:
+        return {"problem": {"version": 0.4, "shape": self.shape, "instance": dict(self.instance)}}
+
+
+def parse_problem(data: Any, file: str | None = None, name: str | None = None) -> Problem:
+    if not isinstance(data, dict) or "problem" not in data:
+        raise CoexploreError("missing key", file=file, key="problem",
+                             expected="a Timeloop problem (problem: {shape, instance})")
+    prob = data["problem"]
+    if not isinstance(prob, dict):
+        raise CoexploreError("not a mapping", file=file, key="problem", expected="a mapping")
+    shape = prob.get("shape", DEFAULT_CNN_SHAPE)
+    if isinstance(shape, str) or shape is None:
+        shape = DEFAULT_CNN_SHAPE
+    instance = prob.get("instance")
+    if not isinstance(instance, dict):
+        raise CoexploreError("missing key", file=file, key="problem.instance",
+                             expected="a mapping of dimension bounds, e.g. {C: 64, M: 64, ...}")
+    dims = shape.get("dimensions")
+    if not isinstance(dims, list) or not dims:
+        raise CoexploreError("missing or empty", file=file, key="problem.shape.dimensions",
+                             expected="a list of dimension names")
+    dims = [str(d) for d in dims]
+    coeffs = {}
+    for c in shape.get("coefficients") or []:
+        coeffs[str(c["name"])] = int(c.get("default", 1))
+    for k, v in instance.items():
+        if k in coeffs:
+            coeffs[k] = int(v)
+    bounds = []
+    for d in dims:
+        v = instance.get(d, 1)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise CoexploreError(f"got {v!r}", file=file, key=f"problem.instance.{d}",
+                                 expected="a positive integer bound")
+        bounds.append(v)
+    unknown = [k for k in instance if k not in dims and k not in coeffs and k != "densities"]
+    dataspaces = []
+    key_ds = "data_spaces" if "data_spaces" in shape else "data-spaces"
+    for i, ds in enumerate(shape.get(key_ds) or []):
+        ranks = []
+        for j, rank in enumerate(ds.get("projection") or []):
+            terms = []
+            for term in rank:
+                if not isinstance(term, list) or not term:
+                    raise CoexploreError(f"got {term!r}", file=file,
+                                         key=f"problem.shape.data_spaces[{i}].projection[{j}]",
+                                         expected="terms like [P, Wstride] or [C]")
+                dname = str(term[0])
+                if dname not in dims:
+                    raise CoexploreError(f"unknown dimension '{dname}'", file=file,
+                                         key=f"problem.shape.data_spaces[{i}].projection[{j}]",
+                                         expected=f"one of {dims}")
+                coef = 1
+                if len(term) > 1:
+                    cname = str(term[1])
+                    if cname not in coeffs:
+                        raise CoexploreError(f"unknown coefficient '{cname}'", file=file,
+                                             key=f"problem.shape.data_spaces[{i}].projection[{j}]",
+                                             expected=f"one of {sorted(coeffs)}")
+                    coef = coeffs[cname]
+                terms.append((dims.index(dname), coef))
+            ranks.append(terms)
+        rw = bool(ds.get("read_write", ds.get("read-write", False)))
+        dataspaces.append(DataSpace(str(ds["name"]), ranks, rw))
+    if not dataspaces:
+        raise CoexploreError("no data spaces", file=file, key="problem.shape.data_spaces",
+                             expected="a list of tensors with projections")
+    del unknown  # extra instance keys (H, W, padding) are ignored, as Timeloop does
+    return Problem(name=name or (Path(file).stem if file else "problem"), dims=dims, bounds=bounds,
+                   coefficients=coeffs, dataspaces=dataspaces, shape=shape, instance=dict(instance))
+
+
+def load_problem(path: str | Path) -> Problem:
+    return parse_problem(load_yaml(path), str(path))

@@ -1,0 +1,413 @@
+"""System YAML: several accelerator cores sharing an off-chip DRAM, plus the study to run on it.
+
+    system:                       # the hardware
+      name: simba_2x2             # optional (default: file name without .yaml)
+      description: ...            # optional, free text
+      clock_GHz: 1.0              # optional, default 1.0 (one clock for all cores)
+      technology: 45nm            # optional; default: each template's own
+      dram:                       # shared off-chip memory
+        type: LPDDR4              # Accelergy DRAM type (default LPDDR4)
+        width: 64                 # bits per access (default 64)
+        bandwidth_GBps: 25.6      # shared by all cores; or `bytes_per_cycle: 25.6` (one of them)
+      cores:                      # one entry per distinct core design
+      - name: simba               # optional (default: the template); unique
+        template: simba           # simba | eyeriss
+        params: {glb_depth: 4096} # template parameters (see coexplore.arch); optional
+        grid: [2, 2]              # rows x columns of identical cores; or `count: 4`; default count 1
+    workloads: [../problems/resnet50.yaml]     # optional; paths relative to this file
+    sweep:                        # optional; Cartesian product of the axes
+      axes:
+        cores.simba.params.glb_depth: [1024, 2048, 4096]   # paths inside `system:`;
+        dram.bandwidth_GBps: [12.8, 25.6]                 # cores are addressed by name
+    objectives: [latency, energy, area]                   # optional
+    mappers: {layer: ../mappers/marl.yaml, system: ../mappers/magma.yaml}   # optional
+
+This module checks the document's shape and types; template parameters are checked by
+`coexplore.arch.system` (which knows the templates). Every error names the file, the key
+(e.g. `system.cores[1].grid`) and what was expected.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coexplore.errors import CoexploreError
+
+TOP_KEYS = ("system", "workloads", "sweep", "objectives", "mappers")
+SYSTEM_KEYS = ("name", "description", "clock_GHz", "technology", "dram", "cores")
+DRAM_KEYS = ("type", "width", "bandwidth_GBps", "bytes_per_cycle")
+CORE_KEYS = ("name", "template", "params", "count", "grid")
+OBJECTIVES = ("latency", "energy", "edp", "area", "throughput")
+MAPPER_ROLES = ("layer", "system", "online")
+
+
+@dataclass(frozen=True)
+class DramSpec:
+    """The shared off-chip memory: Accelergy type, access width, total bandwidth."""
+    type: str = "LPDDR4"
+    width: int = 64
+    bandwidth_GBps: float | None = None
+    bytes_per_cycle: float | None = None
+
+    def bandwidth_bytes_per_cycle(self, clock_GHz: float) -> float:
+        """Shared off-chip bandwidth in bytes per core clock cycle."""
+        if self.bytes_per_cycle is not None:
+            return float(self.bytes_per_cycle)
+        return float(self.bandwidth_GBps) / clock_GHz
+
+    def bandwidth_GBps_at(self, clock_GHz: float) -> float:
+        if self.bandwidth_GBps is not None:
+            return float(self.bandwidth_GBps)
+        return float(self.bytes_per_cycle) * clock_GHz
+
+
+@dataclass(frozen=True)
+class CoreSpec:
+    """One distinct core design and how many copies the system holds."""
+    name: str
+    template: str
+    params: dict = field(default_factory=dict)
+    count: int = 1
+    grid: tuple[int, int] | None = None
+    key: str = "system.cores[0]"          # where it sits in the file (for error messages)
+
+    def instance_names(self) -> list[str]:
+        """Names of the copies: `name` (one copy), `name_i` (count) or `name_r_c` (grid)."""
+        if self.grid is not None:
+            return [f"{self.name}_{r}_{c}" for r in range(self.grid[0]) for c in range(self.grid[1])]
+        if self.count == 1:
+            return [self.name]
+        return [f"{self.name}_{i}" for i in range(self.count)]
+
+    def positions(self) -> list[tuple[int, int] | None]:
+        """Grid (row, column) of each copy, None for counted cores."""
+        if self.grid is not None:
+            return [(r, c) for r in range(self.grid[0]) for c in range(self.grid[1])]
+        return [None] * self.count
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A parsed system YAML (see module docstring). `raw` keeps the document for `with_value`."""
+    name: str
+    clock_GHz: float
+    technology: str | None
+    dram: DramSpec
+    cores: tuple[CoreSpec, ...]
+    description: str = ""
+    workloads: tuple[Path, ...] = ()
+    sweep_axes: dict = field(default_factory=dict)      # path inside `system:` -> tuple of values
+    objectives: tuple[str, ...] = ()
+    mappers: dict = field(default_factory=dict)         # role -> Path
+    file: str | None = None
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def n_cores(self) -> int:
+        return sum(c.count for c in self.cores)
+
+    def core(self, name: str) -> CoreSpec:
+        for c in self.cores:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def with_value(self, path: str, value: Any, *, key: str | None = None) -> "SystemSpec":
+        """A copy with the value at `path` (inside `system:`, cores by name) replaced."""
+        key = key or path
+        doc = copy.deepcopy(self.raw)
+        _set_path(doc, path, value, file=self.file, key=key)
+        try:
+            return parse_system(doc, file=self.file, base_dir=_base_dir(self.file),
+                                _axes_checked=True)
+        except CoexploreError as exc:
+            raise CoexploreError(f"value {value!r} makes {exc.key or 'the system'} invalid: "
+                                 f"{exc.message}", file=self.file, key=key,
+                                 expected=exc.expected) from None
+
+    def sweep_points(self) -> list[dict]:
+        """Every point of the sweep as {path: value}, in axis order (last axis fastest)."""
+        if not self.sweep_axes:
+            return [{}]
+        paths = list(self.sweep_axes)
+        return [dict(zip(paths, combo))
+                for combo in itertools.product(*(self.sweep_axes[p] for p in paths))]
+
+    def at_point(self, point: dict) -> "SystemSpec":
+        """The system with a sweep point's values applied."""
+        spec = self
+        for path, value in point.items():
+            spec = spec.with_value(path, value, key=f"sweep.axes.{path}")
+        return spec
+
+
+# ---------------------------------------------------------------------------------------------
+def _err(message: str, file, key: str, expected: str | None = None) -> CoexploreError:
+    return CoexploreError(message, file=file, key=key or None, expected=expected)
+
+
+def _base_dir(file: str | None) -> Path:
+    return Path(file).resolve().parent if file else Path.cwd()
+
+
+def _mapping(value, file, key: str, allowed: tuple[str, ...], what: str) -> dict:
+    if not isinstance(value, dict):
+        raise _err(f"must be a mapping, got {_kind(value)}", file, key, what)
+    for k in value:
+        if k not in allowed:
+            raise _err(f"unknown key '{k}'", file, f"{key}.{k}" if key else str(k),
+                       "one of " + ", ".join(allowed))
+    return value
+
+
+def _kind(value) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+def _number(value, file, key: str, *, integer: bool = False) -> float | int:
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or value <= 0:
+        raise _err(f"got {value!r}", file, key,
+                   "a positive integer" if integer else "a positive number")
+    return value
+
+
+def _string(value, file, key: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _err(f"got {value!r}", file, key, "a non-empty string")
+    return value
+
+
+def _join(base: Path, path: str) -> Path:
+    """`path` relative to `base` (absolute paths stay), normalised ('..' folded)."""
+    return Path(os.path.normpath(base / path))
+
+
+def _path_list(value, file, key: str, base: Path) -> tuple[Path, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise _err(f"must be a list of file paths, got {_kind(value)}", file, key,
+                   "a list of YAML file paths")
+    out = []
+    for i, item in enumerate(value):
+        out.append(_join(base, _string(item, file, f"{key}[{i}]")))
+    return tuple(out)
+
+
+def _parse_dram(value, file) -> DramSpec:
+    key = "system.dram"
+    d = _mapping(value, file, key, DRAM_KEYS, "type, width and bandwidth_GBps or bytes_per_cycle")
+    has_gbps = d.get("bandwidth_GBps") is not None
+    has_bpc = d.get("bytes_per_cycle") is not None
+    if has_gbps == has_bpc:
+        raise _err("give the shared off-chip bandwidth exactly once", file,
+                   f"{key}.bandwidth_GBps", "exactly one of bandwidth_GBps, bytes_per_cycle")
+    return DramSpec(
+        type=_string(d.get("type", "LPDDR4"), file, f"{key}.type"),
+        width=_number(d.get("width", 64), file, f"{key}.width", integer=True),
+        bandwidth_GBps=_number(d["bandwidth_GBps"], file, f"{key}.bandwidth_GBps")
+        if has_gbps else None,
+        bytes_per_cycle=_number(d["bytes_per_cycle"], file, f"{key}.bytes_per_cycle")
+        if has_bpc else None)
+
+
+def _parse_core(value, file, index: int) -> CoreSpec:
+    key = f"system.cores[{index}]"
+    c = _mapping(value, file, key, CORE_KEYS, "template, params and count or grid")
+    if "template" not in c:
+        raise _err("missing key 'template'", file, f"{key}.template",
+                   "a core template name (simba, eyeriss)")
+    template = _string(c["template"], file, f"{key}.template")
+    name = _string(c.get("name", template), file, f"{key}.name")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name):
+        raise _err(f"core name {name!r} cannot be used in sweep paths and directory names",
+                   file, f"{key}.name", "letters, digits, '_' and '-' (starting with a letter or '_')")
+    params = c.get("params") or {}
+    if not isinstance(params, dict):
+        raise _err(f"must be a mapping, got {_kind(params)}", file, f"{key}.params",
+                   "a mapping of template parameters (name: value)")
+    if "count" in c and "grid" in c:
+        raise _err("both 'count' and 'grid' given", file, f"{key}.grid",
+                   "either count: N or grid: [rows, columns]")
+    grid = None
+    count = 1
+    if "grid" in c:
+        g = c["grid"]
+        if (not isinstance(g, list) or len(g) != 2
+                or any(isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in g)):
+            raise _err(f"got {g!r}", file, f"{key}.grid", "[rows, columns] of positive integers")
+        grid = (g[0], g[1])
+        count = g[0] * g[1]
+    elif "count" in c:
+        count = _number(c["count"], file, f"{key}.count", integer=True)
+    return CoreSpec(name=name, template=template, params=dict(params), count=count, grid=grid,
+                    key=key)
+
+
+def _split_path(path: str) -> list[str]:
+    parts = path.split(".")
+    if parts and parts[0] == "system":
+        parts = parts[1:]
+    return parts
+
+
+def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
+    """Set `value` at a sweep path (inside `system:`; `cores.<name>` picks a core by name)."""
+    parts = _split_path(path)
+    node: Any = doc.get("system")
+    if not parts or not isinstance(node, dict):
+        raise _err("empty path", file, key, "a path inside system:, e.g. cores.<name>.params.glb_depth")
+    i = 0
+    while i < len(parts) - 1:
+        part = parts[i]
+        if part == "cores" and isinstance(node.get("cores"), list):
+            if i + 1 >= len(parts) - 1:
+                raise _err(f"path '{path}' stops at a core", file, key,
+                           "cores.<name>.params.<parameter>, cores.<name>.count or .grid")
+            name = parts[i + 1]
+            match = [c for c in node["cores"]
+                     if isinstance(c, dict) and c.get("name", c.get("template")) == name]
+            if not match:
+                names = [c.get("name", c.get("template")) for c in node["cores"]
+                         if isinstance(c, dict)]
+                raise _err(f"no core named '{name}'", file, key, "one of " + ", ".join(names))
+            node = match[0]
+            i += 2
+            continue
+        if part not in node:
+            if part == "params" and "template" in node:
+                node["params"] = {}
+            else:
+                raise _err(f"path '{path}': no key '{part}'", file, key, "an existing key")
+        node = node[part]
+        if not isinstance(node, dict):
+            raise _err(f"path '{path}': '{part}' is not a mapping", file, key, "a mapping")
+        i += 1
+    last = parts[-1]
+    # alternatives: setting one replaces the other
+    for a, b in (("count", "grid"), ("bandwidth_GBps", "bytes_per_cycle")):
+        if last == a:
+            node.pop(b, None)
+        elif last == b:
+            node.pop(a, None)
+    node[last] = value
+
+
+def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = None,
+                 _axes_checked: bool = False) -> SystemSpec:
+    """Build a SystemSpec from a loaded YAML document; errors name `file` and the key."""
+    base = base_dir if base_dir is not None else _base_dir(file)
+    top = _mapping(doc, file, "", TOP_KEYS, "a mapping with a 'system:' key")
+    if "system" not in top:
+        raise _err("missing key 'system'", file, "system",
+                   "system: {clock_GHz, technology, dram, cores}")
+    s = _mapping(top["system"], file, "system", SYSTEM_KEYS, "name, clock_GHz, technology, dram, cores")
+    name = _string(s.get("name", Path(file).stem if file else "system"), file, "system.name")
+    clock = _number(s.get("clock_GHz", 1.0), file, "system.clock_GHz")
+    tech = s.get("technology")
+    if tech is not None:
+        if isinstance(tech, (int, float)) and not isinstance(tech, bool):
+            raise _err(f"got {tech!r}", file, "system.technology", "a string such as '45nm'")
+        tech = _string(tech, file, "system.technology")
+    if "dram" not in s:
+        raise _err("missing key 'dram'", file, "system.dram",
+                   "dram: {type, width, bandwidth_GBps or bytes_per_cycle}")
+    dram = _parse_dram(s["dram"], file)
+    cores_raw = s.get("cores")
+    if not isinstance(cores_raw, list) or not cores_raw:
+        raise _err(f"got {_kind(cores_raw)}", file, "system.cores",
+                   "a non-empty list of cores ({template, params, count | grid})")
+    cores = tuple(_parse_core(c, file, i) for i, c in enumerate(cores_raw))
+    seen: dict[str, int] = {}
+    for i, c in enumerate(cores):
+        if c.name in seen:
+            raise _err(f"core name '{c.name}' already used by system.cores[{seen[c.name]}]",
+                       file, f"system.cores[{i}].name", "a unique name per core entry")
+        seen[c.name] = i
+    description = s.get("description", "")
+    if not isinstance(description, str):
+        raise _err(f"got {_kind(description)}", file, "system.description", "a string")
+
+    workloads = _path_list(top.get("workloads"), file, "workloads", base)
+
+    axes: dict = {}
+    if top.get("sweep") is not None:
+        sw = _mapping(top["sweep"], file, "sweep", ("axes",), "sweep: {axes: {path: [values]}}")
+        raw_axes = sw.get("axes") or {}
+        if not isinstance(raw_axes, dict):
+            raise _err(f"must be a mapping, got {_kind(raw_axes)}", file, "sweep.axes",
+                       "path: [values] pairs")
+        for path, values in raw_axes.items():
+            akey = f"sweep.axes.{path}"
+            if not isinstance(path, str):
+                raise _err(f"axis name {path!r} is not a string", file, akey,
+                           "a dotted path such as cores.simba.params.glb_depth")
+            if not isinstance(values, list) or not values:
+                raise _err(f"got {values!r}", file, akey, "a non-empty list of values")
+            axes[path] = tuple(values)
+
+    objectives: tuple[str, ...] = ()
+    if top.get("objectives") is not None:
+        obj = top["objectives"]
+        if not isinstance(obj, list):
+            raise _err(f"got {_kind(obj)}", file, "objectives", "a list of " + ", ".join(OBJECTIVES))
+        for i, o in enumerate(obj):
+            if o not in OBJECTIVES:
+                raise _err(f"unknown objective {o!r}", file, f"objectives[{i}]",
+                           "one of " + ", ".join(OBJECTIVES))
+        objectives = tuple(obj)
+
+    mappers: dict = {}
+    if top.get("mappers") is not None:
+        m = _mapping(top["mappers"], file, "mappers", MAPPER_ROLES,
+                     "role: path (roles " + ", ".join(MAPPER_ROLES) + ")")
+        for role, path in m.items():
+            mappers[role] = _join(base, _string(path, file, f"mappers.{role}"))
+
+    spec = SystemSpec(name=name, clock_GHz=clock, technology=tech, dram=dram, cores=cores,
+                      description=description, workloads=workloads, sweep_axes=axes,
+                      objectives=objectives, mappers=mappers, file=file,
+                      raw=copy.deepcopy(doc))
+    if not _axes_checked:
+        # every axis must address something that exists (values are checked by coexplore.arch)
+        for path, values in axes.items():
+            for value in values:
+                spec.with_value(path, value, key=f"sweep.axes.{path}")
+    return spec
+
+
+def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
+    """Read and check a system YAML. `check_files` also requires the workload and mapper
+    files to exist (the sweep needs them; generating the architectures does not)."""
+    p = Path(path)
+    if not p.is_file():
+        raise CoexploreError("file not found", file=str(p), expected="a system YAML file")
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise CoexploreError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}",
+                             file=str(p)) from None
+    spec = parse_system(doc, file=str(p))
+    if check_files:
+        for i, w in enumerate(spec.workloads):
+            if not w.is_file():
+                raise CoexploreError(f"workload file not found: {w}", file=str(p),
+                                     key=f"workloads[{i}]", expected="an existing problem YAML")
+        for role, m in spec.mappers.items():
+            if not m.is_file():
+                raise CoexploreError(f"mapper config not found: {m}", file=str(p),
+                                     key=f"mappers.{role}", expected="an existing mapper YAML")
+    return spec

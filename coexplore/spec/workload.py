@@ -1,0 +1,404 @@
+"""Workloads: a whole network as an ordered list of Timeloop CNN_Layer instances.
+
+A workload file (`problems/<net>.yaml`) holds the problem shape once and every layer's instance:
+
+    version: 0.4                      # optional; Timeloop problem format version
+    shape: {name: CNN_Layer, ...}     # optional; Timeloop's CNN_Layer shape if left out
+    workload:
+      name: resnet50                  # optional (default: the file name without .yaml)
+      description: "..."              # optional, free text
+      source: "..."                   # optional, where the shapes come from
+      layers:                         # in execution order
+      - name: conv1                   # unique within the workload
+        count: 1                      # optional, default 1: identical independent copies
+        instance: {C: 3, M: 64, R: 7, S: 7, N: 1, P: 112, Q: 112, Wstride: 2, Hstride: 2}
+
+`count` is the number of identical, independent instances that run at this point: the groups
+of a grouped or depthwise convolution (a depthwise layer over K channels is `count: K` copies
+of C = 1, M = 1), the heads of an attention GEMM, the Q/K/V projections. A workload's cost is
+the sum over layers of count x the layer's cost. Instance dimensions left out are 1, and
+coefficients left out take the shape's defaults, as in Timeloop. GEMMs are R = S = Q = 1
+layers with P = rows (sequence length or batch), C = in features, M = out features.
+
+`layer_problem` gives the Timeloop v0.4 problem of one layer and `write_problem` writes it in
+the layout of Timeloop's own problem files, so the real `timeloop-model` reads it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import load_yaml
+
+PROBLEM_VERSION = 0.4
+
+# Timeloop's CNN_Layer problem shape (the 7-D convolution); every bundled workload uses it.
+CNN_LAYER_SHAPE: dict[str, Any] = {
+    "name": "CNN_Layer",
+    "dimensions": ["C", "M", "R", "S", "N", "P", "Q"],
+    "coefficients": [{"name": "Wstride", "default": 1}, {"name": "Hstride", "default": 1},
+                     {"name": "Wdilation", "default": 1}, {"name": "Hdilation", "default": 1}],
+    "data_spaces": [
+        {"name": "Weights", "projection": [[["C"]], [["M"]], [["R"]], [["S"]]]},
+        {"name": "Inputs", "projection": [[["N"]], [["C"]], [["R", "Wdilation"], ["P", "Wstride"]],
+                                          [["S", "Hdilation"], ["Q", "Hstride"]]]},
+        {"name": "Outputs", "projection": [[["N"]], [["M"]], [["Q"]], [["P"]]],
+         "read_write": True},
+    ],
+}
+
+# the folder of bundled workloads (repository checkout: <repo>/problems)
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "problems"
+
+_TOP_KEYS = ("version", "shape", "workload")
+_WORKLOAD_KEYS = ("name", "description", "source", "layers")
+_LAYER_KEYS = ("name", "count", "instance")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer: a problem instance (every dimension and coefficient, in the shape's order)."""
+
+    name: str
+    instance: dict[str, int]
+    count: int = 1
+    shape: dict[str, Any] = field(default_factory=lambda: copy.deepcopy(CNN_LAYER_SHAPE),
+                                  repr=False)
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return tuple(self.shape["dimensions"])
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates of one instance (the product of all dimension bounds)."""
+        return math.prod(self.instance[d] for d in self.dimensions)
+
+    @property
+    def total_macs(self) -> int:
+        return self.macs * self.count
+
+    def dataspace_sizes(self) -> dict[str, int]:
+        """Elements of each dataspace of one instance, from the shape's projections
+        (a sliding-window axis sum(coef * (bound - 1)) + 1, e.g. (P-1)*Wstride + R)."""
+        sizes = {}
+        for ds in self.shape["data_spaces"]:
+            n = 1
+            for axis in ds["projection"]:
+                extent = 1
+                for term in axis:
+                    coef = self.instance[term[1]] if len(term) > 1 else 1
+                    extent += coef * (self.instance[term[0]] - 1)
+                n *= extent
+            sizes[ds["name"]] = n
+        return sizes
+
+    def key(self) -> tuple:
+        """What makes two layers the same problem (name and count excluded)."""
+        return (self.shape["name"], tuple(sorted(self.instance.items())))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A network: its layers in execution order."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    description: str = ""
+    source: str = ""
+    path: Path | None = None
+
+    @property
+    def total_macs(self) -> int:
+        return sum(layer.total_macs for layer in self.layers)
+
+    def layer(self, name: str) -> Layer:
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(f"workload {self.name} has no layer {name!r}")
+
+    def unique_layers(self) -> list[tuple[Layer, int]]:
+        """Distinct problems (first occurrence) with their total count: what a mapper must
+        search once per core."""
+        seen: dict[tuple, list] = {}
+        for layer in self.layers:
+            entry = seen.setdefault(layer.key(), [layer, 0])
+            entry[1] += layer.count
+        return [(layer, n) for layer, n in seen.values()]
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+
+# ----------------------------------------------------------------------------- reading
+
+def load_workload(path: str | Path) -> Workload:
+    """Read and check a workload file; errors name the file, the key and what was expected."""
+    path = Path(path)
+    doc = load_yaml(path)
+    f = str(path)
+    if not isinstance(doc, dict):
+        raise CoexploreError("a workload file is a mapping", file=f,
+                             expected="top-level keys " + ", ".join(_TOP_KEYS))
+    _no_unknown(doc, _TOP_KEYS, f, "")
+    _check_version(doc.get("version", PROBLEM_VERSION), f, "version")
+    shape = check_shape(doc.get("shape", CNN_LAYER_SHAPE), f, "shape")
+    wl = doc.get("workload")
+    if not isinstance(wl, dict):
+        raise CoexploreError("missing or not a mapping", file=f, key="workload",
+                             expected="workload: {name, layers: [...]}")
+    _no_unknown(wl, _WORKLOAD_KEYS, f, "workload")
+    name = wl.get("name", path.stem)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise CoexploreError(f"bad workload name {name!r}", file=f, key="workload.name",
+                             expected="a name of letters, digits, '_', '-', '.'")
+    texts = {}
+    for k in ("description", "source"):
+        v = wl.get(k, "")
+        if not isinstance(v, str):
+            raise CoexploreError(f"not text: {v!r}", file=f, key=f"workload.{k}",
+                                 expected="a string")
+        texts[k] = v
+    raw_layers = wl.get("layers")
+    if not isinstance(raw_layers, list) or not raw_layers:
+        raise CoexploreError("missing or empty", file=f, key="workload.layers",
+                             expected="a non-empty list of {name, count, instance}")
+    layers, names = [], set()
+    for i, raw in enumerate(raw_layers):
+        where = f"workload.layers[{i}]"
+        layer = _layer(raw, shape, f, where)
+        if layer.name in names:
+            raise CoexploreError(f"duplicate layer name {layer.name!r}", file=f,
+                                 key=f"{where}.name", expected="names unique within a workload")
+        names.add(layer.name)
+        layers.append(layer)
+    return Workload(name=name, layers=tuple(layers), path=path, **texts)
+
+
+def read_problem(path: str | Path, name: str | None = None) -> Layer:
+    """Read a single Timeloop v0.4 problem file (`problem: {shape, instance}`) as a Layer."""
+    path = Path(path)
+    doc = load_yaml(path)
+    f = str(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("problem"), dict):
+        raise CoexploreError("not a Timeloop problem file", file=f, key="problem",
+                             expected="problem: {version: 0.4, shape: {...}, instance: {...}}")
+    prob = doc["problem"]
+    _no_unknown(prob, ("version", "shape", "instance"), f, "problem")
+    _check_version(prob.get("version", PROBLEM_VERSION), f, "problem.version")
+    shape = check_shape(prob.get("shape", CNN_LAYER_SHAPE), f, "problem.shape")
+    instance = _instance(prob.get("instance"), shape, f, "problem.instance")
+    return Layer(name=name or path.stem, instance=instance, count=1, shape=shape)
+
+
+def bundled_workloads() -> list[Path]:
+    """The workload files shipped in the repository's problems/ folder."""
+    return sorted(BUNDLED_DIR.glob("*.yaml"))
+
+
+def find_workload(name_or_path: str | Path) -> Path:
+    """A path as given if it exists, else the bundled problems/<name>.yaml."""
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    bundled = BUNDLED_DIR / f"{p.name if p.suffix else p.name + '.yaml'}"
+    if bundled.exists():
+        return bundled
+    names = ", ".join(q.stem for q in bundled_workloads()) or "none found"
+    raise CoexploreError("no such workload file", file=str(p),
+                         expected=f"an existing file or a bundled workload ({names})")
+
+
+def check_shape(shape: Any, f: str, where: str) -> dict[str, Any]:
+    """Check a Timeloop problem shape (dimensions, coefficients, projections) and copy it."""
+    if not isinstance(shape, dict):
+        raise CoexploreError("not a mapping", file=f, key=where,
+                             expected="a problem shape {name, dimensions, coefficients, "
+                                      "data_spaces}")
+    _no_unknown(shape, ("name", "dimensions", "coefficients", "data_spaces"), f, where)
+    if not isinstance(shape.get("name"), str):
+        raise CoexploreError("missing or not text", file=f, key=f"{where}.name",
+                             expected="a shape name such as CNN_Layer")
+    dims = shape.get("dimensions")
+    if (not isinstance(dims, list) or not dims or not all(isinstance(d, str) for d in dims)
+            or len(set(dims)) != len(dims)):
+        raise CoexploreError(f"bad dimensions {dims!r}", file=f, key=f"{where}.dimensions",
+                             expected="a list of distinct dimension names, "
+                                      "e.g. [C, M, R, S, N, P, Q]")
+    coefs = shape.get("coefficients", [])
+    if not isinstance(coefs, list):
+        raise CoexploreError("not a list", file=f, key=f"{where}.coefficients",
+                             expected="a list of {name, default}")
+    coef_names = []
+    for j, c in enumerate(coefs):
+        k = f"{where}.coefficients[{j}]"
+        if (not isinstance(c, dict) or not isinstance(c.get("name"), str)
+                or set(c) - {"name", "default"}):
+            raise CoexploreError(f"bad coefficient {c!r}", file=f, key=k,
+                                 expected="{name: <text>, default: <positive integer>}")
+        _positive_int(c.get("default", 1), f, f"{k}.default")
+        if c["name"] in dims or c["name"] in coef_names:
+            raise CoexploreError(f"name {c['name']!r} used twice", file=f, key=k,
+                                 expected="coefficient names distinct from each other and "
+                                          "from the dimensions")
+        coef_names.append(c["name"])
+    spaces = shape.get("data_spaces")
+    if not isinstance(spaces, list) or not spaces:
+        raise CoexploreError("missing or empty", file=f, key=f"{where}.data_spaces",
+                             expected="a list of {name, projection, read_write}")
+    for j, ds in enumerate(spaces):
+        k = f"{where}.data_spaces[{j}]"
+        if not isinstance(ds, dict) or not isinstance(ds.get("name"), str):
+            raise CoexploreError("bad data space", file=f, key=k,
+                                 expected="{name: <text>, projection: [...], read_write: <bool>}")
+        _no_unknown(ds, ("name", "projection", "read_write"), f, k)
+        if not isinstance(ds.get("read_write", False), bool):
+            raise CoexploreError("not true/false", file=f, key=f"{k}.read_write",
+                                 expected="true or false")
+        proj = ds.get("projection")
+        if not isinstance(proj, list) or not proj:
+            raise CoexploreError("missing or empty", file=f, key=f"{k}.projection",
+                                 expected="a list of axes, each a list of [dimension] or "
+                                          "[dimension, coefficient] terms")
+        for a, axis in enumerate(proj):
+            ok = isinstance(axis, list) and axis and all(
+                isinstance(t, list) and len(t) in (1, 2) and t[0] in dims
+                and (len(t) == 1 or t[1] in coef_names) for t in axis)
+            if not ok:
+                raise CoexploreError(f"bad projection axis {axis!r}", file=f,
+                                     key=f"{k}.projection[{a}]",
+                                     expected="a list of [dimension] or [dimension, "
+                                              f"coefficient] terms over {dims} / {coef_names}")
+    return copy.deepcopy(shape)
+
+
+def _layer(raw: Any, shape: dict, f: str, where: str) -> Layer:
+    if not isinstance(raw, dict):
+        raise CoexploreError("a layer is a mapping", file=f, key=where,
+                             expected="{name, count, instance}")
+    _no_unknown(raw, _LAYER_KEYS, f, where)
+    name = raw.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise CoexploreError(f"missing or bad layer name {name!r}", file=f, key=f"{where}.name",
+                             expected="a name of letters, digits, '_', '-', '.'")
+    count = _positive_int(raw.get("count", 1), f, f"{where}.count")
+    instance = _instance(raw.get("instance"), shape, f, f"{where}.instance")
+    return Layer(name=name, instance=instance, count=count, shape=shape)
+
+
+def _instance(raw: Any, shape: dict, f: str, where: str) -> dict[str, int]:
+    dims = list(shape["dimensions"])
+    coefs = {c["name"]: c.get("default", 1) for c in shape.get("coefficients", [])}
+    if not isinstance(raw, dict):
+        raise CoexploreError("missing or not a mapping", file=f, key=where,
+                             expected=f"bounds of the dimensions {', '.join(dims)}")
+    _no_unknown(raw, tuple(dims) + tuple(coefs), f, where)
+    out = {d: _positive_int(raw.get(d, 1), f, f"{where}.{d}") for d in dims}
+    out.update({c: _positive_int(raw.get(c, default), f, f"{where}.{c}")
+                for c, default in coefs.items()})
+    return out
+
+
+def _positive_int(v: Any, f: str, key: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise CoexploreError(f"bad value {v!r}", file=f, key=key, expected="a positive integer")
+    return v
+
+
+def _check_version(v: Any, f: str, key: str) -> None:
+    if str(v) != str(PROBLEM_VERSION):
+        raise CoexploreError(f"unsupported version {v!r}", file=f, key=key,
+                             expected=str(PROBLEM_VERSION))
+
+
+def _no_unknown(d: dict, allowed: tuple[str, ...], f: str, where: str) -> None:
+    for k in d:
+        if k not in allowed:
+            key = f"{where}.{k}" if where else str(k)
+            raise CoexploreError("unknown key", file=f, key=key,
+                                 expected="one of " + ", ".join(allowed))
+
+
+# ----------------------------------------------------------------------------- writing
+
+def layer_problem(layer: Layer) -> dict[str, Any]:
+    """The Timeloop v0.4 problem of one layer instance: {'problem': {version, shape, instance}}."""
+    return {"problem": {"version": PROBLEM_VERSION, "shape": copy.deepcopy(layer.shape),
+                        "instance": dict(layer.instance)}}
+
+
+def problem_yaml(layer: Layer, header: str | None = None) -> str:
+    """The text of `write_problem`: Timeloop's problem-file layout (flow-style projections,
+    one-line instance)."""
+    shape = layer.shape
+    out = [f"# {line}" for line in (header or _default_header(layer)).splitlines()]
+    out += ["problem:", f"  version: {PROBLEM_VERSION}", "  shape:",
+            f"    name: {_flow(shape['name'])}",
+            f"    dimensions: {_flow(shape['dimensions'])}"]
+    if shape.get("coefficients"):
+        out.append("    coefficients:")
+        out += [f"    - {_flow(c)}" for c in shape["coefficients"]]
+    out.append("    data_spaces:")
+    for ds in shape["data_spaces"]:
+        out.append(f"    - name: {_flow(ds['name'])}")
+        out.append("      projection:")
+        out += [f"      - {_flow(axis)}" for axis in ds["projection"]]
+        out += [f"      {k}: {_flow(v)}" for k, v in ds.items() if k not in ("name", "projection")]
+    out.append(f"  instance: {_flow(layer.instance)}")
+    return "\n".join(out) + "\n"
+
+
+def write_problem(layer: Layer, path: str | Path, header: str | None = None) -> Path:
+    """Write one layer as a Timeloop v0.4 problem YAML (same structure as Timeloop's files)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(problem_yaml(layer, header))
+    return path
+
+
+def write_problems(workload: Workload, folder: str | Path) -> list[Path]:
+    """One problem file per layer, `<workload>_<layer>.yaml`, in `folder`."""
+    folder = Path(folder)
+    return [write_problem(layer, folder / f"{workload.name}_{layer.name}.yaml",
+                          header=f"{workload.name}_{layer.name}: {layer.shape['name']}, timeloop "
+                                 f"v{PROBLEM_VERSION} problem spec (count {layer.count} in "
+                                 f"workload {workload.name})")
+            for layer in workload.layers]
+
+
+def _default_header(layer: Layer) -> str:
+    return f"{layer.name}: {layer.shape['name']}, timeloop v{PROBLEM_VERSION} problem spec"
+
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "~"}  # as PyYAML resolves them
+
+
+def _flow(v: Any) -> str:
+    """One-line YAML (flow style) of plain data."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if v is None:
+        return "null"
+    if isinstance(v, str):
+        if _PLAIN.match(v) and v.lower() not in _YAML_WORDS:
+            return v
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_flow(str(k))}: {_flow(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_flow(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to a problem file")

@@ -1,0 +1,91 @@
+"""YAML reading/writing with Timeloop's tags and file-named errors.
+
+Timeloop v0.4 files use tags such as `!Container`, `!Component`, `!Parallel`. They are read into
+plain dicts carrying the tag under the key `"!"`, so the rest of the code works on dicts and
+lists only, and written back with the same tags.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coexplore.errors import CoexploreError
+
+TAG_KEY = "!"
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _tagged(loader: yaml.Loader, tag_suffix: str, node: yaml.Node):
+    if isinstance(node, yaml.MappingNode):
+        value = loader.construct_mapping(node, deep=True)
+        value = dict(value)
+        value[TAG_KEY] = tag_suffix
+        return value
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_Loader.add_multi_constructor("!", _tagged)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _represent_dict(dumper: yaml.Dumper, data: dict):
+    if TAG_KEY in data:
+        items = [(k, v) for k, v in data.items() if k != TAG_KEY]
+        return dumper.represent_mapping("!" + str(data[TAG_KEY]), items)
+    return dumper.represent_mapping("tag:yaml.org,2002:map", list(data.items()))
+
+
+_Dumper.add_representer(dict, _represent_dict)
+
+
+def load_yaml(path: str | Path) -> Any:
+    """Parse a YAML file; any failure becomes a CoexploreError naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CoexploreError("file not found", file=str(path)) from None
+    except OSError as exc:
+        raise CoexploreError(f"cannot read file: {exc.strerror}", file=str(path)) from None
+    return loads_yaml(text, path)
+
+
+def loads_yaml(text: str, path: str | Path | None = None) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CoexploreError(f"malformed YAML{where}: {problem}",
+                             file=None if path is None else str(path)) from None
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+
+
+def write_yaml(path: str | Path, data: Any, header: str | None = None) -> None:
+    text = dump_yaml(data)
+    if header:
+        text = "".join(f"# {line}\n" for line in header.splitlines()) + text
+    Path(path).write_text(text)
+
+
+def require(mapping: Any, key: str, *, file: str | None, where: str, expected: str) -> Any:
+    """mapping[key], or a CoexploreError naming file, key path and what was expected."""
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise CoexploreError("missing key", file=file, key=f"{where}.{key}" if where else key,
+                             expected=expected)
+    return mapping[key]

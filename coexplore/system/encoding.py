@@ -1,0 +1,68 @@
+"""MAGMA's encoding of a schedule and the loss every system-level searcher minimises.
+
+A candidate is one row of 2J floats: `x[:J]` = core of each job (integer-valued; searchers
+on a continuous box give values in [0, N) that are floored), `x[J:]` = priority of each
+job in [0, 1) (lower runs earlier on its core). Job index = table row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from coexplore.system.evaluator import Evaluation, evaluate
+from coexplore.system.jobs import JobTable
+
+
+@dataclass(frozen=True)
+class ScheduleSpace:
+    num_jobs: int
+    num_cores: int
+
+    @property
+    def dim(self) -> int:
+        return 2 * self.num_jobs
+
+    def lower(self) -> np.ndarray:
+        return np.zeros(self.dim)
+
+    def upper(self) -> np.ndarray:
+        return np.concatenate([np.full(self.num_jobs, float(self.num_cores)),
+                               np.ones(self.num_jobs)])
+
+    def split(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(core int [n, J], priority [n, J]) of a batch [n, 2J]; cores floored into range."""
+        batch = np.atleast_2d(np.asarray(batch, dtype=float))
+        J = self.num_jobs
+        core = np.clip(np.floor(batch[:, :J]), 0, self.num_cores - 1).astype(np.int64)
+        return core, batch[:, J:]
+
+    def join(self, core: np.ndarray, priority: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.atleast_2d(core).astype(float), np.atleast_2d(priority)], axis=1)
+
+    def random(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """n uniform candidates: core ~ U{0..N-1}, priority ~ U[0, 1)."""
+        core = rng.integers(0, self.num_cores, (n, self.num_jobs))
+        return self.join(core, rng.random((n, self.num_jobs)))
+
+
+def space_of(table: JobTable) -> ScheduleSpace:
+    return ScheduleSpace(table.num_jobs, table.num_cores)
+
+
+class MakespanObjective:
+    """Callable batch [n, 2J] -> makespans [n] (cycles) for one table and system bandwidth."""
+
+    def __init__(self, table: JobTable, bandwidth: float):
+        self.table = table
+        self.bandwidth = bandwidth
+        self.space = space_of(table)
+
+    def details(self, batch: np.ndarray) -> Evaluation:
+        core, prio = self.space.split(batch)
+        t = self.table
+        return evaluate(t.latency, t.bandwidth, self.bandwidth, core, prio, energy=t.energy)
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        return self.details(batch).makespan

@@ -1,0 +1,122 @@
+"""Jobs and job tables: per (job, core) no-stall latency, energy and bandwidth need.
+
+A job is one layer of one DNN instance. The job table is what the system-level schedulers
+see: `latency[j, c]` (cycles, no stall), `bandwidth[j, c]` (bytes/cycle the job needs to
+run at that speed = DRAM bytes / latency) and `energy[j, c]` (pJ; NaN when unknown, e.g.
+MAGMA's tables). Tables are built from any cost callable so the caller decides where the
+numbers come from (layer mapper + cache, a MAESTRO table, a test stub).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+
+
+@dataclass(frozen=True)
+class Job:
+    """One layer of one DNN instance. `dims` are the layer's sizes (e.g. K, C, Y, X, R, S)."""
+
+    name: str
+    dnn: str = ""
+    layer: str = ""
+    kind: str = ""
+    dims: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass
+class JobTable:
+    """Per (job, core) latency [cycles], bandwidth need [bytes/cycle] and energy [pJ]."""
+
+    jobs: list[Job]
+    cores: list[str]
+    latency: np.ndarray          # [J, N] float, > 0
+    bandwidth: np.ndarray        # [J, N] float, >= 0
+    energy: np.ndarray = field(default=None)  # [J, N] float, NaN = unknown
+
+    def __post_init__(self):
+        self.latency = np.asarray(self.latency, dtype=float)
+        self.bandwidth = np.asarray(self.bandwidth, dtype=float)
+        if self.energy is None:
+            self.energy = np.full_like(self.latency, np.nan)
+        self.energy = np.asarray(self.energy, dtype=float)
+        validate_table(self)
+
+    @property
+    def num_jobs(self) -> int:
+        return self.latency.shape[0]
+
+    @property
+    def num_cores(self) -> int:
+        return self.latency.shape[1]
+
+    @property
+    def dram_bytes(self) -> np.ndarray:
+        """Bytes each job moves from/to DRAM on each core (= latency x bandwidth)."""
+        return self.latency * self.bandwidth
+
+    def has_energy(self) -> bool:
+        return bool(np.all(np.isfinite(self.energy)))
+
+
+def validate_table(table: JobTable, file: str | None = None) -> None:
+    """Raise CoexploreError unless shapes agree, latencies are > 0 and bandwidths >= 0."""
+    lat, bw, en = table.latency, table.bandwidth, table.energy
+    if lat.ndim != 2 or lat.shape[0] == 0:
+        raise CoexploreError("the job table has no jobs (empty workload)", file=file,
+                             expected="at least one job row")
+    if lat.shape[1] == 0:
+        raise CoexploreError("the job table has no cores", file=file,
+                             expected="lat_<core> and bw_<core> columns")
+    if bw.shape != lat.shape or en.shape != lat.shape:
+        raise CoexploreError(f"latency {lat.shape}, bandwidth {bw.shape} and energy {en.shape} "
+                             "tables differ in shape", file=file)
+    if len(table.jobs) != lat.shape[0] or len(table.cores) != lat.shape[1]:
+        raise CoexploreError(f"{len(table.jobs)} jobs x {len(table.cores)} cores named but the "
+                             f"table is {lat.shape[0]} x {lat.shape[1]}", file=file)
+    bad = np.argwhere(~np.isfinite(lat) | (lat <= 0))
+    if len(bad):
+        j, c = bad[0]
+        raise CoexploreError(f"latency of job {table.jobs[j].name} on core {table.cores[c]} is "
+                             f"{lat[j, c]}", file=file, key=f"lat_{table.cores[c]}",
+                             expected="a finite number of cycles > 0")
+    bad = np.argwhere(~np.isfinite(bw) | (bw < 0))
+    if len(bad):
+        j, c = bad[0]
+        raise CoexploreError(f"bandwidth need of job {table.jobs[j].name} on core "
+                             f"{table.cores[c]} is {bw[j, c]}", file=file,
+                             key=f"bw_{table.cores[c]}", expected="a finite number >= 0 bytes/cycle")
+
+
+CostFn = Callable[[Job, str], tuple[float, float, float]]
+
+
+def build_job_table(jobs: Sequence[Job], cores: Sequence[str], cost: CostFn) -> JobTable:
+    """Job table from a cost callable `(job, core) -> (latency_cycles, energy_pJ, dram_bytes)`.
+
+    The bandwidth need is DRAM traffic spread over the no-stall latency (bytes/cycle). Calls
+    are made once per (job, core); identical jobs are the caller's to cache (e.g. SQLite).
+    """
+    jobs, cores = list(jobs), list(cores)
+    if not jobs:
+        raise CoexploreError("the workload has no jobs (empty workload)",
+                             expected="at least one layer")
+    if not cores:
+        raise CoexploreError("the system has no cores", expected="at least one core")
+    lat = np.empty((len(jobs), len(cores)))
+    en = np.empty_like(lat)
+    dram = np.empty_like(lat)
+    for j, job in enumerate(jobs):
+        for c, core in enumerate(cores):
+            lat[j, c], en[j, c], dram[j, c] = (float(v) for v in cost(job, core))
+    if np.any(dram < 0):
+        j, c = np.argwhere(dram < 0)[0]
+        raise CoexploreError(f"the cost model gave {dram[j, c]} DRAM bytes for job "
+                             f"{jobs[j].name} on core {cores[c]}", expected="bytes >= 0")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bw = dram / lat
+    return JobTable(jobs, cores, lat, bw, en)

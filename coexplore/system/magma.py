@@ -1,0 +1,207 @@
+"""MAGMA (Kao & Krishna, HPCA 2022): a GA over (core, priority) per job with domain operators.
+
+Per generation, from the P best candidates seen (elites kept without re-evaluation):
+* parents = the best max(2, parent_ratio*P); each pair is drawn without replacement with
+  fitness-proportional weights w_i ~ max(makespan of parents) - makespan_i + 1 (MAGMA's);
+* crossover-gen (p_gen per pair): one gene row (cores or priorities) is cut at a random
+  point and the shorter side is swapped between the two parents;
+* crossover-rg (p_rg per pair, fresh parents): one cut point across both rows (whole jobs);
+* crossover-accel (p_accel per child, fresh parents): pick a core a; the child is dad with
+  mom's jobs of core a (core + priority) copied in, and dad's other jobs of core a moved to
+  a random other core -- it transplants mom's whole queue on a;
+* mutation (p_mut per gene of every child): core -> uniform core, priority -> U[0, 1).
+P children per generation are asked (evaluated); the population for the next generation is
+the best P of elites + children.
+
+Quirks of the original code (maestro-project/magma `SchedulerGA`) and what is kept:
+* kept: 2 parents without replacement and MAGMA's weight formula, the parent/elite counts,
+  operator order and probabilities, the half-genome rule of crossover-gen (swap [:point] if
+  point < J/2 else [point:]), P children per generation, elites = copies of the best.
+* fixed by default (set `original_quirks=True` to keep them): the numpy-view tuple swaps
+  that make crossover-gen return (dad with mom's segment, unchanged mom) and crossover-rg
+  return two identical children -- we do the intended two-way swaps; crossover-accel may
+  move dad's jobs back onto core a -- we move them to another core; generation 0 is not
+  evaluated and is bred blind with uniform weights -- we evaluate the random population
+  first (it counts in the budget); elites are re-evaluated every generation (5 wasted
+  samples/gen) -- we keep their losses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from coexplore.search.base import Searcher
+from coexplore.system.encoding import ScheduleSpace
+
+
+@dataclass
+class MagmaConfig:
+    pop_size: int = 100
+    elite_ratio: float = 0.05
+    parent_ratio: float = 0.1
+    p_crossover_gen: float = 0.9
+    p_crossover_rg: float = 0.1
+    p_crossover_accel: float = 0.1
+    p_mutation: float = 0.05
+    p_mutation_min: float | None = None
+    original_quirks: bool = False
+
+
+def parent_weights(losses: np.ndarray) -> np.ndarray:
+    """MAGMA's fitness-proportional weights over parents: (max - loss + 1), normalised.
+
+    Infinite (invalid) losses get weight 0; if every parent is invalid, uniform weights."""
+    losses = np.asarray(losses, dtype=float)
+    ok = np.isfinite(losses)
+    if not ok.any():
+        return np.full(len(losses), 1.0 / len(losses))
+    w = np.where(ok, losses[ok].max() - np.where(ok, losses, 0.0) + 1.0, 0.0)
+    return w / w.sum()
+
+
+def _pick2(rng, n, w):
+    i, j = rng.choice(n, 2, replace=False, p=w)
+    return i, j
+
+
+def crossover_gen(dad, mom, row, point, J, original_quirks=False):
+    """Swap one row's [:point] (point < J/2) or [point:] segment; returns two children."""
+    a, b = dad.copy(), mom.copy()
+    sl = slice(row * J, row * J + point) if point < J // 2 else slice(row * J + point, (row + 1) * J)
+    a[sl] = mom[sl]
+    if not original_quirks:
+        b[sl] = dad[sl]
+    return a, b
+
+
+def crossover_rg(dad, mom, point, J, original_quirks=False):
+    """Cut both rows at job `point`: children [mom[:p] | dad[p:]] and [dad[:p] | mom[p:]]."""
+    head = np.zeros(2 * J, dtype=bool)
+    head[:point] = True
+    head[J:J + point] = True
+    a = np.where(head, mom, dad)
+    b = a.copy() if original_quirks else np.where(head, dad, mom)
+    return a, b
+
+
+def crossover_accel(dad, mom, accel, J, N, rng, original_quirks=False):
+    """dad with mom's jobs of core `accel` copied in; dad's other `accel` jobs re-assigned."""
+    child = dad.copy()
+    on_m = mom[:J] == accel
+    on_d = dad[:J] == accel
+    take = on_m & ~on_d
+    child[:J][take] = mom[:J][take]
+    child[J:][take] = mom[J:][take]
+    move = np.flatnonzero(on_d & ~on_m)
+    if len(move):
+        if original_quirks or N == 1:
+            child[move] = rng.integers(0, N, len(move))
+        else:
+            new = rng.integers(0, N - 1, len(move))
+            child[move] = new + (new >= accel)
+    return child
+
+
+def mutate(children, J, N, p, rng, p_min=None):
+    """Each gene with probability p: core -> U{0..N-1}, priority -> U[0, 1). In place.
+
+    With p_min, each child draws its own rate log-uniformly from [p_min, p]."""
+    n = len(children)
+    if p_min is not None and 0 < p_min < p:
+        p = np.exp(rng.uniform(np.log(p_min), np.log(p), (n, 1)))
+    mc = rng.random((n, J)) < p
+    mp = rng.random((n, J)) < p
+    children[:, :J][mc] = rng.integers(0, N, int(mc.sum()))
+    children[:, J:][mp] = rng.random(int(mp.sum()))
+    return children
+
+
+class MagmaSearcher(Searcher):
+    """MAGMA's GA behind ask/tell (candidates as in `coexplore.system.encoding`)."""
+
+    name = "magma"
+
+    def __init__(self, space: ScheduleSpace, config: MagmaConfig | None = None,
+                 seed: int | None = 0, initial: np.ndarray | None = None):
+        super().__init__(seed)
+        self.space = space
+        self.config = config
+        self.initial = initial
+
+    def _cfg(self) -> MagmaConfig:
+        return self.config or MagmaConfig()
+
+    def _init_state(self):
+        self._queue = np.empty((0, self.space.dim))
+        self._pool_x = np.empty((0, self.space.dim))
+        self._pool_loss = np.empty(0)
+        self.generation = 0
+
+    def ask(self, n: int) -> np.ndarray:
+        if not hasattr(self, "_queue"):
+            self._init_state()
+        while len(self._queue) < n:
+            self._queue = np.concatenate([self._queue, self._next_generation()])
+        out, self._queue = self._queue[:n], self._queue[n:]
+        return out
+
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
+        super().tell(batch, losses)
+        self._pool_x = np.concatenate([self._pool_x, np.asarray(batch, dtype=float)])
+        self._pool_loss = np.concatenate([self._pool_loss, np.asarray(losses, dtype=float)])
+
+    def _next_generation(self) -> np.ndarray:
+        cfg, sp, rng = self._cfg(), self.space, self.rng
+        P, J, N = cfg.pop_size, sp.num_jobs, sp.num_cores
+        self.generation += 1
+        if self.generation == 1 or len(self._pool_loss) < 2:
+            if not cfg.original_quirks:           # generation 0: evaluate a random population
+                pop = sp.random(rng, P)
+                if self.initial is not None:      # warm start: given candidates replace some
+                    init = np.atleast_2d(np.asarray(self.initial, dtype=float))[:P]
+                    pop[:len(init)] = init
+                return pop
+            parents = sp.random(rng, P)           # original: breed blind from random parents
+            w = np.full(P, 1.0 / P)
+            elites = np.empty((0, sp.dim))
+        else:
+            order = np.argsort(self._pool_loss, kind="stable")[:P]
+            self._pool_x, self._pool_loss = self._pool_x[order], self._pool_loss[order]
+            n_par = max(2, int(P * cfg.parent_ratio))
+            parents = self._pool_x[:n_par]
+            w = parent_weights(self._pool_loss[:n_par])
+            if np.count_nonzero(w) < 2:
+                w = np.full(len(parents), 1.0 / len(parents))
+            n_el = max(1, int(P * cfg.elite_ratio))
+            elites = self._pool_x[:n_el]
+            # next population = elites + this generation's children (the rest is dropped)
+            keep = 0 if cfg.original_quirks else n_el   # the original re-evaluates elites
+            self._pool_x, self._pool_loss = self._pool_x[:keep], self._pool_loss[:keep]
+        n_par = len(parents)
+        q = cfg.original_quirks
+        kids = np.empty((P + (P % 2), sp.dim))
+        for k in range(0, P, 2):                  # crossover-gen
+            i, j = _pick2(rng, n_par, w)
+            dad, mom = parents[i], parents[j]
+            if rng.random() < cfg.p_crossover_gen:
+                row = int(rng.random() >= 0.5)
+                point = int(rng.integers(0, J))
+                kids[k], kids[k + 1] = crossover_gen(dad, mom, row, point, J, q)
+            else:
+                kids[k], kids[k + 1] = dad, mom
+        for k in range(0, P, 2):                  # crossover-rg
+            if rng.random() < cfg.p_crossover_rg:
+                i, j = _pick2(rng, n_par, w)
+                point = int(rng.integers(0, J))
+                kids[k], kids[k + 1] = crossover_rg(parents[i], parents[j], point, J, q)
+        for k in range(P):                        # crossover-accel
+            if rng.random() < cfg.p_crossover_accel:
+                i, j = _pick2(rng, n_par, w)
+                accel = int(rng.integers(0, N))
+                kids[k] = crossover_accel(parents[i], parents[j], accel, J, N, rng, q)
+        kids = mutate(kids[:P], J, N, cfg.p_mutation, rng, cfg.p_mutation_min)
+        if q and len(elites):                     # original re-evaluates its elites
+            kids = np.concatenate([elites, kids])
+        return kids

@@ -1,0 +1,126 @@
+"""Find a schedule for a job table: pick a searcher by name, drive it, summarise the result.
+
+The pipeline is: job table + bandwidth -> searcher (ask/tell) -> best candidate -> trace
+(timeline) -> summary. Heuristics are one-shot (1 sample) except MET with tied cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.search.base import Searcher, run_search
+from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
+from coexplore.system.encoding import MakespanObjective, space_of
+from coexplore.system.evaluator import Trace, check_bandwidth, trace
+from coexplore.system.heuristics import HEURISTICS, HeuristicSearcher
+from coexplore.system.jobs import JobTable
+from coexplore.system.magma import MagmaConfig, MagmaSearcher
+
+NEVERGRAD = ("pso", "cma", "de", "tbpsa", "oneplusone")
+SEARCHERS = ("magma", "magma-original", "random", "stdga", *NEVERGRAD,
+             *(h.lower() for h in HEURISTICS))
+# candidates asked per round; nevergrad optimizers are told this many workers
+BATCH = {"default": 100, "nevergrad": 10}
+
+
+def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0) -> Searcher:
+    """Searcher `name` (see SEARCHERS) for `table`; budget is needed by nevergrad only."""
+    key = name.lower()
+    space = space_of(table)
+    if key == "magma":
+        return MagmaSearcher(space, MagmaConfig(), seed=seed)
+    if key == "magma-original":
+        s = MagmaSearcher(space, MagmaConfig(original_quirks=True), seed=seed)
+        s.name = key
+        return s
+    if key == "random":
+        return RandomSearcher(space, seed=seed)
+    if key == "stdga":
+        return StandardGASearcher(space, seed=seed)
+    if key in NEVERGRAD:
+        return nevergrad_searcher(space, key, budget, seed=seed, num_workers=BATCH["nevergrad"])
+    if key.upper() in HEURISTICS:
+        return HeuristicSearcher(table.latency, key, seed=seed)
+    raise CoexploreError(f"unknown searcher '{name}'", key="searcher",
+                         expected="one of " + ", ".join(SEARCHERS))
+
+
+@dataclass
+class ScheduleResult:
+    searcher: str
+    seed: int | None
+    bandwidth: float
+    samples: int
+    core: np.ndarray
+    priority: np.ndarray
+    makespan: float
+    energy: float
+    busy: np.ndarray
+    history: list[tuple[int, float]] = field(default_factory=list)
+
+    def to_json(self, table: JobTable) -> dict:
+        util = self.busy / self.makespan if self.makespan > 0 else np.zeros_like(self.busy)
+        return {
+            "searcher": self.searcher,
+            "seed": self.seed,
+            "samples": int(self.samples),
+            "bandwidth": self.bandwidth,
+            "makespan": float(self.makespan),
+            "throughput_jobs_per_cycle": table.num_jobs / float(self.makespan),
+            "energy_pJ": None if not np.isfinite(self.energy) else float(self.energy),
+            "cores": list(table.cores),
+            "core": [table.cores[c] for c in self.core],
+            "core_index": [int(c) for c in self.core],
+            "priority": [float(p) for p in self.priority],
+            "jobs": [j.name for j in table.jobs],
+            "busy_cycles": [float(b) for b in self.busy],
+            "utilization": [float(u) for u in util],
+            "history": [[int(s), float(b)] for s, b in self.history],
+        }
+
+
+def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
+                    budget: int = 10_000, seed: int | None = 0,
+                    progress: bool = False) -> ScheduleResult:
+    """Best schedule found by `searcher` within `budget` evaluated candidates."""
+    bandwidth = check_bandwidth(bandwidth)
+    if int(budget) < 1:
+        raise CoexploreError(f"budget must be >= 1 sample, got {budget}", key="budget",
+                             expected="an integer >= 1")
+    s = make_searcher(searcher, table, int(budget), seed)
+    objective = MakespanObjective(table, bandwidth)
+    cap = getattr(s, "max_samples", None)
+    n = int(budget) if cap is None else min(int(budget), cap)
+    batch = BATCH["nevergrad"] if searcher.lower() in NEVERGRAD else BATCH["default"]
+    res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher)
+    core, prio = objective.space.split(res.best_x)
+    ev = objective.details(res.best_x[None])
+    return ScheduleResult(searcher.lower(), seed, bandwidth, res.samples, core[0], prio[0],
+                          float(ev.makespan[0]), float(ev.energy[0]), ev.busy[0], res.history)
+
+
+def schedule_trace(table: JobTable, result: ScheduleResult) -> Trace:
+    return trace(table.latency, table.bandwidth, result.bandwidth, result.core, result.priority)
+
+
+def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
+    """Human-readable summary: makespan, throughput, energy, per-core utilisation."""
+    util = result.busy / result.makespan
+    lines = [
+        f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples)",
+        f"jobs       {table.num_jobs} on {table.num_cores} cores, bandwidth "
+        f"{result.bandwidth:g} bytes/cycle",
+        f"makespan   {result.makespan:.6g} cycles",
+        f"throughput {table.num_jobs / result.makespan:.4g} jobs/cycle "
+        f"({table.num_jobs / result.makespan * 1e6:.4g} jobs per 1e6 cycles)",
+        "energy     " + (f"{result.energy:.6g} pJ" if np.isfinite(result.energy)
+                         else "n/a (the table has no energy columns)"),
+        "core       jobs   busy (cycles)   utilization",
+    ]
+    counts = np.bincount(result.core, minlength=table.num_cores)
+    for c, name in enumerate(table.cores):
+        lines.append(f"  {name:<8} {counts[c]:>5}   {result.busy[c]:>13.6g}   {util[c]:>10.1%}")
+    return lines

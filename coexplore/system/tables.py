@@ -1,0 +1,116 @@
+"""Job tables as CSV, in the format of MAGMA's tables (`../shared/magma/tables/`).
+
+Columns: `job` (optional), any descriptive columns (MAGMA's `K,C,Y,X,R,S,T`), then per core
+`lat_<core>` (cycles) and `bw_<core>` (bytes/cycle), optionally `en_<core>` (pJ). The cores
+are the names after `lat_`, in column order; every core needs both a lat_ and a bw_ column.
+Rows keep the file order (genome index i = data row i).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.system.jobs import Job, JobTable
+
+_KIND = {"0": "FC", "1": "CONV", "2": "DSCONV", "3": "GEMM"}  # MAGMA's T column
+
+
+def _number(text: str, path, row: int, col: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise CoexploreError(f"row {row}: '{text}' is not a number", file=path, key=col,
+                             expected="a number") from None
+
+
+def load_table(path: str | Path) -> JobTable:
+    """Read a job table CSV; raise CoexploreError on missing columns or bad values."""
+    path = Path(path)
+    if not path.is_file():
+        raise CoexploreError("no such job table file", file=path, expected="a CSV file")
+    with path.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows = [r for r in rows if any(cell.strip() for cell in r)]
+    if not rows:
+        raise CoexploreError("the job table is empty", file=path,
+                             expected="a header with lat_<core>/bw_<core> columns and job rows")
+    header = [h.strip() for h in rows[0]]
+    lat_cores = [h[4:] for h in header if h.startswith("lat_")]
+    bw_cores = [h[3:] for h in header if h.startswith("bw_")]
+    en_cores = [h[3:] for h in header if h.startswith("en_")]
+    if not lat_cores and not bw_cores:
+        raise CoexploreError("no core columns", file=path,
+                             expected="columns lat_<core> and bw_<core> for every core")
+    for core in lat_cores:
+        if core not in bw_cores:
+            raise CoexploreError(f"core '{core}' has a latency column but no bandwidth column",
+                                 file=path, key=f"bw_{core}", expected=f"a column bw_{core}")
+    for core in bw_cores:
+        if core not in lat_cores:
+            raise CoexploreError(f"core '{core}' has a bandwidth column but no latency column",
+                                 file=path, key=f"lat_{core}", expected=f"a column lat_{core}")
+    if en_cores and sorted(en_cores) != sorted(lat_cores):
+        missing = sorted(set(lat_cores) - set(en_cores)) or sorted(set(en_cores) - set(lat_cores))
+        raise CoexploreError(f"energy columns do not cover the same cores (core '{missing[0]}')",
+                             file=path, key=f"en_{missing[0]}",
+                             expected="en_<core> for every core or for none")
+    body = rows[1:]
+    if not body:
+        raise CoexploreError("the job table has no job rows (empty workload)", file=path,
+                             expected="at least one job row")
+    col = {h: i for i, h in enumerate(header)}
+    desc_cols = [h for h in header if not h.startswith(("lat_", "bw_", "en_")) and h != "job"]
+    n, m = len(body), len(lat_cores)
+    lat = np.empty((n, m))
+    bw = np.empty((n, m))
+    en = np.full((n, m), np.nan)
+    jobs = []
+    for r, row in enumerate(body):
+        rownum = r + 2
+        if len(row) != len(header):
+            raise CoexploreError(f"row {rownum} has {len(row)} cells, the header {len(header)}",
+                                 file=path, expected="one cell per column")
+        for c, core in enumerate(lat_cores):
+            lat[r, c] = _number(row[col[f"lat_{core}"]], path, rownum, f"lat_{core}")
+            bw[r, c] = _number(row[col[f"bw_{core}"]], path, rownum, f"bw_{core}")
+            if en_cores:
+                en[r, c] = _number(row[col[f"en_{core}"]], path, rownum, f"en_{core}")
+        name = row[col["job"]].strip() if "job" in col else str(r)
+        dims = tuple((h, row[col[h]].strip()) for h in desc_cols)
+        kind = _KIND.get(row[col["T"]].strip(), "") if "T" in col else ""
+        jobs.append(Job(name=name, kind=kind, dims=dims))
+    try:
+        return JobTable(jobs, lat_cores, lat, bw, en)
+    except CoexploreError as exc:
+        raise exc.with_file(path) from None
+
+
+def save_table(table: JobTable, path: str | Path) -> None:
+    """Write a job table in the same CSV format (descriptive dims kept, energy if known)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dim_names: list[str] = []
+    for job in table.jobs:
+        for k, _ in job.dims:
+            if k not in dim_names:
+                dim_names.append(k)
+    header = ["job", *dim_names, *(f"lat_{c}" for c in table.cores),
+              *(f"bw_{c}" for c in table.cores)]
+    energy = table.has_energy()
+    if energy:
+        header += [f"en_{c}" for c in table.cores]
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        for j, job in enumerate(table.jobs):
+            d = dict(job.dims)
+            row = [job.name, *(d.get(k, "") for k in dim_names),
+                   *(repr(float(v)) for v in table.latency[j]),
+                   *(repr(float(v)) for v in table.bandwidth[j])]
+            if energy:
+                row += [repr(float(v)) for v in table.energy[j]]
+            w.writerow(row)

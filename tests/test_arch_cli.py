@@ -1,0 +1,103 @@
+"""`coexplore arch generate`: files per distinct core, --ert-from, errors as one line + exit 2."""
+
+from __future__ import annotations
+
+import filecmp
+from pathlib import Path
+
+import pytest
+import yaml
+
+import coexplore.cli.main as cli_main
+from coexplore.arch import timeloop_yaml
+from coexplore.arch.tables import estimator
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).parent / "data" / "arches"
+
+
+@pytest.fixture
+def run(monkeypatch):
+    # only the arch sub-command: the test must not depend on other commands' modules
+    monkeypatch.setattr(cli_main, "COMMANDS", ("arch",))
+    return lambda *argv: cli_main.main([str(a) for a in argv])
+
+
+@pytest.mark.parametrize("system,ref", [("simba.yaml", "simba_like"), ("eyeriss.yaml", "eyeriss_like")])
+def test_generate_with_corpus_tables(run, tmp_path, capsys, system, ref):
+    core = ref.split("_")[0]
+    code = run("arch", "generate", ROOT / "arch" / system, "--out", tmp_path, "--ert-from", DATA / ref)
+    assert code == 0
+    out = tmp_path / core
+    assert sorted(p.name for p in out.iterdir()) == ["ART.yaml", "ERT.yaml", "arch.yaml",
+                                                    "constraints.yaml", "processed.yaml"]
+    assert filecmp.cmp(out / "ERT.yaml", DATA / ref / "ERT.yaml", shallow=False)
+    assert filecmp.cmp(out / "ART.yaml", DATA / ref / "ART.yaml", shallow=False)
+    got = timeloop_yaml.load((out / "arch.yaml").read_text())["architecture"]
+    want = timeloop_yaml.load((DATA / ref / "arch.yaml").read_text())["architecture"]
+    assert timeloop_yaml.plain(got) == timeloop_yaml.plain(want)
+    levels = yaml.safe_load((out / "processed.yaml").read_text())["architecture"]["subtree"][0]["local"]
+    want_levels = yaml.safe_load((DATA / ref / "processed.yaml").read_text())["architecture"]["subtree"][0]["local"]
+    assert [(e["name"], e["attributes"]) for e in levels] == [(e["name"], e["attributes"]) for e in want_levels]
+    assert "copied from" in capsys.readouterr().out
+
+
+def test_generate_writes_each_distinct_core_once(run, tmp_path, capsys):
+    assert estimator() is not None                      # coexplore.energy.tables is wired
+    code = run("arch", "generate", ROOT / "arch" / "hetero_2simba_2eyeriss.yaml", "--out", tmp_path)
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["eyeriss", "simba"]
+    for core in ("simba", "eyeriss"):
+        files = sorted(p.name for p in (tmp_path / core).iterdir())
+        assert files == ["ART.yaml", "ERT.yaml", "arch.yaml", "constraints.yaml", "processed.yaml"]
+        ert = yaml.safe_load((tmp_path / core / "ERT.yaml").read_text())
+        names = {t["name"] for t in ert["ERT"]["tables"]}
+        top = "System_top_level" if core == "simba" else "system_top_level"
+        assert f"{top}.mac[1..{256 if core == 'simba' else 168}]" in names
+        for t in ert["ERT"]["tables"]:
+            assert all(a["energy"] >= 0 for a in t["actions"])
+    assert capsys.readouterr().out.count("built-in estimator") == 2
+    # the estimated tables name exactly the generated levels: --ert-from accepts them back
+    code = run("arch", "generate", ROOT / "arch" / "hetero_2simba_2eyeriss.yaml",
+               "--out", tmp_path / "again", "--ert-from", tmp_path)
+    assert code == 0
+    assert filecmp.cmp(tmp_path / "again" / "eyeriss" / "ERT.yaml", tmp_path / "eyeriss" / "ERT.yaml",
+                       shallow=False)
+
+
+def test_without_estimator_no_tables_are_faked(run, tmp_path, capsys, monkeypatch):
+    import coexplore.cli.arch as cli_arch
+    monkeypatch.setattr(cli_arch, "estimator", lambda: None)
+    assert run("arch", "generate", ROOT / "arch" / "simba.yaml", "--out", tmp_path) == 0
+    assert not (tmp_path / "simba" / "ERT.yaml").exists()
+    assert (tmp_path / "simba" / "processed.yaml").is_file()
+    assert "ERT.yaml/ART.yaml not written for simba" in capsys.readouterr().err
+
+
+def test_ert_from_wrong_design_is_refused(run, tmp_path, capsys):
+    # the eyeriss table does not price simba's levels
+    code = run("arch", "generate", ROOT / "arch" / "simba.yaml", "--out", tmp_path,
+               "--ert-from", DATA / "eyeriss_like")
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "ERT.yaml" in err and "System_top_level.DRAM[1..1]" in err
+    assert not (tmp_path / "simba").exists()
+    # a resized core no longer fits the reference table either (instances are in the names)
+    system = tmp_path / "pe8.yaml"
+    doc = yaml.safe_load((ROOT / "arch" / "simba.yaml").read_text())
+    doc["system"]["cores"][0]["params"] = {"pe_mesh_x": 8}
+    doc["workloads"] = []
+    system.write_text(yaml.safe_dump(doc))
+    code = run("arch", "generate", system, "--out", tmp_path / "o", "--ert-from", DATA / "simba_like")
+    assert code == 2 and "PEInputBuffer[1..8]" in capsys.readouterr().err
+
+
+def test_malformed_system_is_one_line_exit_2(run, tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("system:\n  dram: {bandwidth_GBps: 10}\n  cores:\n  - {template: simba, grid: [2, 0]}\n")
+    code = run("arch", "generate", bad, "--out", tmp_path / "out")
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert str(bad) in err and "system.cores[0].grid" in err and "[rows, columns]" in err

@@ -1,0 +1,204 @@
+"""System YAMLs: the shipped arch/*.yaml, cores with system-wide settings, sweeps, and errors
+that name the file, the key and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coexplore.arch.core import build_core
+from coexplore.arch.system import build_system, check_sweep, load_system_arch
+from coexplore.errors import CoexploreError
+from coexplore.spec.system import load_system, parse_system
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).parent / "data" / "arches"
+SHIPPED = ["simba.yaml", "eyeriss.yaml", "simba_2x2.yaml", "hetero_2simba_2eyeriss.yaml"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_systems_load(name):
+    system = load_system_arch(ROOT / "arch" / name)
+    assert system.spec.name == Path(name).stem
+    assert system.cores and system.spec.sweep_axes          # every shipped file has a sweep
+    for path in system.spec.workloads:
+        assert path.parent == (ROOT / "problems").resolve()  # relative to the system file
+
+
+def test_simba_2x2_grid():
+    system = load_system_arch(ROOT / "arch" / "simba_2x2.yaml")
+    inst = system.instances()
+    assert [i.name for i in inst] == ["simba_0_0", "simba_0_1", "simba_1_0", "simba_1_1"]
+    assert [i.position for i in inst] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert list(system.cores) == ["simba"] and system.spec.n_cores == 4
+    assert system.cores["simba"].params.macs == 256
+    assert system.offchip_bytes_per_cycle == pytest.approx(25.6)
+
+
+def test_hetero_system():
+    system = load_system_arch(ROOT / "arch" / "hetero_2simba_2eyeriss.yaml")
+    assert [(i.name, i.core) for i in system.instances()] == [
+        ("simba_0", "simba"), ("simba_1", "simba"), ("eyeriss_0", "eyeriss"),
+        ("eyeriss_1", "eyeriss")]
+    # the system technology reaches every core, including eyeriss (template default 32nm)
+    assert system.cores["eyeriss"].params.technology == "45nm"
+    assert system.cores["simba"].params.technology == "45nm"
+
+
+@pytest.mark.parametrize("name,ref", [("simba.yaml", "simba_like"), ("eyeriss.yaml", "eyeriss_like")])
+def test_shipped_single_core_reproduces_corpus(name, ref):
+    core = next(iter(load_system_arch(ROOT / "arch" / name).cores.values()))
+    expected = yaml.safe_load((DATA / ref / "processed.yaml").read_text())
+    got = core.flattened().processed
+    e_local = expected["architecture"]["subtree"][0]["local"]
+    g_local = got["architecture"]["subtree"][0]["local"]
+    assert [e["name"] for e in g_local] == [e["name"] for e in e_local]
+    assert [e["attributes"] for e in g_local] == [e["attributes"] for e in e_local]
+
+
+def test_clock_and_bandwidth_units(tmp_path):
+    doc = {"system": {"clock_GHz": 2.0, "dram": {"bandwidth_GBps": 32},
+                      "cores": [{"template": "simba"}]}}
+    spec = parse_system(doc)
+    assert spec.dram.bandwidth_bytes_per_cycle(spec.clock_GHz) == pytest.approx(16.0)
+    core = build_system(spec).cores["simba"]
+    assert core.variables["global_cycle_seconds"] == pytest.approx(0.5e-9)
+    doc["system"]["dram"] = {"bytes_per_cycle": 8}
+    spec = parse_system(doc)
+    assert spec.dram.bandwidth_GBps_at(spec.clock_GHz) == pytest.approx(16.0)
+
+
+def test_sweep_points_apply_values():
+    spec = load_system(ROOT / "arch" / "simba_2x2.yaml")
+    points = spec.sweep_points()
+    sizes = [len(v) for v in spec.sweep_axes.values()]
+    assert len(points) == sizes[0] * sizes[1] * sizes[2]
+    point = {"cores.simba.params.glb_depth": 4096, "dram.bandwidth_GBps": 12.8,
+             "cores.simba.grid": [1, 2]}
+    moved = spec.at_point(point)
+    assert moved.dram.bandwidth_GBps == 12.8 and moved.n_cores == 2
+    core = build_system(moved).cores["simba"]
+    glb = core.flattened().processed["architecture"]["subtree"][0]["local"][1]
+    assert glb["name"] == "GlobalBuffer[1..1]" and glb["attributes"]["depth"] == 4096
+    assert spec.dram.bandwidth_GBps == 25.6                  # the original is unchanged
+    # switching the bandwidth unit along an axis replaces the other unit
+    assert spec.with_value("dram.bytes_per_cycle", 4).dram.bandwidth_GBps is None
+
+
+# ------------------------------------------------------------------------------------------
+GOOD = """
+system:
+  clock_GHz: 1.0
+  technology: 45nm
+  dram: {type: LPDDR4, width: 64, bandwidth_GBps: 25.6}
+  cores:
+  - {name: a, template: simba, params: {glb_depth: 1024}, count: 2}
+  - {name: b, template: eyeriss}
+sweep:
+  axes:
+    cores.a.params.pe_mesh_x: [8, 16]
+"""
+
+
+def _replace(old: str, new: str) -> str:
+    assert old in GOOD
+    return GOOD.replace(old, new)
+
+
+BAD = [
+    # (yaml text, key named, words in 'expected')
+    ("system: [1, 2]\n", "system", "name, clock_GHz"),
+    ("cores: []\n", "cores", "system"),
+    ("- 1\n", None, "system"),
+    (_replace("clock_GHz: 1.0", "clock_GHz: fast"), "system.clock_GHz", "positive number"),
+    (_replace("clock_GHz: 1.0", "clock: 1.0"), "system.clock", "clock_GHz"),
+    (_replace("technology: 45nm", "technology: 45"), "system.technology", "45nm"),
+    (_replace("  dram: {type: LPDDR4, width: 64, bandwidth_GBps: 25.6}\n", ""), "system.dram",
+     "bandwidth_GBps"),
+    (_replace("bandwidth_GBps: 25.6", "width2: 1"), "system.dram.width2", "bytes_per_cycle"),
+    (_replace("bandwidth_GBps: 25.6", "bandwidth_GBps: 25.6, bytes_per_cycle: 3"),
+     "system.dram.bandwidth_GBps", "exactly one"),
+    (_replace("width: 64,", "width: -64,"), "system.dram.width", "positive integer"),
+    (_replace("{name: b, template: eyeriss}", "{name: b}"), "system.cores[1].template", "simba"),
+    (_replace("{name: b, template: eyeriss}", "{name: b, template: tpu}"),
+     "system.cores[1].template", "eyeriss"),
+    (_replace("{name: b, template: eyeriss}", "{name: a, template: eyeriss}"),
+     "system.cores[1].name", "unique"),
+    (_replace("{name: b, template: eyeriss}", "{name: b.c, template: eyeriss}"),
+     "system.cores[1].name", "letters"),
+    (_replace("{name: b, template: eyeriss}", "{name: b, template: eyeriss, params: {technology: big}}"),
+     "system.cores[1].params.technology", "45nm"),
+    (_replace("count: 2}", "count: 2, grid: [2, 2]}"), "system.cores[0].grid", "either count"),
+    (_replace("count: 2}", "grid: [2]}"), "system.cores[0].grid", "[rows, columns]"),
+    (_replace("count: 2}", "count: 0}"), "system.cores[0].count", "positive integer"),
+    (_replace("params: {glb_depth: 1024}", "params: {glb_depht: 1024}"),
+     "system.cores[0].params.glb_depht", "glb_depth"),
+    (_replace("params: {glb_depth: 1024}", "params: {glb_depth: big}"),
+     "system.cores[0].params.glb_depth", "integer"),
+    (_replace("params: {glb_depth: 1024}", "params: {glb_width: 100}"),
+     "system.cores[0].params.glb_width", "multiple of 8"),
+    (_replace("params: {glb_depth: 1024}", "params: {dram_type: HBM2}"),
+     "system.cores[0].params.dram_type", "system.dram.type"),
+    (_replace("params: {glb_depth: 1024}", "params: 7"), "system.cores[0].params", "mapping"),
+    (_replace("cores.a.params", "cores.z.params"), "sweep.axes.cores.z.params.pe_mesh_x", "one of a, b"),
+    (_replace("[8, 16]", "8"), "sweep.axes.cores.a.params.pe_mesh_x", "non-empty list"),
+    (_replace("[8, 16]", "[8, 0]"), "sweep.axes.cores.a.params.pe_mesh_x", "> 0"),
+    (_replace("cores.a.params.pe_mesh_x", "dram.speed"), "sweep.axes.dram.speed", "bytes_per_cycle"),
+    (GOOD + "objectives: [latency, beauty]\n", "objectives[1]", "energy"),
+    (GOOD + "mappers: {layer: 3}\n", "mappers.layer", "string"),
+    (GOOD + "mappers: {cluster: x.yaml}\n", "mappers.cluster", "layer"),
+    (GOOD + "workloads: {a: 1}\n", "workloads", "list"),
+]
+
+
+@pytest.mark.parametrize("text,key,expected", BAD, ids=[str(b[1]) for b in BAD])
+def test_malformed_system_names_file_key_expected(tmp_path, text, key, expected):
+    path = tmp_path / "bad_system.yaml"
+    path.write_text(text)
+    with pytest.raises(CoexploreError) as info:
+        load_system_arch(path)
+    err = info.value
+    assert err.file == str(path)
+    assert err.key == key
+    assert expected in (err.expected or "")
+    assert str(path) in err.format() and (key is None or key in err.format())
+
+
+def test_good_document_is_accepted(tmp_path):
+    path = tmp_path / "ok.yaml"
+    path.write_text(GOOD)
+    system = load_system_arch(path)
+    assert [i.name for i in system.instances()] == ["a_0", "a_1", "b"]
+    assert system.cores["a"].params.glb_depth == 1024
+    check_sweep(system.spec)
+
+
+def test_invalid_yaml_names_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("system:\n  cores: [\n  dram: {\n")
+    with pytest.raises(CoexploreError) as info:
+        load_system(path)
+    assert info.value.file == str(path) and "line" in info.value.message
+
+
+def test_missing_file_and_missing_workloads(tmp_path):
+    with pytest.raises(CoexploreError) as info:
+        load_system(tmp_path / "nope.yaml")
+    assert info.value.file.endswith("nope.yaml")
+    path = tmp_path / "w.yaml"
+    path.write_text(GOOD + "workloads: [problems/none.yaml]\n")
+    assert load_system(path).workloads == (tmp_path / "problems" / "none.yaml",)
+    with pytest.raises(CoexploreError) as info:
+        load_system(path, check_files=True)
+    assert info.value.key == "workloads[0]"
+
+
+def test_core_override_of_technology():
+    doc = yaml.safe_load(GOOD)
+    doc["system"]["cores"][1]["params"] = {"technology": "32nm"}
+    system = build_system(parse_system(doc))
+    assert system.cores["b"].params.technology == "32nm"
+    assert system.cores["a"].params.technology == "45nm"
+    assert system.cores["b"].nodes == build_core("eyeriss", {}).nodes     # eyeriss default: 32nm

@@ -1,0 +1,365 @@
+"""The SQLite result cache: keys, hits, concurrency, crash safety, unreadable files, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from coexplore.cli import cache as cache_cli
+from coexplore.errors import CoexploreError
+from coexplore.model.cache import (CacheUnreadableError, ResultCache, cache_key,
+                                   default_cache_path)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _core(name: str, glb_kib: int = 64) -> dict:
+    return {"name": name, "levels": [
+        {"name": "DRAM", "class": "DRAM", "width": 64},
+        {"name": "GlobalBuffer", "class": "SRAM", "depth": glb_kib * 1024 // 8, "width": 64},
+        {"name": "PE", "mesh": [4, 4], "macs": 1}]}
+
+
+def _layer(c: int, m: int) -> dict:
+    return {"C": c, "M": m, "R": 3, "S": 3, "N": 1, "P": 14, "Q": 14,
+            "Wstride": 1, "Hstride": 1, "Wdilation": 1, "Hdilation": 1}
+
+
+def _parts(core: dict, layer: dict, seed: int = 0) -> dict:
+    return dict(core=core, layer=layer, searcher={"name": "random", "budget": 100}, seed=seed,
+                backend="builtin", backend_version="0.1.0")
+
+
+def _evaluate(core: dict, layer: dict) -> dict:
+    """A deterministic stand-in evaluation with a record of the documented shape."""
+    macs = 1
+    for d in "CMRSNPQ":
+        macs *= layer[d]
+    glb = core["levels"][1]["depth"]
+    return {"energy": macs * 2.5 + glb, "cycles": macs // 16,
+            "levels": [{"name": lv["name"], "energy": float(i + 1)}
+                       for i, lv in enumerate(core["levels"])],
+            "mapping": {"mapping": [{"target": "DRAM", "type": "temporal", "factors": "C1"}]}}
+
+
+# ------------------------------------------------------------------------------- keys
+
+def test_key_is_canonical_and_covers_every_part():
+    core, layer = _core("a"), _layer(64, 64)
+    k = cache_key(**_parts(core, layer))
+    assert len(k) == 64 and int(k, 16) >= 0
+    reordered = dict(reversed(list(_parts(core, layer).items())))
+    reordered["layer"] = dict(reversed(list(layer.items())))
+    assert cache_key(**reordered) == k
+    as_float = _parts(core, layer)
+    as_float["layer"] = {**layer, "C": 64.0}
+    assert cache_key(**as_float) == k                     # 64.0 and 64 are the same size
+    changed = [
+        _parts(core, layer, seed=1),
+        _parts(core, _layer(64, 65)),
+        _parts(_core("a", glb_kib=128), layer),
+        {**_parts(core, layer), "backend_version": "0.1.1"},
+        {**_parts(core, layer), "backend": "timeloop"},
+        {**_parts(core, layer), "searcher": {"name": "random", "budget": 101}},
+        {**_parts(core, layer), "objective": "edp"},    # extra parts are hashed too
+    ]
+    keys = {cache_key(**p) for p in changed}
+    assert len(keys) == len(changed) and k not in keys
+
+
+def test_key_requires_the_six_parts():
+    parts = _parts(_core("a"), _layer(8, 8))
+    del parts["seed"]
+    with pytest.raises(ValueError, match="seed"):
+        cache_key(**parts)
+    with pytest.raises(ValueError, match="finite"):
+        cache_key(**{**_parts(_core("a"), _layer(8, 8)), "seed": float("nan")})
+
+
+# ------------------------------------------------------------------------------- hits
+
+def test_second_identical_evaluation_is_served_from_cache(tmp_path):
+    core, layer = _core("a"), _layer(32, 64)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return _evaluate(core, layer)
+
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        first = cache.get_or_compute(_parts(core, layer), compute)
+        second = cache.get_or_compute(_parts(core, layer), compute)
+        assert len(calls) == 1
+        assert second == first == json.loads(json.dumps(_evaluate(core, layer)))
+        assert (cache.hits, cache.misses) == (1, 1)
+    # a new process (new object) is served too, and the counters persisted
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        assert cache.get_or_compute(_parts(core, layer), compute) == first
+        assert len(calls) == 1
+        s = cache.stats()
+        assert (s.entries, s.hits, s.misses) == (1, 2, 1)
+        assert s.hit_rate == pytest.approx(2 / 3)
+        assert s.by_backend == {"builtin 0.1.0": 1}
+        assert s.size_bytes > 0
+
+
+def test_editing_one_buffer_invalidates_exactly_that_cores_entries(tmp_path):
+    cores = {"a": _core("a", 64), "b": _core("b", 64)}
+    layers = [_layer(16, 32), _layer(32, 32), _layer(64, 16)]
+    computed = []
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        def run_all():
+            for cname, core in cores.items():
+                for i, layer in enumerate(layers):
+                    cache.get_or_compute(_parts(core, layer),
+                                         lambda: computed.append((cname, i)) or
+                                         _evaluate(core, layer))
+        run_all()
+        assert len(computed) == 6
+        computed.clear()
+        cores["a"] = _core("a", 128)                   # edit one buffer size of core a
+        run_all()
+        assert sorted(computed) == [("a", 0), ("a", 1), ("a", 2)]
+        assert len(cache) == 9
+
+
+def test_put_get_roundtrip_and_replace(tmp_path):
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        assert cache.get("k" * 64) is None
+        rec = {"energy": float("inf"), "cycles": 7, "levels": {"DRAM": [1, 2]}, "valid": False}
+        cache.put("k" * 64, rec, meta={"backend": "builtin"})
+        got = cache.get("k" * 64)
+        assert got["energy"] == float("inf") and got["levels"] == {"DRAM": [1, 2]}
+        cache.put("k" * 64, {"energy": 3.0})
+        assert cache.get("k" * 64) == {"energy": 3.0} and len(cache) == 1
+        with pytest.raises(TypeError):
+            cache.put("x", [1, 2])                       # records are dicts
+        assert len(cache) == 1
+
+
+def test_default_path_env_var_and_explicit_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COEXPLORE_CACHE", raising=False)
+    assert default_cache_path() == Path("results/cache.sqlite")
+    ResultCache().close()
+    assert (tmp_path / "results" / "cache.sqlite").is_file()
+    monkeypatch.setenv("COEXPLORE_CACHE", str(tmp_path / "env.sqlite"))
+    ResultCache().close()
+    assert (tmp_path / "env.sqlite").is_file()
+    ResultCache(tmp_path / "explicit.sqlite").close()
+    assert (tmp_path / "explicit.sqlite").is_file()
+
+
+# ------------------------------------------------------------------------ concurrency
+
+def _writer(path: str, tag: str, n: int, barrier) -> None:
+    cache = ResultCache(path)
+    barrier.wait()
+    for i in range(n):
+        key = cache_key(core={"w": tag}, layer={"i": i}, searcher=None, seed=0,
+                        backend="test", backend_version="1")
+        cache.put(key, {"energy": float(i), "cycles": i, "writer": tag}, meta={"backend": "test"})
+        if i % 50 == 0:
+            cache.get(key)                               # interleave reads and counter writes
+    cache.close()
+
+
+def test_two_processes_writing_1000_entries_each_lose_none(tmp_path):
+    path = str(tmp_path / "c.sqlite")
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_writer, args=(path, tag, 1000, barrier)) for tag in "ab"]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with ResultCache(path) as cache:
+        assert len(cache) == 2000
+        for tag in "ab":
+            for i in (0, 1, 500, 999):
+                key = cache_key(core={"w": tag}, layer={"i": i}, searcher=None, seed=0,
+                                backend="test", backend_version="1")
+                assert cache.get(key, count=False) == {"energy": float(i), "cycles": i,
+                                                       "writer": tag}
+        assert cache.stats().hits == 2 * 20                 # 20 counted reads per writer
+        assert cache.check() == "ok"
+
+
+KILLED_WRITER = textwrap.dedent("""
+    import sys, time
+    from coexplore.model.cache import ResultCache
+    cache = ResultCache(sys.argv[1])
+    for i in range(50):
+        cache.put(f"committed-{i}", {"energy": float(i), "cycles": i})
+    def pending():
+        for i in range(3000):                          # ~12 MB: spills into the WAL file
+            yield f"pending-{i}", {"energy": 1.0, "cycles": 1, "blob": "x" * 4000}, None
+        print("ready", flush=True)                     # all inserted, not committed
+        time.sleep(120)
+        yield "never", {"energy": 0.0}, None
+    cache.put_many(pending())
+""")
+
+
+def test_writer_killed_mid_transaction_leaves_committed_entries(tmp_path):
+    path = tmp_path / "c.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(path)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "ready", proc.stderr.read()
+        assert Path(f"{path}-wal").stat().st_size > 1_000_000   # uncommitted frames on disk
+        with ResultCache(path) as reader:          # readers are not blocked by the writer
+            assert len(reader) == 50
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    with ResultCache(path) as cache:
+        assert cache.check() == "ok"
+        keys = cache.keys()
+        assert sorted(keys) == sorted(f"committed-{i}" for i in range(50))
+        assert cache.get("committed-49") == {"energy": 49.0, "cycles": 49}
+        cache.put("after", {"energy": 1.0})               # and it is writable again
+        assert len(cache) == 51
+    con = sqlite3.connect(path)                            # plain sqlite agrees
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+
+
+# ---------------------------------------------------------------- unreadable files, CLI
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    cache_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_corrupt_or_foreign_file_gives_clear_error_and_clear_fixes_it(tmp_path, capsys):
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"this is not sqlite\n" * 500)
+    foreign = tmp_path / "foreign.sqlite"
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE results (key TEXT, record TEXT)")
+    con.commit()
+    con.close()
+    for path in (garbage, foreign):
+        with pytest.raises(CacheUnreadableError) as err:
+            ResultCache(path)
+        assert isinstance(err.value, CoexploreError)
+        assert err.value.file == str(path)
+        assert "coexplore cache clear" in err.value.message
+        assert _cli(["cache", "clear", "--cache", str(path)]) == 0
+        assert "replaced unreadable file" in capsys.readouterr().out
+        with ResultCache(path) as cache:
+            assert len(cache) == 0
+            cache.put("k", {"energy": 1.0})
+
+
+def test_damaged_pages_are_reported(tmp_path):
+    path = tmp_path / "c.sqlite"
+    with ResultCache(path) as cache:
+        cache.put_many((f"k{i}", {"energy": float(i), "pad": "y" * 3000}, None)
+                       for i in range(200))
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.close()
+    data = bytearray(path.read_bytes())
+    page = 4096
+    for off in range(2 * page, len(data), 3 * page):      # scribble over many b-tree pages
+        data[off:off + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    with pytest.raises(CacheUnreadableError):
+        with ResultCache(path) as cache:
+            for i in range(200):
+                cache.get(f"k{i}")
+            assert cache.check() == "ok"
+            raise AssertionError("damage not detected")
+    assert _cli(["cache", "clear", "--cache", str(path)]) == 0
+    assert len(ResultCache(path)) == 0
+
+
+def test_cli_stats_and_clear(tmp_path, capsys):
+    path = tmp_path / "c.sqlite"
+    assert _cli(["cache", "stats", "--cache", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["exists"] is False
+    with ResultCache(path) as cache:
+        for i in range(5):
+            cache.put(f"k{i}", {"energy": float(i)}, meta={"backend": "builtin",
+                                                           "backend_version": "0.1.0"})
+        for i in range(8):                                   # 5 hits, 3 misses
+            cache.get(f"k{i}")
+    assert _cli(["cache", "stats", "--cache", str(path), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert (s["entries"], s["hits"], s["misses"]) == (5, 5, 3)
+    assert s["hit_rate"] == pytest.approx(5 / 8)
+    assert s["integrity"] == "ok" and s["size_bytes"] > 0
+    assert _cli(["cache", "stats", "--cache", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "entries    5" in text and "62.5 %" in text
+    assert _cli(["cache", "clear", "--cache", str(path)]) == 0
+    assert "removed 5 entries" in capsys.readouterr().out
+    with ResultCache(path) as cache:
+        s2 = cache.stats()
+        assert (s2.entries, s2.hits, s2.misses) == (0, 0, 0)
+
+
+def test_cache_command_is_registered():
+    from coexplore.cli import main
+    assert "cache" in main.COMMANDS
+
+
+def _use_inherited(cache: ResultCache, q) -> None:
+    cache.put("from-child", {"energy": 2.0})
+    q.put((cache.get("from-parent"), cache.hits))
+    cache.close()
+
+
+@pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs fork")
+def test_forked_child_reconnects_and_does_not_double_count(tmp_path):
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        cache.put("from-parent", {"energy": 1.0})
+        cache.get("from-parent")                          # 1 unsaved hit in the parent
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_use_inherited, args=(cache, q))
+        p.start()
+        got, _ = q.get(timeout=60)
+        p.join(60)
+        assert p.exitcode == 0 and got == {"energy": 1.0}
+        assert cache.get("from-child", count=False) == {"energy": 2.0}
+        s = cache.stats()
+        assert (s.hits, s.misses) == (2, 0)               # parent's 1 + child's 1
+
+
+def test_clear_while_another_connection_reads(tmp_path):
+    path = tmp_path / "c.sqlite"
+    with ResultCache(path) as writer, ResultCache(path) as reader:
+        writer.put_many((f"k{i}", {"energy": float(i)}, None) for i in range(100))
+        db = reader._db()
+        db.execute("BEGIN")                                  # a reader holding a snapshot
+        assert reader.get("k7") == {"energy": 7.0}
+        t0 = time.perf_counter()
+        assert writer.clear() == 100                         # not blocked by the reader
+        assert time.perf_counter() - t0 < 10
+        assert reader.get("k7") == {"energy": 7.0}           # its snapshot is unchanged
+        db.execute("COMMIT")
+        assert reader.get("k7") is None and len(reader) == 0
