@@ -101,3 +101,13 @@ def test_malformed_system_is_one_line_exit_2(run, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert str(bad) in err and "system.cores[0].grid" in err and "[rows, columns]" in err
+
+
+def test_energy_accelergy_needs_the_tool(run, tmp_path, capsys, monkeypatch):
+    # with no accelergy executable on PATH the real-tool estimator is an error, not a fallback
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code = run("arch", "generate", ROOT / "arch" / "simba.yaml", "--out", tmp_path / "o",
+               "--energy", "accelergy")
+    assert code == 2
+    assert "accelergy" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "simba" / "ERT.yaml").exists()

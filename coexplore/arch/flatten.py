@@ -78,7 +78,7 @@ def _joined(value: Any, sep: str) -> str:
 
 
 class _Walker:
-    def __init__(self, variables: dict, top: Container):
+    def __init__(self, top: Container):
         self.top_attrs = dict(top.get("attributes") or {})
         self.nested: dict = {}
         self.mesh_x = 1
@@ -203,7 +203,7 @@ def flatten(nodes: list, variables: dict) -> Flattened:
         raise CoexploreError("the first architecture node must be a non-spatial !Container",
                              key="architecture.nodes[0]", expected="!Container without 'spatial'")
     top = nodes[0]
-    walker = _Walker(variables, top)
+    walker = _Walker(top)
     walker.walk(list(nodes[1:]))
     top_attrs = dict(variables)
     top_attrs.update(top.get("attributes") or {})

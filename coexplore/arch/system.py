@@ -32,7 +32,7 @@ class CoreInstance:
 class SystemArch:
     """A system with its distinct core architectures generated."""
     spec: SystemSpec
-    cores: dict                       # core name -> CoreArch, in file order
+    cores: dict[str, CoreArch]        # core name -> generated core, in file order
 
     def instances(self) -> list[CoreInstance]:
         out = []

@@ -80,7 +80,7 @@ def estimator():
         return None
     build, components, write_ert, write_art = funcs
 
-    def price(core: CoreArch):
+    def price(core: CoreArch, estimator: str = "builtin"):
         # the flattened form carries the inherited attributes (technology, clock) Accelergy sees
-        return build(components(core.flattened().processed))
+        return build(components(core.flattened().processed), estimator=estimator)
     return price, write_ert, write_art

@@ -55,8 +55,7 @@ def _represent_node(dumper: yaml.SafeDumper, node: Node):
 
 
 def _represent_list(dumper: yaml.SafeDumper, data: list):
-    flow = bool(data) and all(isinstance(x, (str, int, float, bool)) and not isinstance(x, dict)
-                              for x in data)
+    flow = bool(data) and all(isinstance(x, (str, int, float, bool)) for x in data)
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
 

@@ -25,6 +25,9 @@ def register(subparsers) -> None:
     gen.add_argument("--ert-from", metavar="DIR", default=None,
                      help="copy ERT.yaml/ART.yaml from DIR/<core>/ or DIR/ (e.g. a corpus "
                           "arches/<arch>/ folder) instead of estimating them")
+    gen.add_argument("--energy", choices=("builtin", "accelergy"), default="builtin",
+                     help="ERT/ART estimator when --ert-from is not given (accelergy: the real "
+                          "tool, must be on PATH)")
     gen.set_defaults(func=run)
 
 
@@ -45,10 +48,10 @@ def run(args) -> int:
             source = f"copied from {given[0].parent}"
         elif tables is not None:
             price, write_ert, write_art = tables
-            ert, art = price(core)
+            ert, art = price(core, estimator=args.energy)
             write_ert(core_dir / "ERT.yaml", ert)
             write_art(core_dir / "ART.yaml", art)
-            source = "built-in estimator"
+            source = "built-in estimator" if args.energy == "builtin" else "accelergy"
         else:
             missing_tables.append(name)
             source = "NOT WRITTEN"
@@ -62,7 +65,8 @@ def run(args) -> int:
     print(f"{'core':<14} {'template':<9} {'copies':>6} {'MACs':>6} {'levels':>6}  ERT/ART")
     for name, template, count, macs, levels, source in rows:
         print(f"{name:<14} {template:<9} {count:>6} {macs:>6} {levels:>6}  {source}")
-    print(f"wrote {out}/<core>/{{arch,processed,constraints}}.yaml")
+    written = "arch,processed,constraints" + ("" if len(missing_tables) == len(rows) else ",ERT,ART")
+    print(f"wrote {out}/<core>/{{{written}}}.yaml")
     if missing_tables:
         print("warning: ERT.yaml/ART.yaml not written for " + ", ".join(missing_tables)
               + ": the built-in estimator (coexplore.energy.tables) is not available; "

@@ -18,6 +18,7 @@ COMMANDS = (
     "evaluate",
     "validate",
     "cache",
+    "cache",
     "arch",
     "energy",
 )

@@ -61,7 +61,7 @@ def read_grid(path: str | Path) -> list[GridRow]:
         for n, rec in enumerate(reader, start=1):
             try:
                 attributes = json.loads(rec["attributes_json"] or "{}")
-                energy = _float(rec.get("energy_pJ_full", "")) or _float(rec["energy_pJ"])
+                energy = _float(rec.get("energy_pJ_full", ""))
                 if energy is None:
                     energy = _float(rec["energy_pJ"])
                 area = _float(rec.get("area_um2_full", ""))

@@ -119,10 +119,6 @@ def aladdin_intadder(width: float, tech: float, gcs: float = NS) -> Priced:
                   c["area"] * s * a, "Aladdin_table", notes, ok)
 
 
-def _addr_bits(depth: float) -> int:
-    return max(1, math.ceil(math.log2(depth))) if depth >= 1 else 1
-
-
 def aladdin_regfile(width: float, depth: float, tech: float, gcs: float = NS) -> Priced:
     """Primitive `regfile` (Aladdin_table): one register + depth x log2(depth)-bit comparators.
 

@@ -160,7 +160,7 @@ class TeamLearner:
     """
 
     def __init__(self, space: DiscreteSpace, clusters: list[list[int]], config: RLConfig):
-        clusters = [sorted(int(i) for i in c) for c in clusters if len(c)]
+        clusters = [[int(i) for i in c] for c in clusters if len(c)]
         owned = sorted(i for c in clusters for i in c)
         if owned != list(range(space.n_params)):
             raise ValueError("clusters must partition the parameters")

@@ -14,6 +14,7 @@ P children per generation are asked (evaluated); the population for the next gen
 the best P of elites + children.
 
 Quirks of the original code (maestro-project/magma `SchedulerGA`) and what is kept:
+* changed: per-gene mutation rate 0.03 instead of 0.05 (measured better at 10K samples).
 * kept: 2 parents without replacement and MAGMA's weight formula, the parent/elite counts,
   operator order and probabilities, the half-genome rule of crossover-gen (swap [:point] if
   point < J/2 else [point:]), P children per generation, elites = copies of the best.
@@ -44,7 +45,7 @@ class MagmaConfig:
     p_crossover_gen: float = 0.9
     p_crossover_rg: float = 0.1
     p_crossover_accel: float = 0.1
-    p_mutation: float = 0.05
+    p_mutation: float = 0.03          # the original uses 0.05; 0.03 measured better (bench)
     p_mutation_min: float | None = None
     original_quirks: bool = False
 

@@ -33,7 +33,7 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0)
     if key == "magma":
         return MagmaSearcher(space, MagmaConfig(), seed=seed)
     if key == "magma-original":
-        s = MagmaSearcher(space, MagmaConfig(original_quirks=True), seed=seed)
+        s = MagmaSearcher(space, MagmaConfig(p_mutation=0.05, original_quirks=True), seed=seed)
         s.name = key
         return s
     if key == "random":

@@ -1,0 +1,60 @@
+"""`coexplore evaluate ARCH PROBLEM MAPPING [--ert ERT.yaml] [--json]`."""
+
+from __future__ import annotations
+
+import json
+
+from coexplore.model.inputs import load_context
+
+
+def register(sub) -> None:
+    p = sub.add_parser("evaluate", help="evaluate one mapping with the Timeloop-compatible model",
+                       description="Evaluate one Timeloop mapping of one layer on one architecture.")
+    p.add_argument("arch", help="architecture: Timeloop v0.4 arch.yaml or flattened processed.yaml")
+    p.add_argument("problem", help="Timeloop problem YAML (one layer)")
+    p.add_argument("mapping", help="Timeloop mapping YAML")
+    p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (schema of the corpus expected.json)")
+    p.set_defaults(func=run)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.4g}"
+
+
+def format_summary(rec: dict, arch_name: str, layer_name: str) -> str:
+    lines = [f"coexplore evaluate: {layer_name} on {arch_name} (built-in Timeloop-compatible model)"]
+    if not rec["valid"]:
+        lines.append(f"INVALID mapping: {rec['error']}")
+        return "\n".join(lines)
+    hdr = f"{'level':<36}{'dataspace':<10}{'reads':>16}{'fills':>16}{'updates':>16}{'capacity':>10}{'inst':>6}{'energy pJ':>18}"
+    lines += ["", hdr, "-" * len(hdr)]
+    for lv, d in rec["levels"].items():
+        if not d["dataspaces"]:
+            lines.append(f"{lv:<36}{'-':<10}{'':>16}{'':>16}{'':>16}{'':>10}{'':>6}{_fmt(d['energy_pJ']):>18}")
+            continue
+        first = True
+        for ds, v in d["dataspaces"].items():
+            lines.append(f"{(lv if first else ''):<36}{ds:<10}{v['reads']:>16,}{v['fills']:>16,}{v['updates']:>16,}"
+                         f"{v['utilized_capacity']:>10,}{v['utilized_instances']:>6}{_fmt(v['energy_pJ']):>18}")
+            first = False
+        if d.get("leakage_pJ"):
+            lines.append(f"{'':<36}{'leakage':<10}{'':>16}{'':>16}{'':>16}{'':>10}{'':>6}{_fmt(d['leakage_pJ']):>18}")
+    lines += ["", f"Computes      : {rec['computes']:,}", f"Cycles        : {rec['cycles']:,}",
+              f"Utilization   : {rec['utilization']:.4f}",
+              f"Energy        : {rec['energy_pJ'] / 1e6:,.3f} uJ  ({rec['energy_pJ'] / rec['computes']:.4f} pJ/MAC)",
+              f"EDP (J*cycle) : {rec['edp_J_cycle']:.6g}"]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    ctx = load_context(args.arch, args.problem, args.ert)
+    mapping = ctx.load_mapping(args.mapping)
+    res = ctx.evaluate_mappings([mapping])
+    rec = ctx.record(res, 0)
+    if args.json:
+        out = {"arch": ctx.arch.name, "layer": ctx.problem.name, **rec, "model": "builtin"}
+        print(json.dumps(out, indent=1))
+    else:
+        print(format_summary(rec, ctx.arch.name, ctx.problem.name))
+    return 0

@@ -1,0 +1,144 @@
+"""`coexplore validate DIR [--json]`: the built-in model against a reference corpus."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections import defaultdict
+
+from coexplore.model.compare import compare_records
+from coexplore.model.corpus import discover
+from coexplore.model.inputs import load_context
+
+
+def register(sub) -> None:
+    p = sub.add_parser("validate", help="compare the model with a corpus of reference (Timeloop) results",
+                       description="Evaluate every case of a corpus laid out like ../shared/timeloop-corpus "
+                                   "and report the error against its expected.json.")
+    p.add_argument("dir", help="corpus directory (e.g. timeloop-corpus/public)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.add_argument("--failures", type=int, default=10, help="list at most this many mismatching cases")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def validate(root, progress: bool = True) -> dict:
+    """Evaluate all cases (batched per (arch, layer)) and summarise the errors."""
+    cases = discover(root)
+    groups = defaultdict(list)
+    for c in cases:
+        groups[(c.arch_file, c.ert_file, c.layer_file)].append(c)
+    rows = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(cases), desc="validate", unit="case", leave=False)
+    t0 = time.perf_counter()
+    model_s = 0.0
+    for (arch_file, ert_file, layer_file), group in groups.items():
+        ctx = load_context(arch_file, layer_file, ert_file)
+        mappings = [ctx.load_mapping(c.path / "mapping.yaml") for c in group]
+        t = time.perf_counter()
+        res = ctx.evaluate_mappings(mappings)
+        model_s += time.perf_counter() - t
+        for i, c in enumerate(group):
+            ref = c.expected
+            cmp = compare_records(ctx.record(res, i), ref)
+            cmp.update(case=str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path),
+                       arch=c.arch, layer=c.layer, source=ref.get("source"))
+            rows.append(cmp)
+        if bar is not None:
+            bar.update(len(group))
+    if bar is not None:
+        bar.close()
+    return summarise(rows, time.perf_counter() - t0, model_s)
+
+
+def _stats(rows: list[dict]) -> dict:
+    valid = [r for r in rows if r["valid_ref"] and r["valid_got"]]
+    errs = [r["energy_rel_err"] for r in valid]
+    return {
+        "cases": len(rows),
+        "valid_cases": sum(r["valid_ref"] for r in rows),
+        "invalid_cases": sum(not r["valid_ref"] for r in rows),
+        "invalid_agree": sum(r["valid_agree"] for r in rows),
+        "cycles_exact": sum(r["cycles_exact"] for r in valid),
+        "counts_exact": sum(r["counts_exact"] for r in valid),
+        "energy_within_1e-4": sum(e <= 1e-4 for e in errs),
+        "energy_within_1e-2": sum(e <= 1e-2 for e in errs),
+        "energy_max_rel_err": max(errs) if errs else 0.0,
+        "energy_median_rel_err": statistics.median(errs) if errs else 0.0,
+        "cycles_max_rel_err": max((r["cycles_rel_err"] for r in valid), default=0.0),
+    }
+
+
+def summarise(rows: list[dict], wall_s: float, model_s: float) -> dict:
+    out = _stats(rows)
+    by_arch = defaultdict(list)
+    for r in rows:
+        by_arch[r["arch"]].append(r)
+    out["per_arch"] = {a: _stats(rs) for a, rs in sorted(by_arch.items())}
+    out["failures"] = [r for r in rows if not r["valid_agree"] or
+                       (r["valid_ref"] and r["valid_got"] and (not r["counts_exact"] or not r["cycles_exact"]
+                                                              or r["energy_rel_err"] > 1e-4))]
+    out["wall_s"] = wall_s
+    out["model_s"] = model_s
+    out["model"] = "builtin"
+    return out
+
+
+def _pct(n, d):
+    return f"{n}/{d} ({100.0 * n / d:.1f}%)" if d else "0/0"
+
+
+def format_table(s: dict, max_failures: int = 10) -> str:
+    hdr = (f"{'architecture':<34}{'cases':>6}{'valid':>6}{'validity agrees':>17}{'cycles exact':>14}"
+           f"{'counts exact':>14}{'E err median':>14}{'E err max':>12}")
+    lines = [hdr, "-" * len(hdr)]
+
+    def row(name, st):
+        v = st["valid_cases"]
+        return (f"{name:<34}{st['cases']:>6}{v:>6}{st['invalid_agree']:>17}{st['cycles_exact']:>14}"
+                f"{st['counts_exact']:>14}{st['energy_median_rel_err']:>14.2e}{st['energy_max_rel_err']:>12.2e}")
+
+    for a, st in s["per_arch"].items():
+        lines.append(row(a, st))
+    lines.append("-" * len(hdr))
+    lines.append(row("all", s))
+    v = s["valid_cases"]
+    lines += ["",
+              f"validity agrees : {_pct(s['invalid_agree'], s['cases'])}",
+              f"cycles exact    : {_pct(s['cycles_exact'], v)} of valid cases",
+              f"counts exact    : {_pct(s['counts_exact'], v)} (every per-level read/fill/update/capacity/instances)",
+              f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}",
+              f"time            : {s['wall_s']:.1f} s in all, {s['model_s']:.2f} s in the model"]
+    if s["failures"]:
+        lines += ["", f"mismatching cases ({len(s['failures'])}, first {min(max_failures, len(s['failures']))}):"]
+        for r in s["failures"][:max_failures]:
+            if not r["valid_agree"]:
+                lines.append(f"  {r['case']}: validity differs (model {r['valid_got']}, reference {r['valid_ref']})")
+                continue
+            what = ", ".join(f"{m['level']}.{m['dataspace']}.{m['key']} {m['got']} vs {m['ref']}"
+                             for m in r["mismatches"][:3])
+            lines.append(f"  {r['case']}: energy err {r['energy_rel_err']:.2e}, cycles "
+                         f"{'exact' if r['cycles_exact'] else 'differ'}; {what}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    s = validate(args.dir, progress=not args.no_progress and not args.json)
+    if args.json:
+        def clean(o):
+            if isinstance(o, float) and (math.isinf(o) or math.isnan(o)):
+                return str(o)
+            if isinstance(o, dict):
+                return {k: clean(v) for k, v in o.items()}
+            if isinstance(o, list):
+                return [clean(v) for v in o]
+            return o
+        print(json.dumps(clean(s), indent=1))
+    else:
+        print(format_table(s, args.failures))
+    return 0

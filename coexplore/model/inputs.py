@@ -1,0 +1,61 @@
+"""Loading one (architecture, problem, ERT) evaluation context, as `coexplore evaluate` finds it.
+
+`Context` bundles everything the batched model needs for one (architecture, layer); build it once
+and evaluate any number of mappings with `evaluate(arrays)` or `evaluate_mappings([...])`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from coexplore.errors import CoexploreError
+from coexplore.model.evaluate import BatchResult, LevelCosts, evaluate_batch, level_costs, result_record
+from coexplore.spec.architecture import Architecture, load_architecture
+from coexplore.spec.ert import EnergyTable, load_ert, parse_ert
+from coexplore.spec.mapping import Mapping, MappingArrays, load_mapping, to_arrays
+from coexplore.spec.problem import Problem, load_problem
+from coexplore.spec.yamlio import load_yaml
+
+
+@dataclass
+class Context:
+    arch: Architecture
+    problem: Problem
+    ert: EnergyTable
+    costs: LevelCosts
+
+    def evaluate(self, arrays: MappingArrays) -> BatchResult:
+        return evaluate_batch(self.arch, self.problem, self.costs, arrays)
+
+    def evaluate_mappings(self, mappings: list[Mapping]) -> BatchResult:
+        return self.evaluate(to_arrays(mappings, self.arch, self.problem))
+
+    def record(self, res: BatchResult, index: int = 0) -> dict:
+        return result_record(self.arch, self.problem, res, index)
+
+    def load_mapping(self, path: str | Path) -> Mapping:
+        return load_mapping(path, self.arch, self.problem)
+
+
+def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> EnergyTable:
+    """The ERT given, else an ERT.yaml beside the architecture, else an `ERT:` key inside it."""
+    if ert_path is not None:
+        return load_ert(ert_path)
+    arch_path = Path(arch_path)
+    for name in ("ERT.yaml", "timeloop-model.ERT.yaml", "timeloop-mapper.ERT.yaml"):
+        cand = arch_path.parent / name
+        if cand.exists():
+            return load_ert(cand)
+    data = load_yaml(arch_path)
+    if isinstance(data, dict) and "ERT" in data:
+        return parse_ert(data["ERT"], str(arch_path))
+    raise CoexploreError("no energy table found", file=str(arch_path), key="--ert",
+                         expected="--ert ERT.yaml, or an ERT.yaml beside the architecture file")
+
+
+def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str | Path | None = None) -> Context:
+    arch = load_architecture(arch_path)
+    problem = load_problem(problem_path)
+    ert = find_ert(arch_path, ert_path)
+    return Context(arch, problem, ert, level_costs(arch, ert))

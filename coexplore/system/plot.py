@@ -1,0 +1,58 @@
+"""Gantt chart of one schedule with the bandwidth timeline under it (matplotlib, Agg).
+
+Imported lazily (only the CLI and reports draw), so the rest of coexplore.system never
+needs matplotlib.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from coexplore.system.evaluator import Trace
+from coexplore.system.jobs import JobTable
+
+
+def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "") -> Path:
+    """Write a PNG: top = one row per core with its jobs; bottom = stacked allocated
+    bandwidth per core over time with the system bandwidth as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    N = table.num_cores
+    cmap = plt.get_cmap("tab20")
+    fig, (ax, axb) = plt.subplots(2, 1, figsize=(11, 2.0 + 0.45 * N + 2.5), sharex=True,
+                                  gridspec_kw={"height_ratios": [max(N, 2), 3]})
+    for j in range(table.num_jobs):
+        c = int(tr.job_core[j])
+        w = tr.job_end[j] - tr.job_start[j]
+        ax.barh(c, w, left=tr.job_start[j], height=0.8, color=cmap(j % 20),
+                edgecolor="black", linewidth=0.3)
+    ax.set_yticks(range(N))
+    ax.set_yticklabels(table.cores)
+    ax.invert_yaxis()
+    ax.set_ylabel("core")
+    ax.set_title(title or f"makespan {tr.makespan:.4g} cycles")
+    # bandwidth: stacked steps per core
+    edges = np.concatenate([tr.seg_start, tr.seg_end[-1:]])
+    bottom = np.zeros(len(tr.seg_start))
+    for c in range(N):
+        top = bottom + tr.seg_bw[:, c]
+        axb.fill_between(edges, np.append(bottom, bottom[-1]), np.append(top, top[-1]),
+                         step="post", color=plt.get_cmap("tab10")(c % 10), alpha=0.8,
+                         linewidth=0, label=table.cores[c])
+        bottom = top
+    axb.axhline(tr.bandwidth, color="black", linestyle="--", linewidth=1, label="system BW")
+    axb.set_ylabel("bandwidth (B/cycle)")
+    axb.set_xlabel("time (cycles)")
+    axb.set_xlim(0, tr.makespan)
+    axb.legend(loc="upper right", fontsize=7, ncol=min(N + 1, 6))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,96 @@
+"""`coexplore energy check|tables` and the real-Accelergy backend."""
+
+import csv
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import yaml
+
+from coexplore.cli import main as cli_main
+from coexplore.energy import build_tables, ert_lookup
+from coexplore.energy.accelergy_backend import accelergy_estimate
+
+DATA = Path(__file__).parent / "data" / "energy"
+GRID = DATA / "grid_subset.csv"
+
+
+def run(argv, monkeypatch):
+    monkeypatch.setattr(cli_main, "COMMANDS", ("energy",))
+    return cli_main.main(argv)
+
+
+def test_check_json(monkeypatch, capsys):
+    assert run(["energy", "check", str(GRID), "--json"], monkeypatch) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = list(csv.DictReader(GRID.open()))
+    assert out["rows"] == sum(1 for r in rows if r["status"] == "ok")
+    assert set(out["classes"]) == {r["class"] for r in rows if r["status"] == "ok"}
+    for entry in out["classes"].values():
+        assert {"rows", "median_rel_err", "p95_rel_err", "max_rel_err"} <= set(entry)
+    assert out["estimator"] == "coexplore-builtin"
+    assert out["unsupported"] == []
+
+
+def test_check_text(monkeypatch, capsys):
+    assert run(["energy", "check", str(GRID)], monkeypatch) == 0
+    out = capsys.readouterr().out
+    assert "estimator: coexplore-builtin" in out and "smartbuffer_SRAM" in out
+
+
+def test_check_bad_input_exits_2(monkeypatch, capsys, tmp_path):
+    assert run(["energy", "check", str(tmp_path / "missing.csv")], monkeypatch) == 2
+    assert "grid file not found" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    assert run(["energy", "check", str(bad)], monkeypatch) == 2
+    assert "missing column" in capsys.readouterr().err
+
+
+def test_accelergy_absent_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))   # no accelergy there
+    assert run(["energy", "check", str(GRID), "--energy", "accelergy"], monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert "accelergy is not installed" in err and "Traceback" not in err
+
+
+def test_tables_command(monkeypatch, capsys, tmp_path):
+    arch = DATA / "simba_like_pe8_glb4k" / "processed.yaml"
+    assert run(["energy", "tables", str(arch), "--out", str(tmp_path)], monkeypatch) == 0
+    ert = yaml.safe_load((tmp_path / "ERT.yaml").read_text())
+    assert "GlobalBuffer" in ert_lookup(ert)
+    assert "estimator: coexplore-builtin" in capsys.readouterr().out
+
+
+FAKE = """#!{python}
+# test double for the accelergy executable: prices every action at 42 pJ, area 7 um^2
+import sys, yaml, pathlib
+args = sys.argv[1:]
+out = pathlib.Path(args[args.index('-o') + 1]); out.mkdir(parents=True)
+arch = yaml.safe_load(open(args[0]))['architecture']['subtree'][0]
+assert any('compound_components' in yaml.safe_load(open(a)) for a in args[1:args.index('-o')])
+ert = {{'ERT': {{'version': '0.4', 'tables': [
+    {{'name': arch['name'] + '.' + c['name'],
+      'actions': [{{'name': a, 'arguments': {{}}, 'energy': 42.0}} for a in c.get('required_actions', [])]}}
+    for c in arch['local']]}}}}
+art = {{'ART': {{'version': '0.4', 'tables': [
+    {{'name': arch['name'] + '.' + c['name'], 'area': 7.0}} for c in arch['local']]}}}}
+(out / 'ERT.yaml').write_text(yaml.safe_dump(ert)); (out / 'ART.yaml').write_text(yaml.safe_dump(art))
+"""
+
+
+def test_accelergy_backend_runs_the_executable(monkeypatch, tmp_path):
+    exe = tmp_path / "accelergy"
+    exe.write_text(FAKE.format(python=sys.executable))
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ.get("PATH", ""))
+    ert, art = build_tables([("system_top_level.buf[1..2]", "smartbuffer_SRAM",
+                              {"width": 64, "depth": 1024, "technology": "45nm"})],
+                            estimator="accelergy")
+    assert ert["estimator"].startswith("accelergy")
+    assert ert_lookup(ert)["buf"]["read"] == 42.0
+    assert art["ART"]["tables"][0]["area"] == 7.0
+    est = accelergy_estimate("smartbuffer_SRAM", {"width": 64, "depth": 1024, "technology": "45nm"})
+    assert est.actions["read"] == 42.0 and est.estimator.startswith("accelergy")
