@@ -18,9 +18,9 @@ COMMANDS = (
     "evaluate",
     "validate",
     "cache",
-    "cache",
     "arch",
     "energy",
+    "schedule",
 )
 
 

@@ -65,7 +65,7 @@ def _leak_scale(gcs: float) -> float:
 
 
 def _lib(tech: float):
-    return energy_scale(LIB_NODE, tech), area_scale(LIB_NODE, tech)
+    return energy_scale(LIB_NODE, tech, library=True), area_scale(LIB_NODE, tech, library=True)
 
 
 def library_register(width: float, tech: float, gcs: float = NS) -> Priced:
@@ -188,9 +188,9 @@ def _cacti_native(model, w, d, nb, tech: float) -> tuple[dict, list, bool]:
         ok = False
         notes.append(f"SRAM: CACTI supports {CACTI_RANGE[0]:g}-{CACTI_RANGE[1]:g}nm; "
                      f"{tech:g}nm scaled with Stillmaker-Baas factors")
-    if tech in (22.0, 90.0) or tech < lo_node or tech > hi_node:
-        notes.append(f"SRAM: no reference CACTI data at {tech:g}nm; scaled from the nearest "
-                     "fitted node with Stillmaker-Baas factors")
+    if tech < 32.0 or tech > 65.0:
+        notes.append(f"SRAM: no reference CACTI data at {tech:g}nm; derived from the nearest "
+                     "fitted node (32 or 65nm) with Stillmaker-Baas factors")
     if tech <= lo_node or tech >= hi_node:
         node = lo_node if tech <= lo_node else hi_node
         base = at(node)

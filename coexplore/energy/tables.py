@@ -22,7 +22,6 @@ from coexplore.errors import CoexploreError
 
 VERSION = "0.4"
 PRECISION = 6
-COMPOUND_ACTIONS_ALWAYS = True   # Accelergy emits every action a compound class defines
 
 
 def _component_tuple(entry, index: int):
@@ -51,9 +50,8 @@ def _actions_for(est: ComponentEstimate, cls: str, required) -> list[str]:
     compound = all(args == {} for args in est.arguments.values())
     if cls == "dummy_storage" or est.primitives == ("self=dummy",):
         return [a for a in (required or []) if a in est.actions]
-    if required is None or (compound and COMPOUND_ACTIONS_ALWAYS):
+    if required is None or compound:   # Accelergy emits every action a compound class defines
         return list(est.actions)
-    required = [a for a in required if a in est.actions] if compound else required
     missing = [a for a in required if a not in est.actions]
     if missing:
         raise CoexploreError(f"class {cls} has no action(s) {missing}", key="required_actions",

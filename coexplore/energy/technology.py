@@ -4,10 +4,14 @@ The scaling factors are the published Stillmaker & Baas tables (A. Stillmaker, B
 "Scaling equations for the accurate prediction of CMOS device performance from 180nm to
 7nm", Integration 58, 2017), which Accelergy's Library plug-in also uses. Energy scales
 with a per-node polynomial in Vdd (evaluated at Vdd = 0.8 V, the plug-in's default); area
-with a node-to-node matrix. Between two tabulated nodes the node index is interpolated the
-way the Library plug-in does it (the weight of the *smaller* node is
-(t - small)/(large - small)), so that e.g. 40nm data scaled to 45nm gives x1.2652 energy
-and x1.7385 area, exactly the factors seen in the Accelergy reference grid.
+with a node-to-node matrix, linearly interpolated between tabulated nodes.
+
+`library=True` reproduces how Accelergy's Library plug-in interpolates the node index: it
+gives the *smaller* node the weight (t - small)/(large - small) (the reverse of linear
+interpolation), so that 40nm data scaled to 45nm gives x1.2652 energy and x1.7385 area,
+exactly the factors in the Accelergy reference grid. Only the Library primitives use it;
+our own extrapolations (SRAM outside CACTI's fitted nodes, Aladdin parts off 40/45nm) use
+plain linear interpolation.
 """
 
 from __future__ import annotations
@@ -77,14 +81,15 @@ def parse_technology(value, *, key: str = "technology") -> float:
     return nm
 
 
-def node_index(nm: float) -> float:
-    """Fractional index into NODES_NM (Library plug-in interpolation convention)."""
+def node_index(nm: float, library: bool = False) -> float:
+    """Fractional index into NODES_NM (library=True: the Library plug-in's convention)."""
     for i, node in enumerate(NODES_NM):
         if nm == node:
             return float(i)
         if nm > node:  # NODES_NM[i-1] > nm > node
             large, small = NODES_NM[i - 1], node
-            return (i - 1) + (nm - small) / (large - small)
+            toward_small = (large - nm) / (large - small)
+            return (i - 1) + (1 - toward_small if library else toward_small)
     raise CoexploreError(f"technology {nm:g}nm is outside the supported range",
                          expected=f"{NODES_NM[-1]:g}..{NODES_NM[0]:g} nm")
 
@@ -100,14 +105,15 @@ def _energy_level(idx: float) -> float:
     return poly(lo) * (1 - frac) + poly(hi) * frac
 
 
-def energy_scale(from_nm: float, to_nm: float) -> float:
+def energy_scale(from_nm: float, to_nm: float, library: bool = False) -> float:
     """Factor that takes a (dynamic or leakage) energy at `from_nm` to `to_nm`."""
-    return _energy_level(node_index(to_nm)) / _energy_level(node_index(from_nm))
+    return (_energy_level(node_index(to_nm, library))
+            / _energy_level(node_index(from_nm, library)))
 
 
-def area_scale(from_nm: float, to_nm: float) -> float:
+def area_scale(from_nm: float, to_nm: float, library: bool = False) -> float:
     """Factor that takes an area at `from_nm` to `to_nm` (bilinear in the node indices)."""
-    x, y = node_index(from_nm), node_index(to_nm)
+    x, y = node_index(from_nm, library), node_index(to_nm, library)
     x0, x1, fx = math.floor(x), math.ceil(x), x - math.floor(x)
     y0, y1, fy = math.floor(y), math.ceil(y), y - math.floor(y)
     return (AREA_FACTOR[x0][y0] * (1 - fx) * (1 - fy) + AREA_FACTOR[x0][y1] * (1 - fx) * fy

@@ -25,12 +25,13 @@ class Case:
 
 
 def _find_up(start: Path, sub: str, stop: Path) -> Path | None:
+    """The nearest `sub` at or above `start` (a case may sit deep below the corpus root)."""
     cur = start
     while True:
         cand = cur / sub
         if cand.exists():
             return cand
-        if cur == stop.parent or cur.parent == cur:
+        if cur.parent == cur:
             return None
         cur = cur.parent
 

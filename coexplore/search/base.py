@@ -30,6 +30,7 @@ class Searcher:
         self.samples = 0
         self.best_x: np.ndarray | None = None
         self.best_loss = np.inf
+        self.budget: int | None = None  # planned samples; run_search sets it, schedules may read it
 
     def ask(self, n: int) -> np.ndarray:
         """Return n candidates as an array of shape [n, ...]."""
@@ -73,10 +74,14 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=budget, desc=desc or searcher.name, unit="sample", leave=False)
+    if searcher.budget is None:
+        searcher.budget = budget
     try:
         while searcher.samples < budget:
             n = min(batch_size, budget - searcher.samples)
             batch = searcher.ask(n)
+            if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
+                break
             losses = np.asarray(objective(batch), dtype=float)
             searcher.tell(batch, losses)
             history.append((searcher.samples, searcher.best_loss))

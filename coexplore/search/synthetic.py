@@ -88,7 +88,8 @@ class SyntheticProblem:
 
 def make_synthetic(n_groups: int = 12, seed: int = 0, card_range: tuple[int, int] = (2, 20),
                    group_sizes: tuple[int, ...] = (2, 3, 4), categorical_fraction: float = 0.2,
-                   constrained_fraction: float = 0.5, strength: float = 1.0) -> SyntheticProblem:
+                   constrained_fraction: float = 0.5, strength: float = 1.0,
+                   ridge: float = 12.0, preference: float = 1.5) -> SyntheticProblem:
     """Build a random grouped problem; the same arguments give the same problem."""
     rng = np.random.default_rng(seed)
     sizes = rng.choice(group_sizes, size=n_groups)
@@ -114,7 +115,7 @@ def make_synthetic(n_groups: int = 12, seed: int = 0, card_range: tuple[int, int
         w /= w.sum()
         target = rng.uniform(0.3, 0.8)
         importance = strength * float(np.exp(rng.normal(0.0, 0.6)))
-        scale = 12.0 * importance
+        scale = ridge * importance
         pref = rng.random(k)
         rough = 0.15 * importance * rng.random((cg[0], cg[1]))
         capacity = np.inf
@@ -122,7 +123,7 @@ def make_synthetic(n_groups: int = 12, seed: int = 0, card_range: tuple[int, int
             # the edge sits a little above the ridge target, and cuts off ~10-30% of random points
             s = rng.random((2000, k)) @ w
             capacity = max(target + rng.uniform(0.02, 0.1), float(np.quantile(s, rng.uniform(0.7, 0.9))))
-        groups.append(_Group(params, pos, w, target, scale, pref, 1.5 * importance, rough, capacity))
+        groups.append(_Group(params, pos, w, target, scale, pref, preference * importance, rough, capacity))
     names = [f"p{i}" for i in range(n)]
     space = DiscreteSpace(card, names, ordinal=ordinal)
     return SyntheticProblem(space, groups)

@@ -1,0 +1,107 @@
+"""`coexplore evaluate` / `validate` from the command line, including bad-input messages."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CORPUS
+
+ARCH = CORPUS / "arches" / "simba_like"
+LAYER = CORPUS / "layers" / "alexnet_conv3.yaml"
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "coexplore.cli.main", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _valid_case():
+    for case in sorted((CORPUS / "public" / "simba_like" / "alexnet_conv3").iterdir()):
+        exp = json.loads((case / "expected.json").read_text())
+        if exp["valid"]:
+            return case, exp
+    raise AssertionError("no valid case")
+
+
+def test_evaluate_json_matches_timeloop():
+    case, exp = _valid_case()
+    r = cli("evaluate", ARCH / "processed.yaml", LAYER, case / "mapping.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    for k in ("valid", "error", "energy_pJ", "cycles", "computes", "utilization", "edp_J_cycle", "levels"):
+        assert k in got
+    assert got["cycles"] == exp["cycles"]
+    assert got["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-9)
+    for lv, d in exp["levels"].items():
+        for ds, v in d["dataspaces"].items():
+            for k in ("reads", "fills", "updates", "utilized_capacity", "utilized_instances"):
+                assert got["levels"][lv]["dataspaces"][ds][k] == v[k]
+
+
+def test_evaluate_v04_arch_with_explicit_ert_and_table():
+    case, exp = _valid_case()
+    r = cli("evaluate", ARCH / "arch.yaml", LAYER, case / "mapping.yaml", "--ert", ARCH / "ERT.yaml")
+    assert r.returncode == 0, r.stderr
+    assert f"{exp['cycles']:,}" in r.stdout and "PEWeightRegs" in r.stdout
+
+
+def test_evaluate_invalid_mapping_reports_error():
+    for case in sorted((CORPUS / "public" / "simba_like").glob("*/*")):
+        exp = json.loads((case / "expected.json").read_text())
+        if not exp["valid"]:
+            break
+    layer = CORPUS / "layers" / f"{case.parent.name}.yaml"
+    r = cli("evaluate", ARCH / "processed.yaml", layer, case / "mapping.yaml", "--json")
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["valid"] is False
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (lambda t: t.replace("factors: C2", "factors: C3", 1), "factors of dimension C"),
+    (lambda t: t.replace("target: DRAM", "target: DRAMM", 1), "unknown level 'DRAMM'"),
+    (lambda t: t.replace("M1", "X1", 1), "unknown dimension 'X'"),
+    (lambda t: t + "\n  - [unclosed", "malformed YAML"),
+])
+def test_bad_mapping_gives_message_and_exit_2(tmp_path, mutate, expect):
+    case, _ = _valid_case()
+    bad = tmp_path / "mapping.yaml"
+    bad.write_text(mutate((case / "mapping.yaml").read_text()))
+    r = cli("evaluate", ARCH / "processed.yaml", LAYER, bad)
+    if "factors of dimension" in expect:
+        # a factor mismatch is an invalid mapping, reported as such (exit 0), never a traceback
+        assert r.returncode == 0 and "INVALID" in r.stdout and expect in r.stdout
+        return
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    assert expect in r.stderr and str(bad) in r.stderr
+
+
+def test_missing_ert_entry(tmp_path):
+    case, _ = _valid_case()
+    ert = tmp_path / "ERT.yaml"
+    ert.write_text((ARCH / "ERT.yaml").read_text().replace("PEWeightRegs", "SomethingElse"))
+    r = cli("evaluate", ARCH / "processed.yaml", LAYER, case / "mapping.yaml", "--ert", ert)
+    assert r.returncode == 2 and "PEWeightRegs" in r.stderr and str(ert) in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_file():
+    r = cli("evaluate", "no/such/arch.yaml", LAYER, "m.yaml")
+    assert r.returncode == 2 and "no/such/arch.yaml" in r.stderr and "not found" in r.stderr
+
+
+def test_validate_json(tmp_path):
+    r = cli("validate", CORPUS / "public" / "simba_like" / "tiny_conv", "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    for k in ("cases", "valid_cases", "invalid_agree", "cycles_exact", "counts_exact",
+              "energy_max_rel_err", "energy_median_rel_err"):
+        assert k in s
+    assert s["invalid_agree"] == s["cases"] and s["counts_exact"] == s["valid_cases"]
+
+
+def test_validate_bad_dir(tmp_path):
+    r = cli("validate", tmp_path)
+    assert r.returncode == 2 and "no cases found" in r.stderr

@@ -1,0 +1,104 @@
+"""Specs: every architecture form parses to the same levels; problems, mappings, ERT; round trips."""
+
+import numpy as np
+import pytest
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.architecture import architecture_to_v3, load_architecture, parse_architecture
+from coexplore.spec.ert import load_ert, level_key
+from coexplore.spec.mapping import Mapping, from_arrays, load_mapping, parse_mapping, to_arrays
+from coexplore.spec.problem import load_problem, parse_problem
+from coexplore.spec.yamlio import dump_yaml, loads_yaml
+
+from conftest import CORPUS
+
+ARCHES = sorted(p.name for p in (CORPUS / "arches").iterdir())
+
+
+def _key(arch):
+    return [(lv.name, lv.cls, lv.instances, lv.mesh_x, lv.mesh_y, lv.size, lv.block_size, lv.read_bandwidth,
+             lv.write_bandwidth, lv.is_dummy) for lv in arch.all_levels]
+
+
+@pytest.mark.parametrize("name", ARCHES)
+def test_v04_and_flattened_forms_agree(name):
+    v4 = load_architecture(CORPUS / "arches" / name / "arch.yaml")
+    v3 = load_architecture(CORPUS / "arches" / name / "processed.yaml")
+    assert _key(v4) == _key(v3)
+    # round trip through our own flattened writer
+    again = parse_architecture(loads_yaml(dump_yaml(architecture_to_v3(v3))))
+    assert _key(again) == _key(v3)
+
+
+def test_simba_levels_match_corpus_readme():
+    a = load_architecture(CORPUS / "arches" / "simba_like" / "processed.yaml")
+    names = [(lv.name, lv.instances) for lv in a.levels] + [(a.compute.name, a.compute.instances)]
+    assert names == [("DRAM", 1), ("GlobalBuffer", 1), ("inter_PE_spatial", 1), ("PEInputBuffer", 16),
+                     ("inter_distributed_buffers_spatial", 16), ("PEWeightBuffer", 64), ("PEAccuBuffer", 64),
+                     ("inter_reg_mac_spatial", 64), ("PEWeightRegs", 256), ("mac", 256)]
+    regs = a.levels[-1]
+    assert regs.size == 1   # depth 1 x 512 bits / (8 bits x cluster 64)
+
+
+def test_problem_and_tensor_sizes():
+    p = load_problem(CORPUS / "layers" / "alexnet_conv1.yaml")
+    assert p.dims == ["C", "M", "R", "S", "N", "P", "Q"]
+    assert p.macs == 105_415_200
+    sizes = {ds.name: p.tensor_size(ds) for ds in p.dataspaces}
+    assert sizes == {"Weights": 3 * 96 * 11 * 11, "Inputs": 3 * 227 * 227, "Outputs": 96 * 55 * 55}
+    assert [ds.read_write for ds in p.dataspaces] == [False, False, True]
+
+
+def test_ert_lookup_takes_max_and_maps_actions():
+    ert = load_ert(CORPUS / "arches" / "simba_like" / "ERT.yaml")
+    assert level_key("System_top_level.PEWeightRegs[1..256]") == "PEWeightRegs"
+    assert ert.energy("GlobalBuffer", "read") == pytest.approx(51.870888)
+    assert ert.energy("GlobalBuffer", "fill") == pytest.approx(66.310888)   # write
+    assert ert.energy("mac", "compute") == pytest.approx(0.315)
+
+
+def test_mapping_arrays_round_trip():
+    arch = load_architecture(CORPUS / "arches" / "simba_like" / "processed.yaml")
+    prob = load_problem(CORPUS / "layers" / "alexnet_conv3.yaml")
+    case = next((CORPUS / "public" / "simba_like" / "alexnet_conv3").iterdir())
+    m = load_mapping(case / "mapping.yaml", arch, prob)
+    arr = to_arrays([m], arch, prob)
+    back = to_arrays([parse_mapping(from_arrays(arr, 0, arch, prob), arch, prob)], arch, prob)
+    for f in ("temporal", "spatial_x", "spatial_y", "perm", "keep"):
+        assert np.array_equal(getattr(arr, f), getattr(back, f)), f
+    # factor products equal the layer bounds
+    assert np.array_equal(np.prod(arr.temporal * arr.spatial_x * arr.spatial_y, axis=1)[0], prob.bounds)
+
+
+@pytest.mark.parametrize("text,key", [
+    ("architecture: {version: 0.4}", "architecture.nodes"),
+    ("nothing: 1", "architecture"),
+    ("architecture:\n  version: 0.4\n  nodes:\n  - !Component {name: DRAM}\n", "class"),
+])
+def test_bad_architecture_names_key(text, key):
+    with pytest.raises(CoexploreError) as e:
+        parse_architecture(loads_yaml(text), "bad.yaml")
+    assert "bad.yaml" in str(e.value) and key in str(e.value)
+
+
+def test_malformed_yaml_names_file_and_line():
+    with pytest.raises(CoexploreError) as e:
+        loads_yaml("a: [1, 2\nb: 3", "x.yaml")
+    assert "x.yaml" in str(e.value) and "line" in str(e.value)
+
+
+def test_bad_mapping_entries():
+    arch = load_architecture(CORPUS / "arches" / "simba_like" / "processed.yaml")
+    prob = load_problem(CORPUS / "layers" / "tiny_conv.yaml")
+    for entry, msg in [({"target": "Nope", "type": "temporal", "factors": "C1"}, "unknown level 'Nope'"),
+                       ({"target": "DRAM", "type": "temporal", "factors": "Z4"}, "unknown dimension 'Z'"),
+                       ({"target": "DRAM", "type": "datatype", "keep": ["Psums"]}, "unknown dataspace 'Psums'")]:
+        with pytest.raises(CoexploreError) as e:
+            parse_mapping({"mapping": [entry]}, arch, prob, "m.yaml")
+        assert msg in str(e.value) and "m.yaml" in str(e.value) and "mapping[0]" in str(e.value)
+
+
+def test_bad_problem_bound():
+    with pytest.raises(CoexploreError) as e:
+        parse_problem({"problem": {"instance": {"C": 0}}}, "p.yaml")
+    assert "problem.instance.C" in str(e.value)
