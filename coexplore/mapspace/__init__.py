@@ -1,0 +1,1 @@
+"""The mapping space of one (architecture, layer): sampling, encoding, constraints."""

@@ -1,0 +1,64 @@
+"""Uniform random mappings of one (architecture, layer), drawn straight into model arrays.
+
+Every prime factor of every dimension goes to a random slot: a level's temporal loop, or its
+spatial X or Y fan-out where that level has one (so products always equal the layer bounds;
+fan-outs may still overflow, which the model reports as invalid). Loop orders are random
+permutations; keep/bypass is given (e.g. from the architecture's constraints) or all-keep.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from coexplore.spec.architecture import Architecture
+from coexplore.spec.mapping import MappingArrays
+from coexplore.spec.problem import Problem
+
+
+def prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def fanouts(arch: Architecture) -> tuple[np.ndarray, np.ndarray]:
+    """Per level (innermost = 0), the X and Y fan-out from it to the next inner level."""
+    inner = list(reversed(arch.levels))
+    fx, fy = [], []
+    for li, lv in enumerate(inner):
+        child = arch.compute if li == 0 else inner[li - 1]
+        fx.append(max(1, child.mesh_x // max(1, lv.mesh_x)))
+        fy.append(max(1, child.mesh_y // max(1, lv.mesh_y)))
+    return np.array(fx), np.array(fy)
+
+
+def random_mappings(arch: Architecture, problem: Problem, n: int, rng: np.random.Generator,
+                    keep: np.ndarray | None = None) -> MappingArrays:
+    L, D, S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
+    fx, fy = fanouts(arch)
+    slots = [("t", l) for l in range(L)] + [("x", l) for l in range(L) if fx[l] > 1] + \
+            [("y", l) for l in range(L) if fy[l] > 1]
+    t = np.ones((n, L, D), np.int64)
+    sx = np.ones((n, L, D), np.int64)
+    sy = np.ones((n, L, D), np.int64)
+    arr = {"t": t, "x": sx, "y": sy}
+    rows = np.arange(n)
+    for d, bound in enumerate(problem.bounds):
+        for p in prime_factors(bound):
+            choice = rng.integers(0, len(slots), n)
+            for si, (kind, l) in enumerate(slots):
+                sel = rows[choice == si]
+                arr[kind][sel, l, d] *= p
+    perm = np.argsort(rng.random((n, L, D)), axis=2).astype(np.int64)
+    if keep is None:
+        keep = np.ones((L, S), bool)
+        for li, lv in enumerate(reversed(arch.levels)):
+            keep[li] = not lv.is_dummy
+    k = np.broadcast_to(np.asarray(keep, bool), (n, L, S)).copy()
+    return MappingArrays(t, sx, sy, perm, k)

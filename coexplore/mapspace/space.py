@@ -1,0 +1,286 @@
+"""The mapspace of one (architecture, layer) as a fixed-length vector of discrete parameters.
+
+Parameters, in this order (each an integer in [0, cardinality)):
+* factor parameters: one per prime factor of each dimension (after the constraints' fixed
+  factors); its value picks the slot the prime goes to: a level's temporal loop, or the level's
+  spatial X or Y fan-out where the level has one and the constraints allow that dimension there.
+  Prime-factor assignment makes every decoded mapping factorise the layer exactly.
+* permutation parameters: per level, one priority key per dimension that may have a temporal
+  factor there; the loop order is the constraint's innermost-first prefix, then those dimensions
+  by (key, dimension index).
+* keep parameters: per (level, dataspace) left free by the constraints, 0 = bypass, 1 = keep.
+  The backing store keeps everything.
+
+`decode` turns a batch [B, P] straight into the model's arrays; `encode` goes back (for mappings
+that respect the constraints); `canonical` folds candidates that only differ in the order of
+unit loops, which Timeloop's pruned mappers treat as the same mapping.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.mapspace.sampling import fanouts, prime_factors
+from coexplore.search.space import DiscreteSpace
+from coexplore.spec.architecture import Architecture
+from coexplore.spec.constraints import LevelConstraints
+from coexplore.spec.mapping import MappingArrays
+from coexplore.spec.problem import Problem
+
+KIND_T, KIND_X, KIND_Y = 0, 1, 2
+
+
+@dataclass
+class FactorParam:
+    dim: int
+    prime: int
+    slots: list[tuple[int, int]]      # (level innermost=0, kind)
+
+
+class MapSpace:
+    """Encoding/decoding of one (architecture, layer) mapspace under Timeloop constraints."""
+
+    def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
+        self.arch, self.problem = arch, problem
+        self.constraints = constraints or {}
+        L, D, S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
+        self.L, self.D, self.S = L, D, S
+        inner = list(reversed(arch.levels))
+        fx, fy = fanouts(arch)
+        dims = problem.dims
+        self.base_t = np.ones((L, D), np.int64)
+        self.base_x = np.ones((L, D), np.int64)
+        self.base_y = np.ones((L, D), np.int64)
+        remaining = list(problem.bounds)
+        t_allowed = np.zeros((L, D), bool)
+        x_allowed = np.zeros((L, D), bool)
+        y_allowed = np.zeros((L, D), bool)
+        for li, lv in enumerate(inner):
+            c = self.constraints.get(lv.name, LevelConstraints())
+            for d, name in enumerate(dims):
+                op, n = c.temporal_factors.get(name, (None, None))
+                if not lv.is_dummy:
+                    if op == "=" and n is not None and n >= 1:
+                        if n > 1:
+                            if remaining[d] % n:
+                                raise CoexploreError(f"constraint {name}={n} at {lv.name} does not divide the "
+                                                     f"bound {problem.bounds[d]}", key=f"{lv.name}.temporal.factors",
+                                                     expected="a divisor of the layer's dimension")
+                            self.base_t[li, d] = n
+                            remaining[d] //= n
+                    else:
+                        t_allowed[li, d] = True
+                sop, sn = c.spatial_factors.get(name, (None, None))
+                if sop == "=" and sn is not None:
+                    if sn > 1:
+                        axis_x = self._on_x(c, name)
+                        (self.base_x if axis_x else self.base_y)[li, d] = sn
+                        if remaining[d] % sn:
+                            raise CoexploreError(f"constraint {name}={sn} at {lv.name} does not divide the "
+                                                 f"bound {problem.bounds[d]}", key=f"{lv.name}.spatial.factors",
+                                                 expected="a divisor of the layer's dimension")
+                        remaining[d] //= sn
+                    continue
+                axis = self._axis(c, name)
+                x_allowed[li, d] = fx[li] > 1 and axis in ("x", "any")
+                y_allowed[li, d] = fy[li] > 1 and axis in ("y", "any")
+        # the backing store can always take what is left
+        t_allowed[L - 1, :] = True
+        self.t_allowed, self.x_allowed, self.y_allowed = t_allowed, x_allowed, y_allowed
+        self.factor_params: list[FactorParam] = []
+        for d in range(D):
+            slots = [(li, KIND_T) for li in range(L) if t_allowed[li, d]]
+            slots += [(li, KIND_X) for li in range(L) if x_allowed[li, d]]
+            slots += [(li, KIND_Y) for li in range(L) if y_allowed[li, d]]
+            for p in prime_factors(remaining[d]):
+                self.factor_params.append(FactorParam(d, p, slots))
+        # permutations
+        self.perm_prefix: list[list[int]] = []
+        self.perm_free: list[list[int]] = []
+        for li, lv in enumerate(inner):
+            c = self.constraints.get(lv.name, LevelConstraints())
+            prefix = [dims.index(n) for n in c.temporal_permutation if n in dims]
+            free = [d for d in range(D) if t_allowed[li, d] and d not in prefix]
+            if lv.is_dummy or len(free) < 2:
+                free = []
+            self.perm_prefix.append(prefix)
+            self.perm_free.append(free)
+        # keep/bypass
+        self.base_keep = np.ones((L, S), bool)
+        self.keep_params: list[tuple[int, int]] = []
+        dsn = [ds.name for ds in problem.dataspaces]
+        for li, lv in enumerate(inner):
+            c = self.constraints.get(lv.name, LevelConstraints())
+            for s, name in enumerate(dsn):
+                if lv.is_dummy:
+                    self.base_keep[li, s] = False
+                elif li == L - 1:
+                    self.base_keep[li, s] = True
+                elif c.keep is not None:
+                    self.base_keep[li, s] = name in c.keep
+                elif c.bypass is not None and name in c.bypass:
+                    self.base_keep[li, s] = False
+                else:
+                    self.keep_params.append((li, s))
+        self._build_space()
+
+    @staticmethod
+    def _on_x(c: LevelConstraints, name: str) -> bool:
+        return MapSpace._axis(c, name) != "y"
+
+    @staticmethod
+    def _axis(c: LevelConstraints, name: str) -> str:
+        if c.split is None or not c.spatial_permutation:
+            return "any"
+        perm = c.spatial_permutation
+        if name not in perm:
+            return "any"
+        return "x" if perm.index(name) < c.split else "y"
+
+    def _build_space(self) -> None:
+        card, names, ordinal, groups = [], [], [], []
+        dims = self.problem.dims
+        inner = list(reversed(self.arch.levels))
+        by_dim: dict[int, list[int]] = {}
+        for i, fp in enumerate(self.factor_params):
+            card.append(len(fp.slots))
+            names.append(f"{dims[fp.dim]}:{fp.prime}#{sum(1 for q in self.factor_params[:i] if q.dim == fp.dim)}")
+            ordinal.append(True)
+            by_dim.setdefault(fp.dim, []).append(i)
+        groups += [g for g in by_dim.values()]
+        self.n_factor = len(card)
+        self.perm_index: list[tuple[int, int, int]] = []        # (param, level, dim)
+        for li, free in enumerate(self.perm_free):
+            g = []
+            for d in free:
+                self.perm_index.append((len(card), li, d))
+                g.append(len(card))
+                card.append(len(free))
+                names.append(f"order:{inner[li].name}:{dims[d]}")
+                ordinal.append(False)
+            if g:
+                groups.append(g)
+        self.keep_index: list[tuple[int, int, int]] = []
+        for li, s in self.keep_params:
+            self.keep_index.append((len(card), li, s))
+            card.append(2)
+            names.append(f"keep:{inner[li].name}:{self.problem.dataspaces[s].name}")
+            ordinal.append(False)
+            groups.append([len(card) - 1])
+        if not card:   # a fully fixed mapspace still has one (trivial) parameter
+            card, names, ordinal, groups = [1], ["fixed"], [True], [[0]]
+        self.space = DiscreteSpace(np.array(card, np.int64), names, np.array(ordinal), groups)
+        # lookup tables for decode
+        P = len(self.factor_params)
+        maxc = max((len(fp.slots) for fp in self.factor_params), default=1)
+        self._slot_level = np.zeros((max(P, 1), maxc), np.int64)
+        self._slot_kind = np.zeros((max(P, 1), maxc), np.int64)
+        for i, fp in enumerate(self.factor_params):
+            for c, (li, k) in enumerate(fp.slots):
+                self._slot_level[i, c], self._slot_kind[i, c] = li, k
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_params(self) -> int:
+        return self.space.n_params
+
+    def log10_size(self) -> float:
+        """log10 of the number of distinct mappings (factorisations x loop orders x bypass)."""
+        total = 0.0
+        for d in range(self.D):
+            primes = Counter(fp.prime for fp in self.factor_params if fp.dim == d)
+            nslots = len(next((fp.slots for fp in self.factor_params if fp.dim == d), []))
+            for _, k in primes.items():
+                total += math.log10(math.comb(k + nslots - 1, nslots - 1))
+        for free in self.perm_free:
+            total += math.log10(math.factorial(len(free))) if free else 0.0
+        total += len(self.keep_params) * math.log10(2)
+        return total
+
+    # ------------------------------------------------------------------ decode / encode
+    def decode(self, X: np.ndarray) -> MappingArrays:
+        X = np.asarray(X, np.int64)
+        B, L, D, S = X.shape[0], self.L, self.D, self.S
+        t = np.broadcast_to(self.base_t, (B, L, D)).copy()
+        sx = np.broadcast_to(self.base_x, (B, L, D)).copy()
+        sy = np.broadcast_to(self.base_y, (B, L, D)).copy()
+        flats = (t.reshape(-1), sx.reshape(-1), sy.reshape(-1))
+        rows = np.arange(B) * (L * D)
+        for i, fp in enumerate(self.factor_params):
+            c = X[:, i]
+            lvl = self._slot_level[i, c]
+            kind = self._slot_kind[i, c]
+            idx = rows + lvl * D + fp.dim
+            for k in (KIND_T, KIND_X, KIND_Y):
+                m = kind == k
+                if m.any():
+                    flats[k][idx[m]] *= fp.prime
+        # loop orders: prefix first, then free dims by key, then the rest
+        comp = np.broadcast_to(np.arange(D, dtype=np.int64) + 10 * D * D, (B, L, D)).copy()
+        for li, prefix in enumerate(self.perm_prefix):
+            for pos, d in enumerate(prefix):
+                comp[:, li, d] = pos
+        for pi, li, d in self.perm_index:
+            comp[:, li, d] = D + X[:, pi] * D + d
+        for li, free in enumerate(self.perm_free):
+            if not free:
+                for d in range(D):
+                    if self.t_allowed[li, d] and d not in self.perm_prefix[li]:
+                        comp[:, li, d] = D + d
+        perm = np.argsort(comp, axis=2, kind="stable")
+        keep = np.broadcast_to(self.base_keep, (B, L, S)).copy()
+        for pi, li, s in self.keep_index:
+            keep[:, li, s] = X[:, pi] == 1
+        return MappingArrays(t, sx, sy, perm, keep)
+
+    def encode(self, m: MappingArrays) -> np.ndarray:
+        """Parameter vectors of mappings that lie in this mapspace (raises otherwise)."""
+        B = len(m)
+        X = np.zeros((B, self.n_params), np.int64)
+        for b in range(B):
+            left = {k: a[b].copy() // base for k, a, base in
+                    ((KIND_T, m.temporal, self.base_t), (KIND_X, m.spatial_x, self.base_x),
+                     (KIND_Y, m.spatial_y, self.base_y))}
+            for i, fp in enumerate(self.factor_params):
+                for c, (li, k) in enumerate(fp.slots):
+                    if left[k][li, fp.dim] % fp.prime == 0:
+                        left[k][li, fp.dim] //= fp.prime
+                        X[b, i] = c
+                        break
+                else:
+                    raise CoexploreError(f"mapping {b} puts a factor of {self.problem.dims[fp.dim]} where the "
+                                         "constraints allow none", key="mapping", expected="a mapping in the mapspace")
+            for pi, li, d in self.perm_index:
+                order = list(m.perm[b, li])
+                free = self.perm_free[li]
+                ranked = sorted(free, key=lambda x: order.index(x))
+                X[b, pi] = ranked.index(d)
+            for pi, li, s in self.keep_index:
+                X[b, pi] = int(m.keep[b, li, s])
+        return X
+
+    def canonical(self, X: np.ndarray) -> np.ndarray:
+        """Same mappings, with loop-order keys of unit loops cleared and the rest ranked."""
+        X = np.array(X, np.int64, copy=True)
+        if not self.perm_index:
+            return X
+        arrays = self.decode(X)
+        for li, free in enumerate(self.perm_free):
+            if not free:
+                continue
+            idx = [pi for pi, l2, _ in self.perm_index if l2 == li]
+            dims = [d for _, l2, d in self.perm_index if l2 == li]
+            keys = X[:, idx] * self.D + np.array(dims)[None, :]
+            nonunit = arrays.temporal[:, li, dims] > 1
+            keys = np.where(nonunit, keys, -1)
+            ranks = np.argsort(np.argsort(keys, axis=1, kind="stable"), axis=1)
+            X[:, idx] = np.where(nonunit, ranks, 0)
+        return X
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return self.space.sample(rng, n)

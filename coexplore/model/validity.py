@@ -1,0 +1,85 @@
+"""Timeloop's mapping checks, vectorised: factorisation, fan-out per axis (cumulative), capacity.
+
+`check(...)` returns a `Validity` with per-mapping arrays (which check failed first, at which
+level, the mapped value and the limit); messages are only formatted for the rows asked for, so
+large batches of mostly invalid random mappings stay cheap. As in Timeloop, levels are checked
+from the compute level outward and the first failure is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from coexplore.spec.architecture import Architecture
+from coexplore.spec.problem import Problem
+
+OK, FACTORS, X_EXPANSION, Y_EXPANSION, INSTANCES, CAPACITY = range(6)
+
+
+@dataclass
+class Validity:
+    valid: np.ndarray    # [B] bool
+    kind: np.ndarray     # [B] int: OK or the failing check
+    where: np.ndarray    # [B] int: level (-1: compute) or dimension index for FACTORS
+    value: np.ndarray    # [B] int: mapped value
+    limit: np.ndarray    # [B] int: what the hardware / problem allows
+
+    def message(self, b: int, arch: Architecture, problem: Problem) -> str | None:
+        kind = int(self.kind[b])
+        if kind == OK:
+            return None
+        value, limit, where = int(self.value[b]), int(self.limit[b]), int(self.where[b])
+        if kind == FACTORS:
+            return (f"factors of dimension {problem.dims[where]} multiply to {value}, "
+                    f"but the problem bound is {limit}")
+        name = arch.compute.name if where < 0 else arch.levels[len(arch.levels) - 1 - where].name
+        arith = "max Arithmetic " if where < 0 else ""
+        what = {X_EXPANSION: f"{arith}X expansion", Y_EXPANSION: f"{arith}Y expansion",
+                INSTANCES: f"{arith}instances", CAPACITY: "tile size"}[kind]
+        limit_what = "buffer capacity" if kind == CAPACITY else "hardware instances"
+        return f"couldn't map level {name}: mapped {what} {value} exceeds {limit_what} {limit}"
+
+
+def check(arch: Architecture, problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray,
+          spatial_y: np.ndarray, tile_sizes: np.ndarray) -> Validity:
+    """tile_sizes [B, L, DS]: per-instance words of each kept dataspace (0 if bypassed)."""
+    B, L, D = temporal.shape
+    kind = np.zeros(B, np.int64)
+    where = np.zeros(B, np.int64)
+    value = np.zeros(B, np.int64)
+    limit = np.zeros(B, np.int64)
+
+    def fail(mask, k, w, v, lim):
+        new = mask & (kind == OK)
+        kind[new] = k
+        where[new] = w if np.isscalar(w) else w[new]
+        value[new] = v[new] if not np.isscalar(v) else v
+        limit[new] = lim if np.isscalar(lim) else lim[new]
+
+    bounds = np.asarray(problem.bounds, np.int64)
+    prod = np.prod(temporal * spatial_x * spatial_y, axis=1)            # [B, D]
+    bad = prod != bounds[None, :]
+    first = np.argmax(bad, axis=1)
+    rows = np.arange(B)
+    fail(bad.any(axis=1), FACTORS, first, prod[rows, first], bounds[first])
+    # cumulative expansion feeding level l (spatial loops of levels > l); compute: all levels
+    px = np.prod(spatial_x, axis=2)
+    py = np.prod(spatial_y, axis=2)
+    cx = np.cumprod(px[:, ::-1], axis=1)[:, ::-1]                       # product over l' >= l
+    cy = np.cumprod(py[:, ::-1], axis=1)[:, ::-1]
+    ones = np.ones(B, np.int64)
+    inner = list(reversed(arch.levels))
+    units = [(-1, arch.compute, cx[:, 0], cy[:, 0])]
+    units += [(li, lv, cx[:, li + 1] if li + 1 < L else ones, cy[:, li + 1] if li + 1 < L else ones)
+              for li, lv in enumerate(inner)]
+    used = tile_sizes.sum(axis=2)
+    for li, lv, x, y in units:
+        fail(x > lv.mesh_x, X_EXPANSION, li, x, lv.mesh_x)
+        fail(y > lv.mesh_y, Y_EXPANSION, li, y, lv.mesh_y)
+        fail(x * y > lv.instances, INSTANCES, li, x * y, lv.instances)
+        if li >= 0 and math.isfinite(lv.effective_size):
+            fail(used[:, li] > lv.effective_size, CAPACITY, li, used[:, li], int(lv.effective_size))
+    return Validity(kind == OK, kind, where, value, limit)

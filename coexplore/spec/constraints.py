@@ -1,0 +1,131 @@
+"""Timeloop mapspace constraints, per level: factor bounds, permutation prefixes, split, keep/bypass.
+
+Read from the flattened `architecture_constraints` / `mapspace_constraints` `targets:` list (v0.3,
+`constraints.yaml`) or from the `constraints:` of v0.4 nodes (a container's spatial constraints
+apply to its `inter_<container>_spatial` level, as timeloopfe flattens them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.architecture import Architecture
+from coexplore.spec.yamlio import load_yaml
+
+_FACTOR = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*(<=|>=|=)\s*(\d+)\s*$")
+
+
+@dataclass
+class LevelConstraints:
+    temporal_factors: dict[str, tuple[str, int]] = field(default_factory=dict)   # dim -> (op, n)
+    temporal_permutation: list[str] = field(default_factory=list)               # innermost-first prefix
+    spatial_factors: dict[str, tuple[str, int]] = field(default_factory=dict)
+    spatial_permutation: list[str] = field(default_factory=list)
+    split: int | None = None
+    keep: set[str] | None = None
+    bypass: set[str] | None = None
+
+
+def _factors(value, *, file, key) -> dict[str, tuple[str, int]]:
+    if value is None:
+        return {}
+    items = value if isinstance(value, list) else re.split(r"[,\s]+", str(value).strip())
+    out = {}
+    for item in items:
+        if not str(item).strip():
+            continue
+        m = _FACTOR.match(str(item))
+        if not m:
+            raise CoexploreError(f"cannot read factor constraint {item!r}", file=file, key=key,
+                                 expected="entries like 'C=1', 'M<=4' or 'P>=2'")
+        out[m.group(1)] = (m.group(2), int(m.group(3)))
+    return out
+
+
+def _perm(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    s = str(value).strip()
+    return s.split() if " " in s else list(s)
+
+
+def _apply(c: LevelConstraints, kind: str, body: dict, file, key) -> None:
+    if kind == "temporal":
+        c.temporal_factors.update(_factors(body.get("factors"), file=file, key=f"{key}.factors"))
+        if body.get("permutation") is not None:
+            c.temporal_permutation = _perm(body["permutation"])
+    elif kind == "spatial":
+        c.spatial_factors.update(_factors(body.get("factors"), file=file, key=f"{key}.factors"))
+        if body.get("permutation") is not None:
+            c.spatial_permutation = _perm(body["permutation"])
+        if body.get("split") is not None:
+            c.split = int(body["split"])
+    elif kind in ("bypass", "dataspace", "datatype"):
+        if body.get("keep") is not None:
+            c.keep = set(body["keep"])
+        if body.get("keep_only") is not None:
+            c.keep = set(body["keep_only"])
+        if body.get("bypass") is not None:
+            c.bypass = set(body["bypass"])
+
+
+def constraints_from_targets(targets: list, arch: Architecture, file=None) -> dict[str, LevelConstraints]:
+    out = {lv.name: LevelConstraints() for lv in arch.levels}
+    for i, t in enumerate(targets or []):
+        key = f"targets[{i}]"
+        if not isinstance(t, dict) or "target" not in t:
+            raise CoexploreError("missing target", file=file, key=key, expected="a mapping with target and type")
+        if t["target"] not in out:
+            if t["target"] == arch.compute.name:
+                continue
+            raise CoexploreError(f"unknown level '{t['target']}'", file=file, key=f"{key}.target",
+                                 expected=f"one of {list(out)}")
+        _apply(out[t["target"]], t.get("type", "temporal"), t, file, key)
+    return out
+
+
+def constraints_from_nodes(arch: Architecture) -> dict[str, LevelConstraints]:
+    out = {}
+    for lv in arch.levels:
+        c = LevelConstraints()
+        raw = lv.constraints or {}
+        for kind in ("temporal", "spatial", "dataspace"):
+            if isinstance(raw.get(kind), dict):
+                if lv.is_dummy and kind != "spatial":
+                    continue
+                _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}")
+        if lv.is_dummy:
+            # dummy spatial levels carry no temporal loops and keep nothing
+            c.temporal_factors = {}
+            c.keep, c.bypass = set(), None
+        out[lv.name] = c
+    return out
+
+
+def load_constraints(arch: Architecture, path: str | Path | None = None) -> dict[str, LevelConstraints]:
+    """Constraints from a constraints file, else one beside the architecture, else its v0.4 nodes."""
+    if path is None and arch.source:
+        cand = Path(arch.source).parent / "constraints.yaml"
+        if cand.exists() and any(lv.constraints == {} for lv in arch.levels):
+            path = cand
+    if path is not None:
+        data = load_yaml(path)
+        body = None
+        if isinstance(data, dict):
+            for k in ("architecture_constraints", "mapspace_constraints", "constraints", "mapspace"):
+                if isinstance(data.get(k), dict) and "targets" in data[k]:
+                    body = data[k]["targets"]
+                    break
+            if body is None and "targets" in data:
+                body = data["targets"]
+        if body is None:
+            raise CoexploreError("no constraint targets", file=str(path), key="architecture_constraints.targets",
+                                 expected="a list of {target, type, factors|permutation|keep|bypass}")
+        return constraints_from_targets(body, arch, str(path))
+    return constraints_from_nodes(arch)

@@ -1,0 +1,129 @@
+"""Space validation, mapper YAML round trips, objective selection, error reporting."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coexplore.errors import CoexploreError
+from coexplore.search.losses import LossTransform
+from coexplore.search.marl import MARLConfig
+from coexplore.search.registry import (SEARCHERS, load_mapper, make_searcher, mapper_from_dict,
+                                       mapper_spec, objective_loss, save_mapper)
+from coexplore.search.space import DiscreteSpace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_space_sampling_in_range_and_uniform():
+    space = DiscreteSpace(np.array([2, 5, 7]), ["a", "b", "c"])
+    x = space.sample(np.random.default_rng(0), 70_000)
+    assert x.min() == 0 and np.all(x.max(axis=0) == space.cardinalities - 1)
+    counts = np.bincount(x[:, 2], minlength=7)
+    assert np.all(np.abs(counts / 70_000 - 1 / 7) < 0.01)
+    assert space.size == 70
+
+
+def test_space_ravel_roundtrip_and_big_space_keys():
+    space = DiscreteSpace(np.array([3, 4, 5]), ["a", "b", "c"])
+    idx = np.arange(space.size)
+    assert np.array_equal(space.ravel(space.unravel(idx)), idx)
+    big = DiscreteSpace(np.full(40, 20), [f"p{i}" for i in range(40)])
+    assert big.size == 20 ** 40
+    x = big.sample(np.random.default_rng(1), 3)
+    assert len(set(big.keys(np.concatenate([x, x])))) == 3
+
+
+@pytest.mark.parametrize("kwargs,key", [
+    (dict(cardinalities=np.array([2, 0]), names=["a", "b"]), "cardinalities"),
+    (dict(cardinalities=np.array([2, 3]), names=["a"]), "names"),
+    (dict(cardinalities=np.array([2, 3]), names=["a", "b"], groups=[[0, 0]]), "groups"),
+    (dict(cardinalities=np.array([2.5, 3]), names=["a", "b"]), "cardinalities"),
+])
+def test_space_rejects_bad_input(kwargs, key):
+    with pytest.raises(CoexploreError) as e:
+        DiscreteSpace(**kwargs)
+    assert e.value.key == key
+
+
+def test_space_check_rejects_out_of_range():
+    space = DiscreteSpace(np.array([2, 3]), ["a", "b"])
+    with pytest.raises(CoexploreError):
+        space.check(np.array([[0, 3]]))
+
+
+@pytest.mark.parametrize("name", sorted(SEARCHERS))
+def test_shipped_mapper_yaml_loads_and_matches_defaults(name):
+    spec = load_mapper(ROOT / "mappers" / f"{name}.yaml")
+    assert spec.searcher == name and spec.objective == "edp"
+    assert spec.config == SEARCHERS[name][1]()
+
+
+def test_mapper_roundtrip_with_changed_values(tmp_path):
+    spec = mapper_spec("marl", MARLConfig(lr=0.05, warmup=321, clustering="per_parameter"),
+                       objective="latency", batch_size=250)
+    save_mapper(spec, tmp_path / "m.yaml")
+    back = load_mapper(tmp_path / "m.yaml")
+    assert back.config == spec.config and back.objective == "latency" and back.batch_size == 250
+
+
+@pytest.mark.parametrize("data,key", [
+    ({"searcher": "nope"}, "searcher"),
+    ({"searcher": "marl", "config": {"lrr": 0.1}}, "config.lrr"),
+    ({"searcher": "marl", "config": {"warmup": "many"}}, "config.warmup"),
+    ({"searcher": "marl", "config": {"conditional": 1}}, "config.conditional"),
+    ({"searcher": "marl", "objective": "area"}, "objective"),
+    ({"searcher": "marl", "batch_size": 0}, "batch_size"),
+    ({"searcher": "ga", "colour": "red"}, "colour"),
+    ({"objective": "edp"}, "searcher"),
+])
+def test_bad_mapper_configs_name_the_key(data, key):
+    with pytest.raises(CoexploreError) as e:
+        mapper_from_dict(data, file="m.yaml")
+    assert e.value.key == key and e.value.file == "m.yaml"
+
+
+def test_missing_and_broken_yaml(tmp_path):
+    with pytest.raises(CoexploreError):
+        load_mapper(tmp_path / "missing.yaml")
+    p = tmp_path / "bad.yaml"
+    p.write_text("searcher: [marl\n")
+    with pytest.raises(CoexploreError) as e:
+        load_mapper(p)
+    assert e.value.file == str(p)
+
+
+def test_unknown_clustering_and_crossover_raise_at_first_ask():
+    space = DiscreteSpace(np.array([3, 3]), ["a", "b"])
+    s = make_searcher(mapper_spec("marl", MARLConfig(clustering="kmeans")), space)
+    with pytest.raises(CoexploreError):
+        s.ask(4)
+    spec = mapper_spec("ga")
+    spec.config.crossover = "two-point"
+    with pytest.raises(CoexploreError):
+        make_searcher(spec, space).ask(4)
+
+
+def test_exhaustive_refuses_huge_space():
+    space = DiscreteSpace(np.full(30, 10), [f"p{i}" for i in range(30)])
+    s = make_searcher("exhaustive", space)  # construction does nothing
+    with pytest.raises(CoexploreError):
+        s.ask(10)
+
+
+def test_objective_loss_selects_metric():
+    m = {"energy": np.array([2.0, 3.0, np.nan]), "cycles": np.array([10.0, 1.0, 5.0])}
+    assert np.array_equal(objective_loss(m, "edp"), [20.0, 3.0, np.inf])
+    assert np.array_equal(objective_loss(m, "energy"), [2.0, 3.0, np.inf])
+    assert np.array_equal(objective_loss(m, "latency"), [10.0, 1.0, 5.0])
+    with pytest.raises(CoexploreError):
+        objective_loss(m, "area")
+
+
+def test_loss_transform_penalises_invalid_below_every_valid():
+    t = LossTransform(log=True, margin=0.5)
+    out = t(np.array([1.0, np.e ** 2, np.inf, np.nan]))
+    assert out[0] == 0.0 and out[1] == pytest.approx(2.0)
+    assert out[2] == out[3] == pytest.approx(3.0)   # worst (2) + 0.5 x spread (2)
+    with pytest.raises(CoexploreError):
+        t(np.array([-1.0]))

@@ -1,0 +1,91 @@
+"""Job tables: CSV loading, bad input, the cost-callable builder."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coexplore.errors import CoexploreError
+from coexplore.system.jobs import Job, JobTable, build_job_table
+from coexplore.system.tables import load_table, save_table
+
+DATA = Path(__file__).parent / "data" / "magma"
+TABLE = DATA / "tables" / "batch_conv" / "S3" / "insts0.csv"
+
+
+def test_magma_table_loads_in_file_order():
+    t = load_table(TABLE)
+    assert t.cores == ["0", "1", "2", "3"]
+    assert t.num_jobs == 100
+    first = TABLE.read_text().splitlines()[1].split(",")
+    assert t.latency[0, 0] == float(first[8]) and t.bandwidth[0, 3] == float(first[15])
+    assert t.jobs[0].kind in {"CONV", "DSCONV"}
+    assert not t.has_energy()
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    return p
+
+
+def test_missing_core_column_is_a_clear_error(tmp_path):
+    p = _write(tmp_path, "job,lat_a,lat_b,bw_a\n0,10,20,1\n")
+    with pytest.raises(CoexploreError) as e:
+        load_table(p)
+    assert "bw_b" in str(e.value) and str(p) in str(e.value)
+
+
+def test_negative_bandwidth_need_and_bad_latency_are_errors(tmp_path):
+    with pytest.raises(CoexploreError, match="bw_a"):
+        load_table(_write(tmp_path, "job,lat_a,bw_a\n0,10,-1\n"))
+    with pytest.raises(CoexploreError, match="lat_a"):
+        load_table(_write(tmp_path, "job,lat_a,bw_a\n0,0,1\n"))
+    with pytest.raises(CoexploreError, match="not a number"):
+        load_table(_write(tmp_path, "job,lat_a,bw_a\n0,x,1\n"))
+
+
+def test_empty_workload_is_an_error(tmp_path):
+    with pytest.raises(CoexploreError, match="empty workload"):
+        load_table(_write(tmp_path, "job,lat_a,bw_a\n"))
+    with pytest.raises(CoexploreError, match="empty"):
+        load_table(_write(tmp_path, ""))
+    with pytest.raises(CoexploreError, match="empty workload"):
+        build_job_table([], ["a"], lambda j, c: (1, 1, 1))
+
+
+def test_builder_uses_the_cost_callable_and_derives_bandwidth(tmp_path):
+    jobs = [Job("conv1", dnn="net", dims=(("K", 64),)), Job("fc", dnn="net", dims=(("K", 10),))]
+    calls = []
+
+    def cost(job, core):
+        calls.append((job.name, core))
+        k = dict(job.dims)["K"]
+        speed = {"big": 2.0, "little": 1.0}[core]
+        return k * 100 / speed, k * 3.0, k * 50.0   # cycles, pJ, DRAM bytes
+
+    t = build_job_table(jobs, ["big", "little"], cost)
+    assert sorted(calls) == sorted((j.name, c) for j in jobs for c in ("big", "little"))
+    np.testing.assert_allclose(t.latency, [[3200, 6400], [500, 1000]])
+    np.testing.assert_allclose(t.bandwidth, [[64 * 50 / 3200, 64 * 50 / 6400],
+                                             [10 * 50 / 500, 10 * 50 / 1000]])
+    np.testing.assert_allclose(t.dram_bytes, [[3200, 3200], [500, 500]])
+    assert t.has_energy()
+    save_table(t, tmp_path / "built.csv")
+    back = load_table(tmp_path / "built.csv")
+    np.testing.assert_array_equal(back.latency, t.latency)
+    np.testing.assert_array_equal(back.bandwidth, t.bandwidth)
+    np.testing.assert_array_equal(back.energy, t.energy)
+    assert back.cores == ["big", "little"] and [j.name for j in back.jobs] == ["conv1", "fc"]
+
+
+def test_builder_rejects_negative_traffic_and_zero_latency():
+    with pytest.raises(CoexploreError, match="DRAM bytes"):
+        build_job_table([Job("a")], ["c"], lambda j, c: (10, 1, -5))
+    with pytest.raises(CoexploreError, match="latency"):
+        build_job_table([Job("a")], ["c"], lambda j, c: (0, 1, 5))
+
+
+def test_jobtable_shape_mismatch():
+    with pytest.raises(CoexploreError, match="shape"):
+        JobTable([Job("a")], ["c"], np.ones((1, 1)), np.ones((1, 2)))
