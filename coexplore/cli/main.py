@@ -17,6 +17,7 @@ from coexplore.errors import CoexploreError
 COMMANDS = (
     "evaluate",
     "validate",
+    "map",
     "cache",
     "arch",
     "energy",

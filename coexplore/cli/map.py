@@ -1,0 +1,96 @@
+"""`coexplore map ARCH PROBLEM [--searcher marl] [--budget N] [--seed S] [--objective edp] [--out DIR] [--json]`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from coexplore.errors import CoexploreError
+from coexplore.model.inputs import load_context
+from coexplore.search import registry
+from coexplore.search.layer import map_layer
+from coexplore.spec.constraints import load_constraints
+from coexplore.spec.yamlio import write_yaml
+
+
+def register(sub) -> None:
+    p = sub.add_parser("map", help="search the best mapping of one layer on one core",
+                       description="Search the mapspace of one layer on one architecture (under the "
+                                   "architecture's constraints) and write the best Timeloop mapping.")
+    p.add_argument("arch", help="architecture: v0.4 arch.yaml or flattened processed.yaml")
+    p.add_argument("problem", help="Timeloop problem YAML (one layer)")
+    p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH)")
+    p.add_argument("--constraints", help="mapspace constraints (default: constraints.yaml beside ARCH, "
+                                         "else the v0.4 nodes' constraints)")
+    p.add_argument("--searcher", default=None,
+                   help=f"searcher name or mapper YAML (mappers/<name>.yaml); default marl. "
+                        f"Names: {', '.join(sorted(registry.SEARCHERS))}")
+    p.add_argument("--budget", type=int, default=10_000, help="cost-model samples (default 10000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--objective", choices=registry.OBJECTIVES, default=None, help="default edp")
+    p.add_argument("--batch-size", type=int, default=None, help="candidates per ask/tell round")
+    p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>)")
+    p.add_argument("--cache", help="result cache (default results/cache.sqlite or $COEXPLORE_CACHE)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> registry.MapperSpec:
+    name = name or "marl"
+    path = Path(name)
+    if name.endswith((".yaml", ".yml")) or path.exists():
+        spec = registry.load_mapper(path)
+    else:
+        bundled = Path(__file__).resolve().parents[2] / "mappers" / f"{name}.yaml"
+        if name not in registry.SEARCHERS:
+            registry.mapper_spec(name)          # raises the 'unknown searcher' error
+        spec = registry.load_mapper(bundled) if bundled.exists() else registry.mapper_spec(name)
+    if objective:
+        spec.objective = objective
+    if batch is not None:
+        if batch < 1:
+            raise CoexploreError(f"bad batch size {batch}", key="--batch-size", expected="an integer >= 1")
+        spec.batch_size = batch
+    return spec
+
+
+def run(args) -> int:
+    if args.budget < 1:
+        raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
+                             expected="a positive integer")
+    spec = resolve_spec(args.searcher, args.objective, args.batch_size)
+    ctx = load_context(args.arch, args.problem, args.ert)
+    constraints = load_constraints(ctx.arch, args.constraints)
+    cache = None
+    if not args.no_cache:
+        from coexplore.model.cache import ResultCache
+        cache = ResultCache(args.cache)
+    try:
+        res = map_layer(ctx, constraints, spec, args.budget, args.seed,
+                        progress=not (args.no_progress or args.json), cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    out = Path(args.out or f"results/map/{ctx.arch.name}-{ctx.problem.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    mapping_file = out / "mapping.yaml"
+    write_yaml(mapping_file, {"mapping": res.mapping},
+               header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"
+                      f"searcher {spec.searcher}, {res.samples} samples, seed {args.seed}")
+    payload = {"searcher": spec.searcher, "samples": res.samples, "best": res.best,
+               "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
+               "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,
+               "mapspace_log10_size": res.mapspace_log10}
+    (out / "result.json").write_text(json.dumps(payload, indent=1))
+    if args.json:
+        print(json.dumps(payload, indent=1))
+    else:
+        b = res.best
+        print(f"coexplore map: {ctx.problem.name} on {ctx.arch.name}, searcher {spec.searcher}, "
+              f"{res.samples:,} samples{' (from cache)' if res.cached else ''}, mapspace 10^{res.mapspace_log10:.1f}")
+        print(f"best {spec.objective}: energy {b['energy_pJ'] / 1e6:,.3f} uJ, cycles {b['cycles']:,}, "
+              f"utilization {b['utilization']:.3f}, EDP {b['edp_J_cycle']:.6g} J*cycle")
+        print(f"wrote {mapping_file} and {out / 'result.json'}")
+    return 0

@@ -1,0 +1,118 @@
+"""Mapping one layer onto one core: mapspace + batched model + a searcher, with caching.
+
+`map_layer` is the whole `coexplore map` pipeline as a function: it builds the mapspace under
+the architecture's constraints, drives a searcher through ask/tell on the batched model (every
+proposal, valid or not, is a sample), and returns the best mapping with its full result record.
+Results are cached in SQLite under a content hash of everything that changes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import coexplore
+from coexplore.errors import CoexploreError
+from coexplore.mapspace.space import MapSpace
+from coexplore.model.inputs import Context
+from coexplore.search import registry
+from coexplore.search.base import run_search
+from coexplore.search.pruned import LinearPruned, LinearPrunedConfig, RandomPruned, RandomPrunedConfig
+from coexplore.spec.architecture import architecture_to_v3
+from coexplore.spec.constraints import LevelConstraints
+from coexplore.spec.mapping import from_arrays
+
+registry.register("random_pruned", RandomPruned, RandomPrunedConfig)
+registry.register("linear_pruned", LinearPruned, LinearPrunedConfig)
+
+MODEL_VERSION = f"builtin-{coexplore.__version__}"
+
+
+@dataclass
+class MapResult:
+    searcher: str
+    samples: int
+    best: dict                  # result record (evaluate --json schema)
+    mapping: list               # Timeloop mapping entries
+    history: list               # [[samples, best objective value], ...]
+    objective: str
+    seed: int | None
+    wall_s: float = 0.0
+    cached: bool = False
+    x: list = field(default_factory=list)
+    mapspace_log10: float = 0.0
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def metric_arrays(res) -> dict:
+    return {"energy": res.energy_pJ, "latency": res.cycles, "cycles": res.cycles, "edp": res.edp}
+
+
+def make_objective(ctx: Context, ms: MapSpace, objective: str):
+    """Batch of parameter vectors -> losses (inf for invalid mappings)."""
+    def f(X: np.ndarray) -> np.ndarray:
+        res = ctx.evaluate(ms.decode(X))
+        return registry.objective_loss(metric_arrays(res), objective)
+    return f
+
+
+def build_searcher(spec: registry.MapperSpec, ms: MapSpace, seed):
+    cls, _ = registry.SEARCHERS[spec.searcher]
+    if getattr(cls, "needs_mapspace", False):
+        return cls(ms, spec.config, seed)
+    return registry.make_searcher(spec, ms.space, seed)
+
+
+def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed, budget: int) -> dict:
+    cons = {k: dataclasses.asdict(v) for k, v in sorted(constraints.items())}
+    for v in cons.values():
+        for k in ("keep", "bypass"):
+            if v[k] is not None:
+                v[k] = sorted(v[k])
+    return {"core": {"arch": architecture_to_v3(ctx.arch), "ert": ctx.ert.actions, "constraints": cons},
+            "layer": {"dims": ctx.problem.dims, "bounds": ctx.problem.bounds,
+                      "coefficients": ctx.problem.coefficients,
+                      "dataspaces": [dataclasses.asdict(d) for d in ctx.problem.dataspaces]},
+            "searcher": {**spec.to_dict(), "budget": budget}, "seed": seed,
+            "backend": "builtin", "backend_version": MODEL_VERSION}
+
+
+def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec, budget: int,
+              seed: int | None = 0, progress: bool = False, cache=None) -> MapResult:
+    if budget is None or budget < 1:
+        raise CoexploreError(f"budget must be at least 1 sample, got {budget}", key="--budget",
+                             expected="a positive integer")
+    key = None
+    if cache is not None:
+        from coexplore.model.cache import cache_key
+        key = cache_key(**cache_parts(ctx, constraints, spec, seed, budget))
+        hit = cache.get(key)
+        if hit is not None:
+            out = MapResult(**{k: v for k, v in hit.items() if k in MapResult.__dataclass_fields__})
+            out.cached = True
+            return out
+    ms = MapSpace(ctx.arch, ctx.problem, constraints)
+    searcher = build_searcher(spec, ms, seed)
+    t0 = time.perf_counter()
+    result = run_search(searcher, make_objective(ctx, ms, spec.objective), budget, spec.batch_size,
+                        progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})")
+    wall = time.perf_counter() - t0
+    if result.best_x is None or not math.isfinite(result.best_loss):
+        raise CoexploreError(f"no valid mapping found in {result.samples} samples", key="--budget",
+                             expected="a larger budget (or a looser architecture)")
+    arrays = ms.decode(result.best_x[None, :])
+    res = ctx.evaluate(arrays)
+    out = MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
+                    mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
+                    history=[[int(s), float(v)] for s, v in result.history], objective=spec.objective,
+                    seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size())
+    if cache is not None:
+        cache.put(key, json.loads(json.dumps(out.to_dict())), {"kind": "map_layer"})
+    return out
