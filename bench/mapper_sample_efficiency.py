@@ -1,0 +1,243 @@
+"""Layer-mapper sample efficiency: best EDP against cost-model samples, every searcher, several seeds.
+
+Pairs: Simba-like and Eyeriss-like cores x (3x3 conv, 1x1 conv, strided conv, GEMM), plus a small
+layer whose mapspace is enumerated exhaustively (the optimum reference). For each pair, searcher
+and seed the best EDP after 100 ... BUDGET samples is recorded; reported per pair: the median
+best EDP at each checkpoint, the samples each searcher needs to come within 5% of the best value
+any searcher found, wall time, and for MARL vs single-agent RL the sample-efficiency ratio (samples
+RL needs to reach its own final best / samples MARL needs to reach that value). Writes
+results/bench/mapper_sample_efficiency.json and results/bench/mapper_<pair>.png.
+
+    python bench/mapper_sample_efficiency.py            # budget 100,000, 5 seeds (long: ~1 h on 2 cores)
+    python bench/mapper_sample_efficiency.py --quick    # budget 10,000, 2 seeds, 4 searchers
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CORPUS = ROOT / "tests" / "data" / "timeloop_corpus"
+PAIRS = [
+    ("simba_like", "resnet50_res3a_2b", "conv 3x3"),
+    ("simba_like", "resnet50_res2a_2a", "conv 1x1"),
+    ("simba_like", "alexnet_conv1", "strided conv"),
+    ("simba_like", "bert_qkv", "GEMM"),
+    ("eyeriss_like", "resnet50_res3a_2b", "conv 3x3"),
+    ("eyeriss_like", "mobilenetv2_pw", "conv 1x1"),
+    ("eyeriss_like", "resnet50_conv1", "strided conv"),
+    ("eyeriss_like", "bert_qkv", "GEMM"),
+]
+SMALL = ("simple_weight_stationary", "small_gemm", "small (exhaustive)")
+SMALL_LAYER = {"problem": {"version": 0.4, "instance": {"C": 4, "M": 4, "R": 1, "S": 1, "N": 1, "P": 8, "Q": 1}}}
+SEARCHERS = ["random", "random_pruned", "linear_pruned", "ga", "sa", "rl", "marl", "marl_noclust"]
+CHECKPOINTS = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
+
+
+def _context(arch: str, layer: str):
+    from coexplore.model.inputs import Context, load_context
+    from coexplore.model.evaluate import level_costs
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.ert import load_ert
+    from coexplore.spec.problem import DEFAULT_CNN_SHAPE, parse_problem
+    adir = CORPUS / "arches" / arch
+    if layer == "small_gemm":
+        a = load_architecture(adir / "processed.yaml")
+        prob = parse_problem({"problem": {"shape": DEFAULT_CNN_SHAPE, **SMALL_LAYER["problem"]}}, name="small_gemm")
+        ert = load_ert(adir / "ERT.yaml")
+        return Context(a, prob, ert, level_costs(a, ert))
+    return load_context(adir / "processed.yaml", CORPUS / "layers" / f"{layer}.yaml", adir / "ERT.yaml")
+
+
+def run_one(job):
+    arch, layer, searcher, seed, budget = job
+    from coexplore.search import registry
+    from coexplore.search.layer import map_layer
+    from coexplore.spec.constraints import load_constraints
+    ctx = _context(arch, layer)
+    cons = load_constraints(ctx.arch, CORPUS / "arches" / arch / "constraints.yaml")
+    spec = registry.mapper_spec(searcher)
+    t0 = time.perf_counter()
+    try:
+        res = map_layer(ctx, cons, spec, budget, seed)
+        hist = res.history
+        best = res.best["edp_J_cycle"]
+        samples = res.samples
+    except Exception as exc:  # a searcher that finds nothing valid is recorded, not fatal
+        return {"arch": arch, "layer": layer, "searcher": searcher, "seed": seed, "error": str(exc),
+                "wall_s": time.perf_counter() - t0}
+    return {"arch": arch, "layer": layer, "searcher": searcher, "seed": seed, "history": hist, "best": best,
+            "samples": samples, "wall_s": time.perf_counter() - t0}
+
+
+def best_at(history, n):
+    val = math.inf
+    for s, v in history:
+        if s <= n:
+            val = v
+        else:
+            break
+    return val
+
+
+def samples_to(history, target):
+    for s, v in history:
+        if v <= target:
+            return s
+    return None
+
+
+def exhaustive_optimum(arch, layer):
+    import numpy as np
+    from coexplore.mapspace.space import MapSpace
+    from coexplore.search import registry
+    from coexplore.search.layer import make_objective
+    from coexplore.spec.constraints import load_constraints
+    ctx = _context(arch, layer)
+    ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, CORPUS / "arches" / arch / "constraints.yaml"))
+    size = ms.space.size
+    f = make_objective(ctx, ms, "edp")
+    best = math.inf
+    card = ms.space.cardinalities
+    chunk = 50_000
+    for start in range(0, size, chunk):
+        idx = np.arange(start, min(size, start + chunk), dtype=np.int64)
+        X = np.zeros((len(idx), len(card)), np.int64)
+        rest = idx.copy()
+        for j, c in enumerate(card):
+            X[:, j] = rest % c
+            rest //= c
+        best = min(best, float(np.min(f(X))))
+    return best, size
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--budget", type=int, default=None)
+    ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--searchers", default=None, help="comma-separated subset")
+    ap.add_argument("--pairs", default=None, help="comma-separated indices into the pair list")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "mapper_sample_efficiency.json"))
+    args = ap.parse_args()
+    budget = args.budget or (10_000 if args.quick else 100_000)
+    seeds = args.seeds or (2 if args.quick else 5)
+    searchers = args.searchers.split(",") if args.searchers else (
+        ["random", "rl", "marl", "ga"] if args.quick else SEARCHERS)
+    pairs = PAIRS + [SMALL]
+    if args.pairs:
+        pairs = [pairs[int(i)] for i in args.pairs.split(",")]
+    jobs = [(a, l, s, seed, budget) for a, l, _ in pairs for s in searchers for seed in range(seeds)]
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    partial = out_path.with_suffix(".partial.jsonl")
+    done = {}
+    if partial.exists():                      # resume an interrupted run
+        for line in partial.read_text().splitlines():
+            r = json.loads(line)
+            done[(r["arch"], r["layer"], r["searcher"], r["seed"], r.get("budget", budget))] = r
+    todo = [j for j in jobs if j not in done]
+    print(f"{len(jobs)} runs ({len(done)} already done), budget {budget:,}, {seeds} seeds", flush=True)
+    from tqdm import tqdm
+    with ProcessPoolExecutor(args.jobs) as pool, partial.open("a") as fh:
+        for r in tqdm(pool.map(run_one, todo), total=len(todo), desc="runs"):
+            r["budget"] = budget
+            fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            done[(r["arch"], r["layer"], r["searcher"], r["seed"], budget)] = r
+    runs = [done[j] for j in jobs]
+    summary = {"budget": budget, "seeds": seeds, "searchers": searchers, "pairs": []}
+    for a, l, kind in pairs:
+        pr = [r for r in runs if r["arch"] == a and r["layer"] == l and "history" in r]
+        if not pr:
+            continue
+        overall = min(r["best"] for r in pr)
+        entry = {"arch": a, "layer": l, "kind": kind, "best_any": overall, "searchers": {}}
+        if (a, l, kind) == SMALL:
+            opt, size = exhaustive_optimum(a, l)
+            entry["exhaustive_optimum"], entry["mapspace_points"] = opt, size
+        for s in searchers:
+            rs = [r for r in pr if r["searcher"] == s]
+            if not rs:
+                continue
+            cps = {str(c): statistics.median(best_at(r["history"], c) for r in rs) for c in CHECKPOINTS if c <= budget}
+            to5 = [samples_to(r["history"], overall * 1.05) for r in rs]
+            entry["searchers"][s] = {
+                "median_best": statistics.median(r["best"] for r in rs), "best_at": cps,
+                "samples_to_within_5pct": statistics.median([t if t is not None else math.inf for t in to5]),
+                "wall_s_median": statistics.median(r["wall_s"] for r in rs)}
+        if "rl" in entry["searchers"] and "marl" in entry["searchers"]:
+            ratios = []
+            for seed in range(seeds):
+                rl = next((r for r in pr if r["searcher"] == "rl" and r["seed"] == seed), None)
+                ml = next((r for r in pr if r["searcher"] == "marl" and r["seed"] == seed), None)
+                if rl and ml:
+                    target = rl["best"]
+                    n_rl = samples_to(rl["history"], target)
+                    n_ml = samples_to(ml["history"], target)
+                    ratios.append(n_rl / n_ml if n_ml else 0.0)
+            entry["marl_vs_rl_sample_ratio_median"] = statistics.median(ratios) if ratios else None
+        summary["pairs"].append(entry)
+        plot_pair(entry, pr, searchers, out_path.parent / f"mapper_{a}_{l}.png")
+    out_path.write_text(json.dumps(summary, indent=1))
+    print_table(summary)
+    print(f"wrote {out_path}")
+
+
+def plot_pair(entry, runs, searchers, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for s in searchers:
+        rs = [r for r in runs if r["searcher"] == s]
+        if not rs:
+            continue
+        xs = sorted({h[0] for r in rs for h in r["history"]})
+        ys = [statistics.median(best_at(r["history"], x) for r in rs) for x in xs]
+        ax.plot(xs, ys, label=s)
+    if "exhaustive_optimum" in entry:
+        ax.axhline(entry["exhaustive_optimum"], color="k", ls="--", lw=0.8, label="optimum")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("cost-model samples")
+    ax.set_ylabel("best EDP (J x cycle), median over seeds")
+    ax.set_title(f"{entry['arch']} / {entry['layer']} ({entry['kind']})")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def print_table(summary):
+    searchers = summary["searchers"]
+    at = "10000" if summary["budget"] >= 10_000 else str(summary["budget"])
+    print(f"\nbest EDP at {int(at):,} samples relative to the best any searcher found at {summary['budget']:,} "
+          f"(median over {summary['seeds']} seeds; 1.00 = best)")
+    print(f"{'pair':<42}" + "".join(f"{s:>14}" for s in searchers) + f"{'MARL/RL x':>11}")
+    for e in summary["pairs"]:
+        row = f"{e['arch'] + '/' + e['layer']:<42}"
+        for s in searchers:
+            v = e["searchers"].get(s, {}).get("best_at", {}).get(at, math.nan)
+            row += f"{v / e['best_any']:>14.3f}"
+        ratio = e.get("marl_vs_rl_sample_ratio_median")
+        row += f"{ratio:>11.1f}" if ratio is not None else f"{'-':>11}"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()

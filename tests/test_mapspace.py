@@ -1,0 +1,112 @@
+"""Mapspace: encode/decode round trips, constraint handling, sizes, canonical form."""
+
+import math
+
+import numpy as np
+import pytest
+
+from coexplore.mapspace.space import MapSpace
+from coexplore.model.inputs import load_context
+from coexplore.spec.constraints import load_constraints
+from coexplore.spec.mapping import to_arrays
+
+from conftest import CORPUS
+
+
+def _ctx(arch, layer):
+    d = CORPUS / "arches" / arch
+    return load_context(d / "processed.yaml", CORPUS / "layers" / f"{layer}.yaml", d / "ERT.yaml")
+
+
+@pytest.fixture(scope="module")
+def eyeriss():
+    ctx = _ctx("eyeriss_like", "resnet50_res3a_2b")
+    return ctx, MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch))
+
+
+def test_decoded_mappings_factorise_exactly(eyeriss):
+    ctx, ms = eyeriss
+    m = ms.decode(ms.sample(np.random.default_rng(0), 2000))
+    prod = np.prod(m.temporal * m.spatial_x * m.spatial_y, axis=1)
+    assert (prod == np.array(ctx.problem.bounds)[None, :]).all()
+    # every loop order is a permutation of the dims
+    assert (np.sort(m.perm, axis=2) == np.arange(len(ctx.problem.dims))).all()
+
+
+def test_constraints_respected(eyeriss):
+    ctx, ms = eyeriss
+    cons = load_constraints(ctx.arch)
+    m = ms.decode(ms.sample(np.random.default_rng(1), 3000))
+    inner = list(reversed(ctx.arch.levels))
+    dims = ctx.problem.dims
+    for li, lv in enumerate(inner):
+        c = cons[lv.name]
+        for name, (op, n) in c.temporal_factors.items():
+            if op == "=":
+                assert (m.temporal[:, li, dims.index(name)] == n).all(), (lv.name, name)
+        for name, (op, n) in c.spatial_factors.items():
+            if op == "=":
+                d = dims.index(name)
+                assert (m.spatial_x[:, li, d] * m.spatial_y[:, li, d] == n).all(), (lv.name, name)
+        if c.keep is not None:
+            for s, ds in enumerate(ctx.problem.dataspaces):
+                assert (m.keep[:, li, s] == (ds.name in c.keep)).all()
+        prefix = [dims.index(x) for x in c.temporal_permutation]
+        if prefix:
+            assert (m.perm[:, li, :len(prefix)] == prefix).all()
+    # eyeriss' PE columns only fan out on X, the rows only on Y
+    col = inner.index(next(lv for lv in inner if lv.name == "inter_PE_column_spatial"))
+    row = inner.index(next(lv for lv in inner if lv.name == "inter_PE_spatial"))
+    assert (m.spatial_y[:, col] == 1).all() and (m.spatial_x[:, row] == 1).all()
+    # a fair share of random points are valid mappings
+    res = ctx.evaluate(m)
+    assert res.valid.mean() > 0.05
+
+
+def test_encode_decode_round_trip(eyeriss):
+    _, ms = eyeriss
+    X = ms.sample(np.random.default_rng(2), 500)
+    m = ms.decode(X)
+    m2 = ms.decode(ms.encode(m))
+    for f in ("temporal", "spatial_x", "spatial_y", "perm", "keep"):
+        assert np.array_equal(getattr(m, f), getattr(m2, f)), f
+
+
+def test_corpus_mapper_mappings_are_in_the_mapspace():
+    """Timeloop's own mapper output (made under the same constraints) encodes and decodes back."""
+    import json
+    found = 0
+    for case in sorted((CORPUS / "public").glob("*/*/*")):
+        exp = json.loads((case / "expected.json").read_text())
+        if exp.get("source") != "mapper_best" or case.parts[-3].startswith("simple"):
+            continue
+        ctx = _ctx(case.parts[-3], case.parts[-2])
+        ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch))
+        m = to_arrays([ctx.load_mapping(case / "mapping.yaml")], ctx.arch, ctx.problem)
+        back = ms.decode(ms.encode(m))
+        res, orig = ctx.evaluate(back), ctx.evaluate(m)
+        assert res.valid[0]
+        assert ctx.record(res) == ctx.record(orig)
+        found += 1
+    assert found >= 3
+
+
+def test_log10_size_counts_distinct_mappings():
+    ctx = _ctx("simple_weight_stationary", "tiny_conv")
+    ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch))
+    assert 0 < ms.log10_size() <= math.log10(ms.space.size) + 1e-9
+
+
+def test_canonical_folds_unit_loop_orders(eyeriss):
+    _, ms = eyeriss
+    X = ms.sample(np.random.default_rng(3), 200)
+    C = ms.canonical(X)
+    a, b = ms.decode(X), ms.decode(C)
+    # same factors and bypass, and the same relative order of every non-unit loop
+    assert np.array_equal(a.temporal, b.temporal) and np.array_equal(a.keep, b.keep)
+    for i in range(len(X)):
+        for li in range(a.temporal.shape[1]):
+            na = [d for d in a.perm[i, li] if a.temporal[i, li, d] > 1]
+            nb = [d for d in b.perm[i, li] if b.temporal[i, li, d] > 1]
+            assert na == nb
+    assert np.array_equal(ms.canonical(C), C)
