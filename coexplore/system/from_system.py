@@ -1,0 +1,118 @@
+"""Job tables from a system YAML and its workloads, through the layer mapper and the cache.
+
+Each distinct core design of the system gets its Timeloop architecture (generator), its ERT
+(built-in estimator) and its constraints; each distinct layer of the workloads is mapped once per
+core design with the layer mapper (results cached in SQLite); every layer occurrence of every
+workload becomes a job, and every core instance (simba_0_0, ...) a column of the job table:
+latency = the best mapping's cycles, energy = its energy, bandwidth need = its DRAM traffic (bytes)
+over its latency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from coexplore.arch.system import SystemArch, load_system_arch
+from coexplore.energy.tables import build_tables
+from coexplore.errors import CoexploreError
+from coexplore.model.evaluate import level_costs
+from coexplore.model.inputs import Context
+from coexplore.search import registry
+from coexplore.search.layer import map_layer
+from coexplore.spec.architecture import parse_architecture
+from coexplore.spec.constraints import constraints_from_targets
+from coexplore.spec.ert import parse_ert
+from coexplore.spec.problem import parse_problem
+from coexplore.spec.workload import Workload, layer_problem, load_workload
+from coexplore.system.jobs import Job, JobTable, build_job_table
+
+
+@dataclass
+class CoreModel:
+    """What the layer mapper needs for one distinct core design."""
+
+    name: str
+    context_arch: object
+    costs: object
+    ert: object
+    constraints: dict
+
+
+def core_models(system: SystemArch) -> dict[str, CoreModel]:
+    out = {}
+    for name, core in system.cores.items():
+        flat = core.flattened()
+        arch = parse_architecture(flat.processed, file=f"{system.spec.file}:{name}", name=name)
+        ert_dict, _ = build_tables(core.components())
+        ert = parse_ert(ert_dict, f"{name} (built-in estimator)")
+        targets = flat.constraints.get("architecture_constraints", {}).get("targets", [])
+        cons = constraints_from_targets(targets, arch, f"{name} constraints")
+        out[name] = CoreModel(name, arch, level_costs(arch, ert), ert, cons)
+    return out
+
+
+def dram_bytes(record: dict, arch) -> float:
+    """Bytes moved at the backing store (reads + fills + updates x word size)."""
+    top = arch.levels[0]
+    word = top.word_bits / 8.0
+    lv = record["levels"].get(top.name, {})
+    return sum((d["reads"] + d["fills"] + d["updates"]) * word for d in lv.get("dataspaces", {}).values())
+
+
+def system_job_table(system_path: str | Path, workloads: list[str | Path] | None = None,
+                     layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000,
+                     seed: int = 0, cache=None, progress: bool = False) -> tuple[JobTable, SystemArch]:
+    system = load_system_arch(system_path)
+    paths = list(workloads or [])
+    if not paths:
+        base = Path(system.spec.file).parent if system.spec.file else Path(".")
+        paths = [p if Path(p).is_absolute() else base / p for p in system.spec.workloads]
+    if not paths:
+        raise CoexploreError("no workloads", file=system.spec.file, key="workloads",
+                             expected="a workloads list in the system file or --workload problems/X.yaml")
+    wls: list[Workload] = [load_workload(p) for p in paths]
+    jobs, layer_of = [], {}
+    for w in wls:
+        for layer in w.layers:
+            for k in range(layer.count):
+                name = f"{w.name}.{layer.name}" + (f"#{k}" if layer.count > 1 else "")
+                job = Job(name=name, dnn=w.name, layer=layer.name, kind=layer.shape.get("name", ""),
+                          dims=tuple(sorted(layer.instance.items())))
+                jobs.append(job)
+                layer_of[job] = layer
+    if not jobs:
+        raise CoexploreError("the workloads have no layers", file=str(paths[0]), key="workload.layers",
+                             expected="at least one layer")
+    models = core_models(system)
+    instances = system.instances()
+    core_of = {inst.name: inst.core for inst in instances}
+    spec = layer_mapper or registry.mapper_spec("marl")
+    memo: dict = {}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        distinct = {(layer_of[j].key(), core_of[i.name]) for j in jobs for i in instances}
+        bar = tqdm(total=len(distinct), desc="map layers", unit="layer x core", leave=False)
+
+    def cost(job: Job, instance: str):
+        design = core_of[instance]
+        layer = layer_of[job]
+        key = (layer.key(), design)
+        if key not in memo:
+            cm = models[design]
+            prob = parse_problem(layer_problem(layer), name=layer.name)
+            ctx = Context(cm.context_arch, prob, cm.ert, cm.costs)
+            res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache)
+            rec = res.best
+            memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, cm.context_arch))
+            if bar is not None:
+                bar.update(1)
+        return memo[key]
+
+    try:
+        table = build_job_table(jobs, [i.name for i in instances], cost)
+    finally:
+        if bar is not None:
+            bar.close()
+    return table, system
