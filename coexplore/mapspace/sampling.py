@@ -38,6 +38,21 @@ def fanouts(arch: Architecture) -> tuple[np.ndarray, np.ndarray]:
     return np.array(fx), np.array(fy)
 
 
+def merge_split_axes(sx: np.ndarray, sy: np.ndarray, prefer_x: np.ndarray | bool = True) -> None:
+    """In place: a dimension with factors on both X and Y of one level keeps them on one axis
+    (X where `prefer_x`), since a Timeloop mapping has one spatial factor per dimension and level."""
+    both = (sx > 1) & (sy > 1)
+    if not both.any():
+        return
+    px = np.broadcast_to(prefer_x, sx.shape)
+    to_x = both & px
+    to_y = both & ~px
+    sx[to_x] *= sy[to_x]
+    sy[to_x] = 1
+    sy[to_y] *= sx[to_y]
+    sx[to_y] = 1
+
+
 def random_mappings(arch: Architecture, problem: Problem, n: int, rng: np.random.Generator,
                     keep: np.ndarray | None = None) -> MappingArrays:
     L, D, S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
@@ -55,6 +70,7 @@ def random_mappings(arch: Architecture, problem: Problem, n: int, rng: np.random
             for si, (kind, l) in enumerate(slots):
                 sel = rows[choice == si]
                 arr[kind][sel, l, d] *= p
+    merge_split_axes(sx, sy)
     perm = np.argsort(rng.random((n, L, D)), axis=2).astype(np.int64)
     if keep is None:
         keep = np.ones((L, S), bool)

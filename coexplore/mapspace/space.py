@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.mapspace.sampling import fanouts, prime_factors
+from coexplore.mapspace.sampling import fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.constraints import LevelConstraints
@@ -220,6 +220,7 @@ class MapSpace:
                 m = kind == k
                 if m.any():
                     flats[k][idx[m]] *= fp.prime
+        merge_split_axes(sx, sy, self.x_allowed[None, :, :])
         # loop orders: prefix first, then free dims by key, then the rest
         comp = np.broadcast_to(np.arange(D, dtype=np.int64) + 10 * D * D, (B, L, D)).copy()
         for li, prefix in enumerate(self.perm_prefix):

@@ -7,13 +7,13 @@ problem, ERT) in, per-mapping metrics out as numpy arrays; `result_record` turns
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from coexplore.errors import CoexploreError
 from coexplore.model.nest import NestResult, analyse
+from coexplore.model.validity import Validity, check
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.ert import EnergyTable
 from coexplore.spec.mapping import MappingArrays
@@ -66,7 +66,7 @@ class BatchResult:
     """Metrics for a batch; per-level arrays are in model order (innermost = 0)."""
 
     valid: np.ndarray          # [B] bool
-    error: list                # [B] str | None
+    validity: Validity         # which check failed first, where (messages via `error(b)`)
     energy_pJ: np.ndarray      # [B] (nan if invalid)
     cycles: np.ndarray         # [B]
     computes: int
@@ -80,66 +80,31 @@ class BatchResult:
     level_cycles: np.ndarray   # [B, L]
 
 
-def check_validity(arch: Architecture, problem: Problem, m: MappingArrays, nest: NestResult | None = None):
-    """Timeloop's mapping checks: factorisation, fan-out (cumulative per axis), capacity.
+def link_mesh(arch: Architecture) -> tuple[np.ndarray, np.ndarray]:
+    """Physical X/Y fan-out below each level (model order): inner mesh / own mesh, as Timeloop's
+    ArchProperties derives it; it lays out a fan-out's children for link transfers."""
+    inner = list(reversed(arch.levels))
+    mx = np.ones(len(inner), np.int64)
+    my = np.ones(len(inner), np.int64)
+    for li, lv in enumerate(inner):
+        below = arch.compute if li == 0 else inner[li - 1]
+        mx[li] = max(1, below.mesh_x // max(1, lv.mesh_x))
+        my[li] = max(1, below.mesh_y // max(1, lv.mesh_y))
+    return mx, my
 
-    Returns (valid [B] bool, messages [B]); like Timeloop, the first failing level counted from
-    the compute level outward is reported.
-    """
+
+def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: MappingArrays,
+                   stride_rule: str = "current") -> BatchResult:
+    """Evaluate a batch of mappings: validity, per-level counts, energy, cycles, EDP.
+
+    stride_rule: "current" Timeloop (default) or "pre2025" (to reproduce 2024 reference outputs,
+    see `coexplore.model.nest.analyse`)."""
     B, L, D = m.temporal.shape
-    bounds = np.asarray(problem.bounds)
-    prod = np.prod(m.temporal * m.spatial_x * m.spatial_y, axis=1)       # [B, D]
-    msgs: list = [None] * B
-    valid = np.ones(B, bool)
-    bad = np.any(prod != bounds[None, :], axis=1)
-    for b in np.nonzero(bad)[0]:
-        d = int(np.nonzero(prod[b] != bounds)[0][0])
-        msgs[b] = (f"factors of dimension {problem.dims[d]} multiply to {int(prod[b, d])}, "
-                   f"but the problem bound is {int(bounds[d])}")
-        valid[b] = False
-    # cumulative expansions: the spatial loops of levels > k feed level k (k = -1: compute)
-    cx = np.cumprod(np.prod(m.spatial_x, axis=2)[:, ::-1], axis=1)[:, ::-1]   # [B, L]: product over l' >= l
-    cy = np.cumprod(np.prod(m.spatial_y, axis=2)[:, ::-1], axis=1)[:, ::-1]
-    levels_inner = list(reversed(arch.levels))
-    checks = []   # (name, x, y, mesh_x, mesh_y, instances, arithmetic)
-    comp = arch.compute
-    checks.append((comp.name, cx[:, 0], cy[:, 0], comp.mesh_x, comp.mesh_y, comp.instances, True))
-    ones = np.ones(B, np.int64)
-    for li, lv in enumerate(levels_inner):
-        x = cx[:, li + 1] if li + 1 < L else ones
-        y = cy[:, li + 1] if li + 1 < L else ones
-        checks.append((lv.name, x, y, lv.mesh_x, lv.mesh_y, lv.instances, False, li))
-    for chk in checks:
-        name, x, y, mx, my, inst, arith = chk[:7]
-        label = "max Arithmetic " if arith else ""
-        for b in np.nonzero(valid)[0]:
-            if x[b] > mx:
-                msgs[b] = f"couldn't map level {name}: mapped {label}X expansion {int(x[b])} exceeds hardware instances {mx}"
-            elif y[b] > my:
-                msgs[b] = f"couldn't map level {name}: mapped {label}Y expansion {int(y[b])} exceeds hardware instances {my}"
-            elif x[b] * y[b] > inst:
-                msgs[b] = f"couldn't map level {name}: mapped {label}instances {int(x[b] * y[b])} exceeds hardware instances {inst}"
-            else:
-                continue
-            valid[b] = False
-        if not arith and nest is not None:
-            li = chk[7]
-            lv = levels_inner[li]
-            if math.isfinite(lv.effective_size):
-                used = nest.size[:, li, :].sum(axis=1)
-                over = valid & (used > lv.effective_size)
-                for b in np.nonzero(over)[0]:
-                    msgs[b] = (f"couldn't map level {name}: mapped tile size {int(used[b])} exceeds buffer "
-                               f"capacity {int(lv.effective_size)}")
-                valid[over] = False
-    return valid, msgs
-
-
-def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: MappingArrays) -> BatchResult:
-    """Evaluate a batch of mappings: validity, per-level counts, energy, cycles, EDP."""
-    B, L, D = m.temporal.shape
-    nest = analyse(problem, m.temporal, m.spatial_x, m.spatial_y, m.perm, m.keep)
-    valid, msgs = check_validity(arch, problem, m, nest)
+    mesh_x, mesh_y = link_mesh(arch)
+    nest = analyse(problem, m.temporal, m.spatial_x, m.spatial_y, m.perm, m.keep, mesh_x, mesh_y,
+                   getattr(m, "spatial_perm", None), stride_rule=stride_rule)
+    validity = check(arch, problem, m.temporal, m.spatial_x, m.spatial_y, nest.size)
+    valid = validity.valid
     inst = nest.instances.astype(np.float64)                             # [B, L]
     blk = costs.block[None, :, None]
     vec = lambda x: np.ceil(x / blk)
@@ -164,8 +129,8 @@ def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: M
         slow = np.where(sbw < rd + wd, np.minimum(slow, sbw / (rd + wd)), slow)
     level_cycles = np.ceil(cc[:, None] / slow)
     cycles = np.maximum(cc, level_cycles.max(axis=1))
-    leak_inst = np.where(nest.size.sum(axis=2) > 0, inst, 0.0)
-    leakage = costs.leak[None, :] * cycles[:, None] * leak_inst
+    # every storage level leaks, also one that keeps nothing (dummy levels have no leak energy)
+    leakage = costs.leak[None, :] * cycles[:, None] * inst
     level_energy = ds_energy.sum(axis=2) + leakage
     computes = problem.macs
     compute_energy = np.full(B, computes * costs.compute)
@@ -173,14 +138,14 @@ def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: M
     util = computes / (arch.compute.instances * cycles)
     edp = energy * 1e-12 * cycles
     nan = np.where(valid, 1.0, np.nan)
-    return BatchResult(valid, msgs, energy * nan, cycles * nan, computes, util * nan, edp * nan, nest,
+    return BatchResult(valid, validity, energy * nan, cycles * nan, computes, util * nan, edp * nan, nest,
                        level_energy, ds_energy, leakage, compute_energy, level_cycles)
 
 
 def result_record(arch: Architecture, problem: Problem, res: BatchResult, b: int = 0) -> dict:
     """One mapping's result in the corpus `expected.json` schema."""
     if not res.valid[b]:
-        return {"valid": False, "error": f"ERROR: {res.error[b]}", "energy_pJ": None, "cycles": None,
+        return {"valid": False, "error": f"ERROR: {res.validity.message(b, arch, problem)}", "energy_pJ": None, "cycles": None,
                 "computes": None, "utilization": None, "edp_J_cycle": None, "levels": {}}
     L = len(arch.levels)
     levels = {}

@@ -41,7 +41,7 @@ class Mapping:
 def _parse_factors(value, *, file, key, dims) -> dict[str, int]:
     if value is None:
         return {}
-    items = value.split() if isinstance(value, str) else list(value)
+    items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
     out = {}
     for item in items:
         m = _FACTOR.match(str(item).strip())
@@ -127,7 +127,10 @@ class MappingArrays:
     """A batch of mappings of one (architecture, problem), levels ordered innermost (0) outward.
 
     temporal, spatial_x, spatial_y: int64 [B, L, D] loop bounds; perm: int64 [B, L, D] dimension
-    index of the k-th innermost temporal loop; keep: bool [B, L, DS].
+    index of the k-th innermost temporal loop; keep: bool [B, L, DS]. spatial_perm (optional)
+    int64 [B, L, D]: the spatial loop order innermost first (X dims, then Y dims); Timeloop numbers
+    a fan-out's children in this order, which matters for link transfers only. None = the default
+    order (X dims then Y dims, each by dimension index).
     """
 
     temporal: np.ndarray
@@ -135,18 +138,32 @@ class MappingArrays:
     spatial_y: np.ndarray
     perm: np.ndarray
     keep: np.ndarray
+    spatial_perm: np.ndarray | None = None
+
+    FIELDS = ("temporal", "spatial_x", "spatial_y", "perm", "keep")
 
     def __len__(self) -> int:
         return self.temporal.shape[0]
 
     def take(self, idx) -> "MappingArrays":
+        sp = None if self.spatial_perm is None else self.spatial_perm[idx]
         return MappingArrays(self.temporal[idx], self.spatial_x[idx], self.spatial_y[idx],
-                             self.perm[idx], self.keep[idx])
+                             self.perm[idx], self.keep[idx], sp)
 
     @staticmethod
     def concat(parts: list["MappingArrays"]) -> "MappingArrays":
-        return MappingArrays(*(np.concatenate([getattr(p, f) for p in parts])
-                               for f in ("temporal", "spatial_x", "spatial_y", "perm", "keep")))
+        arrays = [np.concatenate([getattr(p, f) for p in parts]) for f in MappingArrays.FIELDS]
+        if any(p.spatial_perm is not None for p in parts):
+            sps = [p.spatial_perm if p.spatial_perm is not None else default_spatial_perm(p) for p in parts]
+            return MappingArrays(*arrays, np.concatenate(sps))
+        return MappingArrays(*arrays)
+
+
+def default_spatial_perm(m: MappingArrays) -> np.ndarray:
+    """X dims then Y dims then the rest, each in dimension order (what `from_arrays` writes)."""
+    D = m.temporal.shape[2]
+    key = np.where(m.spatial_x > 1, 0, np.where(m.spatial_y > 1, 1, 2)) * D + np.arange(D)
+    return np.argsort(key, axis=2, kind="stable").astype(np.int64)
 
 
 def _default_keep(arch_level) -> bool:
@@ -159,6 +176,7 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
     sx = np.ones((B, L, D), np.int64)
     sy = np.ones((B, L, D), np.int64)
     perm = np.tile(np.arange(D, dtype=np.int64), (B, L, 1))
+    sperm = np.tile(np.arange(D, dtype=np.int64), (B, L, 1))
     keep = np.ones((B, L, S), bool)
     dim_idx = {d: i for i, d in enumerate(problem.dims)}
     ds_idx = {ds.name: i for i, ds in enumerate(problem.dataspaces)}
@@ -173,6 +191,7 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
             sp = [dim_idx[d] for d in lm.spatial_permutation]
             sp += [i for i in range(D) if i not in sp]
             split = lm.split if lm.split is not None else D
+            sperm[b, li] = sp
             for d, n in lm.spatial.items():
                 i = dim_idx[d]
                 if sp.index(i) < split:
@@ -186,7 +205,7 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
                     {ds.name for ds in problem.dataspaces} - set(lm.bypass or []))
                 for ds, i in ds_idx.items():
                     keep[b, li, i] = ds in kept
-    return MappingArrays(t, sx, sy, perm, keep)
+    return MappingArrays(t, sx, sy, perm, keep, sperm)
 
 
 def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: Problem) -> list[dict]:
@@ -205,10 +224,19 @@ def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: 
         factors = " ".join(f"{d}{int(arrays.temporal[index, li, i])}" for i, d in enumerate(dims))
         entries.append({"target": name, "type": "temporal", "factors": factors, "permutation": "".join(perm)})
         sxv, syv = arrays.spatial_x[index, li], arrays.spatial_y[index, li]
+        if ((sxv > 1) & (syv > 1)).any():
+            d = dims[int(np.nonzero((sxv > 1) & (syv > 1))[0][0])]
+            raise CoexploreError(f"dimension {d} is split over both X and Y at level {name}, which a "
+                                 "Timeloop mapping cannot express", key="mapping",
+                                 expected="one spatial factor per dimension and level")
         if (sxv > 1).any() or (syv > 1).any():
-            xs = [d for i, d in enumerate(dims) if sxv[i] > 1]
-            ys = [d for i, d in enumerate(dims) if syv[i] > 1]
-            rest = [d for d in dims if d not in xs and d not in ys]
+            if arrays.spatial_perm is not None:
+                order = [dims[int(i)] for i in arrays.spatial_perm[index, li]]
+            else:
+                order = list(dims)
+            xs = [d for d in order if sxv[dims.index(d)] > 1]
+            ys = [d for d in order if syv[dims.index(d)] > 1]
+            rest = [d for d in order if d not in xs and d not in ys]
             fac = " ".join(f"{d}{int(max(sxv[i], syv[i]))}" for i, d in enumerate(dims))
             entries.append({"target": name, "type": "spatial", "factors": fac,
                             "permutation": "".join(xs + ys + rest), "split": len(xs)})
