@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.model.nest import NestResult, analyse
+from coexplore.model.nest import NestResult, analyse, take_rows, tile_extents, tile_sizes
 from coexplore.model.validity import Validity, check
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.ert import EnergyTable
@@ -100,16 +100,41 @@ def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: M
     stride_rule: "current" Timeloop (default) or "pre2025" (to reproduce 2024 reference outputs,
     see `coexplore.model.nest.analyse`)."""
     B, L, D = m.temporal.shape
-    mesh_x, mesh_y = link_mesh(arch)
-    nest = analyse(problem, m.temporal, m.spatial_x, m.spatial_y, m.perm, m.keep, mesh_x, mesh_y,
-                   getattr(m, "spatial_perm", None), stride_rule=stride_rule)
-    validity = check(arch, problem, m.temporal, m.spatial_x, m.spatial_y, nest.size)
+    # Timeloop's checks first (cheap): only valid mappings go through the access analysis
+    E = tile_extents(m.temporal, m.spatial_x, m.spatial_y)
+    sizes = tile_sizes(problem, E, m.keep)
+    validity = check(arch, problem, E, m.spatial_x, m.spatial_y, sizes)
     valid = validity.valid
+    mesh_x, mesh_y = link_mesh(arch)
+    idx = np.nonzero(valid)[0]
+    sub = m if len(idx) == B else m.take(idx)
+    nest = analyse(problem, sub.temporal, sub.spatial_x, sub.spatial_y, sub.perm, sub.keep, mesh_x, mesh_y,
+                   sub.spatial_perm, stride_rule=stride_rule)
+    met = _metrics(arch, problem, costs, nest)
+    if len(idx) != B:                       # scatter back; invalid rows: NaN metrics, zero counts
+        nest = take_rows(nest, idx, B)
+        met = {k: _scatter(v, idx, B, np.nan if k in ("energy", "cycles", "util", "edp") else 0.0)
+               for k, v in met.items()}
+    nest.size = sizes
+    return BatchResult(valid, validity, met["energy"], met["cycles"], problem.macs, met["util"], met["edp"],
+                       nest, met["level_energy"], met["ds_energy"], met["leakage"], met["compute_energy"],
+                       met["level_cycles"])
+
+
+def _scatter(a: np.ndarray, idx: np.ndarray, B: int, fill: float) -> np.ndarray:
+    out = np.full((B,) + a.shape[1:], fill, dtype=np.float64)
+    out[idx] = a
+    return out
+
+
+def _metrics(arch: Architecture, problem: Problem, costs: LevelCosts, nest: NestResult) -> dict:
+    """Energy, cycles, utilization and EDP of analysed (valid) mappings."""
     inst = nest.instances.astype(np.float64)                             # [B, L]
     blk = costs.block[None, :, None]
-    vec = lambda x: np.ceil(x / blk)
-    ds_energy = (vec(nest.reads) * costs.read[None, :, None] + vec(nest.fills) * costs.fill[None, :, None]
-                 + vec(nest.updates) * costs.update[None, :, None]) * np.minimum(inst, costs.clusters[None, :])[:, :, None]
+    ds_energy = (np.ceil(nest.reads / blk) * costs.read[None, :, None]
+                 + np.ceil(nest.fills / blk) * costs.fill[None, :, None]
+                 + np.ceil(nest.updates / blk) * costs.update[None, :, None]) \
+        * np.minimum(inst, costs.clusters[None, :])[:, :, None]
     # bandwidth throttling per level (words / cycle / instance)
     cc = nest.compute_cycles.astype(np.float64)
     levels_inner = list(reversed(arch.levels))
@@ -128,18 +153,15 @@ def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: M
         slow = np.where(wbw < wd, np.minimum(slow, wbw / wd), slow)
         slow = np.where(sbw < rd + wd, np.minimum(slow, sbw / (rd + wd)), slow)
     level_cycles = np.ceil(cc[:, None] / slow)
-    cycles = np.maximum(cc, level_cycles.max(axis=1))
+    cycles = np.maximum(cc, level_cycles.max(axis=1)) if len(cc) else cc
     # every storage level leaks, also one that keeps nothing (dummy levels have no leak energy)
     leakage = costs.leak[None, :] * cycles[:, None] * inst
     level_energy = ds_energy.sum(axis=2) + leakage
-    computes = problem.macs
-    compute_energy = np.full(B, computes * costs.compute)
+    compute_energy = np.full(len(cc), problem.macs * costs.compute)
     energy = level_energy.sum(axis=1) + compute_energy
-    util = computes / (arch.compute.instances * cycles)
-    edp = energy * 1e-12 * cycles
-    nan = np.where(valid, 1.0, np.nan)
-    return BatchResult(valid, validity, energy * nan, cycles * nan, computes, util * nan, edp * nan, nest,
-                       level_energy, ds_energy, leakage, compute_energy, level_cycles)
+    return {"energy": energy, "cycles": cycles, "util": problem.macs / (arch.compute.instances * cycles),
+            "edp": energy * 1e-12 * cycles, "level_energy": level_energy, "ds_energy": ds_energy,
+            "leakage": leakage, "compute_energy": compute_energy, "level_cycles": level_cycles}
 
 
 def result_record(arch: Architecture, problem: Problem, res: BatchResult, b: int = 0) -> dict:

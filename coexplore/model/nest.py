@@ -13,7 +13,7 @@ and tile collapse (`tiling.cpp`):
   subtraction: reuse only if the tiles differ along one rank), discarded when the translation
   differs from the previous non-zero one (the stride rule; zero translations are ignored, as in
   Timeloop after its 2025 "translation fix"). `_temporal_accesses` evaluates the weighted sum of
-  deltas exactly with a dynamic programme over (loop, stride state).
+  deltas exactly, in closed form (see its docstring).
 * Spatial: children whose deltas are identical share one parent access (multicast / spatial
   reduction); that is, children whose tiles sit at the same projected offset.
 * Link transfers: at each step a child whose delta equals the delta a mesh neighbour received at
@@ -62,8 +62,16 @@ def projection_matrices(problem: Problem) -> list[np.ndarray]:
 
 
 def _rank_extents(P: np.ndarray, E: np.ndarray) -> np.ndarray:
-    """Extents per rank of the projection of an op-space box with extents E [..., D]."""
-    return (E - 1) @ P.T + 1
+    """Extents per rank of the projection of an op-space box with extents E [..., D].
+
+    Written as a sum over the few non-zero coefficients (numpy has no BLAS for integers)."""
+    out = np.empty(E.shape[:-1] + (P.shape[0],), np.int64)
+    for r in range(P.shape[0]):
+        acc = np.ones(E.shape[:-1], np.int64)
+        for d in np.nonzero(P[r])[0]:
+            acc += int(P[r, d]) * (E[..., d] - 1)
+        out[..., r] = acc
+    return out
 
 
 def _distinct_offsets(P: np.ndarray, n: np.ndarray, stride: np.ndarray) -> np.ndarray:
@@ -506,6 +514,40 @@ def _prescreen(P, ldim, ln):
     return good.any(axis=1)
 
 
+def tile_extents(temporal: np.ndarray, spatial_x: np.ndarray, spatial_y: np.ndarray) -> np.ndarray:
+    """Op-space extents of every level's tile [B, L, D] (cumulative loop bounds, innermost first);
+    the outermost row is the product of all factors, i.e. the problem bounds when valid."""
+    return np.cumprod(temporal * spatial_x * spatial_y, axis=1)
+
+
+def tile_sizes(problem: Problem, E: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Words each instance of each level holds per dataspace [B, L, DS] (0 where bypassed), from
+    the tile extents E: the capacity check needs only these, so invalid mappings are rejected
+    before the access analysis."""
+    out = np.zeros(keep.shape, np.int64)
+    Em1 = [np.ascontiguousarray(E[..., d]) - 1 for d in range(E.shape[-1])]   # contiguous per dim
+    for s, P in enumerate(projection_matrices(problem)):
+        size = None
+        for r in range(P.shape[0]):
+            ext = np.ones(E.shape[:-1], np.int64)
+            for d in np.nonzero(P[r])[0]:
+                ext += int(P[r, d]) * Em1[d] if P[r, d] != 1 else Em1[d]
+            size = ext if size is None else size * ext
+        out[..., s] = size
+    out[~keep] = 0
+    return out
+
+
+def take_rows(res: NestResult, idx: np.ndarray, B: int) -> NestResult:
+    """A NestResult of B rows holding `res` at rows idx (zeros elsewhere)."""
+    def put(a):
+        out = np.zeros((B,) + a.shape[1:], a.dtype)
+        out[idx] = a
+        return out
+    return NestResult(*(put(getattr(res, f)) for f in
+                        ("reads", "fills", "updates", "size", "instances", "compute_cycles", "compute_instances")))
+
+
 def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spatial_y: np.ndarray,
             perm: np.ndarray, keep: np.ndarray, mesh_x: np.ndarray | None = None,
             mesh_y: np.ndarray | None = None, spatial_perm: np.ndarray | None = None,
@@ -535,7 +577,7 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
     rep = np.ones((B, L), np.int64)
     for l in range(L - 2, -1, -1):
         rep[:, l] = rep[:, l + 1] * fanout[:, l + 1]
-    compute_cycles = np.prod(temporal.reshape(B, -1), axis=1)
+    compute_cycles = np.prod(temporal.reshape(B, L * D), axis=1)
     compute_instances = rep[:, 0] * fanout[:, 0]
     if mesh_x is None:
         h_size = np.prod(spatial_x, axis=2)

@@ -43,10 +43,11 @@ class Validity:
         return f"couldn't map level {name}: mapped {what} {value} exceeds {limit_what} {limit}"
 
 
-def check(arch: Architecture, problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray,
+def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: np.ndarray,
           spatial_y: np.ndarray, tile_sizes: np.ndarray) -> Validity:
-    """tile_sizes [B, L, DS]: per-instance words of each kept dataspace (0 if bypassed)."""
-    B, L, D = temporal.shape
+    """extents [B, L, D]: cumulative loop bounds per level (`nest.tile_extents`);
+    tile_sizes [B, L, DS]: per-instance words of each kept dataspace (0 if bypassed)."""
+    B, L, D = extents.shape
     kind = np.zeros(B, np.int64)
     where = np.zeros(B, np.int64)
     value = np.zeros(B, np.int64)
@@ -60,7 +61,7 @@ def check(arch: Architecture, problem: Problem, temporal: np.ndarray, spatial_x:
         limit[new] = lim if np.isscalar(lim) else lim[new]
 
     bounds = np.asarray(problem.bounds, np.int64)
-    prod = np.prod(temporal * spatial_x * spatial_y, axis=1)            # [B, D]
+    prod = extents[:, -1, :]                                             # [B, D] all factors
     bad = prod != bounds[None, :]
     first = np.argmax(bad, axis=1)
     rows = np.arange(B)
