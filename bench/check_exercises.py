@@ -4,8 +4,8 @@ Every dense `v4_*` case of ../shared/timeloop-exercises (example designs, exerci
 Eyeriss tutorial designs, the DSE tutorial) is evaluated from its `ref/parsed-processed-input.yaml`
 (the flattened architecture and problem Timeloop consumed), the reference ERT beside it, and its
 mapping (`ref/timeloop-mapper.map.yaml` for mapper cases, the `mapping:` key of the processed input
-for timeloop-model cases). Per-instance reads/fills/updates, utilized instances and access energy
-of every (level, dataspace) are compared with the full-precision values from the reference
+for timeloop-model cases), as `coexplore.model.reference.load_reference_run` loads them. Per-instance
+reads/fills/updates, utilized instances and access energy of every (level, dataspace) are compared with the full-precision values from the reference
 `map+stats.xml` (`_all_summaries.json`, key `xml_levels`), and cycles and total energy with the
 reference summary. Prints a table and writes results/bench/exercises.json.
 
@@ -19,59 +19,16 @@ from __future__ import annotations
 
 import argparse
 import csv
-import glob
 import json
 import sys
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from coexplore.errors import CoexploreError  # noqa: E402
-from coexplore.model.evaluate import evaluate_batch, level_costs  # noqa: E402
-from coexplore.spec.architecture import load_architecture  # noqa: E402
-from coexplore.spec.ert import load_ert  # noqa: E402
-from coexplore.spec.mapping import parse_mapping, to_arrays  # noqa: E402
-from coexplore.spec.problem import load_problem  # noqa: E402
-from coexplore.spec.yamlio import load_yaml  # noqa: E402
-
-
-def adapt_factors(entries: list) -> tuple[list, list[str]]:
-    """Local adapter: Timeloop reads factors with a regex, so 'R=3,P=16' (the form timeloopfe
-    writes into parsed-processed-input.yaml) is valid; coexplore.spec.mapping splits on spaces only.
-    Returns the entries with commas turned into spaces, and notes of what was changed."""
-    out, notes = [], []
-    for e in entries:
-        e = dict(e)
-        f = e.get("factors")
-        if isinstance(f, str) and "," in f:
-            e["factors"] = f.replace(",", " ")
-            notes.append("factors 'X=n,Y=m' rewritten with spaces")
-        out.append(e)
-    return out, sorted(set(notes))
-
-
-def load_case(case_dir: Path):
-    """(arch, problem, costs, mapping, notes) of one exercise case."""
-    ref = case_dir / "ref"
-    inp = ref / "parsed-processed-input.yaml"
-    ert = sorted(glob.glob(str(ref / "timeloop-*.ERT.yaml")))[0]
-    arch = load_architecture(inp)
-    problem = load_problem(inp)
-    costs = level_costs(arch, load_ert(ert))
-    mapper_map = ref / "timeloop-mapper.map.yaml"
-    data = load_yaml(mapper_map if mapper_map.exists() else inp)
-    entries = data["mapping"] if isinstance(data, dict) else data
-    notes = []
-    try:
-        mapping = parse_mapping(entries, arch, problem, str(mapper_map if mapper_map.exists() else inp))
-    except CoexploreError as err:
-        entries, notes = adapt_factors(entries)
-        notes = [f"spec parse failed: {err}; {n}" for n in notes]
-        mapping = parse_mapping(entries, arch, problem, str(inp))
-    return arch, problem, costs, mapping, notes
+from coexplore.model.evaluate import evaluate_batch  # noqa: E402
+from coexplore.model.reference import load_reference_run  # noqa: E402
 
 
 def classify(diffs: list[dict], legacy_diffs: list[dict]) -> str:
@@ -85,14 +42,15 @@ def classify(diffs: list[dict], legacy_diffs: list[dict]) -> str:
 
 
 def compare(case: str, case_dir: Path, summary: dict) -> dict:
-    arch, problem, costs, mapping, notes = load_case(case_dir)
-    arrays = to_arrays([mapping], arch, problem)
+    run = load_reference_run(case_dir / "ref")
+    arch, problem, costs = run.context.arch, run.context.problem, run.context.costs
+    arrays = run.arrays()
     out = {}
     for rule in ("current", "pre2025"):
         out[rule] = _compare(arch, problem, costs, arrays, summary, rule)
     row = out["current"]
-    row.update({"case": case, "notes": notes, "pre2025": {k: out["pre2025"][k] for k in
-                                                          ("counts_exact", "diffs", "energy_rel_err", "cycles_exact")}})
+    row.update({"case": case, "pre2025": {k: out["pre2025"][k] for k in
+                                          ("counts_exact", "diffs", "energy_rel_err", "cycles_exact")}})
     row["verdict"] = classify(row["diffs"], out["pre2025"]["diffs"])
     return row
 
@@ -133,7 +91,7 @@ def _compare(arch, problem, costs, arrays, summary: dict, rule: str) -> dict:
     energy = float(res.energy_pJ[0])
     cycles = int(res.cycles[0]) if res.valid[0] else None
     return {
-        "valid": bool(res.valid[0]), "error": res.error[0],
+        "valid": bool(res.valid[0]), "error": res.validity.message(0, arch, problem),
         "counts_checked": checked, "counts_exact": checked - sum(d["field"] in ("reads", "fills", "updates")
                                                                  for d in diffs),
         "diffs": diffs, "cycles": cycles, "ref_cycles": ref_cycles, "cycles_exact": cycles == ref_cycles,
@@ -160,7 +118,7 @@ def main() -> None:
             rows.append(compare(case, root / case, summaries[case]))
         except CoexploreError as err:
             rows.append({"case": case, "valid": False, "error": f"input not readable: {err}", "diffs": [],
-                         "verdict": "parse failure", "notes": []})
+                         "verdict": "parse failure"})
     print(f"{'case':<44}{'counts':>9}{'cycles':>8}{'energy err':>11}{'pre2025':>9}{'energy err':>11}  verdict")
     for row in rows:
         if "counts_checked" not in row:
@@ -175,8 +133,6 @@ def main() -> None:
               f"{row['verdict'].split(';')[0]}")
         for d in row["diffs"]:
             print(f"{'':<8}{d['level']:<16}{d['dataspace']:<10}{d['field']:<10} model {d['model']}  ref {d['ref']}")
-        for note in row["notes"]:
-            print(f"{'':<8}note: {note}")
     exact = sum(1 for r in rows if r.get("verdict") == "exact")
     legacy = sum(1 for r in rows if "pre2025" in r and not r["pre2025"]["diffs"])
     print(f"\n{len(rows)} dense v4 cases: {exact} exact in every count with current Timeloop's rule, "

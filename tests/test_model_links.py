@@ -1,7 +1,7 @@
-"""Link transfers (neighbour-to-neighbour reuse across a fan-out) and the pre-2025 stride rule.
+"""Link transfers (neighbour-to-neighbour reuse across a fan-out).
 
-Reference numbers: the four bundled corpus cases in which Timeloop uses link transfers, and one
-2024 exercise reference (tests/data/exercises_v4, see its README).
+Reference numbers: the four bundled corpus cases in which Timeloop uses link transfers. (The
+pre-2025 stride rule is tested against the 2024 exercise references in test_model_exercises.py.)
 """
 
 import json
@@ -11,14 +11,11 @@ import pytest
 
 import coexplore.model.nest as nest
 from coexplore.mapspace.sampling import random_mappings
-from coexplore.model.evaluate import evaluate_batch, level_costs, link_mesh
+from coexplore.model.evaluate import evaluate_batch, link_mesh
 from coexplore.model.inputs import load_context
-from coexplore.spec.architecture import load_architecture
-from coexplore.spec.ert import load_ert
-from coexplore.spec.mapping import load_mapping, to_arrays
-from coexplore.spec.problem import load_problem
+from coexplore.spec.mapping import to_arrays
 
-from conftest import CORPUS, DATA
+from conftest import CORPUS
 
 LINK_CASES = ["eyeriss_like/resnet50_res3a_2b/003", "eyeriss_like/tiny_conv/010",
               "eyeriss_like_45nm_pe8x16_glb8k/alexnet_conv3/004",
@@ -97,28 +94,3 @@ def test_screen_never_misses_a_link(monkeypatch, arch_name, layer):
     if arch_name == "eyeriss_like":
         assert linked_rows > 0          # the test exercises the link path at all
 
-
-def test_pre2025_stride_rule_reproduces_2024_reference():
-    """v4_ed_eyeriss_like (2024): DRAM Inputs reads 157,296 = 16 x 9,831 (no halo credit across the
-    stationary M steps); current Timeloop gives 156,600 (corpus README). Every other count agrees."""
-    d = DATA / "exercises_v4" / "v4_ed_eyeriss_like"
-    arch = load_architecture(d / "parsed-processed-input.yaml")
-    problem = load_problem(d / "parsed-processed-input.yaml")
-    costs = level_costs(arch, load_ert(d / "timeloop-mapper.ERT.yaml"))
-    arrays = to_arrays([load_mapping(d / "timeloop-mapper.map.yaml", arch, problem)], arch, problem)
-    ref = json.loads((d / "reference.json").read_text())
-    names = [lv.name for lv in arch.levels]
-    dram = len(names) - 1 - names.index("DRAM")
-    s_in = problem.dataspace_index("Inputs")
-    res = {rule: evaluate_batch(arch, problem, costs, arrays, stride_rule=rule) for rule in ("current", "pre2025")}
-    assert res["current"].nest.reads[0, dram, s_in] == 156_600
-    for lv in ref["levels"]:
-        li = len(names) - 1 - names.index(lv["level"])
-        for s in range(len(problem.dataspaces)):
-            for f in ("reads", "fills", "updates"):
-                assert getattr(res["pre2025"].nest, f)[0, li, s] == lv[f][s], (lv["level"], s, f)
-    assert int(res["pre2025"].cycles[0]) == ref["summary"]["cycles"]
-    e = float(res["pre2025"].energy_pJ[0])
-    assert abs(e - ref["summary"]["energy_pJ_from_per_compute"]) < 1e-5 * e
-    with pytest.raises(ValueError):
-        evaluate_batch(arch, problem, costs, arrays, stride_rule="2019")
