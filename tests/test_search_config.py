@@ -52,7 +52,10 @@ def test_space_check_rejects_out_of_range():
         space.check(np.array([[0, 3]]))
 
 
-@pytest.mark.parametrize("name", sorted(SEARCHERS))
+MINE = ["random", "ga", "sa", "rl", "marl", "marl_noclust", "exhaustive"]
+
+
+@pytest.mark.parametrize("name", MINE)
 def test_shipped_mapper_yaml_loads_and_matches_defaults(name):
     spec = load_mapper(ROOT / "mappers" / f"{name}.yaml")
     assert spec.searcher == name and spec.objective == "edp"

@@ -87,3 +87,13 @@ def test_conditional_agent_learns_a_joint_choice():
     # the factorised learner also learns (it collapses on one diagonal cell); the test is
     # that the joint learner is at least as good, and both beat chance (1/k)
     assert frac_diag(False) > 1 / k
+
+
+def test_leftover_parameters_can_share_one_agent():
+    space, f, _ = planted()
+    s = MARL(space, MARLConfig(warmup=1500, leftovers="joint"), seed=0)
+    run_search(s, f, budget=1600)
+    sizes = sorted(len(c) for c in s.clusters)
+    assert sorted(i for c in s.clusters for i in c) == list(range(8))
+    assert sizes.count(1) == 0          # 2, 4 and 7 (no partner) now form one agent
+    assert any(set(c) >= {2, 4, 7} for c in s.clusters)

@@ -134,7 +134,8 @@ def test_nan_losses_are_treated_as_invalid():
 
 
 def test_registry_names():
-    assert set(SEARCHERS) == {"random", "ga", "sa", "rl", "marl", "marl_noclust", "exhaustive"}
+    # the mapspace adds random_pruned / linear_pruned when coexplore.search.layer is imported
+    assert {"random", "ga", "sa", "rl", "marl", "marl_noclust", "exhaustive"} <= set(SEARCHERS)
 
 
 def test_learners_beat_random_on_a_larger_problem():
@@ -148,3 +149,19 @@ def test_learners_beat_random_on_a_larger_problem():
         best[name] = run_search(s, problem, budget=4000).best_loss
     for name in ["marl", "rl", "ga"]:
         assert best[name] < best["random"], best
+
+
+def test_group_aware_variants_use_the_given_groups():
+    from coexplore.search.ga import GAConfig, GeneticAlgorithm
+    from coexplore.search.marl import MARL, MARLConfig
+    problem = make_small(0)
+    sp = problem.space
+    space = DiscreteSpace(sp.cardinalities, sp.names, sp.ordinal, problem.true_groups)
+    _, opt = problem.optimum()
+    ga = GeneticAlgorithm(space, GAConfig(crossover="groups", population=30), seed=0)
+    assert run_search(ga, problem, budget=space.size // 3).best_loss == pytest.approx(opt)
+    marl = MARL(space, MARLConfig(clustering="given"), seed=0)
+    res = run_search(marl, problem, budget=space.size // 3)
+    assert res.best_loss == pytest.approx(opt)
+    assert sorted(map(sorted, marl.clusters)) == sorted(problem.true_groups)
+    assert marl.correlations is None  # no warm-up analysis when the groups are given

@@ -119,7 +119,7 @@ def test_magma_is_deterministic_under_a_seed_and_counts_samples():
 def test_original_quirks_mode_re_asks_elites():
     t = _table()
     obj = MakespanObjective(t, 1.0)
-    s = MagmaSearcher(space_of(t), MagmaConfig(original_quirks=True), seed=0)
+    s = MagmaSearcher(space_of(t), MagmaConfig.original(), seed=0)
     gen1 = s.ask(100)
     s.tell(gen1, obj(gen1))
     gen2 = s.ask(105)   # 5 elites + 100 children, as the original evaluates per generation
@@ -177,3 +177,22 @@ def test_nevergrad_adapter_minimises_a_box_function():
     xb = s2.ask(4)
     s2.tell(xb, np.array([np.inf, 1.0, 2.0, np.inf]))   # invalid candidates do not crash
     assert s2.best_loss == 1.0
+
+
+def test_warm_start_and_annealing():
+    from coexplore.system.schedule import heuristic_candidates, make_searcher
+
+    t = _table("batch_conv/S3")
+    s = make_searcher("magma", t, budget=1000, seed=0)
+    first = s.ask(100)
+    np.testing.assert_array_equal(first[:12], heuristic_candidates(t))
+    cfg = MagmaConfig()
+    assert s._rate(cfg.p_mutation_start, cfg.p_mutation) == pytest.approx(0.05)
+    s.samples = 1000
+    assert s._rate(cfg.p_mutation_start, cfg.p_mutation) == pytest.approx(0.01)
+    s.samples = 500
+    assert s._rate(0.05, 0.01) == pytest.approx(np.sqrt(0.05 * 0.01))
+    # the best of MAGMA's first generation is at least as good as the best heuristic
+    obj = MakespanObjective(t, 1.0)
+    assert obj(first).min() <= obj(first[:12]).min()
+    assert make_searcher("magma-original", t, 100).initial is None

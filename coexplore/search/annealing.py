@@ -21,9 +21,9 @@ from coexplore.search.space import DiscreteSpace
 
 @dataclass
 class SAConfig:
-    chains: int = 100              # parallel chains
-    t_start: float = 1.0           # start temperature, in units of the initial spread of log-losses
-    t_end: float = 0.01            # end temperature, same units
+    chains: int = 16               # parallel chains
+    t_start: float = 0.05          # start temperature, in units of the initial spread of log-losses
+    t_end: float = 0.002           # end temperature, same units
     extra_change: float = 0.05     # probability of changing each further parameter in a move
     local: float = 0.7             # probability an ordinal move is a +-1/2 step
     restart_every: int = 20        # proposals per chain between elitist restarts (0 = never)
@@ -72,12 +72,15 @@ class SimulatedAnnealing(Searcher):
         x = self.cur_x[chains]
         d = self.space.n_params
         x = mutate(self.space, self.rng, x, one_change_mask(self.rng, n, d, cfg.extra_change), cfg.local)
-        for _ in range(10):  # avoid re-asking known points: move again
+        for attempt in range(30):  # avoid re-asking known points: move again, then jump
             keys, _, new = self._memo.lookup(x)
             if new.all():
                 break
             bad = np.flatnonzero(~new)
-            x[bad] = mutate(self.space, self.rng, x[bad], one_change_mask(self.rng, len(bad), d), cfg.local)
+            if attempt < 10:
+                x[bad] = mutate(self.space, self.rng, x[bad], one_change_mask(self.rng, len(bad), d), cfg.local)
+            else:
+                x[bad] = self.space.sample(self.rng, len(bad))
         self._memo.mark_pending(self.space.keys(x))
         self._chain_of = chains
         return x

@@ -61,14 +61,17 @@ class GeneticAlgorithm(Searcher):
     def _novel(self, x: np.ndarray) -> np.ndarray:
         """Replace points already asked by mutants of themselves (a few tries)."""
         d = self.space.n_params
-        for _ in range(20):
+        for attempt in range(30):
             keys, _, new = self._memo.lookup(x)
             if new.all():
                 break
-            bad = ~new
-            mask = np.zeros(x.shape, dtype=bool)
-            mask[np.flatnonzero(bad), self.rng.integers(0, d, int(bad.sum()))] = True
-            x = mutate(self.space, self.rng, x, mask, self.config.local)
+            bad = np.flatnonzero(~new)
+            if attempt < 20:
+                mask = np.zeros(x.shape, dtype=bool)
+                mask[bad, self.rng.integers(0, d, len(bad))] = True
+                x = mutate(self.space, self.rng, x, mask, self.config.local)
+            else:  # crowded neighbourhood (tiny spaces): random immigrants
+                x[bad] = self.space.sample(self.rng, len(bad))
         keys = self.space.keys(x)
         self._memo.mark_pending(keys)
         return x

@@ -5,21 +5,21 @@ agglomerative clustering of the parameters -> one agent per cluster, all trained
 reward with the learner of `coexplore.search.rl` (`TeamLearner`).
 
 Correlation analysis (the paper's exact recipe is not public; this is ours, see
-docs/readme_search.md). Parameters are categorical in general (a loop-order id has no order),
-so each parameter is first re-coded by goodness: value v -> rank of the mean loss-rank of the
-warm-up samples with x_p = v. On the re-coded values:
-- parameter-objective correlation: Spearman rho between the (leave-one-out) per-value mean and
-  the loss rank; it measures how much a parameter matters alone, and orders the parameters
-  inside an agent (important ones first, so the others are chosen conditioned on them);
+docs/readme_search.md and `correlation_analysis`). Parameters may be categorical (a loop-order
+id has no order): before rank correlations such a parameter is re-coded by goodness (value ->
+rank of its mean loss rank). Measured on the warm-up:
+- parameter-objective correlation (cross-fitted per-value mean vs the loss rank): how much a
+  parameter matters alone; it orders the parameters inside an agent (important ones first, so
+  the others are chosen conditioned on them);
 - parameter-parameter correlation: under uniform sampling the parameters are independent, so
-  plain correlations between them are zero. What couples two parameters is that their effect on
-  the loss is joint: rho_pq = Spearman rho between the loss residual (after the main effects)
-  and the leave-one-out mean residual of the (p, q) cell, with values binned by goodness so that
-  cells hold enough samples. Pairs that interact (the split of one dimension, a capacity that
-  several factors share) get rho_pq > 0; others get rho ~ 0 +- 1/sqrt(N).
+  what couples two of them is a joint effect. Four rank-correlation measurements, each with
+  standard error ~1/sqrt(N) under independence: interaction in the loss ranks of the valid
+  samples and in validity (cross-fitted pair-cell interaction contrasts), correlation between
+  the parameters among the valid samples and among the elite. A pair keeps the strongest.
 Clustering: average-linkage agglomerative clustering on 1 - |rho_pq| (scipy), cut where the
 linkage distance exceeds 1 - z/sqrt(N), i.e. clusters are joined only through correlations that
-are significant at z standard errors; the number of agents follows from the data. Clusters
+are significant at z standard errors, z from a family-wise false-link rate (Bonferroni over all
+pairs and kinds of evidence); the number of agents follows from the data. Clusters
 larger than `max_agent_size` are split again.
 """
 
@@ -38,8 +38,10 @@ class MARLConfig(RLConfig):
     warmup: int = 1000             # uniform random samples for the correlation analysis (in budget)
     clustering: str = "correlation"  # "correlation" | "per_parameter" | "given" (space.groups) | "single"
     bins: int = 4                  # goodness bins per parameter for the pair cells
-    z: float = 3.0                 # significance of a correlation that may join two parameters
+    alpha: float = 0.05            # family-wise false-link rate of the clustering cut
+    z: float = 0.0                 # cut at z standard errors instead (0 = from alpha)
     max_agent_size: int = 8        # a larger cluster is split again
+    leftovers: str = "separate"    # parameters correlated with no other: "separate" agents or "joint" (one agent)
     warmup_update: bool = True     # one policy step on the warm-up (it is on-policy for the uniform start)
 
 
@@ -60,6 +62,13 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float((ra * rb).sum() / den) if den > 0 else 0.0
 
 
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    a = a - a.mean()
+    b = b - b.mean()
+    den = np.sqrt((a * a).sum() * (b * b).sum())
+    return float((a * b).sum() / den) if den > 0 else 0.0
+
+
 def _loo_means(codes: np.ndarray, y: np.ndarray, n_codes: int) -> np.ndarray:
     """Leave-one-out mean of y over the samples sharing each sample's code (0 where alone)."""
     s = np.bincount(codes, weights=y, minlength=n_codes)
@@ -78,21 +87,28 @@ class Correlations:
     n_samples: int
 
 
+def _cell_means(codes: np.ndarray, y: np.ndarray, n_codes: int) -> np.ndarray:
+    s = np.bincount(codes, weights=y, minlength=n_codes)
+    c = np.bincount(codes, minlength=n_codes)
+    return np.where(c > 0, s / np.maximum(c, 1), 0.0)
+
+
 def _interactions(x: np.ndarray, y: np.ndarray, card: np.ndarray, ordinal: np.ndarray,
                   bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """Main-effect rho [d] and pair-interaction rho [d, d] of parameters x [n, d] on scores y [n]."""
+    """Main-effect rho [d] and pair-interaction rho [d, d] of parameters x [n, d] on scores y [n].
+
+    Cross-fitted on two halves (alternate samples): per-value means and per-cell interaction
+    contrasts (cell mean - row mean - column mean) come from one half and are correlated with the
+    other half's scores, so under independence the statistic is centred on 0 with standard
+    error ~1/sqrt(n) whatever the number of cells.
+    """
     n, d = x.shape
-    ym = y - y.mean()
-    main = np.zeros((n, d))
+    folds = [np.arange(0, n, 2), np.arange(1, n, 2)]
     binned = np.zeros((n, d), dtype=np.int64)
     n_bins = np.zeros(d, dtype=np.int64)
-    obj = np.zeros(d)
+    ym = y - y.mean()
     for p in range(d):
-        s = np.bincount(x[:, p], weights=ym, minlength=card[p])
-        c = np.bincount(x[:, p], minlength=card[p])
-        mean = np.where(c > 0, s / np.maximum(c, 1), 0.0)
-        main[:, p] = _loo_means(x[:, p], ym, card[p])
-        obj[p] = _spearman(main[:, p], y) if card[p] > 1 else 0.0
+        mean = _cell_means(x[:, p], ym, card[p])
         # bin values in their own order (ordinal) or re-coded by goodness (categorical)
         if ordinal[p]:
             good_rank = np.arange(card[p])
@@ -102,51 +118,128 @@ def _interactions(x: np.ndarray, y: np.ndarray, card: np.ndarray, ordinal: np.nd
         k = int(min(bins, card[p]))
         binned[:, p] = (good_rank[x[:, p]] * k) // card[p]
         n_bins[p] = k
-    resid = ym - main.sum(axis=1)
-    pairs = np.eye(d)
-    for p in range(d):
-        for q in range(p + 1, d):
-            cell = binned[:, p] * n_bins[q] + binned[:, q]
-            r = max(0.0, _spearman(_loo_means(cell, resid, int(n_bins[p] * n_bins[q])), resid))
-            pairs[p, q] = pairs[q, p] = r
+    obj = np.zeros(d)
+    pairs = np.zeros((d, d))
+    for fit, ev in (folds, folds[::-1]):
+        if len(fit) < 2 or len(ev) < 2:
+            continue
+        yf = y[fit] - y[fit].mean()
+        ye = y[ev] - y[fit].mean()
+        for p in range(d):
+            m = _cell_means(x[fit, p], yf, card[p])
+            obj[p] += 0.5 * _pearson(m[x[ev, p]], ye)
+        for p in range(d):
+            rows_f, rows_e = binned[fit, p], binned[ev, p]
+            row_mean = _cell_means(rows_f, yf, int(n_bins[p]))
+            for q in range(p + 1, d):
+                nq = int(n_bins[q])
+                cols_f, cols_e = binned[fit, q], binned[ev, q]
+                col_mean = _cell_means(cols_f, yf, nq)
+                cell = _cell_means(rows_f * nq + cols_f, yf, int(n_bins[p]) * nq).reshape(-1, nq)
+                # interaction contrast: what the cell adds beyond its row and column effects
+                inter = cell - row_mean[:, None] - col_mean[None, :]
+                pairs[p, q] += 0.5 * _pearson(inter[rows_e, cols_e], ye)
+    pairs = np.maximum(pairs, pairs.T)
+    pairs = np.maximum(pairs, 0.0)
     return obj, pairs
 
 
+def _coded(x: np.ndarray, y: np.ndarray, card: np.ndarray, ordinal: np.ndarray) -> np.ndarray:
+    """Values re-coded for rank correlation: ordinal ones as they are, categorical ones by the
+    rank of their mean score y (lower is better) so that the code order means something."""
+    out = np.array(x, dtype=np.int64, copy=True)
+    for p in np.flatnonzero(~ordinal):
+        s = np.bincount(x[:, p], weights=y, minlength=card[p])
+        c = np.bincount(x[:, p], minlength=card[p])
+        mean = np.where(c > 0, s / np.maximum(c, 1), np.inf)
+        rank = np.empty(card[p], dtype=np.int64)
+        rank[np.argsort(mean, kind="stable")] = np.arange(card[p])
+        out[:, p] = rank[x[:, p]]
+    return out
+
+
+def _spearman_matrix(x: np.ndarray) -> np.ndarray:
+    """|Spearman rho| between the columns of x (0 for constant columns)."""
+    from scipy.stats import rankdata
+    r = rankdata(x, axis=0)
+    r -= r.mean(axis=0)
+    sd = np.sqrt((r * r).sum(axis=0))
+    ok = sd > 0
+    r[:, ok] /= sd[ok]
+    r[:, ~ok] = 0.0
+    return np.abs(r.T @ r)
+
+
 def correlation_analysis(space: DiscreteSpace, x: np.ndarray, losses: np.ndarray,
-                         bins: int = 4) -> Correlations:
+                         bins: int = 4, elite: float = 0.3) -> Correlations:
     """Rank correlations of the parameters with the loss and with each other (see module doc).
 
-    Valid and invalid candidates carry different information: the loss ranks among the valid
-    ones, and validity itself (a capacity shared by several parameters). Both are analysed and
-    a pair keeps the stronger evidence; correlations from the valid subset (n_v samples) are
-    scaled by sqrt(n_v / n) so that both have the same standard error under independence.
+    Four kinds of evidence that two parameters act jointly, each a rank correlation:
+    - interaction in the loss ranks among the valid candidates (pair-cell residuals);
+    - interaction in validity itself (a capacity shared by several parameters);
+    - rank correlation between the parameters among the valid candidates: sampled independently,
+      they become correlated only if validity depends on them jointly (validity is an AND of
+      constraints, so unrelated parameters stay independent);
+    - rank correlation among the elite (best `elite` fraction of the valid): parameters that
+      must be tuned together co-vary in good candidates.
+    A pair keeps the strongest; a correlation measured on a subset of m of the n samples is
+    scaled by sqrt(m / n) so that all have the same standard error under independence.
     """
     x = np.asarray(x, dtype=np.int64)
     losses = np.where(np.isnan(losses), np.inf, np.asarray(losses, dtype=float))
     n, d = x.shape
     card = space.cardinalities
     valid = np.isfinite(losses)
+    nv = int(valid.sum())
     obj = np.zeros(d)
-    pairs = np.eye(d)
-    if valid.sum() >= 10:
-        o, pr = _interactions(x[valid], _rank01(losses[valid]), card, space.ordinal, bins)
-        scale = np.sqrt(valid.sum() / n)
+    pairs = np.zeros((d, d))
+    if nv >= 10:
+        yv = _rank01(losses[valid])
+        o, pr = _interactions(x[valid], yv, card, space.ordinal, bins)
+        scale = np.sqrt(nv / n)
         obj, pairs = o * scale, np.maximum(pairs, pr * scale)
-    if 0 < valid.sum() < n:
+        coded = _coded(x[valid], yv, card, space.ordinal)
+        if nv < n:
+            pairs = np.maximum(pairs, _spearman_matrix(coded) * scale)
+        ne = int(elite * nv)
+        if ne >= 10:
+            best = np.argsort(yv, kind="stable")[:ne]
+            pairs = np.maximum(pairs, _spearman_matrix(coded[best]) * np.sqrt(ne / n))
+    if 0 < nv < n:
         o, pr = _interactions(x, (~valid).astype(float), card, space.ordinal, bins)
         obj = np.where(np.abs(o) > np.abs(obj), o, obj)
         pairs = np.maximum(pairs, pr)
+    np.fill_diagonal(pairs, 1.0)
     return Correlations(obj, pairs, n)
 
 
-def cluster_parameters(corr: Correlations, z: float = 3.0, max_size: int = 8) -> list[list[int]]:
-    """Agglomerative clustering on 1 - |rho|; agents ordered by importance, parameters too."""
+N_EVIDENCE = 4  # kinds of evidence per pair in correlation_analysis (for the multiple-test cut)
+
+
+def cut_z(n_params: int, alpha: float = 0.05) -> float:
+    """z at which a link is significant with family-wise rate alpha over all pairs and evidence
+    kinds (Bonferroni), e.g. 3.3 for 8 parameters, 3.9 for 36."""
+    from scipy.stats import norm
+    tests = max(1, N_EVIDENCE * n_params * (n_params - 1) // 2)
+    return float(norm.isf(alpha / tests))
+
+
+def cluster_parameters(corr: Correlations, z: float = 0.0, max_size: int = 8,
+                       alpha: float = 0.05) -> list[list[int]]:
+    """Agglomerative clustering on 1 - |rho|; agents ordered by importance, parameters too.
+
+    The dendrogram is cut at distance 1 - z / sqrt(n): parameters join only through correlations
+    significant at z standard errors (z = cut_z(d, alpha) unless given), so the number of agents
+    follows from the data.
+    """
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
 
     d = len(corr.objective)
     if d == 1:
         return [[0]]
+    if z <= 0:
+        z = cut_z(d, alpha)
     dist = 1.0 - np.abs(corr.pairs)
     np.fill_diagonal(dist, 0.0)
     threshold = 1.0 - z / np.sqrt(max(corr.n_samples, 1))
@@ -208,7 +301,12 @@ class MARL(PolicySearcher):
             if len(x) < 10:
                 return [[i] for i in range(d)]
             self.correlations = correlation_analysis(self.space, x, losses, self.config.bins)
-            return cluster_parameters(self.correlations, self.config.z, self.config.max_agent_size)
+            clusters = cluster_parameters(self.correlations, self.config.z, self.config.max_agent_size,
+                                          self.config.alpha)
+            if self.config.leftovers == "joint":
+                single = [c[0] for c in clusters if len(c) == 1]
+                clusters = [c for c in clusters if len(c) > 1] + ([single] if single else [])
+            return clusters
         from coexplore.errors import CoexploreError
         raise CoexploreError(f"unknown clustering '{how}'", key="clustering",
                              expected=" | ".join(CLUSTERINGS))
@@ -224,6 +322,10 @@ class MARL(PolicySearcher):
         return self._ask_policy(n)
 
     def _clusters_check(self) -> None:
+        if self.config.leftovers not in ("separate", "joint"):
+            from coexplore.errors import CoexploreError
+            raise CoexploreError(f"unknown leftovers '{self.config.leftovers}'", key="leftovers",
+                                 expected="separate | joint")
         if self.config.clustering not in CLUSTERINGS:
             from coexplore.errors import CoexploreError
             raise CoexploreError(f"unknown clustering '{self.config.clustering}'", key="clustering",
@@ -232,21 +334,20 @@ class MARL(PolicySearcher):
     def _uniform_new(self, n: int) -> np.ndarray:
         x = self.space.sample(self.rng, n)
         keys, _, new = self._memo.lookup(x)
-        if not new.all():  # tiny spaces: replace repeats where possible
+        self._memo.mark_pending([k for k, ok in zip(keys, new.tolist()) if ok])
+        if not new.all():  # tiny spaces: replace repeats where possible (mutants mark themselves)
             x = np.concatenate([x[new], self._mutants(x, n - int(new.sum()))])
-            keys = self.space.keys(x)
-        self._memo.mark_pending(keys)
         return x
 
     def _ensure_learner_after_warmup(self) -> None:
         if self.learner is not None:
             return
         self._ensure_learner()
-        if self.config.warmup_update and self._warm_x:
+        if self._warm_x:
             x = np.concatenate(self._warm_x)
             losses = np.concatenate(self._warm_l)
-            if len(x):
-                self.learner.observe(x, losses)
+            self.learner.observe(x, losses)
+            if self.config.warmup_update and len(x):
                 self.learner.update(x, losses, self._transform)
 
     def _learn(self, batch: np.ndarray, losses: np.ndarray) -> None:

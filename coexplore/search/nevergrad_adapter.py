@@ -55,7 +55,7 @@ class NevergradSearcher(Searcher):
         self._opt = ng.optimizers.registry[key](parametrization=param, budget=int(self.budget),
                                                 num_workers=max(1, int(self.num_workers)))
         self._pending: list = []
-        self._penalty = 1e30
+        self._penalty = 1e15
 
     def ask(self, n: int) -> np.ndarray:
         if not hasattr(self, "_opt"):
@@ -70,7 +70,7 @@ class NevergradSearcher(Searcher):
         losses = np.asarray(losses, dtype=float)
         finite = losses[np.isfinite(losses)]
         if finite.size:
-            self._penalty = max(self._penalty, 10.0 * float(np.max(np.abs(finite))))
+            self._penalty = min(1e20, max(self._penalty, 10.0 * float(np.max(np.abs(finite)))))
         for loss in losses:
             cand = self._pending.pop(0)
             self._opt.tell(cand, float(loss) if np.isfinite(loss) else self._penalty)

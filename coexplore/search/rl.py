@@ -6,23 +6,30 @@ parameters and samples them from its own policy; the team's candidate is the uni
 agents' choices, and every agent receives the same reward r = -log(loss) (invalid candidates:
 the worst value seen minus a margin).
 
-Agent policy (`conditional=True`): autoregressive over the agent's parameters in index order,
+Agent policy (`conditional=True`): autoregressive over the agent's parameters in its own order
+(MARL puts the parameters most correlated with the loss first),
     logit_j(v | x_<j) = b_j[v] + sum_{i<j} W_ij[x_i, v],
 so an agent that owns correlated parameters models their joint choice (pairwise terms); with
 `conditional=False` it is a product of independent categoricals.
 
 Credit assignment (`critic=True`, centralised training of decentralised agents): a critic
-fits r ~ c + sum_p h_p[x_p] over all parameters on recent samples, and agent k's advantage is
+fits r ~ c + sum_p h_p[x_p] over all parameters on the valid samples of a recent window, and
+agent k's advantage is
     A_k = r - (c + sum_{p not owned by k} h_p[x_p]),
 i.e. a baseline that depends only on the other agents' actions (it does not bias agent k's
-gradient) and removes most of the reward variance the other agents cause. With a single
-agent the baseline reduces to a constant: plain REINFORCE with a mean baseline. The
-advantages are standardised per agent per batch; updates use Adam.
+gradient) and removes the reward variance the other agents cause. Invalid candidates get the
+lowest advantage of the batch for every agent. With a single agent the baseline reduces to a
+constant: plain REINFORCE with a mean baseline. Advantages are turned into centred ranks (or
+z-scores) per agent per batch; `epochs` Adam steps per batch.
+
+Self-imitation (`imitation > 0`): the best `imitation_top` candidates seen so far join every
+update with a fixed positive advantage (Oh et al., 2018), which keeps the policy near the
+incumbent between lucky draws.
 
 Sampling never asks for a point already evaluated (see `memo`): duplicate draws are answered
-from memory and still enter the policy gradient, so the estimator stays on-policy; when the
-policy has converged so far that new points are rare, the remaining asks are one-parameter
-mutations of policy draws.
+from memory and still enter the policy gradient, so the estimator stays on-policy (identical
+draws are merged, their advantages summed); when the policy has converged so far that new
+points are rare, the remaining asks are mutations of policy draws.
 """
 
 from __future__ import annotations
@@ -39,13 +46,16 @@ from coexplore.search.space import DiscreteSpace
 
 @dataclass
 class RLConfig:
-    lr: float = 0.1                # Adam step size on the logits
+    lr: float = 0.3                # Adam step size on the logits
     conditional: bool = True       # autoregressive pairwise policy within an agent
     critic: bool = True            # additive critic for per-agent baselines
     critic_window: int = 3000      # recent samples the critic is fitted on
     critic_shrink: float = 2.0     # pseudo-count shrinking critic table entries to 0
     entropy: float = 0.0           # entropy bonus weight (on the standardised advantage scale)
     advantage: str = "rank"        # "rank": centred ranks of the advantages; "zscore": standardised
+    epochs: int = 3                # gradient steps per batch (the batch is reused; 1 = on-policy)
+    imitation: float = 2.0         # weight of self-imitation of the best samples seen (0 = off)
+    imitation_top: int = 50        # how many of the best samples are imitated
     max_draw_factor: int = 4       # draw up to this many x n policy samples looking for new points
     log_loss: bool = True          # learn on log(loss)
     invalid_margin: float = 0.5    # invalid = worst seen + margin x spread of seen values
@@ -113,11 +123,19 @@ class _Critic:
 
 
 def _normalise(adv: np.ndarray, how: str) -> np.ndarray:
-    """Per column: zero-mean unit-scale advantages (standardised values, or centred ranks)."""
+    """Zero-mean advantages per agent (column), scaled to unit size.
+
+    rank: centred ranks per agent; zscore: standardised per agent; shared: one scale for all
+    agents (the pooled spread), so an agent whose choices explain little of the reward gets
+    small steps instead of amplified noise.
+    """
     if how == "rank":
         from scipy.stats import rankdata
         adv = rankdata(adv, axis=0)
     adv = adv - adv.mean(axis=0)
+    if how == "shared":
+        sd = float(np.sqrt((adv * adv).mean()))
+        return adv / sd if sd > 0 else adv
     sd = adv.std(axis=0)
     return adv / np.where(sd > 0, sd, 1.0)
 
@@ -186,6 +204,8 @@ class TeamLearner:
         self.cols = [np.concatenate([np.arange(self.off[i], self.off[i + 1]) for i in c]) for c in clusters]
         self.critic = _Critic(space, config.critic_window, config.critic_shrink) \
             if config.critic and len(clusters) > 1 else None
+        self.elite_x: np.ndarray | None = None
+        self.elite_raw: np.ndarray | None = None
 
     def _softmax(self, z: np.ndarray) -> np.ndarray:
         """Softmax within each parameter's segment of the flat logits [n, size]."""
@@ -220,9 +240,18 @@ class TeamLearner:
         return x
 
     def observe(self, x: np.ndarray, raw_losses: np.ndarray) -> None:
-        """New evaluated samples for the critic."""
-        if self.critic is not None and len(x):
+        """New evaluated samples: for the critic and the archive of the best ones."""
+        if not len(x):
+            return
+        if self.critic is not None:
             self.critic.add(x, raw_losses)
+        top = self.config.imitation_top
+        if self.config.imitation > 0 and top > 0:
+            ex = x if self.elite_x is None else np.concatenate([self.elite_x, x])
+            el = raw_losses if self.elite_raw is None else np.concatenate([self.elite_raw, raw_losses])
+            keep = np.argsort(el, kind="stable")[:top]
+            keep = keep[np.isfinite(el[keep])]
+            self.elite_x, self.elite_raw = ex[keep], el[keep]
 
     def update(self, x: np.ndarray, raw_losses: np.ndarray, transform: LossTransform) -> None:
         """One policy-gradient step of every agent on draws x with their raw losses."""
@@ -245,21 +274,40 @@ class TeamLearner:
                 # an invalid candidate is the worst outcome for every agent, whatever the baseline
                 adv[~valid] = adv[valid].min(axis=0) - 1.0
         adv = _normalise(adv, self.config.advantage)
+        if self.config.imitation > 0 and self.elite_x is not None and len(self.elite_x):
+            # self-imitation: raise the likelihood of the best candidates seen so far
+            x = np.concatenate([x, self.elite_x])
+            adv = np.concatenate([adv, np.full((len(self.elite_x), n_agents), self.config.imitation)])
+        n_batch = n
+        # identical draws contribute identical gradient terms: merge them, summing advantages
+        _, first, inverse = np.unique(np.asarray(self.space.keys(x), dtype=object) if
+                                      self.space.size >= 2 ** 63 else self.space.ravel(x),
+                                      return_index=True, return_inverse=True)
+        if len(first) < len(x):
+            summed = np.zeros((len(first), adv.shape[1]))
+            np.add.at(summed, inverse.reshape(-1), adv)
+            x, adv = x[first], summed
+        n = len(x)
         a = adv[:, self.agent_of][:, self.seg]                       # [n, size]
+        oh = np.zeros((n, self.b.size))
+        oh[np.arange(n)[:, None], self.off[:-1] + x] = 1.0
+        for _ in range(max(1, self.config.epochs)):
+            self._step(x, oh, a, n_batch)
+
+    def _step(self, x: np.ndarray, oh: np.ndarray, a: np.ndarray, n_batch: int) -> None:
+        n = len(x)
         z = np.repeat(self.b[None, :], n, axis=0)
         for k, blk in enumerate(self.blocks):
             if blk is not None:
                 z[:, self.cols[k]] += blk.logits(x[:, blk.params])
         p = self._softmax(z)
-        oh = np.zeros_like(z)
-        oh[np.arange(n)[:, None], self.off[:-1] + x] = 1.0
         g = (oh - p) * a
         ent = self.config.entropy
         if ent > 0:
             logp = np.log(p + 1e-300)
             h = np.add.reduceat(p * logp, self.off[:-1], axis=1)[:, self.seg]   # -entropy per param
             g += ent * (-p * (logp - h))
-        g /= n
+        g /= n_batch
         self.opt_b.step(self.b, g.sum(axis=0))
         for k, blk in enumerate(self.blocks):
             if blk is not None:
@@ -288,6 +336,10 @@ class PolicySearcher(Searcher):
         raise NotImplementedError  # subclasses decide who owns what
 
     def _start(self) -> None:
+        if self.config.advantage not in ("rank", "zscore", "shared"):
+            from coexplore.errors import CoexploreError
+            raise CoexploreError(f"unknown advantage '{self.config.advantage}'", key="advantage",
+                                 expected="rank | zscore | shared")
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss, self.config.invalid_margin)
 

@@ -49,7 +49,7 @@ class DiscreteSpace:
             groups = []
             for g in self.groups:
                 g = [int(i) for i in g]
-                if not g or any(i < 0 or i >= card.size or i in seen for i in g):
+                if not g or len(set(g)) < len(g) or any(i < 0 or i >= card.size or i in seen for i in g):
                     raise CoexploreError(f"bad parameter group {g}", key="groups",
                                          expected=f"disjoint non-empty lists of indices < {card.size}")
                 seen.update(g)

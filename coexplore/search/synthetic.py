@@ -131,4 +131,5 @@ def make_synthetic(n_groups: int = 12, seed: int = 0, card_range: tuple[int, int
 
 def make_small(seed: int = 0) -> SyntheticProblem:
     """A tiny problem (a few thousand points) that exhaustive search can solve, for tests."""
-    return make_synthetic(n_groups=3, seed=seed, card_range=(2, 4), group_sizes=(2, 3))
+    return make_synthetic(n_groups=3, seed=seed, card_range=(2, 4), group_sizes=(2, 3),
+                          constrained_fraction=1.0)

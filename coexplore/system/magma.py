@@ -14,7 +14,10 @@ P children per generation are asked (evaluated); the population for the next gen
 the best P of elites + children.
 
 Quirks of the original code (maestro-project/magma `SchedulerGA`) and what is kept:
-* changed: per-gene mutation rate 0.03 instead of 0.05 (measured better at 10K samples).
+* changed (measured better at 10K samples; `MagmaConfig.original()` restores the original):
+  the mutation rate anneals 0.05 -> 0.01 per gene and the parent pool 30% -> 10% of the
+  population over the budget (exploration first, refinement last), and generation 0
+  includes the 12 list-scheduling heuristics' schedules (warm start, 12 of its samples).
 * kept: 2 parents without replacement and MAGMA's weight formula, the parent/elite counts,
   operator order and probabilities, the half-genome rule of crossover-gen (swap [:point] if
   point < J/2 else [point:]), P children per generation, elites = copies of the best.
@@ -45,9 +48,20 @@ class MagmaConfig:
     p_crossover_gen: float = 0.9
     p_crossover_rg: float = 0.1
     p_crossover_accel: float = 0.1
-    p_mutation: float = 0.03          # the original uses 0.05; 0.03 measured better (bench)
-    p_mutation_min: float | None = None
+    p_mutation: float = 0.01
+    # annealing over the budget (needs the searcher's `budget`): the rates move geometrically
+    # from these start values to p_mutation / parent_ratio as samples are spent
+    p_mutation_start: float | None = 0.05
+    parent_ratio_start: float | None = 0.3
+    p_mutation_min: float | None = None   # if set: per-child rate log-uniform in [min, rate]
+    warm_start: bool = True               # gen 0 includes the 12 heuristics' schedules
     original_quirks: bool = False
+
+    @classmethod
+    def original(cls) -> "MagmaConfig":
+        """The original code's settings and quirks (fixed rates, blind gen 0, ...)."""
+        return cls(p_mutation=0.05, p_mutation_start=None, parent_ratio_start=None,
+                   warm_start=False, original_quirks=True)
 
 
 def parent_weights(losses: np.ndarray) -> np.ndarray:
@@ -125,8 +139,10 @@ class MagmaSearcher(Searcher):
     name = "magma"
 
     def __init__(self, space: ScheduleSpace, config: MagmaConfig | None = None,
-                 seed: int | None = 0, initial: np.ndarray | None = None):
+                 seed: int | None = 0, initial: np.ndarray | None = None,
+                 budget: int | None = None):
         super().__init__(seed)
+        self.budget = budget
         self.space = space
         self.config = config
         self.initial = initial
@@ -153,9 +169,17 @@ class MagmaSearcher(Searcher):
         self._pool_x = np.concatenate([self._pool_x, np.asarray(batch, dtype=float)])
         self._pool_loss = np.concatenate([self._pool_loss, np.asarray(losses, dtype=float)])
 
+    def _rate(self, start, end):
+        if start is None or not self.budget:
+            return end
+        f = min(1.0, self.samples / self.budget)
+        return float(start * (end / start) ** f)
+
     def _next_generation(self) -> np.ndarray:
         cfg, sp, rng = self._cfg(), self.space, self.rng
         P, J, N = cfg.pop_size, sp.num_jobs, sp.num_cores
+        p_mut = self._rate(cfg.p_mutation_start, cfg.p_mutation)
+        par_ratio = self._rate(cfg.parent_ratio_start, cfg.parent_ratio)
         self.generation += 1
         if self.generation == 1 or len(self._pool_loss) < 2:
             if not cfg.original_quirks:           # generation 0: evaluate a random population
@@ -170,7 +194,7 @@ class MagmaSearcher(Searcher):
         else:
             order = np.argsort(self._pool_loss, kind="stable")[:P]
             self._pool_x, self._pool_loss = self._pool_x[order], self._pool_loss[order]
-            n_par = max(2, int(P * cfg.parent_ratio))
+            n_par = max(2, int(P * par_ratio))
             parents = self._pool_x[:n_par]
             w = parent_weights(self._pool_loss[:n_par])
             if np.count_nonzero(w) < 2:
@@ -202,7 +226,7 @@ class MagmaSearcher(Searcher):
                 i, j = _pick2(rng, n_par, w)
                 accel = int(rng.integers(0, N))
                 kids[k] = crossover_accel(parents[i], parents[j], accel, J, N, rng, q)
-        kids = mutate(kids[:P], J, N, cfg.p_mutation, rng, cfg.p_mutation_min)
+        kids = mutate(kids[:P], J, N, p_mut, rng, cfg.p_mutation_min)
         if q and len(elites):                     # original re-evaluates its elites
             kids = np.concatenate([elites, kids])
         return kids

@@ -15,7 +15,7 @@ from coexplore.search.base import Searcher, run_search
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
 from coexplore.system.encoding import MakespanObjective, space_of
 from coexplore.system.evaluator import Trace, check_bandwidth, trace
-from coexplore.system.heuristics import HEURISTICS, HeuristicSearcher
+from coexplore.system.heuristics import HEURISTICS, HeuristicSearcher, heuristic_schedule
 from coexplore.system.jobs import JobTable
 from coexplore.system.magma import MagmaConfig, MagmaSearcher
 
@@ -26,14 +26,25 @@ SEARCHERS = ("magma", "magma-original", "random", "stdga", *NEVERGRAD,
 BATCH = {"default": 100, "nevergrad": 10}
 
 
+def heuristic_candidates(table: JobTable) -> np.ndarray:
+    """The 12 heuristics' schedules as candidates [12, 2J] (MAGMA's warm start)."""
+    rows = []
+    for h in HEURISTICS:
+        core, prio = heuristic_schedule(table.latency, h)
+        rows.append(np.concatenate([core.astype(float), prio]))
+    return np.array(rows)
+
+
 def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0) -> Searcher:
     """Searcher `name` (see SEARCHERS) for `table`; budget is needed by nevergrad only."""
     key = name.lower()
     space = space_of(table)
     if key == "magma":
-        return MagmaSearcher(space, MagmaConfig(), seed=seed)
+        cfg = MagmaConfig()
+        init = heuristic_candidates(table) if cfg.warm_start else None
+        return MagmaSearcher(space, cfg, seed=seed, initial=init, budget=budget)
     if key == "magma-original":
-        s = MagmaSearcher(space, MagmaConfig(p_mutation=0.05, original_quirks=True), seed=seed)
+        s = MagmaSearcher(space, MagmaConfig.original(), seed=seed, budget=budget)
         s.name = key
         return s
     if key == "random":

@@ -1,0 +1,191 @@
+"""MAGMA vs baselines on MAGMA's task types x settings x bandwidths (makespan, lower = better).
+
+For every cell (task, setting, bandwidth) and seed, each method gets the same budget of
+evaluated candidates; the heuristics row is the best of the 12 FCFS/SJF/HEFT x
+GREEDY/RR/MET/HEFT schedules (12 samples). Reports each method's makespan normalised to
+MAGMA's (median over seeds; > 1 = MAGMA better), how often MAGMA beats every baseline, how
+MAGMA compares with the original code's GA (`magma_ga_100x100_best` in golden_eval.json),
+and the time MAGMA needs for the budget. Writes results/bench/magma_vs_baselines.json and a
+bar plot like the paper's (normalised makespan per method, per task).
+
+    python bench/magma_vs_baselines.py                      # full: 64 cells x 5 seeds x all
+    python bench/magma_vs_baselines.py --quick              # 1 seed, 2,000 samples, fast methods
+    python bench/magma_vs_baselines.py --tasks lang --settings S2,S5 --seeds 3 --methods magma,random,cma
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from multiprocessing import Pool
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coexplore.system.evaluator import evaluate  # noqa: E402
+from coexplore.system.heuristics import HEURISTICS, heuristic_schedule  # noqa: E402
+from coexplore.system.schedule import search_schedule  # noqa: E402
+from coexplore.system.tables import load_table  # noqa: E402
+
+TASKS = {"vision": "batch_conv", "lang": "batch_lang", "recom": "batch_recom", "mix": "batch_mix"}
+SETTINGS = {"S1": 2, "S2": 3, "S3": 8, "S4": 4, "S5": 5, "S6": 6}   # paper label -> code index
+BANDWIDTHS = {2: (1, 16), 3: (1, 16), 4: (1, 16, 256), 5: (1, 16, 256), 6: (1, 16, 256),
+              8: (1, 16, 256)}
+METHODS = ("magma", "random", "stdga", "pso", "cma", "de", "tbpsa", "oneplusone", "heuristics")
+FAST = ("magma", "random", "stdga", "heuristics")
+
+
+def run_one(job):
+    magma_dir, batch, setting, inst, bw, method, seed, budget = job
+    table = load_table(Path(magma_dir) / "tables" / batch / f"S{setting}" / f"{inst}.csv")
+    t0 = time.perf_counter()
+    if method == "heuristics":
+        best, name = np.inf, None
+        for h in HEURISTICS:
+            core, prio = heuristic_schedule(table.latency, h)
+            m = evaluate(table.latency, table.bandwidth, bw, core[None], prio[None]).makespan[0]
+            if m < best:
+                best, name = float(m), h
+        return job, best, len(HEURISTICS), time.perf_counter() - t0, name
+    r = search_schedule(table, bw, method, budget, seed)
+    return job, r.makespan, r.samples, time.perf_counter() - t0, None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--magma-dir", default=str(ROOT.parent / "shared" / "magma"))
+    ap.add_argument("--tasks", default=",".join(TASKS), help="comma list of " + ",".join(TASKS))
+    ap.add_argument("--settings", default=",".join(SETTINGS), help="comma list of S1..S6")
+    ap.add_argument("--bandwidths", default=None, help="comma list (default: MAGMA's per setting)")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--budget", type=int, default=10_000)
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--inst", default="insts0")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+    ap.add_argument("--quick", action="store_true",
+                    help="1 seed, 2,000 samples, methods " + ",".join(FAST))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "magma_vs_baselines.json"))
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.seeds, a.budget, a.methods = 1, 2000, ",".join(FAST)
+    methods = [m for m in a.methods.split(",") if m]
+    if "magma" not in methods:
+        methods.insert(0, "magma")
+    golden = {}
+    gfile = Path(a.magma_dir) / "golden_eval.json"
+    if gfile.exists():
+        for c in json.loads(gfile.read_text())["cases"]:
+            if c["inst"] == a.inst:
+                golden[(c["batch"], c["setting"], c["bw"])] = c
+    cells = []
+    for task in a.tasks.split(","):
+        for s in a.settings.split(","):
+            idx = SETTINGS[s]
+            bws = [float(b) for b in a.bandwidths.split(",")] if a.bandwidths else BANDWIDTHS[idx]
+            cells += [(task, s, idx, bw) for bw in bws]
+    jobs = [(a.magma_dir, TASKS[t], idx, a.inst, bw, m, seed, a.budget)
+            for (t, s, idx, bw) in cells for m in methods
+            for seed in (range(1) if m == "heuristics" else range(a.seeds))]
+    from tqdm import tqdm
+    res = {}
+    with Pool(a.jobs) if a.jobs > 1 else _Serial() as pool:
+        for job, mk, n, dt, extra in tqdm(pool.imap_unordered(run_one, jobs), total=len(jobs),
+                                          desc="runs", file=sys.stderr):
+            _, batch, idx, _, bw, m, seed, _ = job
+            res.setdefault((batch, idx, bw, m), []).append((seed, mk, n, dt, extra))
+    rows = []
+    for (t, s, idx, bw) in cells:
+        b = TASKS[t]
+        ref = np.median([r[1] for r in res[(b, idx, bw, "magma")]])
+        row = {"task": t, "setting": s, "setting_index": idx, "bandwidth": bw,
+               "magma_median": float(ref),
+               "magma_per_seed": [r[1] for r in sorted(res[(b, idx, bw, "magma")])],
+               "magma_seconds": float(np.mean([r[3] for r in res[(b, idx, bw, "magma")]]))}
+        for m in methods:
+            vals = [r[1] for r in res[(b, idx, bw, m)]]
+            row[m] = float(np.median(vals)) / ref
+        g = golden.get((b, idx, bw))
+        if g:
+            row["original_ga"] = g["magma_ga_100x100_best"] / ref
+            row["original_rs"] = g["random_search_10k_best"] / ref
+            row["magma_le_original_seeds"] = float(np.mean(
+                [r[1] <= g["magma_ga_100x100_best"] * (1 + 1e-12) for r in res[(b, idx, bw, "magma")]]))
+        row["heuristic_best"] = res[(b, idx, bw, "heuristics")][0][4] if "heuristics" in methods else None
+        rows.append(row)
+    base = [m for m in methods if m != "magma"]
+    hdr = f"{'task':<7}{'set':<4}{'BW':>5} {'MAGMA':>10} " + "".join(f"{m[:9]:>10}" for m in base)
+    hdr += f"{'origGA':>9}"
+    print(f"makespan / MAGMA's (median over {a.seeds} seeds, budget {a.budget}); > 1 = MAGMA better")
+    print(hdr)
+    for r in rows:
+        line = f"{r['task']:<7}{r['setting']:<4}{r['bandwidth']:>5g} {r['magma_median']:>10.4g} "
+        line += "".join(f"{r[m]:>10.3f}" for m in base)
+        line += f"{r.get('original_ga', float('nan')):>9.4f}"
+        print(line)
+    wins = [all(r[m] > 1 + 1e-12 for m in base) for r in rows]
+    ge = [all(r[m] >= 1 - 1e-12 for m in base) for r in rows]
+    print(f"\ncells where MAGMA beats every baseline: {sum(wins)}/{len(rows)}"
+          f" (ties with MAGMA counted as not beaten: {sum(ge)}/{len(rows)})")
+    for m in base:
+        v = np.array([r[m] for r in rows])
+        print(f"  {m:<11} geomean {np.exp(np.mean(np.log(v))):.3f}  max {v.max():.3f}  "
+              f"MAGMA strictly better in {np.sum(v > 1 + 1e-12)}/{len(v)}")
+    og = [r for r in rows if "original_ga" in r]
+    if og:
+        le = sum(r["original_ga"] >= 1 - 1e-12 for r in og)
+        per_seed = np.mean([r["magma_le_original_seeds"] for r in og])
+        v = np.array([r["original_ga"] for r in og])
+        print(f"\nMAGMA (median over seeds) <= original code's GA: {le}/{len(og)} cases; "
+              f"per seed: {per_seed:.1%}; geomean origGA/MAGMA {np.exp(np.mean(np.log(v))):.4f}")
+    secs = [r["magma_seconds"] for r in rows]
+    print(f"MAGMA time per run ({a.budget} samples): mean {np.mean(secs):.2f} s, max {np.max(secs):.2f} s")
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"budget": a.budget, "seeds": a.seeds, "methods": methods,
+                               "inst": a.inst, "rows": rows}, indent=1) + "\n")
+    png = _plot(rows, base, out.with_suffix(".png"))
+    print(f"wrote {out} and {png}")
+
+
+def _plot(rows, base, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(tasks) * (len(base) + 1) / 4), 4))
+    width = 0.8 / (len(base) + 1)
+    x = np.arange(len(tasks))
+    for i, m in enumerate(["magma", *base]):
+        vals = [np.exp(np.mean(np.log([r[m] if m != "magma" else 1.0 for r in rows if r["task"] == t])))
+                for t in tasks]
+        ax.bar(x + i * width, vals, width, label=m)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(x + width * len(base) / 2)
+    ax.set_xticklabels(tasks)
+    ax.set_yscale("log")
+    ax.set_ylabel("makespan / MAGMA (geomean over settings x BW)")
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+class _Serial:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def imap_unordered(self, f, it):
+        return map(f, it)
+
+
+if __name__ == "__main__":
+    main()

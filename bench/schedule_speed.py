@@ -1,0 +1,63 @@
+"""Wall time of 10,000-sample schedule searches (100 jobs, 4/8/16 cores) on one process.
+
+    python bench/schedule_speed.py [--magma-dir ../shared/magma] [--budget 10000] [--repeat 3]
+Prints a table and writes results/bench/schedule_speed.json. Target: < 5 s per MAGMA run
+(the original code needs about 10-17 s for 100 generations x 100).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coexplore.system.encoding import MakespanObjective  # noqa: E402
+from coexplore.system.schedule import search_schedule  # noqa: E402
+from coexplore.system.tables import load_table  # noqa: E402
+
+CASES = [("batch_mix", 2, "S1", 1), ("batch_mix", 4, "S4", 1), ("batch_mix", 6, "S6", 1),
+         ("batch_conv", 6, "S6", 16)]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--magma-dir", default=str(ROOT.parent / "shared" / "magma"))
+    ap.add_argument("--budget", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args(argv)
+    rows = []
+    print(f"{'table':<22}{'cores':>6}{'BW':>5}{'magma s':>9}{'random s':>9}{'eval-only s':>12}")
+    for batch, idx, label, bw in CASES:
+        t = load_table(Path(a.magma_dir) / "tables" / batch / f"S{idx}" / "insts0.csv")
+        times = {}
+        for m in ("magma", "random"):
+            ts = []
+            for r in range(a.repeat):
+                t0 = time.perf_counter()
+                search_schedule(t, bw, m, a.budget, seed=r)
+                ts.append(time.perf_counter() - t0)
+            times[m] = float(np.median(ts))
+        obj = MakespanObjective(t, bw)
+        x = obj.space.random(np.random.default_rng(0), a.budget)
+        t0 = time.perf_counter()
+        for i in range(0, a.budget, 100):
+            obj(x[i:i + 100])
+        times["evaluate"] = time.perf_counter() - t0
+        rows.append({"table": f"{batch}/{label}", "cores": t.num_cores, "bandwidth": bw, **times})
+        print(f"{batch + '/' + label:<22}{t.num_cores:>6}{bw:>5}{times['magma']:>9.2f}"
+              f"{times['random']:>9.2f}{times['evaluate']:>12.2f}")
+    out = ROOT / "results" / "bench" / "schedule_speed.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"budget": a.budget, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

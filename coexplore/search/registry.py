@@ -1,0 +1,174 @@
+"""Searcher names -> (class, config dataclass), and mapper configs in YAML (`mappers/<name>.yaml`).
+
+A mapper file:
+    searcher: marl          # a registered name
+    objective: edp          # edp | energy | latency
+    batch_size: 100         # asks per ask/tell round
+    config: {lr: 0.1, ...}  # fields of the searcher's config dataclass (missing ones: defaults)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.search.annealing import SAConfig, SimulatedAnnealing
+from coexplore.search.base import Searcher
+from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
+from coexplore.search.ga import GAConfig, GeneticAlgorithm
+from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
+from coexplore.search.random_search import RandomConfig, RandomSearch
+from coexplore.search.rl import RLConfig, SingleAgentRL
+from coexplore.search.space import DiscreteSpace
+
+SEARCHERS: dict[str, tuple[type, type]] = {
+    "random": (RandomSearch, RandomConfig),
+    "ga": (GeneticAlgorithm, GAConfig),
+    "sa": (SimulatedAnnealing, SAConfig),
+    "rl": (SingleAgentRL, RLConfig),
+    "marl": (MARL, MARLConfig),
+    "marl_noclust": (MARLNoClustering, MARLNoClusteringConfig),
+    "exhaustive": (ExhaustiveSearch, ExhaustiveConfig),
+}
+
+OBJECTIVES = ("edp", "energy", "latency")
+
+
+def register(name: str, searcher_cls: type, config_cls: type) -> None:
+    """Add a searcher (e.g. the mapspace's random_pruned / linear_pruned)."""
+    if not dataclasses.is_dataclass(config_cls):
+        raise TypeError("config_cls must be a dataclass")
+    SEARCHERS[name] = (searcher_cls, config_cls)
+
+
+def _lookup(name: str, file=None) -> tuple[type, type]:
+    if name not in SEARCHERS:
+        raise CoexploreError(f"unknown searcher '{name}'", file=file, key="searcher",
+                             expected=" | ".join(sorted(SEARCHERS)))
+    return SEARCHERS[name]
+
+
+def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None):
+    """A config dataclass from a mapping; unknown keys and wrong types are errors."""
+    data = dict(data or {})
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    defaults = config_cls()
+    kwargs = {}
+    for key, value in data.items():
+        if key not in fields:
+            raise CoexploreError(f"unknown option '{key}' for {config_cls.__name__}", file=file,
+                                 key=f"config.{key}", expected=" | ".join(fields))
+        want = type(getattr(defaults, key))
+        if want is bool:
+            ok = isinstance(value, bool)
+        elif want is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif want is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            value = float(value) if ok else value
+        else:
+            ok = isinstance(value, want)
+        if not ok:
+            raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
+                                 expected=f"a {want.__name__}")
+        kwargs[key] = value
+    return config_cls(**kwargs)
+
+
+def config_to_dict(config) -> dict:
+    return dataclasses.asdict(config)
+
+
+@dataclass
+class MapperSpec:
+    searcher: str
+    objective: str = "edp"
+    batch_size: int = 100
+    config: Any = None
+
+    def to_dict(self) -> dict:
+        return {"searcher": self.searcher, "objective": self.objective,
+                "batch_size": self.batch_size, "config": config_to_dict(self.config)}
+
+
+def mapper_spec(name: str, config=None, objective: str = "edp", batch_size: int = 100) -> MapperSpec:
+    _, config_cls = _lookup(name)
+    return MapperSpec(name, objective, batch_size, config if config is not None else config_cls())
+
+
+def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
+    if not isinstance(data, Mapping) or "searcher" not in data:
+        raise CoexploreError("a mapper config needs a 'searcher' key", file=file, key="searcher",
+                             expected=" | ".join(sorted(SEARCHERS)))
+    unknown = set(data) - {"searcher", "objective", "batch_size", "config"}
+    if unknown:
+        raise CoexploreError(f"unknown key '{sorted(unknown)[0]}'", file=file, key=sorted(unknown)[0],
+                             expected="searcher | objective | batch_size | config")
+    name = data["searcher"]
+    _, config_cls = _lookup(name, file)
+    objective = data.get("objective", "edp")
+    if objective not in OBJECTIVES:
+        raise CoexploreError(f"unknown objective '{objective}'", file=file, key="objective",
+                             expected=" | ".join(OBJECTIVES))
+    batch = data.get("batch_size", 100)
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise CoexploreError(f"bad batch_size {batch!r}", file=file, key="batch_size",
+                             expected="an integer >= 1")
+    return MapperSpec(name, objective, batch, config_from_dict(config_cls, data.get("config"), file))
+
+
+def load_mapper(path) -> MapperSpec:
+    import yaml
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise CoexploreError("mapper config not found", file=path) from None
+    except yaml.YAMLError as exc:
+        raise CoexploreError(f"not valid YAML ({exc.__class__.__name__})", file=path) from None
+    return mapper_from_dict(data, file=path)
+
+
+def save_mapper(spec: MapperSpec, path) -> None:
+    import yaml
+    Path(path).write_text(yaml.safe_dump(spec.to_dict(), sort_keys=False))
+
+
+def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None = 0) -> Searcher:
+    """A fresh searcher for one (space, seed); nothing runs until the first ask."""
+    if isinstance(spec, str):
+        spec = mapper_spec(spec)
+    cls, _ = _lookup(spec.searcher)
+    return cls(space, spec.config, seed)
+
+
+def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") -> np.ndarray:
+    """The loss the searchers minimise, from the cost model's metrics.
+
+    metrics: arrays of the batch keyed 'energy', 'latency' (or 'cycles'), optionally 'edp'
+    (else energy x latency); invalid mappings carry inf (or NaN).
+    """
+    if objective not in OBJECTIVES:
+        raise CoexploreError(f"unknown objective '{objective}'", key="objective",
+                             expected=" | ".join(OBJECTIVES))
+    def get(*names):
+        for k in names:
+            if k in metrics:
+                return np.asarray(metrics[k], dtype=float)
+        raise CoexploreError(f"metrics lack '{names[0]}'", key="metrics", expected=" or ".join(names))
+    if objective == "energy":
+        out = get("energy")
+    elif objective == "latency":
+        out = get("latency", "cycles")
+    elif "edp" in metrics:
+        out = get("edp")
+    else:
+        out = get("energy") * get("latency", "cycles")
+    out = np.array(out, dtype=float, copy=True)
+    out[np.isnan(out)] = np.inf
+    return out
