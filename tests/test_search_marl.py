@@ -1,7 +1,6 @@
 """MARL's correlation analysis and clustering recover planted parameter groups."""
 
 import numpy as np
-import pytest
 
 from coexplore.search.base import run_search
 from coexplore.search.marl import MARL, MARLConfig, cluster_parameters, correlation_analysis
@@ -9,7 +8,7 @@ from coexplore.search.rl import RLConfig, TeamLearner
 from coexplore.search.space import DiscreteSpace
 
 
-def planted(n=3000, seed=0):
+def planted(seed=0):
     """8 parameters: (0, 3) interact through a ridge, (1, 5, 6) through a capacity + ridge,
     2 has a main effect only, 4 and 7 are noise. Parameter 5 is categorical (shuffled values)."""
     rng = np.random.default_rng(seed)

@@ -218,7 +218,7 @@ N_EVIDENCE = 4  # kinds of evidence per pair in correlation_analysis (for the mu
 
 def cut_z(n_params: int, alpha: float = 0.05) -> float:
     """z at which a link is significant with family-wise rate alpha over all pairs and evidence
-    kinds (Bonferroni), e.g. 3.3 for 8 parameters, 3.9 for 36."""
+    kinds (Bonferroni), e.g. 3.3 for 8 parameters, 4.1 for 36."""
     from scipy.stats import norm
     tests = max(1, N_EVIDENCE * n_params * (n_params - 1) // 2)
     return float(norm.isf(alpha / tests))
