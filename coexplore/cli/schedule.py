@@ -1,9 +1,14 @@
 """`coexplore schedule`: map a batch of jobs onto many cores sharing off-chip bandwidth.
 
+    coexplore schedule SYSTEM.yaml [--workload problems/X.yaml ...] [--searcher magma] [--budget N]
+                       [--seed S] [--layer-searcher marl] [--layer-budget N] [--json] [--out DIR]
     coexplore schedule --table TABLE.csv --bandwidth B [--searcher magma] [--budget N]
                        [--seed S] [--json] [--out DIR] [--no-plot]
 
-TABLE.csv is a job table in the format of MAGMA's tables (lat_<core>/bw_<core> columns).
+SYSTEM.yaml describes the cores and the shared off-chip bandwidth (arch/simba_2x2.yaml); every
+distinct layer of the workloads is mapped once per core design with the layer mapper (cached in
+SQLite) to build the job table. TABLE.csv is a job table in the format of MAGMA's tables
+(lat_<core>/bw_<core> columns).
 Writes DIR/schedule.json and DIR/gantt.png (Gantt chart + bandwidth timeline) and prints a
 summary, or with --json the schedule as JSON on stdout.
 """
@@ -24,6 +29,16 @@ def register(subparsers) -> None:
         "schedule", help="assign jobs to cores and order them (MAGMA and baselines)",
         description="Find the job-to-core assignment and per-core order with the smallest "
                     "makespan under shared off-chip bandwidth (MAGMA's model).")
+    p.add_argument("system", nargs="?", metavar="SYSTEM.yaml",
+                   help="system YAML (cores, shared DRAM bandwidth, workloads)")
+    p.add_argument("--workload", action="append", metavar="WORKLOAD.yaml",
+                   help="workload file(s) (default: the system's workloads)")
+    p.add_argument("--layer-searcher", default=None, metavar="S",
+                   help="layer mapper for the job table (default: the system's mappers.layer, else marl)")
+    p.add_argument("--layer-budget", type=int, default=2000, metavar="N",
+                   help="samples per (layer, core design) for the job table (default 2000)")
+    p.add_argument("--cache", help="result cache (default results/cache.sqlite or $COEXPLORE_CACHE)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     p.add_argument("--table", metavar="TABLE.csv",
                    help="job table CSV with lat_<core> and bw_<core> columns (MAGMA's format)")
     p.add_argument("--bandwidth", type=float, metavar="B",
@@ -46,19 +61,28 @@ def run(args) -> int:
     from coexplore.system.schedule import schedule_trace, search_schedule, summary_lines
     from coexplore.system.tables import load_table
 
-    if not args.table:
-        raise CoexploreError("no job table given", key="--table",
-                             expected="--table TABLE.csv --bandwidth B")
-    if args.bandwidth is None:
-        raise CoexploreError("no system bandwidth given", key="--bandwidth",
-                             expected="--bandwidth B (bytes/cycle, > 0)")
-    table = load_table(args.table)
-    result = search_schedule(table, args.bandwidth, args.searcher, args.budget, args.seed,
-                             progress=sys.stderr.isatty() or not args.json)
+    if args.system and args.table:
+        raise CoexploreError("give either SYSTEM.yaml or --table, not both", key="--table",
+                             expected="coexplore schedule SYSTEM.yaml ... or coexplore schedule --table T.csv ...")
+    progress = sys.stderr.isatty() or not args.json
+    if args.system:
+        table, bandwidth, name = _system_table(args, progress)
+    else:
+        if not args.table:
+            raise CoexploreError("no system or job table given", key="SYSTEM.yaml",
+                                 expected="SYSTEM.yaml, or --table TABLE.csv --bandwidth B")
+        if args.bandwidth is None:
+            raise CoexploreError("no system bandwidth given", key="--bandwidth",
+                                 expected="--bandwidth B (bytes/cycle, > 0)")
+        table, bandwidth, name = load_table(args.table), args.bandwidth, Path(args.table).stem
+    result = search_schedule(table, bandwidth, args.searcher, args.budget, args.seed, progress=progress)
     data = result.to_json(table)
-    data["table"] = str(args.table)
+    data["table" if args.table else "system"] = str(args.table or args.system)
+    if args.system:
+        data["jobs"] = [j.name for j in table.jobs]
+        data["cores"] = list(table.cores)
     out = Path(args.out) if args.out else (
-        Path("results") / "schedule" / f"{Path(args.table).stem}-{result.searcher}-s{args.seed}")
+        Path("results") / "schedule" / f"{name}-{result.searcher}-s{args.seed}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "schedule.json").write_text(json.dumps(data, indent=1) + "\n")
     png = None
@@ -66,7 +90,7 @@ def run(args) -> int:
         from coexplore.system.plot import plot_schedule
 
         png = plot_schedule(table, schedule_trace(table, result), out / "gantt.png",
-                            title=f"{Path(args.table).name}: {result.searcher}, makespan "
+                            title=f"{name}: {result.searcher}, makespan "
                                   f"{result.makespan:.4g} cycles, BW {result.bandwidth:g} B/cycle")
     if args.json:
         print(json.dumps(data))
@@ -74,3 +98,31 @@ def run(args) -> int:
         print("\n".join(summary_lines(table, result)))
         print(f"schedule   {out / 'schedule.json'}" + (f"\ngantt      {png}" if png else ""))
     return 0
+
+
+def _system_table(args, progress: bool):
+    """Job table of a system YAML + workloads, through the layer mapper and the cache."""
+    from coexplore.search import registry
+    from coexplore.system.from_system import system_job_table
+
+    if args.table is None and args.bandwidth is not None:
+        pass  # --bandwidth overrides the system's off-chip bandwidth below
+    if args.layer_budget < 1:
+        raise CoexploreError(f"bad layer budget {args.layer_budget}", key="--layer-budget",
+                             expected="an integer >= 1")
+    spec = None
+    if args.layer_searcher:
+        from coexplore.cli.map import resolve_spec
+        spec = resolve_spec(args.layer_searcher, None, None)
+    cache = None
+    if not args.no_cache:
+        from coexplore.model.cache import ResultCache
+        cache = ResultCache(args.cache)
+    try:
+        table, system = system_job_table(args.system, args.workload, spec, args.layer_budget, args.seed,
+                                         cache=cache, progress=progress)
+    finally:
+        if cache is not None:
+            cache.close()
+    bandwidth = args.bandwidth if args.bandwidth is not None else system.offchip_bytes_per_cycle
+    return table, bandwidth, Path(args.system).stem

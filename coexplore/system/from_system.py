@@ -87,6 +87,11 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     models = core_models(system)
     instances = system.instances()
     core_of = {inst.name: inst.core for inst in instances}
+    if layer_mapper is None and system.spec.mappers.get("layer"):
+        path = Path(system.spec.mappers["layer"])
+        if not path.is_absolute() and system.spec.file:
+            path = Path(system.spec.file).parent / path
+        layer_mapper = registry.load_mapper(path)
     spec = layer_mapper or registry.mapper_spec("marl")
     memo: dict = {}
     bar = None

@@ -1,0 +1,80 @@
+"""`coexplore schedule SYSTEM.yaml`: job tables through the layer mapper, then MAGMA."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from coexplore.search import registry
+from coexplore.system.from_system import system_job_table
+
+SYSTEM = """
+system:
+  name: tiny
+  dram: {type: LPDDR4, width: 64, bandwidth_GBps: 8}
+  cores:
+  - {name: simba, template: simba, count: 2}
+  - {name: eyeriss, template: eyeriss, count: 1}
+workloads: [wl.yaml]
+"""
+WORKLOAD = """
+workload:
+  name: mini
+  layers:
+  - {name: a, instance: {C: 16, M: 32, R: 3, S: 3, N: 1, P: 14, Q: 14}}
+  - {name: b, count: 2, instance: {C: 32, M: 32, R: 1, S: 1, N: 1, P: 14, Q: 14}}
+"""
+
+
+@pytest.fixture()
+def system(tmp_path):
+    (tmp_path / "wl.yaml").write_text(WORKLOAD)
+    path = tmp_path / "sys.yaml"
+    path.write_text(SYSTEM)
+    return path
+
+
+def test_job_table_from_system(system):
+    table, sysarch = system_job_table(system, layer_mapper=registry.mapper_spec("random"), layer_budget=300)
+    assert table.cores == ["simba_0", "simba_1", "eyeriss"]
+    assert [j.name for j in table.jobs] == ["mini.a", "mini.b#0", "mini.b#1"]
+    # copies of one core design and repeated layers get identical rows / columns
+    assert np.array_equal(table.latency[:, 0], table.latency[:, 1])
+    assert np.array_equal(table.latency[1], table.latency[2])
+    # latency is at least the layer's MACs over the core's MACs; bandwidth = DRAM bytes / latency >= 0
+    macs = np.array([16 * 32 * 9 * 196, 32 * 32 * 196, 32 * 32 * 196])
+    assert (table.latency[:, 0] >= macs / 256).all() and (table.latency[:, 2] >= macs / 168).all()
+    assert (table.bandwidth > 0).all() and np.isfinite(table.energy).all()
+    assert sysarch.offchip_bytes_per_cycle == pytest.approx(8.0)
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "coexplore.cli.main", *map(str, args)],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_schedule_system_cli(system, tmp_path):
+    args = ["schedule", system, "--layer-searcher", "random", "--layer-budget", "300", "--budget", "400",
+            "--json", "--out", tmp_path / "out", "--cache", tmp_path / "c.sqlite"]
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["samples"] == 400 and len(d["core"]) == 3 and len(d["priority"]) == 3
+    assert set(d["core"]) <= {"simba_0", "simba_1", "eyeriss"}
+    assert (tmp_path / "out" / "gantt.png").exists()
+    again = json.loads(cli(*args).stdout)        # second run: job table from the cache, same schedule
+    assert again["makespan"] == d["makespan"] and again["core"] == d["core"]
+
+
+def test_schedule_system_without_workloads(tmp_path):
+    path = tmp_path / "sys.yaml"
+    path.write_text(SYSTEM.replace("workloads: [wl.yaml]", ""))
+    r = cli("schedule", path, "--no-cache")
+    assert r.returncode == 2 and "workload" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_schedule_needs_system_or_table():
+    r = cli("schedule")
+    assert r.returncode == 2 and "SYSTEM.yaml" in r.stderr
