@@ -32,7 +32,7 @@ from coexplore.spec.mapping import to_arrays  # noqa: E402
 
 PAIRS = [("simba_like", "resnet50_res3a_2b"), ("simba_like", "bert_qkv"),
          ("eyeriss_like", "resnet50_res3a_2b"), ("eyeriss_like", "bert_qkv"),
-         ("simple_weight_stationary", "vgg16_conv3_1")]
+         ("simba_like_pe8_glb4k", "mobilenetv2_pw")]
 
 
 def peak_rss_mib() -> float:

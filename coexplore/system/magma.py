@@ -55,6 +55,12 @@ class MagmaConfig:
     parent_ratio_start: float | None = 0.3
     p_mutation_min: float | None = None   # if set: per-child rate log-uniform in [min, rate]
     warm_start: bool = True               # gen 0 includes the 12 heuristics' schedules
+    # memetic step: this fraction of each generation's children are one-move neighbours of
+    # the best candidates (ramped from local_frac_start over the budget)
+    local_frac: float = 0.0
+    local_frac_start: float | None = None
+    local_parents: int = 1                # neighbours of the best `local_parents` candidates
+    dedup: bool = False                   # re-mutate children already seen in the population
     original_quirks: bool = False
 
     @classmethod
@@ -119,6 +125,36 @@ def crossover_accel(dad, mom, accel, J, N, rng, original_quirks=False):
     return child
 
 
+def neighbour(x, J, N, move, rng):
+    """One local move on candidate x (a copy is returned).
+
+    move 0: swap the priorities of a random job and its successor on the same core;
+    move 1: move a random job to another core (its priority is kept);
+    move 2: swap the cores of two random jobs on different cores (priorities kept)."""
+    y = x.copy()
+    core, prio = y[:J], y[J:]
+    j = int(rng.integers(0, J))
+    if move == 0:
+        same = np.flatnonzero(core == core[j])
+        if len(same) > 1:
+            order = same[np.argsort(prio[same], kind="stable")]
+            pos = int(np.flatnonzero(order == j)[0])
+            k = order[pos + 1] if pos + 1 < len(order) else order[pos - 1]
+            prio[j], prio[k] = prio[k], prio[j]
+            return y
+        move = 1
+    if move == 1 or N == 1:
+        if N > 1:
+            c = int(rng.integers(0, N - 1))
+            core[j] = c + (c >= core[j])
+        return y
+    other = np.flatnonzero(core != core[j])
+    if len(other):
+        k = int(rng.choice(other))
+        core[j], core[k] = core[k], core[j]
+    return y
+
+
 def mutate(children, J, N, p, rng, p_min=None):
     """Each gene with probability p: core -> U{0..N-1}, priority -> U[0, 1). In place.
 
@@ -175,6 +211,19 @@ class MagmaSearcher(Searcher):
         f = min(1.0, self.samples / self.budget)
         return float(start * (end / start) ** f)
 
+    def _dedup(self, kids, J, N, rng):
+        """Children equal to a pool member or an earlier child get one more mutated gene."""
+        if not hasattr(self, "_seen"):
+            self._seen = set()
+        seen = self._seen
+        for k in range(len(kids)):
+            for _ in range(20):
+                if hash(kids[k].tobytes()) not in seen:
+                    break
+                kids[k] = neighbour(kids[k], J, N, int(rng.integers(0, 3)), rng)
+            seen.add(hash(kids[k].tobytes()))
+        return kids
+
     def _next_generation(self) -> np.ndarray:
         cfg, sp, rng = self._cfg(), self.space, self.rng
         P, J, N = cfg.pop_size, sp.num_jobs, sp.num_cores
@@ -227,6 +276,14 @@ class MagmaSearcher(Searcher):
                 accel = int(rng.integers(0, N))
                 kids[k] = crossover_accel(parents[i], parents[j], accel, J, N, rng, q)
         kids = mutate(kids[:P], J, N, p_mut, rng, cfg.p_mutation_min)
+        n_loc = int(round(P * self._rate(cfg.local_frac_start, cfg.local_frac))) if len(elites) else 0
+        if n_loc and not q:                       # memetic step: neighbours of the best
+            src = elites[:max(1, min(cfg.local_parents, len(elites)))]
+            for k in range(P - n_loc, P):
+                kids[k] = neighbour(src[int(rng.integers(0, len(src)))], J, N,
+                                    int(rng.integers(0, 3)), rng)
+        if cfg.dedup and not q:
+            kids = self._dedup(kids, J, N, rng)
         if q and len(elites):                     # original re-evaluates its elites
             kids = np.concatenate([elites, kids])
         return kids
