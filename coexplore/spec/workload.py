@@ -34,24 +34,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from coexplore.errors import CoexploreError
+from coexplore.spec.problem import DEFAULT_CNN_SHAPE
 from coexplore.spec.yamlio import load_yaml
 
 PROBLEM_VERSION = 0.4
 
 # Timeloop's CNN_Layer problem shape (the 7-D convolution); every bundled workload uses it.
-CNN_LAYER_SHAPE: dict[str, Any] = {
-    "name": "CNN_Layer",
-    "dimensions": ["C", "M", "R", "S", "N", "P", "Q"],
-    "coefficients": [{"name": "Wstride", "default": 1}, {"name": "Hstride", "default": 1},
-                     {"name": "Wdilation", "default": 1}, {"name": "Hdilation", "default": 1}],
-    "data_spaces": [
-        {"name": "Weights", "projection": [[["C"]], [["M"]], [["R"]], [["S"]]]},
-        {"name": "Inputs", "projection": [[["N"]], [["C"]], [["R", "Wdilation"], ["P", "Wstride"]],
-                                          [["S", "Hdilation"], ["Q", "Hstride"]]]},
-        {"name": "Outputs", "projection": [[["N"]], [["M"]], [["Q"]], [["P"]]],
-         "read_write": True},
-    ],
-}
+CNN_LAYER_SHAPE: dict[str, Any] = DEFAULT_CNN_SHAPE
 
 # the folder of bundled workloads (repository checkout: <repo>/problems)
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "problems"
