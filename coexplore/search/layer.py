@@ -22,13 +22,9 @@ from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
 from coexplore.search import registry
 from coexplore.search.base import run_search
-from coexplore.search.pruned import LinearPruned, LinearPrunedConfig, RandomPruned, RandomPrunedConfig
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.constraints import LevelConstraints
 from coexplore.spec.mapping import from_arrays
-
-registry.register("random_pruned", RandomPruned, RandomPrunedConfig)
-registry.register("linear_pruned", LinearPruned, LinearPrunedConfig)
 
 MODEL_VERSION = f"builtin-{coexplore.__version__}"
 
@@ -114,5 +110,6 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
                     history=[[int(s), float(v)] for s, v in result.history], objective=spec.objective,
                     seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size())
     if cache is not None:
-        cache.put(key, json.loads(json.dumps(out.to_dict())), {"kind": "map_layer"})
+        cache.put(key, json.loads(json.dumps(out.to_dict())),
+                  {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
     return out

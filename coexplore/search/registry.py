@@ -22,6 +22,7 @@ from coexplore.search.base import Searcher
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
 from coexplore.search.ga import GAConfig, GeneticAlgorithm
 from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
+from coexplore.search.pruned import LinearPruned, LinearPrunedConfig, RandomPruned, RandomPrunedConfig
 from coexplore.search.random_search import RandomConfig, RandomSearch
 from coexplore.search.rl import RLConfig, SingleAgentRL
 from coexplore.search.space import DiscreteSpace
@@ -34,6 +35,9 @@ SEARCHERS: dict[str, tuple[type, type]] = {
     "marl": (MARL, MARLConfig),
     "marl_noclust": (MARLNoClustering, MARLNoClusteringConfig),
     "exhaustive": (ExhaustiveSearch, ExhaustiveConfig),
+    # Timeloop's own algorithms; they need the mapspace (not just a DiscreteSpace), see layer.py
+    "random_pruned": (RandomPruned, RandomPrunedConfig),
+    "linear_pruned": (LinearPruned, LinearPrunedConfig),
 }
 
 OBJECTIVES = ("edp", "energy", "latency")

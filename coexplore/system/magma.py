@@ -55,12 +55,15 @@ class MagmaConfig:
     parent_ratio_start: float | None = 0.3
     p_mutation_min: float | None = None   # if set: per-child rate log-uniform in [min, rate]
     warm_start: bool = True               # gen 0 includes the 12 heuristics' schedules
+    warm_start_at: float = 0.0            # ... or the first generation after this budget fraction
     # memetic step: this fraction of each generation's children are one-move neighbours of
     # the best candidates (ramped from local_frac_start over the budget)
     local_frac: float = 0.0
     local_frac_start: float | None = None
     local_parents: int = 1                # neighbours of the best `local_parents` candidates
     dedup: bool = False                   # re-mutate children already seen in the population
+    islands: int = 1                      # independent sub-populations (warm start in island 0)
+    merge_at: float = 0.5                 # ... merged into one population after this fraction
     original_quirks: bool = False
 
     @classmethod
@@ -188,28 +191,49 @@ class MagmaSearcher(Searcher):
 
     def _init_state(self):
         self._queue = np.empty((0, self.space.dim))
+        self._queue_isl = np.empty(0, dtype=np.int64)
+        self._last_isl = np.empty(0, dtype=np.int64)
         self._pool_x = np.empty((0, self.space.dim))
         self._pool_loss = np.empty(0)
+        self._pool_isl = np.empty(0, dtype=np.int64)
         self.generation = 0
 
     def ask(self, n: int) -> np.ndarray:
         if not hasattr(self, "_queue"):
             self._init_state()
         while len(self._queue) < n:
-            self._queue = np.concatenate([self._queue, self._next_generation()])
+            kids, isl = self._next_generation()
+            self._queue = np.concatenate([self._queue, kids])
+            self._queue_isl = np.concatenate([self._queue_isl, isl])
         out, self._queue = self._queue[:n], self._queue[n:]
+        self._last_isl, self._queue_isl = self._queue_isl[:n], self._queue_isl[n:]
         return out
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         super().tell(batch, losses)
+        isl = self._last_isl if len(self._last_isl) == len(losses) else np.zeros(len(losses), np.int64)
         self._pool_x = np.concatenate([self._pool_x, np.asarray(batch, dtype=float)])
         self._pool_loss = np.concatenate([self._pool_loss, np.asarray(losses, dtype=float)])
+        self._pool_isl = np.concatenate([self._pool_isl, isl])
 
     def _rate(self, start, end):
         if start is None or not self.budget:
             return end
         f = min(1.0, self.samples / self.budget)
         return float(start * (end / start) ** f)
+
+    def _inject(self, pop):
+        """Warm start: the given candidates replace the first ones of the first generation
+        asked after warm_start_at x budget samples."""
+        cfg = self._cfg()
+        if self.initial is None or getattr(self, "_injected", False):
+            return pop
+        if cfg.warm_start_at > 0 and self.budget and self.samples + len(self._queue) < cfg.warm_start_at * self.budget:
+            return pop
+        self._injected = True
+        init = np.atleast_2d(np.asarray(self.initial, dtype=float))[:len(pop)]
+        pop[:len(init)] = init
+        return pop
 
     def _dedup(self, kids, J, N, rng):
         """Children equal to a pool member or an earlier child get one more mutated gene."""
@@ -224,35 +248,70 @@ class MagmaSearcher(Searcher):
             seen.add(hash(kids[k].tobytes()))
         return kids
 
-    def _next_generation(self) -> np.ndarray:
+    def _islands(self) -> int:
+        cfg = self._cfg()
+        if cfg.original_quirks or cfg.islands <= 1:
+            return 1
+        if self.budget and self.samples >= cfg.merge_at * self.budget:
+            return 1
+        return cfg.islands
+
+    def _next_generation(self) -> tuple[np.ndarray, np.ndarray]:
         cfg, sp, rng = self._cfg(), self.space, self.rng
-        P, J, N = cfg.pop_size, sp.num_jobs, sp.num_cores
-        p_mut = self._rate(cfg.p_mutation_start, cfg.p_mutation)
-        par_ratio = self._rate(cfg.parent_ratio_start, cfg.parent_ratio)
+        P = cfg.pop_size
         self.generation += 1
+        n_isl = self._islands()
+        if n_isl == 1:
+            self._pool_isl = np.zeros(len(self._pool_loss), np.int64)
+        sizes = [P // n_isl + (i < P % n_isl) for i in range(n_isl)]
         if self.generation == 1 or len(self._pool_loss) < 2:
             if not cfg.original_quirks:           # generation 0: evaluate a random population
-                pop = sp.random(rng, P)
-                if self.initial is not None:      # warm start: given candidates replace some
-                    init = np.atleast_2d(np.asarray(self.initial, dtype=float))[:P]
-                    pop[:len(init)] = init
-                return pop
-            parents = sp.random(rng, P)           # original: breed blind from random parents
+                pop = sp.random(rng, P)           # warm start into island 0 only
+                isl = np.repeat(np.arange(n_isl), sizes)
+                return self._inject(pop), isl
+        kids, labels, keep_x, keep_l, keep_i = [], [], [], [], []
+        for i, Pi in enumerate(sizes):
+            m = self._pool_isl == i
+            k, kx, kl = self._breed(self._pool_x[m], self._pool_loss[m], Pi)
+            kids.append(k)
+            labels.append(np.full(len(k), i, np.int64))
+            keep_x.append(kx)
+            keep_l.append(kl)
+            keep_i.append(np.full(len(kl), i, np.int64))
+        self._pool_x, self._pool_loss = np.concatenate(keep_x), np.concatenate(keep_l)
+        self._pool_isl = np.concatenate(keep_i)
+        kids = np.concatenate(kids)
+        if not cfg.original_quirks:
+            kids = self._inject(kids)
+        return kids, np.concatenate(labels)
+
+    def _breed(self, pool_x, pool_loss, P):
+        """One MAGMA generation of P children from a population; returns (children, the
+        population members kept for the next generation and their losses)."""
+        cfg, sp, rng = self._cfg(), self.space, self.rng
+        J, N = sp.num_jobs, sp.num_cores
+        P_all = cfg.pop_size
+        p_mut = self._rate(cfg.p_mutation_start, cfg.p_mutation)
+        par_ratio = self._rate(cfg.parent_ratio_start, cfg.parent_ratio)
+        if len(pool_loss) < 2:                    # original: breed blind from random parents
+            parents = sp.random(rng, P)
             w = np.full(P, 1.0 / P)
             elites = np.empty((0, sp.dim))
+            keep_x, keep_l = pool_x[:0], pool_loss[:0]
         else:
-            order = np.argsort(self._pool_loss, kind="stable")[:P]
-            self._pool_x, self._pool_loss = self._pool_x[order], self._pool_loss[order]
+            order = np.argsort(pool_loss, kind="stable")[:P]
+            pool_x, pool_loss = pool_x[order], pool_loss[order]
             n_par = max(2, int(P * par_ratio))
-            parents = self._pool_x[:n_par]
-            w = parent_weights(self._pool_loss[:n_par])
+            parents = pool_x[:n_par]
+            w = parent_weights(pool_loss[:n_par])
             if np.count_nonzero(w) < 2:
                 w = np.full(len(parents), 1.0 / len(parents))
             n_el = max(1, int(P * cfg.elite_ratio))
-            elites = self._pool_x[:n_el]
+            elites = pool_x[:n_el]
             # next population = elites + this generation's children (the rest is dropped)
             keep = 0 if cfg.original_quirks else n_el   # the original re-evaluates elites
-            self._pool_x, self._pool_loss = self._pool_x[:keep], self._pool_loss[:keep]
+            keep_x, keep_l = pool_x[:keep], pool_loss[:keep]
+        del P_all
         n_par = len(parents)
         q = cfg.original_quirks
         kids = np.empty((P + (P % 2), sp.dim))
@@ -286,4 +345,4 @@ class MagmaSearcher(Searcher):
             kids = self._dedup(kids, J, N, rng)
         if q and len(elites):                     # original re-evaluates its elites
             kids = np.concatenate([elites, kids])
-        return kids
+        return kids, keep_x, keep_l
