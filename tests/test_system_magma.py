@@ -10,7 +10,7 @@ from coexplore.search.base import run_search
 from coexplore.search.nevergrad_adapter import NevergradSearcher
 from coexplore.system.encoding import MakespanObjective, ScheduleSpace, space_of
 from coexplore.system.magma import (MagmaConfig, MagmaSearcher, crossover_accel, crossover_gen,
-                                    crossover_rg, mutate, parent_weights)
+                                    crossover_rg, mutate, neighbour, parent_weights)
 from coexplore.system.schedule import SEARCHERS, search_schedule
 from coexplore.system.tables import load_table
 
@@ -159,6 +159,64 @@ def test_magma_matches_or_beats_the_original_ga_on_most_fixture_cases():
         ms = [search_schedule(t, c["bw"], "magma", 10_000, seed=s).makespan for s in range(3)]
         ok += np.median(ms) <= c["magma_ga_100x100_best"] * (1 + 1e-12)
     assert ok >= 0.8 * len(cases)
+
+
+@pytest.mark.parametrize("move", [0, 1, 2])
+def test_neighbour_moves_change_one_thing(move):
+    sp = ScheduleSpace(J, N)
+    rng = np.random.default_rng(move)
+    for x in sp.random(rng, 20):
+        y = neighbour(x, J, N, move, rng)
+        dc, dp = np.flatnonzero(y[:J] != x[:J]), np.flatnonzero(y[J:] != x[J:])
+        assert np.all((y[:J] >= 0) & (y[:J] < N))
+        np.testing.assert_array_equal(np.sort(y[J:]), np.sort(x[J:]))   # priorities permuted
+        if move == 0 and len(dp):      # two jobs of one core, adjacent in its order, swap
+            assert len(dp) == 2 and len(dc) == 0 and x[dp[0]] == x[dp[1]]
+            same = np.flatnonzero(x[:J] == x[dp[0]])
+            order = same[np.argsort(x[J:][same])]
+            pos = sorted(np.flatnonzero(np.isin(order, dp)))
+            assert pos[1] - pos[0] == 1
+        elif move == 1 or len(dc) == 1:
+            assert len(dc) == 1 and len(dp) == 0
+        else:
+            assert len(dc) == 2 and len(dp) == 0 and y[dc[0]] == x[dc[1]] and y[dc[1]] == x[dc[0]]
+
+
+def test_default_magma_never_asks_a_child_twice_and_keeps_islands_apart():
+    t = _table("batch_mix/S8")
+    obj = MakespanObjective(t, 16.0)
+    s = MagmaSearcher(space_of(t), seed=2, budget=3000)
+    seen, gens = set(), []
+    while s.samples < 3000:
+        x = s.ask(100)
+        s.tell(x, obj(x))
+        gens.append(x)
+        if len(gens) > 1:              # children (generation 0 is random + warm start)
+            rows = {r.tobytes() for r in x}
+            assert len(rows) == 100 and not rows & seen
+            seen |= rows
+    assert s.samples == 3000
+    cfg = MagmaConfig()
+    assert cfg.islands == 2 and 0 < cfg.merge_at < 1
+    assert len(np.unique(s._pool_isl)) == 1   # merged after merge_at x budget
+    # before the merge each island breeds half the children from its own population only
+    s2 = MagmaSearcher(space_of(t), seed=2, budget=3000)
+    for g in range(3):
+        x = s2.ask(100)
+        np.testing.assert_array_equal(s2._last_isl, np.repeat([0, 1], 50))
+        s2.tell(x, obj(x))
+        if g:
+            assert len(s2._pool_isl) == 100 + 2 * 2   # 2 elites per island of 50 + children
+            assert set(np.unique(s2._pool_isl)) == {0, 1}
+
+
+def test_islands_one_and_no_dedup_is_the_single_population_ga():
+    t = _table()
+    obj = MakespanObjective(t, 1.0)
+    a = run_search(MagmaSearcher(space_of(t), MagmaConfig(islands=1, dedup=False), seed=4), obj, 600)
+    s = MagmaSearcher(space_of(t), MagmaConfig(islands=1, dedup=False), seed=4)
+    b = run_search(s, obj, 600)
+    assert a.history == b.history and np.all(s._pool_isl == 0)
 
 
 def test_nevergrad_adapter_minimises_a_box_function():

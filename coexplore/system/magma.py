@@ -18,6 +18,17 @@ Quirks of the original code (maestro-project/magma `SchedulerGA`) and what is ke
   the mutation rate anneals 0.05 -> 0.01 per gene and the parent pool 30% -> 10% of the
   population over the budget (exploration first, refinement last), and generation 0
   includes the 12 list-scheduling heuristics' schedules (warm start, 12 of its samples).
+* added (default; `islands=1, dedup=False` turns them off): two islands -- the population
+  is split into two halves of 50 that breed apart (each with MAGMA's operators, 2 elites
+  and its own parent pool), the warm start going into island 0 only, and are merged into
+  one population of 100 after 70% of the budget. The heuristics' schedules otherwise
+  take over the population in a few generations and pin it to their basin (e.g. the
+  longest job on the core the heuristics chose); the cold island keeps a second basin.
+  Duplicates: a child equal to one asked before gets random one-move changes (`neighbour`:
+  swap the priorities of two adjacent jobs of one core, move a job to another core, or
+  swap the cores of two jobs) until it is new, so no sample re-evaluates a known schedule.
+  Measured at 10K samples, 64 golden cases x 5 seeds (median): MAGMA <= the original
+  code's GA in 58/64 cases (55/64 before), geomean ours/original 0.9867 (0.9872 before).
 * kept: 2 parents without replacement and MAGMA's weight formula, the parent/elite counts,
   operator order and probabilities, the half-genome rule of crossover-gen (swap [:point] if
   point < J/2 else [point:]), P children per generation, elites = copies of the best.
@@ -55,22 +66,16 @@ class MagmaConfig:
     parent_ratio_start: float | None = 0.3
     p_mutation_min: float | None = None   # if set: per-child rate log-uniform in [min, rate]
     warm_start: bool = True               # gen 0 includes the 12 heuristics' schedules
-    warm_start_at: float = 0.0            # ... or the first generation after this budget fraction
-    # memetic step: this fraction of each generation's children are one-move neighbours of
-    # the best candidates (ramped from local_frac_start over the budget)
-    local_frac: float = 0.0
-    local_frac_start: float | None = None
-    local_parents: int = 1                # neighbours of the best `local_parents` candidates
-    dedup: bool = False                   # re-mutate children already seen in the population
-    islands: int = 1                      # independent sub-populations (warm start in island 0)
-    merge_at: float = 0.5                 # ... merged into one population after this fraction
+    dedup: bool = True                    # children already asked get local moves until new
+    islands: int = 2                      # sub-populations bred apart (warm start in island 0 only)
+    merge_at: float = 0.7                 # ... merged into one population after this budget fraction
     original_quirks: bool = False
 
     @classmethod
     def original(cls) -> "MagmaConfig":
         """The original code's settings and quirks (fixed rates, blind gen 0, ...)."""
         return cls(p_mutation=0.05, p_mutation_start=None, parent_ratio_start=None,
-                   warm_start=False, original_quirks=True)
+                   warm_start=False, dedup=False, islands=1, original_quirks=True)
 
 
 def parent_weights(losses: np.ndarray) -> np.ndarray:
@@ -223,20 +228,15 @@ class MagmaSearcher(Searcher):
         return float(start * (end / start) ** f)
 
     def _inject(self, pop):
-        """Warm start: the given candidates replace the first ones of the first generation
-        asked after warm_start_at x budget samples."""
-        cfg = self._cfg()
-        if self.initial is None or getattr(self, "_injected", False):
-            return pop
-        if cfg.warm_start_at > 0 and self.budget and self.samples + len(self._queue) < cfg.warm_start_at * self.budget:
-            return pop
-        self._injected = True
-        init = np.atleast_2d(np.asarray(self.initial, dtype=float))[:len(pop)]
-        pop[:len(init)] = init
+        """Warm start: the given candidates replace the first ones of generation 0."""
+        if self.initial is not None:
+            init = np.atleast_2d(np.asarray(self.initial, dtype=float))[:len(pop)]
+            pop[:len(init)] = init
         return pop
 
     def _dedup(self, kids, J, N, rng):
-        """Children equal to a pool member or an earlier child get one more mutated gene."""
+        """Children equal to a child asked before get random local moves (`neighbour`)
+        until they are new (at most 20 tries), so no sample re-evaluates a known schedule."""
         if not hasattr(self, "_seen"):
             self._seen = set()
         seen = self._seen
@@ -280,17 +280,13 @@ class MagmaSearcher(Searcher):
             keep_i.append(np.full(len(kl), i, np.int64))
         self._pool_x, self._pool_loss = np.concatenate(keep_x), np.concatenate(keep_l)
         self._pool_isl = np.concatenate(keep_i)
-        kids = np.concatenate(kids)
-        if not cfg.original_quirks:
-            kids = self._inject(kids)
-        return kids, np.concatenate(labels)
+        return np.concatenate(kids), np.concatenate(labels)
 
     def _breed(self, pool_x, pool_loss, P):
         """One MAGMA generation of P children from a population; returns (children, the
         population members kept for the next generation and their losses)."""
         cfg, sp, rng = self._cfg(), self.space, self.rng
         J, N = sp.num_jobs, sp.num_cores
-        P_all = cfg.pop_size
         p_mut = self._rate(cfg.p_mutation_start, cfg.p_mutation)
         par_ratio = self._rate(cfg.parent_ratio_start, cfg.parent_ratio)
         if len(pool_loss) < 2:                    # original: breed blind from random parents
@@ -311,7 +307,6 @@ class MagmaSearcher(Searcher):
             # next population = elites + this generation's children (the rest is dropped)
             keep = 0 if cfg.original_quirks else n_el   # the original re-evaluates elites
             keep_x, keep_l = pool_x[:keep], pool_loss[:keep]
-        del P_all
         n_par = len(parents)
         q = cfg.original_quirks
         kids = np.empty((P + (P % 2), sp.dim))
@@ -335,12 +330,6 @@ class MagmaSearcher(Searcher):
                 accel = int(rng.integers(0, N))
                 kids[k] = crossover_accel(parents[i], parents[j], accel, J, N, rng, q)
         kids = mutate(kids[:P], J, N, p_mut, rng, cfg.p_mutation_min)
-        n_loc = int(round(P * self._rate(cfg.local_frac_start, cfg.local_frac))) if len(elites) else 0
-        if n_loc and not q:                       # memetic step: neighbours of the best
-            src = elites[:max(1, min(cfg.local_parents, len(elites)))]
-            for k in range(P - n_loc, P):
-                kids[k] = neighbour(src[int(rng.integers(0, len(src)))], J, N,
-                                    int(rng.integers(0, 3)), rng)
         if cfg.dedup and not q:
             kids = self._dedup(kids, J, N, rng)
         if q and len(elites):                     # original re-evaluates its elites
