@@ -30,17 +30,9 @@ from coexplore.spec.architecture import load_architecture  # noqa: E402
 from coexplore.spec.ert import load_ert  # noqa: E402
 from coexplore.spec.mapping import load_mapping, to_arrays  # noqa: E402
 from coexplore.spec.problem import load_problem  # noqa: E402
+from coexplore.arch.params import CORPUS_DESIGNS  # noqa: E402
 
-DESIGNS = [
-    ("simba_like", "simba", {}),
-    ("eyeriss_like", "eyeriss", {}),
-    ("simba_like_pe8_glb4k", "simba", {"pe_mesh_x": 8, "glb_depth": 4096}),
-    ("simba_like_pe32_glb1k", "simba", {"pe_mesh_x": 32, "glb_depth": 1024}),
-    ("eyeriss_like_45nm_pe16x8_glb32k", "eyeriss",
-     {"technology": "45nm", "pe_mesh_x": 16, "pe_mesh_y": 8, "glb_depth": 32768}),
-    ("eyeriss_like_45nm_pe8x16_glb8k", "eyeriss",
-     {"technology": "45nm", "pe_mesh_x": 8, "pe_mesh_y": 16, "glb_depth": 8192}),
-]
+DESIGNS = CORPUS_DESIGNS
 
 
 def evaluate_cases(arch_path: Path, ert_path: Path, cases: list[Path], layers: Path) -> list[dict]:

@@ -19,20 +19,12 @@ from coexplore.arch.core import build_core
 from coexplore.arch.eyeriss import EyerissParams
 from coexplore.arch.simba import SimbaParams
 from coexplore.errors import CoexploreError
+from coexplore.arch.params import CORPUS_DESIGNS
 
 DATA = Path(__file__).parent / "data" / "arches"
 
 # (reference folder, template, parameters that differ from the template defaults)
-CASES = [
-    ("simba_like", "simba", {}),
-    ("eyeriss_like", "eyeriss", {}),
-    ("simba_like_pe8_glb4k", "simba", {"pe_mesh_x": 8, "glb_depth": 4096}),
-    ("simba_like_pe32_glb1k", "simba", {"pe_mesh_x": 32, "glb_depth": 1024}),
-    ("eyeriss_like_45nm_pe16x8_glb32k", "eyeriss",
-     {"technology": "45nm", "pe_mesh_x": 16, "pe_mesh_y": 8, "glb_depth": 32768}),
-    ("eyeriss_like_45nm_pe8x16_glb8k", "eyeriss",
-     {"technology": "45nm", "pe_mesh_x": 8, "pe_mesh_y": 16, "glb_depth": 8192}),
-]
+CASES = CORPUS_DESIGNS
 IDS = [c[0] for c in CASES]
 
 

@@ -121,3 +121,17 @@ def as_dict(params) -> dict:
 def drop_none(attrs: dict) -> dict:
     """`attrs` without the keys whose value is None (optional Timeloop attributes)."""
     return {k: v for k, v in attrs.items() if v is not None}
+
+
+# The Timeloop reference corpus designs as (corpus folder, template, parameters that differ from
+# the template defaults): what the templates must reproduce (tests and bench/arch_corpus_equivalence.py).
+CORPUS_DESIGNS = [
+    ("simba_like", "simba", {}),
+    ("eyeriss_like", "eyeriss", {}),
+    ("simba_like_pe8_glb4k", "simba", {"pe_mesh_x": 8, "glb_depth": 4096}),
+    ("simba_like_pe32_glb1k", "simba", {"pe_mesh_x": 32, "glb_depth": 1024}),
+    ("eyeriss_like_45nm_pe16x8_glb32k", "eyeriss",
+     {"technology": "45nm", "pe_mesh_x": 16, "pe_mesh_y": 8, "glb_depth": 32768}),
+    ("eyeriss_like_45nm_pe8x16_glb8k", "eyeriss",
+     {"technology": "45nm", "pe_mesh_x": 8, "pe_mesh_y": 16, "glb_depth": 8192}),
+]
