@@ -26,11 +26,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from coexplore.system.evaluator import evaluate  # noqa: E402
 from coexplore.system.heuristics import HEURISTICS, heuristic_schedule  # noqa: E402
 from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
+
+from runlog import RunLog, source_version  # noqa: E402
 
 TASKS = {"vision": "batch_conv", "lang": "batch_lang", "recom": "batch_recom", "mix": "batch_mix"}
 SETTINGS = {"S1": 2, "S2": 3, "S3": 8, "S4": 4, "S5": 5, "S6": 6}   # paper label -> code index
@@ -40,9 +43,22 @@ METHODS = ("magma", "random", "stdga", "pso", "cma", "de", "tbpsa", "oneplusone"
 FAST = ("magma", "random", "stdga", "heuristics")
 
 
+COMMON = ("coexplore/system/evaluator.py", "coexplore/system/encoding.py")
+SOURCES = {"magma": ("coexplore/system/magma.py", "coexplore/system/heuristics.py"),
+           "heuristics": ("coexplore/system/heuristics.py",),
+           "random": ("coexplore/system/baselines.py",), "stdga": ("coexplore/system/baselines.py",)}
+NG_SOURCES = ("coexplore/system/baselines.py", "coexplore/search/nevergrad_adapter.py")
+
+
+def version(method: str) -> str:
+    """Hash of the code a method's result depends on: a changed method reruns, others resume."""
+    return source_version(*COMMON, *SOURCES.get(method, NG_SOURCES))
+
+
 def run_one(job):
-    magma_dir, batch, setting, inst, bw, method, seed, budget = job
-    table = load_table(Path(magma_dir) / "tables" / batch / f"S{setting}" / f"{inst}.csv")
+    table = load_table(Path(job["magma_dir"]) / "tables" / job["batch"] / f"S{job['setting']}"
+                       / f"{job['inst']}.csv")
+    method, bw = job["method"], job["bw"]
     t0 = time.perf_counter()
     if method == "heuristics":
         best, name = np.inf, None
@@ -51,9 +67,14 @@ def run_one(job):
             m = evaluate(table.latency, table.bandwidth, bw, core[None], prio[None]).makespan[0]
             if m < best:
                 best, name = float(m), h
-        return job, best, len(HEURISTICS), time.perf_counter() - t0, name
-    r = search_schedule(table, bw, method, budget, seed)
-    return job, r.makespan, r.samples, time.perf_counter() - t0, None
+        return {**job, "makespan": best, "samples": len(HEURISTICS),
+                "seconds": time.perf_counter() - t0, "heuristic": name}
+    r = search_schedule(table, bw, method, job["budget"], job["seed"])
+    return {**job, "makespan": float(r.makespan), "samples": int(r.samples),
+            "seconds": time.perf_counter() - t0}
+
+
+KEY = ("batch", "setting", "inst", "bw", "method", "seed", "budget")
 
 
 def main(argv=None):
@@ -69,6 +90,8 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--quick", action="store_true",
                     help="1 seed, 2,000 samples, methods " + ",".join(FAST))
+    ap.add_argument("--report-only", action="store_true",
+                    help="no new runs: report what the run log holds (seeds may be uneven)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "magma_vs_baselines.json"))
     a = ap.parse_args(argv)
     if a.quick:
@@ -88,16 +111,31 @@ def main(argv=None):
             idx = SETTINGS[s]
             bws = [float(b) for b in a.bandwidths.split(",")] if a.bandwidths else BANDWIDTHS[idx]
             cells += [(task, s, idx, bw) for bw in bws]
-    jobs = [(a.magma_dir, TASKS[t], idx, a.inst, bw, m, seed, a.budget)
-            for (t, s, idx, bw) in cells for m in methods
-            for seed in (range(1) if m == "heuristics" else range(a.seeds))]
+    # fast methods first, then seed-major: an interrupted run has every cell at the same seeds
+    versions = {m: version(m) for m in methods}
+    jobs = [{"magma_dir": a.magma_dir, "batch": TASKS[t], "setting": idx, "inst": a.inst, "bw": bw,
+             "method": m, "seed": seed, "budget": a.budget, "version": versions[m]}
+            for seed in range(a.seeds) for m in methods
+            for (t, s, idx, bw) in cells if not (m == "heuristics" and seed > 0)]
+    jobs.sort(key=lambda j: (j["method"] not in FAST, j["seed"]))
+    log = RunLog(Path(a.out).with_suffix(".partial.jsonl"), KEY)
+    todo = [] if a.report_only else [j for j in jobs if j not in log]
+    print(f"{len(jobs)} runs ({len(jobs) - len(todo)} already in {log.path.name})", file=sys.stderr)
     from tqdm import tqdm
+    with log, (Pool(a.jobs) if a.jobs > 1 else _Serial()) as pool:
+        for rec in tqdm(pool.imap(run_one, todo), total=len(todo), desc="runs", file=sys.stderr):
+            log.append(rec)
     res = {}
-    with Pool(a.jobs) if a.jobs > 1 else _Serial() as pool:
-        for job, mk, n, dt, extra in tqdm(pool.imap_unordered(run_one, jobs), total=len(jobs),
-                                          desc="runs", file=sys.stderr):
-            _, batch, idx, _, bw, m, seed, _ = job
-            res.setdefault((batch, idx, bw, m), []).append((seed, mk, n, dt, extra))
+    for j in jobs:
+        r = log.get(j)
+        if r is not None:
+            res.setdefault((j["batch"], j["setting"], j["bw"], j["method"]), []).append(
+                (r["seed"], r["makespan"], r["samples"], r["seconds"], r.get("heuristic")))
+    cells = [c for c in cells if all((TASKS[c[0]], c[2], c[3], m) in res for m in methods)]
+    if not cells:
+        raise SystemExit("no cell has results for every method yet")
+    seeds_used = {m: sorted({len(res[(TASKS[t], idx, bw, m)]) for (t, s, idx, bw) in cells})
+                  for m in methods}
     rows = []
     for (t, s, idx, bw) in cells:
         b = TASKS[t]
@@ -120,7 +158,8 @@ def main(argv=None):
     base = [m for m in methods if m != "magma"]
     hdr = f"{'task':<7}{'set':<4}{'BW':>5} {'MAGMA':>10} " + "".join(f"{m[:9]:>10}" for m in base)
     hdr += f"{'origGA':>9}"
-    print(f"makespan / MAGMA's (median over {a.seeds} seeds, budget {a.budget}); > 1 = MAGMA better")
+    print(f"makespan / MAGMA's (median over seeds, budget {a.budget}); > 1 = MAGMA better; seeds per "
+          "method: " + ", ".join(f"{m} {'/'.join(map(str, v))}" for m, v in seeds_used.items()))
     print(hdr)
     for r in rows:
         line = f"{r['task']:<7}{r['setting']:<4}{r['bandwidth']:>5g} {r['magma_median']:>10.4g} "
@@ -146,7 +185,8 @@ def main(argv=None):
     print(f"MAGMA time per run ({a.budget} samples): mean {np.mean(secs):.2f} s, max {np.max(secs):.2f} s")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"budget": a.budget, "seeds": a.seeds, "methods": methods,
+    out.write_text(json.dumps({"budget": a.budget, "seeds": a.seeds, "seeds_per_method": seeds_used,
+                               "methods": methods,
                                "inst": a.inst, "rows": rows}, indent=1) + "\n")
     png = _plot(rows, base, out.with_suffix(".png"))
     print(f"wrote {out} and {png}")
@@ -183,7 +223,7 @@ class _Serial:
     def __exit__(self, *exc):
         return False
 
-    def imap_unordered(self, f, it):
+    def imap(self, f, it):
         return map(f, it)
 
 

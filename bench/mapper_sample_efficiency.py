@@ -1,7 +1,9 @@
 """Layer-mapper sample efficiency: best EDP against cost-model samples, every searcher, several seeds.
 
-Pairs: Simba-like and Eyeriss-like cores x (3x3 conv, 1x1 conv, strided conv, GEMM), plus a small
-layer whose mapspace is enumerated exhaustively (the optimum reference). For each pair, searcher
+Pairs: Simba-like and Eyeriss-like cores x (3x3 conv, 1x1 conv, strided conv, GEMM), plus three
+small layers whose distinct mappings are all enumerated (the optimum reference; searched with
+10,000 samples). Finished runs go to a .partial.jsonl log keyed by the searcher's code version,
+so an interrupted run resumes and a changed searcher reruns alone. For each pair, searcher
 and seed the best EDP after 100 ... BUDGET samples is recorded; reported per pair: the median
 best EDP at each checkpoint, the samples each searcher needs to come within 5% of the best value
 any searcher found, wall time, and for MARL vs single-agent RL the sample-efficiency ratio (samples
@@ -29,6 +31,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from runlog import RunLog, source_version  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "timeloop_corpus"
 PAIRS = [
@@ -41,9 +46,26 @@ PAIRS = [
     ("eyeriss_like", "resnet50_conv1", "strided conv"),
     ("eyeriss_like", "bert_qkv", "GEMM"),
 ]
-SMALL = ("simple_weight_stationary", "small_gemm", "small (exhaustive)")
-SMALL_LAYER = {"problem": {"version": 0.4, "instance": {"C": 4, "M": 4, "R": 1, "S": 1, "N": 1, "P": 8, "Q": 1}}}
+# small layers: every distinct mapping is enumerated (coexplore.mapspace.enumerate) for the optimum
+SMALL_LAYERS = {"small_gemm": {"C": 4, "M": 4, "P": 8},
+                "small_fc": {"C": 8, "M": 16, "P": 4},
+                "small_conv": {"C": 4, "M": 8, "P": 4, "Q": 4, "R": 3, "S": 3}}
+SMALL = [("simple_weight_stationary", "small_gemm", "small GEMM (exhaustive)"),
+         ("simba_like", "small_fc", "small 1x1 (exhaustive)"),
+         ("eyeriss_like", "small_conv", "small conv 3x3 (exhaustive)")]
+SMALL_BUDGET = 10_000
 SEARCHERS = ["random", "random_pruned", "linear_pruned", "ga", "sa", "rl", "marl", "marl_noclust"]
+_S = "coexplore/search/"
+_LEARNER = (_S + "rl.py", _S + "memo.py", _S + "losses.py")
+SOURCES = {"random": (_S + "random_search.py",), "random_pruned": (_S + "pruned.py",),
+           "linear_pruned": (_S + "pruned.py",), "ga": (_S + "ga.py", _S + "mutation.py"),
+           "sa": (_S + "annealing.py", _S + "mutation.py"), "rl": _LEARNER,
+           "marl": (_S + "marl.py", *_LEARNER), "marl_noclust": (_S + "marl.py", *_LEARNER)}
+
+
+def version(searcher: str) -> str:
+    """Hash of the searcher's code and its mapper YAML: a changed searcher reruns, others resume."""
+    return source_version(*SOURCES.get(searcher, ()), f"mappers/{searcher}.yaml")
 CHECKPOINTS = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 
 
@@ -54,16 +76,18 @@ def _context(arch: str, layer: str):
     from coexplore.spec.ert import load_ert
     from coexplore.spec.problem import DEFAULT_CNN_SHAPE, parse_problem
     adir = CORPUS / "arches" / arch
-    if layer == "small_gemm":
+    if layer in SMALL_LAYERS:
         a = load_architecture(adir / "processed.yaml")
-        prob = parse_problem({"problem": {"shape": DEFAULT_CNN_SHAPE, **SMALL_LAYER["problem"]}}, name="small_gemm")
+        inst = {**{k: 1 for k in "CMRSNPQ"}, **SMALL_LAYERS[layer]}
+        prob = parse_problem({"problem": {"shape": DEFAULT_CNN_SHAPE, "version": 0.4, "instance": inst}},
+                             name=layer)
         ert = load_ert(adir / "ERT.yaml")
         return Context(a, prob, ert, level_costs(a, ert))
     return load_context(adir / "processed.yaml", CORPUS / "layers" / f"{layer}.yaml", adir / "ERT.yaml")
 
 
 def run_one(job):
-    arch, layer, searcher, seed, budget = job
+    arch, layer, searcher, seed, budget = (job[k] for k in ("arch", "layer", "searcher", "seed", "budget"))
     from coexplore.search import registry
     from coexplore.search.layer import map_layer
     from coexplore.spec.constraints import load_constraints
@@ -101,29 +125,17 @@ def samples_to(history, target):
 
 
 def exhaustive_optimum(arch, layer):
+    """(optimum EDP, number of distinct mappings) by enumerating every distinct mapping."""
     import numpy as np
+    from coexplore.mapspace.enumerate import canonical_points, count_canonical
     from coexplore.mapspace.space import MapSpace
-    from coexplore.search import registry
     from coexplore.search.layer import make_objective
     from coexplore.spec.constraints import load_constraints
     ctx = _context(arch, layer)
     ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, CORPUS / "arches" / arch / "constraints.yaml"))
-    size = ms.space.size
-    if size > 5e7:            # the redundant encoding is too large to enumerate: no optimum
-        return None, size
     f = make_objective(ctx, ms, "edp")
-    best = math.inf
-    card = ms.space.cardinalities
-    chunk = 50_000
-    for start in range(0, size, chunk):
-        idx = np.arange(start, min(size, start + chunk), dtype=np.int64)
-        X = np.zeros((len(idx), len(card)), np.int64)
-        rest = idx.copy()
-        for j, c in enumerate(card):
-            X[:, j] = rest % c
-            rest //= c
-        best = min(best, float(np.min(f(X))))
-    return best, size
+    best = min(float(np.min(f(X))) for X in canonical_points(ms))
+    return best, count_canonical(ms)
 
 
 def main() -> None:
@@ -140,28 +152,23 @@ def main() -> None:
     seeds = args.seeds or (2 if args.quick else 5)
     searchers = args.searchers.split(",") if args.searchers else (
         ["random", "rl", "marl", "ga"] if args.quick else SEARCHERS)
-    pairs = PAIRS + [SMALL]
+    pairs = PAIRS + SMALL
     if args.pairs:
         pairs = [pairs[int(i)] for i in args.pairs.split(",")]
-    jobs = [(a, l, s, seed, budget) for a, l, _ in pairs for s in searchers for seed in range(seeds)]
+
+    def pair_budget(layer):
+        return min(budget, SMALL_BUDGET) if layer in SMALL_LAYERS else budget
+    jobs = [{"arch": a, "layer": l, "searcher": s, "seed": seed, "budget": pair_budget(l), "version": version(s)}
+            for a, l, _ in pairs for s in searchers for seed in range(seeds)]
     out_path = Path(args.out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    partial = out_path.with_suffix(".partial.jsonl")
-    done = {}
-    if partial.exists():                      # resume an interrupted run
-        for line in partial.read_text().splitlines():
-            r = json.loads(line)
-            done[(r["arch"], r["layer"], r["searcher"], r["seed"], r.get("budget", budget))] = r
-    todo = [j for j in jobs if j not in done]
-    print(f"{len(jobs)} runs ({len(done)} already done), budget {budget:,}, {seeds} seeds", flush=True)
+    log = RunLog(out_path.with_suffix(".partial.jsonl"), ("arch", "layer", "searcher", "seed", "budget"))
+    todo = [j for j in jobs if j not in log]
+    print(f"{len(jobs)} runs ({len(jobs) - len(todo)} already done), budget {budget:,}, {seeds} seeds", flush=True)
     from tqdm import tqdm
-    with ProcessPoolExecutor(args.jobs) as pool, partial.open("a") as fh:
-        for r in tqdm(pool.map(run_one, todo), total=len(todo), desc="runs"):
-            r["budget"] = budget
-            fh.write(json.dumps(r) + "\n")
-            fh.flush()
-            done[(r["arch"], r["layer"], r["searcher"], r["seed"], budget)] = r
-    runs = [done[j] for j in jobs]
+    with ProcessPoolExecutor(args.jobs) as pool, log:
+        for job, r in tqdm(zip(todo, pool.map(run_one, todo)), total=len(todo), desc="runs"):
+            log.append({**r, "budget": job["budget"], "version": job["version"]})
+    runs = [log.get(j) for j in jobs]
     summary = {"budget": budget, "seeds": seeds, "searchers": searchers, "pairs": []}
     for a, l, kind in pairs:
         pr = [r for r in runs if r["arch"] == a and r["layer"] == l and "history" in r]
@@ -169,16 +176,16 @@ def main() -> None:
             continue
         overall = min(r["best"] for r in pr)
         entry = {"arch": a, "layer": l, "kind": kind, "best_any": overall, "searchers": {}}
-        if (a, l, kind) == SMALL:
+        if l in SMALL_LAYERS:
             opt, size = exhaustive_optimum(a, l)
-            entry["mapspace_points"] = size
-            if opt is not None:
-                entry["exhaustive_optimum"] = opt
+            entry["budget"] = pair_budget(l)
+            entry["distinct_mappings"] = size
+            entry["exhaustive_optimum"] = opt
         for s in searchers:
             rs = [r for r in pr if r["searcher"] == s]
             if not rs:
                 continue
-            cps = {str(c): statistics.median(best_at(r["history"], c) for r in rs) for c in CHECKPOINTS if c <= budget}
+            cps = {str(c): statistics.median(best_at(r["history"], c) for r in rs) for c in CHECKPOINTS if c <= pair_budget(l)}
             to5 = [samples_to(r["history"], overall * 1.05) for r in rs]
             entry["searchers"][s] = {
                 "median_best": statistics.median(r["best"] for r in rs), "best_at": cps,
@@ -229,18 +236,33 @@ def plot_pair(entry, runs, searchers, path):
 
 def print_table(summary):
     searchers = summary["searchers"]
-    at = "10000" if summary["budget"] >= 10_000 else str(summary["budget"])
-    print(f"\nbest EDP at {int(at):,} samples relative to the best any searcher found at {summary['budget']:,} "
-          f"(median over {summary['seeds']} seeds; 1.00 = best)")
+    print(f"\nbest EDP at 10,000 samples relative to the best any searcher found at {summary['budget']:,} "
+          f"(small layers: to the exhaustive optimum; median over {summary['seeds']} seeds; 1.00 = best)")
     print(f"{'pair':<42}" + "".join(f"{s:>14}" for s in searchers) + f"{'MARL/RL x':>11}")
     for e in summary["pairs"]:
+        ref = e.get("exhaustive_optimum", e["best_any"])
         row = f"{e['arch'] + '/' + e['layer']:<42}"
         for s in searchers:
-            v = e["searchers"].get(s, {}).get("best_at", {}).get(at, math.nan)
-            row += f"{v / e['best_any']:>14.3f}"
+            v = e["searchers"].get(s, {}).get("best_at", {}).get("10000", math.nan)
+            row += f"{v / ref:>14.3f}"
         ratio = e.get("marl_vs_rl_sample_ratio_median")
         row += f"{ratio:>11.1f}" if ratio is not None else f"{'-':>11}"
         print(row)
+    main_pairs = [e for e in summary["pairs"] if "exhaustive_optimum" not in e and "marl" in e["searchers"]]
+    small = [e for e in summary["pairs"] if "exhaustive_optimum" in e and "marl" in e["searchers"]]
+    if main_pairs:
+        within = sum(e["searchers"]["marl"]["best_at"].get("10000", math.inf) <= 1.05 * e["best_any"]
+                     for e in main_pairs)
+        ratios = [e["marl_vs_rl_sample_ratio_median"] for e in main_pairs
+                  if e.get("marl_vs_rl_sample_ratio_median") is not None]
+        print(f"\nMARL at 10k within 5% of the best at {summary['budget']:,}: {within}/{len(main_pairs)} pairs")
+        if ratios:
+            print(f"MARL vs RL samples to RL's final best: median over pairs {statistics.median(ratios):.1f}x "
+                  f"(per pair: {', '.join(f'{r:.1f}' for r in ratios)})")
+    for e in small:
+        v = e["searchers"]["marl"]["best_at"].get("10000", math.inf) / e["exhaustive_optimum"]
+        print(f"{e['arch']}/{e['layer']} ({e['distinct_mappings']:,} distinct mappings): "
+              f"MARL at 10k = {v:.3f} x the exhaustive optimum")
 
 
 if __name__ == "__main__":

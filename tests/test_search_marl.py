@@ -96,3 +96,32 @@ def test_leftover_parameters_can_share_one_agent():
     assert sorted(i for c in s.clusters for i in c) == list(range(8))
     assert sizes.count(1) == 0          # 2, 4 and 7 (no partner) now form one agent
     assert any(set(c) >= {2, 4, 7} for c in s.clusters)
+
+
+def test_best_response_changes_one_agent_only_and_restart_keeps_clusters():
+    space, f, _ = planted()
+    cfg = MARLConfig(warmup=300, stall=300)
+    s = MARL(space, cfg, seed=3)
+    run_search(s, f, budget=1500, batch_size=50)
+    clusters = [list(c) for c in s.learner.clusters]
+    s._start_round()
+    incumbent = s.best_x.copy()
+    for k in range(len(clusters)):
+        x = s._best_response(20)
+        changed = np.flatnonzero((x != incumbent[None, :]).any(axis=0))
+        assert set(changed.tolist()) <= set(clusters[k])          # only agent k's parameters move
+        assert (x != incumbent[None, :]).any(axis=1).all()         # and never the incumbent itself
+    assert s._polish == []
+    s._restart()
+    assert s.learner.clusters == clusters and s.restarts >= 1
+    assert s.recommend()[1] == f(incumbent[None, :])[0]            # the incumbent survives a restart
+
+
+def test_stalled_team_restarts_and_keeps_searching():
+    space, f, _ = planted()
+    s = MARL(space, MARLConfig(warmup=200, stall=200), seed=0)
+    res = run_search(s, f, budget=6000, batch_size=50)
+    assert s.restarts >= 1                                          # this space is solved early
+    assert res.samples == 6000
+    x = space.unravel(np.arange(space.size))
+    assert res.best_loss == np.min(f(x))

@@ -190,15 +190,27 @@ class MapSpace:
         return self.space.n_params
 
     def log10_size(self) -> float:
-        """log10 of the number of distinct mappings (factorisations x loop orders x bypass)."""
+        """log10 of the number of distinct mappings (factorisations x loop orders x bypass).
+
+        Exact (by counting, `coexplore.mapspace.enumerate`) when the layer has at most a million
+        distinct factorisations; otherwise an upper bound that orders, per level, every
+        dimension that can have a temporal factor > 1 there.
+        """
+        from coexplore.mapspace.enumerate import count_canonical
+        try:
+            return math.log10(count_canonical(self, max_factor_points=1_000_000))
+        except CoexploreError:
+            pass
         total = 0.0
         for d in range(self.D):
             primes = Counter(fp.prime for fp in self.factor_params if fp.dim == d)
             nslots = len(next((fp.slots for fp in self.factor_params if fp.dim == d), []))
             for _, k in primes.items():
                 total += math.log10(math.comb(k + nslots - 1, nslots - 1))
-        for free in self.perm_free:
-            total += math.log10(math.factorial(len(free))) if free else 0.0
+        for li, free in enumerate(self.perm_free):
+            movable = [d for d in free if self.base_t[li, d] > 1 or any(
+                fp.dim == d and (li, KIND_T) in fp.slots for fp in self.factor_params)]
+            total += math.log10(math.factorial(len(movable)))
         total += len(self.keep_params) * math.log10(2)
         return total
 

@@ -1,4 +1,10 @@
-"""Exhaustive search of a small space, in mixed-radix order: the optimum reference."""
+"""Exhaustive search of a small space: the optimum reference.
+
+On a plain `DiscreteSpace` every point is asked once, in mixed-radix order. On a layer's
+`MapSpace` every distinct mapping is asked once (`coexplore.mapspace.enumerate`): the encoded
+space repeats each mapping many times, the canonical enumeration does not, so layers of a few
+million mappings can be solved exactly.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,6 @@ import numpy as np
 
 from coexplore.errors import CoexploreError
 from coexplore.search.base import Searcher
-from coexplore.search.space import DiscreteSpace
 
 
 @dataclass
@@ -17,26 +22,47 @@ class ExhaustiveConfig:
 
 
 class ExhaustiveSearch(Searcher):
-    """Asks every point once (first parameter most significant); then asks nothing."""
+    """Asks every point (or every distinct mapping) once; then asks nothing."""
 
     name = "exhaustive"
+    needs_mapspace = True        # given a MapSpace by `coexplore map`, a DiscreteSpace elsewhere
 
-    def __init__(self, space: DiscreteSpace, config: ExhaustiveConfig | None = None, seed: int | None = 0):
+    def __init__(self, space, config: ExhaustiveConfig | None = None, seed: int | None = 0):
         super().__init__(seed)
         self.space = space
         self.config = config if config is not None else ExhaustiveConfig()
         self.next_index = 0
+        self._points = None       # MapSpace: iterator over canonical batches
+        self._pending = np.zeros((0, 0), np.int64)
 
-    @property
-    def done(self) -> bool:
-        return self.next_index >= self.space.size
+    def _too_large(self, size: float):
+        return CoexploreError(f"space of {size:.3e} points is too large for exhaustive search",
+                              key="max_size", expected=f"at most {self.config.max_size} points")
 
     def ask(self, n: int) -> np.ndarray:
+        if hasattr(self.space, "perm_index"):     # a layer's MapSpace
+            return self._ask_mappings(n)
         size = self.space.size
         if size > self.config.max_size:
-            raise CoexploreError(f"space of {size:.3e} points is too large for exhaustive search",
-                                 key="max_size", expected=f"at most {self.config.max_size} points")
+            raise self._too_large(size)
         hi = min(self.next_index + n, size)
         x = self.space.unravel(np.arange(self.next_index, hi))
         self.next_index = hi
         return x
+
+    def _ask_mappings(self, n: int) -> np.ndarray:
+        from coexplore.mapspace.enumerate import canonical_points, count_canonical
+        if self._points is None:
+            size = count_canonical(self.space, self.config.max_size)
+            if size > self.config.max_size:
+                raise self._too_large(size)
+            self._points = canonical_points(self.space, max_factor_points=self.config.max_size)
+            self._pending = np.zeros((0, self.space.n_params), np.int64)
+        while len(self._pending) < n:
+            nxt = next(self._points, None)
+            if nxt is None:
+                break
+            self._pending = np.concatenate([self._pending, nxt])
+        out, self._pending = self._pending[:n], self._pending[n:]
+        self.next_index += len(out)
+        return out

@@ -29,12 +29,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coexplore.search.rl import PolicySearcher, RLConfig
+from coexplore.search.rl import PolicySearcher, RLConfig, TeamLearner
 from coexplore.search.space import DiscreteSpace
 
 
 @dataclass
 class MARLConfig(RLConfig):
+    imitation: float = 1.0         # gentler self-imitation of a wider elite than RL's default:
+    imitation_top: int = 200       # small agents converge fast and need the brake (bench-tuned)
     warmup: int = 1000             # uniform random samples for the correlation analysis (in budget)
     clustering: str = "correlation"  # "correlation" | "per_parameter" | "given" (space.groups) | "single"
     bins: int = 4                  # goodness bins per parameter for the pair cells
@@ -43,6 +45,11 @@ class MARLConfig(RLConfig):
     max_agent_size: int = 8        # a larger cluster is split again
     leftovers: str = "separate"    # parameters correlated with no other: "separate" agents or "joint" (one agent)
     warmup_update: bool = True     # one policy step on the warm-up (it is on-policy for the uniform start)
+    stall: int = 1000              # samples without a new best after which the team is stalled (0 = never)
+    polish: bool = True            # stalled: best-response rounds, each agent re-choosing its own
+                                   # parameters around the incumbent while the others hold theirs
+    restart: bool = True           # a polish round (or stall, without polish) that finds nothing:
+                                   # fresh policies on the same clusters
 
 
 CLUSTERINGS = ("correlation", "per_parameter", "given", "single")
@@ -274,6 +281,10 @@ class MARL(PolicySearcher):
         self._warm_x: list[np.ndarray] = []
         self._warm_l: list[np.ndarray] = []
         self._warm_asked = 0
+        self.restarts = 0
+        self._last_gain = 0          # samples at the last new best (or restart)
+        self._polish: list[int] | None = None   # agents still to best-respond in this round
+        self._round_gain = False
 
     @classmethod
     def default_config(cls) -> MARLConfig:
@@ -319,6 +330,11 @@ class MARL(PolicySearcher):
             self._warm_asked += n        # a batch that straddles the end extends the warm-up
             return self._uniform_new(n)
         self._ensure_learner_after_warmup()
+        if self._polish and self.best_x is not None:
+            x = self._best_response(n)
+            if len(x) >= n:
+                return x
+            return np.concatenate([x, self._ask_policy(n - len(x))])
         return self._ask_policy(n)
 
     def _clusters_check(self) -> None:
@@ -349,6 +365,77 @@ class MARL(PolicySearcher):
             self.learner.observe(x, losses)
             if self.config.warmup_update and len(x):
                 self.learner.update(x, losses, self._transform)
+
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
+        before = self.best_loss
+        super().tell(batch, losses)
+        if self.best_loss < before:
+            self._last_gain = self.samples
+            self._round_gain = True
+        stall = int(self.config.stall)
+        if self.learner is None or stall <= 0:
+            return
+        if self._polish is not None:
+            if not self._polish:                       # a full best-response round is over
+                if self._round_gain:
+                    self._start_round()
+                elif self.config.restart:
+                    self._restart()
+                else:
+                    self._polish = None
+                    self._last_gain = self.samples
+        elif self.samples - self._last_gain >= stall:
+            if self.config.polish:
+                self._start_round()
+            elif self.config.restart:
+                self._restart()
+
+    def _start_round(self) -> None:
+        self._polish = list(range(len(self.learner.clusters)))
+        self._round_gain = False
+
+    def _restart(self) -> None:
+        """The team has converged and stalled: fresh policies on the same clusters.
+
+        The clustering (the expensive, data-driven part) and the memory of evaluated points are
+        kept, so the new team explores elsewhere and never re-asks a known point; the best
+        candidate stays the searcher's incumbent.
+        """
+        self.learner = TeamLearner(self.space, self.learner.clusters, self.config)
+        self._draws = []
+        self._polish = None
+        self.restarts += 1
+        self._last_gain = self.samples
+
+    def _best_response(self, n: int) -> np.ndarray:
+        """n new candidates: the incumbent with one agent's parameters re-chosen.
+
+        The agent redraws a random subset of its own parameters (uniformly, so values its
+        converged policy no longer proposes are tried); the other agents hold the incumbent's
+        values. Candidates already evaluated are skipped.
+        """
+        k = self._polish.pop(0)
+        own = np.array(self.learner.clusters[k])
+        card = self.space.cardinalities[own]
+        out, have = [], 0
+        for attempt in range(20):
+            m = 2 * (n - have) + 8
+            x = np.repeat(self.best_x[None, :], m, axis=0)
+            # how many of its parameters the agent changes: 1 most often, up to all of them
+            size = np.minimum(self.rng.geometric(0.5, m), len(own))
+            pick = np.argsort(self.rng.random((m, len(own))), axis=1)
+            for t in range(len(own)):
+                rows = np.flatnonzero(size > t)
+                cols = own[pick[rows, t]]
+                x[rows, cols] = (self.rng.random(len(rows)) * self.space.cardinalities[cols]).astype(np.int64)
+            keys, _, new = self._memo.lookup(x)
+            idx = np.flatnonzero(new)[:n - have]
+            self._memo.mark_pending([keys[i] for i in idx.tolist()])
+            out.append(x[idx])
+            have += len(idx)
+            if have >= n or (float(np.prod(card.astype(float))) <= 64 and attempt > 3):
+                break
+        return np.concatenate(out) if out else np.zeros((0, self.space.n_params), np.int64)
 
     def _learn(self, batch: np.ndarray, losses: np.ndarray) -> None:
         if self.learner is None:

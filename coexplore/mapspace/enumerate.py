@@ -1,0 +1,124 @@
+"""Every distinct mapping of a small mapspace, once each: the exhaustive optimum reference.
+
+The encoded space counts the same mapping many times (the order of unit loops, and which of
+several equal prime factors of one dimension goes where), so enumerating it is hopeless even for
+tiny layers. Here each distinct mapping appears once, in canonical form (`MapSpace.canonical`):
+- equal primes of one dimension are interchangeable: their slot choices are taken non-decreasing;
+- per level only the loops with a factor > 1 are ordered: every permutation of them, the unit
+  loops' keys 0;
+- every keep/bypass combination the constraints leave free.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+
+
+def _factor_groups(ms) -> list[tuple[list[int], np.ndarray]]:
+    """Per (dimension, prime): its parameter columns and every multiset of slot choices."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, fp in enumerate(ms.factor_params):
+        groups.setdefault((fp.dim, fp.prime), []).append(i)
+    out = []
+    for cols in groups.values():
+        n_slots = len(ms.factor_params[cols[0]].slots)
+        combos = np.array(list(itertools.combinations_with_replacement(range(n_slots), len(cols))), np.int64)
+        out.append((cols, combos))
+    return out
+
+
+def _factor_chunks(ms, max_factor_points: int, chunk: int) -> Iterator[np.ndarray]:
+    """Distinct factorisations as full parameter vectors (other columns 0), in chunks."""
+    groups = _factor_groups(ms)
+    sizes = [len(c) for _, c in groups]
+    total = int(np.prod(sizes, dtype=np.float64)) if sizes else 1
+    if total > max_factor_points:
+        raise CoexploreError(f"the space has {total:.3e} distinct factorisations, too many to enumerate",
+                             key="max_size", expected=f"at most {max_factor_points:.0e}")
+    for start in range(0, total, chunk):
+        idx = np.arange(start, min(total, start + chunk))
+        full = np.zeros((len(idx), ms.n_params), np.int64)
+        if groups:
+            for (cols, combos), k in zip(groups, np.unravel_index(idx, sizes)):
+                full[:, cols] = combos[k]
+        yield full
+
+
+def _level_orders(n_keys: int, nonunit: tuple[int, ...]) -> np.ndarray:
+    """Canonical key rows [k!, n_keys] for one level: unit loops 0, the others every order."""
+    u = n_keys - len(nonunit)
+    rows = []
+    for perm in itertools.permutations(range(len(nonunit))):
+        row = np.zeros(n_keys, np.int64)
+        for pos, k in zip(perm, nonunit):
+            row[k] = u + pos
+        rows.append(row)
+    return np.array(rows, np.int64).reshape(-1, n_keys)
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Every row of a next to every row of b."""
+    return np.concatenate([np.repeat(a, len(b), axis=0), np.tile(b, (len(a), 1))], axis=1)
+
+
+def canonical_points(ms, chunk: int = 100_000, max_factor_points: int = 50_000_000) -> Iterator[np.ndarray]:
+    """Batches of encoded vectors covering each distinct mapping of `ms` exactly once."""
+    levels = []                      # per level with free loop orders: (level, param columns, dims)
+    for li in range(len(ms.perm_free)):
+        cols = [pi for pi, l2, _ in ms.perm_index if l2 == li]
+        if cols:
+            levels.append((li, cols, [d for _, l2, d in ms.perm_index if l2 == li]))
+    keep_cols = [pi for pi, _, _ in ms.keep_index]
+    keeps = np.array(list(itertools.product((0, 1), repeat=len(keep_cols))), np.int64)
+    keeps = keeps.reshape(2 ** len(keep_cols), len(keep_cols))
+    perm_cols = [c for _, cols, _ in levels for c in cols]
+    tails: dict[tuple, np.ndarray] = {}
+    buf: list[np.ndarray] = []
+    size = 0
+    for full in _factor_chunks(ms, max_factor_points, max(1, chunk // 8)):
+        temporal = ms.decode(full).temporal
+        patterns: dict[tuple, list[int]] = {}
+        for r in range(len(full)):
+            key = tuple(tuple(k for k, d in enumerate(dims) if temporal[r, li, d] > 1)
+                        for li, _, dims in levels)
+            patterns.setdefault(key, []).append(r)
+        for key, rows in patterns.items():
+            if key not in tails:
+                orders = np.zeros((1, 0), np.int64)
+                for (li, cols, dims), nonunit in zip(levels, key):
+                    orders = _cross(orders, _level_orders(len(cols), nonunit))
+                tails[key] = _cross(orders, keeps)             # [T, perm + keep columns]
+            tail = tails[key]
+            step = max(1, chunk // len(tail))
+            for start in range(0, len(rows), step):
+                part = full[rows[start:start + step]]
+                block = np.repeat(part, len(tail), axis=0)
+                block[:, perm_cols + keep_cols] = np.tile(tail, (len(part), 1))
+                buf.append(block)
+                size += len(block)
+                if size >= chunk:
+                    yield np.concatenate(buf)
+                    buf, size = [], 0
+    if buf:
+        yield np.concatenate(buf)
+
+
+def count_canonical(ms, max_factor_points: int = 50_000_000) -> int:
+    """Number of distinct mappings (without building them)."""
+    import math
+    fact = np.array([math.factorial(k) for k in range(ms.D + 1)], dtype=object)
+    total = 0
+    for full in _factor_chunks(ms, max_factor_points, 200_000):
+        nonunit = ms.decode(full).temporal > 1                      # [N, L, D]
+        per_row = np.ones(len(full), dtype=object)
+        for li in range(len(ms.perm_free)):
+            dims = [d for _, l2, d in ms.perm_index if l2 == li]
+            if dims:
+                per_row = per_row * fact[nonunit[:, li, dims].sum(axis=1)]
+        total += int(per_row.sum())
+    return total * 2 ** len(ms.keep_index)
