@@ -81,3 +81,25 @@ def test_marl_beats_random_on_a_real_layer(ctx):
     m = [map_layer(big, cons, registry.mapper_spec("marl"), 3000, seed=s).best["edp_J_cycle"] for s in range(3)]
     r = [map_layer(big, cons, registry.mapper_spec("random"), 3000, seed=s).best["edp_J_cycle"] for s in range(3)]
     assert np.median(m) <= np.median(r)
+
+
+def test_map_exhaustive_on_a_small_layer_is_the_optimum(tmp_path):
+    from coexplore.mapspace.enumerate import canonical_points
+    from coexplore.mapspace.space import MapSpace
+    from coexplore.search.layer import make_objective
+    layer = tmp_path / "small.yaml"
+    layer.write_text(LAYER.read_text().replace(
+        "instance: {C: 4, M: 8, R: 3, S: 3, N: 2, P: 6, Q: 6,", "instance: {C: 4, M: 8, R: 1, S: 1, N: 1, P: 4, Q: 1,"))
+    r = cli("map", ARCH, layer, "--searcher", "exhaustive", "--budget", "10000000", "--out", tmp_path / "o",
+            "--json", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["exhausted"] is True
+    c = load_context(ARCH, layer)
+    ms = MapSpace(c.arch, c.problem, load_constraints(c.arch))
+    f = make_objective(c, ms, "edp")
+    losses = np.concatenate([f(X) for X in canonical_points(ms)])
+    assert res["samples"] == len(losses)
+    assert res["best"]["edp_J_cycle"] == pytest.approx(float(losses.min()), rel=1e-12)
+    # and no random mapping beats it
+    assert float(np.min(f(ms.sample(np.random.default_rng(0), 5000)))) >= res["best"]["edp_J_cycle"] * (1 - 1e-12)

@@ -120,3 +120,19 @@ def test_bad_candidates_and_bandwidth_are_rejected():
         evaluate(lat, lat, 1.0, [[0, 2]], [[0, 0]])
     with pytest.raises(CoexploreError):
         evaluate(lat, lat, 1.0, [[0, 1, 1]], [[0, 0, 0]])
+
+
+def test_lower_bound_holds_for_golden_makespans_and_is_tight_by_hand():
+    from coexplore.system.bounds import lower_bound
+    for case in _golden_cases():
+        t = load_table(DATA / "tables" / case["batch"] / f"S{case['setting']}" / f"{case['inst']}.csv")
+        lb = lower_bound(t.latency, t.bandwidth, case["bw"])
+        assert lb > 0 and min(case["makespans"]) >= lb * (1 - 1e-12)
+    # hand case: 2 jobs, 2 cores; job 0 takes 10 on core 0, job 1 takes 4 on core 1: optimum 10
+    lat = np.array([[10.0, 30.0], [8.0, 4.0]])
+    need = np.array([[1.0, 1.0], [1.0, 1.0]])
+    assert lower_bound(lat, need, 100.0) == 10.0
+    assert _ev(lat, need, 100.0, [0, 1], [0, 1]).makespan[0] == 10.0
+    # bandwidth-bound: both jobs move 10 + 4 = 14 bytes at best through 0.5 bytes/cycle -> 28
+    assert lower_bound(lat, need, 0.5) == 28.0
+    assert _ev(lat, need, 0.5, [0, 1], [0, 1]).makespan[0] >= 28.0

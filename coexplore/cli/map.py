@@ -83,6 +83,8 @@ def run(args) -> int:
                "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
                "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,
                "mapspace_log10_size": res.mapspace_log10}
+    if res.exhausted is not None:
+        payload["exhausted"] = res.exhausted
     (out / "result.json").write_text(json.dumps(payload, indent=1))
     if args.json:
         print(json.dumps(payload, indent=1))
@@ -92,5 +94,10 @@ def run(args) -> int:
               f"{res.samples:,} samples{' (from cache)' if res.cached else ''}, mapspace 10^{res.mapspace_log10:.1f}")
         print(f"best {spec.objective}: energy {b['energy_pJ'] / 1e6:,.3f} uJ, cycles {b['cycles']:,}, "
               f"utilization {b['utilization']:.3f}, EDP {b['edp_J_cycle']:.6g} J*cycle")
+        if res.exhausted is True:
+            print("every distinct mapping was evaluated: this is the optimum")
+        elif res.exhausted is False:
+            print(f"note: the budget ended before every distinct mapping was evaluated (10^{res.mapspace_log10:.1f}); "
+                  "raise --budget for the optimum")
         print(f"wrote {mapping_file} and {out / 'result.json'}")
     return 0

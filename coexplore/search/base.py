@@ -73,7 +73,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=budget, desc=desc or searcher.name, unit="sample", leave=False)
+        bar = tqdm(total=budget, desc=desc or searcher.name, unit="sample", leave=False, mininterval=0.5)
     if searcher.budget is None:
         searcher.budget = budget
     try:

@@ -34,6 +34,12 @@ class ExhaustiveSearch(Searcher):
         self.next_index = 0
         self._points = None       # MapSpace: iterator over canonical batches
         self._pending = np.zeros((0, 0), np.int64)
+        self.size: int | None = None    # points (distinct mappings) to enumerate, known at the first ask
+
+    @property
+    def done(self) -> bool:
+        """Every point has been asked (the best told loss is then the optimum)."""
+        return self.size is not None and self.next_index >= self.size
 
     def _too_large(self, size: float):
         return CoexploreError(f"space of {size:.3e} points is too large for exhaustive search",
@@ -42,7 +48,7 @@ class ExhaustiveSearch(Searcher):
     def ask(self, n: int) -> np.ndarray:
         if hasattr(self.space, "perm_index"):     # a layer's MapSpace
             return self._ask_mappings(n)
-        size = self.space.size
+        size = self.size = self.space.size
         if size > self.config.max_size:
             raise self._too_large(size)
         hi = min(self.next_index + n, size)
@@ -53,7 +59,7 @@ class ExhaustiveSearch(Searcher):
     def _ask_mappings(self, n: int) -> np.ndarray:
         from coexplore.mapspace.enumerate import canonical_points, count_canonical
         if self._points is None:
-            size = count_canonical(self.space, self.config.max_size)
+            size = self.size = count_canonical(self.space, self.config.max_size)
             if size > self.config.max_size:
                 raise self._too_large(size)
             self._points = canonical_points(self.space, max_factor_points=self.config.max_size)

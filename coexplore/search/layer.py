@@ -42,6 +42,7 @@ class MapResult:
     cached: bool = False
     x: list = field(default_factory=list)
     mapspace_log10: float = 0.0
+    exhausted: bool | None = None   # exhaustive search: did it see every distinct mapping (= optimum)?
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -108,7 +109,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     out = MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
                     mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
                     history=[[int(s), float(v)] for s, v in result.history], objective=spec.objective,
-                    seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size())
+                    seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size(),
+                    exhausted=getattr(searcher, "done", None))
     if cache is not None:
         cache.put(key, json.loads(json.dumps(out.to_dict())),
                   {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
