@@ -105,16 +105,37 @@ def test_best_response_changes_one_agent_only_and_restart_keeps_clusters():
     run_search(s, f, budget=1500, batch_size=50)
     clusters = [list(c) for c in s.learner.clusters]
     s._start_round()
-    incumbent = s.best_x.copy()
+    incumbent = s.team_x.copy()          # the team's best (the searcher's, unless it restarted)
     for k in range(len(clusters)):
         x = s._best_response(20)
         changed = np.flatnonzero((x != incumbent[None, :]).any(axis=0))
         assert set(changed.tolist()) <= set(clusters[k])          # only agent k's parameters move
         assert (x != incumbent[None, :]).any(axis=1).all()         # and never the incumbent itself
     assert s._polish == []
+    best = s.best_x.copy()
     s._restart()
     assert s.learner.clusters == clusters and s.restarts >= 1
-    assert s.recommend()[1] == f(incumbent[None, :])[0]            # the incumbent survives a restart
+    assert s.recommend()[1] == f(best[None, :])[0]                 # the incumbent survives a restart
+    assert s.team_x is None                                         # the new team starts its own
+
+
+def test_restarted_team_best_responds_around_its_own_best():
+    space, f, _ = planted()
+    s = MARL(space, MARLConfig(warmup=300, stall=300), seed=3)
+    run_search(s, f, budget=1500, batch_size=50)
+    incumbent = s.best_x.copy()
+    s._restart()
+    x = s.ask(50)
+    losses = f(x)
+    s.tell(x, losses)
+    own = x[int(np.argmin(losses))]
+    assert s.best_x is not None and (s.recommend()[1] <= losses.min())
+    s._start_round()
+    for k in range(len(s.learner.clusters)):
+        cand = s._best_response(10)
+        moved = np.flatnonzero((cand != own[None, :]).any(axis=0))
+        assert set(moved.tolist()) <= set(s.learner.clusters[k])   # around the new team's best
+    assert (own != incumbent).any()         # a new point, not the searcher's incumbent
 
 
 def test_stalled_team_restarts_and_keeps_searching():

@@ -47,9 +47,11 @@ class MARLConfig(RLConfig):
     warmup_update: bool = True     # one policy step on the warm-up (it is on-policy for the uniform start)
     stall: int = 1000              # samples without a new best after which the team is stalled (0 = never)
     polish: bool = True            # stalled: best-response rounds, each agent re-choosing its own
-                                   # parameters around the incumbent while the others hold theirs
+                                   # parameters around the team's best while the others hold theirs
     restart: bool = True           # a polish round (or stall, without polish) that finds nothing:
                                    # fresh policies on the same clusters
+    restart_fresh: bool = True     # a restarted team best-responds around its own best candidate, not the
+                                   # old incumbent (which would pull it back into the stalled basin)
 
 
 CLUSTERINGS = ("correlation", "per_parameter", "given", "single")
@@ -285,6 +287,8 @@ class MARL(PolicySearcher):
         self._last_gain = 0          # samples at the last new best (or restart)
         self._polish: list[int] | None = None   # agents still to best-respond in this round
         self._round_gain = False
+        self.team_x: np.ndarray | None = None   # the current team's best candidate (the polish centre)
+        self.team_loss = np.inf
 
     @classmethod
     def default_config(cls) -> MARLConfig:
@@ -330,7 +334,7 @@ class MARL(PolicySearcher):
             self._warm_asked += n        # a batch that straddles the end extends the warm-up
             return self._uniform_new(n)
         self._ensure_learner_after_warmup()
-        if self._polish and self.best_x is not None:
+        if self._polish and self.team_x is not None:
             x = self._best_response(n)
             if len(x) >= n:
                 return x
@@ -367,9 +371,11 @@ class MARL(PolicySearcher):
                 self.learner.update(x, losses, self._transform)
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        before = self.best_loss
         super().tell(batch, losses)
-        if self.best_loss < before:
+        lc = np.where(np.isnan(losses), np.inf, np.asarray(losses, dtype=float))
+        i = int(np.argmin(lc)) if len(lc) else 0
+        if len(lc) and lc[i] < self.team_loss:
+            self.team_loss, self.team_x = float(lc[i]), np.array(batch[i], copy=True)
             self._last_gain = self.samples
             self._round_gain = True
         stall = int(self.config.stall)
@@ -399,19 +405,24 @@ class MARL(PolicySearcher):
 
         The clustering (the expensive, data-driven part) and the memory of evaluated points are
         kept, so the new team explores elsewhere and never re-asks a known point; the best
-        candidate stays the searcher's incumbent.
+        candidate stays the searcher's incumbent. With `restart_fresh` the new team's
+        best-response rounds centre on its own best candidate: centred on the old incumbent they
+        pulled every new team back into the basin the old one stalled in (measured: 3 of 6
+        runs stuck for 90,000 samples then reached the best single-agent RL value).
         """
         self.learner = TeamLearner(self.space, self.learner.clusters, self.config)
         self._draws = []
         self._polish = None
         self.restarts += 1
         self._last_gain = self.samples
+        if self.config.restart_fresh:
+            self.team_x, self.team_loss = None, np.inf
 
     def _best_response(self, n: int) -> np.ndarray:
-        """n new candidates: the incumbent with one agent's parameters re-chosen.
+        """n new candidates: the team's best with one agent's parameters re-chosen.
 
         The agent redraws a random subset of its own parameters (uniformly, so values its
-        converged policy no longer proposes are tried); the other agents hold the incumbent's
+        converged policy no longer proposes are tried); the other agents hold the team best's
         values. Candidates already evaluated are skipped.
         """
         k = self._polish.pop(0)
@@ -420,7 +431,7 @@ class MARL(PolicySearcher):
         out, have = [], 0
         for attempt in range(20):
             m = 2 * (n - have) + 8
-            x = np.repeat(self.best_x[None, :], m, axis=0)
+            x = np.repeat(self.team_x[None, :], m, axis=0)
             # how many of its parameters the agent changes: 1 most often, up to all of them
             size = np.minimum(self.rng.geometric(0.5, m), len(own))
             pick = np.argsort(self.rng.random((m, len(own))), axis=1)
