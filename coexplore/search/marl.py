@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coexplore.search.losses import clean
 from coexplore.search.rl import PolicySearcher, RLConfig, TeamLearner
 from coexplore.search.space import DiscreteSpace
 
@@ -372,7 +373,7 @@ class MARL(PolicySearcher):
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         super().tell(batch, losses)
-        lc = np.where(np.isnan(losses), np.inf, np.asarray(losses, dtype=float))
+        lc = clean(losses)
         i = int(np.argmin(lc)) if len(lc) else 0
         if len(lc) and lc[i] < self.team_loss:
             self.team_loss, self.team_x = float(lc[i]), np.array(batch[i], copy=True)
