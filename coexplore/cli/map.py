@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.model.inputs import load_context
 from coexplore.search import registry
-from coexplore.search.layer import map_layer
+from coexplore.search.layer import MapInterrupted, map_layer
 from coexplore.spec.constraints import load_constraints
 from coexplore.spec.yamlio import write_yaml
 
@@ -70,6 +71,10 @@ def run(args) -> int:
     try:
         res = map_layer(ctx, constraints, spec, args.budget, args.seed,
                         progress=not (args.no_progress or args.json), cache=cache)
+    except MapInterrupted as exc:   # Ctrl-C: write the best mapping so far, then exit 130
+        res = exc.result
+        if res is None:
+            raise KeyboardInterrupt from None
     finally:
         if cache is not None:
             cache.close()
@@ -85,9 +90,14 @@ def run(args) -> int:
                "mapspace_log10_size": res.mapspace_log10}
     if res.exhausted is not None:
         payload["exhausted"] = res.exhausted
+    if res.interrupted:
+        payload["interrupted"] = True
     (out / "result.json").write_text(json.dumps(payload, indent=1))
     if args.json:
         print(json.dumps(payload, indent=1))
+        if res.interrupted:
+            print(f"coexplore map: interrupted after {res.samples:,} samples; wrote the best so far to "
+                  f"{mapping_file}", file=sys.stderr)
     else:
         b = res.best
         print(f"coexplore map: {ctx.problem.name} on {ctx.arch.name}, searcher {spec.searcher}, "
@@ -99,5 +109,8 @@ def run(args) -> int:
         elif res.exhausted is False:
             print(f"note: the budget ended before every distinct mapping was evaluated (10^{res.mapspace_log10:.1f}); "
                   "raise --budget for the optimum")
+        if res.interrupted:
+            print(f"interrupted after {res.samples:,} of {args.budget:,} samples: this is the best so far "
+                  "(not cached)")
         print(f"wrote {mapping_file} and {out / 'result.json'}")
-    return 0
+    return 130 if res.interrupted else 0

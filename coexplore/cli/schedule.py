@@ -58,7 +58,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from coexplore.system.schedule import schedule_trace, search_schedule, summary_lines
+    from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
     from coexplore.system.tables import load_table
 
     if args.system and args.table:
@@ -75,7 +75,10 @@ def run(args) -> int:
             raise CoexploreError("no system bandwidth given", key="--bandwidth",
                                  expected="--bandwidth B (bytes/cycle, > 0)")
         table, bandwidth, name = load_table(args.table), args.bandwidth, Path(args.table).stem
-    result = search_schedule(table, bandwidth, args.searcher, args.budget, args.seed, progress=progress)
+    try:
+        result = search_schedule(table, bandwidth, args.searcher, args.budget, args.seed, progress=progress)
+    except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
+        result = exc.result
     data = result.to_json(table)
     data["table" if args.table else "system"] = str(args.table or args.system)
     if args.system:
@@ -97,6 +100,10 @@ def run(args) -> int:
     else:
         print("\n".join(summary_lines(table, result)))
         print(f"schedule   {out / 'schedule.json'}" + (f"\ngantt      {png}" if png else ""))
+    if result.interrupted:
+        print(f"coexplore schedule: interrupted after {result.samples:,} of {args.budget:,} samples; "
+              f"wrote the best schedule so far to {out / 'schedule.json'}", file=sys.stderr)
+        return 130
     return 0
 
 

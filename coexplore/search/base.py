@@ -57,13 +57,28 @@ class SearchResult:
     best_loss: float
     samples: int
     history: list[tuple[int, float]] = field(default_factory=list)  # (samples, best loss so far)
+    interrupted: bool = False   # stopped by Ctrl-C before the budget: best of the batches told
+
+
+class SearchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `run_search`, carrying the result so far (`.result`, interrupted=True).
+
+    A KeyboardInterrupt, so callers that do not look for it stop as before; callers that can
+    save a best-so-far (`coexplore map`, `coexplore schedule`) catch it.
+    """
+
+    def __init__(self, result):
+        super().__init__()
+        self.result = result
 
 
 def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray], budget: int,
                batch_size: int = 100, progress: bool = False, desc: str | None = None) -> SearchResult:
     """Drive ask/tell until `budget` samples; the driver, not the searcher, owns progress.
 
-    objective maps a batch [n, ...] to losses [n] (inf = invalid).
+    objective maps a batch [n, ...] to losses [n] (inf = invalid). Ctrl-C raises
+    SearchInterrupted with the best of the batches evaluated so far (a batch being evaluated
+    when the interrupt came is dropped and not counted).
     """
     if budget <= 0:
         from coexplore.errors import CoexploreError
@@ -76,6 +91,8 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
         bar = tqdm(total=budget, desc=desc or searcher.name, unit="sample", leave=False, mininterval=0.5)
     if searcher.budget is None:
         searcher.budget = budget
+    # the driver's own incumbent: consistent even if Ctrl-C lands inside the searcher's tell
+    best_x, best_loss, samples = None, np.inf, 0
     try:
         while searcher.samples < budget:
             n = min(batch_size, budget - searcher.samples)
@@ -83,11 +100,20 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
                 break
             losses = np.asarray(objective(batch), dtype=float)
+            samples += len(losses)
+            if len(losses):
+                i = int(np.argmin(losses))
+                if losses[i] < best_loss:
+                    best_x, best_loss = np.array(batch[i], copy=True), float(losses[i])
+            history.append((samples, best_loss))
             searcher.tell(batch, losses)
-            history.append((searcher.samples, searcher.best_loss))
             if bar is not None:
                 bar.update(len(losses))
-                bar.set_postfix(best=f"{searcher.best_loss:.4g}")
+                bar.set_postfix(best=f"{best_loss:.4g}")
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, SearchInterrupted):
+            raise
+        raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True)) from None
     finally:
         if bar is not None:
             bar.close()

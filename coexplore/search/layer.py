@@ -21,7 +21,7 @@ from coexplore.errors import CoexploreError
 from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
 from coexplore.search import registry
-from coexplore.search.base import run_search
+from coexplore.search.base import SearchInterrupted, SearchResult, run_search
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.constraints import LevelConstraints
 from coexplore.spec.mapping import from_arrays
@@ -43,9 +43,18 @@ class MapResult:
     x: list = field(default_factory=list)
     mapspace_log10: float = 0.0
     exhausted: bool | None = None   # exhaustive search: did it see every distinct mapping (= optimum)?
+    interrupted: bool = False       # Ctrl-C before the budget: the best of the samples evaluated
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+class MapInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `map_layer`; `.result` is the best mapping so far (None if none was valid)."""
+
+    def __init__(self, result: MapResult | None):
+        super().__init__()
+        self.result = result
 
 
 def metric_arrays(res) -> dict:
@@ -98,20 +107,31 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     ms = MapSpace(ctx.arch, ctx.problem, constraints)
     searcher = build_searcher(spec, ms, seed)
     t0 = time.perf_counter()
-    result = run_search(searcher, make_objective(ctx, ms, spec.objective), budget, spec.batch_size,
-                        progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})")
-    wall = time.perf_counter() - t0
+    try:
+        result = run_search(searcher, make_objective(ctx, ms, spec.objective), budget, spec.batch_size,
+                            progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})")
+    except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
+        part = exc.result
+        found = part.best_x is not None and math.isfinite(part.best_loss)
+        raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, time.perf_counter() - t0, None)
+                             if found else None) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
         raise CoexploreError(f"no valid mapping found in {result.samples} samples", key="--budget",
                              expected="a larger budget (or a looser architecture)")
-    arrays = ms.decode(result.best_x[None, :])
-    res = ctx.evaluate(arrays)
-    out = MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
-                    mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
-                    history=[[int(s), float(v)] for s, v in result.history], objective=spec.objective,
-                    seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size(),
-                    exhausted=getattr(searcher, "done", None))
+    out = _map_result(ctx, ms, spec, seed, result, time.perf_counter() - t0, getattr(searcher, "done", None))
     if cache is not None:
         cache.put(key, json.loads(json.dumps(out.to_dict())),
                   {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
     return out
+
+
+def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, result: SearchResult,
+                wall: float, exhausted: bool | None) -> MapResult:
+    """The best candidate of a search, re-evaluated into a full result record and mapping."""
+    arrays = ms.decode(result.best_x[None, :])
+    res = ctx.evaluate(arrays)
+    return MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
+                     mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
+                     history=[[int(s), float(v)] for s, v in result.history], objective=spec.objective,
+                     seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size(),
+                     exhausted=exhausted, interrupted=result.interrupted)

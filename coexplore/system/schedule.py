@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.search.base import Searcher, run_search
+from coexplore.search.base import SearchInterrupted, Searcher, run_search
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
 from coexplore.system.encoding import MakespanObjective, space_of
 from coexplore.system.evaluator import Trace, check_bandwidth, trace
@@ -71,9 +71,11 @@ class ScheduleResult:
     energy: float
     busy: np.ndarray
     history: list[tuple[int, float]] = field(default_factory=list)
+    interrupted: bool = False   # Ctrl-C before the budget: the best of the samples evaluated
 
     def to_json(self, table: JobTable) -> dict:
         util = self.busy / self.makespan if self.makespan > 0 else np.zeros_like(self.busy)
+        extra = {"interrupted": True} if self.interrupted else {}
         return {
             "searcher": self.searcher,
             "seed": self.seed,
@@ -90,6 +92,7 @@ class ScheduleResult:
             "busy_cycles": [float(b) for b in self.busy],
             "utilization": [float(u) for u in util],
             "history": [[int(s), float(b)] for s, b in self.history],
+            **extra,
         }
 
 
@@ -106,11 +109,29 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     cap = getattr(s, "max_samples", None)
     n = int(budget) if cap is None else min(int(budget), cap)
     batch = BATCH["nevergrad"] if searcher.lower() in NEVERGRAD else BATCH["default"]
-    res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher)
+    try:
+        res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher)
+    except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
+        if exc.result.best_x is None:
+            raise KeyboardInterrupt from None
+        raise ScheduleInterrupted(_result(searcher, seed, bandwidth, objective, exc.result)) from None
+    return _result(searcher, seed, bandwidth, objective, res)
+
+
+class ScheduleInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `search_schedule`; `.result` is the best schedule so far (interrupted=True)."""
+
+    def __init__(self, result: ScheduleResult):
+        super().__init__()
+        self.result = result
+
+
+def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective, res) -> ScheduleResult:
     core, prio = objective.space.split(res.best_x)
     ev = objective.details(res.best_x[None])
     return ScheduleResult(searcher.lower(), seed, bandwidth, res.samples, core[0], prio[0],
-                          float(ev.makespan[0]), float(ev.energy[0]), ev.busy[0], res.history)
+                          float(ev.makespan[0]), float(ev.energy[0]), ev.busy[0], res.history,
+                          interrupted=res.interrupted)
 
 
 def schedule_trace(table: JobTable, result: ScheduleResult) -> Trace:

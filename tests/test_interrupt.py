@@ -1,0 +1,136 @@
+"""Ctrl-C keeps the work done: `run_search` hands back the best so far, `coexplore map` and
+`coexplore schedule` write it (marked interrupted, never cached) and exit 130."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import coexplore.search.layer as layer_mod
+from coexplore.cli.main import main
+from coexplore.search.base import SearchInterrupted, run_search
+from coexplore.search.random_search import RandomSearch
+from coexplore.search.space import DiscreteSpace
+from coexplore.system.encoding import MakespanObjective
+from coexplore.system.tables import load_table
+
+from conftest import CORPUS
+
+ARCH = CORPUS / "arches" / "eyeriss_like" / "processed.yaml"
+LAYER = CORPUS / "layers" / "tiny_conv.yaml"
+TABLE = Path(__file__).parent / "data" / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
+
+
+def interrupting(objective, calls: int, seen: list):
+    """objective that records what it returned and raises KeyboardInterrupt on call `calls + 1`."""
+    def f(batch):
+        if len(seen) == calls:
+            raise KeyboardInterrupt
+        out = np.asarray(objective(batch), dtype=float)
+        seen.append((np.array(batch, copy=True), out))
+        return out
+    return f
+
+
+def test_run_search_returns_the_best_of_the_batches_evaluated():
+    space = DiscreteSpace(np.array([7, 5, 9, 4]), ["a", "b", "c", "d"])
+    w = np.array([3.0, -1.0, 2.0, 0.5])
+
+    def loss(X):
+        out = (X * w).sum(axis=1) % 11
+        return np.where(X[:, 0] == 6, np.inf, out)  # some invalid candidates too
+    seen = []
+    with pytest.raises(SearchInterrupted) as info:
+        run_search(RandomSearch(space, seed=1), interrupting(loss, 3, seen), budget=10_000, batch_size=40)
+    res = info.value.result
+    assert res.interrupted and res.samples == 3 * 40 and len(res.history) == 3
+    X = np.concatenate([b for b, _ in seen])
+    L = np.concatenate([v for _, v in seen])
+    assert res.best_loss == L.min()
+    assert loss(res.best_x[None])[0] == L.min()
+    assert [s for s, _ in res.history] == [40, 80, 120]
+    assert res.history[-1][1] == L.min() and np.all(np.isin(res.best_x, X))
+    # a KeyboardInterrupt that nobody catches still stops the caller as before
+    assert isinstance(info.value, KeyboardInterrupt)
+
+
+def test_map_writes_the_best_so_far_and_exits_130(tmp_path, monkeypatch, capsys):
+    seen = []
+    real = layer_mod.make_objective
+    monkeypatch.setattr(layer_mod, "make_objective", lambda *a: interrupting(real(*a), 4, seen))
+    out, cache = tmp_path / "o", tmp_path / "c.sqlite"
+    rc = main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "100000",
+               "--batch-size", "50", "--out", str(out), "--cache", str(cache), "--json"])
+    assert rc == 130
+    res = json.loads(capsys.readouterr().out)
+    assert res["interrupted"] is True and res["samples"] == 4 * 50
+    best = min(float(v.min()) for _, v in seen)   # EDP of the best candidate evaluated
+    assert res["best"]["edp_J_cycle"] == pytest.approx(best, rel=1e-12)
+    assert json.loads((out / "result.json").read_text())["interrupted"] is True
+    # the written mapping is valid and `coexplore evaluate` gives the reported numbers
+    monkeypatch.undo()
+    rc = main(["evaluate", str(ARCH), str(LAYER), res["mapping_file"], "--json"])
+    assert rc == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["valid"] and got["edp_J_cycle"] == res["best"]["edp_J_cycle"]
+    # a partial search is never cached: the same command now runs the whole budget
+    rc = main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "300",
+               "--batch-size", "50", "--out", str(out), "--cache", str(cache), "--json"])
+    again = json.loads(capsys.readouterr().out)
+    assert rc == 0 and again["samples"] == 300 and not again["cached"] and "interrupted" not in again
+
+
+def test_map_interrupted_by_sigint(tmp_path):
+    """A real Ctrl-C (SIGINT) in the middle of a long search."""
+    out = tmp_path / "o"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "coexplore.cli.main", "map", str(ARCH), str(LAYER),
+                          "--searcher", "random", "--budget", "100000000", "--out", str(out), "--no-cache"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        # wait for the progress bar to show a best value (the search loop is running)
+        buf = ""
+        t0 = time.time()
+        while "best=" not in buf and time.time() - t0 < 120:
+            buf += os.read(p.stderr.fileno(), 4096).decode(errors="replace")
+        assert "best=" in buf, buf
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, stderr
+    assert "interrupted after" in stdout
+    res = json.loads((out / "result.json").read_text())
+    assert res["interrupted"] is True and 0 < res["samples"] < 100_000_000
+    assert (out / "mapping.yaml").exists()
+
+
+def test_schedule_writes_the_best_so_far_and_exits_130(tmp_path, monkeypatch, capsys):
+    seen = []
+    real_call = MakespanObjective.__call__
+
+    def call(self, X):
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+        out = real_call(self, X)
+        seen.append(out)
+        return out
+    monkeypatch.setattr(MakespanObjective, "__call__", call)
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "100000", "--json",
+               "--out", str(tmp_path / "o"), "--no-plot"])
+    assert rc == 130
+    data = json.loads(capsys.readouterr().out)
+    assert data["interrupted"] is True and data["samples"] == sum(len(v) for v in seen) < 100_000
+    assert data["makespan"] == pytest.approx(min(float(v.min()) for v in seen), rel=1e-12)
+    monkeypatch.undo()
+    t = load_table(TABLE)
+    x = np.concatenate([[t.cores.index(c) for c in data["core"]], data["priority"]])[None]
+    assert MakespanObjective(t, 16)(x)[0] == pytest.approx(data["makespan"], rel=1e-12)
+    assert json.loads((tmp_path / "o" / "schedule.json").read_text())["interrupted"] is True
