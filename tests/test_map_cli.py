@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,3 +104,49 @@ def test_map_exhaustive_on_a_small_layer_is_the_optimum(tmp_path):
     assert res["best"]["edp_J_cycle"] == pytest.approx(float(losses.min()), rel=1e-12)
     # and no random mapping beats it
     assert float(np.min(f(ms.sample(np.random.default_rng(0), 5000)))) >= res["best"]["edp_J_cycle"] * (1 - 1e-12)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_map_and_evaluate_take_a_system_core_and_a_workload_layer(tmp_path):
+    """ARCH = coexplore system YAML (--core), PROBLEM = workload (--layer): same numbers as the
+    generated Timeloop files (`coexplore arch generate`) and the layer written as a problem file."""
+    from coexplore.spec.workload import load_workload, write_problem
+
+    system = ROOT / "arch" / "hetero_2simba_2eyeriss.yaml"
+    common = ["--searcher", "random", "--budget", "400", "--seed", "5", "--json", "--no-cache"]
+    r = cli("map", system, "dlrm_mlp", "--core", "eyeriss", "--layer", "bottom_fc1", "--out", tmp_path / "a",
+            *common)
+    assert r.returncode == 0, r.stderr
+    via_system = json.loads(r.stdout)
+    gen = tmp_path / "gen"
+    assert cli("arch", "generate", system, "--out", gen).returncode == 0
+    layer = write_problem(load_workload(ROOT / "problems" / "dlrm_mlp.yaml").layer("bottom_fc1"),
+                          tmp_path / "bottom_fc1.yaml")
+    r = cli("map", gen / "eyeriss" / "processed.yaml", layer, "--out", tmp_path / "b", *common)
+    assert r.returncode == 0, r.stderr
+    via_files = json.loads(r.stdout)
+    assert via_system["best"]["edp_J_cycle"] == via_files["best"]["edp_J_cycle"]
+    assert via_system["best"]["levels"] == via_files["best"]["levels"]
+    ev = cli("evaluate", system, ROOT / "problems" / "dlrm_mlp.yaml", via_system["mapping_file"],
+             "--core", "eyeriss", "--layer", "bottom_fc1", "--json")
+    assert ev.returncode == 0, ev.stderr
+    got = json.loads(ev.stdout)
+    assert got["layer"] == "bottom_fc1" and got["arch"] == "eyeriss"
+    for k in ("energy_pJ", "cycles", "edp_J_cycle", "levels"):
+        assert got[k] == via_system["best"][k]
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["arch/hetero_2simba_2eyeriss.yaml", "dlrm_mlp", "--layer", "top_fc5"], "--core NAME, one of: simba, eyeriss"),
+    (["arch/simba.yaml", "dlrm_mlp", "--core", "tpu", "--layer", "top_fc5"], "no core design 'tpu'"),
+    (["arch/simba.yaml", "dlrm_mlp"], "--layer NAME, one of: bottom_fc1"),
+    (["arch/simba.yaml", "problems/dlrm_mlp.yaml", "--layer", "fc9"], "no layer 'fc9'"),
+    (["arch/simba.yaml", "nosuchnet", "--layer", "fc9"], "bundled workload"),
+    ([str(ARCH), "dlrm_mlp", "--core", "simba", "--layer", "top_fc5"], "--core picks a core design"),
+    ([str(ARCH), str(LAYER), "--layer", "x"], "--layer picks a layer"),
+])
+def test_bad_core_or_layer(args, msg):
+    r = cli("map", *args, "--budget", "10", cwd=ROOT)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -1,19 +1,21 @@
-"""`coexplore evaluate ARCH PROBLEM MAPPING [--ert ERT.yaml] [--json]`."""
+"""`coexplore evaluate ARCH PROBLEM MAPPING [--ert ERT.yaml] [--core C] [--layer L] [--json]`."""
 
 from __future__ import annotations
 
 import json
 
-from coexplore.model.inputs import load_context
+from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
 
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="evaluate one mapping with the Timeloop-compatible model",
                        description="Evaluate one Timeloop mapping of one layer on one architecture.")
-    p.add_argument("arch", help="architecture: Timeloop v0.4 arch.yaml or flattened processed.yaml")
-    p.add_argument("problem", help="Timeloop problem YAML (one layer)")
+    p.add_argument("arch", help=ARCH_HELP)
+    p.add_argument("problem", help=PROBLEM_HELP)
     p.add_argument("mapping", help="Timeloop mapping YAML")
-    p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH)")
+    p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH; a system's "
+                                 "built-in estimator)")
+    add_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (schema of the corpus expected.json)")
     p.set_defaults(func=run)
 
@@ -48,7 +50,7 @@ def format_summary(rec: dict, arch_name: str, layer_name: str) -> str:
 
 
 def run(args) -> int:
-    ctx = load_context(args.arch, args.problem, args.ert)
+    ctx, _ = load_inputs(args)
     mapping = ctx.load_mapping(args.mapping)
     res = ctx.evaluate_mappings([mapping])
     rec = ctx.record(res, 0)

@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
-from coexplore.model.inputs import load_context
+from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
 from coexplore.search import registry
 from coexplore.search.layer import MapInterrupted, map_layer
-from coexplore.spec.constraints import load_constraints
 from coexplore.spec.yamlio import write_yaml
 
 
@@ -18,9 +17,11 @@ def register(sub) -> None:
     p = sub.add_parser("map", help="search the best mapping of one layer on one core",
                        description="Search the mapspace of one layer on one architecture (under the "
                                    "architecture's constraints) and write the best Timeloop mapping.")
-    p.add_argument("arch", help="architecture: v0.4 arch.yaml or flattened processed.yaml")
-    p.add_argument("problem", help="Timeloop problem YAML (one layer)")
-    p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH)")
+    p.add_argument("arch", help=ARCH_HELP)
+    p.add_argument("problem", help=PROBLEM_HELP)
+    p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH; a system's "
+                                 "built-in estimator)")
+    add_arguments(p)
     p.add_argument("--constraints", help="mapspace constraints (default: constraints.yaml beside ARCH, "
                                          "else the v0.4 nodes' constraints)")
     p.add_argument("--searcher", default=None,
@@ -62,8 +63,7 @@ def run(args) -> int:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
                              expected="a positive integer")
     spec = resolve_spec(args.searcher, args.objective, args.batch_size)
-    ctx = load_context(args.arch, args.problem, args.ert)
-    constraints = load_constraints(ctx.arch, args.constraints)
+    ctx, constraints = load_inputs(args, with_constraints=True)
     cache = None
     if not args.no_cache:
         from coexplore.model.cache import ResultCache

@@ -21,7 +21,13 @@ from coexplore.energy.components import ESTIMATOR, ComponentEstimate, estimate_c
 from coexplore.errors import CoexploreError
 
 VERSION = "0.4"
-PRECISION = 6
+PRECISION = 6   # significant digits of the energies and areas in the tables, as Accelergy writes them
+
+
+def as_written(value: float) -> float:
+    """`value` rounded as it is written to ERT.yaml/ART.yaml. The tables are built rounded, so a
+    model fed from memory and one fed from the written files give the same numbers."""
+    return float(f"{value:.{PRECISION}g}")
 
 
 def _component_tuple(entry, index: int):
@@ -85,9 +91,9 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
         actions = _actions_for(est, est.class_name, required)
         if actions:
             ert_tables.append((compound, {"name": name, "actions": [
-                {"name": a, "arguments": dict(est.arguments.get(a, {})), "energy": est.actions[a]}
+                {"name": a, "arguments": dict(est.arguments.get(a, {})), "energy": as_written(est.actions[a])}
                 for a in actions]}))
-        art_tables.append((compound, {"name": name, "area": est.area_um2}))
+        art_tables.append((compound, {"name": name, "area": as_written(est.area_um2)}))
     ert_tables = [t for _, t in sorted(ert_tables, key=lambda x: x[0])]
     art_tables = [t for _, t in sorted(art_tables, key=lambda x: x[0])]
     name = f"{ESTIMATOR} ({classes} classes)"
@@ -129,7 +135,7 @@ def _fmt(value: float) -> str:
         return "0.0"
     if not math.isfinite(value):
         raise CoexploreError(f"non-finite value {value!r} in a table")
-    return repr(float(f"{value:.{PRECISION}g}"))
+    return repr(as_written(value))
 
 
 def _scalar(value) -> str:

@@ -39,17 +39,20 @@ class CoreModel:
     constraints: dict
 
 
+def core_model(system: SystemArch, name: str) -> CoreModel:
+    """Architecture, built-in ERT and constraints of the core design `name`."""
+    core = system.cores[name]
+    flat = core.flattened()
+    arch = parse_architecture(flat.processed, file=f"{system.spec.file}:{name}", name=name)
+    ert_dict, _ = build_tables(core.components())
+    ert = parse_ert(ert_dict, f"{name} (built-in estimator)")
+    targets = flat.constraints.get("architecture_constraints", {}).get("targets", [])
+    cons = constraints_from_targets(targets, arch, f"{name} constraints")
+    return CoreModel(name, arch, level_costs(arch, ert), ert, cons)
+
+
 def core_models(system: SystemArch) -> dict[str, CoreModel]:
-    out = {}
-    for name, core in system.cores.items():
-        flat = core.flattened()
-        arch = parse_architecture(flat.processed, file=f"{system.spec.file}:{name}", name=name)
-        ert_dict, _ = build_tables(core.components())
-        ert = parse_ert(ert_dict, f"{name} (built-in estimator)")
-        targets = flat.constraints.get("architecture_constraints", {}).get("targets", [])
-        cons = constraints_from_targets(targets, arch, f"{name} constraints")
-        out[name] = CoreModel(name, arch, level_costs(arch, ert), ert, cons)
-    return out
+    return {name: core_model(system, name) for name in system.cores}
 
 
 def dram_bytes(record: dict, arch) -> float:

@@ -1,0 +1,101 @@
+"""ARCH and PROBLEM of `coexplore evaluate` and `coexplore map`: Timeloop files, or coexplore's own.
+
+ARCH is a Timeloop architecture (v0.4 arch.yaml or a flattened processed.yaml; ERT beside it or
+--ert) or a coexplore system YAML (arch/simba.yaml): then one core design is used (--core when the
+system has several), with its generated architecture, constraints and built-in-estimator ERT.
+PROBLEM is a Timeloop problem YAML or a coexplore workload (problems/resnet50.yaml, or just
+`resnet50` for a bundled one): then one layer is used (--layer when it has several).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coexplore.errors import CoexploreError
+from coexplore.model.evaluate import level_costs
+from coexplore.model.inputs import Context, find_ert
+from coexplore.spec.architecture import load_architecture
+from coexplore.spec.constraints import LevelConstraints, load_constraints
+from coexplore.spec.problem import Problem, load_problem, parse_problem
+from coexplore.spec.yamlio import load_yaml
+
+ARCH_HELP = ("architecture: Timeloop v0.4 arch.yaml, flattened processed.yaml, or a coexplore system "
+             "YAML (arch/simba.yaml; --core picks the core design)")
+PROBLEM_HELP = ("layer: Timeloop problem YAML, or a coexplore workload (problems/resnet50.yaml or a "
+                "bundled name like resnet50; --layer picks the layer)")
+
+
+def add_arguments(p) -> None:
+    """--core and --layer, for a system YAML as ARCH and a workload as PROBLEM."""
+    p.add_argument("--core", metavar="NAME", help="core design of a system YAML ARCH (default: its only one)")
+    p.add_argument("--layer", metavar="NAME", help="layer of a workload PROBLEM (default: its only one)")
+
+
+def _top_keys(path: str | Path) -> set:
+    p = Path(path)
+    if not p.is_file():
+        return set()
+    data = load_yaml(p)
+    return set(data) if isinstance(data, dict) else set()
+
+
+def _choose(names: list[str], wanted: str | None, what: str, file: str, key: str) -> str:
+    shown = ", ".join(names[:12]) + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
+    if wanted is None:
+        if len(names) == 1:
+            return names[0]
+        raise CoexploreError(f"it has {len(names)} {what}s; choose one", file=file, key=key,
+                             expected=f"{key} NAME, one of: {shown}")
+    if wanted not in names:
+        raise CoexploreError(f"no {what} {wanted!r}", file=file, key=key, expected=f"one of: {shown}")
+    return wanted
+
+
+def load_problem_arg(path: str | Path, layer: str | None) -> Problem:
+    """A Timeloop problem file, or one layer of a workload file / bundled workload name."""
+    from coexplore.spec.workload import find_workload, layer_problem, load_workload
+
+    p = Path(path)
+    workload = "workload" in _top_keys(p) or (not p.exists() and not p.suffix)
+    if not workload:
+        if layer is not None:
+            raise CoexploreError("--layer picks a layer of a workload file; this is a single problem",
+                                 file=str(p), key="--layer", expected="no --layer, or a workload YAML")
+        return load_problem(p)
+    wl = load_workload(find_workload(p))
+    name = _choose([lay.name for lay in wl.layers], layer, "layer", str(wl.path), "--layer")
+    return parse_problem(layer_problem(wl.layer(name)), str(wl.path), name=name)
+
+
+def load_inputs(args, with_constraints: bool = False
+                ) -> tuple[Context, dict[str, LevelConstraints] | None]:
+    """(context, constraints) from args.arch/problem/ert/core/layer (and args.constraints if asked).
+
+    Constraints: --constraints, else a system core's generated ones, else those found beside a
+    Timeloop ARCH (constraints.yaml) or in its v0.4 nodes.
+    """
+    problem = load_problem_arg(args.problem, args.layer)
+    cons_path = getattr(args, "constraints", None) if with_constraints else None
+    if "system" not in _top_keys(args.arch):
+        if args.core is not None:
+            raise CoexploreError("--core picks a core design of a system YAML; this is a Timeloop architecture",
+                                 file=str(args.arch), key="--core", expected="no --core, or a system YAML")
+        arch = load_architecture(args.arch)
+        ert = find_ert(args.arch, args.ert)
+        ctx = Context(arch, problem, ert, level_costs(arch, ert))
+        return ctx, load_constraints(arch, cons_path) if with_constraints else None
+    from coexplore.arch.system import load_system_arch
+    from coexplore.system.from_system import core_model
+
+    system = load_system_arch(args.arch)
+    name = _choose(list(system.cores), args.core, "core design", str(args.arch), "--core")
+    cm = core_model(system, name)
+    ert = cm.ert
+    if args.ert is not None:
+        from coexplore.spec.ert import load_ert
+        ert = load_ert(args.ert)
+    ctx = Context(cm.context_arch, problem, ert, level_costs(cm.context_arch, ert))
+    if not with_constraints:
+        return ctx, None
+    return ctx, load_constraints(ctx.arch, cons_path) if cons_path else cm.constraints
+
