@@ -56,12 +56,20 @@ def test_cluster_size_cap_splits_large_clusters():
 
 def test_marl_uses_warmup_then_clusters_and_counts_warmup_in_budget():
     space, f, _ = planted()
-    s = MARL(space, MARLConfig(warmup=1500), seed=0)
+    s = MARL(space, MARLConfig(warmup=1500, warmup_fraction=1.0), seed=0)
     res = run_search(s, f, budget=3000)
     assert res.samples == 3000
     assert s.correlations is not None and s.correlations.n_samples == 1500
     clusters = {frozenset(c) for c in s.clusters}
     assert frozenset({0, 3}) in clusters
+
+
+def test_marl_warmup_is_capped_at_a_share_of_the_budget():
+    space, f, _ = planted()
+    for budget, expected in ((1000, 200), (3000, 600), (20_000, 1500)):
+        s = MARL(space, MARLConfig(warmup=1500), seed=0)
+        run_search(s, f, budget=budget, batch_size=50)
+        assert s.correlations is not None and s.correlations.n_samples == expected
 
 
 def test_conditional_agent_learns_a_joint_choice():
@@ -90,7 +98,7 @@ def test_conditional_agent_learns_a_joint_choice():
 
 def test_leftover_parameters_can_share_one_agent():
     space, f, _ = planted()
-    s = MARL(space, MARLConfig(warmup=1500, leftovers="joint"), seed=0)
+    s = MARL(space, MARLConfig(warmup=1500, warmup_fraction=1.0, leftovers="joint"), seed=0)
     run_search(s, f, budget=1600)
     sizes = sorted(len(c) for c in s.clusters)
     assert sorted(i for c in s.clusters for i in c) == list(range(8))

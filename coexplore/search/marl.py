@@ -39,6 +39,7 @@ class MARLConfig(RLConfig):
     imitation: float = 1.0         # gentler self-imitation of a wider elite than RL's default:
     imitation_top: int = 200       # small agents converge fast and need the brake (bench-tuned)
     warmup: int = 1000             # uniform random samples for the correlation analysis (in budget)
+    warmup_fraction: float = 0.2   # ... but at most this share of the run's budget (small budgets learn too)
     clustering: str = "correlation"  # "correlation" | "per_parameter" | "given" (space.groups) | "single"
     bins: int = 4                  # goodness bins per parameter for the pair cells
     alpha: float = 0.05            # family-wise false-link rate of the clustering cut
@@ -296,9 +297,14 @@ class MARL(PolicySearcher):
         return MARLConfig()
 
     def _warmup_size(self) -> int:
+        """Warm-up samples: `warmup`, capped at `warmup_fraction` of the budget when it is known
+        (a 1,000-sample run would otherwise be all warm-up, i.e. random search)."""
         if self.config.clustering != "correlation":
             return 0
-        return max(int(self.config.warmup), 0)
+        n = max(int(self.config.warmup), 0)
+        if self.budget:
+            n = min(n, int(self.config.warmup_fraction * self.budget))
+        return n
 
     def _clusters(self) -> list[list[int]]:
         how = self.config.clustering
