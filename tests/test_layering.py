@@ -1,0 +1,56 @@
+"""Data flows one way (spec -> model -> mapspace/search -> system -> CLI): a package never imports
+one above it. Checked on the source, so a late (function-level) import counts too."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "coexplore"
+
+# package -> the coexplore packages (and plotting) it must never import
+FORBIDDEN = {
+    "spec": {"model", "mapspace", "search", "system", "arch", "cli", "energy", "matplotlib"},
+    "model": {"mapspace", "search", "system", "arch", "cli", "matplotlib"},
+    "energy": {"mapspace", "search", "system", "cli", "matplotlib"},
+    "mapspace": {"search", "system", "cli", "matplotlib"},
+    "search": {"system", "cli", "matplotlib"},
+    "arch": {"mapspace", "search", "system", "cli"},
+    "system": {"cli"},
+}
+# modules that are interfaces, not implementations: the searchers' parameter-space type is what a
+# mapspace encodes into (as an environment imports gymnasium.spaces)
+ALLOWED = {"mapspace": {"coexplore.search.space"}}
+
+
+def imported(path: Path, allowed: set[str] = frozenset()) -> set[str]:
+    """Top-level coexplore sub-packages (or third-party roots) that a module imports."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        for n in names:
+            if n in allowed:
+                continue
+            parts = n.split(".")
+            out.add(parts[1] if parts[0] == "coexplore" and len(parts) > 1 else parts[0])
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_no_upward_imports(package):
+    bad = {}
+    for path in sorted((PKG / package).rglob("*.py")):
+        hits = imported(path, ALLOWED.get(package, set())) & FORBIDDEN[package]
+        if hits:
+            bad[str(path.relative_to(PKG))] = sorted(hits)
+    assert not bad, f"upward imports: {bad}"
+
+
+def test_the_checker_sees_late_imports(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("def g():\n    from coexplore.search.marl import MARL\n    import matplotlib.pyplot\n")
+    assert imported(f) == {"search", "matplotlib"}
