@@ -253,25 +253,38 @@ def _cli(argv: list[str]) -> int:
     return args.func(args)
 
 
-def test_corrupt_or_foreign_file_gives_clear_error_and_clear_fixes_it(tmp_path, capsys):
-    garbage = tmp_path / "garbage.sqlite"
-    garbage.write_bytes(b"this is not sqlite\n" * 500)
+def test_foreign_sqlite_file_gives_clear_error_and_clear_moves_it_aside(tmp_path, capsys):
     foreign = tmp_path / "foreign.sqlite"
     con = sqlite3.connect(foreign)
     con.execute("CREATE TABLE results (key TEXT, record TEXT)")
     con.commit()
     con.close()
-    for path in (garbage, foreign):
-        with pytest.raises(CacheUnreadableError) as err:
-            ResultCache(path)
-        assert isinstance(err.value, CoexploreError)
-        assert err.value.file == str(path)
-        assert "coexplore cache clear" in err.value.message
-        assert _cli(["cache", "clear", "--cache", str(path)]) == 0
-        assert "replaced unreadable file" in capsys.readouterr().out
-        with ResultCache(path) as cache:
-            assert len(cache) == 0
-            cache.put("k", {"energy": 1.0})
+    original = foreign.read_bytes()
+    with pytest.raises(CacheUnreadableError) as err:
+        ResultCache(foreign)
+    assert isinstance(err.value, CoexploreError)
+    assert err.value.file == str(foreign)
+    assert "coexplore cache clear" in err.value.message
+    assert _cli(["cache", "clear", "--cache", str(foreign)]) == 0
+    assert "moved unreadable file" in capsys.readouterr().out
+    assert (tmp_path / "foreign.sqlite.unreadable-1").read_bytes() == original   # nothing lost
+    with ResultCache(foreign) as cache:
+        assert len(cache) == 0
+        cache.put("k", {"energy": 1.0})
+
+
+def test_a_file_that_is_not_sqlite_is_never_touched(tmp_path):
+    for name, data in (("garbage.sqlite", b"this is not sqlite\n" * 500),
+                       ("layer.yaml", b"problem:\n  instance: {C: 3}\n")):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(CoexploreError) as err:
+            ResultCache(path).get("k")
+        assert "not an SQLite database" in err.value.message and "cache clear" not in err.value.message
+        with pytest.raises(CoexploreError):
+            _cli(["cache", "clear", "--cache", str(path)])
+        assert path.read_bytes() == data
+        assert not list(tmp_path.glob(name + ".unreadable*"))
 
 
 def test_damaged_pages_are_reported(tmp_path):

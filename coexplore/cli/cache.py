@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 
 from coexplore.model.cache import (ENV_VAR, CacheStats, CacheUnreadableError, ResultCache,
-                                   file_size, remove_cache_files, resolve_cache_path)
+                                   file_size, move_cache_aside, resolve_cache_path)
 
 
 def add_cache_option(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     s = sub.add_parser("stats", help="entries, hit rate and size of the cache")
     add_cache_option(s)
     s.add_argument("--json", action="store_true", help="print the numbers as JSON")
-    c = sub.add_parser("clear", help="delete every entry (replaces an unreadable file)")
+    c = sub.add_parser("clear", help="delete every entry (an unreadable cache is moved aside, never deleted)")
     add_cache_option(c)
     p.set_defaults(func=run)
 
@@ -75,10 +75,10 @@ def _clear(path) -> int:
         print(f"cleared {path}: removed {n} entries")
     except CacheUnreadableError as exc:
         size = file_size(path)
-        remove_cache_files(path)
+        kept = move_cache_aside(path)
         ResultCache(path).close()
         reason = exc.message.split("; run `coexplore cache clear")[0]
-        print(f"replaced unreadable file {path} ({_human(size)}: {reason}) with an empty cache")
+        print(f"moved unreadable file {path} ({_human(size)}: {reason}) to {kept}; started an empty cache")
     return 0
 
 

@@ -67,7 +67,28 @@ class CacheUnreadableError(CoexploreError):
     """The file is corrupt, foreign or of another schema: `coexplore cache clear` replaces it."""
 
 
-_CLEAR_HINT = "run `coexplore cache clear --cache {path}` to replace it with an empty cache"
+_CLEAR_HINT = ("run `coexplore cache clear --cache {path}` to move it aside (kept as "
+               "{path}.unreadable-N) and start an empty cache")
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_sqlite_file(path: str | os.PathLike) -> bool:
+    """True for an empty or missing file or an SQLite database; False for anything else (a YAML, a
+    CSV...), which the cache never touches."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return head == b"" or head == SQLITE_HEADER
+
+
+def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
+    return CoexploreError("not a coexplore result cache: the file is not an SQLite database, and it "
+                          "is left untouched", file=str(path), key="--cache",
+                          expected="a cache file such as results/cache.sqlite, or a new path")
 
 
 def default_cache_path() -> Path:
@@ -173,19 +194,28 @@ def file_size(path: str | os.PathLike) -> int:
     return total
 
 
-def remove_cache_files(path: str | os.PathLike) -> None:
-    """Delete a cache file and its -wal/-shm companions (used to replace a corrupt file)."""
+def move_cache_aside(path: str | os.PathLike) -> Path:
+    """Rename an unreadable SQLite cache (and its -wal/-shm companions) to `<path>.unreadable-N`,
+    the first free N, so that an empty cache can take its place; nothing is deleted. Files that
+    are not SQLite databases are refused."""
     p = Path(path)
     if p.is_dir():
         raise CoexploreError("is a directory, not a cache file", file=str(p),
                              expected="a file path such as results/cache.sqlite")
+    if not is_sqlite_file(p):
+        raise not_a_cache_error(p)
+    n = 1
+    while any(Path(f"{p}.unreadable-{n}{suffix}").exists() for suffix in ("", "-wal", "-shm", "-journal")):
+        n += 1
+    target = Path(f"{p}.unreadable-{n}")
     for suffix in ("", "-wal", "-shm", "-journal"):
         try:
-            os.remove(f"{p}{suffix}")
+            os.replace(f"{p}{suffix}", f"{target}{suffix}")
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise CoexploreError(f"cannot remove: {exc.strerror}", file=f"{p}{suffix}") from exc
+            raise CoexploreError(f"cannot move aside: {exc.strerror}", file=f"{p}{suffix}") from exc
+    return target
 
 
 class ResultCache:
@@ -517,6 +547,8 @@ class _DatabaseErrors:
                                  f"than the timeout ({text})", file=str(self.path)) from exc
         unreadable = (type(exc) is sqlite3.DatabaseError
                       or "malformed" in text or "not a database" in text)
+        if unreadable and not is_sqlite_file(self.path):
+            raise not_a_cache_error(self.path) from exc
         if unreadable:
             raise CacheUnreadableError(f"not a readable coexplore result cache ({text}); {hint}",
                                        file=str(self.path)) from exc
