@@ -16,12 +16,13 @@ import yaml
 
 from coexplore.arch.core import CoreArch
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import read_text
 
 
 def table_names(path: Path, root: str) -> set[str]:
     """Component names listed in an ERT (`root`='ERT') or ART (`root`='ART') file."""
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.safe_load(read_text(path))
     except (OSError, yaml.YAMLError) as exc:
         raise CoexploreError(f"cannot read: {exc}", file=str(path)) from None
     try:

@@ -19,6 +19,7 @@ from coexplore.energy.grid import read_grid
 from coexplore.energy.tables import (build_tables, components_from_processed, write_art,
                                      write_ert)
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import read_text
 
 ESTIMATORS = ("builtin", "accelergy")
 
@@ -67,7 +68,7 @@ def run_tables(args) -> int:
     if not path.is_file():
         raise CoexploreError("architecture file not found", file=str(path))
     try:
-        arch = yaml.safe_load(path.read_text())
+        arch = yaml.safe_load(read_text(path))
     except yaml.YAMLError as exc:
         raise CoexploreError(f"not valid YAML: {exc}", file=str(path)) from None
     if not isinstance(arch, dict):

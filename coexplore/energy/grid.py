@@ -7,11 +7,13 @@ Accelergy refused (`status == failed`). See that grid's README for the column me
 from __future__ import annotations
 
 import csv
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import read_text
 
 REQUIRED_COLUMNS = ("component_id", "class", "definition", "technology", "attributes_json",
                     "action", "energy_pJ", "area_um2", "status")
@@ -52,7 +54,7 @@ def read_grid(path: str | Path) -> list[GridRow]:
         raise CoexploreError("grid file not found", file=str(path),
                              expected="a CSV in the format of accelergy-ert-grid/ert_grid.csv")
     rows: list[GridRow] = []
-    with path.open(newline="") as handle:
+    with io.StringIO(read_text(path), newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:

@@ -19,6 +19,7 @@ import yaml
 
 from coexplore.energy.components import ESTIMATOR, ComponentEstimate, estimate_component
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import read_text
 
 VERSION = "0.4"
 PRECISION = 6   # significant digits of the energies and areas in the tables, as Accelergy writes them
@@ -200,7 +201,7 @@ def _load(path: str | Path, key: str) -> dict:
     if not path.is_file():
         raise CoexploreError(f"{key} file not found", file=str(path))
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(read_text(path))
     except yaml.YAMLError as exc:
         raise CoexploreError(f"not valid YAML: {exc}", file=str(path)) from None
     if not isinstance(data, dict) or not isinstance(data.get(key), dict) \

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import read_text
 
 
 @dataclass
@@ -21,7 +22,12 @@ class Case:
 
     @property
     def expected(self) -> dict:
-        return json.loads((self.path / "expected.json").read_text())
+        f = self.path / "expected.json"
+        try:
+            return json.loads(read_text(f))
+        except ValueError as exc:
+            raise CoexploreError(f"not valid JSON: {exc}", file=str(f),
+                                 expected="Timeloop results in the corpus' expected.json schema") from None
 
 
 def _find_up(start: Path, sub: str, stop: Path) -> Path | None:

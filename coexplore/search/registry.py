@@ -26,6 +26,7 @@ from coexplore.search.pruned import LinearPruned, LinearPrunedConfig, RandomPrun
 from coexplore.search.random_search import RandomConfig, RandomSearch
 from coexplore.search.rl import RLConfig, SingleAgentRL
 from coexplore.search.space import DiscreteSpace
+from coexplore.spec.yamlio import load_yaml
 
 SEARCHERS: dict[str, tuple[type, type]] = {
     "random": (RandomSearch, RandomConfig),
@@ -127,15 +128,8 @@ def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
 
 
 def load_mapper(path) -> MapperSpec:
-    import yaml
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise CoexploreError("mapper config not found", file=path) from None
-    except yaml.YAMLError as exc:
-        raise CoexploreError(f"not valid YAML ({exc.__class__.__name__})", file=path) from None
-    return mapper_from_dict(data, file=path)
+    return mapper_from_dict(load_yaml(path), file=path)
 
 
 def save_mapper(spec: MapperSpec, path) -> None:

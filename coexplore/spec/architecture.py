@@ -48,6 +48,15 @@ def _number(value, *, file, key, expected="a number"):
         raise CoexploreError(f"got {value!r}", file=file, key=key, expected=expected) from None
 
 
+def _positive(value, *, file, key, integer: bool = True):
+    """A size, count or mesh: a number > 0 (an integer unless `integer` is False)."""
+    what = "a positive integer" if integer else "a positive number"
+    v = _number(value, file=file, key=key, expected=what)
+    if not v > 0 or (integer and v != int(v)):
+        raise CoexploreError(f"got {value!r}", file=file, key=key, expected=what)
+    return int(v) if integer else v
+
+
 @dataclass
 class Level:
     """One level of the flattened architecture (a storage level or the compute level)."""
@@ -118,28 +127,29 @@ def _is_compute_class(cls: str) -> bool:
 def _derive_storage(level: Level, file: str | None) -> None:
     a = level.attributes
     key = f"{level.name}.attributes"
-    level.word_bits = int(_number(_attr(a, "word_bits", 16), file=file, key=f"{key}.datawidth"))
-    level.cluster_size = int(_number(a.get("cluster_size", 1) or 1, file=file, key=f"{key}.cluster_size"))
+    level.word_bits = _positive(_attr(a, "word_bits", 16), file=file, key=f"{key}.datawidth")
+    level.cluster_size = _positive(a.get("cluster_size", 1) or 1, file=file, key=f"{key}.cluster_size")
     block = _attr(a, "block_size")
     width = _attr(a, "width")
     if block is not None:
-        level.block_size = int(_number(block, file=file, key=f"{key}.block_size"))
+        level.block_size = _positive(block, file=file, key=f"{key}.block_size")
     elif width is not None:
-        w = int(_number(width, file=file, key=f"{key}.width"))
+        w = _positive(width, file=file, key=f"{key}.width")
         level.block_size = max(1, w // (level.word_bits * level.cluster_size))
     else:
         level.block_size = 1
     entries = a.get("entries")
     depth = _attr(a, "depth")
     if entries is not None:
-        level.size = _number(entries, file=file, key=f"{key}.entries")
+        level.size = _positive(entries, file=file, key=f"{key}.entries")
     elif depth is not None and "dram" not in level.cls.lower():
-        level.size = _number(depth, file=file, key=f"{key}.depth") * level.block_size
+        level.size = _positive(depth, file=file, key=f"{key}.depth") * level.block_size
     elif a.get("sizeKB") is not None:
-        level.size = _number(a["sizeKB"], file=file, key=f"{key}.sizeKB") * 8192 // level.word_bits
+        level.size = _positive(a["sizeKB"], file=file, key=f"{key}.sizeKB", integer=False) * 8192 // level.word_bits
     else:
         level.size = math.inf
-    mb = _number(a.get("multiple_buffering", 1) or 1, file=file, key=f"{key}.multiple_buffering")
+    mb = _positive(a.get("multiple_buffering", 1) or 1, file=file, key=f"{key}.multiple_buffering",
+                   integer=False)
     level.effective_size = math.floor(level.size / mb) if math.isfinite(level.size) else math.inf
     bw = a.get("bandwidth")
     if bw is not None:
@@ -168,10 +178,11 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
         raise CoexploreError("not a mapping", file=file, key=f"{where}.attributes", expected="a mapping")
     attrs.update({str(k).replace("-", "_"): v for k, v in own.items()})
     name, _ = _split_range(node["name"])
-    mx = attrs.get("meshX", mesh_x)
-    my = attrs.get("meshY", mesh_y)
+    mx, my = (attrs.get(k) for k in ("meshX", "meshY"))
+    mx = _positive(mesh_x if mx is None else mx, file=file, key=f"{where}.attributes.meshX")
+    my = _positive(mesh_y if my is None else my, file=file, key=f"{where}.attributes.meshY")
     level = Level(name=name, cls=str(node["class"]), subclass=node.get("subclass"), attributes=attrs,
-                  instances=instances, mesh_x=int(mx or 1), mesh_y=int(my or 1),
+                  instances=instances, mesh_x=mx, mesh_y=my,
                   constraints=node.get("constraints") or {})
     level.is_compute = _is_compute_class(level.accelergy_class if level.subclass else level.cls)
     if not level.is_compute:
@@ -202,7 +213,11 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                 inherited.update({str(k).replace("-", "_"): v
                                   for k, v in (node.get("attributes") or {}).items()})
                 spatial = node.get("spatial") or {}
-                sx, sy = int(spatial.get("meshX", 1) or 1), int(spatial.get("meshY", 1) or 1)
+                if not isinstance(spatial, dict):
+                    raise CoexploreError(f"got {spatial!r}", file=file, key=f"{here}.spatial",
+                                         expected="a mapping {meshX: n, meshY: m}")
+                sx = _positive(spatial.get("meshX", 1), file=file, key=f"{here}.spatial.meshX")
+                sy = _positive(spatial.get("meshY", 1), file=file, key=f"{here}.spatial.meshY")
                 if spatial:
                     dummy = {"name": f"inter_{node['name']}_spatial", "class": "dummy_storage",
                              "attributes": {"width": 1, "depth": 1, "datawidth": 1, "technology": -1},

@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import read_text
 
 TOP_KEYS = ("system", "workloads", "sweep", "objectives", "mappers")
 SYSTEM_KEYS = ("name", "description", "clock_GHz", "technology", "dram", "cores")
@@ -394,7 +395,7 @@ def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
     if not p.is_file():
         raise CoexploreError("file not found", file=str(p), expected="a system YAML file")
     try:
-        doc = yaml.safe_load(p.read_text())
+        doc = yaml.safe_load(read_text(p))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

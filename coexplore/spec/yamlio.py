@@ -49,16 +49,25 @@ def _represent_dict(dumper: yaml.Dumper, data: dict):
 _Dumper.add_representer(dict, _represent_dict)
 
 
-def load_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; any failure becomes a CoexploreError naming the file."""
+def read_text(path: str | Path) -> str:
+    """A user's text file; missing, unreadable or not UTF-8 -> a CoexploreError naming the file."""
     path = Path(path)
     try:
-        text = path.read_text()
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CoexploreError("file not found", file=str(path)) from None
+    except IsADirectoryError:
+        raise CoexploreError("is a directory, not a file", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise CoexploreError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", file=str(path),
+                             expected="a UTF-8 text file") from None
     except OSError as exc:
         raise CoexploreError(f"cannot read file: {exc.strerror}", file=str(path)) from None
-    return loads_yaml(text, path)
+
+
+def load_yaml(path: str | Path) -> Any:
+    """Parse a YAML file; any failure becomes a CoexploreError naming the file."""
+    return loads_yaml(read_text(path), path)
 
 
 def loads_yaml(text: str, path: str | Path | None = None) -> Any:

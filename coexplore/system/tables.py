@@ -9,11 +9,13 @@ Rows keep the file order (genome index i = data row i).
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import read_text
 from coexplore.system.jobs import Job, JobTable
 
 _KIND = {"0": "FC", "1": "CONV", "2": "DSCONV", "3": "GEMM"}  # MAGMA's T column
@@ -32,7 +34,7 @@ def load_table(path: str | Path) -> JobTable:
     path = Path(path)
     if not path.is_file():
         raise CoexploreError("no such job table file", file=path, expected="a CSV file")
-    with path.open(newline="") as fh:
+    with io.StringIO(read_text(path), newline="") as fh:
         rows = list(csv.reader(fh))
     rows = [r for r in rows if any(cell.strip() for cell in r)]
     if not rows:
