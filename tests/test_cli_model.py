@@ -54,7 +54,7 @@ def test_evaluate_invalid_mapping_reports_error():
             break
     layer = CORPUS / "layers" / f"{case.parent.name}.yaml"
     r = cli("evaluate", ARCH / "processed.yaml", layer, case / "mapping.yaml", "--json")
-    assert r.returncode == 0
+    assert r.returncode == 1          # a failed run, as for timeloop-model; the JSON still comes
     assert json.loads(r.stdout)["valid"] is False
 
 
@@ -62,6 +62,9 @@ def test_evaluate_invalid_mapping_reports_error():
     (lambda t: t.replace("factors: C2", "factors: C3", 1), "factors of dimension C"),
     (lambda t: t.replace("target: DRAM", "target: DRAMM", 1), "unknown level 'DRAMM'"),
     (lambda t: t.replace("M1", "X1", 1), "unknown dimension 'X'"),
+    (lambda t: t.replace("factors: C2", "factors: C2 C1", 1), "dimension 'C' given twice"),
+    (lambda t: t.replace("permutation: ", "permutation: NN", 1), "listed twice"),
+    (lambda t: t.replace("target: DRAM", "tgt: DRAM", 1), "target"),
     (lambda t: t + "\n  - [unclosed", "malformed YAML"),
 ])
 def test_bad_mapping_gives_message_and_exit_2(tmp_path, mutate, expect):
@@ -70,8 +73,8 @@ def test_bad_mapping_gives_message_and_exit_2(tmp_path, mutate, expect):
     bad.write_text(mutate((case / "mapping.yaml").read_text()))
     r = cli("evaluate", ARCH / "processed.yaml", LAYER, bad)
     if "factors of dimension" in expect:
-        # a factor mismatch is an invalid mapping, reported as such (exit 0), never a traceback
-        assert r.returncode == 0 and "INVALID" in r.stdout and expect in r.stdout
+        # a factor mismatch is an invalid mapping, reported as such (exit 1), never a traceback
+        assert r.returncode == 1 and "INVALID" in r.stdout and expect in r.stdout
         return
     assert r.returncode == 2, r.stdout + r.stderr
     assert "Traceback" not in r.stderr

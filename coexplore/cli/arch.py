@@ -13,6 +13,7 @@ from pathlib import Path
 
 from coexplore.arch.system import load_system_arch
 from coexplore.arch.tables import estimator, find_given_tables
+from coexplore.cli.paths import output_dir
 
 
 def register(subparsers) -> None:
@@ -33,7 +34,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     system = load_system_arch(args.system)
-    out = Path(args.out)
+    out = output_dir(args.out)
     tables = None if args.ert_from else estimator()
     missing_tables = []
     rows = []

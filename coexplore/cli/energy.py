@@ -18,6 +18,7 @@ from coexplore.energy.check import builtin_estimator, check_rows, format_table
 from coexplore.energy.grid import read_grid
 from coexplore.energy.tables import (build_tables, components_from_processed, write_art,
                                      write_ert)
+from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import read_text
 
@@ -78,8 +79,7 @@ def run_tables(args) -> int:
         ert, art = build_tables(comps, classes=args.classes, estimator=args.energy)
     except CoexploreError as exc:
         raise exc.with_file(path)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(args.out)
     write_ert(out / "ERT.yaml", ert)
     write_art(out / "ART.yaml", art)
     print(f"wrote {out / 'ERT.yaml'} and {out / 'ART.yaml'} "

@@ -9,7 +9,7 @@ from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_in
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="evaluate one mapping with the Timeloop-compatible model",
-                       description="Evaluate one Timeloop mapping of one layer on one architecture.")
+                       description="Evaluate one Timeloop mapping of one layer on one architecture. Exit code 0: valid mapping; 1: the mapping is invalid on this architecture (the reason is printed, and --json has valid: false); 2: bad input.")
     p.add_argument("arch", help=ARCH_HELP)
     p.add_argument("problem", help=PROBLEM_HELP)
     p.add_argument("mapping", help="Timeloop mapping YAML")
@@ -59,4 +59,4 @@ def run(args) -> int:
         print(json.dumps(out, indent=1))
     else:
         print(format_summary(rec, ctx.arch.name, ctx.problem.name))
-    return 0
+    return 0 if rec["valid"] else 1   # like timeloop-model: an invalid mapping is a failed run

@@ -9,6 +9,7 @@ PROBLEM is a Timeloop problem YAML or a coexplore workload (problems/resnet50.ya
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
@@ -75,6 +76,11 @@ def load_inputs(args, with_constraints: bool = False
     Timeloop ARCH (constraints.yaml) or in its v0.4 nodes.
     """
     problem = load_problem_arg(args.problem, args.layer)
+    if problem.ignored:
+        missing = [d for d in problem.dims if d not in problem.instance]
+        print(f"coexplore: warning: {args.problem}: problem.instance key(s) {', '.join(problem.ignored)} "
+              f"ignored (not a dimension or coefficient of the shape, as in Timeloop)"
+              + (f"; {', '.join(missing)} not given, so 1" if missing else ""), file=sys.stderr)
     cons_path = getattr(args, "constraints", None) if with_constraints else None
     if "system" not in _top_keys(args.arch):
         if args.core is not None:

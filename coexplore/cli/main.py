@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
 from coexplore.errors import CoexploreError
 
@@ -38,16 +40,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
+def _terminate(signum, frame):
+    """SIGTERM (a job scheduler's or `timeout`'s stop) is handled like Ctrl-C: work so far is kept."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    command = "coexplore"
     try:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _terminate)
+        args = build_parser().parse_args(argv)
+        command = f"coexplore {args.command}"
         return int(args.func(args) or 0)
     except CoexploreError as exc:
-        print(f"coexplore {args.command}: error: {exc.format()}", file=sys.stderr)
+        print(f"{command}: error: {exc.format()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"coexplore {args.command}: interrupted", file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
+from coexplore.cli.paths import output_dir
 from coexplore.search import registry
 from coexplore.search.layer import MapInterrupted, map_layer
 from coexplore.spec.yamlio import write_yaml
@@ -28,14 +29,15 @@ def register(sub) -> None:
                    help=f"searcher name or mapper YAML (mappers/<name>.yaml); default marl. "
                         f"Names: {', '.join(sorted(registry.SEARCHERS))}")
     p.add_argument("--budget", type=int, default=10_000, help="cost-model samples (default 10000)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0); same seed, same result")
     p.add_argument("--objective", choices=registry.OBJECTIVES, default=None, help="default edp")
-    p.add_argument("--batch-size", type=int, default=None, help="candidates per ask/tell round")
-    p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="candidates per ask/tell round (default: the mapper's, 100)")
+    p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>, or <arch>-<workload>-<layer>)")
     p.add_argument("--cache", help="result cache (default results/cache.sqlite or $COEXPLORE_CACHE)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
@@ -62,8 +64,14 @@ def run(args) -> int:
     if args.budget < 1:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
                              expected="a positive integer")
+    if args.seed < 0:
+        raise CoexploreError(f"bad seed {args.seed}", key="--seed", expected="an integer >= 0")
     spec = resolve_spec(args.searcher, args.objective, args.batch_size)
     ctx, constraints = load_inputs(args, with_constraints=True)
+    # a workload layer is named after its workload too (conv1 is in several networks)
+    source = Path(args.problem).stem
+    label = ctx.problem.name if source == ctx.problem.name else f"{source}-{ctx.problem.name}"
+    out = output_dir(args.out or f"results/map/{ctx.arch.name}-{label}")   # before the search, not after
     cache = None
     if not args.no_cache:
         from coexplore.model.cache import ResultCache
@@ -78,8 +86,6 @@ def run(args) -> int:
     finally:
         if cache is not None:
             cache.close()
-    out = Path(args.out or f"results/map/{ctx.arch.name}-{ctx.problem.name}")
-    out.mkdir(parents=True, exist_ok=True)
     mapping_file = out / "mapping.yaml"
     write_yaml(mapping_file, {"mapping": res.mapping},
                header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"

@@ -19,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
 
 
@@ -61,6 +62,8 @@ def run(args) -> int:
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
     from coexplore.system.tables import load_table
 
+    if args.seed < 0:
+        raise CoexploreError(f"bad seed {args.seed}", key="--seed", expected="an integer >= 0")
     if args.system and args.table:
         raise CoexploreError("give either SYSTEM.yaml or --table, not both", key="--table",
                              expected="coexplore schedule SYSTEM.yaml ... or coexplore schedule --table T.csv ...")
@@ -75,6 +78,7 @@ def run(args) -> int:
             raise CoexploreError("no system bandwidth given", key="--bandwidth",
                                  expected="--bandwidth B (bytes/cycle, > 0)")
         table, bandwidth, name = load_table(args.table), args.bandwidth, Path(args.table).stem
+    out = output_dir(args.out or Path("results") / "schedule" / f"{name}-{args.searcher.lower()}-s{args.seed}")
     try:
         result = search_schedule(table, bandwidth, args.searcher, args.budget, args.seed, progress=progress)
     except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
@@ -84,9 +88,6 @@ def run(args) -> int:
     if args.system:
         data["jobs"] = [j.name for j in table.jobs]
         data["cores"] = list(table.cores)
-    out = Path(args.out) if args.out else (
-        Path("results") / "schedule" / f"{name}-{result.searcher}-s{args.seed}")
-    out.mkdir(parents=True, exist_ok=True)
     (out / "schedule.json").write_text(json.dumps(data, indent=1) + "\n")
     png = None
     if not args.no_plot:

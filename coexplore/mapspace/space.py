@@ -36,6 +36,18 @@ KIND_T, KIND_X, KIND_Y = 0, 1, 2
 EXACT_SIZE_LIMIT = 100_000   # distinct factorisations up to which log10_size counts exactly
 
 
+def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Problem) -> None:
+    """A constraint on a dimension the layer does not have is a typo (Timeloop refuses it too)."""
+    for level, c in constraints.items():
+        for what, names in (("temporal factors", c.temporal_factors), ("spatial factors", c.spatial_factors),
+                            ("temporal permutation", c.temporal_permutation or []),
+                            ("spatial permutation", c.spatial_permutation or [])):
+            bad = [n for n in names if n not in problem.dims]
+            if bad:
+                raise CoexploreError(f"constraint on unknown dimension(s) {', '.join(bad)} ({what})",
+                                     key=f"constraints of {level}", expected=f"dimensions of {problem.name}: {problem.dims}")
+
+
 @dataclass
 class FactorParam:
     dim: int
@@ -49,6 +61,7 @@ class MapSpace:
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
         self.arch, self.problem = arch, problem
         self.constraints = constraints or {}
+        _check_constraint_dims(self.constraints, problem)
         L, D, S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
         self.L, self.D, self.S = L, D, S
         inner = list(reversed(arch.levels))

@@ -51,6 +51,9 @@ def _parse_factors(value, *, file, key, dims) -> dict[str, int]:
         d, n = m.group(1), int(m.group(2))
         if d not in dims:
             raise CoexploreError(f"unknown dimension '{d}'", file=file, key=key, expected=f"one of {dims}")
+        if d in out:
+            raise CoexploreError(f"dimension '{d}' given twice", file=file, key=key,
+                                 expected="one factor per dimension")
         out[d] = n
     return out
 
@@ -65,6 +68,10 @@ def _parse_perm(value, *, file, key, dims) -> list[str]:
     for t in toks:
         if t not in dims:
             raise CoexploreError(f"unknown dimension '{t}'", file=file, key=key, expected=f"one of {dims}")
+    twice = sorted({t for t in toks if toks.count(t) > 1})
+    if twice:
+        raise CoexploreError(f"dimension(s) {', '.join(twice)} listed twice", file=file, key=key,
+                             expected="each dimension at most once")
     return toks
 
 
@@ -84,6 +91,8 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         if not isinstance(entry, dict):
             raise CoexploreError(f"got {entry!r}", file=file, key=key, expected="a mapping with target and type")
         target = entry.get("target")
+        if target is None:
+            raise CoexploreError("missing key", file=file, key=f"{key}.target", expected=f"one of {names}")
         if target not in mapping.levels:
             if target == arch.compute.name:
                 continue

@@ -41,6 +41,7 @@ class Problem:
     dataspaces: list[DataSpace]
     shape: dict = field(default_factory=dict)
     instance: dict = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()   # instance keys that are neither dimensions nor coefficients
 
     @property
     def macs(self) -> int:
@@ -132,9 +133,11 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     if not dataspaces:
         raise CoexploreError("no data spaces", file=file, key="problem.shape.data_spaces",
                              expected="a list of tensors with projections")
-    del unknown  # extra instance keys (H, W, padding) are ignored, as Timeloop does
+    # extra instance keys (H, W, padding...) are ignored, as Timeloop does; kept for a warning,
+    # since a misspelt dimension silently becomes a bound of 1
     return Problem(name=name or (Path(file).stem if file else "problem"), dims=dims, bounds=bounds,
-                   coefficients=coeffs, dataspaces=dataspaces, shape=shape, instance=dict(instance))
+                   coefficients=coeffs, dataspaces=dataspaces, shape=shape, instance=dict(instance),
+                   ignored=tuple(str(k) for k in unknown))
 
 
 def load_problem(path: str | Path) -> Problem:

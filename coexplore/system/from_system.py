@@ -24,7 +24,7 @@ from coexplore.spec.architecture import parse_architecture
 from coexplore.spec.constraints import constraints_from_targets
 from coexplore.spec.ert import parse_ert
 from coexplore.spec.problem import parse_problem
-from coexplore.spec.workload import Workload, layer_problem, load_workload
+from coexplore.spec.workload import Workload, find_workload, layer_problem, load_workload
 from coexplore.system.jobs import Job, JobTable, build_job_table
 
 
@@ -74,7 +74,7 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     if not paths:
         raise CoexploreError("no workloads", file=system.spec.file, key="workloads",
                              expected="a workloads list in the system file or --workload problems/X.yaml")
-    wls: list[Workload] = [load_workload(p) for p in paths]
+    wls: list[Workload] = [load_workload(find_workload(p)) for p in paths]
     jobs, layer_of = [], {}
     for w in wls:
         for layer in w.layers:
@@ -111,7 +111,13 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
             cm = models[design]
             prob = parse_problem(layer_problem(layer), name=layer.name)
             ctx = Context(cm.context_arch, prob, cm.ert, cm.costs)
-            res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache)
+            try:
+                res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache)
+            except CoexploreError as exc:
+                if exc.key != "--budget":
+                    raise
+                raise CoexploreError(f"layer {layer.name} on core {design}: {exc.message}", file=system.spec.file,
+                                     key="--layer-budget", expected=exc.expected) from None
             rec = res.best
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, cm.context_arch))
             if bar is not None:

@@ -1,0 +1,144 @@
+"""Bad input found by a user review: one line naming the file and key, exit 2, no traceback; and
+output folders checked before the work is done."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS
+
+ROOT = Path(__file__).resolve().parents[1]
+ARCH_DIR = CORPUS / "arches" / "eyeriss_like"
+LAYER = CORPUS / "layers" / "tiny_conv.yaml"
+TABLE = ROOT / "tests" / "data" / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "coexplore.cli.main", *map(str, args)],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def one_line_error(r, *needles):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    errors = [line for line in r.stderr.splitlines() if "error" in line.lower()]
+    assert "Traceback" not in r.stderr and len(errors) == 1, r.stderr
+    for n in needles:
+        assert n in r.stderr, r.stderr
+
+
+def arch_copy(tmp_path, old: str, new: str) -> Path:
+    text = (ARCH_DIR / "processed.yaml").read_text()
+    assert old in text
+    d = tmp_path / "arch"
+    d.mkdir(exist_ok=True)
+    (d / "ERT.yaml").write_text((ARCH_DIR / "ERT.yaml").read_text())
+    (d / "processed.yaml").write_text(text.replace(old, new, 1))
+    return d / "processed.yaml"
+
+
+def test_non_utf8_files(tmp_path):
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("problem: {instance: {C: 3}}  # caf\xe9\n".encode("latin-1"))
+    one_line_error(cli("map", ARCH_DIR / "processed.yaml", bad, "--budget", "10", "--no-cache"),
+                   str(bad), "not UTF-8")
+    csv = tmp_path / "t.csv"
+    csv.write_bytes(b"lat_0,bw_0\n1,\xff\n")
+    one_line_error(cli("schedule", "--table", csv, "--bandwidth", "1"), str(csv), "not UTF-8")
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("depth: 16384", "depth: 0", "depth"),
+    ("depth: 16384", "depth: -8", "depth"),
+    ("meshX: 14", "meshX: sixteen", "meshX"),
+    ("meshX: 14", "meshX: -14", "meshX"),
+])
+def test_impossible_hardware_values_are_named(tmp_path, old, new, key):
+    arch = arch_copy(tmp_path, old, new)
+    one_line_error(cli("map", arch, LAYER, "--budget", "10", "--no-cache"), str(arch), key, "positive")
+
+
+def test_constraint_on_an_unknown_dimension(tmp_path):
+    cons = tmp_path / "constraints.yaml"
+    cons.write_text((ARCH_DIR / "constraints.yaml").read_text() + "\n")
+    text = cons.read_text()
+    assert "factors:" in text
+    cons.write_text(text.replace("factors: ", "factors: Z=3 ", 1))
+    one_line_error(cli("map", ARCH_DIR / "processed.yaml", LAYER, "--constraints", cons, "--budget", "10",
+                       "--no-cache"), "unknown dimension(s) Z")
+
+
+def test_misspelt_instance_key_warns(tmp_path):
+    typo = tmp_path / "typo.yaml"
+    text = LAYER.read_text()
+    assert "{C: 4," in text
+    typo.write_text(text.replace("{C: 4,", "{X: 4,"))
+    r = cli("map", ARCH_DIR / "processed.yaml", typo, "--budget", "50", "--no-cache", "--no-progress",
+            "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert "warning" in r.stderr and "key(s) X ignored" in r.stderr and "C not given, so 1" in r.stderr
+
+
+def test_bad_seed_and_unusable_out_fail_before_the_search(tmp_path):
+    one_line_error(cli("map", ARCH_DIR / "processed.yaml", LAYER, "--seed", "-1", "--no-cache"), "--seed")
+    one_line_error(cli("schedule", "--table", TABLE, "--bandwidth", "1", "--seed", "-3"), "--seed")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    one_line_error(cli("map", ARCH_DIR / "processed.yaml", LAYER, "--budget", "10", "--no-cache",
+                       "--out", blocker), "--out", "not a folder")
+    one_line_error(cli("schedule", "--table", TABLE, "--bandwidth", "1", "--budget", "10",
+                       "--out", blocker / "sub"), "--out")
+
+
+def test_broken_expected_json_in_validate(tmp_path):
+    import shutil
+    root = tmp_path / "corpus"
+    shutil.copytree(CORPUS / "arches" / "eyeriss_like", root / "arches" / "eyeriss_like")
+    (root / "layers").mkdir()
+    case = next(p for p in sorted((CORPUS / "public" / "eyeriss_like").glob("*/*")) if p.is_dir())
+    shutil.copy(CORPUS / "layers" / f"{case.parent.name}.yaml", root / "layers")
+    dst = root / "public" / "eyeriss_like" / case.parent.name / case.name
+    shutil.copytree(case, dst)
+    (dst / "expected.json").write_text('{"valid": tru')
+    one_line_error(cli("validate", root), "expected.json", "not valid JSON")
+
+
+def test_workload_layers_get_their_own_default_folder(tmp_path):
+    r = cli("map", ROOT / "arch" / "simba.yaml", "alexnet", "--layer", "fc8", "--budget", "30", "--no-cache",
+            "--no-progress", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "results" / "map" / "simba-alexnet-fc8" / "mapping.yaml").exists()
+
+
+def test_schedule_takes_bundled_workload_names(tmp_path):
+    r = cli("schedule", ROOT / "arch" / "simba.yaml", "--workload", "dlrm_mlp", "--layer-budget", "10",
+            "--budget", "50", "--no-plot", "--cache", tmp_path / "c.sqlite", "--out", tmp_path / "s")
+    one_line_error(r, "--layer-budget", "on core simba", "no valid mapping")   # names the flag the user set
+    r = cli("schedule", ROOT / "arch" / "simba.yaml", "--workload", "dlrm_mlp", "--layer-budget", "400",
+            "--budget", "50", "--no-plot", "--cache", tmp_path / "c.sqlite", "--out", tmp_path / "s")
+    assert r.returncode == 0, r.stderr
+    assert "dlrm" in (tmp_path / "s" / "schedule.json").read_text()
+
+
+def test_sigterm_keeps_the_best_mapping_so_far(tmp_path):
+    import json
+    import os
+    import signal
+    import time
+    out = tmp_path / "o"
+    p = subprocess.Popen([sys.executable, "-m", "coexplore.cli.main", "map", str(ARCH_DIR / "processed.yaml"),
+                          str(LAYER), "--searcher", "random", "--budget", "100000000", "--out", str(out),
+                          "--no-cache"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        buf, t0 = "", time.time()
+        while "best=" not in buf and time.time() - t0 < 120:
+            buf += os.read(p.stderr.fileno(), 4096).decode(errors="replace")
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130
+    assert json.loads((out / "result.json").read_text())["interrupted"] is True
