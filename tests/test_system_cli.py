@@ -63,3 +63,65 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert "table" in _bad(tmp_path, capsys, ["--bandwidth", "1"])
     assert "no such" in _bad(tmp_path, capsys, ["--table", str(tmp_path / "nope.csv"),
                                                 "--bandwidth", "1"])
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bundled_magma_yaml_is_magma_with_its_defaults():
+    from coexplore.system.magma import MagmaConfig
+    from coexplore.system.schedule import load_system_mapper
+    spec = load_system_mapper(ROOT / "mappers" / "magma.yaml")
+    assert spec.searcher == "magma" and spec.budget == 10_000 and spec.config == MagmaConfig()
+
+
+def test_schedule_takes_a_mapper_yaml_and_its_config_takes_effect(tmp_path, capsys):
+    from coexplore.system.magma import MagmaConfig
+    from coexplore.system.schedule import search_schedule
+    y = tmp_path / "small.yaml"
+    y.write_text("searcher: magma\nbudget: 300\nconfig: {pop_size: 20, islands: 1}\n")
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", str(y), "--json",
+               "--out", str(tmp_path / "o"), "--no-plot"])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["samples"] == 300
+    t = load_table(TABLE)
+    want = search_schedule(t, 16, "magma", 300, 0, config=MagmaConfig(pop_size=20, islands=1))
+    default = search_schedule(t, 16, "magma", 300, 0)
+    assert data["makespan"] == want.makespan
+    assert data["history"] == [[int(s), float(b)] for s, b in want.history]
+    assert [[int(s), float(b)] for s, b in default.history] != data["history"]  # the config changed the search
+    # --budget on the command line wins over the file's
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", str(y), "--budget", "120",
+               "--json", "--out", str(tmp_path / "o"), "--no-plot"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["samples"] == 120
+
+
+def test_system_yaml_mappers_system_is_used(tmp_path, capsys):
+    mapper = tmp_path / "m.yaml"
+    mapper.write_text("searcher: sjf-greedy\n")
+    system = tmp_path / "sys.yaml"
+    text = (ROOT / "arch" / "simba.yaml").read_text()
+    text = text.replace("- ../problems/resnet50.yaml\n- ../problems/vgg16.yaml\n", f"- {ROOT}/problems/dlrm_mlp.yaml\n")
+    text = text.replace("layer: ../mappers/marl.yaml", f"layer: {ROOT}/mappers/marl.yaml\n  system: {mapper}")
+    system.write_text(text)
+    rc = main(["schedule", str(system), "--layer-budget", "300", "--json", "--no-plot",
+               "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "o")])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out)["searcher"] == "sjf-greedy"
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("searcher: magma\npopulation: 5\n", "population"),
+    ("searcher: stdga\nconfig: {pop_size: 5}\n", "takes no config"),
+    ("searcher: magma\nconfig: {pop_size: -5}\n", "config.pop_size"),
+    ("searcher: magma\nconfig: {p_mutation_min: 0.001}\nbudget: 0\n", "budget"),
+    ("searcher: magmaa\n", "unknown searcher"),
+])
+def test_bad_system_mapper_yaml(tmp_path, capsys, text, msg):
+    y = tmp_path / "m.yaml"
+    y.write_text(text)
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", str(y), "--no-plot",
+               "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and msg in err and str(y) in err

@@ -44,10 +44,12 @@ def register(subparsers) -> None:
                    help="job table CSV with lat_<core> and bw_<core> columns (MAGMA's format)")
     p.add_argument("--bandwidth", type=float, metavar="B",
                    help="system (off-chip) bandwidth in bytes/cycle")
-    p.add_argument("--searcher", default="magma", metavar="S",
-                   help="one of: " + ", ".join(SEARCHERS) + " (default magma)")
-    p.add_argument("--budget", type=int, default=10_000, metavar="N",
-                   help="evaluated candidates (samples); heuristics use 1 (default 10000)")
+    p.add_argument("--searcher", default=None, metavar="S",
+                   help="one of: " + ", ".join(SEARCHERS) + ", or a system mapper YAML "
+                        "(mappers/magma.yaml); default: the system's mappers.system, else magma")
+    p.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="evaluated candidates (samples); heuristics use 1 (default: the mapper "
+                        "YAML's budget, else 10000)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--json", action="store_true",
                    help="print the schedule as JSON on stdout instead of the summary")
@@ -68,6 +70,7 @@ def run(args) -> int:
         raise CoexploreError("give either SYSTEM.yaml or --table, not both", key="--table",
                              expected="coexplore schedule SYSTEM.yaml ... or coexplore schedule --table T.csv ...")
     progress = sys.stderr.isatty() or not args.json
+    mapper = _system_mapper(args)          # before the (possibly long) job-table step
     if args.system:
         table, bandwidth, name = _system_table(args, progress)
     else:
@@ -78,9 +81,12 @@ def run(args) -> int:
             raise CoexploreError("no system bandwidth given", key="--bandwidth",
                                  expected="--bandwidth B (bytes/cycle, > 0)")
         table, bandwidth, name = load_table(args.table), args.bandwidth, Path(args.table).stem
-    out = output_dir(args.out or Path("results") / "schedule" / f"{name}-{args.searcher.lower()}-s{args.seed}")
+    searcher = mapper.searcher
+    budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
+    out = output_dir(args.out or Path("results") / "schedule" / f"{name}-{searcher}-s{args.seed}")
     try:
-        result = search_schedule(table, bandwidth, args.searcher, args.budget, args.seed, progress=progress)
+        result = search_schedule(table, bandwidth, searcher, budget, args.seed, progress=progress,
+                                 config=mapper.config)
     except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
         result = exc.result
     data = result.to_json(table)
@@ -102,10 +108,29 @@ def run(args) -> int:
         print("\n".join(summary_lines(table, result)))
         print(f"schedule   {out / 'schedule.json'}" + (f"\ngantt      {png}" if png else ""))
     if result.interrupted:
-        print(f"coexplore schedule: interrupted after {result.samples:,} of {args.budget:,} samples; "
+        print(f"coexplore schedule: interrupted after {result.samples:,} of {budget:,} samples; "
               f"wrote the best schedule so far to {out / 'schedule.json'}", file=sys.stderr)
         return 130
     return 0
+
+
+def _system_mapper(args):
+    """--searcher (a name or a mapper YAML), else the system YAML's mappers.system, else magma."""
+    from coexplore.system.schedule import SEARCHERS, SystemMapperSpec, load_system_mapper
+
+    if args.searcher:
+        if args.searcher.endswith((".yaml", ".yml")) or Path(args.searcher).is_file():
+            return load_system_mapper(args.searcher)
+        if args.searcher.lower() not in SEARCHERS:
+            raise CoexploreError(f"unknown searcher '{args.searcher}'", key="--searcher",
+                                 expected="one of " + ", ".join(SEARCHERS) + ", or a mapper YAML")
+        return SystemMapperSpec(args.searcher.lower())
+    if args.system:
+        from coexplore.spec.system import load_system
+        path = load_system(args.system).mappers.get("system")
+        if path is not None:
+            return load_system_mapper(path)
+    return SystemMapperSpec()
 
 
 def _system_table(args, progress: bool):

@@ -68,19 +68,27 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
         if key not in fields:
             raise CoexploreError(f"unknown option '{key}' for {config_cls.__name__}", file=file,
                                  key=f"config.{key}", expected=" | ".join(fields))
-        want = type(getattr(defaults, key))
+        default = getattr(defaults, key)
+        optional = default is None or "None" in str(fields[key].type)
+        want = float if default is None else type(default)   # optional options here are numbers
+        if value is None and optional:
+            kwargs[key] = None
+            continue
         if want is bool:
             ok = isinstance(value, bool)
         elif want is int:
-            ok = isinstance(value, int) and not isinstance(value, bool)
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
         elif want is float:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
             value = float(value) if ok else value
         else:
             ok = isinstance(value, want)
         if not ok:
+            what = f"a number >= 0" if want in (int, float) else f"a {want.__name__}"
+            if want is int:
+                what = "an integer >= 0"
             raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
-                                 expected=f"a {want.__name__}")
+                                 expected=what + (" or null" if optional else ""))
         kwargs[key] = value
     return config_cls(**kwargs)
 

@@ -47,7 +47,7 @@ SYSTEM_KEYS = ("name", "description", "clock_GHz", "technology", "dram", "cores"
 DRAM_KEYS = ("type", "width", "bandwidth_GBps", "bytes_per_cycle")
 CORE_KEYS = ("name", "template", "params", "count", "grid")
 OBJECTIVES = ("latency", "energy", "edp", "area", "throughput")
-MAPPER_ROLES = ("layer", "system", "online")
+MAPPER_ROLES = ("layer", "system")   # an online (multi-tenant) scheduler is not part of coexplore yet
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,53 @@ def heuristic_candidates(table: JobTable) -> np.ndarray:
     return np.array(rows)
 
 
-def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0) -> Searcher:
-    """Searcher `name` (see SEARCHERS) for `table`; budget is needed by nevergrad only."""
+@dataclass
+class SystemMapperSpec:
+    """A system-level mapper YAML (`mappers/magma.yaml`, a system's `mappers.system`):
+    `searcher` (one of SEARCHERS), optional `budget` (samples) and, for magma, `config`
+    (MagmaConfig fields)."""
+
+    searcher: str = "magma"
+    budget: int | None = None
+    config: MagmaConfig | None = None
+
+
+def load_system_mapper(path) -> SystemMapperSpec:
+    from coexplore.search.registry import config_from_dict
+    from coexplore.spec.yamlio import load_yaml
+
+    f = str(path)
+    data = load_yaml(path)
+    if not isinstance(data, dict) or "searcher" not in data:
+        raise CoexploreError("a system mapper needs a 'searcher' key", file=f, key="searcher",
+                             expected=" | ".join(SEARCHERS))
+    unknown = sorted(set(data) - {"searcher", "budget", "config"})
+    if unknown:
+        raise CoexploreError("unknown key", file=f, key=unknown[0], expected="searcher | budget | config")
+    name = str(data["searcher"]).lower()
+    if name not in SEARCHERS:
+        raise CoexploreError(f"unknown searcher '{data['searcher']}'", file=f, key="searcher",
+                             expected="one of " + ", ".join(SEARCHERS))
+    budget = data.get("budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise CoexploreError(f"bad budget {budget!r}", file=f, key="budget", expected="an integer >= 1")
+    config = None
+    if data.get("config") is not None:
+        if name != "magma":
+            raise CoexploreError(f"'{name}' takes no config", file=f, key="config",
+                                 expected="config only with searcher: magma")
+        config = config_from_dict(MagmaConfig, data["config"], f)
+    return SystemMapperSpec(name, budget, config)
+
+
+def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
+                  config: MagmaConfig | None = None) -> Searcher:
+    """Searcher `name` (see SEARCHERS) for `table`; budget is needed by nevergrad only; `config`
+    replaces magma's defaults."""
     key = name.lower()
     space = space_of(table)
     if key == "magma":
-        cfg = MagmaConfig()
+        cfg = config or MagmaConfig()
         init = heuristic_candidates(table) if cfg.warm_start else None
         return MagmaSearcher(space, cfg, seed=seed, initial=init, budget=budget)
     if key == "magma-original":
@@ -98,13 +139,13 @@ class ScheduleResult:
 
 def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
                     budget: int = 10_000, seed: int | None = 0,
-                    progress: bool = False) -> ScheduleResult:
+                    progress: bool = False, config: MagmaConfig | None = None) -> ScheduleResult:
     """Best schedule found by `searcher` within `budget` evaluated candidates."""
     bandwidth = check_bandwidth(bandwidth)
     if int(budget) < 1:
         raise CoexploreError(f"budget must be >= 1 sample, got {budget}", key="budget",
                              expected="an integer >= 1")
-    s = make_searcher(searcher, table, int(budget), seed)
+    s = make_searcher(searcher, table, int(budget), seed, config)
     objective = MakespanObjective(table, bandwidth)
     cap = getattr(s, "max_samples", None)
     n = int(budget) if cap is None else min(int(budget), cap)
