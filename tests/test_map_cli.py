@@ -57,9 +57,13 @@ def test_map_writes_a_mapping_that_evaluate_reproduces(tmp_path):
         assert got[k] == res["best"][k]
     assert got["levels"] == res["best"]["levels"]
     # the second identical run is served from the cache
+    first_yaml = (out / "mapping.yaml").read_text()
     again = json.loads(cli("map", ARCH, LAYER, "--searcher", "ga", "--budget", "800", "--seed", "1", "--out", out,
                            "--json", "--cache", tmp_path / "c.sqlite").stdout)
     assert again["cached"] is True and again["best"] == res["best"]
+    # ... and writes the same files, key order included (they diff cleanly)
+    assert list(again["best"]) == list(res["best"])
+    assert (out / "mapping.yaml").read_text() == first_yaml
 
 
 @pytest.mark.parametrize("args,msg", [

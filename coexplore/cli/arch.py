@@ -17,7 +17,10 @@ from coexplore.cli.paths import output_dir
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("arch", help="generate Timeloop architectures from a system YAML")
+    parser = subparsers.add_parser("arch", help="generate Timeloop architectures from a system YAML",
+                                   description="Generate each core of a system YAML as Timeloop files: "
+                                               "v0.4 arch.yaml, flattened processed.yaml, constraints.yaml, "
+                                               "and ERT/ART from the built-in estimator (or given ones).")
     sub = parser.add_subparsers(dest="arch_command", metavar="ACTION")
     sub.required = True
     gen = sub.add_parser("generate", help="write arch/processed/constraints/ERT/ART YAML per core")
@@ -59,7 +62,7 @@ def run(args) -> int:
         count = system.spec.core(name).count
         rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source))
     spec = system.spec
-    print(f"system {spec.name}: {spec.n_cores} cores, off-chip "
+    print(f"system {spec.name}: {spec.n_cores} core{'s' if spec.n_cores != 1 else ''}, off-chip "
           f"{spec.dram.bandwidth_GBps_at(spec.clock_GHz):g} GB/s "
           f"({system.offchip_bytes_per_cycle:g} B/cycle at {spec.clock_GHz:g} GHz), "
           f"DRAM {spec.dram.type} x{spec.dram.width}")

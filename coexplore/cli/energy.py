@@ -26,7 +26,10 @@ ESTIMATORS = ("builtin", "accelergy")
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("energy", help="Accelergy-compatible energy/area estimation")
+    parser = subparsers.add_parser("energy", help="Accelergy-compatible energy/area estimation",
+                                   description="The built-in Accelergy-compatible energy/area estimator: "
+                                               "check it against a grid of real Accelergy results, or "
+                                               "write ERT.yaml/ART.yaml for an architecture.")
     sub = parser.add_subparsers(dest="energy_command", metavar="ACTION")
     sub.required = True
     chk = sub.add_parser("check", help="compare the estimator with a reference grid CSV")
@@ -38,7 +41,8 @@ def register(subparsers) -> None:
     tab = sub.add_parser("tables", help="write ERT.yaml/ART.yaml for a processed architecture")
     tab.add_argument("arch", help="flattened (processed) architecture YAML (subtree/local)")
     tab.add_argument("--out", required=True, help="output directory")
-    tab.add_argument("--energy", choices=ESTIMATORS, default="builtin")
+    tab.add_argument("--energy", choices=ESTIMATORS, default="builtin",
+                     help="estimator (default builtin; accelergy: the real tool, must be on PATH)")
     tab.add_argument("--classes", choices=("example_designs", "primitives"),
                      default="example_designs",
                      help="regfile/intmac as the example designs' compound classes (default) "

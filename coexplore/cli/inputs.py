@@ -41,7 +41,7 @@ def _top_keys(path: str | Path) -> set:
 
 
 def _choose(names: list[str], wanted: str | None, what: str, file: str, key: str) -> str:
-    shown = ", ".join(names[:12]) + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
+    shown = ", ".join(names)
     if wanted is None:
         if len(names) == 1:
             return names[0]

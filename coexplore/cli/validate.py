@@ -15,9 +15,11 @@ from coexplore.model.inputs import load_context
 
 def register(sub) -> None:
     p = sub.add_parser("validate", help="compare the model with a corpus of reference (Timeloop) results",
-                       description="Evaluate every case of a corpus laid out like ../shared/timeloop-corpus "
-                                   "and report the error against its expected.json.")
-    p.add_argument("dir", help="corpus directory (e.g. timeloop-corpus/public)")
+                       description="Evaluate every case of a corpus laid out as "
+                                   "<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} with "
+                                   "arches/<arch>/ and layers/ above it (the bundled "
+                                   "tests/data/timeloop_corpus) and report the error against each expected.json.")
+    p.add_argument("dir", help="corpus directory (e.g. tests/data/timeloop_corpus)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--failures", type=int, default=10, help="list at most this many mismatching cases")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

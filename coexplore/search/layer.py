@@ -103,6 +103,12 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         if hit is not None:
             out = MapResult(**{k: v for k, v in hit.items() if k in MapResult.__dataclass_fields__})
             out.cached = True
+            # the record and mapping rebuilt from the stored point: same numbers, and the same
+            # layout as a fresh run (the cache stores JSON with sorted keys)
+            ms = MapSpace(ctx.arch, ctx.problem, constraints)
+            arrays = ms.decode(np.array([out.x], dtype=np.int64))
+            out.best = ctx.record(ctx.evaluate(arrays), 0)
+            out.mapping = from_arrays(arrays, 0, ctx.arch, ctx.problem)
             return out
     ms = MapSpace(ctx.arch, ctx.problem, constraints)
     searcher = build_searcher(spec, ms, seed)

@@ -190,6 +190,9 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     return level
 
 
+V4_TAGS = ("Container", "Component", "Parallel", "Hierarchical", "Nothing")
+
+
 def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
     levels: list[Level] = []
     inherited: dict = {}
@@ -203,6 +206,9 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                 raise CoexploreError(f"got {node!r}", file=file, key=here,
                                      expected="a !Container, !Component or !Parallel node")
             tag = node.get(TAG_KEY, "Component" if "class" in node else "Container")
+            if tag not in V4_TAGS:
+                raise CoexploreError(f"unknown tag !{tag}", file=file, key=here,
+                                     expected="one of " + ", ".join("!" + t for t in V4_TAGS))
             if tag == "Nothing":      # placeholder node of timeloopfe: no hardware
                 continue
             if tag == "Parallel" or ("nodes" in node and "class" not in node and tag != "Container"):

@@ -191,9 +191,10 @@ def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
         f"({table.num_jobs / result.makespan * 1e6:.4g} jobs per 1e6 cycles)",
         "energy     " + (f"{result.energy:.6g} pJ" if np.isfinite(result.energy)
                          else "n/a (the table has no energy columns)"),
-        "core       jobs   busy (cycles)   utilization",
     ]
+    w = max(8, *(len(str(name)) for name in table.cores))
+    lines.append(f"{'core':<{w + 2}} {'jobs':>5}   {'busy (cycles)':>13}   {'utilization':>11}")
     counts = np.bincount(result.core, minlength=table.num_cores)
     for c, name in enumerate(table.cores):
-        lines.append(f"  {name:<8} {counts[c]:>5}   {result.busy[c]:>13.6g}   {util[c]:>10.1%}")
+        lines.append(f"  {str(name):<{w}} {counts[c]:>5}   {result.busy[c]:>13.6g}   {util[c]:>11.1%}")
     return lines
