@@ -142,3 +142,12 @@ def test_sigterm_keeps_the_best_mapping_so_far(tmp_path):
             p.kill()
     assert p.returncode == 130
     assert json.loads((out / "result.json").read_text())["interrupted"] is True
+
+
+def test_unknown_v04_tag_is_named(tmp_path):
+    text = (ARCH_DIR / "arch.yaml").read_text()
+    assert "!Container" in text
+    bad = tmp_path / "arch.yaml"
+    bad.write_text(text.replace("!Container", "!Contaner", 1))
+    (tmp_path / "ERT.yaml").write_text((ARCH_DIR / "ERT.yaml").read_text())
+    one_line_error(cli("map", bad, LAYER, "--budget", "10", "--no-cache"), str(bad), "unknown tag !Contaner")
