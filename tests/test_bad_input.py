@@ -151,3 +151,9 @@ def test_unknown_v04_tag_is_named(tmp_path):
     bad.write_text(text.replace("!Container", "!Contaner", 1))
     (tmp_path / "ERT.yaml").write_text((ARCH_DIR / "ERT.yaml").read_text())
     one_line_error(cli("map", bad, LAYER, "--budget", "10", "--no-cache"), str(bad), "unknown tag !Contaner")
+
+
+def test_argument_errors_are_one_line():
+    r = cli("map", LAYER, LAYER, "--budget", "abc")
+    one_line_error(r, "--budget", "see coexplore map --help")
+    assert "usage:" not in r.stderr

@@ -27,8 +27,15 @@ COMMANDS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (like every other coexplore error), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="coexplore",
         description="DNN-accelerator co-exploration with Timeloop-compatible numbers.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
