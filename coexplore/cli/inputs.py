@@ -87,6 +87,8 @@ def load_inputs(args, with_constraints: bool = False
             raise CoexploreError("--core picks a core design of a system YAML; this is a Timeloop architecture",
                                  file=str(args.arch), key="--core", expected="no --core, or a system YAML")
         arch = load_architecture(args.arch)
+        for w in arch.warnings:
+            print(f"coexplore: warning: {args.arch}: {w}", file=sys.stderr)
         ert = find_ert(args.arch, args.ert)
         ctx = Context(arch, problem, ert, level_costs(arch, ert))
         return ctx, load_constraints(arch, cons_path) if with_constraints else None

@@ -95,6 +95,7 @@ class Architecture:
     compute: Level
     attributes: dict = field(default_factory=dict)
     source: str | None = None
+    warnings: list[str] = field(default_factory=list)   # legal for Timeloop, but likely mistakes
 
     def level_names(self) -> list[str]:
         return [lv.name for lv in self.levels]
@@ -311,7 +312,33 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError(f"duplicate level names {sorted(dup)}", file=file, key="architecture",
                              expected="unique component names")
     return Architecture(name=name or (Path(file).parent.name if file else "arch"), levels=storage,
-                        compute=compute, attributes=attrs, source=file)
+                        compute=compute, attributes=attrs, source=file, warnings=_suspicious(storage))
+
+
+# attributes Timeloop reads from a storage level (others are Accelergy's business)
+TIMELOOP_ATTRIBUTES = ("depth", "width", "datawidth", "word_bits", "word_width", "block_size", "n_words",
+                       "entries", "sizeKB", "cluster_size", "multiple_buffering", "bandwidth",
+                       "read_bandwidth", "write_bandwidth", "shared_bandwidth", "meshX", "meshY",
+                       "n_banks", "memory_depth", "memory_width", "technology", "network_word_bits")
+
+
+def _suspicious(storage: list[Level]) -> list[str]:
+    """What Timeloop accepts silently but is most likely a typo: an unknown attribute one letter
+    away from a Timeloop one (`dpeth`), and an on-chip buffer without any size (unbounded)."""
+    import difflib
+
+    out = []
+    for lv in storage:
+        for key in lv.attributes:
+            if key in TIMELOOP_ATTRIBUTES:
+                continue
+            close = difflib.get_close_matches(str(key), TIMELOOP_ATTRIBUTES, n=1, cutoff=0.8)
+            if close and close[0] not in lv.attributes:
+                out.append(f"{lv.name}: attribute '{key}' is not one Timeloop reads (did you mean '{close[0]}'?)")
+        if math.isinf(lv.size) and not lv.is_dummy and "dram" not in lv.cls.lower() and \
+                "dram" not in lv.accelergy_class.lower():
+            out.append(f"{lv.name}: no depth, entries or sizeKB, so its capacity is unlimited")
+    return out
 
 
 def load_architecture(path: str | Path) -> Architecture:
