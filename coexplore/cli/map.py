@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
+from coexplore.bundled import bundled_dir
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
 from coexplore.cli.paths import output_dir
 from coexplore.search import registry
@@ -47,7 +48,7 @@ def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> 
     if name.endswith((".yaml", ".yml")) or path.exists():
         spec = registry.load_mapper(path)
     else:
-        bundled = Path(__file__).resolve().parents[2] / "mappers" / f"{name}.yaml"
+        bundled = bundled_dir("mappers") / f"{name}.yaml"
         if name not in registry.SEARCHERS:
             registry.mapper_spec(name)          # raises the 'unknown searcher' error
         spec = registry.load_mapper(bundled) if bundled.exists() else registry.mapper_spec(name)

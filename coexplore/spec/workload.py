@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from coexplore.bundled import bundled_dir
 from coexplore.errors import CoexploreError
 from coexplore.spec.problem import DEFAULT_CNN_SHAPE
 from coexplore.spec.yamlio import load_yaml
@@ -43,7 +44,7 @@ PROBLEM_VERSION = 0.4
 CNN_LAYER_SHAPE: dict[str, Any] = DEFAULT_CNN_SHAPE
 
 # the folder of bundled workloads (repository checkout: <repo>/problems)
-BUNDLED_DIR = Path(__file__).resolve().parents[2] / "problems"
+BUNDLED_DIR = bundled_dir("problems")
 
 _TOP_KEYS = ("version", "shape", "workload")
 _WORKLOAD_KEYS = ("name", "description", "source", "layers")

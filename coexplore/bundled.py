@@ -1,0 +1,23 @@
+"""Where the repository's example folders are: `arch/`, `problems/` and `mappers/`.
+
+From a checkout (or an editable install) they are the checkout's own folders; a regular
+`pip install` copies them into the package (`coexplore/_bundled/`, see setup.py), so bundled names
+such as `resnet50` or `--searcher marl` resolve the same way wherever coexplore runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+KINDS = ("arch", "problems", "mappers")
+_HERE = Path(__file__).resolve().parent
+
+
+def bundled_dir(kind: str) -> Path:
+    """The `kind` folder (one of KINDS): the checkout's if there is one, else the installed copy."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown bundled folder {kind!r}")
+    checkout = _HERE.parent / kind
+    if checkout.is_dir() and (_HERE.parent / "pyproject.toml").is_file():
+        return checkout
+    return _HERE / "_bundled" / kind
