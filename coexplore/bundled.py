@@ -21,3 +21,13 @@ def bundled_dir(kind: str) -> Path:
     if checkout.is_dir() and (_HERE.parent / "pyproject.toml").is_file():
         return checkout
     return _HERE / "_bundled" / kind
+
+
+def resolve(kind: str, name_or_path: str | Path) -> Path:
+    """A path as given if it exists, else the bundled `<kind>/<name>.yaml` of that name if there is
+    one (`simba` -> arch/simba.yaml), else the path as given (its reader reports it missing)."""
+    p = Path(name_or_path)
+    if p.exists() or p.suffix:
+        return p
+    cand = bundled_dir(kind) / f"{p.name}.yaml"
+    return cand if cand.is_file() else p

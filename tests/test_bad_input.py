@@ -105,10 +105,15 @@ def test_broken_expected_json_in_validate(tmp_path):
 
 
 def test_workload_layers_get_their_own_default_folder(tmp_path):
-    r = cli("map", ROOT / "arch" / "simba.yaml", "alexnet", "--layer", "fc8", "--budget", "30", "--no-cache",
-            "--no-progress", cwd=tmp_path)
+    """Also: bundled names (system `simba`, workload `alexnet`) work outside the checkout."""
+    import json
+    r = cli("map", "simba", "alexnet", "--layer", "fc8", "--budget", "30", "--no-cache", "--no-progress",
+            "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "results" / "map" / "simba-alexnet-fc8" / "mapping.yaml").exists()
+    explicit = cli("map", ROOT / "arch" / "simba.yaml", ROOT / "problems" / "alexnet.yaml", "--layer", "fc8",
+                   "--budget", "30", "--no-cache", "--json", "--out", tmp_path / "x")
+    assert json.loads(r.stdout)["best"] == json.loads(explicit.stdout)["best"]
 
 
 def test_schedule_takes_bundled_workload_names(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import level_costs
 from coexplore.model.inputs import Context, find_ert
@@ -21,7 +22,7 @@ from coexplore.spec.problem import Problem, load_problem, parse_problem
 from coexplore.spec.yamlio import load_yaml
 
 ARCH_HELP = ("architecture: Timeloop v0.4 arch.yaml, flattened processed.yaml, or a coexplore system "
-             "YAML (arch/simba.yaml; --core picks the core design)")
+             "YAML (arch/simba.yaml, or a bundled name like simba; --core picks the core design)")
 PROBLEM_HELP = ("layer: Timeloop problem YAML, or a coexplore workload (problems/resnet50.yaml or a "
                 "bundled name like resnet50; --layer picks the layer)")
 
@@ -75,6 +76,7 @@ def load_inputs(args, with_constraints: bool = False
     Constraints: --constraints, else a system core's generated ones, else those found beside a
     Timeloop ARCH (constraints.yaml) or in its v0.4 nodes.
     """
+    args.arch = str(resolve("arch", args.arch))     # a bundled system name such as `simba`
     problem = load_problem_arg(args.problem, args.layer)
     if problem.ignored:
         missing = [d for d in problem.dims if d not in problem.instance]

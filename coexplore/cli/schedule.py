@@ -19,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from coexplore.bundled import resolve
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
 
@@ -31,7 +32,8 @@ def register(subparsers) -> None:
         description="Find the job-to-core assignment and per-core order with the smallest "
                     "makespan under shared off-chip bandwidth (MAGMA's model).")
     p.add_argument("system", nargs="?", metavar="SYSTEM.yaml",
-                   help="system YAML (cores, shared DRAM bandwidth, workloads)")
+                   help="system YAML (cores, shared DRAM bandwidth, workloads), or a bundled name "
+                        "(simba, eyeriss, simba_2x2, hetero_2simba_2eyeriss)")
     p.add_argument("--workload", action="append", metavar="WORKLOAD.yaml",
                    help="workload file(s) (default: the system's workloads)")
     p.add_argument("--layer-searcher", default=None, metavar="S",
@@ -69,6 +71,8 @@ def run(args) -> int:
     if args.system and args.table:
         raise CoexploreError("give either SYSTEM.yaml or --table, not both", key="--table",
                              expected="coexplore schedule SYSTEM.yaml ... or coexplore schedule --table T.csv ...")
+    if args.system:
+        args.system = str(resolve("arch", args.system))   # a bundled system name such as `simba_2x2`
     progress = sys.stderr.isatty() or not args.json
     mapper = _system_mapper(args)          # before the (possibly long) job-table step
     if args.system:
