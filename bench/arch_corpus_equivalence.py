@@ -31,6 +31,7 @@ from coexplore.spec.ert import load_ert  # noqa: E402
 from coexplore.spec.mapping import load_mapping, to_arrays  # noqa: E402
 from coexplore.spec.problem import load_problem  # noqa: E402
 from coexplore.arch.params import CORPUS_DESIGNS  # noqa: E402
+from shared_data import require  # noqa: E402
 
 DESIGNS = CORPUS_DESIGNS
 
@@ -62,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "timeloop-corpus"))
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "arch_corpus_equivalence.json"))
     args = ap.parse_args(argv)
-    corpus = Path(args.corpus)
+    corpus = require(args.corpus, "--corpus", "the full Timeloop reference corpus")
     rows = []
     print(f"{'design':<32} {'cases':>5} {'identical':>9} {'v0.4 same':>9} {'valid=TL':>8} "
           f"{'max dE':>9} {'max dcyc':>9} {'s':>5}")

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from coexplore.errors import CoexploreError  # noqa: E402
 from coexplore.model.evaluate import evaluate_batch  # noqa: E402
 from coexplore.model.reference import load_reference_run  # noqa: E402
+from shared_data import require  # noqa: E402
 
 
 def classify(diffs: list[dict], legacy_diffs: list[dict]) -> str:
@@ -106,7 +107,9 @@ def main() -> None:
     ap.add_argument("--exercises", default=str(ROOT.parent / "shared" / "timeloop-exercises"))
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "exercises.json"))
     args = ap.parse_args()
-    root = Path(args.exercises)
+    root = require(args.exercises, "--exercises", "the Timeloop/Accelergy exercise references "
+                   "(with _index.csv and _all_summaries.json)")
+    require(root / "_index.csv", "--exercises", "the exercises' _index.csv")
     index = list(csv.DictReader(open(root / "_index.csv")))
     summaries = json.loads((root / "_all_summaries.json").read_text())
     rows = []

@@ -39,6 +39,7 @@ from coexplore.energy.components import estimate_component  # noqa: E402
 from coexplore.energy.fit import (build_sram_dataset, fit_model, packaged_hypers,  # noqa: E402
                                   point_key)
 from coexplore.energy.grid import read_grid  # noqa: E402
+from shared_data import require  # noqa: E402
 
 MEDIAN_TARGET, P95_TARGET = 0.05, 0.20
 
@@ -124,6 +125,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "results/bench/energy_fidelity.json"))
     args = ap.parse_args(argv)
+    require(args.grid, "--grid", "the Accelergy ERT grid CSV")
+    require(args.corpus, "--corpus", "the corpus' arches folder")
     grid = read_grid(args.grid)
     t0 = time.perf_counter()
     full = check_rows(grid).to_json()

@@ -35,6 +35,7 @@ from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
 
 from runlog import RunLog, source_version  # noqa: E402
+from shared_data import require  # noqa: E402
 
 TASKS = {"vision": "batch_conv", "lang": "batch_lang", "recom": "batch_recom", "mix": "batch_mix"}
 SETTINGS = {"S1": 2, "S2": 3, "S3": 8, "S4": 4, "S5": 5, "S6": 6}   # paper label -> code index
@@ -96,6 +97,7 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "magma_vs_baselines.json"))
     ap.add_argument("--log", default=None, help="run log (default: OUT with .partial.jsonl)")
     a = ap.parse_args(argv)
+    require(Path(a.magma_dir) / "tables", "--magma-dir", "MAGMA's job tables")
     if a.quick:
         a.seeds, a.budget, a.methods = 1, 2000, ",".join(FAST)
     methods = [m for m in a.methods.split(",") if m]

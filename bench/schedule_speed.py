@@ -21,17 +21,20 @@ sys.path.insert(0, str(ROOT))
 from coexplore.system.encoding import MakespanObjective  # noqa: E402
 from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
+from shared_data import require  # noqa: E402
 
 CASES = [("batch_mix", 2, "S1", 1), ("batch_mix", 4, "S4", 1), ("batch_mix", 6, "S6", 1),
          ("batch_conv", 6, "S6", 16)]
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--magma-dir", default=str(ROOT.parent / "shared" / "magma"))
     ap.add_argument("--budget", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case (the median is reported)")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "schedule_speed.json"), help="JSON summary")
     a = ap.parse_args(argv)
+    require(Path(a.magma_dir) / "tables", "--magma-dir", "MAGMA's job tables")
     rows = []
     print(f"{'table':<22}{'cores':>6}{'BW':>5}{'magma s':>9}{'random s':>9}{'eval-only s':>12}")
     for batch, idx, label, bw in CASES:
@@ -53,7 +56,7 @@ def main(argv=None):
         rows.append({"table": f"{batch}/{label}", "cores": t.num_cores, "bandwidth": bw, **times})
         print(f"{batch + '/' + label:<22}{t.num_cores:>6}{bw:>5}{times['magma']:>9.2f}"
               f"{times['random']:>9.2f}{times['evaluate']:>12.2f}")
-    out = ROOT / "results" / "bench" / "schedule_speed.json"
+    out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"budget": a.budget, "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")
