@@ -150,6 +150,11 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
     if isinstance(spec, str):
         spec = mapper_spec(spec)
     cls, _ = _lookup(spec.searcher)
+    if getattr(cls, "needs_mapspace", False) and isinstance(space, DiscreteSpace) \
+            and spec.searcher in ("random_pruned", "linear_pruned"):
+        raise CoexploreError(f"'{spec.searcher}' searches a layer's mapspace (loop orders are pruned per "
+                             "factorisation)", key="space",
+                             expected="a coexplore.mapspace.MapSpace, e.g. via coexplore map")
     return cls(space, spec.config, seed)
 
 
