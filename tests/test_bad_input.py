@@ -173,3 +173,12 @@ def test_misspelt_buffer_attribute_warns(tmp_path):
     clean = cli("map", ARCH_DIR / "processed.yaml", LAYER, "--budget", "30", "--no-cache", "--no-progress",
                 "--out", tmp_path / "o2")
     assert clean.returncode == 0 and "warning" not in clean.stderr
+
+
+def test_budgets_may_be_written_1e3_or_1_000(tmp_path):
+    import json
+    for text in ("2e2", "2_00"):
+        r = cli("map", ARCH_DIR / "processed.yaml", LAYER, "--budget", text, "--no-cache", "--json",
+                "--out", tmp_path / "o")
+        assert r.returncode == 0 and json.loads(r.stdout)["samples"] == 200, r.stderr
+    one_line_error(cli("map", ARCH_DIR / "processed.yaml", LAYER, "--budget", "1.5"), "whole number")

@@ -9,7 +9,7 @@ from pathlib import Path
 from coexplore.errors import CoexploreError
 from coexplore.bundled import bundled_dir
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
-from coexplore.cli.paths import output_dir
+from coexplore.cli.paths import count, output_dir
 from coexplore.search import registry
 from coexplore.search.layer import MapInterrupted, map_layer
 from coexplore.spec.yamlio import write_yaml
@@ -29,7 +29,7 @@ def register(sub) -> None:
     p.add_argument("--searcher", default=None,
                    help=f"searcher name or mapper YAML (mappers/<name>.yaml); default marl. "
                         f"Names: {', '.join(sorted(registry.SEARCHERS))}")
-    p.add_argument("--budget", type=int, default=10_000, help="cost-model samples (default 10000)")
+    p.add_argument("--budget", type=count, default=10_000, help="cost-model samples (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0); same seed, same result")
     p.add_argument("--objective", choices=registry.OBJECTIVES, default=None, help="default edp")
     p.add_argument("--batch-size", type=int, default=None,

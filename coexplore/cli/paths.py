@@ -1,7 +1,9 @@
-"""Output folders of the sub-commands: created up front, so a bad --out fails before the work."""
+"""Command-line values shared by the sub-commands: output folders (created up front, so a bad
+--out fails before the work) and sample counts."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
@@ -19,3 +21,14 @@ def output_dir(path: str | Path) -> Path:
         raise CoexploreError(f"cannot create the output folder: {exc.strerror}", file=str(p), key="--out",
                              expected="a writable folder path") from None
     return p
+
+
+def count(text: str) -> int:
+    """argparse type for sample counts: an integer, also written 1e5 or 100_000."""
+    try:
+        value = float(str(text).replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"not a whole number of samples: {text!r}")
+    return int(value)

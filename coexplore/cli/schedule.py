@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import output_dir
+from coexplore.cli.paths import count, output_dir
 from coexplore.errors import CoexploreError
 
 
@@ -38,7 +38,7 @@ def register(subparsers) -> None:
                    help="workload file(s) (default: the system's workloads)")
     p.add_argument("--layer-searcher", default=None, metavar="S",
                    help="layer mapper for the job table (default: the system's mappers.layer, else marl)")
-    p.add_argument("--layer-budget", type=int, default=2000, metavar="N",
+    p.add_argument("--layer-budget", type=count, default=2000, metavar="N",
                    help="samples per (layer, core design) for the job table (default 2000)")
     p.add_argument("--cache", help="result cache (default results/cache.sqlite or $COEXPLORE_CACHE)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
@@ -49,7 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("--searcher", default=None, metavar="S",
                    help="one of: " + ", ".join(SEARCHERS) + ", or a system mapper YAML "
                         "(mappers/magma.yaml); default: the system's mappers.system, else magma")
-    p.add_argument("--budget", type=int, default=None, metavar="N",
+    p.add_argument("--budget", type=count, default=None, metavar="N",
                    help="evaluated candidates (samples); heuristics use 1 (default: the mapper "
                         "YAML's budget, else 10000)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
