@@ -34,6 +34,16 @@ from coexplore.arch.params import CORPUS_DESIGNS  # noqa: E402
 from shared_data import require  # noqa: E402
 
 DESIGNS = CORPUS_DESIGNS
+SHARED = "project reference data in ../shared; not in a clone"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows the module docstring as written and each option's default (unless None/False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def evaluate_cases(arch_path: Path, ert_path: Path, cases: list[Path], layers: Path) -> list[dict]:
@@ -59,9 +69,11 @@ def rel(a, b) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "timeloop-corpus"))
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "arch_corpus_equivalence.json"))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "timeloop-corpus"),
+                    help=f"full Timeloop reference corpus (arches/, layers/, public/); {SHARED}")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "arch_corpus_equivalence.json"),
+                    help="JSON file for the per-design results")
     args = ap.parse_args(argv)
     corpus = require(args.corpus, "--corpus", "the full Timeloop reference corpus")
     rows = []

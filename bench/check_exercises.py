@@ -31,6 +31,17 @@ from coexplore.model.evaluate import evaluate_batch  # noqa: E402
 from coexplore.model.reference import load_reference_run  # noqa: E402
 from shared_data import require  # noqa: E402
 
+SHARED = "project reference data in ../shared; not in a clone"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows the module docstring as written and each option's default (unless None/False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
 
 def classify(diffs: list[dict], legacy_diffs: list[dict]) -> str:
     """Why a case differs, where the reason is known."""
@@ -103,9 +114,12 @@ def _compare(arch, problem, costs, arrays, summary: dict, rule: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--exercises", default=str(ROOT.parent / "shared" / "timeloop-exercises"))
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "exercises.json"))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    ap.add_argument("--exercises", default=str(ROOT.parent / "shared" / "timeloop-exercises"),
+                    help="Timeloop/Accelergy exercise references (v4_* case folders, _index.csv, "
+                    f"_all_summaries.json); {SHARED}")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "exercises.json"),
+                    help="JSON file for the per-case comparison")
     args = ap.parse_args()
     root = require(args.exercises, "--exercises", "the Timeloop/Accelergy exercise references "
                    "(with _index.csv and _all_summaries.json)")

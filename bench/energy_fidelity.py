@@ -42,6 +42,16 @@ from coexplore.energy.grid import read_grid  # noqa: E402
 from shared_data import require  # noqa: E402
 
 MEDIAN_TARGET, P95_TARGET = 0.05, 0.20
+SHARED = "project reference data in ../shared; not in a clone"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows the module docstring as written and each option's default (unless None/False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def acceptance(summary: dict) -> dict:
@@ -118,12 +128,17 @@ def live_designs(corpus: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grid", default=str(ROOT.parent / "shared/accelergy-ert-grid/ert_grid.csv"))
-    ap.add_argument("--corpus", default=str(ROOT.parent / "shared/timeloop-corpus/arches"))
-    ap.add_argument("--folds", type=int, default=0, help="0 = leave one CACTI point out")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "results/bench/energy_fidelity.json"))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    ap.add_argument("--grid", default=str(ROOT.parent / "shared/accelergy-ert-grid/ert_grid.csv"),
+                    help=f"Accelergy ERT/ART reference grid CSV; {SHARED}")
+    ap.add_argument("--corpus", default=str(ROOT.parent / "shared/timeloop-corpus/arches"),
+                    help="the corpus' arches folder (designs with live-Accelergy ERT/ART are "
+                    f"checked too); {SHARED}")
+    ap.add_argument("--folds", type=int, default=0,
+                    help="held-out folds over the CACTI-SRAM groups; 0 = leave one CACTI point out")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
+    ap.add_argument("--out", default=str(ROOT / "results/bench/energy_fidelity.json"),
+                    help="JSON file for the full-grid and held-out summaries")
     args = ap.parse_args(argv)
     require(args.grid, "--grid", "the Accelergy ERT grid CSV")
     require(args.corpus, "--corpus", "the corpus' arches folder")

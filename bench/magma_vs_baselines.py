@@ -43,6 +43,16 @@ BANDWIDTHS = {2: (1, 16), 3: (1, 16), 4: (1, 16, 256), 5: (1, 16, 256), 6: (1, 1
               8: (1, 16, 256)}
 METHODS = ("magma", "random", "stdga", "pso", "cma", "de", "tbpsa", "oneplusone", "heuristics")
 FAST = ("magma", "random", "stdga", "heuristics")
+SHARED = "project reference data in ../shared; not in a clone"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows the module docstring as written and each option's default (unless None/False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 COMMON = ("coexplore/system/evaluator.py", "coexplore/system/encoding.py")
@@ -80,22 +90,27 @@ KEY = ("batch", "setting", "inst", "bw", "method", "seed", "budget")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--magma-dir", default=str(ROOT.parent / "shared" / "magma"))
-    ap.add_argument("--tasks", default=",".join(TASKS), help="comma list of " + ",".join(TASKS))
-    ap.add_argument("--settings", default=",".join(SETTINGS), help="comma list of S1..S6")
-    ap.add_argument("--bandwidths", default=None, help="comma list (default: MAGMA's per setting)")
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--budget", type=int, default=10_000)
-    ap.add_argument("--methods", default=",".join(METHODS))
-    ap.add_argument("--inst", default="insts0")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    ap.add_argument("--magma-dir", default=str(ROOT.parent / "shared" / "magma"),
+                    help=f"MAGMA's data (tables/, golden_eval.json); {SHARED}")
+    ap.add_argument("--tasks", default=",".join(TASKS), help="comma list of task types: " + ",".join(TASKS))
+    ap.add_argument("--settings", default=",".join(SETTINGS), help="comma list of settings, S1..S6")
+    ap.add_argument("--bandwidths", default=None,
+                    help="comma list of system bandwidths (default: MAGMA's per setting)")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds per cell and method (0..N-1)")
+    ap.add_argument("--budget", type=int, default=10_000, help="evaluated candidates per run")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="comma list of methods (magma is always added)")
+    ap.add_argument("--inst", default="insts0", help="job-table instance (CSV name under tables/TASK/S*/)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--quick", action="store_true",
                     help="1 seed, 2,000 samples, methods " + ",".join(FAST))
     ap.add_argument("--report-only", action="store_true",
                     help="no new runs: report what the run log holds (seeds may be uneven)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "magma_vs_baselines.json"))
-    ap.add_argument("--log", default=None, help="run log (default: OUT with .partial.jsonl)")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "magma_vs_baselines.json"),
+                    help="JSON summary; the bar plot goes beside it as .png")
+    ap.add_argument("--log", default=None,
+                    help="run log, resumed if it exists (default: OUT with suffix .partial.jsonl)")
     a = ap.parse_args(argv)
     require(Path(a.magma_dir) / "tables", "--magma-dir", "MAGMA's job tables")
     if a.quick:

@@ -69,6 +69,15 @@ def version(searcher: str) -> str:
 CHECKPOINTS = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows the module docstring as written and each option's default (unless None/False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def _context(arch: str, layer: str):
     from coexplore.model.inputs import Context, load_context
     from coexplore.model.evaluate import level_costs
@@ -139,14 +148,23 @@ def exhaustive_optimum(arch, layer):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--budget", type=int, default=None)
-    ap.add_argument("--seeds", type=int, default=None)
-    ap.add_argument("--searchers", default=None, help="comma-separated subset")
-    ap.add_argument("--pairs", default=None, help="comma-separated indices into the pair list")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "mapper_sample_efficiency.json"))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="budget 10,000, 2 seeds, searchers random,rl,marl,ga (explicit options still win)")
+    ap.add_argument("--budget", type=int, default=None,
+                    help="samples per run (default: 100,000; 10,000 with --quick); "
+                    f"the exhaustive small layers use at most {SMALL_BUDGET:,}")
+    ap.add_argument("--seeds", type=int, default=None, help="seeds per pair and searcher "
+                    "(default: 5; 2 with --quick)")
+    ap.add_argument("--searchers", default=None, help="comma-separated subset of " + ",".join(SEARCHERS)
+                    + " (default: all; random,rl,marl,ga with --quick)")
+    ap.add_argument("--pairs", default=None,
+                    help=f"comma-separated indices into the pair list (0-{len(PAIRS) + len(SMALL) - 1}: "
+                    f"the {len(PAIRS)} corpus pairs, then the {len(SMALL)} exhaustive small layers; default: all)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "mapper_sample_efficiency.json"),
+                    help="JSON summary; the run log (.partial.jsonl), the Markdown table (.md) and the "
+                    "mapper_<pair>.png plots go beside it")
     args = ap.parse_args()
     budget = args.budget or (10_000 if args.quick else 100_000)
     seeds = args.seeds or (2 if args.quick else 5)

@@ -25,12 +25,23 @@ from shared_data import require  # noqa: E402
 
 CASES = [("batch_mix", 2, "S1", 1), ("batch_mix", 4, "S4", 1), ("batch_mix", 6, "S6", 1),
          ("batch_conv", 6, "S6", 16)]
+SHARED = "project reference data in ../shared; not in a clone"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows the module docstring as written and each option's default (unless None/False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--magma-dir", default=str(ROOT.parent / "shared" / "magma"))
-    ap.add_argument("--budget", type=int, default=10_000)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    ap.add_argument("--magma-dir", default=str(ROOT.parent / "shared" / "magma"),
+                    help=f"MAGMA's data (its job tables/); {SHARED}")
+    ap.add_argument("--budget", type=int, default=10_000, help="samples per schedule search")
     ap.add_argument("--repeat", type=int, default=3, help="runs per case (the median is reported)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "schedule_speed.json"), help="JSON summary")
     a = ap.parse_args(argv)
