@@ -99,10 +99,10 @@ def test_validate_json(tmp_path):
     r = cli("validate", CORPUS / "public" / "simba_like" / "tiny_conv", "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
-    for k in ("cases", "valid_cases", "invalid_agree", "cycles_exact", "counts_exact",
+    for k in ("cases", "valid_cases", "validity_agrees", "cycles_exact", "counts_exact",
               "energy_max_rel_err", "energy_median_rel_err"):
         assert k in s
-    assert s["invalid_agree"] == s["cases"] and s["counts_exact"] == s["valid_cases"]
+    assert s["validity_agrees"] == s["cases"] and s["counts_exact"] == s["valid_cases"]
 
 
 def test_validate_bad_dir(tmp_path):

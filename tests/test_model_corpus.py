@@ -20,7 +20,7 @@ def summary():
 
 def test_validity_agrees_on_every_case(summary):
     assert summary["cases"] >= 300
-    assert summary["invalid_agree"] == summary["cases"]
+    assert summary["validity_agrees"] == summary["cases"]
 
 
 def test_cycles_exact_on_every_valid_case(summary):

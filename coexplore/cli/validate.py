@@ -65,7 +65,7 @@ def _stats(rows: list[dict]) -> dict:
         "cases": len(rows),
         "valid_cases": sum(r["valid_ref"] for r in rows),
         "invalid_cases": sum(not r["valid_ref"] for r in rows),
-        "invalid_agree": sum(r["valid_agree"] for r in rows),
+        "validity_agrees": sum(r["valid_agree"] for r in rows),   # cases whose valid/invalid verdict matches
         "cycles_exact": sum(r["cycles_exact"] for r in valid),
         "counts_exact": sum(r["counts_exact"] for r in valid),
         "energy_within_1e-4": sum(e <= 1e-4 for e in errs),
@@ -102,7 +102,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
 
     def row(name, st):
         v = st["valid_cases"]
-        return (f"{name:<34}{st['cases']:>6}{v:>6}{st['invalid_agree']:>17}{st['cycles_exact']:>14}"
+        return (f"{name:<34}{st['cases']:>6}{v:>6}{st['validity_agrees']:>17}{st['cycles_exact']:>14}"
                 f"{st['counts_exact']:>14}{st['energy_median_rel_err']:>14.2e}{st['energy_max_rel_err']:>12.2e}")
 
     for a, st in s["per_arch"].items():
@@ -111,7 +111,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
     lines.append(row("all", s))
     v = s["valid_cases"]
     lines += ["",
-              f"validity agrees : {_pct(s['invalid_agree'], s['cases'])}",
+              f"validity agrees : {_pct(s['validity_agrees'], s['cases'])}",
               f"cycles exact    : {_pct(s['cycles_exact'], v)} of valid cases",
               f"counts exact    : {_pct(s['counts_exact'], v)} (every per-level read/fill/update/capacity/instances)",
               f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}",
