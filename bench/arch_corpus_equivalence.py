@@ -31,19 +31,11 @@ from coexplore.spec.ert import load_ert  # noqa: E402
 from coexplore.spec.mapping import load_mapping, to_arrays  # noqa: E402
 from coexplore.spec.problem import load_problem  # noqa: E402
 from coexplore.arch.params import CORPUS_DESIGNS  # noqa: E402
-from shared_data import require  # noqa: E402
+from shared_data import HelpFormatter, require  # noqa: E402
 
 DESIGNS = CORPUS_DESIGNS
 SHARED = "project reference data in ../shared; not in a clone"
 
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """--help shows the module docstring as written and each option's default (unless None/False)."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False:
-            return action.help
-        return super()._get_help_string(action)
 
 
 def evaluate_cases(arch_path: Path, ert_path: Path, cases: list[Path], layers: Path) -> list[dict]:

@@ -29,18 +29,10 @@ sys.path.insert(0, str(ROOT))
 from coexplore.errors import CoexploreError  # noqa: E402
 from coexplore.model.evaluate import evaluate_batch  # noqa: E402
 from coexplore.model.reference import load_reference_run  # noqa: E402
-from shared_data import require  # noqa: E402
+from shared_data import HelpFormatter, require  # noqa: E402
 
 SHARED = "project reference data in ../shared; not in a clone"
 
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """--help shows the module docstring as written and each option's default (unless None/False)."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False:
-            return action.help
-        return super()._get_help_string(action)
 
 
 def classify(diffs: list[dict], legacy_diffs: list[dict]) -> str:

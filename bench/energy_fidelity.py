@@ -39,19 +39,11 @@ from coexplore.energy.components import estimate_component  # noqa: E402
 from coexplore.energy.fit import (build_sram_dataset, fit_model, packaged_hypers,  # noqa: E402
                                   point_key)
 from coexplore.energy.grid import read_grid  # noqa: E402
-from shared_data import require  # noqa: E402
+from shared_data import HelpFormatter, require  # noqa: E402
 
 MEDIAN_TARGET, P95_TARGET = 0.05, 0.20
 SHARED = "project reference data in ../shared; not in a clone"
 
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """--help shows the module docstring as written and each option's default (unless None/False)."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False:
-            return action.help
-        return super()._get_help_string(action)
 
 
 def acceptance(summary: dict) -> dict:

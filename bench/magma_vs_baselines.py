@@ -35,7 +35,7 @@ from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
 
 from runlog import RunLog, source_version  # noqa: E402
-from shared_data import require  # noqa: E402
+from shared_data import HelpFormatter, require  # noqa: E402
 
 TASKS = {"vision": "batch_conv", "lang": "batch_lang", "recom": "batch_recom", "mix": "batch_mix"}
 SETTINGS = {"S1": 2, "S2": 3, "S3": 8, "S4": 4, "S5": 5, "S6": 6}   # paper label -> code index
@@ -45,14 +45,6 @@ METHODS = ("magma", "random", "stdga", "pso", "cma", "de", "tbpsa", "oneplusone"
 FAST = ("magma", "random", "stdga", "heuristics")
 SHARED = "project reference data in ../shared; not in a clone"
 
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """--help shows the module docstring as written and each option's default (unless None/False)."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False:
-            return action.help
-        return super()._get_help_string(action)
 
 
 COMMON = ("coexplore/system/evaluator.py", "coexplore/system/encoding.py")

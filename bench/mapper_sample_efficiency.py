@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from runlog import RunLog, source_version  # noqa: E402
+from shared_data import HelpFormatter  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "timeloop_corpus"
 PAIRS = [
@@ -68,14 +69,6 @@ def version(searcher: str) -> str:
     return source_version(*SOURCES.get(searcher, ()), f"mappers/{searcher}.yaml")
 CHECKPOINTS = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """--help shows the module docstring as written and each option's default (unless None/False)."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False:
-            return action.help
-        return super()._get_help_string(action)
 
 
 def _context(arch: str, layer: str):

@@ -29,10 +29,12 @@ sys.path.insert(0, str(ROOT))
 from coexplore.mapspace.sampling import random_mappings  # noqa: E402
 from coexplore.model.inputs import load_context  # noqa: E402
 from coexplore.spec.mapping import to_arrays  # noqa: E402
+from shared_data import HelpFormatter  # noqa: E402
 
 PAIRS = [("simba_like", "resnet50_res3a_2b"), ("simba_like", "bert_qkv"),
          ("eyeriss_like", "resnet50_res3a_2b"), ("eyeriss_like", "bert_qkv"),
          ("simba_like_pe8_glb4k", "mobilenetv2_pw")]
+
 
 
 def peak_rss_mib() -> float:
@@ -40,11 +42,15 @@ def peak_rss_mib() -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--corpus", default=str(ROOT / "tests" / "data" / "timeloop_corpus"))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    ap.add_argument("--corpus", default=str(ROOT / "tests" / "data" / "timeloop_corpus"),
+                    help="Timeloop corpus holding the benchmark's (architecture, layer) pairs; "
+                    "the default is the repository's own test copy")
     ap.add_argument("--quick", action="store_true", help="batches 1 and 1,000 only, fewer repeats")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "model_throughput.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "model_throughput.json"),
+                    help="JSON file for the per-pair rates")
     args = ap.parse_args()
+    print(f"{'arch':<26}{'layer':<20}{'batch':>8}{'total/s':>14}{'valid/s':>14}{'valid':>8}{'RSS MiB':>10}")
     corpus = Path(args.corpus)
     batches = [1, 1000] if args.quick else [1, 1000, 100_000]
     rng = np.random.default_rng(0)
@@ -87,5 +93,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    print(f"{'arch':<26}{'layer':<20}{'batch':>8}{'total/s':>14}{'valid/s':>14}{'valid':>8}{'RSS MiB':>10}")
     main()

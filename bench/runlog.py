@@ -1,4 +1,5 @@
-"""Append-only JSONL log of benchmark runs, so an interrupted benchmark resumes where it stopped.
+"""Helper for the benchmarks, not a benchmark: an append-only JSONL log of benchmark runs,
+so an interrupted benchmark resumes where it stopped.
 
 Each finished run is one line, flushed at once. A run is identified by its key fields plus a
 version: a hash of the source files the run's result depends on (the searcher's own module),

@@ -21,20 +21,12 @@ sys.path.insert(0, str(ROOT))
 from coexplore.system.encoding import MakespanObjective  # noqa: E402
 from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
-from shared_data import require  # noqa: E402
+from shared_data import HelpFormatter, require  # noqa: E402
 
 CASES = [("batch_mix", 2, "S1", 1), ("batch_mix", 4, "S4", 1), ("batch_mix", 6, "S6", 1),
          ("batch_conv", 6, "S6", 16)]
 SHARED = "project reference data in ../shared; not in a clone"
 
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """--help shows the module docstring as written and each option's default (unless None/False)."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False:
-            return action.help
-        return super()._get_help_string(action)
 
 
 def main(argv=None):

@@ -7,6 +7,9 @@ samples single-agent RL needs to reach its own final best, divided by the sample
 to reach the same value (">=" when MARL reaches it at its first check after the warm-up).
 Writes results/bench/search_synthetic.json. Timing is the searchers' own overhead (ask + tell),
 excluding the objective, on one thread (BLAS threads are pinned to 1 before numpy loads).
+The 1k and 10k checkpoints are capped at --budget, and the result keys are named after the
+samples actually used: gap_1k, gap_10k, median_gap_10k, ... at the default budget; gap_2k,
+median_gap_2k, ... with --budget 2000.
 
     python bench/search_synthetic.py --problems 8 --budget 100000
 """
@@ -21,6 +24,7 @@ for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
+import textwrap  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -32,9 +36,11 @@ sys.path.insert(0, str(ROOT))
 from coexplore.search.registry import make_searcher, mapper_spec  # noqa: E402
 from coexplore.search.space import DiscreteSpace  # noqa: E402
 from coexplore.search.synthetic import make_synthetic  # noqa: E402
+from shared_data import HelpFormatter  # noqa: E402
 
 TARGETS = (1.5, 1.25, 1.1, 1.05)  # best / optimum thresholds for samples-to-target
 DEFAULT = ("random", "ga", "sa", "rl", "marl_noclust", "marl", "marl_oracle")
+
 
 
 def run_one(name: str, problem, budget: int, seed: int, batch: int) -> dict:
@@ -73,6 +79,11 @@ def best_at(curve, n: int) -> float:
     return best
 
 
+def label(n: int) -> str:
+    """A sample count as used in result keys: 10000 -> "10k", 2500 -> "2500"."""
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
 def first_reach(curve, target: float) -> int | None:
     for s, b in curve:
         if b <= target * (1 + 1e-12):
@@ -81,16 +92,20 @@ def first_reach(curve, target: float) -> int | None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--problems", type=int, default=8)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    ap.add_argument("--problems", type=int, default=8, help="number of synthetic problems")
     ap.add_argument("--first", type=int, default=0, help="first problem seed")
     ap.add_argument("--groups", type=int, default=12, help="parameter groups per problem")
-    ap.add_argument("--budget", type=int, default=100_000)
-    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--budget", type=int, default=100_000, help="samples per searcher run")
+    ap.add_argument("--batch", type=int, default=100, help="samples per ask/tell round")
     ap.add_argument("--seed", type=int, default=0, help="searcher seed")
-    ap.add_argument("--searchers", default=",".join(DEFAULT))
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "search_synthetic.json"))
+    ap.add_argument("--searchers", default=",".join(DEFAULT),
+                    help="comma list of searchers (marl_oracle = MARL given the true groups)")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "search_synthetic.json"),
+                    help="JSON file for the curves and the summary")
     args = ap.parse_args(argv)
+    n1k, n10k = min(1000, args.budget), min(10_000, args.budget)    # checkpoints, capped at the budget
+    k1, k10 = label(n1k), label(n10k)
     names = args.searchers.split(",")
     rows = []
     for p in range(args.first, args.first + args.problems):
@@ -105,11 +120,11 @@ def main(argv=None) -> int:
             row["results"][name] = {
                 "curve": [[int(s), float(b)] for s, b in r["curve"]],
                 **{f"samples_to_{t}": first_reach(r["curve"], t * opt) for t in TARGETS},
-                "gap_1k": best_at(r["curve"], 1000) / opt,
-                "gap_10k": best_at(r["curve"], 10_000) / opt,
+                f"gap_{k1}": best_at(r["curve"], n1k) / opt,
+                f"gap_{k10}": best_at(r["curve"], n10k) / opt,
                 "gap_full": r["curve"][-1][1] / opt,
                 "overhead_s": r["overhead_s"],
-                "overhead_10k_s": r["overhead_s"] * min(1.0, 10_000 / args.budget),
+                f"overhead_{k10}_s": r["overhead_s"] * min(1.0, 10_000 / args.budget),
                 **({"agents": r["agents"]} if "agents" in r else {}),
             }
         if "rl" in res and "marl" in res:
@@ -126,8 +141,8 @@ def main(argv=None) -> int:
         for name in names:
             r = row["results"][name]
             extra = f"  agents={len(r['agents'])}" if "agents" in r else ""
-            print(f"  {name:13s} best/opt 1k {r['gap_1k']:9.3f}  10k {r['gap_10k']:8.3f}  "
-                  f"{args.budget // 1000}k {r['gap_full']:7.3f}  overhead {r['overhead_s']:6.2f}s{extra}",
+            print(f"  {name:13s} best/opt {k1} {r[f'gap_{k1}']:9.3f}  {k10} {r[f'gap_{k10}']:8.3f}  "
+                  f"{label(args.budget)} {r['gap_full']:7.3f}  overhead {r['overhead_s']:6.2f}s{extra}",
                   flush=True)
         if "ratio" in row:
             ratio = "never" if row["ratio"] is None else f"{row['ratio']:.1f}x"
@@ -135,11 +150,12 @@ def main(argv=None) -> int:
                   flush=True)
     summary = {}
     for name in names:
-        g10 = [r["results"][name]["gap_10k"] for r in rows]
+        g10 = [r["results"][name][f"gap_{k10}"] for r in rows]
         gf = [r["results"][name]["gap_full"] for r in rows]
-        summary[name] = {"median_gap_10k": float(np.median(g10)), "median_gap_full": float(np.median(gf)),
-                         "within5_10k": int(sum(g <= 1.05 for g in g10)),
-                         "median_overhead_10k_s": float(np.median([r["results"][name]["overhead_10k_s"] for r in rows]))}
+        summary[name] = {f"median_gap_{k10}": float(np.median(g10)), "median_gap_full": float(np.median(gf)),
+                         f"within5_{k10}": int(sum(g <= 1.05 for g in g10)),
+                         f"median_overhead_{k10}_s": float(np.median([r["results"][name][f"overhead_{k10}_s"]
+                                                                      for r in rows]))}
     for t in TARGETS:
         for name in names:
             reach = [r["results"][name][f"samples_to_{t}"] for r in rows]
@@ -159,10 +175,10 @@ def main(argv=None) -> int:
     if rows and "ratio" in rows[0]:
         ratios = [r["ratio"] if r["ratio"] is not None else 0.0 for r in rows]
         summary["median_ratio_rl_over_marl"] = float(np.median(ratios))
-        # MARL at 10k vs the best of any searcher at the full budget
+        # MARL at 10k (or the budget, if smaller) vs the best of any searcher at the full budget
         best_any = [min(r["results"][n]["gap_full"] for n in names if n != "marl_oracle") for r in rows]
-        summary["marl_10k_within5_of_best_any"] = int(sum(
-            r["results"]["marl"]["gap_10k"] <= 1.05 * b for r, b in zip(rows, best_any)))
+        summary[f"marl_{k10}_within5_of_best_any"] = int(sum(
+            r["results"]["marl"][f"gap_{k10}"] <= 1.05 * b for r, b in zip(rows, best_any)))
     print("\nsummary (medians over problems; gaps are best/optimum; inf = not reached)")
     for k, v in summary.items():
         print(f"  {k}: {v}")

@@ -1,8 +1,11 @@
-"""The benchmarks' reference data: the project's ../shared folders (not in a user's clone)."""
+"""Helper for the benchmarks, not a benchmark: finding their reference data (the project's
+../shared folders, not in a user's clone) and their --help layout."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 
@@ -14,3 +17,15 @@ def require(path: str | Path, option: str, what: str) -> Path:
               f"of a clone); pass {option} PATH", file=sys.stderr)
         raise SystemExit(2)
     return p
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows the module docstring as written and each option's default (unless None/False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+    def _split_lines(self, text, width):      # keep paths and comma lists whole
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
