@@ -182,3 +182,15 @@ def test_budgets_may_be_written_1e3_or_1_000(tmp_path):
                 "--out", tmp_path / "o")
         assert r.returncode == 0 and json.loads(r.stdout)["samples"] == 200, r.stderr
     one_line_error(cli("map", ARCH_DIR / "processed.yaml", LAYER, "--budget", "1.5"), "whole number")
+
+
+@pytest.mark.parametrize("old, new, msg", [("type: LPDDR4", "type: LPDDR9", "LPDDR9"),
+                                           ("technology: 45nm", "technology: 3nm", "3nm")])
+def test_estimator_refusals_name_the_system_file(tmp_path, old, new, msg):
+    text = (ROOT / "arch" / "simba.yaml").read_text()
+    assert old in text
+    bad = tmp_path / "sys.yaml"
+    bad.write_text(text.replace(old, new).replace("../problems", str(ROOT / "problems"))
+                   .replace("../mappers", str(ROOT / "mappers")))
+    one_line_error(cli("arch", "generate", bad, "--out", tmp_path / "g"), str(bad), msg)
+    one_line_error(cli("map", bad, "alexnet", "--layer", "fc8", "--budget", "10", "--no-cache"), str(bad), msg)

@@ -14,6 +14,7 @@ from pathlib import Path
 from coexplore.arch.system import load_system_arch
 from coexplore.arch.tables import estimator, find_given_tables
 from coexplore.cli.paths import output_dir
+from coexplore.errors import CoexploreError
 
 
 def register(subparsers) -> None:
@@ -52,7 +53,10 @@ def run(args) -> int:
             source = f"copied from {given[0].parent}"
         elif tables is not None:
             price, write_ert, write_art = tables
-            ert, art = price(core, estimator=args.energy)
+            try:
+                ert, art = price(core, estimator=args.energy)
+            except CoexploreError as exc:      # a DRAM type or technology the estimator refuses
+                raise exc.with_file(system.spec.file) from None
             write_ert(core_dir / "ERT.yaml", ert)
             write_art(core_dir / "ART.yaml", art)
             source = "built-in estimator" if args.energy == "builtin" else "accelergy"

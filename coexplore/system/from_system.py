@@ -44,7 +44,10 @@ def core_model(system: SystemArch, name: str) -> CoreModel:
     core = system.cores[name]
     flat = core.flattened()
     arch = parse_architecture(flat.processed, file=f"{system.spec.file}:{name}", name=name)
-    ert_dict, _ = build_tables(core.components())
+    try:
+        ert_dict, _ = build_tables(core.components())
+    except CoexploreError as exc:       # a DRAM type or technology the estimator refuses
+        raise exc.with_file(system.spec.file) from None
     ert = parse_ert(ert_dict, f"{name} (built-in estimator)")
     targets = flat.constraints.get("architecture_constraints", {}).get("targets", [])
     cons = constraints_from_targets(targets, arch, f"{name} constraints")
