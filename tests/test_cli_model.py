@@ -108,3 +108,24 @@ def test_validate_json(tmp_path):
 def test_validate_bad_dir(tmp_path):
     r = cli("validate", tmp_path)
     assert r.returncode == 2 and "no cases found" in r.stderr
+
+
+@pytest.mark.parametrize("old, new", [
+    # Timeloop: a dataspace a datatype directive does not name is kept ('X' means keep)
+    ("  keep: [Weights, Inputs, Outputs]\n  bypass: []\n", "  keep: [Weights]\n"),
+    # ... and `bypass` is applied after `keep`, so it wins when both name a dataspace
+    ("  keep: [Inputs]\n  bypass: [Weights, Outputs]\n", "  keep: [Inputs, Weights]\n  bypass: [Weights, Outputs]\n"),
+    # a level without any datatype directive keeps everything
+    ("- target: DRAM\n  type: datatype\n  keep: [Weights, Inputs, Outputs]\n  bypass: []\n", ""),
+])
+def test_datatype_directives_follow_timeloop(tmp_path, old, new):
+    case = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"   # a valid case
+    text = (case / "mapping.yaml").read_text()
+    assert old in text
+    m = tmp_path / "mapping.yaml"
+    m.write_text(text.replace(old, new, 1))
+    r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    got, exp = json.loads(r.stdout), json.loads((case / "expected.json").read_text())
+    assert got["cycles"] == exp["cycles"]
+    assert got["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-12)

@@ -111,3 +111,34 @@ def test_canonical_folds_unit_loop_orders(eyeriss):
             nb = [d for d in b.perm[i, li] if b.temporal[i, li, d] > 1]
             assert na == nb
     assert np.array_equal(ms.canonical(C), C)
+
+
+def test_keep_without_bypass_leaves_the_rest_to_the_mapper_as_in_timeloop(tmp_path):
+    """constraints.yaml (Timeloop's semantics): a dataspace in neither `keep` nor `bypass` is left
+    free ('X'); v0.4 node constraints (timeloopfe) and `keep_only` bypass the rest."""
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.problem import load_problem
+    adir = CORPUS / "arches" / "simba_like"
+    arch = load_architecture(adir / "processed.yaml")
+    prob = load_problem(CORPUS / "layers" / "resnet50_res3a_2b.yaml")
+    text = (adir / "constraints.yaml").read_text()
+    full = "  - keep:\n    - Inputs\n    bypass:\n    - Weights\n    - Outputs\n    type: bypass\n    target: PEInputBuffer\n"
+    assert full in text
+    base = MapSpace(arch, prob, load_constraints(arch, adir / "constraints.yaml"))
+    names = [ds.name for ds in prob.dataspaces]
+    level = [lv.name for lv in reversed(arch.levels)].index("PEInputBuffer")
+
+    def free_at_level(kind):
+        f = tmp_path / f"{kind}.yaml"
+        f.write_text(text.replace(full, f"  - {kind}:\n    - Inputs\n    type: bypass\n    target: PEInputBuffer\n"))
+        ms = MapSpace(arch, prob, load_constraints(arch, f))
+        return ms, sorted(names[s] for li, s in ms.keep_params if li == level)
+
+    ms, free = free_at_level("keep")
+    assert free == ["Outputs", "Weights"] and ms.base_keep[level, names.index("Inputs")]
+    assert len(ms.keep_params) == len(base.keep_params) + 2
+    ms, free = free_at_level("keep_only")
+    assert free == [] and np.array_equal(ms.base_keep, base.base_keep)
+    # v0.4 nodes with keep only: the complement is bypassed (timeloopfe), i.e. the corpus' space
+    v4 = load_architecture(adir / "arch.yaml")
+    assert np.array_equal(MapSpace(v4, prob, load_constraints(v4)).base_keep, base.base_keep)

@@ -135,11 +135,14 @@ class MapSpace:
                     self.base_keep[li, s] = False
                 elif li == L - 1:
                     self.base_keep[li, s] = True
-                elif c.keep is not None:
-                    self.base_keep[li, s] = name in c.keep
+                elif c.keep and name in c.keep and c.bypass and name in c.bypass:
+                    raise CoexploreError(f"dataspace {name} is both kept and bypassed",
+                                         key=f"constraints of {lv.name}", expected="one of keep or bypass")
+                elif c.keep is not None and (name in c.keep or c.keep_only):
+                    self.base_keep[li, s] = name in c.keep      # Timeloop: keep '1'; keep_only: rest '0'
                 elif c.bypass is not None and name in c.bypass:
                     self.base_keep[li, s] = False
-                else:
+                else:                                            # Timeloop's 'X': the mapper chooses
                     self.keep_params.append((li, s))
         self._build_space()
 

@@ -28,6 +28,10 @@ class LevelConstraints:
     split: int | None = None
     keep: set[str] | None = None
     bypass: set[str] | None = None
+    # keep_only: the dataspaces not in `keep` are bypassed (v0.4 node constraints as timeloopfe
+    # flattens them, or a `keep_only` key); otherwise, as in Timeloop's constraints files, a
+    # dataspace named in neither list is left to the mapper
+    keep_only: bool = False
 
 
 def _factors(value, *, file, key) -> dict[str, tuple[str, int]]:
@@ -71,6 +75,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key) -> None:
             c.keep = set(body["keep"])
         if body.get("keep_only") is not None:
             c.keep = set(body["keep_only"])
+            c.keep_only = True
         if body.get("bypass") is not None:
             c.bypass = set(body["bypass"])
 
@@ -100,10 +105,12 @@ def constraints_from_nodes(arch: Architecture) -> dict[str, LevelConstraints]:
                 if lv.is_dummy and kind != "spatial":
                     continue
                 _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}")
+        if c.keep is not None and c.bypass is None:
+            c.keep_only = True          # timeloopfe writes the complement as the bypass list
         if lv.is_dummy:
             # dummy spatial levels carry no temporal loops and keep nothing
             c.temporal_factors = {}
-            c.keep, c.bypass = set(), None
+            c.keep, c.bypass, c.keep_only = set(), None, True
         out[lv.name] = c
     return out
 

@@ -175,10 +175,6 @@ def default_spatial_perm(m: MappingArrays) -> np.ndarray:
     return np.argsort(key, axis=2, kind="stable").astype(np.int64)
 
 
-def _default_keep(arch_level) -> bool:
-    return not arch_level.is_dummy
-
-
 def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> MappingArrays:
     B, L, D, S = len(mappings), len(arch.levels), len(problem.dims), len(problem.dataspaces)
     t = np.ones((B, L, D), np.int64)
@@ -207,13 +203,11 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
                     sx[b, li, i] = n
                 else:
                     sy[b, li, i] = n
-            if lm.keep is None and lm.bypass is None:
-                keep[b, li] = _default_keep(lv)
-            else:
-                kept = set(lm.keep) if lm.keep is not None else (
-                    {ds.name for ds in problem.dataspaces} - set(lm.bypass or []))
-                for ds, i in ds_idx.items():
-                    keep[b, li, i] = ds in kept
+            # Timeloop's rule: a dataspace a datatype directive does not name stays unspecified,
+            # which means keep; `bypass` is applied after `keep`, so it wins when both name one
+            keep[b, li] = True
+            for ds in lm.bypass or []:
+                keep[b, li, ds_idx[ds]] = False
     return MappingArrays(t, sx, sy, perm, keep, sperm)
 
 
