@@ -154,3 +154,24 @@ def test_map_and_evaluate_take_a_system_core_and_a_workload_layer(tmp_path):
 def test_bad_core_or_layer(args, msg):
     r = cli("map", *args, "--budget", "10", cwd=ROOT)
     assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_system_route_equals_generated_files_at_any_clock(tmp_path):
+    """The in-memory core of a system YAML is priced like `arch generate`'s files, leakage (which
+    depends on the cycle time) included: at 2 GHz both routes give the same numbers."""
+    from coexplore.spec.workload import load_workload, write_problem
+    text = (ROOT / "arch" / "simba.yaml").read_text()
+    assert "clock_GHz: 1.0" in text
+    system = tmp_path / "sys2.yaml"
+    system.write_text(text.replace("clock_GHz: 1.0", "clock_GHz: 2.0").replace("../problems", str(ROOT / "problems"))
+                      .replace("../mappers", str(ROOT / "mappers")))
+    r = cli("map", system, "alexnet", "--layer", "fc8", "--budget", "300", "--no-cache", "--json",
+            "--out", tmp_path / "m")
+    assert r.returncode == 0, r.stderr
+    mapped = json.loads(r.stdout)
+    assert cli("arch", "generate", system, "--out", tmp_path / "g").returncode == 0
+    layer = write_problem(load_workload(ROOT / "problems" / "alexnet.yaml").layer("fc8"), tmp_path / "fc8.yaml")
+    ev = cli("evaluate", tmp_path / "g" / "simba" / "processed.yaml", layer, mapped["mapping_file"], "--json")
+    assert ev.returncode == 0, ev.stderr
+    got = json.loads(ev.stdout)
+    assert got["energy_pJ"] == mapped["best"]["energy_pJ"] and got["levels"] == mapped["best"]["levels"]
