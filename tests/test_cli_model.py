@@ -129,3 +129,35 @@ def test_datatype_directives_follow_timeloop(tmp_path, old, new):
     got, exp = json.loads(r.stdout), json.loads((case / "expected.json").read_text())
     assert got["cycles"] == exp["cycles"]
     assert got["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-12)
+
+
+@pytest.mark.parametrize("old, new", [
+    ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: 'C=3,M=48,R=11,S=1,N=1,P=55,Q=5'"),
+    ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: C = 3 M = 48 R = 11 S = 1 N = 1 P = 55 Q = 5"),
+    ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: C3M48R11S1N1P55Q5"),
+    ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: C0 M48 R0 S1 N1 P0 Q5"),       # 0 = the whole dimension
+    ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: [C3, M48, R11, S1, N1, P55, Q5]"),
+    ("{target: DRAM, type: temporal", "{target: 8, type: temporal"),               # storage level id (0 = innermost)
+    ("{target: inter_PE_spatial, type: spatial", "{target: PE, type: spatial"),    # v0.4 container name
+])
+def test_timeloop_mapping_syntax_variants(tmp_path, old, new):
+    """Forms Timeloop's mapping parser accepts give the same numbers as the corpus mapping."""
+    case = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"
+    text = (case / "mapping.yaml").read_text()
+    assert old in text
+    m = tmp_path / "mapping.yaml"
+    m.write_text(text.replace(old, new, 1))
+    r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    got, exp = json.loads(r.stdout), json.loads((case / "expected.json").read_text())
+    assert got["cycles"] == exp["cycles"] and got["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-12)
+    if "C0" in new:
+        assert "whole dimension C=3" in r.stderr
+
+
+def test_bad_split_is_one_line(tmp_path):
+    case = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"
+    m = tmp_path / "mapping.yaml"
+    m.write_text((case / "mapping.yaml").read_text().replace("split: 0}", "split: x}", 1))
+    r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m)
+    assert r.returncode == 2 and "split" in r.stderr and "Traceback" not in r.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
 
@@ -52,6 +53,8 @@ def format_summary(rec: dict, arch_name: str, layer_name: str) -> str:
 def run(args) -> int:
     ctx, _ = load_inputs(args)
     mapping = ctx.load_mapping(args.mapping)
+    for w in mapping.warnings:
+        print(f"coexplore: warning: {args.mapping}: {w}", file=sys.stderr)
     res = ctx.evaluate_mappings([mapping])
     rec = ctx.record(res, 0)
     if args.json:

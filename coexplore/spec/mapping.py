@@ -18,7 +18,6 @@ from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import Problem
 from coexplore.spec.yamlio import load_yaml
 
-_FACTOR = re.compile(r"^([A-Za-z_][A-Za-z_0-9]*?)\s*=?\s*(\d+)$")
 
 
 @dataclass
@@ -36,25 +35,39 @@ class LevelMapping:
 class Mapping:
     levels: dict[str, LevelMapping] = field(default_factory=dict)
     source: str | None = None
+    warnings: list[str] = field(default_factory=list)   # what Timeloop also warns about
 
 
-def _parse_factors(value, *, file, key, dims) -> dict[str, int]:
+_FACTOR_SCAN = re.compile(r"([A-Za-z_]+)\s*=*\s*(\d+)")   # Timeloop's factor syntax: C4, C=4, C = 4
+
+
+def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dict[str, int]:
+    """Factors as Timeloop's parser reads them ('C4 M2', 'C=4,M=2', 'R = 1 P = 16', 'R1P16', a
+    list, text after '#' ignored); a factor 0 means the whole dimension (Timeloop warns too)."""
     if value is None:
         return {}
-    items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    items = [str(v) for v in value] if isinstance(value, list) else [str(value).split("#")[0]]
     out = {}
     for item in items:
-        m = _FACTOR.match(str(item).strip())
-        if not m:
-            raise CoexploreError(f"cannot read factor {item!r}", file=file, key=key,
+        pos = 0
+        for m in _FACTOR_SCAN.finditer(item):
+            if item[pos:m.start()].strip(" ,\t"):
+                break
+            pos = m.end()
+            d, n = m.group(1), int(m.group(2))
+            if d not in dims:
+                raise CoexploreError(f"unknown dimension '{d}'", file=file, key=key, expected=f"one of {dims}")
+            if d in out:
+                raise CoexploreError(f"dimension '{d}' given twice", file=file, key=key,
+                                     expected="one factor per dimension")
+            if n == 0 and bounds is not None:
+                n = bounds[d]
+                if warnings is not None:
+                    warnings.append(f"{key}: {d}0 read as the whole dimension {d}={n} (as Timeloop does)")
+            out[d] = n
+        if item[pos:].strip(" ,\t"):
+            raise CoexploreError(f"cannot read factor {item[pos:].strip()!r}", file=file, key=key,
                                  expected="factors like 'C4 M2' or 'C=4'")
-        d, n = m.group(1), int(m.group(2))
-        if d not in dims:
-            raise CoexploreError(f"unknown dimension '{d}'", file=file, key=key, expected=f"one of {dims}")
-        if d in out:
-            raise CoexploreError(f"dimension '{d}' given twice", file=file, key=key,
-                                 expected="one factor per dimension")
-        out[d] = n
     return out
 
 
@@ -93,6 +106,10 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         target = entry.get("target")
         if target is None:
             raise CoexploreError("missing key", file=file, key=f"{key}.target", expected=f"one of {names}")
+        if isinstance(target, int) and not isinstance(target, bool) and 0 <= target < len(names):
+            target = names[len(names) - 1 - target]      # Timeloop's storage level id, 0 = innermost
+        elif target not in mapping.levels and f"inter_{target}_spatial" in mapping.levels:
+            target = f"inter_{target}_spatial"           # a v0.4 container, as timeloopfe names it
         if target not in mapping.levels:
             if target == arch.compute.name:
                 continue
@@ -100,15 +117,21 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                                  expected=f"one of {names}")
         kind = entry.get("type", "temporal")
         lm = mapping.levels[target]
+        bounds = dict(zip(dims, problem.bounds))
+        factors = dict(file=file, key=f"{key}.factors", dims=dims, bounds=bounds, warnings=mapping.warnings)
         if kind == "temporal":
-            lm.temporal = _parse_factors(entry.get("factors"), file=file, key=f"{key}.factors", dims=dims)
+            lm.temporal = _parse_factors(entry.get("factors"), **factors)
             lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
         elif kind == "spatial":
-            lm.spatial = _parse_factors(entry.get("factors"), file=file, key=f"{key}.factors", dims=dims)
+            lm.spatial = _parse_factors(entry.get("factors"), **factors)
             lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
                                                  key=f"{key}.permutation", dims=dims)
             if entry.get("split") is not None:
-                lm.split = int(entry["split"])
+                split = entry["split"]
+                if isinstance(split, bool) or not isinstance(split, int) or split < 0:
+                    raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
+                                         expected="a non-negative integer (dimensions on the X axis)")
+                lm.split = split
         elif kind in ("datatype", "bypass", "dataspace"):
             for k in ("keep", "bypass"):
                 vals = entry.get(k)
