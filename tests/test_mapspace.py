@@ -142,3 +142,41 @@ def test_keep_without_bypass_leaves_the_rest_to_the_mapper_as_in_timeloop(tmp_pa
     # v0.4 nodes with keep only: the complement is bypassed (timeloopfe), i.e. the corpus' space
     v4 = load_architecture(adir / "arch.yaml")
     assert np.array_equal(MapSpace(v4, prob, load_constraints(v4)).base_keep, base.base_keep)
+
+
+def test_factors_only_pins_the_other_dimensions_to_1(tmp_path):
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.problem import load_problem
+    adir = CORPUS / "arches" / "simba_like"
+    arch = load_architecture(adir / "processed.yaml")
+    prob = load_problem(CORPUS / "layers" / "resnet50_res3a_2b.yaml")
+    text = (adir / "constraints.yaml").read_text()
+    old = "  - type: temporal\n    permutation: N\n    target: GlobalBuffer\n"
+    assert old in text
+    f = tmp_path / "c.yaml"
+    f.write_text(text.replace(old, "  - type: temporal\n    permutation: N\n    factors_only: M=4\n    target: GlobalBuffer\n"))
+    ms = MapSpace(arch, prob, load_constraints(arch, f))
+    x = ms.sample(np.random.default_rng(0), 200)
+    t = ms.decode(x).temporal
+    li = [lv.name for lv in reversed(arch.levels)].index("GlobalBuffer")
+    m = prob.dims.index("M")
+    assert np.all(t[:, li, m] == 4)
+    assert np.all(np.delete(t[:, li, :], m, axis=1) == 1)
+
+
+def test_unapplied_and_unreadable_constraints_are_reported(tmp_path):
+    import subprocess
+    import sys
+    adir = CORPUS / "arches" / "simba_like"
+    text = (adir / "constraints.yaml").read_text()
+    old = "    permutation: MCRSPQN\n    target: inter_PE_spatial\n"
+    assert old in text
+    for extra, rc, msg in (("    maximize_dims: [[M, C]]\n", 0, "not applied by the mapspace"),
+                           ("    split: len(spec.problem.instance)\n", 2, "split")):
+        f = tmp_path / "c.yaml"
+        f.write_text(text.replace(old, old + extra))
+        r = subprocess.run([sys.executable, "-m", "coexplore.cli.main", "map", str(adir / "processed.yaml"),
+                            str(CORPUS / "layers" / "tiny_conv.yaml"), "--constraints", str(f), "--budget", "30",
+                            "--no-cache", "--no-progress", "--out", str(tmp_path / "o")],
+                           capture_output=True, text=True)
+        assert r.returncode == rc and msg in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -93,7 +93,7 @@ def load_inputs(args, with_constraints: bool = False
             print(f"coexplore: warning: {args.arch}: {w}", file=sys.stderr)
         ert = find_ert(args.arch, args.ert)
         ctx = Context(arch, problem, ert, level_costs(arch, ert))
-        return ctx, load_constraints(arch, cons_path) if with_constraints else None
+        return ctx, _warn_ignored(load_constraints(arch, cons_path)) if with_constraints else None
     from coexplore.arch.system import load_system_arch
     from coexplore.system.from_system import core_model
 
@@ -107,5 +107,15 @@ def load_inputs(args, with_constraints: bool = False
     ctx = Context(cm.context_arch, problem, ert, level_costs(cm.context_arch, ert))
     if not with_constraints:
         return ctx, None
-    return ctx, load_constraints(ctx.arch, cons_path) if cons_path else cm.constraints
+    return ctx, _warn_ignored(load_constraints(ctx.arch, cons_path) if cons_path else cm.constraints)
+
+
+def _warn_ignored(constraints: dict[str, LevelConstraints]) -> dict[str, LevelConstraints]:
+    """Constraint keys coexplore's mapspace does not apply: the search may return mappings that
+    timeloop-mapper would not consider."""
+    ignored = [k for c in constraints.values() for k in c.ignored]
+    if ignored:
+        print(f"coexplore: warning: constraints not applied by the mapspace: {', '.join(ignored)}",
+              file=sys.stderr)
+    return constraints
 

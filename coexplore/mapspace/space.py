@@ -77,7 +77,7 @@ class MapSpace:
         for li, lv in enumerate(inner):
             c = self.constraints.get(lv.name, LevelConstraints())
             for d, name in enumerate(dims):
-                op, n = c.temporal_factors.get(name, (None, None))
+                op, n = c.temporal_factors.get(name, ("=", 1) if c.temporal_factors_only else (None, None))
                 if not lv.is_dummy:
                     if op == "=" and n is not None and n >= 1:
                         if n > 1:
@@ -89,7 +89,7 @@ class MapSpace:
                             remaining[d] //= n
                     else:
                         t_allowed[li, d] = True
-                sop, sn = c.spatial_factors.get(name, (None, None))
+                sop, sn = c.spatial_factors.get(name, ("=", 1) if c.spatial_factors_only else (None, None))
                 if sop == "=" and sn is not None:
                     if sn > 1:
                         axis_x = self._on_x(c, name)

@@ -32,6 +32,10 @@ class LevelConstraints:
     # flattens them, or a `keep_only` key); otherwise, as in Timeloop's constraints files, a
     # dataspace named in neither list is left to the mapper
     keep_only: bool = False
+    # factors_only (timeloopfe): the dimensions not listed get factor 1 at this level
+    temporal_factors_only: bool = False
+    spatial_factors_only: bool = False
+    ignored: list[str] = field(default_factory=list)   # keys read but not applied (e.g. maximize_dims)
 
 
 def _factors(value, *, file, key) -> dict[str, tuple[str, int]]:
@@ -59,17 +63,29 @@ def _perm(value) -> list[str]:
     return s.split() if " " in s else list(s)
 
 
+# keys of a constraint that the mapspace applies, per kind (others are recorded in `ignored`)
+_APPLIED = {"temporal": {"factors", "factors_only", "permutation"},
+            "spatial": {"factors", "factors_only", "permutation", "split"},
+            "bypass": {"keep", "bypass", "keep_only"}}
+_APPLIED["dataspace"] = _APPLIED["datatype"] = _APPLIED["bypass"]
+
+
 def _apply(c: LevelConstraints, kind: str, body: dict, file, key) -> None:
-    if kind == "temporal":
-        c.temporal_factors.update(_factors(body.get("factors"), file=file, key=f"{key}.factors"))
+    c.ignored += [f"{key}.{k}" for k in body if k not in _APPLIED.get(kind, ()) | {"target", "type", "name"}]
+    if kind in ("temporal", "spatial"):
+        factors = _factors(body.get("factors"), file=file, key=f"{key}.factors")
+        if body.get("factors_only") is not None:
+            factors.update(_factors(body["factors_only"], file=file, key=f"{key}.factors_only"))
+            setattr(c, f"{kind}_factors_only", True)
+        getattr(c, f"{kind}_factors").update(factors)
         if body.get("permutation") is not None:
-            c.temporal_permutation = _perm(body["permutation"])
-    elif kind == "spatial":
-        c.spatial_factors.update(_factors(body.get("factors"), file=file, key=f"{key}.factors"))
-        if body.get("permutation") is not None:
-            c.spatial_permutation = _perm(body["permutation"])
-        if body.get("split") is not None:
-            c.split = int(body["split"])
+            setattr(c, f"{kind}_permutation", _perm(body["permutation"]))
+    if kind == "spatial" and body.get("split") is not None:
+        split = body["split"]
+        if isinstance(split, bool) or not isinstance(split, int) or split < 0:
+            raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
+                                 expected="a non-negative integer (v0.4 expressions are not evaluated)")
+        c.split = split
     elif kind in ("bypass", "dataspace", "datatype"):
         if body.get("keep") is not None:
             c.keep = set(body["keep"])
