@@ -20,7 +20,7 @@ from coexplore.energy.tables import (build_tables, components_from_processed, wr
                                      write_ert)
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import read_text
+from coexplore.spec.yamlio import load_yaml
 
 ESTIMATORS = ("builtin", "accelergy")
 
@@ -68,16 +68,15 @@ def run_check(args) -> int:
 
 
 def run_tables(args) -> int:
-    import yaml
     path = Path(args.arch)
-    if not path.is_file():
-        raise CoexploreError("architecture file not found", file=str(path))
-    try:
-        arch = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as exc:
-        raise CoexploreError(f"not valid YAML: {exc}", file=str(path)) from None
+    arch = load_yaml(path)
     if not isinstance(arch, dict):
         raise CoexploreError("not a mapping", file=str(path), expected="architecture: {subtree: ...}")
+    if "nodes" in (arch.get("architecture") or {}):
+        raise CoexploreError("a v0.4 node list; this command prices a flattened architecture", file=str(path),
+                             key="architecture.nodes",
+                             expected="a processed.yaml (architecture.subtree), e.g. from timeloopfe or "
+                                      "`coexplore arch generate`")
     try:
         comps = components_from_processed(arch, file=str(path))
         ert, art = build_tables(comps, classes=args.classes, estimator=args.energy)

@@ -78,6 +78,9 @@ def load_inputs(args, with_constraints: bool = False
     """
     args.arch = str(resolve("arch", args.arch))     # a bundled system name such as `simba`
     problem = load_problem_arg(args.problem, args.layer)
+    if problem.instance.get("densities"):
+        print(f"coexplore: warning: {args.problem}: problem.instance.densities ignored: coexplore models "
+              "dense tensors (no Sparseloop)", file=sys.stderr)
     if problem.ignored:
         missing = [d for d in problem.dims if d not in problem.instance]
         print(f"coexplore: warning: {args.problem}: problem.instance key(s) {', '.join(problem.ignored)} "

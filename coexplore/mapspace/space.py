@@ -36,9 +36,14 @@ KIND_T, KIND_X, KIND_Y = 0, 1, 2
 EXACT_SIZE_LIMIT = 100_000   # distinct factorisations up to which log10_size counts exactly
 
 
-def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Problem) -> None:
-    """A constraint on a dimension the layer does not have is a typo (Timeloop refuses it too)."""
+def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Problem,
+                           levels: list[str]) -> None:
+    """A constraint on a level the architecture or a dimension the layer does not have is a typo
+    (Timeloop refuses both)."""
     for level, c in constraints.items():
+        if level not in levels:
+            raise CoexploreError(f"constraints for unknown level '{level}'", key="constraints",
+                                 expected=f"levels of the architecture: {levels}")
         for what, names in (("temporal factors", c.temporal_factors), ("spatial factors", c.spatial_factors),
                             ("temporal permutation", c.temporal_permutation or []),
                             ("spatial permutation", c.spatial_permutation or [])):
@@ -61,7 +66,7 @@ class MapSpace:
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
         self.arch, self.problem = arch, problem
         self.constraints = constraints or {}
-        _check_constraint_dims(self.constraints, problem)
+        _check_constraint_dims(self.constraints, problem, [lv.name for lv in arch.levels])
         L, D, S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
         self.L, self.D, self.S = L, D, S
         inner = list(reversed(arch.levels))

@@ -49,10 +49,12 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
                                  expected=f"a table named like '...{lv.name}[1..{lv.instances}]'")
         for op in arrays:
             e = ert.energy(lv.name, op)
+            if e is None and op == "leak":
+                e = 0.0          # Accelergy 0.3 tables have no leak action: no leakage, as Timeloop then
             if e is None:
                 raise CoexploreError(f"no '{op}' action for level '{lv.name}'", file=ert.source,
                                      key=f"ERT.tables[{lv.name}].actions",
-                                     expected="read, write, update and leak actions")
+                                     expected="read, write and update actions (and leak)")
             arrays[op][li] = e
     ce = ert.energy(arch.compute.name, "compute")
     if ce is None:

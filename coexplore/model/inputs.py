@@ -28,7 +28,11 @@ class Context:
     def evaluate(self, arrays: MappingArrays) -> BatchResult:
         return evaluate_batch(self.arch, self.problem, self.costs, arrays)
 
-    def evaluate_mappings(self, mappings: list[Mapping]) -> BatchResult:
+    def evaluate_mappings(self, mappings: list[Mapping | str | Path]) -> BatchResult:
+        """Evaluate Mapping objects or mapping YAML paths (a single one is a batch of one)."""
+        if isinstance(mappings, (Mapping, str, Path)):
+            mappings = [mappings]
+        mappings = [m if isinstance(m, Mapping) else self.load_mapping(m) for m in mappings]
         return self.evaluate(to_arrays(mappings, self.arch, self.problem))
 
     def record(self, res: BatchResult, index: int = 0) -> dict:

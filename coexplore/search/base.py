@@ -39,6 +39,10 @@ class Searcher:
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         """Report the losses of a batch from `ask`; subclasses call super().tell first."""
         losses = np.asarray(losses, dtype=float)
+        if losses.shape != (len(batch),):
+            from coexplore.errors import CoexploreError
+            raise CoexploreError(f"{losses.shape} losses for a batch of {len(batch)} candidates",
+                                 key="tell", expected="one loss per candidate, shape [n]")
         self.samples += len(losses)
         if len(losses):
             i = int(np.argmin(losses))

@@ -110,8 +110,14 @@ class MapperSpec:
 
 
 def mapper_spec(name: str, config=None, objective: str = "edp", batch_size: int = 100) -> MapperSpec:
+    """A mapper: `config` is the searcher's config dataclass, or a dict of its fields (checked)."""
     _, config_cls = _lookup(name)
-    return MapperSpec(name, objective, batch_size, config if config is not None else config_cls())
+    if config is None or isinstance(config, Mapping):
+        config = config_from_dict(config_cls, config)
+    elif not isinstance(config, config_cls):
+        raise CoexploreError(f"a {type(config).__name__} is not a config of '{name}'", key="config",
+                             expected=f"a {config_cls.__name__} or a dict of its fields")
+    return MapperSpec(name, objective, batch_size, config)
 
 
 def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
@@ -149,6 +155,9 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
     """A fresh searcher for one (space, seed); nothing runs until the first ask."""
     if isinstance(spec, str):
         spec = mapper_spec(spec)
+    if not isinstance(space, DiscreteSpace) and isinstance(getattr(space, "space", None), DiscreteSpace) \
+            and not getattr(_lookup(spec.searcher)[0], "needs_mapspace", False):
+        space = space.space          # a layer's MapSpace: its parameters are what searchers see
     cls, _ = _lookup(spec.searcher)
     if getattr(cls, "needs_mapspace", False) and isinstance(space, DiscreteSpace) \
             and spec.searcher in ("random_pruned", "linear_pruned"):

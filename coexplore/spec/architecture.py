@@ -210,8 +210,12 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
             if tag not in V4_TAGS:
                 raise CoexploreError(f"unknown tag !{tag}", file=file, key=here,
                                      expected="one of " + ", ".join("!" + t for t in V4_TAGS))
-            if tag == "Nothing":      # placeholder node of timeloopfe: no hardware
+            if tag == "Nothing" or node.get("enabled", True) is False:   # no hardware (timeloopfe)
                 continue
+            if tag == "Component" and node.get("spatial"):
+                raise CoexploreError("a spatial mesh on a !Component is not read by coexplore", file=file,
+                                     key=f"{here}.spatial",
+                                     expected="the mesh on a !Container around the component")
             if tag == "Parallel" or ("nodes" in node and "class" not in node and tag != "Container"):
                 walk(node.get("nodes") or [], f"{here}.nodes")
                 continue

@@ -29,7 +29,8 @@ def _tagged(loader: yaml.Loader, tag_suffix: str, node: yaml.Node):
         return value
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
+    value = loader.construct_scalar(node)
+    return {TAG_KEY: tag_suffix} if value == "" else value   # a bare `- !Nothing`
 
 
 _Loader.add_multi_constructor("!", _tagged)

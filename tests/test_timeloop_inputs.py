@@ -1,0 +1,87 @@
+"""Timeloop inputs the reader must take as Timeloop/timeloopfe do, and API misuse that must give
+a CoexploreError rather than a Python error (found by a user review)."""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from coexplore.errors import CoexploreError
+from coexplore.mapspace.space import MapSpace
+from coexplore.model.inputs import Context, load_context
+from coexplore.model.evaluate import level_costs
+from coexplore.search.registry import make_searcher, mapper_spec
+from coexplore.spec.architecture import load_architecture
+from coexplore.spec.constraints import LevelConstraints, load_constraints
+from coexplore.spec.ert import parse_ert
+
+from conftest import CORPUS
+
+ADIR = CORPUS / "arches" / "simba_like"
+LAYER = CORPUS / "layers" / "alexnet_conv1.yaml"
+CASE = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"   # a valid case
+
+
+def test_ert_without_leak_actions_means_no_leakage():
+    """Accelergy 0.3 tables have no leak action: the result is Timeloop's minus its leakage."""
+    data = yaml.safe_load((ADIR / "ERT.yaml").read_text())
+    for table in data["ERT"]["tables"]:
+        table["actions"] = [a for a in table["actions"] if a["name"] != "leak"]
+    ctx = load_context(ADIR / "processed.yaml", LAYER)
+    ert = parse_ert(data, "no-leak ERT")
+    ctx = Context(ctx.arch, ctx.problem, ert, level_costs(ctx.arch, ert))
+    rec = ctx.record(ctx.evaluate_mappings(str(CASE / "mapping.yaml")), 0)
+    exp = json.loads((CASE / "expected.json").read_text())
+    leakage = sum(v.get("leakage_pJ") or 0.0 for v in exp["levels"].values())
+    assert leakage > 0
+    assert rec["cycles"] == exp["cycles"]
+    assert rec["energy_pJ"] == pytest.approx(exp["energy_pJ"] - leakage, rel=1e-12)
+
+
+def _v4_variant(tmp_path, edit):
+    text = edit((ADIR / "arch.yaml").read_text())
+    f = tmp_path / "arch.yaml"
+    f.write_text(text)
+    return f
+
+
+def test_bare_nothing_and_disabled_components_are_skipped(tmp_path):
+    base = load_architecture(ADIR / "arch.yaml").level_names()
+    nothing = _v4_variant(tmp_path, lambda t: t.replace("  - !Container # Each PE works",
+                                                        "  - !Nothing\n  - !Container # Each PE works", 1))
+    assert load_architecture(nothing).level_names() == base
+    disabled = _v4_variant(tmp_path, lambda t: t.replace(
+        "  - !Container # Each PE works",
+        "  - !Component\n    name: spare\n    class: SRAM\n    enabled: false\n    attributes: {depth: 8, width: 8}\n"
+        "  - !Container # Each PE works", 1))
+    assert load_architecture(disabled).level_names() == base
+
+
+def test_spatial_mesh_on_a_component_is_refused(tmp_path):
+    f = _v4_variant(tmp_path, lambda t: t.replace("    name: GlobalBuffer\n",
+                                                  "    name: GlobalBuffer\n    spatial: {meshX: 4}\n", 1))
+    with pytest.raises(CoexploreError, match="spatial mesh on a !Component"):
+        load_architecture(f)
+
+
+def test_api_misuse_gives_coexplore_errors():
+    ctx = load_context(ADIR / "processed.yaml", LAYER)
+    ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, ADIR / "constraints.yaml"))
+    # a dict config is checked and converted
+    spec = mapper_spec("ga", {"population": 10})
+    assert spec.config.population == 10
+    with pytest.raises(CoexploreError, match="populaton"):
+        mapper_spec("ga", {"populaton": 10})
+    # a layer's MapSpace is accepted where a DiscreteSpace is expected
+    s = make_searcher("ga", ms, seed=0)
+    x = s.ask(8)
+    assert x.shape == (8, ms.n_params)
+    with pytest.raises(CoexploreError, match="losses for a batch of 8"):
+        s.tell(x, np.zeros(3))
+    # constraints naming a level the architecture does not have
+    with pytest.raises(CoexploreError, match="unknown level 'GlobalBufer'"):
+        MapSpace(ctx.arch, ctx.problem, {"GlobalBufer": LevelConstraints()})
+    # mapping paths are accepted by evaluate_mappings
+    res = ctx.evaluate_mappings([str(CASE / "mapping.yaml")])
+    assert res.cycles[0] == json.loads((CASE / "expected.json").read_text())["cycles"]
