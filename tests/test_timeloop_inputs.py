@@ -85,3 +85,10 @@ def test_api_misuse_gives_coexplore_errors():
     # mapping paths are accepted by evaluate_mappings
     res = ctx.evaluate_mappings([str(CASE / "mapping.yaml")])
     assert res.cycles[0] == json.loads((CASE / "expected.json").read_text())["cycles"]
+
+
+def test_bundled_names_in_the_python_api():
+    from coexplore.arch.system import load_system_arch
+    from coexplore.search.registry import load_mapper
+    assert load_mapper("marl") == load_mapper(CORPUS.parents[2] / "mappers" / "marl.yaml")
+    assert list(load_system_arch("hetero_2simba_2eyeriss").cores) == ["simba", "eyeriss"]

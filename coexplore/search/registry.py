@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.search.annealing import SAConfig, SimulatedAnnealing
 from coexplore.search.base import Searcher
@@ -142,7 +143,8 @@ def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
 
 
 def load_mapper(path) -> MapperSpec:
-    path = Path(path)
+    """A mapper YAML, or a bundled mapper by name (`marl` -> mappers/marl.yaml)."""
+    path = resolve("mappers", path)
     return mapper_from_dict(load_yaml(path), file=path)
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import read_text
 
@@ -391,7 +392,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
 def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
     """Read and check a system YAML. `check_files` also requires the workload and mapper
     files to exist (the sweep needs them; generating the architectures does not)."""
-    p = Path(path)
+    p = resolve("arch", path)          # a bundled system name such as `simba_2x2` works too
     if not p.is_file():
         raise CoexploreError("file not found", file=str(p), expected="a system YAML file")
     try:
