@@ -119,16 +119,24 @@ def test_validate_bad_dir(tmp_path):
     ("- target: DRAM\n  type: datatype\n  keep: [Weights, Inputs, Outputs]\n  bypass: []\n", ""),
 ])
 def test_datatype_directives_follow_timeloop(tmp_path, old, new):
-    case = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"   # a valid case
-    text = (case / "mapping.yaml").read_text()
+    _edited_case_matches_timeloop(tmp_path, old, new)
+
+
+EDIT_CASE = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"   # a valid case
+
+
+def _edited_case_matches_timeloop(tmp_path, old, new):
+    """The corpus mapping with `old` replaced by `new` still gives Timeloop's numbers."""
+    text = (EDIT_CASE / "mapping.yaml").read_text()
     assert old in text
     m = tmp_path / "mapping.yaml"
     m.write_text(text.replace(old, new, 1))
     r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m, "--json")
     assert r.returncode == 0, r.stdout + r.stderr
-    got, exp = json.loads(r.stdout), json.loads((case / "expected.json").read_text())
+    got, exp = json.loads(r.stdout), json.loads((EDIT_CASE / "expected.json").read_text())
     assert got["cycles"] == exp["cycles"]
     assert got["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-12)
+    return r
 
 
 @pytest.mark.parametrize("old, new", [
@@ -142,22 +150,13 @@ def test_datatype_directives_follow_timeloop(tmp_path, old, new):
 ])
 def test_timeloop_mapping_syntax_variants(tmp_path, old, new):
     """Forms Timeloop's mapping parser accepts give the same numbers as the corpus mapping."""
-    case = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"
-    text = (case / "mapping.yaml").read_text()
-    assert old in text
-    m = tmp_path / "mapping.yaml"
-    m.write_text(text.replace(old, new, 1))
-    r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m, "--json")
-    assert r.returncode == 0, r.stdout + r.stderr
-    got, exp = json.loads(r.stdout), json.loads((case / "expected.json").read_text())
-    assert got["cycles"] == exp["cycles"] and got["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-12)
+    r = _edited_case_matches_timeloop(tmp_path, old, new)
     if "C0" in new:
         assert "whole dimension C=3" in r.stderr
 
 
 def test_bad_split_is_one_line(tmp_path):
-    case = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"
     m = tmp_path / "mapping.yaml"
-    m.write_text((case / "mapping.yaml").read_text().replace("split: 0}", "split: x}", 1))
+    m.write_text((EDIT_CASE / "mapping.yaml").read_text().replace("split: 0}", "split: x}", 1))
     r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m)
     assert r.returncode == 2 and "split" in r.stderr and "Traceback" not in r.stderr

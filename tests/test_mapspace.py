@@ -113,15 +113,19 @@ def test_canonical_folds_unit_loop_orders(eyeriss):
     assert np.array_equal(ms.canonical(C), C)
 
 
-def test_keep_without_bypass_leaves_the_rest_to_the_mapper_as_in_timeloop(tmp_path):
-    """constraints.yaml (Timeloop's semantics): a dataspace in neither `keep` nor `bypass` is left
-    free ('X'); v0.4 node constraints (timeloopfe) and `keep_only` bypass the rest."""
+def _simba_res3a():
+    """simba_like's folder, architecture, the res3a_2b layer and its constraints file's text."""
     from coexplore.spec.architecture import load_architecture
     from coexplore.spec.problem import load_problem
     adir = CORPUS / "arches" / "simba_like"
-    arch = load_architecture(adir / "processed.yaml")
-    prob = load_problem(CORPUS / "layers" / "resnet50_res3a_2b.yaml")
-    text = (adir / "constraints.yaml").read_text()
+    return (adir, load_architecture(adir / "processed.yaml"),
+            load_problem(CORPUS / "layers" / "resnet50_res3a_2b.yaml"), (adir / "constraints.yaml").read_text())
+
+
+def test_keep_without_bypass_leaves_the_rest_to_the_mapper_as_in_timeloop(tmp_path):
+    """constraints.yaml (Timeloop's semantics): a dataspace in neither `keep` nor `bypass` is left
+    free ('X'); v0.4 node constraints (timeloopfe) and `keep_only` bypass the rest."""
+    adir, arch, prob, text = _simba_res3a()
     full = "  - keep:\n    - Inputs\n    bypass:\n    - Weights\n    - Outputs\n    type: bypass\n    target: PEInputBuffer\n"
     assert full in text
     base = MapSpace(arch, prob, load_constraints(arch, adir / "constraints.yaml"))
@@ -140,17 +144,13 @@ def test_keep_without_bypass_leaves_the_rest_to_the_mapper_as_in_timeloop(tmp_pa
     ms, free = free_at_level("keep_only")
     assert free == [] and np.array_equal(ms.base_keep, base.base_keep)
     # v0.4 nodes with keep only: the complement is bypassed (timeloopfe), i.e. the corpus' space
+    from coexplore.spec.architecture import load_architecture
     v4 = load_architecture(adir / "arch.yaml")
     assert np.array_equal(MapSpace(v4, prob, load_constraints(v4)).base_keep, base.base_keep)
 
 
 def test_factors_only_pins_the_other_dimensions_to_1(tmp_path):
-    from coexplore.spec.architecture import load_architecture
-    from coexplore.spec.problem import load_problem
-    adir = CORPUS / "arches" / "simba_like"
-    arch = load_architecture(adir / "processed.yaml")
-    prob = load_problem(CORPUS / "layers" / "resnet50_res3a_2b.yaml")
-    text = (adir / "constraints.yaml").read_text()
+    adir, arch, prob, text = _simba_res3a()
     old = "  - type: temporal\n    permutation: N\n    target: GlobalBuffer\n"
     assert old in text
     f = tmp_path / "c.yaml"
