@@ -85,9 +85,7 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
         else:
             ok = isinstance(value, want)
         if not ok:
-            what = f"a number >= 0" if want in (int, float) else f"a {want.__name__}"
-            if want is int:
-                what = "an integer >= 0"
+            what = {int: "an integer >= 0", float: "a number >= 0"}.get(want, f"a {want.__name__}")
             raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
                                  expected=what + (" or null" if optional else ""))
         kwargs[key] = value
@@ -157,12 +155,11 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
     """A fresh searcher for one (space, seed); nothing runs until the first ask."""
     if isinstance(spec, str):
         spec = mapper_spec(spec)
-    if not isinstance(space, DiscreteSpace) and isinstance(getattr(space, "space", None), DiscreteSpace) \
-            and not getattr(_lookup(spec.searcher)[0], "needs_mapspace", False):
-        space = space.space          # a layer's MapSpace: its parameters are what searchers see
     cls, _ = _lookup(spec.searcher)
-    if getattr(cls, "needs_mapspace", False) and isinstance(space, DiscreteSpace) \
-            and spec.searcher in ("random_pruned", "linear_pruned"):
+    needs_mapspace = getattr(cls, "needs_mapspace", False)
+    if not needs_mapspace and isinstance(getattr(space, "space", None), DiscreteSpace):
+        space = space.space          # a layer's MapSpace: its parameters are what searchers see
+    if needs_mapspace and isinstance(space, DiscreteSpace) and spec.searcher in ("random_pruned", "linear_pruned"):
         raise CoexploreError(f"'{spec.searcher}' searches a layer's mapspace (loop orders are pruned per "
                              "factorisation)", key="space",
                              expected="a coexplore.mapspace.MapSpace, e.g. via coexplore map")
