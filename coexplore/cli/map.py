@@ -9,7 +9,7 @@ from pathlib import Path
 from coexplore.errors import CoexploreError
 from coexplore.bundled import bundled_dir
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
-from coexplore.cli.paths import count, output_dir
+from coexplore.cli.paths import count, output_dir, seed
 from coexplore.search import registry
 from coexplore.search.layer import MapInterrupted, map_layer
 from coexplore.spec.yamlio import write_yaml
@@ -30,7 +30,7 @@ def register(sub) -> None:
                    help=f"searcher name or mapper YAML (mappers/<name>.yaml); default marl. "
                         f"Names: {', '.join(sorted(registry.SEARCHERS))}")
     p.add_argument("--budget", type=count, default=10_000, help="cost-model samples (default 10000)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0); same seed, same result")
+    p.add_argument("--seed", type=seed, default=0, help="random seed (default 0); same seed, same result")
     p.add_argument("--objective", choices=registry.OBJECTIVES, default=None, help="default edp")
     p.add_argument("--batch-size", type=int, default=None,
                    help="candidates per ask/tell round (default: the mapper's, 100)")
@@ -47,10 +47,10 @@ def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> 
     path = Path(name)
     if name.endswith((".yaml", ".yml")) or path.exists():
         spec = registry.load_mapper(path)
-    else:
+    elif name not in registry.SEARCHERS:
+        registry.mapper_spec(name)              # raises the 'unknown searcher' error
+    else:                                       # the bundled mappers/<name>.yaml, else the defaults
         bundled = bundled_dir("mappers") / f"{name}.yaml"
-        if name not in registry.SEARCHERS:
-            registry.mapper_spec(name)          # raises the 'unknown searcher' error
         spec = registry.load_mapper(bundled) if bundled.exists() else registry.mapper_spec(name)
     if objective:
         spec.objective = objective
@@ -65,8 +65,6 @@ def run(args) -> int:
     if args.budget < 1:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
                              expected="a positive integer")
-    if args.seed < 0:
-        raise CoexploreError(f"bad seed {args.seed}", key="--seed", expected="an integer >= 0")
     spec = resolve_spec(args.searcher, args.objective, args.batch_size)
     ctx, constraints = load_inputs(args, with_constraints=True)
     # a workload layer is named after its workload too (conv1 is in several networks)

@@ -1,5 +1,5 @@
 """Command-line values shared by the sub-commands: output folders (created up front, so a bad
---out fails before the work) and sample counts."""
+--out fails before the work), sample counts and seeds."""
 
 from __future__ import annotations
 
@@ -32,3 +32,14 @@ def count(text: str) -> int:
     if not value.is_integer():
         raise argparse.ArgumentTypeError(f"not a whole number of samples: {text!r}")
     return int(value)
+
+
+def seed(text: str) -> int:
+    """argparse type for --seed: an integer >= 0 (numpy's generators refuse negative seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value

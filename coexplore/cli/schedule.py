@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import count, output_dir
+from coexplore.cli.paths import count, output_dir, seed
 from coexplore.errors import CoexploreError
 
 
@@ -52,7 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--budget", type=count, default=None, metavar="N",
                    help="evaluated candidates (samples); heuristics use 1 (default: the mapper "
                         "YAML's budget, else 10000)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--json", action="store_true",
                    help="print the schedule as JSON on stdout instead of the summary")
     p.add_argument("--out", metavar="DIR",
@@ -66,8 +66,6 @@ def run(args) -> int:
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
     from coexplore.system.tables import load_table
 
-    if args.seed < 0:
-        raise CoexploreError(f"bad seed {args.seed}", key="--seed", expected="an integer >= 0")
     if args.system and args.table:
         raise CoexploreError("give either SYSTEM.yaml or --table, not both", key="--table",
                              expected="coexplore schedule SYSTEM.yaml ... or coexplore schedule --table T.csv ...")
