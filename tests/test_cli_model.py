@@ -147,12 +147,15 @@ def _edited_case_matches_timeloop(tmp_path, old, new):
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: [C3, M48, R11, S1, N1, P55, Q5]"),
     ("{target: DRAM, type: temporal", "{target: 8, type: temporal"),               # storage level id (0 = innermost)
     ("{target: inter_PE_spatial, type: spatial", "{target: PE, type: spatial"),    # v0.4 container name
+    ("mapping:\n", "mapping:\n- {target: mac, type: temporal, factors: C1 M1 R1 S1 N1 P1 Q1}\n"),  # compute level
 ])
 def test_timeloop_mapping_syntax_variants(tmp_path, old, new):
     """Forms Timeloop's mapping parser accepts give the same numbers as the corpus mapping."""
     r = _edited_case_matches_timeloop(tmp_path, old, new)
     if "C0" in new:
         assert "whole dimension C=3" in r.stderr
+    if "target: mac" in new:
+        assert "compute level" in r.stderr and "ignored" in r.stderr
 
 
 def test_bad_split_is_one_line(tmp_path):

@@ -111,7 +111,9 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         elif target not in mapping.levels and f"inter_{target}_spatial" in mapping.levels:
             target = f"inter_{target}_spatial"           # a v0.4 container, as timeloopfe names it
         if target not in mapping.levels:
-            if target == arch.compute.name:
+            if target == arch.compute.name:      # holds no tile: Timeloop rejects it, we skip it
+                mapping.warnings.append(f"{key}: target '{target}' is the compute level, which holds no "
+                                        "tile; directive ignored (timeloop-model rejects it)")
                 continue
             raise CoexploreError(f"unknown level '{target}'", file=file, key=f"{key}.target",
                                  expected=f"one of {names}")
