@@ -2,6 +2,7 @@
 a CoexploreError rather than a Python error (found by a user review)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,3 +93,23 @@ def test_bundled_names_in_the_python_api():
     from coexplore.search.registry import load_mapper
     assert load_mapper("marl") == load_mapper(CORPUS.parents[2] / "mappers" / "marl.yaml")
     assert list(load_system_arch("hetero_2simba_2eyeriss").cores) == ["simba", "eyeriss"]
+
+
+def test_constraints_inside_a_parsed_processed_input_apply():
+    """timeloopfe's parsed-processed-input.yaml carries `architecture_constraints` in the same
+    file; they constrain the mapspace as timeloop-mapper applies them (the 'baked' exercise fixes
+    every factor, so one mapping is left; the 'null' one leaves a real space)."""
+    from coexplore.spec.problem import load_problem
+    ex = Path(__file__).parent / "data" / "exercises_v4"
+    sizes = {}
+    for case in ("v4_ex05_mapper_conv1d_oc_3level_baked", "v4_ex05_mapper_conv1d_oc_3level_null"):
+        inp = ex / case / "parsed-processed-input.yaml"
+        arch = load_architecture(inp)
+        cons = load_constraints(arch)
+        assert cons == load_constraints(arch, inp)
+        sizes[case] = MapSpace(arch, load_problem(inp), cons).log10_size()
+        if case.endswith("baked"):
+            assert cons["RegisterFile"].temporal_factors["R"][1] == 3
+            assert cons["RegisterFile"].temporal_permutation[:2] == ["R", "P"]
+    assert sizes["v4_ex05_mapper_conv1d_oc_3level_baked"] == 0.0
+    assert sizes["v4_ex05_mapper_conv1d_oc_3level_null"] > 3

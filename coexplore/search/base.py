@@ -13,16 +13,71 @@ Candidates are rows of a 2-D numpy array whose meaning is the searcher's space's
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 
+def checked_losses(batch, losses) -> np.ndarray:
+    """Losses as a flat float array with NaN read as inf (invalid); one per candidate or a
+    CoexploreError."""
+    from coexplore.errors import CoexploreError
+    try:
+        out = np.array(losses, dtype=float, copy=True)
+    except (TypeError, ValueError):
+        raise CoexploreError(f"losses are not numbers: {losses!r:.80}", key="tell",
+                             expected="one loss per candidate, shape [n]") from None
+    if out.size != len(batch) or (out.ndim != 1 and out.shape != (len(batch), 1)):
+        raise CoexploreError(f"{out.shape} losses for a batch of {len(batch)} candidates",
+                             key="tell", expected="one loss per candidate, shape [n]")
+    out = out.reshape(-1)
+    out[np.isnan(out)] = np.inf
+    return out
+
+
+def best_of(losses: np.ndarray) -> tuple[int, float]:
+    """Index and value of the lowest loss (inf when there is none or none is valid)."""
+    if not len(losses):
+        return 0, np.inf
+    i = int(np.argmin(losses))
+    return i, float(losses[i])
+
+
+def positive_int(value, key: str) -> int:
+    """An integer >= 1 given as an int (or an integral float), else a CoexploreError."""
+    from coexplore.errors import CoexploreError
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)) \
+            or value != int(value) or value < 1:
+        raise CoexploreError(f"got {value!r}", key=key, expected="an integer >= 1")
+    return int(value)
+
+
+def _checked_ask(ask):
+    """Wrap a searcher's ask so that n is checked once for all searchers."""
+    @functools.wraps(ask)
+    def checked(self, n):
+        return ask(self, positive_int(n, "ask(n)"))
+    checked._checked = True
+    return checked
+
+
 class Searcher:
-    """Base class: tracks the budget and the best candidate seen so far."""
+    """Base class: tracks the budget and the best candidate seen so far.
+
+    Subclasses define `ask(n)` (n is checked to be an integer >= 1 before it runs) and a `tell`
+    that calls `super().tell` first (losses checked and flattened, NaN read as inf, the batch
+    checked against `self.space` when the space has a `check`).
+    """
 
     name = "searcher"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        ask = cls.__dict__.get("ask")
+        if ask is not None and not getattr(ask, "_checked", False):
+            cls.ask = _checked_ask(ask)
 
     def __init__(self, seed: int | None = 0):
         self.seed = seed
@@ -38,17 +93,15 @@ class Searcher:
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         """Report the losses of a batch from `ask`; subclasses call super().tell first."""
-        losses = np.asarray(losses, dtype=float)
-        if losses.shape != (len(batch),):
-            from coexplore.errors import CoexploreError
-            raise CoexploreError(f"{losses.shape} losses for a batch of {len(batch)} candidates",
-                                 key="tell", expected="one loss per candidate, shape [n]")
+        losses = checked_losses(batch, losses)
+        check = getattr(getattr(self, "space", None), "check", None)
+        if check is not None:
+            check(batch)
         self.samples += len(losses)
-        if len(losses):
-            i = int(np.argmin(losses))
-            if losses[i] < self.best_loss:
-                self.best_loss = float(losses[i])
-                self.best_x = np.array(batch[i], copy=True)
+        i, loss = best_of(losses)
+        if loss < self.best_loss:
+            self.best_loss = loss
+            self.best_x = np.array(batch[i], copy=True)
 
     def recommend(self) -> tuple[np.ndarray | None, float]:
         """The best candidate seen and its loss."""
@@ -78,37 +131,37 @@ class SearchInterrupted(KeyboardInterrupt):
 
 def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray], budget: int,
                batch_size: int = 100, progress: bool = False, desc: str | None = None) -> SearchResult:
-    """Drive ask/tell until `budget` samples; the driver, not the searcher, owns progress.
+    """Drive ask/tell until the searcher has used `budget` samples in all (a searcher that ran
+    before continues: its samples count); the driver, not the searcher, owns progress.
 
     objective maps a batch [n, ...] to losses [n] (inf = invalid). Ctrl-C raises
     SearchInterrupted with the best of the batches evaluated so far (a batch being evaluated
     when the interrupt came is dropped and not counted).
     """
-    if budget <= 0:
-        from coexplore.errors import CoexploreError
-        raise CoexploreError(f"budget must be a positive number of samples, got {budget}",
-                             key="budget", expected="an integer >= 1")
+    budget = positive_int(budget, "budget")
+    batch_size = positive_int(batch_size, "batch_size")
     history: list[tuple[int, float]] = []
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=budget, desc=desc or searcher.name, unit="sample", leave=False, mininterval=0.5)
-    if searcher.budget is None:
-        searcher.budget = budget
-    # the driver's own incumbent: consistent even if Ctrl-C lands inside the searcher's tell
-    best_x, best_loss, samples = None, np.inf, 0
+        bar = tqdm(total=budget, initial=min(searcher.samples, budget), desc=desc or searcher.name, unit="sample",
+                   leave=False, mininterval=0.5)
+    if searcher.budget is None or searcher.budget < budget:
+        searcher.budget = budget          # a searcher run again with a larger budget plans for it
+    # the driver's own incumbent: consistent even if Ctrl-C lands inside the searcher's tell;
+    # samples count from the searcher's own total (a searcher run again continues its count)
+    best_x, best_loss, samples = searcher.best_x, searcher.best_loss, searcher.samples
     try:
         while searcher.samples < budget:
             n = min(batch_size, budget - searcher.samples)
             batch = searcher.ask(n)
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
                 break
-            losses = np.asarray(objective(batch), dtype=float)
+            losses = checked_losses(batch, objective(batch))
             samples += len(losses)
-            if len(losses):
-                i = int(np.argmin(losses))
-                if losses[i] < best_loss:
-                    best_x, best_loss = np.array(batch[i], copy=True), float(losses[i])
+            i, loss = best_of(losses)
+            if loss < best_loss:
+                best_x, best_loss = np.array(batch[i], copy=True), loss
             history.append((samples, best_loss))
             searcher.tell(batch, losses)
             if bar is not None:

@@ -131,24 +131,41 @@ def constraints_from_nodes(arch: Architecture) -> dict[str, LevelConstraints]:
     return out
 
 
+def constraint_targets(data) -> list | None:
+    """The constraint directives of a Timeloop input document: `architecture_constraints` and
+    `mapspace_constraints` (or `mapspace` / `constraints`) targets together, as timeloop-mapper
+    combines them, or a bare `targets` list; None when the document has none."""
+    if not isinstance(data, dict):
+        return None
+    found = False
+    body: list = []
+    for k in ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints"):
+        v = data.get(k)
+        if isinstance(v, dict) and "targets" in v:
+            found = True
+            body += list(v["targets"] or [])
+            if k == "mapspace":
+                break                          # mapspace and constraints: older names of one block
+    if not found and "targets" in data:
+        return list(data["targets"] or [])
+    return body if found else None
+
+
 def load_constraints(arch: Architecture, path: str | Path | None = None) -> dict[str, LevelConstraints]:
-    """Constraints from a constraints file, else one beside the architecture, else its v0.4 nodes."""
-    if path is None and arch.source:
-        cand = Path(arch.source).parent / "constraints.yaml"
-        if cand.exists() and any(lv.constraints == {} for lv in arch.levels):
-            path = cand
+    """Constraints from a constraints file, else those in the architecture's own file (timeloopfe's
+    parsed-processed-input carries `architecture_constraints`), else a constraints.yaml beside
+    it, else its v0.4 nodes."""
     if path is not None:
-        data = load_yaml(path)
-        body = None
-        if isinstance(data, dict):
-            for k in ("architecture_constraints", "mapspace_constraints", "constraints", "mapspace"):
-                if isinstance(data.get(k), dict) and "targets" in data[k]:
-                    body = data[k]["targets"]
-                    break
-            if body is None and "targets" in data:
-                body = data["targets"]
+        body = constraint_targets(load_yaml(path))
         if body is None:
             raise CoexploreError("no constraint targets", file=str(path), key="architecture_constraints.targets",
                                  expected="a list of {target, type, factors|permutation|keep|bypass}")
         return constraints_from_targets(body, arch, str(path))
+    if arch.source and Path(arch.source).is_file():
+        inline = constraint_targets(load_yaml(arch.source))
+        if inline is not None:
+            return constraints_from_targets(inline, arch, str(arch.source))
+        cand = Path(arch.source).parent / "constraints.yaml"
+        if cand.exists() and any(lv.constraints == {} for lv in arch.levels):
+            return load_constraints(arch, cand)
     return constraints_from_nodes(arch)
