@@ -92,6 +92,37 @@ def test_corpus_mapper_mappings_are_in_the_mapspace():
     assert found >= 3
 
 
+def test_encode_refuses_what_breaks_the_constraints(eyeriss):
+    """A loop order against a constraint's permutation prefix, or a keep where the constraints
+    bypass, is refused by encode (it used to be silently replaced by an allowed mapping)."""
+    from coexplore.errors import CoexploreError
+    ctx, ms = eyeriss
+    names = ctx.arch.level_names()[::-1]                    # arrays: innermost level first
+    x = ms.sample(np.random.default_rng(5), 200)
+    m = ms.decode(x)
+    ms.encode(m)                                            # decoded mappings are in the space
+    # a level whose constraints fix the order of (at least) two of the sample's non-unit loops
+    hits = [(r, li) for r in range(len(m)) for li in range(ms.L)
+            if sum(m.temporal[r, li, d] > 1 for d in ms.perm_prefix[li]) >= 2]
+    assert hits, "no sample with two constrained non-unit loops at one level"
+    r, li = hits[0]
+    bad = m.take([r])
+    order = [int(d) for d in bad.perm[0, li]]
+    nonunit = [d for d in order if bad.temporal[0, li, d] > 1]
+    swapped = iter(nonunit[::-1])                           # reverse the non-unit loops
+    bad.perm[0, li] = [next(swapped) if bad.temporal[0, li, d] > 1 else d for d in order]
+    with pytest.raises(CoexploreError, match=f"orders the loops at {names[li]}"):
+        ms.encode(bad)
+    forced = [(l, s) for l in range(ms.L) for s in range(ms.S)
+              if (l, s) not in {(l2, s2) for _, l2, s2 in ms.keep_index} and not m.keep[0, l, s]]
+    assert forced
+    l, s = forced[0]
+    bad = m.take([0])
+    bad.keep[0, l, s] = True
+    with pytest.raises(CoexploreError, match=f"keeps {ctx.problem.dataspaces[s].name} at {names[l]}"):
+        ms.encode(bad)
+
+
 def test_log10_size_counts_distinct_mappings():
     ctx = _ctx("simple_weight_stationary", "tiny_conv")
     ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch))

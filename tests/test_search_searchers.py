@@ -131,6 +131,52 @@ def test_nan_losses_are_treated_as_invalid():
     for name in LEARNERS:
         res = run_search(make_searcher(name, problem.space, seed=0), objective, budget=500)
         assert np.isfinite(res.best_loss)
+    # a NaN never hides a better candidate of its batch (exhaustive: one batch holds the optimum)
+    _, brute = brute_force(problem)
+
+    def nan_first(x):
+        out = problem(x)
+        out[0] = np.nan
+        return out
+
+    for name in ["exhaustive", *LEARNERS]:
+        s = make_searcher(name, problem.space, seed=0)
+        x = s.ask(50)
+        s.tell(x, nan_first(x))
+        assert s.recommend()[1] == problem(x)[1:].min()
+    res = run_search(ExhaustiveSearch(problem.space), nan_first, budget=problem.space.size,
+                     batch_size=problem.space.size)
+    assert res.best_loss == brute or problem(res.best_x[None, :])[0] == brute
+
+
+@pytest.mark.parametrize("name", LEARNERS + ["exhaustive"])
+def test_ask_and_tell_check_their_arguments(name):
+    from coexplore.errors import CoexploreError
+    space = make_small(0).space
+    s = make_searcher(name, space, seed=0)
+    for n in (0, -1, 2.5, "3"):
+        with pytest.raises(CoexploreError, match="ask"):
+            s.ask(n)
+    x = s.ask(4)
+    with pytest.raises(CoexploreError, match="shape"):
+        s.tell(x[:, :-1], np.ones(4))
+    bad = x.copy()
+    bad[0, 0] = space.cardinalities[0]
+    if name != "exhaustive":         # exhaustive on a plain space reads no rows back
+        with pytest.raises(CoexploreError, match="out of range"):
+            s.tell(bad, np.ones(4))
+    s.tell(x, np.ones((4, 1)))       # a column of losses is one loss per candidate
+    assert s.samples == 4
+
+
+def test_a_searcher_run_again_continues_its_count():
+    problem = make_small(0)
+    s = make_searcher("ga", problem.space, seed=0)
+    first = run_search(s, problem, budget=300)
+    again = run_search(s, problem, budget=500)
+    assert first.samples == 300 and again.samples == 500
+    assert [h[0] for h in again.history] == [400, 500]
+    assert again.history[-1][1] == again.best_loss <= first.best_loss
 
 
 def test_registry_names():

@@ -86,6 +86,28 @@ def test_api_misuse_gives_coexplore_errors():
     # mapping paths are accepted by evaluate_mappings
     res = ctx.evaluate_mappings([str(CASE / "mapping.yaml")])
     assert res.cycles[0] == json.loads((CASE / "expected.json").read_text())["cycles"]
+    # out-of-range or misshapen parameter vectors are refused by decode
+    x = s.ask(2)
+    for bad in (x[:, :-1], x[0], np.where(np.arange(ms.n_params) == 0, ms.space.cardinalities, x)):
+        with pytest.raises(CoexploreError):
+            ms.decode(bad)
+    # hand-built arrays: a loop order that is no permutation, a factor 0, a 2-D array
+    arrays = ms.decode(x)
+    for field, value in (("perm", np.zeros_like(arrays.perm)), ("temporal", np.zeros_like(arrays.temporal)),
+                         ("spatial_x", arrays.spatial_x[0])):
+        broken = ms.decode(x)
+        setattr(broken, field, value)
+        with pytest.raises(CoexploreError, match=f"MappingArrays.{field}"):
+            ctx.evaluate(broken)
+    # 0/1 keep and integral floats are the same mapping
+    alt = ms.decode(x)
+    alt.keep, alt.temporal = alt.keep.astype(int), alt.temporal.astype(float)
+    assert ctx.record(ctx.evaluate(alt)) == ctx.record(ctx.evaluate(arrays))
+    # a mapping read for another architecture
+    other = CORPUS / "arches" / "eyeriss_like"
+    octx = load_context(other / "processed.yaml", LAYER, other / "ERT.yaml")
+    with pytest.raises(CoexploreError, match="level.* this architecture does not have"):
+        octx.evaluate_mappings([ctx.load_mapping(CASE / "mapping.yaml")])
 
 
 def test_bundled_names_in_the_python_api():
@@ -113,3 +135,30 @@ def test_constraints_inside_a_parsed_processed_input_apply():
             assert cons["RegisterFile"].temporal_permutation[:2] == ["R", "P"]
     assert sizes["v4_ex05_mapper_conv1d_oc_3level_baked"] == 0.0
     assert sizes["v4_ex05_mapper_conv1d_oc_3level_null"] > 3
+
+
+def test_multi_letter_dimensions_round_trip_through_a_written_mapping(tmp_path):
+    """Dimension names longer than one letter: the written mapping (space-separated loop order)
+    reads back to the same mapping and the same numbers."""
+    from coexplore.spec.mapping import from_arrays, to_arrays
+    from coexplore.spec.yamlio import write_yaml
+    prob = {"problem": {"version": 0.4, "shape": {
+        "name": "GEMM", "dimensions": ["Mm", "Nn", "Kk"],
+        "data_spaces": [{"name": "A", "projection": [[["Mm"]], [["Kk"]]]},
+                        {"name": "B", "projection": [[["Kk"]], [["Nn"]]]},
+                        {"name": "Z", "projection": [[["Mm"]], [["Nn"]]], "read_write": True}]},
+        "instance": {"Mm": 8, "Nn": 12, "Kk": 6}}}
+    (tmp_path / "gemm.yaml").write_text(yaml.safe_dump(prob))
+    adir = CORPUS / "arches" / "simple_weight_stationary"
+    ctx = load_context(adir / "processed.yaml", tmp_path / "gemm.yaml", adir / "ERT.yaml")
+    ms = MapSpace(ctx.arch, ctx.problem, {})
+    arrays = ms.decode(ms.sample(np.random.default_rng(0), 300))
+    res = ctx.evaluate(arrays)
+    checked = 0
+    for b in np.flatnonzero(res.valid)[:5]:
+        write_yaml(tmp_path / "m.yaml", {"mapping": from_arrays(arrays, int(b), ctx.arch, ctx.problem)})
+        back = to_arrays([ctx.load_mapping(tmp_path / "m.yaml")], ctx.arch, ctx.problem)
+        assert np.array_equal(back.perm[0], arrays.perm[b]) and np.array_equal(back.temporal[0], arrays.temporal[b])
+        assert ctx.record(ctx.evaluate(back)) == ctx.record(res, int(b))
+        checked += 1
+    assert checked

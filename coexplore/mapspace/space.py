@@ -239,7 +239,8 @@ class MapSpace:
 
     # ------------------------------------------------------------------ decode / encode
     def decode(self, X: np.ndarray) -> MappingArrays:
-        X = np.asarray(X, np.int64)
+        """Mappings [n] from parameter vectors [n, n_params] (values checked against the space)."""
+        X = self.space.check(X)
         B, L, D, S = X.shape[0], self.L, self.D, self.S
         t = np.broadcast_to(self.base_t, (B, L, D)).copy()
         sx = np.broadcast_to(self.base_x, (B, L, D)).copy()
@@ -275,7 +276,14 @@ class MapSpace:
         return MappingArrays(t, sx, sy, perm, keep)
 
     def encode(self, m: MappingArrays) -> np.ndarray:
-        """Parameter vectors of mappings that lie in this mapspace (raises otherwise)."""
+        """Parameter vectors of mappings that lie in this mapspace (raises otherwise).
+
+        Raises a CoexploreError when a factor, a keep/bypass choice or the order of a level's
+        non-unit temporal loops breaks the constraints. The spatial loop order is no parameter:
+        decode uses the default order (X dims then Y dims, each by dimension index), which gives
+        other numbers only where the order changes link transfers between neighbours (2 of the
+        925 encodable corpus mappings).
+        """
         B = len(m)
         X = np.zeros((B, self.n_params), np.int64)
         for b in range(B):
@@ -298,7 +306,38 @@ class MapSpace:
                 X[b, pi] = ranked.index(d)
             for pi, li, s in self.keep_index:
                 X[b, pi] = int(m.keep[b, li, s])
+        self._check_encoded(m, X)
         return X
+
+    def _check_encoded(self, m: MappingArrays, X: np.ndarray) -> None:
+        """Raise unless X decodes to the mappings m (same factors, keep/bypass and order of the
+        non-unit loops): what the parameters cannot express breaks the constraints."""
+        d = self.decode(X)
+        names, dims = self.arch.level_names()[::-1], self.problem.dims    # arrays: innermost level first
+        ds = [x.name for x in self.problem.dataspaces]
+        for b in range(len(m)):
+            where = f"mapping {b}" if len(m) > 1 else "the mapping"
+            for what, got, want in (("temporal", d.temporal, m.temporal), ("spatial X", d.spatial_x, m.spatial_x),
+                                    ("spatial Y", d.spatial_y, m.spatial_y)):
+                bad = np.argwhere(got[b] != want[b])
+                if len(bad):
+                    li, di = bad[0]
+                    raise CoexploreError(f"{where} has {what} {dims[di]}={want[b, li, di]} at {names[li]}, which "
+                                         "the constraints (or the fan-out) do not allow", key="mapping",
+                                         expected="a mapping in the mapspace")
+            bad = np.argwhere(d.keep[b] != m.keep[b])
+            if len(bad):
+                li, si = bad[0]
+                how = "keeps" if m.keep[b, li, si] else "bypasses"
+                raise CoexploreError(f"{where} {how} {ds[si]} at {names[li]} against the constraints",
+                                     key="mapping", expected="a mapping in the mapspace")
+            for li in range(self.L):
+                loops = [int(x) for x in m.perm[b, li] if m.temporal[b, li, x] > 1]
+                if loops != [int(x) for x in d.perm[b, li] if d.temporal[b, li, x] > 1]:
+                    raise CoexploreError(f"{where} orders the loops at {names[li]} as "
+                                         f"{''.join(dims[x] for x in loops)} (innermost first), against the "
+                                         "constraints' permutation", key="mapping",
+                                         expected="a mapping in the mapspace")
 
     def canonical(self, X: np.ndarray) -> np.ndarray:
         """Same mappings, with loop-order keys of unit loops cleared and the rest ranked."""

@@ -101,6 +101,7 @@ def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: M
 
     stride_rule: "current" Timeloop (default) or "pre2025" (to reproduce 2024 reference outputs,
     see `coexplore.model.nest.analyse`)."""
+    m = m.checked(len(arch.levels), len(problem.dims), len(problem.dataspaces))
     B, L, D = m.temporal.shape
     # Timeloop's checks first (cheap): only valid mappings go through the access analysis
     E = tile_extents(m.temporal, m.spatial_x, m.spatial_y)

@@ -96,6 +96,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         raise CoexploreError(f"budget must be at least 1 sample, got {budget}", key="--budget",
                              expected="a positive integer")
     key = None
+    if seed is None:
+        cache = None                # an unseeded run is not reproducible: never cached, never a hit
     if cache is not None:
         from coexplore.model.cache import cache_key
         key = cache_key(**cache_parts(ctx, constraints, spec, seed, budget))

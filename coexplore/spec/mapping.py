@@ -179,6 +179,46 @@ class MappingArrays:
     def __len__(self) -> int:
         return self.temporal.shape[0]
 
+    def checked(self, levels: int, dims: int, dataspaces: int) -> "MappingArrays":
+        """These arrays as the model needs them (int64 factors and orders, bool keep), or a
+        CoexploreError naming the field: hand-built arrays of the wrong shape, factors below 1
+        or a loop order that is no permutation would otherwise give numbers for no mapping."""
+        def fail(field, got, expected):
+            raise CoexploreError(got, key=f"MappingArrays.{field}", expected=expected)
+
+        shape = (levels, dims)
+        out = {}
+        for f in ("temporal", "spatial_x", "spatial_y", "perm", "spatial_perm"):
+            a = getattr(self, f)
+            if a is None:
+                continue
+            a = np.asarray(a)
+            if a.ndim != 3 or a.shape[1:] != shape:
+                fail(f, f"shape {a.shape}", f"[batch, {levels} levels, {dims} dimensions]")
+            if not np.issubdtype(a.dtype, np.integer):
+                if not np.issubdtype(a.dtype, np.number) or np.any(a != np.round(a)):
+                    fail(f, f"dtype {a.dtype}", "integers")
+            a = a.astype(np.int64, copy=False)
+            if f in ("perm", "spatial_perm"):
+                if np.any(np.sort(a, axis=2) != np.arange(dims)):
+                    fail(f, "a level's loop order is not a permutation of the dimension indices",
+                         f"each [batch, level] row a permutation of 0..{dims - 1}")
+            elif np.any(a < 1):
+                fail(f, "a loop bound below 1", "factors >= 1")
+            out[f] = a
+        keep = np.asarray(self.keep)
+        if keep.ndim != 3 or keep.shape[1:] != (levels, dataspaces):
+            fail("keep", f"shape {keep.shape}", f"[batch, {levels} levels, {dataspaces} dataspaces]")
+        if keep.dtype != bool:
+            if not np.all((keep == 0) | (keep == 1)):
+                fail("keep", "values other than 0/1", "booleans")
+            keep = keep.astype(bool)
+        batch = {a.shape[0] for a in out.values()} | {keep.shape[0]}
+        if len(batch) != 1:
+            fail("temporal", f"batch sizes {sorted(batch)} differ between fields", "one batch size")
+        return MappingArrays(out["temporal"], out["spatial_x"], out["spatial_y"], out["perm"], keep,
+                             out.get("spatial_perm"))
+
     def take(self, idx) -> "MappingArrays":
         sp = None if self.spatial_perm is None else self.spatial_perm[idx]
         return MappingArrays(self.temporal[idx], self.spatial_x[idx], self.spatial_y[idx],
@@ -210,7 +250,22 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
     keep = np.ones((B, L, S), bool)
     dim_idx = {d: i for i, d in enumerate(problem.dims)}
     ds_idx = {ds.name: i for i, ds in enumerate(problem.dataspaces)}
+    names = set(arch.level_names())
+    dims = set(problem.dims)
     for b, m in enumerate(mappings):
+        alien = [n for n, lm in m.levels.items() if n not in names and lm != LevelMapping()]
+        if alien:
+            raise CoexploreError(f"the mapping has level(s) {', '.join(alien)} this architecture does not have",
+                                 file=m.source, key="mapping", expected=f"levels of {sorted(names)}")
+        wrong = sorted({d for lm in m.levels.values()
+                        for d in (*lm.temporal, *lm.spatial, *lm.permutation, *lm.spatial_permutation)} - dims)
+        if wrong:
+            raise CoexploreError(f"the mapping uses dimension(s) {', '.join(wrong)} this problem does not have",
+                                 file=m.source, key="mapping", expected=f"dimensions of {problem.dims}")
+        wrong = sorted({d for lm in m.levels.values() for d in (*(lm.keep or ()), *(lm.bypass or ()))} - set(ds_idx))
+        if wrong:
+            raise CoexploreError(f"the mapping names dataspace(s) {', '.join(wrong)} this problem does not have",
+                                 file=m.source, key="mapping", expected=f"dataspaces of {list(ds_idx)}")
         for li, lv in enumerate(reversed(arch.levels)):      # li: innermost = 0
             lm = m.levels.get(lv.name, LevelMapping())
             for d, n in lm.temporal.items():
@@ -246,11 +301,12 @@ def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: 
         keep = [ds.name for s, ds in enumerate(problem.dataspaces) if arrays.keep[index, li, s]]
         bypass = [ds.name for s, ds in enumerate(problem.dataspaces) if not arrays.keep[index, li, s]]
         entries.append({"target": name, "type": "datatype", "keep": keep, "bypass": bypass})
+    sep = "" if all(len(d) == 1 for d in dims) else " "   # multi-letter dimensions: space-separated
     for li in range(L):
         name = arch.levels[L - 1 - li].name
         perm = [dims[int(i)] for i in arrays.perm[index, li]]
         factors = " ".join(f"{d}{int(arrays.temporal[index, li, i])}" for i, d in enumerate(dims))
-        entries.append({"target": name, "type": "temporal", "factors": factors, "permutation": "".join(perm)})
+        entries.append({"target": name, "type": "temporal", "factors": factors, "permutation": sep.join(perm)})
         sxv, syv = arrays.spatial_x[index, li], arrays.spatial_y[index, li]
         if ((sxv > 1) & (syv > 1)).any():
             d = dims[int(np.nonzero((sxv > 1) & (syv > 1))[0][0])]
@@ -267,5 +323,5 @@ def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: 
             rest = [d for d in order if d not in xs and d not in ys]
             fac = " ".join(f"{d}{int(max(sxv[i], syv[i]))}" for i, d in enumerate(dims))
             entries.append({"target": name, "type": "spatial", "factors": fac,
-                            "permutation": "".join(xs + ys + rest), "split": len(xs)})
+                            "permutation": sep.join(xs + ys + rest), "split": len(xs)})
     return entries
