@@ -130,3 +130,24 @@ def test_loss_transform_penalises_invalid_below_every_valid():
     assert out[2] == out[3] == pytest.approx(3.0)   # worst (2) + 0.5 x spread (2)
     with pytest.raises(CoexploreError):
         t(np.array([-1.0]))
+
+
+@pytest.mark.parametrize("name, option, value", [
+    ("ga", "population", 0), ("sa", "chains", 0), ("marl", "warmup_fraction", 5.0),
+    ("ga", "crossover_rate", 1.5), ("marl", "epochs", 0), ("marl", "alpha", 2.0)])
+def test_out_of_range_options_are_refused(name, option, value):
+    from coexplore.search.registry import mapper_spec
+    with pytest.raises(CoexploreError, match=option):
+        mapper_spec(name, {option: value})
+
+
+def test_mapper_spec_checks_objective_batch_and_seed():
+    from coexplore.search.registry import make_searcher, mapper_spec
+    from coexplore.search.synthetic import make_small
+    with pytest.raises(CoexploreError, match="objective"):
+        mapper_spec("ga", objective="edpp")
+    with pytest.raises(CoexploreError, match="batch_size"):
+        mapper_spec("ga", batch_size=0)
+    for seed in (3.0, -1, "1"):
+        with pytest.raises(CoexploreError, match="seed"):
+            make_searcher("ga", make_small(0).space, seed=seed)

@@ -80,6 +80,10 @@ class Searcher:
             cls.ask = _checked_ask(ask)
 
     def __init__(self, seed: int | None = 0):
+        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
+                                 or seed < 0):
+            from coexplore.errors import CoexploreError
+            raise CoexploreError(f"got {seed!r}", key="seed", expected="an integer >= 0 or None")
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.samples = 0

@@ -90,8 +90,12 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
             "backend": "builtin", "backend_version": MODEL_VERSION}
 
 
-def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec, budget: int,
+def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec | str, budget: int,
               seed: int | None = 0, progress: bool = False, cache=None) -> MapResult:
+    """Search the best mapping of ctx's layer; spec is a MapperSpec or a name / mapper YAML
+    (`registry.load_mapper`). An unseeded run (seed None) is not cached."""
+    if isinstance(spec, str):
+        spec = registry.load_mapper(spec)
     if budget is None or budget < 1:
         raise CoexploreError(f"budget must be at least 1 sample, got {budget}", key="--budget",
                              expected="a positive integer")

@@ -59,6 +59,17 @@ def _lookup(name: str, file=None) -> tuple[type, type]:
     return SEARCHERS[name]
 
 
+# options that must be >= 1 (sizes, counts) and options that are probabilities or fractions
+AT_LEAST_ONE = {"bins", "chains", "critic_window", "epochs", "horizon", "max_agent_size", "max_draw_factor",
+                "max_permutations_per_if_visit", "max_size", "max_table", "population", "tournament",
+                "pop_size", "islands"}
+FRACTIONS = {"alpha", "local", "extra_change", "merge_at"}
+
+
+def _is_fraction(key: str) -> bool:
+    return key in FRACTIONS or key.startswith("p_") or key.endswith(("_ratio", "_rate", "_fraction", "_ratio_start"))
+
+
 def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None):
     """A config dataclass from a mapping; unknown keys and wrong types are errors."""
     data = dict(data or {})
@@ -75,17 +86,20 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
         if value is None and optional:
             kwargs[key] = None
             continue
+        low = 1 if key in AT_LEAST_ONE else 0
+        high = 1 if _is_fraction(key) else float("inf")
         if want is bool:
             ok = isinstance(value, bool)
         elif want is int:
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
         elif want is float:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
             value = float(value) if ok else value
         else:
             ok = isinstance(value, want)
         if not ok:
-            what = {int: "an integer >= 0", float: "a number >= 0"}.get(want, f"a {want.__name__}")
+            bound = f"between {low} and {high}" if high == 1 else f">= {low}"
+            what = {int: f"an integer {bound}", float: f"a number {bound}"}.get(want, f"a {want.__name__}")
             raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
                                  expected=what + (" or null" if optional else ""))
         kwargs[key] = value
@@ -116,6 +130,7 @@ def mapper_spec(name: str, config=None, objective: str = "edp", batch_size: int 
     elif not isinstance(config, config_cls):
         raise CoexploreError(f"a {type(config).__name__} is not a config of '{name}'", key="config",
                              expected=f"a {config_cls.__name__} or a dict of its fields")
+    objective, batch_size = _checked_run_options(objective, batch_size)
     return MapperSpec(name, objective, batch_size, config)
 
 
@@ -129,15 +144,18 @@ def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
                              expected="searcher | objective | batch_size | config")
     name = data["searcher"]
     _, config_cls = _lookup(name, file)
-    objective = data.get("objective", "edp")
+    objective, batch = _checked_run_options(data.get("objective", "edp"), data.get("batch_size", 100), file)
+    return MapperSpec(name, objective, batch, config_from_dict(config_cls, data.get("config"), file))
+
+
+def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:
     if objective not in OBJECTIVES:
         raise CoexploreError(f"unknown objective '{objective}'", file=file, key="objective",
                              expected=" | ".join(OBJECTIVES))
-    batch = data.get("batch_size", 100)
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise CoexploreError(f"bad batch_size {batch!r}", file=file, key="batch_size",
                              expected="an integer >= 1")
-    return MapperSpec(name, objective, batch, config_from_dict(config_cls, data.get("config"), file))
+    return objective, batch
 
 
 def load_mapper(path) -> MapperSpec:
