@@ -175,3 +175,17 @@ def test_system_route_equals_generated_files_at_any_clock(tmp_path):
     assert ev.returncode == 0, ev.stderr
     got = json.loads(ev.stdout)
     assert got["energy_pJ"] == mapped["best"]["energy_pJ"] and got["levels"] == mapped["best"]["levels"]
+
+
+def test_default_output_folder_keeps_other_runs(tmp_path, monkeypatch, capsys):
+    """A run with other settings gets a numbered folder; the same run reuses its own."""
+    from coexplore.cli.main import main
+    monkeypatch.chdir(tmp_path)
+    dirs = []
+    for seed in ("0", "1", "0"):
+        assert main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "50", "--seed", seed,
+                     "--no-cache", "--no-progress", "--json"]) == 0
+        dirs.append(Path(json.loads(capsys.readouterr().out)["mapping_file"]).parent)
+    assert dirs[0] == dirs[2] != dirs[1] and dirs[1].name == dirs[0].name + "-2"
+    runs = [json.loads((d / "result.json").read_text())["run"] for d in dirs[:2]]
+    assert [r["seed"] for r in runs] == [0, 1] and runs[0]["arch"] == str(ARCH.resolve())

@@ -41,7 +41,7 @@ def test_schedule_summary_and_no_plot(tmp_path, capsys):
 
 
 def _bad(tmp_path, capsys, argv):
-    rc = main(["schedule", *argv, "--out", str(tmp_path / "x"), "--no-plot"])
+    rc = main(["schedule", *argv, "--out", str(tmp_path / "x"), "--no-plot", "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
@@ -117,6 +117,10 @@ def test_system_yaml_mappers_system_is_used(tmp_path, capsys):
     ("searcher: magma\nconfig: {pop_size: -5}\n", "config.pop_size"),
     ("searcher: magma\nconfig: {p_mutation_min: 0.001}\nbudget: 0\n", "budget"),
     ("searcher: magmaa\n", "unknown searcher"),
+    ("searcher: magma\nconfig: {pop_size: 3}\n", "too small for 2 island"),
+    ("searcher: magma\nconfig: {p_mutation: 5}\n", "config.p_mutation"),
+    ("searcher: magma\nconfig: {merge_at: 3}\n", "config.merge_at"),
+    ("searcher: magma\nconfig: 3\n", "key 'config'"),
 ])
 def test_bad_system_mapper_yaml(tmp_path, capsys, text, msg):
     y = tmp_path / "m.yaml"
@@ -125,3 +129,68 @@ def test_bad_system_mapper_yaml(tmp_path, capsys, text, msg):
                "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and msg in err and str(y) in err
+
+
+def test_default_output_folder_never_overwrites_another_run(tmp_path, capsys, monkeypatch):
+    """Two tables with the same file name: the second run gets a numbered folder; the same run
+    again reuses its own folder; schedule.json records the run."""
+    monkeypatch.chdir(tmp_path)
+    other = DATA / "tables" / "batch_conv" / "S6" / "insts0.csv"
+    runs = [(TABLE, "16"), (other, "1"), (TABLE, "16")]
+    outs = []
+    for table, bw in runs:
+        assert main(["schedule", "--table", str(table), "--bandwidth", bw, "--budget", "100", "--no-plot"]) == 0
+        outs.append(capsys.readouterr().out.strip().splitlines()[-1].split()[-1])
+    assert outs[0] == outs[2] != outs[1]
+    first, second = (json.loads(Path(o).read_text()) for o in outs[:2])
+    assert first["run"]["table"] == str(TABLE.resolve()) and first["run"]["bandwidth"] == 16
+    assert second["run"]["table"] == str(other.resolve()) and second["run"]["budget"] == 100
+
+
+def test_table_columns_are_checked(tmp_path, capsys):
+    cases = {"job,lat_a,bw_a,lat_a,bw_a\n0,10,1,20,2\n": "appears 2 times",
+             "job,lat_,bw_\n0,10,1\n": "names no core",
+             "job,lat_a,bw_a,en_a\n0,10,1,nan\n": "energy",
+             "job,lat_a,bw_a,en_a\n0,10,1,-5\n": "energy"}
+    for text, msg in cases.items():
+        f = tmp_path / "t.csv"
+        f.write_text(text)
+        assert msg in _bad(tmp_path, capsys, ["--table", str(f), "--bandwidth", "1"])
+    f.write_text("job,LAT_a,BW_a\n0,10,1\n")                   # prefixes in any case
+    assert load_table(f).cores == ["a"]
+
+
+def test_overflowing_makespans_are_one_line_errors(tmp_path, capsys):
+    f = tmp_path / "huge.csv"
+    f.write_text("job,lat_a,bw_a\n0,1e308,1e308\n1,1e308,1e308\n")
+    assert "finite makespan" in _bad(tmp_path, capsys, ["--table", str(f), "--bandwidth", "1", "--budget", "50"])
+
+
+def test_system_only_options_with_a_table_are_refused(tmp_path, capsys):
+    assert "--workload" in _bad(tmp_path, capsys, ["--table", str(TABLE), "--bandwidth", "1",
+                                                   "--workload", "x.yaml"])
+    assert "--layer-budget" in _bad(tmp_path, capsys, ["--table", str(TABLE), "--bandwidth", "1",
+                                                       "--layer-budget", "10"])
+
+
+def test_system_run_checks_options_before_mapping_and_keeps_the_job_table(tmp_path, capsys):
+    """A bad --bandwidth or --out fails before any layer is mapped; --seed changes the scheduler's
+    seed only (the layer mapper keeps --layer-seed), and the job table is written beside."""
+    import time
+    t = time.perf_counter()
+    assert "bandwidth" in _bad(tmp_path, capsys, ["hetero_2simba_2eyeriss", "--bandwidth", "0", "--no-cache"])
+    assert time.perf_counter() - t < 5
+    system = tmp_path / "sys.yaml"
+    text = (ROOT / "arch" / "simba.yaml").read_text()
+    system.write_text(text.replace("- ../problems/resnet50.yaml\n- ../problems/vgg16.yaml\n",
+                                   f"- {ROOT}/problems/dlrm_mlp.yaml\n")
+                      .replace("layer: ../mappers/marl.yaml", f"layer: {ROOT}/mappers/marl.yaml"))
+    tables = []
+    for s in ("0", "1"):
+        rc = main(["schedule", str(system), "--layer-budget", "200", "--seed", s, "--no-plot", "--json",
+                   "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / f"o{s}")])
+        assert rc == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["run"]["layer_seed"] == 0 and data["run"]["seed"] == int(s)
+        tables.append(load_table(data["job_table"]))
+    assert np.array_equal(tables[0].latency, tables[1].latency)

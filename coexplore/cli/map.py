@@ -9,7 +9,7 @@ from pathlib import Path
 from coexplore.errors import CoexploreError
 from coexplore.bundled import bundled_dir
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
-from coexplore.cli.paths import count, output_dir, seed
+from coexplore.cli.paths import count, default_run_dir, output_dir, seed
 from coexplore.search import registry
 from coexplore.search.layer import MapInterrupted, map_layer
 from coexplore.spec.yamlio import write_yaml
@@ -24,8 +24,9 @@ def register(sub) -> None:
     p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH; a system's "
                                  "built-in estimator)")
     add_arguments(p)
-    p.add_argument("--constraints", help="mapspace constraints (default: constraints.yaml beside ARCH, "
-                                         "else the v0.4 nodes' constraints)")
+    p.add_argument("--constraints", help="mapspace constraints (default: the architecture_constraints inside "
+                                         "ARCH, else constraints.yaml beside ARCH, else the v0.4 nodes' "
+                                         "constraints)")
     p.add_argument("--searcher", default=None,
                    help=f"searcher name or mapper YAML (mappers/<name>.yaml); default marl. "
                         f"Names: {', '.join(sorted(registry.SEARCHERS))}")
@@ -34,7 +35,9 @@ def register(sub) -> None:
     p.add_argument("--objective", choices=registry.OBJECTIVES, default=None, help="default edp")
     p.add_argument("--batch-size", type=int, default=None,
                    help="candidates per ask/tell round (default: the mapper's, 100)")
-    p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>, or <arch>-<workload>-<layer>)")
+    p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>, "
+                                 "or <arch>-<workload>-<layer>; numbered -2, -3, ... when it holds another "
+                                 "run's result)")
     p.add_argument("--cache", help="result cache (default results/cache.sqlite or $COEXPLORE_CACHE)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -70,7 +73,14 @@ def run(args) -> int:
     # a workload layer is named after its workload too (conv1 is in several networks)
     source = Path(args.problem).stem
     label = ctx.problem.name if source == ctx.problem.name else f"{source}-{ctx.problem.name}"
-    out = output_dir(args.out or f"results/map/{ctx.arch.name}-{label}")   # before the search, not after
+    def where(x):            # a file as an absolute path, a bundled name as given
+        return x if x is None or not Path(x).exists() else str(Path(x).resolve())
+    run_desc = {"arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
+                "ert": where(args.ert), "constraints": where(args.constraints), "mapper": spec.to_dict(),
+                "budget": args.budget, "seed": args.seed}
+    # created before the search, not after; a default folder holding another run's result is kept
+    out = output_dir(args.out) if args.out else default_run_dir(f"results/map/{ctx.arch.name}-{label}",
+                                                                 "result.json", run_desc)
     cache = None
     if not args.no_cache:
         from coexplore.model.cache import ResultCache
@@ -92,7 +102,7 @@ def run(args) -> int:
     payload = {"searcher": spec.searcher, "samples": res.samples, "best": res.best,
                "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
                "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,
-               "mapspace_log10_size": res.mapspace_log10}
+               "mapspace_log10_size": res.mapspace_log10, "run": run_desc}
     if res.exhausted is not None:
         payload["exhausted"] = res.exhausted
     if res.interrupted:

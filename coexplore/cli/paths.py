@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
@@ -21,6 +22,23 @@ def output_dir(path: str | Path) -> Path:
         raise CoexploreError(f"cannot create the output folder: {exc.strerror}", file=str(p), key="--out",
                              expected="a writable folder path") from None
     return p
+
+
+def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
+    """`base`, unless it holds the result of another run (its `result_file` JSON has a different
+    "run" record): then the first of base-2, base-3, ... that is free or holds this run. A default
+    output folder is thus never overwritten by a different run; rerunning reuses its folder."""
+    base = Path(base)
+    cand, k = base, 1
+    while (cand / result_file).exists():
+        try:
+            if json.loads((cand / result_file).read_text()).get("run") == run:
+                break
+        except (OSError, ValueError, AttributeError):
+            pass
+        k += 1
+        cand = base.with_name(f"{base.name}-{k}")
+    return output_dir(cand)
 
 
 def count(text: str) -> int:

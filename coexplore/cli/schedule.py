@@ -1,7 +1,8 @@
 """`coexplore schedule`: map a batch of jobs onto many cores sharing off-chip bandwidth.
 
     coexplore schedule SYSTEM.yaml [--workload problems/X.yaml ...] [--searcher magma] [--budget N]
-                       [--seed S] [--layer-searcher marl] [--layer-budget N] [--json] [--out DIR]
+                       [--seed S] [--layer-searcher marl] [--layer-budget N] [--layer-seed S]
+                       [--json] [--out DIR]
     coexplore schedule --table TABLE.csv --bandwidth B [--searcher magma] [--budget N]
                        [--seed S] [--json] [--out DIR] [--no-plot]
 
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import count, output_dir, seed
+from coexplore.cli.paths import count, default_run_dir, output_dir, seed
 from coexplore.errors import CoexploreError
 
 
@@ -38,72 +39,94 @@ def register(subparsers) -> None:
                    help="workload file(s) (default: the system's workloads)")
     p.add_argument("--layer-searcher", default=None, metavar="S",
                    help="layer mapper for the job table (default: the system's mappers.layer, else marl)")
-    p.add_argument("--layer-budget", type=count, default=2000, metavar="N",
+    p.add_argument("--layer-budget", type=count, default=None, metavar="N",
                    help="samples per (layer, core design) for the job table (default 2000)")
+    p.add_argument("--layer-seed", type=seed, default=None, metavar="S",
+                   help="seed of the layer mapper (default 0): the job table stays the same when "
+                        "--seed changes, so seeds compare schedulers, not job tables")
     p.add_argument("--cache", help="result cache (default results/cache.sqlite or $COEXPLORE_CACHE)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     p.add_argument("--table", metavar="TABLE.csv",
                    help="job table CSV with lat_<core> and bw_<core> columns (MAGMA's format)")
     p.add_argument("--bandwidth", type=float, metavar="B",
-                   help="system (off-chip) bandwidth in bytes/cycle")
+                   help="system (off-chip) bandwidth in bytes/cycle (with SYSTEM.yaml: overrides "
+                        "the system's)")
     p.add_argument("--searcher", default=None, metavar="S",
                    help="one of: " + ", ".join(SEARCHERS) + ", or a system mapper YAML "
                         "(mappers/magma.yaml); default: the system's mappers.system, else magma")
     p.add_argument("--budget", type=count, default=None, metavar="N",
-                   help="evaluated candidates (samples); heuristics use 1 (default: the mapper "
+                   help="evaluated candidates (samples); heuristics use 1, except MET ones with tied "
+                        "cores, which try random tie-breaks up to the budget (default: the mapper "
                         "YAML's budget, else 10000)")
     p.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--json", action="store_true",
                    help="print the schedule as JSON on stdout instead of the summary")
     p.add_argument("--out", metavar="DIR",
-                   help="write schedule.json and gantt.png here "
-                        "(default results/schedule/<table>-<searcher>-s<seed>)")
+                   help="write schedule.json and gantt.png (and jobs.csv, the job table of a system) "
+                        "here (default results/schedule/<table or system>-<searcher>-s<seed>, or "
+                        "<...>-2, -3 ... when that folder holds another run's schedule)")
     p.add_argument("--no-plot", action="store_true", help="do not draw gantt.png")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from coexplore.system.evaluator import check_bandwidth
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
-    from coexplore.system.tables import load_table
+    from coexplore.system.tables import load_table, save_table
 
     if args.system and args.table:
         raise CoexploreError("give either SYSTEM.yaml or --table, not both", key="--table",
                              expected="coexplore schedule SYSTEM.yaml ... or coexplore schedule --table T.csv ...")
-    if args.system:
-        args.system = str(resolve("arch", args.system))   # a bundled system name such as `simba_2x2`
-    progress = sys.stderr.isatty() or not args.json
-    mapper = _system_mapper(args)          # before the (possibly long) job-table step
-    if args.system:
-        table, bandwidth, name = _system_table(args, progress)
-    else:
-        if not args.table:
-            raise CoexploreError("no system or job table given", key="SYSTEM.yaml",
-                                 expected="SYSTEM.yaml, or --table TABLE.csv --bandwidth B")
+    if not args.system and not args.table:
+        raise CoexploreError("no system or job table given", key="SYSTEM.yaml",
+                             expected="SYSTEM.yaml, or --table TABLE.csv --bandwidth B")
+    if args.table:
+        for opt, given in (("--workload", args.workload), ("--layer-searcher", args.layer_searcher),
+                           ("--layer-budget", args.layer_budget), ("--layer-seed", args.layer_seed)):
+            if given is not None:
+                raise CoexploreError("only used to build the job table of a system YAML", key=opt,
+                                     expected=f"no {opt} with --table (the table is given)")
         if args.bandwidth is None:
             raise CoexploreError("no system bandwidth given", key="--bandwidth",
                                  expected="--bandwidth B (bytes/cycle, > 0)")
-        table, bandwidth, name = load_table(args.table), args.bandwidth, Path(args.table).stem
-    searcher = mapper.searcher
+    else:
+        args.system = str(resolve("arch", args.system))   # a bundled system name such as `simba_2x2`
+    if args.bandwidth is not None:
+        check_bandwidth(args.bandwidth)
+    progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
+    # everything that can be wrong is checked before the (possibly long) job-table step
+    mapper = _system_mapper(args)
     budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
-    out = output_dir(args.out or Path("results") / "schedule" / f"{name}-{searcher}-s{args.seed}")
+    if budget < 1:
+        raise CoexploreError(f"got {budget}", key="--budget", expected="an integer >= 1")
+    run_desc = _run_description(args, mapper, budget)
+    out = _out_dir(args, mapper, run_desc)
+    if args.system:
+        table, bandwidth = _system_table(args, progress)
+        save_table(table, out / "jobs.csv")     # the job table the schedule is for
+    else:
+        table, bandwidth = load_table(args.table), args.bandwidth
     try:
-        result = search_schedule(table, bandwidth, searcher, budget, args.seed, progress=progress,
+        result = search_schedule(table, bandwidth, mapper.searcher, budget, args.seed, progress=progress,
                                  config=mapper.config)
     except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
         result = exc.result
     data = result.to_json(table)
     data["table" if args.table else "system"] = str(args.table or args.system)
+    data["run"] = run_desc
     if args.system:
-        data["jobs"] = [j.name for j in table.jobs]
-        data["cores"] = list(table.cores)
+        data["job_table"] = str(out / "jobs.csv")
     (out / "schedule.json").write_text(json.dumps(data, indent=1) + "\n")
     png = None
     if not args.no_plot:
         from coexplore.system.plot import plot_schedule
 
         png = plot_schedule(table, schedule_trace(table, result), out / "gantt.png",
-                            title=f"{name}: {result.searcher}, makespan "
+                            title=f"{args.table or Path(args.system).name}: {result.searcher}, makespan "
                                   f"{result.makespan:.4g} cycles, BW {result.bandwidth:g} B/cycle")
+    elif (out / "gantt.png").exists():
+        (out / "gantt.png").unlink()         # an earlier run's chart would not match this schedule
     if args.json:
         print(json.dumps(data))
     else:
@@ -114,6 +137,41 @@ def run(args) -> int:
               f"wrote the best schedule so far to {out / 'schedule.json'}", file=sys.stderr)
         return 130
     return 0
+
+
+def _run_description(args, mapper, budget: int) -> dict:
+    """Everything the schedule depends on, written into schedule.json (and compared with an
+    existing default output folder before reusing it)."""
+    import dataclasses
+    desc = {"searcher": mapper.searcher, "searcher_file": mapper.file,
+            "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
+            "budget": budget, "seed": args.seed, "bandwidth": args.bandwidth}
+    if args.table:
+        desc["table"] = str(Path(args.table).resolve())
+    else:
+        desc.update(system=str(Path(args.system).resolve()),
+                    workloads=[str(w) for w in args.workload] if args.workload else None,
+                    layer_searcher=args.layer_searcher, layer_budget=_layer_budget(args),
+                    layer_seed=_layer_seed(args))
+    return desc
+
+
+def _out_dir(args, mapper, run_desc: dict) -> Path:
+    """--out, else results/schedule/<table or system>-<searcher>-s<seed> (numbered when it holds
+    another run's schedule)."""
+    if args.out:
+        return output_dir(args.out)
+    name = Path(args.table).stem if args.table else Path(args.system).stem
+    label = Path(mapper.file).stem if mapper.file else mapper.searcher
+    return default_run_dir(Path("results") / "schedule" / f"{name}-{label}-s{args.seed}", "schedule.json", run_desc)
+
+
+def _layer_budget(args) -> int:
+    return 2000 if args.layer_budget is None else args.layer_budget
+
+
+def _layer_seed(args) -> int:
+    return 0 if args.layer_seed is None else args.layer_seed
 
 
 def _system_mapper(args):
@@ -140,24 +198,26 @@ def _system_table(args, progress: bool):
     from coexplore.search import registry
     from coexplore.system.from_system import system_job_table
 
-    if args.table is None and args.bandwidth is not None:
-        pass  # --bandwidth overrides the system's off-chip bandwidth below
-    if args.layer_budget < 1:
+    if _layer_budget(args) < 1:
         raise CoexploreError(f"bad layer budget {args.layer_budget}", key="--layer-budget",
                              expected="an integer >= 1")
     spec = None
     if args.layer_searcher:
         from coexplore.cli.map import resolve_spec
-        spec = resolve_spec(args.layer_searcher, None, None)
+        try:
+            spec = resolve_spec(args.layer_searcher, None, None)
+        except CoexploreError as exc:
+            exc.key = "--layer-searcher" if exc.key == "searcher" else exc.key
+            raise
     cache = None
     if not args.no_cache:
         from coexplore.model.cache import ResultCache
         cache = ResultCache(args.cache)
     try:
-        table, system = system_job_table(args.system, args.workload, spec, args.layer_budget, args.seed,
+        table, system = system_job_table(args.system, args.workload, spec, _layer_budget(args), _layer_seed(args),
                                          cache=cache, progress=progress)
     finally:
         if cache is not None:
             cache.close()
     bandwidth = args.bandwidth if args.bandwidth is not None else system.offchip_bytes_per_cycle
-    return table, bandwidth, Path(args.system).stem
+    return table, bandwidth

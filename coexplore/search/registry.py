@@ -72,6 +72,9 @@ def _is_fraction(key: str) -> bool:
 
 def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None):
     """A config dataclass from a mapping; unknown keys and wrong types are errors."""
+    if data is not None and not isinstance(data, Mapping):
+        raise CoexploreError(f"got {data!r}", file=file, key="config",
+                             expected=f"a mapping of {config_cls.__name__} fields")
     data = dict(data or {})
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
     defaults = config_cls()

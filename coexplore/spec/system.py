@@ -171,7 +171,10 @@ def _mapping(value, file, key: str, allowed: tuple[str, ...], what: str) -> dict
 
 
 def _kind(value) -> str:
-    return "nothing" if value is None else type(value).__name__
+    if value is None:
+        return "nothing"
+    return f"an empty {type(value).__name__}" if hasattr(value, "__len__") and not len(value) \
+        else type(value).__name__
 
 
 def _number(value, file, key: str, *, integer: bool = False) -> float | int:
@@ -394,7 +397,10 @@ def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
     files to exist (the sweep needs them; generating the architectures does not)."""
     p = resolve("arch", path)          # a bundled system name such as `simba_2x2` works too
     if not p.is_file():
-        raise CoexploreError("file not found", file=str(p), expected="a system YAML file")
+        from coexplore.bundled import bundled_dir
+        names = ", ".join(sorted(q.stem for q in bundled_dir("arch").glob("*.yaml"))) or "none found"
+        raise CoexploreError("file not found", file=str(p),
+                             expected=f"a system YAML file or a bundled system ({names})")
     try:
         doc = yaml.safe_load(read_text(p))
     except yaml.YAMLError as exc:

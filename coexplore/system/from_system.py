@@ -68,6 +68,9 @@ def dram_bytes(record: dict, arch) -> float:
     return sum((d["reads"] + d["fills"] + d["updates"]) * word for d in lv.get("dataspaces", {}).values())
 
 
+MAX_JOBS = 100_000   # a schedule genome has 2 genes per job: beyond this, the search is no use
+
+
 def system_job_table(system_path: str | Path, workloads: list[str | Path] | None = None,
                      layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000,
                      seed: int = 0, cache=None, progress: bool = False) -> tuple[JobTable, SystemArch]:
@@ -80,12 +83,18 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
         raise CoexploreError("no workloads", file=system.spec.file, key="workloads",
                              expected="a workloads list in the system file or --workload problems/X.yaml")
     wls: list[Workload] = [load_workload(find_workload(p)) for p in paths]
-    jobs, layer_of = [], {}
+    total = sum(layer.count for w in wls for layer in w.layers)
+    if total > MAX_JOBS:
+        raise CoexploreError(f"the workloads make {total:,} jobs (layer counts included)", file=str(paths[0]),
+                             key="layers[].count", expected=f"at most {MAX_JOBS:,} jobs to schedule")
+    jobs, layer_of, seen = [], {}, {}
     for w in wls:
+        seen[w.name] = seen.get(w.name, 0) + 1           # the same DNN twice: two tenants
+        dnn = w.name if seen[w.name] == 1 else f"{w.name}@{seen[w.name]}"
         for layer in w.layers:
             for k in range(layer.count):
-                name = f"{w.name}.{layer.name}" + (f"#{k}" if layer.count > 1 else "")
-                job = Job(name=name, dnn=w.name, layer=layer.name, kind=layer.shape.get("name", ""),
+                name = f"{dnn}.{layer.name}" + (f"#{k}" if layer.count > 1 else "")
+                job = Job(name=name, dnn=dnn, layer=layer.name, kind=layer.shape.get("name", ""),
                           dims=tuple(sorted(layer.instance.items())))
                 jobs.append(job)
                 layer_of[job] = layer

@@ -26,7 +26,7 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     path.parent.mkdir(parents=True, exist_ok=True)
     N = table.num_cores
     cmap = plt.get_cmap("tab20")
-    fig, (ax, axb) = plt.subplots(2, 1, figsize=(11, 2.0 + 0.45 * N + 2.5), sharex=True,
+    fig, (ax, axb) = plt.subplots(2, 1, figsize=(11, 2.0 + min(0.45 * N, 60.0) + 2.5), sharex=True,
                                   gridspec_kw={"height_ratios": [max(N, 2), 3]})
     for j in range(table.num_jobs):
         c = int(tr.job_core[j])

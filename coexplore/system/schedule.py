@@ -7,6 +7,7 @@ The pipeline is: job table + bandwidth -> searcher (ask/tell) -> best candidate 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -44,6 +45,7 @@ class SystemMapperSpec:
     searcher: str = "magma"
     budget: int | None = None
     config: MagmaConfig | None = None
+    file: str | None = None       # the mapper YAML it came from
 
 
 def load_system_mapper(path) -> SystemMapperSpec:
@@ -70,8 +72,17 @@ def load_system_mapper(path) -> SystemMapperSpec:
         if name != "magma":
             raise CoexploreError(f"'{name}' takes no config", file=f, key="config",
                                  expected="config only with searcher: magma")
-        config = config_from_dict(MagmaConfig, data["config"], f)
-    return SystemMapperSpec(name, budget, config)
+        config = check_magma_config(config_from_dict(MagmaConfig, data["config"], f), f)
+    return SystemMapperSpec(name, budget, config, str(Path(f).resolve()))
+
+
+def check_magma_config(cfg: MagmaConfig, file=None) -> MagmaConfig:
+    """Refuse populations too small to breed: every island needs two parents."""
+    islands = 1 if cfg.original_quirks else max(1, cfg.islands)
+    if cfg.pop_size < 2 * islands:
+        raise CoexploreError(f"pop_size {cfg.pop_size} is too small for {islands} island(s)", file=file,
+                             key="config.pop_size", expected=f"at least 2 per island (>= {2 * islands})")
+    return cfg
 
 
 def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
@@ -81,7 +92,7 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
     key = name.lower()
     space = space_of(table)
     if key == "magma":
-        cfg = config or MagmaConfig()
+        cfg = check_magma_config(config or MagmaConfig())
         init = heuristic_candidates(table) if cfg.warm_start else None
         return MagmaSearcher(space, cfg, seed=seed, initial=init, budget=budget)
     if key == "magma-original":
@@ -145,13 +156,14 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     if int(budget) < 1:
         raise CoexploreError(f"budget must be >= 1 sample, got {budget}", key="budget",
                              expected="an integer >= 1")
-    s = make_searcher(searcher, table, int(budget), seed, config)
     objective = MakespanObjective(table, bandwidth)
-    cap = getattr(s, "max_samples", None)
-    n = int(budget) if cap is None else min(int(budget), cap)
     batch = BATCH["nevergrad"] if searcher.lower() in NEVERGRAD else BATCH["default"]
     try:
-        res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher)
+        with np.errstate(over="ignore", invalid="ignore"):   # overflowing makespans are inf: refused below
+            s = make_searcher(searcher, table, int(budget), seed, config)
+            cap = getattr(s, "max_samples", None)
+            n = int(budget) if cap is None else min(int(budget), cap)
+            res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher)
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
         if exc.result.best_x is None:
             raise KeyboardInterrupt from None
@@ -168,6 +180,10 @@ class ScheduleInterrupted(KeyboardInterrupt):
 
 
 def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective, res) -> ScheduleResult:
+    if res.best_x is None or not np.isfinite(res.best_loss):
+        raise CoexploreError(f"no schedule with a finite makespan in {res.samples} samples: the latencies "
+                             "and bandwidth needs overflow against the system bandwidth", key="bandwidth",
+                             expected="latencies, bandwidth needs and system bandwidth whose makespan fits a float")
     core, prio = objective.space.split(res.best_x)
     ev = objective.details(res.best_x[None])
     return ScheduleResult(searcher.lower(), seed, bandwidth, res.samples, core[0], prio[0],
@@ -195,6 +211,14 @@ def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
     w = max(8, *(len(str(name)) for name in table.cores))
     lines.append(f"{'core':<{w + 2}} {'jobs':>5}   {'busy (cycles)':>13}   {'utilization':>11}")
     counts = np.bincount(result.core, minlength=table.num_cores)
-    for c, name in enumerate(table.cores):
-        lines.append(f"  {str(name):<{w}} {counts[c]:>5}   {result.busy[c]:>13.6g}   {util[c]:>11.1%}")
+    shown = range(table.num_cores) if table.num_cores <= SUMMARY_CORES else range(SUMMARY_CORES - 1)
+    for c in shown:
+        lines.append(f"  {str(table.cores[c]):<{w}} {counts[c]:>5}   {result.busy[c]:>13.6g}   {util[c]:>11.1%}")
+    if table.num_cores > SUMMARY_CORES:
+        rest = table.num_cores - len(shown)
+        lines.append(f"  ... {rest:,} more cores (utilization {util[len(shown):].min():.1%} to "
+                     f"{util[len(shown):].max():.1%}; every core in schedule.json)")
     return lines
+
+
+SUMMARY_CORES = 32   # more cores than this: the summary lists the first ones, schedule.json all

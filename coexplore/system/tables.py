@@ -41,6 +41,18 @@ def load_table(path: str | Path) -> JobTable:
         raise CoexploreError("the job table is empty", file=path,
                              expected="a header with lat_<core>/bw_<core> columns and job rows")
     header = [h.strip() for h in rows[0]]
+    for i, h in enumerate(header):       # LAT_a, Bw_a: the prefixes in any case
+        low = h.lower()
+        for prefix in ("lat_", "bw_", "en_"):
+            if low.startswith(prefix):
+                header[i] = prefix + h[len(prefix):]
+                if not h[len(prefix):]:
+                    raise CoexploreError(f"column '{h}' names no core", file=path, key=h,
+                                         expected=f"{prefix}<core name>")
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        raise CoexploreError(f"column '{dup[0]}' appears {header.count(dup[0])} times", file=path, key=dup[0],
+                             expected="each column once")
     lat_cores = [h[4:] for h in header if h.startswith("lat_")]
     bw_cores = [h[3:] for h in header if h.startswith("bw_")]
     en_cores = [h[3:] for h in header if h.startswith("en_")]
@@ -81,6 +93,9 @@ def load_table(path: str | Path) -> JobTable:
             bw[r, c] = _number(row[col[f"bw_{core}"]], path, rownum, f"bw_{core}")
             if en_cores:
                 en[r, c] = _number(row[col[f"en_{core}"]], path, rownum, f"en_{core}")
+                if not (np.isfinite(en[r, c]) and en[r, c] >= 0):
+                    raise CoexploreError(f"row {rownum}: energy {row[col[f'en_{core}']].strip()!r}", file=path,
+                                         key=f"en_{core}", expected="a finite number of pJ >= 0")
         name = row[col["job"]].strip() if "job" in col else str(r)
         dims = tuple((h, row[col[h]].strip()) for h in desc_cols)
         kind = _KIND.get(row[col["T"]].strip(), "") if "T" in col else ""
