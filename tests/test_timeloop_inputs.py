@@ -140,8 +140,7 @@ def test_constraints_inside_a_parsed_processed_input_apply():
 def test_multi_letter_dimensions_round_trip_through_a_written_mapping(tmp_path):
     """Dimension names longer than one letter: the written mapping (space-separated loop order)
     reads back to the same mapping and the same numbers."""
-    from coexplore.spec.mapping import from_arrays, to_arrays
-    from coexplore.spec.yamlio import write_yaml
+    from coexplore.spec.mapping import save_mapping, to_arrays
     prob = {"problem": {"version": 0.4, "shape": {
         "name": "GEMM", "dimensions": ["Mm", "Nn", "Kk"],
         "data_spaces": [{"name": "A", "projection": [[["Mm"]], [["Kk"]]]},
@@ -156,7 +155,7 @@ def test_multi_letter_dimensions_round_trip_through_a_written_mapping(tmp_path):
     res = ctx.evaluate(arrays)
     checked = 0
     for b in np.flatnonzero(res.valid)[:5]:
-        write_yaml(tmp_path / "m.yaml", {"mapping": from_arrays(arrays, int(b), ctx.arch, ctx.problem)})
+        save_mapping(tmp_path / "m.yaml", arrays, int(b), ctx.arch, ctx.problem)
         back = to_arrays([ctx.load_mapping(tmp_path / "m.yaml")], ctx.arch, ctx.problem)
         assert np.array_equal(back.perm[0], arrays.perm[b]) and np.array_equal(back.temporal[0], arrays.temporal[b])
         assert ctx.record(ctx.evaluate(back)) == ctx.record(res, int(b))

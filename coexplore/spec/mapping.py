@@ -16,7 +16,7 @@ import numpy as np
 from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import Problem
-from coexplore.spec.yamlio import load_yaml
+from coexplore.spec.yamlio import load_yaml, write_yaml
 
 
 
@@ -325,3 +325,12 @@ def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: 
             entries.append({"target": name, "type": "spatial", "factors": fac,
                             "permutation": sep.join(xs + ys + rest), "split": len(xs)})
     return entries
+
+
+def save_mapping(path: str | Path, arrays: MappingArrays, index: int, arch: Architecture, problem: Problem,
+                 header: str | None = None) -> Path:
+    """Write mapping `index` of a batch as a Timeloop mapping YAML (what `coexplore map` writes;
+    `load_mapping`, `coexplore evaluate` and timeloop-model read it back)."""
+    path = Path(path)
+    write_yaml(path, {"mapping": from_arrays(arrays, index, arch, problem)}, header=header)
+    return path
