@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import BatchResult, LevelCosts, evaluate_batch, level_costs, result_record
 from coexplore.spec.architecture import Architecture, load_architecture
@@ -36,7 +38,12 @@ class Context:
         return self.evaluate(to_arrays(mappings, self.arch, self.problem))
 
     def record(self, res: BatchResult, index: int = 0) -> dict:
-        return result_record(self.arch, self.problem, res, index)
+        """The expected.json-schema dict of mapping `index` of a batch result."""
+        n = len(res.valid)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not -n <= index < n:
+            raise CoexploreError(f"index {index!r} of a batch of {n}", key="index",
+                                 expected=f"an integer in [0, {n})")
+        return result_record(self.arch, self.problem, res, int(index) % n)
 
     def load_mapping(self, path: str | Path) -> Mapping:
         return load_mapping(path, self.arch, self.problem)

@@ -94,6 +94,9 @@ class DiscreteSpace:
 
     def unravel(self, index: np.ndarray) -> np.ndarray:
         """Inverse of `ravel`: points [n, n_params] from mixed-radix indices."""
+        if self.size >= 2 ** 63:
+            raise CoexploreError(f"space of {self.size:.3e} points is too large to index",
+                                 key="space", expected="fewer than 2**63 points")
         return np.stack(np.unravel_index(np.asarray(index, dtype=np.int64),
                                          tuple(self.cardinalities)), axis=1).astype(np.int64)
 
