@@ -163,3 +163,57 @@ def test_bad_split_is_one_line(tmp_path):
     m.write_text((EDIT_CASE / "mapping.yaml").read_text().replace("split: 0}", "split: x}", 1))
     r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m)
     assert r.returncode == 2 and "split" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("extra, ok", [
+    ("no_multicast_no_reduction: [Weights]", False), ("no_temporal_reuse: [Inputs]", False),
+    ("rmw_on_first_writeback: [Outputs]", False), ("no_link_transfer: [Inputs]", False),
+    ("no_multicast_no_reduction: []", True), ("facotrs: C1", True)])
+def test_unmodelled_mapping_directives_are_refused(tmp_path, extra, ok):
+    """Directives that change Timeloop's analysis are refused, not silently dropped; an unknown key
+    is a warning."""
+    text = (EDIT_CASE / "mapping.yaml").read_text()
+    old = "- {target: DRAM, type: temporal,"
+    assert old in text
+    m = tmp_path / "mapping.yaml"
+    m.write_text(text.replace(old, old + f" {extra},", 1))
+    r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m, "--json")
+    if ok:
+        assert r.returncode == 0
+        assert ("not read" in r.stderr) == ("facotrs" in extra)
+        exp = json.loads((EDIT_CASE / "expected.json").read_text())
+        assert json.loads(r.stdout)["cycles"] == exp["cycles"]
+    else:
+        assert r.returncode == 2 and extra.split(":")[0] in r.stderr and "Traceback" not in r.stderr
+
+
+def test_min_utilization_rejects_underused_buffers_as_timeloop(tmp_path):
+    """Timeloop (buffer.cpp): a tile below effective size x min_utilization is an invalid mapping."""
+    import yaml
+    src = yaml.safe_load((ARCH / "processed.yaml").read_text())
+    case = EDIT_CASE
+    exp = json.loads((case / "expected.json").read_text())
+    used = sum(d["utilized_capacity"] for d in exp["levels"]["GlobalBuffer"]["dataspaces"].values())
+
+    def with_min(frac):
+        def walk(node):
+            if isinstance(node, dict):
+                if str(node.get("name", "")).startswith("GlobalBuffer"):
+                    node["attributes"]["min_utilization"] = frac
+                for v in node.values():
+                    walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+        import copy
+        d = copy.deepcopy(src)
+        walk(d)
+        (tmp_path / "processed.yaml").write_text(yaml.safe_dump(d))
+        (tmp_path / "ERT.yaml").write_text((ARCH / "ERT.yaml").read_text())
+        return cli("evaluate", tmp_path / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml",
+                   case / "mapping.yaml", "--json")
+    from coexplore.spec.architecture import load_architecture
+    size = next(lv for lv in load_architecture(ARCH / "processed.yaml").levels if lv.name == "GlobalBuffer").effective_size
+    low, high = with_min(used / size * 0.99), with_min(min(1.0, used / size * 1.01))
+    assert low.returncode == 0 and json.loads(low.stdout)["cycles"] == exp["cycles"]
+    assert high.returncode == 1 and "minimum utilization" in json.loads(high.stdout)["error"]

@@ -102,3 +102,64 @@ def test_bad_problem_bound():
     with pytest.raises(CoexploreError) as e:
         parse_problem({"problem": {"instance": {"C": 0}}}, "p.yaml")
     assert "problem.instance.C" in str(e.value)
+
+
+def test_nested_v03_tree_reads_as_timeloop_does():
+    """Ranged components inside ranged subtrees multiply (PE[0..15] x PEWeightBuffer[0..3] = 64), and
+    sizes, blocks and clusters are Timeloop's (its stats of the same exercise)."""
+    import json
+    from pathlib import Path
+    d = Path(__file__).parent / "data" / "exercises_v3"
+    ref = json.loads((d / "v3_bd_simba_like_alexnet1.specs.json").read_text())["levels"]
+    arch = load_architecture(d / "v3_bd_simba_like_alexnet1.arch.yaml")
+    assert arch.compute.instances == ref[arch.compute.name]["instances"]
+    for lv in arch.levels:
+        want = ref[lv.name]
+        assert lv.instances == want["instances"], lv.name
+        assert lv.mesh_x * lv.mesh_y == lv.instances
+        for field in ("size", "block_size", "cluster_size", "word_bits"):
+            if field in want:
+                assert getattr(lv, field) == want[field], (lv.name, field)
+
+
+def _one_buffer(attrs: str) -> str:
+    return ("architecture:\n  version: 0.3\n  subtree:\n  - name: top\n    local:\n"
+            "    - {name: DRAM, class: DRAM, attributes: {width: 64, datawidth: 8}}\n"
+            f"    - {{name: buf, class: SRAM, attributes: {{{attrs}}}}}\n"
+            "    - {name: mac, class: intmac, attributes: {datawidth: 8}}\n")
+
+
+@pytest.mark.parametrize("attrs, block, cluster", [
+    ("depth: 16, width: 64, datawidth: 8", 8, 1),                         # block from width
+    ("depth: 16, width: 64, datawidth: 8, cluster_size: 2", 4, 2),
+    ("depth: 16, width: 64, datawidth: 8, block_size: 2", 2, 4),          # cluster from width
+    ("depth: 16, width: 64, datawidth: 8, block_size: 2, cluster_size: 4", 2, 4),
+])
+def test_width_block_and_cluster_follow_timeloop(attrs, block, cluster):
+    arch = parse_architecture(loads_yaml(_one_buffer(attrs)), "t.yaml")
+    buf = arch.levels[1]
+    assert (buf.block_size, buf.cluster_size, buf.size) == (block, cluster, 16 * block)
+
+
+@pytest.mark.parametrize("attrs, key", [
+    ("depth: 16, width: 60, datawidth: 8", "width"),                      # Timeloop asserts divisibility
+    ("depth: 16, width: 64, datawidth: 8, block_size: 2, cluster_size: 2", "width"),
+    ("depth: 16, width: 64, datawidth: 8, num_ports: 3", "num_ports"),
+    ("depth: 16, width: 64, datawidth: 8, min_utilization: 2", "min_utilization"),
+    ("depth: 16, width: 64, datawidth: 8, network_read: noc", "network_read"),
+    ("depth: 16, width: 64, datawidth: 8, per_dataspace_bandwidth_consumption_scale: {Inputs: 5}",
+     "per_dataspace_bandwidth_consumption_scale"),
+])
+def test_unmodelled_or_inconsistent_attributes_are_refused(attrs, key):
+    with pytest.raises(CoexploreError, match=key):
+        parse_architecture(loads_yaml(_one_buffer(attrs)), "t.yaml")
+
+
+def test_dram_depth_bounds_its_capacity_and_networks_are_refused():
+    text = _one_buffer("depth: 16, width: 64, datawidth: 8").replace("{width: 64, datawidth: 8}",
+                                                                     "{width: 64, datawidth: 8, depth: 1024}")
+    assert parse_architecture(loads_yaml(text), "t.yaml").levels[0].size == 1024 * 8
+    with pytest.raises(CoexploreError, match="cluster_size"):
+        parse_architecture(loads_yaml(text.replace("depth: 1024", "cluster_size: 2")), "t.yaml")
+    with pytest.raises(CoexploreError, match="network"):
+        parse_architecture(loads_yaml(text.replace("class: SRAM", "class: SimpleMulticast")), "t.yaml")

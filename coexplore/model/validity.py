@@ -1,4 +1,5 @@
-"""Timeloop's mapping checks, vectorised: factorisation, fan-out per axis (cumulative), capacity.
+"""Timeloop's mapping checks, vectorised: factorisation, fan-out per axis (cumulative), capacity
+and minimum utilization.
 
 `check(...)` returns a `Validity` with per-mapping arrays (which check failed first, at which
 level, the mapped value and the limit); messages are only formatted for the rows asked for, so
@@ -16,7 +17,7 @@ import numpy as np
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import Problem
 
-OK, FACTORS, X_EXPANSION, Y_EXPANSION, INSTANCES, CAPACITY = range(6)
+OK, FACTORS, X_EXPANSION, Y_EXPANSION, INSTANCES, CAPACITY, UNDERUSED = range(7)
 
 
 @dataclass
@@ -36,6 +37,10 @@ class Validity:
             return (f"factors of dimension {problem.dims[where]} multiply to {value}, "
                     f"but the problem bound is {limit}")
         name = arch.compute.name if where < 0 else arch.levels[len(arch.levels) - 1 - where].name
+        if kind == UNDERUSED:
+            lv = arch.levels[len(arch.levels) - 1 - where]
+            return (f"couldn't map level {name}: mapped tile size {value} is less than constrained minimum "
+                    f"utilization {lv.effective_size * lv.min_utilization:g}")
         arith = "max Arithmetic " if where < 0 else ""
         what = {X_EXPANSION: f"{arith}X expansion", Y_EXPANSION: f"{arith}Y expansion",
                 INSTANCES: f"{arith}instances", CAPACITY: "tile size"}[kind]
@@ -83,4 +88,7 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
         fail(x * y > lv.instances, INSTANCES, li, x * y, lv.instances)
         if li >= 0 and math.isfinite(lv.effective_size):
             fail(used[:, li] > lv.effective_size, CAPACITY, li, used[:, li], int(lv.effective_size))
+            if lv.min_utilization > 0:        # Timeloop: tile < effective size x min_utilization
+                least = lv.effective_size * lv.min_utilization
+                fail(used[:, li] < least, UNDERUSED, li, used[:, li], math.ceil(least))
     return Validity(kind == OK, kind, where, value, limit)

@@ -79,6 +79,7 @@ class Level:
     read_bandwidth: float = math.inf   # words/cycle/instance
     write_bandwidth: float = math.inf
     shared_bandwidth: float = math.inf
+    min_utilization: float = 0.0       # a mapping must fill at least this share of effective_size
     is_dummy: bool = False
 
     @property
@@ -126,24 +127,48 @@ def _is_compute_class(cls: str) -> bool:
 
 
 def _derive_storage(level: Level, file: str | None) -> None:
+    """Timeloop's BufferLevel::ParseSpecs: word, block and cluster sizes, capacity, bandwidths.
+
+    width = datawidth x block_size x cluster_size: the one of block_size / cluster_size not given
+    follows from width (block_size when neither is given); what does not divide, or contradicts
+    width, is refused (Timeloop asserts)."""
     a = level.attributes
     key = f"{level.name}.attributes"
     level.word_bits = _positive(_attr(a, "word_bits", 16), file=file, key=f"{key}.datawidth")
-    level.cluster_size = _positive(a.get("cluster_size", 1) or 1, file=file, key=f"{key}.cluster_size")
+    cluster = a.get("cluster_size")
+    level.cluster_size = _positive(cluster or 1, file=file, key=f"{key}.cluster_size")
     block = _attr(a, "block_size")
     width = _attr(a, "width")
+    w = None if width is None else _positive(width, file=file, key=f"{key}.width")
     if block is not None:
         level.block_size = _positive(block, file=file, key=f"{key}.block_size")
-    elif width is not None:
-        w = _positive(width, file=file, key=f"{key}.width")
-        level.block_size = max(1, w // (level.word_bits * level.cluster_size))
-    else:
+    if w is not None:
+        if block is not None and "width" not in a:    # Accelergy's memory_width: no Timeloop check
+            pass
+        elif block is not None and cluster is None:
+            level.cluster_size = _derived(w, level.word_bits * level.block_size, file, f"{key}.width",
+                                          "datawidth x block_size")
+        elif block is None:
+            level.block_size = _derived(w, level.word_bits * level.cluster_size, file, f"{key}.width",
+                                        "datawidth x cluster_size")
+        elif w != level.word_bits * level.block_size * level.cluster_size:
+            raise CoexploreError(f"width {w} is not datawidth {level.word_bits} x block_size {level.block_size} "
+                                 f"x cluster_size {level.cluster_size}", file=file, key=f"{key}.width",
+                                 expected="consistent width, datawidth, block_size and cluster_size")
+    elif block is None:
         level.block_size = 1
+    is_dram = "dram" in level.cls.lower() or str(a.get("technology", "")).upper() == "DRAM"
+    if is_dram and level.cluster_size != 1:
+        raise CoexploreError(f"cluster_size {level.cluster_size} on a DRAM", file=file, key=f"{key}.cluster_size",
+                             expected="1 (Timeloop requires it for DRAM)")
+    ports = a.get("num_ports")
+    if ports is not None and ports not in (1, 2):
+        raise CoexploreError(f"got {ports!r}", file=file, key=f"{key}.num_ports", expected="1 or 2 (as Timeloop)")
     entries = a.get("entries")
     depth = _attr(a, "depth")
     if entries is not None:
         level.size = _positive(entries, file=file, key=f"{key}.entries")
-    elif depth is not None and "dram" not in level.cls.lower():
+    elif depth is not None:
         level.size = _positive(depth, file=file, key=f"{key}.depth") * level.block_size
     elif a.get("sizeKB") is not None:
         level.size = _positive(a["sizeKB"], file=file, key=f"{key}.sizeKB", integer=False) * 8192 // level.word_bits
@@ -152,6 +177,14 @@ def _derive_storage(level: Level, file: str | None) -> None:
     mb = _positive(a.get("multiple_buffering", 1) or 1, file=file, key=f"{key}.multiple_buffering",
                    integer=False)
     level.effective_size = math.floor(level.size / mb) if math.isfinite(level.size) else math.inf
+    mu = a.get("min_utilization")
+    if mu is not None:
+        level.min_utilization = _number(mu, file=file, key=f"{key}.min_utilization")
+        if not 0 <= level.min_utilization <= 1:
+            raise CoexploreError(f"got {mu!r}", file=file, key=f"{key}.min_utilization", expected="a number in [0, 1]")
+        if level.min_utilization > 0 and not math.isfinite(level.effective_size):
+            raise CoexploreError("min_utilization on a buffer without a size", file=file,
+                                 key=f"{key}.min_utilization", expected="depth, entries or sizeKB as well")
     bw = a.get("bandwidth")
     if bw is not None:
         half = _number(bw, file=file, key=f"{key}.bandwidth") / 2
@@ -160,7 +193,31 @@ def _derive_storage(level: Level, file: str | None) -> None:
                       ("shared_bandwidth", "shared_bandwidth")):
         if a.get(attr) is not None:
             setattr(level, fld, _number(a[attr], file=file, key=f"{key}.{attr}"))
+    _refuse_unmodelled(a, file, key)
     level.is_dummy = "dummy" in level.cls.lower()
+
+
+def _derived(width: int, unit: int, file, key: str, what: str) -> int:
+    if width % unit:
+        raise CoexploreError(f"width {width} is not a multiple of {what} = {unit}", file=file, key=key,
+                             expected=f"a multiple of {unit} (Timeloop asserts it)")
+    return width // unit
+
+
+def _refuse_unmodelled(a: dict, file, key: str) -> None:
+    """Attributes that change Timeloop's numbers in ways this model does not reproduce: refused
+    rather than silently ignored (an empty or all-1 value changes nothing and is accepted)."""
+    scale = a.get("per_dataspace_bandwidth_consumption_scale")
+    if isinstance(scale, dict) and any(v != 1 for v in scale.values()) or \
+            (scale is not None and not isinstance(scale, dict)):
+        raise CoexploreError("per-dataspace bandwidth scaling is not modelled", file=file,
+                             key=f"{key}.per_dataspace_bandwidth_consumption_scale",
+                             expected="no scale (or 1 for every dataspace)")
+    for net in ("network_read", "network_fill", "network_update", "network_drain"):
+        if a.get(net) not in (None, ""):
+            raise CoexploreError(f"explicit networks ('{a[net]}') are not modelled (coexplore models "
+                                 "Timeloop's default network only)", file=file, key=f"{key}.{net}",
+                                 expected="no network_* attributes")
 
 
 def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y: int,
@@ -185,6 +242,10 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     level = Level(name=name, cls=str(node["class"]), subclass=node.get("subclass"), attributes=attrs,
                   instances=instances, mesh_x=mx, mesh_y=my,
                   constraints=node.get("constraints") or {})
+    if level.cls.lower() in NETWORK_CLASSES:
+        raise CoexploreError(f"'{level.cls}' is a network; explicit networks are not modelled (coexplore "
+                             "models Timeloop's default network only)", file=file, key=f"{where}.class",
+                             expected="storage and compute components")
     level.is_compute = _is_compute_class(level.accelergy_class if level.subclass else level.cls)
     if not level.is_compute:
         _derive_storage(level, file)
@@ -192,6 +253,7 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
 
 
 V4_TAGS = ("Container", "Component", "Parallel", "Hierarchical", "Nothing")
+NETWORK_CLASSES = ("xy_noc", "legacy", "reductiontree", "reduction_tree", "simplemulticast", "simple_multicast")
 
 
 def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
@@ -220,6 +282,10 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                 walk(node.get("nodes") or [], f"{here}.nodes")
                 continue
             if tag in ("Container", "Hierarchical"):
+                if node.get("networks"):
+                    raise CoexploreError("explicit networks are not modelled (coexplore models Timeloop's "
+                                         "default network only)", file=file, key=f"{here}.networks",
+                                         expected="no networks")
                 inherited = dict(inherited)
                 inherited.update({str(k).replace("-", "_"): v
                                   for k, v in (node.get("attributes") or {}).items()})
@@ -267,11 +333,15 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
             for j, comp in enumerate(st.get("local") or []):
                 cname = comp.get("name", "") if isinstance(comp, dict) else ""
                 _, n = _split_range(cname)
-                inst = n if _RANGE.match(str(cname)) else m
+                inst = m * n        # a ranged local inside ranged subtrees: Timeloop multiplies (PE[0..15] x [0..3])
                 lv = _make_level(comp, attrs, inst, 1, 1, file, f"{here}.local[{j}]")
                 if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
                     lv.mesh_x = inst
                 lv.mesh_y = int(lv.attributes.get("meshY", max(1, inst // max(1, lv.mesh_x))) or 1)
+                if lv.mesh_x * lv.mesh_y != inst:            # Timeloop's ValidateTopology asserts
+                    raise CoexploreError(f"meshX {lv.mesh_x} x meshY {lv.mesh_y} is not its {inst} instances",
+                                         file=file, key=f"{here}.local[{j}].attributes.meshX",
+                                         expected="meshX x meshY = the number of instances")
                 levels.append(lv)
             walk(st.get("subtree") or [], attrs, m, f"{here}.subtree")
 
@@ -323,7 +393,8 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
 TIMELOOP_ATTRIBUTES = ("depth", "width", "datawidth", "word_bits", "word_width", "block_size", "n_words",
                        "entries", "sizeKB", "cluster_size", "multiple_buffering", "bandwidth",
                        "read_bandwidth", "write_bandwidth", "shared_bandwidth", "meshX", "meshY",
-                       "n_banks", "memory_depth", "memory_width", "technology", "network_word_bits")
+                       "n_banks", "memory_depth", "memory_width", "technology", "network_word_bits",
+                       "min_utilization", "num_ports", "allow_overbooking", "nports")
 
 
 def _suspicious(storage: list[Level]) -> list[str]:

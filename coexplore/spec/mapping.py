@@ -118,6 +118,7 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
             raise CoexploreError(f"unknown level '{target}'", file=file, key=f"{key}.target",
                                  expected=f"one of {names}")
         kind = entry.get("type", "temporal")
+        _check_directive_keys(entry, key, file, mapping.warnings)
         lm = mapping.levels[target]
         bounds = dict(zip(dims, problem.bounds))
         factors = dict(file=file, key=f"{key}.factors", dims=dims, bounds=bounds, warnings=mapping.warnings)
@@ -150,6 +151,24 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
             raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
                                  expected="temporal, spatial or datatype")
     return mapping
+
+
+DIRECTIVE_KEYS = {"target", "type", "factors", "permutation", "split", "keep", "bypass"}
+# Timeloop reads these and they change its numbers; this model does not: refused when they say something
+UNMODELLED_DIRECTIVES = ("no_multicast_no_reduction", "no_link_transfer", "no_temporal_reuse",
+                         "rmw_on_first_writeback", "passthrough", "skew", "modulo", "terms")
+
+
+def _check_directive_keys(entry: dict, key: str, file, warnings: list[str]) -> None:
+    for k, v in entry.items():
+        if k in DIRECTIVE_KEYS:
+            continue
+        if k in UNMODELLED_DIRECTIVES and v not in (None, [], ""):
+            raise CoexploreError(f"'{k}' changes Timeloop's analysis and is not modelled by coexplore",
+                                 file=file, key=f"{key}.{k}", expected=f"no {k} (or an empty list)")
+        if k not in UNMODELLED_DIRECTIVES:
+            warnings.append(f"{key}: key '{k}' is not read (a mapping directive has "
+                            f"{', '.join(sorted(DIRECTIVE_KEYS))})")
 
 
 def load_mapping(path: str | Path, arch: Architecture, problem: Problem) -> Mapping:
