@@ -111,3 +111,29 @@ def test_energy_accelergy_needs_the_tool(run, tmp_path, capsys, monkeypatch):
     assert code == 2
     assert "accelergy" in capsys.readouterr().err
     assert not (tmp_path / "o" / "simba" / "ERT.yaml").exists()
+
+
+def test_generate_prices_before_writing_and_surfaces_estimator_warnings(tmp_path):
+    """A failing generate leaves the folder as it was; estimator warnings reach stderr and the ERT."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    good = tmp_path / "good.yaml"
+    good.write_text((root / "arch" / "simba.yaml").read_text())
+    out = tmp_path / "out"
+    run = lambda f: subprocess.run([sys.executable, "-m", "coexplore.cli.main", "arch", "generate", str(f),
+                                    "--out", str(out)], capture_output=True, text=True)
+    assert run(good).returncode == 0
+    before = {p: p.read_bytes() for p in out.rglob("*.yaml")}
+    bad = tmp_path / "bad.yaml"                 # valid architecture, a node the estimator refuses
+    bad.write_text(good.read_text().replace("technology: 45nm", "technology: 3nm")
+                   if "technology: 45nm" in good.read_text() else
+                   good.read_text().replace("system:\n", "system:\n  technology: 3nm\n", 1))
+    r = run(bad)
+    assert r.returncode == 2 and "technology" in r.stderr
+    assert {p: p.read_bytes() for p in out.rglob("*.yaml")} == before
+    eyeriss = subprocess.run([sys.executable, "-m", "coexplore.cli.main", "arch", "generate",
+                              str(root / "arch" / "eyeriss.yaml"), "--out", str(tmp_path / "ey")],
+                             capture_output=True, text=True)
+    assert eyeriss.returncode == 0 and "warning" in eyeriss.stderr and "32nm" in eyeriss.stderr
+    assert "# warning:" in (tmp_path / "ey" / "eyeriss" / "ERT.yaml").read_text()

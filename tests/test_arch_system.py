@@ -146,6 +146,13 @@ BAD = [
     (_replace("[8, 16]", "8"), "sweep.axes.cores.a.params.pe_mesh_x", "non-empty list"),
     (_replace("[8, 16]", "[8, 0]"), "sweep.axes.cores.a.params.pe_mesh_x", "> 0"),
     (_replace("cores.a.params.pe_mesh_x", "dram.speed"), "sweep.axes.dram.speed", "bytes_per_cycle"),
+    (_replace("technology: 45nm", "technology: 3nm"), "system.technology", "7..130 nm"),
+    (_replace("type: LPDDR4", "type: DDR4"), "system.dram.type", "HBM2"),
+    (_replace("params: {glb_depth: 1024}", "params: {glb_read_bandwidth: .nan}"),
+     "system.cores[0].params.glb_read_bandwidth", "> 0"),
+    (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n",
+              "    cores.a.params.glb_width: [64, 264]\n    cores.a.params.word_bits: [8, 16]\n"),
+     "sweep.axes", "divisor"),                      # each value is fine alone, one combination is not
     (GOOD + "objectives: [latency, beauty]\n", "objectives[1]", "energy"),
     (GOOD + "mappers: {layer: 3}\n", "mappers.layer", "string"),
     (GOOD + "mappers: {cluster: x.yaml}\n", "mappers.cluster", "layer"),

@@ -8,6 +8,7 @@ file and key of anything it cannot accept.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -27,7 +28,7 @@ class CommonParams:
     word_bits: int = 8                 # datawidth of weights/inputs (and outputs unless overridden)
     mac_multiplier_width: int = 8
     mac_adder_width: int = 16
-    dram_type: str = "LPDDR4"          # Accelergy DRAM type (LPDDR4, DDR4, HBM2, GDDR5 ...)
+    dram_type: str = "LPDDR4"          # Accelergy's CactiDRAM types: LPDDR4, LPDDR, DDR3, GDDR5, HBM2, HMC
     dram_width: int = 64               # bits per DRAM access
     dram_read_bandwidth: float | None = None
     dram_write_bandwidth: float | None = None
@@ -37,12 +38,19 @@ class CommonParams:
     def check(self) -> list[tuple[str, str, str]]:
         """Problems as (field, message, expected); empty when the parameters are consistent."""
         problems: list[tuple[str, str, str]] = []
+        from coexplore.energy.primitives import DRAM_PJ_PER_BIT
+        from coexplore.energy.technology import NODES_NM
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
-                problems.append((f.name, f"must be positive, got {value}", "a number > 0"))
-        if not re.fullmatch(r"\d+(\.\d+)?\s*nm", str(self.technology)):
-            problems.append(("technology", f"got {self.technology!r}", "a node such as '45nm'"))
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                    not (math.isfinite(value) and value > 0):
+                problems.append((f.name, f"must be a finite positive number, got {value}", "a number > 0"))
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)nm", str(self.technology))
+        if not m or not NODES_NM[-1] <= float(m.group(1)) <= NODES_NM[0]:
+            problems.append(("technology", f"got {self.technology!r}",
+                             f"a node such as '45nm', {NODES_NM[-1]:g}..{NODES_NM[0]:g} nm"))
+        if self.dram_type not in DRAM_PJ_PER_BIT:
+            problems.append(("dram_type", f"got {self.dram_type!r}", " | ".join(DRAM_PJ_PER_BIT)))
         if not problems and self.dram_width % self.word_bits:
             problems.append(("dram_width", f"{self.dram_width} bits is not a multiple of "
                              f"word_bits={self.word_bits}", "a multiple of word_bits"))

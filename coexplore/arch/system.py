@@ -8,6 +8,8 @@ whose cores all build.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,14 +67,41 @@ def build_system(spec: SystemSpec) -> SystemArch:
     """Generate every distinct core of `spec` (errors name the file and core key)."""
     cores = {}
     for c in spec.cores:
-        cores[c.name] = build_core(c.template, core_params(spec, c), c.name, file=spec.file,
-                                   key=f"{c.key}.params")
+        try:
+            cores[c.name] = build_core(c.template, core_params(spec, c), c.name, file=spec.file,
+                                       key=f"{c.key}.params")
+        except CoexploreError as exc:       # a system-wide setting: name the system key
+            param = (exc.key or "").rpartition(".params.")[2]
+            inherited = param not in c.params and (param in SYSTEM_OWNED or param == "technology")
+            if exc.key and exc.key.startswith(f"{c.key}.params.") and inherited:
+                exc.key = SYSTEM_OWNED.get(param, "system.technology")
+                exc.args = (exc.format(),)
+            raise
     return SystemArch(spec, cores)
 
 
+SWEEP_CHECK_ALL = 256   # sweeps up to this many points are checked point by point
+
+
 def check_sweep(spec: SystemSpec) -> None:
-    """Every value of every sweep axis must build (errors name the axis and the value)."""
-    for path, values in spec.sweep_axes.items():
+    """Every sweep point must build: all combinations when there are at most SWEEP_CHECK_ALL,
+    else every value of every axis (errors name the axis, or the combination, and the value)."""
+    import itertools
+    axes = list(spec.sweep_axes.items())
+    total = math.prod(len(v) for _, v in axes) if axes else 0
+    if 0 < total <= SWEEP_CHECK_ALL and len(axes) > 1:
+        for combo in itertools.product(*(values for _, values in axes)):
+            point = spec
+            for (path, _), value in zip(axes, combo):
+                point = point.with_value(path, value, key=f"sweep.axes.{path}")
+            try:
+                build_system(point)
+            except CoexploreError as exc:
+                where = ", ".join(f"{p}={v!r}" for (p, _), v in zip(axes, combo))
+                raise CoexploreError(f"the point {where} makes {exc.key} invalid: {exc.message}",
+                                     file=spec.file, key="sweep.axes", expected=exc.expected) from None
+        return
+    for path, values in axes:
         for value in values:
             point = spec.with_value(path, value, key=f"sweep.axes.{path}")
             try:

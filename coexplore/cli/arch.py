@@ -42,25 +42,37 @@ def run(args) -> int:
     tables = None if args.ert_from else estimator()
     missing_tables = []
     rows = []
+    # price (or find the given tables of) every core before writing anything: a failure leaves the
+    # folder as it was, never new architecture files beside old energy tables
+    priced = {}
     for name, core in system.cores.items():
-        # check a given table before writing anything for this core
-        given = find_given_tables(core, args.ert_from) if args.ert_from else None
-        core_dir = out / name
-        core.write(core_dir)
-        if given is not None:
-            shutil.copyfile(given[0], core_dir / "ERT.yaml")
-            shutil.copyfile(given[1], core_dir / "ART.yaml")
-            source = f"copied from {given[0].parent}"
+        if args.ert_from:
+            priced[name] = ("given", find_given_tables(core, args.ert_from))
         elif tables is not None:
-            price, write_ert, write_art = tables
+            price = tables[0]
             try:
-                ert, art = price(core, estimator=args.energy)
+                priced[name] = ("built", price(core, estimator=args.energy))
             except CoexploreError as exc:      # a DRAM type or technology the estimator refuses
                 raise exc.with_file(system.spec.file) from None
+    warned = []
+    for name, core in system.cores.items():
+        core_dir = out / name
+        core.write(core_dir)
+        how, what = priced.get(name, (None, None))
+        if how == "given":
+            shutil.copyfile(what[0], core_dir / "ERT.yaml")
+            shutil.copyfile(what[1], core_dir / "ART.yaml")
+            source = f"copied from {what[0].parent}"
+        elif how == "built":
+            _, write_ert, write_art = tables
+            ert, art = what
             write_ert(core_dir / "ERT.yaml", ert)
             write_art(core_dir / "ART.yaml", art)
+            warned += [f"{name}: {w}" for w in ert.get("warnings") or ()]
             source = "built-in estimator" if args.energy == "builtin" else "accelergy"
         else:
+            for stale in ("ERT.yaml", "ART.yaml"):     # an earlier run's tables would not fit
+                (core_dir / stale).unlink(missing_ok=True)
             missing_tables.append(name)
             source = "NOT WRITTEN"
         count = system.spec.core(name).count
@@ -75,6 +87,8 @@ def run(args) -> int:
         print(f"{name:<14} {template:<9} {count:>6} {macs:>6} {levels:>6}  {source}")
     written = "arch,processed,constraints" + ("" if len(missing_tables) == len(rows) else ",ERT,ART")
     print(f"wrote {out}/<core>/{{{written}}}.yaml")
+    for w in warned:
+        print(f"coexplore: warning: {w}", file=sys.stderr)
     if missing_tables:
         print("warning: ERT.yaml/ART.yaml not written for " + ", ".join(missing_tables)
               + ": the built-in estimator (coexplore.energy.tables) is not available; "

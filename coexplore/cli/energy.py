@@ -85,6 +85,8 @@ def run_tables(args) -> int:
     out = output_dir(args.out)
     write_ert(out / "ERT.yaml", ert)
     write_art(out / "ART.yaml", art)
+    for w in ert.get("warnings") or ():
+        print(f"coexplore: warning: {w}", file=sys.stderr)
     print(f"wrote {out / 'ERT.yaml'} and {out / 'ART.yaml'} "
           f"({len(ert['ERT']['tables'])} ERT / {len(art['ART']['tables'])} ART tables; "
           f"estimator: {ert['estimator']})")

@@ -103,6 +103,8 @@ def load_inputs(args, with_constraints: bool = False
     system = load_system_arch(args.arch)
     name = _choose(list(system.cores), args.core, "core design", str(args.arch), "--core")
     cm = core_model(system, name)
+    for w in cm.warnings:
+        print(f"coexplore: warning: {args.arch} core {name}: {w}", file=sys.stderr)
     ert = cm.ert
     if args.ert is not None:
         from coexplore.spec.ert import load_ert

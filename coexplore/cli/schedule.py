@@ -219,5 +219,9 @@ def _system_table(args, progress: bool):
     finally:
         if cache is not None:
             cache.close()
+    from coexplore.system.from_system import core_models
+    for name, cm in core_models(system).items():
+        for w in cm.warnings:
+            print(f"coexplore: warning: {args.system} core {name}: {w}", file=sys.stderr)
     bandwidth = args.bandwidth if args.bandwidth is not None else system.offchip_bytes_per_cycle
     return table, bandwidth

@@ -58,10 +58,22 @@ DRAM_PJ_PER_BIT = {"LPDDR4": 8.0, "LPDDR": 40.0, "DDR3": 70.0, "GDDR5": 14.0, "H
 # --- CACTI plug-in: nodes CACTI runs at; in between it interpolates linearly -----------------
 CACTI_RUN_NODES = (22.0, 32.0, 45.0, 65.0, 90.0)
 CACTI_RANGE = (22.0, 180.0)
+# the sizes (after the plug-in's rounding) the fitted surfaces were made from (cacti_sram.json)
+FIT_RANGE = {"width": (32, 512), "depth": (256, 65536), "n_banks": (1, 32)}
 
 
 def _leak_scale(gcs: float) -> float:
     return gcs / NS
+
+
+def _lib_notes(tech: float) -> list:
+    """The Library plug-in interpolates the node index the reverse way (see technology.py): exact
+    at tabulated nodes and at its 40 nm data, not monotonic in between (22 nm above 28 nm)."""
+    from coexplore.energy.technology import NODES_NM
+    if tech in NODES_NM or tech == LIB_NODE:
+        return []
+    return [f"{tech:g} nm lies between the Library plug-in's tabulated nodes, where its interpolation "
+            "(reproduced here, as Accelergy gives it) is not monotonic in the node"]
 
 
 def _lib(tech: float):
@@ -74,7 +86,7 @@ def library_register(width: float, tech: float, gcs: float = NS) -> Priced:
     r = LIB_REGISTER
     return Priced({"read": r["read"] * width * e, "write": 0.0, "update": 0.0,
                    "leak": r["leak"] * width * e * _leak_scale(gcs)}, r["area"] * width * a,
-                  "Library")
+                  "Library", _lib_notes(tech))
 
 
 def library_comparator(tech: float, gcs: float = NS) -> Priced:
@@ -82,7 +94,7 @@ def library_comparator(tech: float, gcs: float = NS) -> Priced:
     e, a = _lib(tech)
     c = LIB_COMPARATOR
     return Priced({"compare": c["compare"] * e, "leak": c["leak"] * e * _leak_scale(gcs)},
-                  c["area"] * a, "Library")
+                  c["area"] * a, "Library", _lib_notes(tech))
 
 
 def library_adder(width: float, tech: float, gcs: float = NS) -> Priced:
@@ -90,7 +102,7 @@ def library_adder(width: float, tech: float, gcs: float = NS) -> Priced:
     s = width / 32.0
     c = LIB_ADDER
     return Priced({"read": c["read"] * s * e, "leak": c["leak"] * s * e * _leak_scale(gcs)},
-                  c["area"] * s * a, "Library")
+                  c["area"] * s * a, "Library", _lib_notes(tech))
 
 
 def library_multiplier(width_a: float, width_b: float, tech: float, gcs: float = NS) -> Priced:
@@ -98,7 +110,7 @@ def library_multiplier(width_a: float, width_b: float, tech: float, gcs: float =
     s = (width_a / 32.0) * (width_b / 32.0)
     c = LIB_MULTIPLIER
     return Priced({"read": c["read"] * s * e, "leak": c["leak"] * s * e * _leak_scale(gcs)},
-                  c["area"] * s * a, "Library")
+                  c["area"] * s * a, "Library", _lib_notes(tech))
 
 
 def _aladdin_node(tech: float, what: str) -> tuple[float, float, list, bool]:
@@ -183,6 +195,11 @@ def _cacti_native(model, w, d, nb, tech: float) -> tuple[dict, list, bool]:
                 "area": base["area"] * a}
 
     notes, ok = [], True
+    for what, value, (low, high) in (("width", w, FIT_RANGE["width"]), ("depth", d, FIT_RANGE["depth"]),
+                                     ("banks", nb, FIT_RANGE["n_banks"])):
+        if not low <= value <= high:
+            notes.append(f"SRAM: {what} {value:g} is outside the fitted CACTI data ({low:g}-{high:g}); "
+                         "the fit is extrapolated there")
     lo_node, hi_node = CACTI_RUN_NODES[0], CACTI_RUN_NODES[-1]
     if tech < CACTI_RANGE[0] or tech > CACTI_RANGE[1]:
         ok = False

@@ -79,7 +79,7 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
     if estimator != "builtin":
         raise CoexploreError(f"unknown energy estimator {estimator!r}",
                              expected="builtin or accelergy")
-    ert_tables, art_tables = [], []
+    ert_tables, art_tables, warnings = [], [], []
     for name, cls, attrs, required in items:
         try:
             est = estimate_component(cls, attrs, classes=classes)
@@ -87,6 +87,10 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
             exc.key = f"{name}: {exc.key}" if exc.key else name
             exc.args = (exc.format(),)
             raise
+        warnings += [f"{name}: {w}" for w in est.warnings]
+        if not est.accelergy_compatible:
+            warnings.append(f"{name}: the reference Accelergy setup refuses this component; the numbers are "
+                            "extrapolated")
         # Accelergy lists plug-in-priced (primitive) components first, then compound ones
         compound = bool(est.arguments) and all(a == {} for a in est.arguments.values())
         actions = _actions_for(est, est.class_name, required)
@@ -98,8 +102,9 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
     ert_tables = [t for _, t in sorted(ert_tables, key=lambda x: x[0])]
     art_tables = [t for _, t in sorted(art_tables, key=lambda x: x[0])]
     name = f"{ESTIMATOR} ({classes} classes)"
-    return ({"ERT": {"version": VERSION, "tables": ert_tables}, "estimator": name},
-            {"ART": {"version": VERSION, "tables": art_tables}, "estimator": name})
+    warnings = list(dict.fromkeys(warnings))
+    return ({"ERT": {"version": VERSION, "tables": ert_tables}, "estimator": name, "warnings": warnings},
+            {"ART": {"version": VERSION, "tables": art_tables}, "estimator": name, "warnings": warnings})
 
 
 def components_from_processed(arch: dict, *, file: str | None = None) -> list:
@@ -153,6 +158,7 @@ def _scalar(value) -> str:
 def format_ert(ert: dict, estimator: str | None = None) -> str:
     estimator = estimator or ert.get("estimator", "unknown estimator")
     lines = [f"# energy reference table (pJ per action) by {estimator}",
+             *(f"# warning: {w}" for w in ert.get("warnings") or ()),
              "ERT:", f"    version: '{ert['ERT'].get('version', VERSION)}'", "    tables:"]
     for table in ert["ERT"]["tables"]:
         lines += [f"      - name: {table['name']}", "        actions:"]
@@ -171,6 +177,7 @@ def format_ert(ert: dict, estimator: str | None = None) -> str:
 def format_art(art: dict, estimator: str | None = None) -> str:
     estimator = estimator or art.get("estimator", "unknown estimator")
     lines = [f"# area reference table (um^2 per instance) by {estimator}",
+             *(f"# warning: {w}" for w in art.get("warnings") or ()),
              "ART:", f"    version: '{art['ART'].get('version', VERSION)}'", "    tables:"]
     for table in art["ART"]["tables"]:
         lines += [f"      - name: {table['name']}", f"        area: {_fmt(float(table['area']))}"]

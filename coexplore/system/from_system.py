@@ -37,6 +37,7 @@ class CoreModel:
     costs: object
     ert: object
     constraints: dict
+    warnings: tuple = ()     # where the built-in energy estimate is not what Accelergy would give
 
 
 def core_model(system: SystemArch, name: str) -> CoreModel:
@@ -53,7 +54,7 @@ def core_model(system: SystemArch, name: str) -> CoreModel:
     ert = parse_ert(ert_dict, f"{name} (built-in estimator)")
     targets = flat.constraints.get("architecture_constraints", {}).get("targets", [])
     cons = constraints_from_targets(targets, arch, f"{name} constraints")
-    return CoreModel(name, arch, level_costs(arch, ert), ert, cons)
+    return CoreModel(name, arch, level_costs(arch, ert), ert, cons, tuple(ert_dict.get("warnings") or ()))
 
 
 def core_models(system: SystemArch) -> dict[str, CoreModel]:
