@@ -163,3 +163,8 @@ def test_dram_depth_bounds_its_capacity_and_networks_are_refused():
         parse_architecture(loads_yaml(text.replace("depth: 1024", "cluster_size: 2")), "t.yaml")
     with pytest.raises(CoexploreError, match="network"):
         parse_architecture(loads_yaml(text.replace("class: SRAM", "class: SimpleMulticast")), "t.yaml")
+
+
+def test_a_key_given_twice_is_refused_with_its_line():
+    with pytest.raises(CoexploreError, match=r"line 4.*key 'depth' appears twice"):
+        loads_yaml("buf:\n  attributes:\n    depth: 16\n    depth: 32\n", "a.yaml")

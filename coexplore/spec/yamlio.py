@@ -18,7 +18,26 @@ TAG_KEY = "!"
 
 
 class _Loader(yaml.SafeLoader):
-    pass
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last silently,
+    so a repeated `depth:` would quietly win over the first)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                try:
+                    key = self.construct_object(key_node, deep=True)
+                    hash(key)
+                except (TypeError, yaml.YAMLError):
+                    continue
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key '{key}' appears twice in one mapping (first at line "
+                        f"{seen[key] + 1})", key_node.start_mark)
+                seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
 
 
 def _tagged(loader: yaml.Loader, tag_suffix: str, node: yaml.Node):
