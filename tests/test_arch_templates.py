@@ -181,3 +181,13 @@ def test_digest_identifies_the_design():
     assert build_core("simba", {"glb_depth": 4096}).digest() != a.digest()
     assert build_core("simba", {"clock_GHz": 2.0}).digest() != a.digest()
     assert build_core("eyeriss").digest() != a.digest()
+
+
+def test_mac_follows_the_word_size_unless_given():
+    from coexplore.arch.core import build_core
+    p = build_core("eyeriss", {"word_bits": 16}).params
+    assert (p.mac_multiplier_width, p.mac_adder_width) == (16, 32)
+    p = build_core("eyeriss", {"word_bits": 16, "mac_multiplier_width": 12}).params
+    assert (p.mac_multiplier_width, p.mac_adder_width) == (12, 32)
+    p = build_core("eyeriss", {}).params
+    assert (p.mac_multiplier_width, p.mac_adder_width) == (8, 16)

@@ -106,6 +106,9 @@ def params_from_dict(cls, data: Any, *, file: str | None = None, key: str = "par
                                  key=key, expected=f"parameter: value pairs of {cls.__name__}")
         hints = typing.get_type_hints(cls)
         names = field_names(cls)
+        if isinstance(data.get("word_bits"), int) and "mac_multiplier_width" in hints:
+            # the MAC follows the word size unless given: 16-bit words, 16 x 16-bit multiplier
+            data = {"mac_multiplier_width": data["word_bits"], "mac_adder_width": 2 * data["word_bits"], **data}
         for name, value in data.items():
             if name not in hints:
                 raise CoexploreError(f"unknown parameter '{name}'", file=file,
