@@ -209,3 +209,15 @@ def test_core_override_of_technology():
     assert system.cores["b"].params.technology == "32nm"
     assert system.cores["a"].params.technology == "45nm"
     assert system.cores["b"].nodes == build_core("eyeriss", {}).nodes     # eyeriss default: 32nm
+
+
+def test_a_system_copied_out_of_arch_still_finds_its_mappers(tmp_path):
+    """`mappers: {layer: ../mappers/marl.yaml}` resolves to the bundled file when the copy has no
+    such neighbour (as workloads fall back to bundled problems)."""
+    from coexplore.bundled import bundled_dir
+    from coexplore.spec.system import load_system
+    root = Path(__file__).resolve().parents[1]
+    copy = tmp_path / "mine.yaml"
+    copy.write_text((root / "arch" / "simba.yaml").read_text())
+    spec = load_system(copy, check_files=True)
+    assert spec.mappers["layer"] == bundled_dir("mappers") / "marl.yaml"

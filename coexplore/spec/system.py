@@ -191,6 +191,16 @@ def _string(value, file, key: str) -> str:
     return value
 
 
+def _bundled_fallback(kind: str, path: Path) -> Path:
+    """`path` if it exists, else the bundled file of that name (a system YAML copied out of arch/
+    keeps finding ../mappers/marl.yaml), else `path` (reported missing where it is read)."""
+    from coexplore.bundled import bundled_dir
+    if path.exists():
+        return path
+    cand = bundled_dir(kind) / path.name
+    return cand if cand.is_file() else path
+
+
 def _join(base: Path, path: str) -> Path:
     """`path` relative to `base` (absolute paths stay), normalised ('..' folded)."""
     return Path(os.path.normpath(base / path))
@@ -344,7 +354,8 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
     if not isinstance(description, str):
         raise _err(f"got {_kind(description)}", file, "system.description", "a string")
 
-    workloads = _path_list(top.get("workloads"), file, "workloads", base)
+    workloads = tuple(_bundled_fallback("problems", w) for w in _path_list(top.get("workloads"), file,
+                                                                         "workloads", base))
 
     axes: dict = {}
     if top.get("sweep") is not None:
@@ -378,7 +389,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
         m = _mapping(top["mappers"], file, "mappers", MAPPER_ROLES,
                      "role: path (roles " + ", ".join(MAPPER_ROLES) + ")")
         for role, path in m.items():
-            mappers[role] = _join(base, _string(path, file, f"mappers.{role}"))
+            mappers[role] = _bundled_fallback("mappers", _join(base, _string(path, file, f"mappers.{role}")))
 
     spec = SystemSpec(name=name, clock_GHz=clock, technology=tech, dram=dram, cores=cores,
                       description=description, workloads=workloads, sweep_axes=axes,
