@@ -134,6 +134,7 @@ def _one_buffer(attrs: str) -> str:
     ("depth: 16, width: 64, datawidth: 8, cluster_size: 2", 4, 2),
     ("depth: 16, width: 64, datawidth: 8, block_size: 2", 2, 4),          # cluster from width
     ("depth: 16, width: 64, datawidth: 8, block_size: 2, cluster_size: 4", 2, 4),
+    ("depth: 16, width: 64, datawidth: 8, block_size: 2, cluster_size: 2", 2, 2),   # width not read
 ])
 def test_width_block_and_cluster_follow_timeloop(attrs, block, cluster):
     arch = parse_architecture(loads_yaml(_one_buffer(attrs)), "t.yaml")
@@ -142,8 +143,8 @@ def test_width_block_and_cluster_follow_timeloop(attrs, block, cluster):
 
 
 @pytest.mark.parametrize("attrs, key", [
-    ("depth: 16, width: 60, datawidth: 8", "width"),                      # Timeloop asserts divisibility
-    ("depth: 16, width: 64, datawidth: 8, block_size: 2, cluster_size: 2", "width"),
+    ("depth: 16, width: 60, datawidth: 8, block_size: 2", "width"),       # Timeloop asserts divisibility
+    ("depth: 16, width: 64, datawidth: 8, instances: 4", "instances"),    # one buffer, not 4
     ("depth: 16, width: 64, datawidth: 8, num_ports: 3", "num_ports"),
     ("depth: 16, width: 64, datawidth: 8, min_utilization: 2", "min_utilization"),
     ("depth: 16, width: 64, datawidth: 8, network_read: noc", "network_read"),

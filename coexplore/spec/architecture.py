@@ -129,9 +129,9 @@ def _is_compute_class(cls: str) -> bool:
 def _derive_storage(level: Level, file: str | None) -> None:
     """Timeloop's BufferLevel::ParseSpecs: word, block and cluster sizes, capacity, bandwidths.
 
-    width = datawidth x block_size x cluster_size: the one of block_size / cluster_size not given
-    follows from width (block_size when neither is given); what does not divide, or contradicts
-    width, is refused (Timeloop asserts)."""
+    width = datawidth x block_size x cluster_size: without block_size, width sets the block size;
+    with block_size but no cluster_size, width sets the cluster size (and must divide: Timeloop
+    asserts); with both given, width is not read."""
     a = level.attributes
     key = f"{level.name}.attributes"
     level.word_bits = _positive(_attr(a, "word_bits", 16), file=file, key=f"{key}.datawidth")
@@ -143,18 +143,12 @@ def _derive_storage(level: Level, file: str | None) -> None:
     if block is not None:
         level.block_size = _positive(block, file=file, key=f"{key}.block_size")
     if w is not None:
-        if block is not None and "width" not in a:    # Accelergy's memory_width: no Timeloop check
-            pass
-        elif block is not None and cluster is None:
+        if block is not None and cluster is None and "width" in a:
+            # Timeloop: a given block size makes width set the cluster size (and must divide it)
             level.cluster_size = _derived(w, level.word_bits * level.block_size, file, f"{key}.width",
                                           "datawidth x block_size")
-        elif block is None:
-            level.block_size = _derived(w, level.word_bits * level.cluster_size, file, f"{key}.width",
-                                        "datawidth x cluster_size")
-        elif w != level.word_bits * level.block_size * level.cluster_size:
-            raise CoexploreError(f"width {w} is not datawidth {level.word_bits} x block_size {level.block_size} "
-                                 f"x cluster_size {level.cluster_size}", file=file, key=f"{key}.width",
-                                 expected="consistent width, datawidth, block_size and cluster_size")
+        elif block is None:              # width sets the block size (cluster size given or 1)
+            level.block_size = max(1, w // (level.word_bits * level.cluster_size))
     elif block is None:
         level.block_size = 1
     is_dram = "dram" in level.cls.lower() or str(a.get("technology", "")).upper() == "DRAM"
@@ -380,6 +374,12 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     if not storage:
         raise CoexploreError("no storage levels", file=file, key="architecture",
                              expected="at least one storage level (e.g. DRAM) above the compute level")
+    for lv in levels:                   # Timeloop takes an `instances` attribute and asserts it fits the mesh
+        given = lv.attributes.get("instances")
+        if given is not None and given != lv.instances:
+            raise CoexploreError(f"instances {given!r}, but its name range and containers give {lv.instances}",
+                                 file=file, key=f"{lv.name}.attributes.instances",
+                                 expected=f"{lv.instances} (or no instances attribute)")
     names = [lv.name for lv in levels]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
