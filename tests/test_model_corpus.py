@@ -21,6 +21,7 @@ def summary():
 def test_validity_agrees_on_every_case(summary):
     assert summary["cases"] >= 300
     assert summary["validity_agrees"] == summary["cases"]
+    assert summary["invalid_messages_exact"] == summary["invalid_cases"] > 0     # Timeloop's text
 
 
 def test_cycles_exact_on_every_valid_case(summary):

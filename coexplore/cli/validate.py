@@ -66,6 +66,7 @@ def _stats(rows: list[dict]) -> dict:
         "valid_cases": sum(r["valid_ref"] for r in rows),
         "invalid_cases": sum(not r["valid_ref"] for r in rows),
         "validity_agrees": sum(r["valid_agree"] for r in rows),   # cases whose valid/invalid verdict matches
+        "invalid_messages_exact": sum(r.get("message_exact", False) for r in rows),   # same error text
         "cycles_exact": sum(r["cycles_exact"] for r in valid),
         "counts_exact": sum(r["counts_exact"] for r in valid),
         "energy_within_1e-4": sum(e <= 1e-4 for e in errs),
@@ -112,6 +113,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
     v = s["valid_cases"]
     lines += ["",
               f"validity agrees : {_pct(s['validity_agrees'], s['cases'])}",
+              f"error messages  : {_pct(s['invalid_messages_exact'], s['invalid_cases'])} of invalid cases "
+              "word for word",
               f"cycles exact    : {_pct(s['cycles_exact'], v)} of valid cases",
               f"counts exact    : {_pct(s['counts_exact'], v)} (every per-level read/fill/update/capacity/instances)",
               f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}",

@@ -19,6 +19,8 @@ def compare_records(got: dict, ref: dict) -> dict:
     """Per-case comparison: validity, cycles, energy error and every per-level count."""
     out = {"valid_ref": bool(ref["valid"]), "valid_got": bool(got["valid"]),
            "valid_agree": bool(ref["valid"]) == bool(got["valid"])}
+    if not ref["valid"] and not got["valid"]:      # Timeloop's message, word for word
+        out["message_exact"] = (got.get("error") or "").strip() == (ref.get("error") or "").strip()
     if not (ref["valid"] and got["valid"]):
         return out
     out["cycles_exact"] = got["cycles"] == ref["cycles"]

@@ -44,7 +44,8 @@ class Validity:
         arith = "max Arithmetic " if where < 0 else ""
         what = {X_EXPANSION: f"{arith}X expansion", Y_EXPANSION: f"{arith}Y expansion",
                 INSTANCES: f"{arith}instances", CAPACITY: "tile size"}[kind]
-        limit_what = "buffer capacity" if kind == CAPACITY else "hardware instances"
+        limit_what = ("buffer capacity" if kind == CAPACITY else
+                      "hardware instances" if where < 0 else "available hardware instances")
         return f"couldn't map level {name}: mapped {what} {value} exceeds {limit_what} {limit}"
 
 
@@ -83,12 +84,13 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
               for li, lv in enumerate(inner)]
     used = tile_sizes.sum(axis=2)
     for li, lv, x, y in units:
-        fail(x > lv.mesh_x, X_EXPANSION, li, x, lv.mesh_x)
-        fail(y > lv.mesh_y, Y_EXPANSION, li, y, lv.mesh_y)
-        fail(x * y > lv.instances, INSTANCES, li, x * y, lv.instances)
+        # Timeloop's order within a level: capacity (buffers), then instances, X, Y expansion
         if li >= 0 and math.isfinite(lv.effective_size):
             fail(used[:, li] > lv.effective_size, CAPACITY, li, used[:, li], int(lv.effective_size))
             if lv.min_utilization > 0:        # Timeloop: tile < effective size x min_utilization
                 least = lv.effective_size * lv.min_utilization
                 fail(used[:, li] < least, UNDERUSED, li, used[:, li], math.ceil(least))
+        fail(x * y > lv.instances, INSTANCES, li, x * y, lv.instances)
+        fail(x > lv.mesh_x, X_EXPANSION, li, x, lv.mesh_x)
+        fail(y > lv.mesh_y, Y_EXPANSION, li, y, lv.mesh_y)
     return Validity(kind == OK, kind, where, value, limit)
