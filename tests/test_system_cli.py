@@ -194,3 +194,11 @@ def test_system_run_checks_options_before_mapping_and_keeps_the_job_table(tmp_pa
         assert data["run"]["layer_seed"] == 0 and data["run"]["seed"] == int(s)
         tables.append(load_table(data["job_table"]))
     assert np.array_equal(tables[0].latency, tables[1].latency)
+
+
+def test_a_failed_run_leaves_no_empty_result_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "t.csv"
+    bad.write_text("job,lat_a,bw_a\n0,10,x\n")
+    assert main(["schedule", "--table", str(bad), "--bandwidth", "1", "--no-progress"]) == 2
+    assert not (tmp_path / "results").exists()

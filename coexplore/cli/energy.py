@@ -35,6 +35,7 @@ def register(subparsers) -> None:
     chk = sub.add_parser("check", help="compare the estimator with a reference grid CSV")
     chk.add_argument("grid", help="CSV in the format of accelergy-ert-grid/ert_grid.csv")
     chk.add_argument("--json", action="store_true", help="print the summary as JSON")
+    chk.add_argument("--no-progress", action="store_true", help="no progress bar")
     chk.add_argument("--energy", choices=ESTIMATORS, default="builtin",
                      help="estimator to check (accelergy: the real tool, must be on PATH)")
     chk.set_defaults(func=run_check)
@@ -58,7 +59,8 @@ def run_check(args) -> int:
         estimator = accelergy_estimate
     else:
         name, estimator = "coexplore-builtin", builtin_estimator
-    progress = (lambda it: tqdm(it, desc="components", file=sys.stderr, leave=False))
+    progress = None if args.no_progress else (lambda it: tqdm(it, desc="components", file=sys.stderr,
+                                                                leave=False))
     summary = check_rows(grid, estimator, name, progress=progress).to_json()
     if args.json:
         print(json.dumps(summary, indent=1))

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 
+from coexplore.cli.paths import CREATED, remove_empty_created
 from coexplore.errors import CoexploreError
 
 # sub-command modules under coexplore.cli, in the order `--help` lists them
@@ -54,6 +55,7 @@ def _terminate(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     command = "coexplore"
+    CREATED.clear()
     try:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)
@@ -62,9 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except CoexploreError as exc:
         print(f"{command}: error: {exc.format()}", file=sys.stderr)
+        remove_empty_created()
         return 2
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
+        remove_empty_created()
         return 130
     except BrokenPipeError:
         return 0

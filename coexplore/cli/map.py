@@ -117,7 +117,9 @@ def run(args) -> int:
         b = res.best
         print(f"coexplore map: {ctx.problem.name} on {ctx.arch.name}, searcher {spec.searcher}, "
               f"{res.samples:,} samples{' (from cache)' if res.cached else ''}, mapspace 10^{res.mapspace_log10:.1f}")
-        print(f"best {spec.objective}: energy {b['energy_pJ'] / 1e6:,.3f} uJ, cycles {b['cycles']:,}, "
+        uj = b['energy_pJ'] / 1e6
+        energy = f"{uj:,.3f} uJ" if uj >= 1 else f"{b['energy_pJ']:,.6g} pJ"   # tiny layers keep their digits
+        print(f"best {spec.objective}: energy {energy}, cycles {b['cycles']:,}, "
               f"utilization {b['utilization']:.3f}, EDP {b['edp_J_cycle']:.6g} J*cycle")
         if res.exhausted is True:
             print("every distinct mapping was evaluated: this is the optimum")

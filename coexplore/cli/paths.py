@@ -10,11 +10,27 @@ from pathlib import Path
 from coexplore.errors import CoexploreError
 
 
+CREATED: list[Path] = []     # folders output_dir made in this process (removed again if left empty)
+
+
+def remove_empty_created() -> None:
+    """Remove the folders output_dir created that are still empty (a run that failed before writing
+    anything leaves no empty result folder behind); innermost first."""
+    for p in reversed(CREATED):
+        try:
+            p.rmdir()                # only succeeds on an empty folder
+        except OSError:
+            pass
+    CREATED.clear()
+
+
 def output_dir(path: str | Path) -> Path:
     """Create `path` (and parents) if needed; an unusable path is a one-line error, not a traceback."""
     p = Path(path)
+    missing = [q for q in (p, *p.parents) if not q.exists()]
     try:
         p.mkdir(parents=True, exist_ok=True)
+        CREATED.extend(reversed(missing))
     except FileExistsError:
         raise CoexploreError("exists and is not a folder", file=str(p), key="--out",
                              expected="a folder path (created if missing)") from None

@@ -135,6 +135,7 @@ def format_table(summary: dict) -> str:
                          f"{pct(s['p95_rel_err']):>8s} {pct(s['max_rel_err']):>8s}")
     lines.append(f"rows compared: {summary['rows']}; unsupported rows: {len(summary['unsupported'])}")
     if summary["reference_failed"]:
-        lines.append("components the reference Accelergy refused: " + ", ".join(
+        lines.append("components the reference Accelergy refused (ours: 'refused' too, or 'flagged': priced "
+                     "with a warning that Accelergy would not): " + ", ".join(
             f"{f['component_id']}({f['class']}): {f['ours']}" for f in summary["reference_failed"]))
     return "\n".join(lines)

@@ -50,7 +50,8 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
             bad = [n for n in names if n not in problem.dims]
             if bad:
                 raise CoexploreError(f"constraint on unknown dimension(s) {', '.join(bad)} ({what})",
-                                     key=f"constraints of {level}", expected=f"dimensions of {problem.name}: {problem.dims}")
+                                     file=c.source, key=f"constraints of {level}",
+                                     expected=f"dimensions of {problem.name}: {problem.dims}")
 
 
 @dataclass

@@ -36,6 +36,7 @@ class LevelConstraints:
     temporal_factors_only: bool = False
     spatial_factors_only: bool = False
     ignored: list[str] = field(default_factory=list)   # keys read but not applied (e.g. maximize_dims)
+    source: str | None = field(default=None, compare=False)   # the file they were read from
 
 
 def _factors(value, *, file, key) -> dict[str, tuple[str, int]]:
@@ -97,7 +98,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key) -> None:
 
 
 def constraints_from_targets(targets: list, arch: Architecture, file=None) -> dict[str, LevelConstraints]:
-    out = {lv.name: LevelConstraints() for lv in arch.levels}
+    out = {lv.name: LevelConstraints(source=None if file is None else str(file)) for lv in arch.levels}
     for i, t in enumerate(targets or []):
         key = f"targets[{i}]"
         if not isinstance(t, dict) or "target" not in t:
@@ -114,7 +115,7 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None) -> di
 def constraints_from_nodes(arch: Architecture) -> dict[str, LevelConstraints]:
     out = {}
     for lv in arch.levels:
-        c = LevelConstraints()
+        c = LevelConstraints(source=arch.source)
         raw = lv.constraints or {}
         for kind in ("temporal", "spatial", "dataspace"):
             if isinstance(raw.get(kind), dict):
