@@ -39,13 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="coexplore",
         description="DNN-accelerator co-exploration with Timeloop-compatible numbers.")
+    parser.add_argument("--version", action="version", version=f"coexplore {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
         importlib.import_module(f"coexplore.cli.{name}").register(sub)
     return parser
 
-
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("coexplore")
+    except PackageNotFoundError:        # run from a checkout without installing
+        return "(not installed)"
 
 
 def _terminate(signum, frame):

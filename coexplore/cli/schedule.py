@@ -131,7 +131,8 @@ def run(args) -> int:
         print(json.dumps(data))
     else:
         print("\n".join(summary_lines(table, result)))
-        print(f"schedule   {out / 'schedule.json'}" + (f"\ngantt      {png}" if png else ""))
+        print(f"schedule   {out / 'schedule.json'}" + (f"\njob table  {out / 'jobs.csv'}" if args.system else "")
+              + (f"\ngantt      {png}" if png else ""))
     if result.interrupted:
         print(f"coexplore schedule: interrupted after {result.samples:,} of {budget:,} samples; "
               f"wrote the best schedule so far to {out / 'schedule.json'}", file=sys.stderr)

@@ -200,8 +200,8 @@ def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
     util = result.busy / result.makespan
     lines = [
         f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples)",
-        f"jobs       {table.num_jobs} on {table.num_cores} cores, bandwidth "
-        f"{result.bandwidth:g} bytes/cycle",
+        f"jobs       {table.num_jobs} on {table.num_cores} core{'s' if table.num_cores != 1 else ''}, "
+        f"bandwidth {result.bandwidth:g} bytes/cycle",
         f"makespan   {result.makespan:.6g} cycles",
         f"throughput {table.num_jobs / result.makespan:.4g} jobs/cycle "
         f"({table.num_jobs / result.makespan * 1e6:.4g} jobs per 1e6 cycles)",
