@@ -87,10 +87,10 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
             exc.key = f"{name}: {exc.key}" if exc.key else name
             exc.args = (exc.format(),)
             raise
-        warnings += [f"{name}: {w}" for w in est.warnings]
-        if not est.accelergy_compatible:
-            warnings.append(f"{name}: the reference Accelergy setup refuses this component; the numbers are "
-                            "extrapolated")
+        notes = list(est.warnings) or (["the reference Accelergy setup refuses this component; the numbers "
+                                        "are extrapolated"] if not est.accelergy_compatible else [])
+        short = re.sub(r"\[\d+\.\.\d+\]$", "", name.split(".", 1)[-1])     # shared_glb
+        warnings += [(w, short) for w in notes]
         # Accelergy lists plug-in-priced (primitive) components first, then compound ones
         compound = bool(est.arguments) and all(a == {} for a in est.arguments.values())
         actions = _actions_for(est, est.class_name, required)
@@ -102,7 +102,10 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
     ert_tables = [t for _, t in sorted(ert_tables, key=lambda x: x[0])]
     art_tables = [t for _, t in sorted(art_tables, key=lambda x: x[0])]
     name = f"{ESTIMATOR} ({classes} classes)"
-    warnings = list(dict.fromkeys(warnings))
+    grouped: dict[str, list[str]] = {}          # one line per note, naming the components it concerns
+    for note, comp in warnings:
+        grouped.setdefault(note, []).append(comp)
+    warnings = [f"{note} ({', '.join(dict.fromkeys(comps))})" for note, comps in grouped.items()]
     return ({"ERT": {"version": VERSION, "tables": ert_tables}, "estimator": name, "warnings": warnings},
             {"ART": {"version": VERSION, "tables": art_tables}, "estimator": name, "warnings": warnings})
 

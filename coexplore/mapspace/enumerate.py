@@ -108,12 +108,16 @@ def canonical_points(ms, chunk: int = 100_000, max_factor_points: int = 50_000_0
         yield np.concatenate(buf)
 
 
-def count_canonical(ms, max_factor_points: int = 50_000_000) -> int:
-    """Number of distinct mappings (without building them)."""
+def count_canonical(ms, max_factor_points: int = 50_000_000, stop_above: int | None = None) -> int:
+    """Number of distinct mappings (without building them); with `stop_above`, counting stops as
+    soon as the count exceeds it (the result is then only a lower bound above `stop_above`)."""
     import math
     fact = np.array([math.factorial(k) for k in range(ms.D + 1)], dtype=object)
     total = 0
+    keep = 2 ** len(ms.keep_index)
     for full in _factor_chunks(ms, max_factor_points, 200_000):
+        if stop_above is not None and total * keep > stop_above:
+            break
         nonunit = ms.decode(full).temporal > 1                      # [N, L, D]
         per_row = np.ones(len(full), dtype=object)
         for li in range(len(ms.perm_free)):
@@ -121,4 +125,4 @@ def count_canonical(ms, max_factor_points: int = 50_000_000) -> int:
             if dims:
                 per_row = per_row * fact[nonunit[:, li, dims].sum(axis=1)]
         total += int(per_row.sum())
-    return total * 2 ** len(ms.keep_index)
+    return total * keep

@@ -41,9 +41,11 @@ class ExhaustiveSearch(Searcher):
         """Every point has been asked (the best told loss is then the optimum)."""
         return self.size is not None and self.next_index >= self.size
 
-    def _too_large(self, size: float):
-        return CoexploreError(f"space of {size:.3e} points is too large for exhaustive search",
-                              key="max_size", expected=f"at most {self.config.max_size} points")
+    def _too_large(self, size: float, lower_bound: bool = False):
+        what = "distinct mappings" if hasattr(self.space, "perm_index") else "points"
+        return CoexploreError(f"{'more than ' if lower_bound else ''}{size:.3e} {what}: too many for exhaustive "
+                              "search", key="exhaustive.max_size",
+                              expected=f"at most {self.config.max_size:.1e} (a smaller layer, or another searcher)")
 
     def ask(self, n: int) -> np.ndarray:
         if hasattr(self.space, "perm_index"):     # a layer's MapSpace
@@ -59,9 +61,13 @@ class ExhaustiveSearch(Searcher):
     def _ask_mappings(self, n: int) -> np.ndarray:
         from coexplore.mapspace.enumerate import canonical_points, count_canonical
         if self._points is None:
-            size = self.size = count_canonical(self.space, self.config.max_size)
+            try:
+                size = self.size = count_canonical(self.space, self.config.max_size,
+                                                   stop_above=self.config.max_size)
+            except CoexploreError:          # more factorisations alone than max_size
+                raise self._too_large(self.config.max_size, lower_bound=True) from None
             if size > self.config.max_size:
-                raise self._too_large(size)
+                raise self._too_large(self.config.max_size, lower_bound=True)
             self._points = canonical_points(self.space, max_factor_points=self.config.max_size)
             self._pending = np.zeros((0, self.space.n_params), np.int64)
         while len(self._pending) < n:
