@@ -189,3 +189,17 @@ def test_default_output_folder_keeps_other_runs(tmp_path, monkeypatch, capsys):
     assert dirs[0] == dirs[2] != dirs[1] and dirs[1].name == dirs[0].name + "-2"
     runs = [json.loads((d / "result.json").read_text())["run"] for d in dirs[:2]]
     assert [r["seed"] for r in runs] == [0, 1] and runs[0]["arch"] == str(ARCH.resolve())
+
+
+def test_runs_started_together_never_share_a_default_folder(tmp_path):
+    """Three runs with different seeds started at once: three folders, each with its own result."""
+    procs = [subprocess.Popen([sys.executable, "-m", "coexplore.cli.main", "map", str(ARCH), str(LAYER),
+                               "--budget", "200", "--seed", str(s), "--no-cache", "--no-progress", "--json"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for s in (1, 2, 3)]
+    outs = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    dirs = {Path(o["mapping_file"]).parent for o in outs}
+    assert len(dirs) == 3
+    for o in outs:
+        saved = json.loads((tmp_path / Path(o["mapping_file"]).parent / "result.json").read_text())
+        assert saved["seed"] == o["seed"] and saved["best"] == o["best"]

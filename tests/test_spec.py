@@ -169,3 +169,10 @@ def test_dram_depth_bounds_its_capacity_and_networks_are_refused():
 def test_a_key_given_twice_is_refused_with_its_line():
     with pytest.raises(CoexploreError, match=r"line 4.*key 'depth' appears twice"):
         loads_yaml("buf:\n  attributes:\n    depth: 16\n    depth: 32\n", "a.yaml")
+
+
+def test_problems_too_large_for_64_bit_counts_are_refused():
+    from coexplore.spec.problem import DEFAULT_CNN_SHAPE
+    big = {"C": 2 ** 20, "M": 2 ** 20, "R": 7, "S": 7, "N": 1024, "P": 1024, "Q": 1024}
+    with pytest.raises(CoexploreError, match="too large"):
+        parse_problem({"problem": {"shape": DEFAULT_CNN_SHAPE, "instance": big}}, "big.yaml")

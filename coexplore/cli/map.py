@@ -12,7 +12,7 @@ from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_in
 from coexplore.cli.paths import count, default_run_dir, output_dir, seed
 from coexplore.search import registry
 from coexplore.search.layer import MapInterrupted, map_layer
-from coexplore.spec.yamlio import write_yaml
+from coexplore.spec.yamlio import write_text, write_yaml
 
 
 def register(sub) -> None:
@@ -107,7 +107,7 @@ def run(args) -> int:
         payload["exhausted"] = res.exhausted
     if res.interrupted:
         payload["interrupted"] = True
-    (out / "result.json").write_text(json.dumps(payload, indent=1))
+    write_text(out / "result.json", json.dumps(payload, indent=1))
     if args.json:
         print(json.dumps(payload, indent=1))
         if res.interrupted:

@@ -13,11 +13,16 @@ from coexplore.errors import CoexploreError
 CREATED: list[Path] = []     # folders output_dir made in this process (removed again if left empty)
 
 
+CLAIM = ".run.json"          # written first into a default result folder: which run it belongs to
+
+
 def remove_empty_created() -> None:
-    """Remove the folders output_dir created that are still empty (a run that failed before writing
-    anything leaves no empty result folder behind); innermost first."""
+    """Remove the folders output_dir created that hold nothing (or only a run claim): a run that
+    failed before writing its results leaves no empty result folder behind; innermost first."""
     for p in reversed(CREATED):
         try:
+            if [q.name for q in p.iterdir()] == [CLAIM]:
+                (p / CLAIM).unlink()
             p.rmdir()                # only succeeds on an empty folder
         except OSError:
             pass
@@ -25,36 +30,70 @@ def remove_empty_created() -> None:
 
 
 def output_dir(path: str | Path) -> Path:
-    """Create `path` (and parents) if needed; an unusable path is a one-line error, not a traceback."""
+    """Create `path` (and parents) if needed and check it can be written; an unusable path is a
+    one-line error before any work, not a traceback after it."""
+    import tempfile
     p = Path(path)
     missing = [q for q in (p, *p.parents) if not q.exists()]
     try:
         p.mkdir(parents=True, exist_ok=True)
         CREATED.extend(reversed(missing))
+        with tempfile.TemporaryFile(dir=p):
+            pass
     except FileExistsError:
         raise CoexploreError("exists and is not a folder", file=str(p), key="--out",
                              expected="a folder path (created if missing)") from None
+    except NotADirectoryError:
+        raise CoexploreError("a parent is a file, not a folder", file=str(p), key="--out",
+                             expected="a folder path (created if missing)") from None
     except OSError as exc:
-        raise CoexploreError(f"cannot create the output folder: {exc.strerror}", file=str(p), key="--out",
-                             expected="a writable folder path") from None
+        raise CoexploreError(f"cannot create or write the output folder: {exc.strerror}", file=str(p),
+                             key="--out", expected="a writable folder path") from None
     return p
 
 
 def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
-    """`base`, unless it holds the result of another run (its `result_file` JSON has a different
-    "run" record): then the first of base-2, base-3, ... that is free or holds this run. A default
-    output folder is thus never overwritten by a different run; rerunning reuses its folder."""
+    """`base`, unless it belongs to another run: then the first of base-2, base-3, ... that is free
+    or belongs to this run. A folder is claimed atomically (a `.run.json` with the run record, linked
+    into place), so runs started at the same time never share one; a folder of an earlier version
+    without a claim belongs to the run its `result_file` records. A default output folder is thus
+    never overwritten by a different run; rerunning reuses its folder."""
+    import os
+    import tempfile
     base = Path(base)
-    cand, k = base, 1
-    while (cand / result_file).exists():
+    text = json.dumps(run, sort_keys=True)
+    for k in range(1, 10_000):
+        cand = output_dir(base if k == 1 else base.with_name(f"{base.name}-{k}"))
+        claim = cand / CLAIM
+        owner = _owner(claim) or (_owner(cand / result_file, key="run") if (cand / result_file).exists() else None)
+        if owner is not None:
+            if owner == json.loads(text):
+                return cand
+            continue
+        fd, tmp = tempfile.mkstemp(dir=cand, prefix=".claim-")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
         try:
-            if json.loads((cand / result_file).read_text()).get("run") == run:
-                break
-        except (OSError, ValueError, AttributeError):
-            pass
-        k += 1
-        cand = base.with_name(f"{base.name}-{k}")
-    return output_dir(cand)
+            os.link(tmp, claim)          # atomic: fails if another run claimed the folder first
+            return cand
+        except FileExistsError:
+            if _owner(claim) == json.loads(text):
+                return cand
+        finally:
+            os.unlink(tmp)
+    raise CoexploreError("no free default result folder", file=str(base), key="--out",
+                         expected="an --out folder")
+
+
+def _owner(path: Path, key: str | None = None):
+    """The run record in a claim file (or under `key` in a result file); None if absent/unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if key is not None:
+        data = data.get(key) if isinstance(data, dict) else None
+    return json.loads(json.dumps(data, sort_keys=True)) if data is not None else None
 
 
 def count(text: str) -> int:

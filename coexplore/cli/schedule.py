@@ -23,6 +23,7 @@ from pathlib import Path
 from coexplore.bundled import resolve
 from coexplore.cli.paths import count, default_run_dir, output_dir, seed
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import write_text
 
 
 def register(subparsers) -> None:
@@ -117,7 +118,7 @@ def run(args) -> int:
     data["run"] = run_desc
     if args.system:
         data["job_table"] = str(out / "jobs.csv")
-    (out / "schedule.json").write_text(json.dumps(data, indent=1) + "\n")
+    write_text(out / "schedule.json", json.dumps(data, indent=1) + "\n")
     png = None
     if not args.no_plot:
         from coexplore.system.plot import plot_schedule

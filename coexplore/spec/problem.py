@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,9 @@ class Problem:
         return {"problem": {"version": 0.4, "shape": self.shape, "instance": dict(self.instance)}}
 
 
+MAX_OPERATIONS = 2 ** 53    # per-level counts stay exact in int64 and in float64 energies
+
+
 def parse_problem(data: Any, file: str | None = None, name: str | None = None) -> Problem:
     if not isinstance(data, dict) or "problem" not in data:
         raise CoexploreError("missing key", file=file, key="problem",
@@ -101,6 +106,10 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
             raise CoexploreError(f"got {v!r}", file=file, key=f"problem.instance.{d}",
                                  expected="a positive integer bound")
         bounds.append(v)
+    if math.prod(bounds) > MAX_OPERATIONS:         # counts are 64-bit integers, as in Timeloop
+        raise CoexploreError(f"{math.prod(bounds):.3e} operations (the product of the bounds) is too large",
+                             file=file, key="problem.instance",
+                             expected=f"at most {MAX_OPERATIONS:.2e} (counts are 64-bit integers)")
     unknown = [k for k in instance if k not in dims and k not in coeffs and k != "densities"]
     dataspaces = []
     key_ds = "data_spaces" if "data_spaces" in shape else "data-spaces"

@@ -105,11 +105,35 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
 
 
+def write_text(path: str | Path, text: str) -> None:
+    """Write a result file atomically (a temporary file renamed into place: a full disk or a kill
+    never leaves a half-written file); failures are one-line CoexploreErrors naming the file."""
+    import os
+    import tempfile
+    path = Path(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise CoexploreError(f"cannot write: {exc.strerror or exc}", file=str(path),
+                             expected="a writable file in a folder with free space") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
 def write_yaml(path: str | Path, data: Any, header: str | None = None) -> None:
     text = dump_yaml(data)
     if header:
         text = "".join(f"# {line}\n" for line in header.splitlines()) + text
-    Path(path).write_text(text)
+    write_text(path, text)
 
 
 def require(mapping: Any, key: str, *, file: str | None, where: str, expected: str) -> Any:
