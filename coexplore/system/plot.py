@@ -28,11 +28,13 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     cmap = plt.get_cmap("tab20")
     fig, (ax, axb) = plt.subplots(2, 1, figsize=(11, 2.0 + min(0.45 * N, 60.0) + 2.5), sharex=True,
                                   gridspec_kw={"height_ratios": [max(N, 2), 3]})
-    for j in range(table.num_jobs):
-        c = int(tr.job_core[j])
-        w = tr.job_end[j] - tr.job_start[j]
-        ax.barh(c, w, left=tr.job_start[j], height=0.8, color=cmap(j % 20),
-                edgecolor="black", linewidth=0.3)
+    # one broken_barh call per core (a barh per job took a minute for 50,000 jobs)
+    for c in range(N):
+        jobs = np.flatnonzero(tr.job_core == c)
+        if len(jobs):
+            spans = list(zip(tr.job_start[jobs], tr.job_end[jobs] - tr.job_start[jobs]))
+            ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=[cmap(j % 20) for j in jobs],
+                           edgecolor="black", linewidth=0.3 if len(jobs) < 2000 else 0)
     ax.set_yticks(range(N))
     ax.set_yticklabels(table.cores)
     ax.invert_yaxis()
