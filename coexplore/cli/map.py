@@ -45,6 +45,9 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+MAX_BATCH = 100_000   # mappings evaluated at once: ~5 kB each of model arrays
+
+
 def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> registry.MapperSpec:
     name = name or "marl"
     path = Path(name)
@@ -58,8 +61,9 @@ def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> 
     if objective:
         spec.objective = objective
     if batch is not None:
-        if batch < 1:
-            raise CoexploreError(f"bad batch size {batch}", key="--batch-size", expected="an integer >= 1")
+        if not 1 <= batch <= MAX_BATCH:
+            raise CoexploreError(f"bad batch size {batch}", key="--batch-size",
+                                 expected=f"an integer in 1..{MAX_BATCH:,} (a batch holds ~5 kB per mapping)")
         spec.batch_size = batch
     return spec
 
@@ -69,6 +73,10 @@ def run(args) -> int:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
                              expected="a positive integer")
     spec = resolve_spec(args.searcher, args.objective, args.batch_size)
+    if spec.searcher in ("ga", "sa", "rl", "marl", "marl_noclust") and 2 * spec.batch_size > args.budget:
+        print(f"coexplore map: warning: batch size {spec.batch_size:,} is more than half the budget "
+              f"{args.budget:,}: {spec.searcher} learns between batches, so it learns (almost) nothing here",
+              file=sys.stderr)
     ctx, constraints = load_inputs(args, with_constraints=True)
     # a workload layer is named after its workload too (conv1 is in several networks)
     source = Path(args.problem).stem
