@@ -166,11 +166,11 @@ def test_argument_errors_are_one_line():
 
 def test_misspelt_buffer_attribute_warns(tmp_path):
     arch = arch_copy(tmp_path, "depth: 16384", "dpeth: 16384")
-    r = cli("map", arch, LAYER, "--budget", "30", "--no-cache", "--no-progress", "--out", tmp_path / "o")
+    r = cli("map", arch, LAYER, "--budget", "30", "--searcher", "random", "--no-cache", "--no-progress", "--out", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     assert "attribute 'dpeth'" in r.stderr and "did you mean 'depth'" in r.stderr
     assert "capacity is unlimited" in r.stderr
-    clean = cli("map", ARCH_DIR / "processed.yaml", LAYER, "--budget", "30", "--no-cache", "--no-progress",
+    clean = cli("map", ARCH_DIR / "processed.yaml", LAYER, "--budget", "30", "--searcher", "random", "--no-cache", "--no-progress",
                 "--out", tmp_path / "o2")
     assert clean.returncode == 0 and "warning" not in clean.stderr
 

@@ -274,7 +274,7 @@ class MapSpace:
         keep = np.broadcast_to(self.base_keep, (B, L, S)).copy()
         for pi, li, s in self.keep_index:
             keep[:, li, s] = X[:, pi] == 1
-        return MappingArrays(t, sx, sy, perm, keep)
+        return MappingArrays(t, sx, sy, perm, keep).well_formed()
 
     def encode(self, m: MappingArrays) -> np.ndarray:
         """Parameter vectors of mappings that lie in this mapspace (raises otherwise).

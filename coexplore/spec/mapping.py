@@ -192,16 +192,30 @@ class MappingArrays:
     perm: np.ndarray
     keep: np.ndarray
     spatial_perm: np.ndarray | None = None
+    # ids of the arrays as to_arrays / MapSpace.decode built them (well-formed): while they are
+    # the same objects, `checked` need not look (the model's hot path)
+    trusted: tuple = field(default=(), repr=False, compare=False)
 
     FIELDS = ("temporal", "spatial_x", "spatial_y", "perm", "keep")
 
     def __len__(self) -> int:
         return self.temporal.shape[0]
 
+    def _ids(self) -> tuple:
+        return tuple(id(getattr(self, f)) for f in (*self.FIELDS, "spatial_perm"))
+
+    def well_formed(self) -> "MappingArrays":
+        """Mark these arrays as built well-formed (by to_arrays or MapSpace.decode)."""
+        self.trusted = self._ids()
+        return self
+
     def checked(self, levels: int, dims: int, dataspaces: int) -> "MappingArrays":
         """These arrays as the model needs them (int64 factors and orders, bool keep), or a
         CoexploreError naming the field: hand-built arrays of the wrong shape, factors below 1
         or a loop order that is no permutation would otherwise give numbers for no mapping."""
+        if self.trusted and self.trusted == self._ids() and self.temporal.shape[1:] == (levels, dims):
+            return self
+
         def fail(field, got, expected):
             raise CoexploreError(got, key=f"MappingArrays.{field}", expected=expected)
 
@@ -307,7 +321,7 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
             keep[b, li] = True
             for ds in lm.bypass or []:
                 keep[b, li, ds_idx[ds]] = False
-    return MappingArrays(t, sx, sy, perm, keep, sperm)
+    return MappingArrays(t, sx, sy, perm, keep, sperm).well_formed()
 
 
 def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: Problem) -> list[dict]:
