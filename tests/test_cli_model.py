@@ -217,3 +217,14 @@ def test_min_utilization_rejects_underused_buffers_as_timeloop(tmp_path):
     low, high = with_min(used / size * 0.99), with_min(min(1.0, used / size * 1.01))
     assert low.returncode == 0 and json.loads(low.stdout)["cycles"] == exp["cycles"]
     assert high.returncode == 1 and "minimum utilization" in json.loads(high.stdout)["error"]
+
+
+def test_summary_columns_never_run_together():
+    from coexplore.cli.evaluate import format_summary
+    big = 10 ** 18
+    rec = {"valid": True, "computes": big, "cycles": big, "utilization": 1.0, "energy_pJ": 1e20,
+           "edp_J_cycle": 1e26, "levels": {"DRAM": {"energy_pJ": 1e20, "leakage_pJ": 0, "dataspaces": {
+               "Weights": {"reads": big, "fills": big, "updates": big, "utilized_capacity": big,
+                           "utilized_instances": 123456789, "energy_pJ": 1e20}}}}}
+    row = next(line for line in format_summary(rec, "a", "l").splitlines() if line.startswith("DRAM"))
+    assert row.split() == ["DRAM", "Weights", *[f"{big:,}"] * 4, "123456789", f"{1e20:,.0f}"]

@@ -30,19 +30,24 @@ def format_summary(rec: dict, arch_name: str, layer_name: str) -> str:
     if not rec["valid"]:
         lines.append(f"INVALID mapping: {rec['error']}")
         return "\n".join(lines)
-    hdr = f"{'level':<36}{'dataspace':<10}{'reads':>16}{'fills':>16}{'updates':>16}{'capacity':>10}{'inst':>6}{'energy pJ':>18}"
-    lines += ["", hdr, "-" * len(hdr)]
+    rows = []                           # level, dataspace, reads, fills, updates, capacity, inst, energy
     for lv, d in rec["levels"].items():
         if not d["dataspaces"]:
-            lines.append(f"{lv:<36}{'-':<10}{'':>16}{'':>16}{'':>16}{'':>10}{'':>6}{_fmt(d['energy_pJ']):>18}")
+            rows.append([lv, "-", "", "", "", "", "", _fmt(d["energy_pJ"])])
             continue
-        first = True
-        for ds, v in d["dataspaces"].items():
-            lines.append(f"{(lv if first else ''):<36}{ds:<10}{v['reads']:>16,}{v['fills']:>16,}{v['updates']:>16,}"
-                         f"{v['utilized_capacity']:>10,}{v['utilized_instances']:>6}{_fmt(v['energy_pJ']):>18}")
-            first = False
+        for i, (ds, v) in enumerate(d["dataspaces"].items()):
+            rows.append([lv if i == 0 else "", ds, f"{v['reads']:,}", f"{v['fills']:,}", f"{v['updates']:,}",
+                         f"{v['utilized_capacity']:,}", str(v["utilized_instances"]), _fmt(v["energy_pJ"])])
         if d.get("leakage_pJ"):
-            lines.append(f"{'':<36}{'leakage':<10}{'':>16}{'':>16}{'':>16}{'':>10}{'':>6}{_fmt(d['leakage_pJ']):>18}")
+            rows.append(["", "leakage", "", "", "", "", "", _fmt(d["leakage_pJ"])])
+    head = ["level", "dataspace", "reads", "fills", "updates", "capacity", "inst", "energy pJ"]
+    # the widths of the usual layout, wider where a number needs it (columns never run together)
+    widths = [max(w, *(len(r[i]) + (i > 1) for r in rows)) for i, w in enumerate((36, 10, 16, 16, 16, 10, 6, 18))]
+
+    def line(r):
+        return "".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(r, widths)))
+    hdr = line(head)
+    lines += ["", hdr, "-" * len(hdr), *map(line, rows)]
     lines += ["", f"Computes      : {rec['computes']:,}", f"Cycles        : {rec['cycles']:,}",
               f"Utilization   : {rec['utilization']:.4f}",
               f"Energy        : {rec['energy_pJ'] / 1e6:,.3f} uJ  ({rec['energy_pJ'] / rec['computes']:.4f} pJ/MAC)",
