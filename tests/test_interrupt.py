@@ -134,3 +134,23 @@ def test_schedule_writes_the_best_so_far_and_exits_130(tmp_path, monkeypatch, ca
     x = np.concatenate([[t.cores.index(c) for c in data["core"]], data["priority"]])[None]
     assert MakespanObjective(t, 16)(x)[0] == pytest.approx(data["makespan"], rel=1e-12)
     assert json.loads((tmp_path / "o" / "schedule.json").read_text())["interrupted"] is True
+
+
+def test_validate_interrupted_prints_the_summary_of_the_cases_done(monkeypatch, capsys):
+    from coexplore.model.inputs import Context
+    real = Context.evaluate_mappings
+    calls = []
+
+    def stop_at_third(self, mappings):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, mappings)
+
+    monkeypatch.setattr(Context, "evaluate_mappings", stop_at_third)
+    rc = main(["validate", str(CORPUS), "--no-progress", "--json"])
+    out, err = capsys.readouterr()
+    s = json.loads(out)
+    assert rc == 130 and "interrupted after" in err
+    assert 0 < s["cases"] == int(s["interrupted_after"].split()[0]) < 343
+    assert s["validity_agrees"] == s["cases"]

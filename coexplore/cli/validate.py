@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import sys
 import time
 from collections import defaultdict
 
@@ -38,13 +39,35 @@ def validate(root, progress: bool = True) -> dict:
         from tqdm import tqdm
         bar = tqdm(total=len(cases), desc="validate", unit="case", leave=False)
     t0 = time.perf_counter()
-    model_s = 0.0
+    model_s = [0.0]                     # seconds in the model, kept if Ctrl-C comes
+    try:
+        _evaluate_groups(groups, root, rows, bar, model_s)
+    except KeyboardInterrupt:           # Ctrl-C: the summary of the cases done so far
+        if bar is not None:
+            bar.close()
+        s = summarise(rows, time.perf_counter() - t0, model_s[0])
+        s["interrupted_after"] = f"{len(rows)} of {len(cases)} cases"
+        raise ValidateInterrupted(s) from None
+    if bar is not None:
+        bar.close()
+    return summarise(rows, time.perf_counter() - t0, model_s[0])
+
+
+class ValidateInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `validate`; `.summary` covers the cases evaluated so far."""
+
+    def __init__(self, summary: dict):
+        super().__init__()
+        self.summary = summary
+
+
+def _evaluate_groups(groups: dict, root, rows: list, bar, model_s: list) -> None:
     for (arch_file, ert_file, layer_file), group in groups.items():
         ctx = load_context(arch_file, layer_file, ert_file)
         mappings = [ctx.load_mapping(c.path / "mapping.yaml") for c in group]
         t = time.perf_counter()
         res = ctx.evaluate_mappings(mappings)
-        model_s += time.perf_counter() - t
+        model_s[0] += time.perf_counter() - t
         for i, c in enumerate(group):
             ref = c.expected
             cmp = compare_records(ctx.record(res, i), ref)
@@ -53,9 +76,6 @@ def validate(root, progress: bool = True) -> dict:
             rows.append(cmp)
         if bar is not None:
             bar.update(len(group))
-    if bar is not None:
-        bar.close()
-    return summarise(rows, time.perf_counter() - t0, model_s)
 
 
 def _stats(rows: list[dict]) -> dict:
@@ -133,7 +153,13 @@ def format_table(s: dict, max_failures: int = 10) -> str:
 
 
 def run(args) -> int:
-    s = validate(args.dir, progress=not args.no_progress and not args.json)
+    code = 0
+    try:
+        s = validate(args.dir, progress=not args.no_progress and not args.json)
+    except ValidateInterrupted as exc:
+        s, code = exc.summary, 130
+        print(f"coexplore validate: interrupted after {s['interrupted_after']}; the summary covers those",
+              file=sys.stderr)
     if args.json:
         def clean(o):
             if isinstance(o, float) and (math.isinf(o) or math.isnan(o)):
@@ -146,4 +172,4 @@ def run(args) -> int:
         print(json.dumps(clean(s), indent=1))
     else:
         print(format_table(s, args.failures))
-    return 0
+    return code
