@@ -205,7 +205,7 @@ def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
         f"makespan   {result.makespan:.6g} cycles",
         f"throughput {table.num_jobs / result.makespan:.4g} jobs/cycle "
         f"({table.num_jobs / result.makespan * 1e6:.4g} jobs per 1e6 cycles)",
-        "energy     " + (f"{result.energy:.6g} pJ" if np.isfinite(result.energy)
+        "energy     " + (f"{result.energy:.6g} pJ ({result.energy / 1e9:.4g} mJ)" if np.isfinite(result.energy)
                          else "n/a (the table has no energy columns)"),
     ]
     w = max(8, *(len(str(name)) for name in table.cores))
