@@ -178,8 +178,8 @@ def _writer(path: str, tag: str, n: int, barrier) -> None:
 def test_two_processes_writing_1000_entries_each_lose_none(tmp_path):
     path = str(tmp_path / "c.sqlite")
     ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_writer, args=(path, tag, 1000, barrier)) for tag in "ab"]
+    barrier = ctx.Barrier(2, timeout=60)     # a writer that never starts fails the test, never hangs it
+    procs = [ctx.Process(target=_writer, args=(path, tag, 1000, barrier), daemon=True) for tag in "ab"]
     for p in procs:
         p.start()
     for p in procs:

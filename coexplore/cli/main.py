@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from coexplore.cli.paths import CREATED, remove_empty_created
+from coexplore.cli.paths import CLAIMED, CREATED, remove_empty_created
 from coexplore.errors import CoexploreError
 
 # sub-command modules under coexplore.cli, in the order `--help` lists them
@@ -62,6 +62,7 @@ def _terminate(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     command = "coexplore"
     CREATED.clear()
+    CLAIMED.clear()
     try:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)

@@ -16,17 +16,25 @@ CREATED: list[Path] = []     # folders output_dir made in this process (removed 
 CLAIM = ".run.json"          # written first into a default result folder: which run it belongs to
 
 
+CLAIMED: list[Path] = []     # folders default_run_dir claimed in this process
+
+
 def remove_empty_created() -> None:
-    """Remove the folders output_dir created that hold nothing (or only a run claim): a run that
-    failed before writing its results leaves no empty result folder behind; innermost first."""
-    for p in reversed(CREATED):
+    """After a failed run: drop this run's claims on folders that hold nothing else, and remove the
+    folders output_dir created that are then empty (no empty result folder is left behind)."""
+    for p in CLAIMED:
         try:
             if [q.name for q in p.iterdir()] == [CLAIM]:
                 (p / CLAIM).unlink()
+        except OSError:
+            pass
+    for p in reversed(CREATED):
+        try:
             p.rmdir()                # only succeeds on an empty folder
         except OSError:
             pass
     CREATED.clear()
+    CLAIMED.clear()
 
 
 def output_dir(path: str | Path) -> Path:
@@ -54,35 +62,59 @@ def output_dir(path: str | Path) -> Path:
 
 def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
     """`base`, unless it belongs to another run: then the first of base-2, base-3, ... that is free
-    or belongs to this run. A folder is claimed atomically (a `.run.json` with the run record, linked
-    into place), so runs started at the same time never share one; a folder of an earlier version
-    without a claim belongs to the run its `result_file` records. A default output folder is thus
-    never overwritten by a different run; rerunning reuses its folder."""
-    import os
-    import tempfile
+    or belongs to this run. A folder is claimed atomically (a `.run.json` with the run record), so
+    runs with different settings started at the same time never share one; a folder without a claim
+    belongs to the run its `result_file` records (any other run, if that records none). A default
+    output folder is thus never overwritten by a different run; rerunning reuses its folder."""
     base = Path(base)
-    text = json.dumps(run, sort_keys=True)
+    want = json.loads(json.dumps(run, sort_keys=True))
     for k in range(1, 10_000):
         cand = output_dir(base if k == 1 else base.with_name(f"{base.name}-{k}"))
         claim = cand / CLAIM
-        owner = _owner(claim) or (_owner(cand / result_file, key="run") if (cand / result_file).exists() else None)
-        if owner is not None:
-            if owner == json.loads(text):
-                return cand
-            continue
-        fd, tmp = tempfile.mkstemp(dir=cand, prefix=".claim-")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        try:
-            os.link(tmp, claim)          # atomic: fails if another run claimed the folder first
+        owner = _owner(claim)
+        if owner is None and (cand / result_file).exists():
+            owner = _owner(cand / result_file, key="run") or "an unrecorded earlier run"
+        if owner is None and _claim(claim, want):
+            CLAIMED.append(cand)
             return cand
-        except FileExistsError:
-            if _owner(claim) == json.loads(text):
-                return cand
-        finally:
-            os.unlink(tmp)
+        if (owner or _owner(claim)) == want:
+            return cand
     raise CoexploreError("no free default result folder", file=str(base), key="--out",
                          expected="an --out folder")
+
+
+def _claim(claim: Path, run: dict) -> bool:
+    """Create the claim file holding `run`, atomically; False if another run made it first."""
+    import os
+    import tempfile
+    try:
+        fd, tmp = tempfile.mkstemp(dir=claim.parent, prefix=".claim-")
+    except OSError as exc:
+        raise CoexploreError(f"cannot write in the output folder: {exc.strerror}", file=str(claim.parent),
+                             key="--out", expected="a writable folder") from None
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(run, sort_keys=True))
+        try:
+            os.link(tmp, claim)          # atomic: fails if another run claimed the folder first
+            return True
+        except FileExistsError:
+            return False
+        except OSError:                  # no hard links here (FAT, some network mounts): exclusive create
+            try:
+                with open(claim, "x") as fh:
+                    fh.write(json.dumps(run, sort_keys=True))
+                return True
+            except FileExistsError:
+                return False
+            except OSError as exc:
+                raise CoexploreError(f"cannot write in the output folder: {exc.strerror}",
+                                     file=str(claim.parent), key="--out", expected="a writable folder") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def _owner(path: Path, key: str | None = None):

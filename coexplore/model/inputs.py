@@ -42,7 +42,7 @@ class Context:
         n = len(res.valid)
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not -n <= index < n:
             raise CoexploreError(f"index {index!r} of a batch of {n}", key="index",
-                                 expected=f"an integer in [0, {n})")
+                                 expected=f"an integer in [-{n}, {n})")
         return result_record(self.arch, self.problem, res, int(index) % n)
 
     def load_mapping(self, path: str | Path) -> Mapping:

@@ -49,7 +49,7 @@ def positive_int(value, key: str) -> int:
     """An integer >= 1 given as an int (or an integral float), else a CoexploreError."""
     from coexplore.errors import CoexploreError
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)) \
-            or value != int(value) or value < 1:
+            or not np.isfinite(value) or value != int(value) or value < 1:
         raise CoexploreError(f"got {value!r}", key=key, expected="an integer >= 1")
     return int(value)
 
@@ -80,10 +80,10 @@ class Searcher:
             cls.ask = _checked_ask(ask)
 
     def __init__(self, seed: int | None = 0):
-        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
-                                 or seed < 0):
+        if seed is not None and not isinstance(seed, np.random.SeedSequence) and (
+                isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
             from coexplore.errors import CoexploreError
-            raise CoexploreError(f"got {seed!r}", key="seed", expected="an integer >= 0 or None")
+            raise CoexploreError(f"got {seed!r}", key="seed", expected="an integer >= 0, a SeedSequence or None")
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.samples = 0

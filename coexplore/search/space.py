@@ -79,6 +79,10 @@ class DiscreteSpace:
         if x.ndim != 2 or x.shape[1] != self.n_params:
             raise CoexploreError(f"candidates of shape {x.shape}", key="batch",
                                  expected=f"shape [n, {self.n_params}]")
+        if not np.issubdtype(x.dtype, np.integer):
+            if not np.issubdtype(x.dtype, np.number) or np.any(x != np.round(x)):
+                raise CoexploreError("candidate values are not whole numbers", key="batch",
+                                     expected="integers 0 <= x[i] < cardinalities[i]")
         x = x.astype(np.int64, copy=False)
         if np.any(x < 0) or np.any(x >= self.cardinalities):
             raise CoexploreError("candidate value out of range", key="batch",

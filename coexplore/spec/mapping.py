@@ -193,7 +193,8 @@ class MappingArrays:
     keep: np.ndarray
     spatial_perm: np.ndarray | None = None
     # ids of the arrays as to_arrays / MapSpace.decode built them (well-formed): while they are
-    # the same objects, `checked` need not look (the model's hot path)
+    # the same objects, `checked` need not look (the model's hot path). Editing such arrays in
+    # place is not detected: assign new arrays (or a copy) to have them checked.
     trusted: tuple = field(default=(), repr=False, compare=False)
 
     FIELDS = ("temporal", "spatial_x", "spatial_y", "perm", "keep")
