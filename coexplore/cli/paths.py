@@ -55,14 +55,13 @@ def output_dir(path: str | Path) -> Path:
         raise CoexploreError("a parent is a file, not a folder", file=str(p), key="--out",
                              expected="a folder path (created if missing)") from None
     except OSError as exc:
-        raise CoexploreError(f"cannot create or write the output folder: {exc.strerror}", file=str(p),
-                             key="--out", expected="a writable folder path") from None
+        raise _unwritable(p, exc) from None
     return p
 
 
 def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
     """`base`, unless it belongs to another run: then the first of base-2, base-3, ... that is free
-    or belongs to this run. A folder is claimed atomically (a `.run.json` with the run record), so
+    or belongs to this run. A folder is claimed by creating its `.run.json` (the run record), so
     runs with different settings started at the same time never share one; a folder without a claim
     belongs to the run its `result_file` records (any other run, if that records none). A default
     output folder is thus never overwritten by a different run; rerunning reuses its folder."""
@@ -84,37 +83,22 @@ def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
 
 
 def _claim(claim: Path, run: dict) -> bool:
-    """Create the claim file holding `run`, atomically; False if another run made it first."""
-    import os
-    import tempfile
+    """Create the claim file holding `run` (exclusive create: of runs racing for a folder, one
+    wins); False if another run made it first. A run that reads a claim not yet written sees no
+    owner and moves on to the next folder, so it never shares one with a different run."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=claim.parent, prefix=".claim-")
-    except OSError as exc:
-        raise CoexploreError(f"cannot write in the output folder: {exc.strerror}", file=str(claim.parent),
-                             key="--out", expected="a writable folder") from None
-    try:
-        with os.fdopen(fd, "w") as fh:
+        with open(claim, "x", encoding="utf-8") as fh:
             fh.write(json.dumps(run, sort_keys=True))
-        try:
-            os.link(tmp, claim)          # atomic: fails if another run claimed the folder first
-            return True
-        except FileExistsError:
-            return False
-        except OSError:                  # no hard links here (FAT, some network mounts): exclusive create
-            try:
-                with open(claim, "x") as fh:
-                    fh.write(json.dumps(run, sort_keys=True))
-                return True
-            except FileExistsError:
-                return False
-            except OSError as exc:
-                raise CoexploreError(f"cannot write in the output folder: {exc.strerror}",
-                                     file=str(claim.parent), key="--out", expected="a writable folder") from None
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        return True
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise _unwritable(claim.parent, exc) from None
+
+
+def _unwritable(folder: Path, exc: OSError) -> CoexploreError:
+    return CoexploreError(f"cannot create or write the output folder: {exc.strerror or exc}", file=str(folder),
+                          key="--out", expected="a writable folder path")
 
 
 def _owner(path: Path, key: str | None = None):

@@ -191,6 +191,11 @@ def _derive_storage(level: Level, file: str | None) -> None:
     level.is_dummy = "dummy" in level.cls.lower()
 
 
+def _no_networks(what: str, file, key: str, expected: str) -> CoexploreError:
+    return CoexploreError(f"{what}: explicit networks are not modelled (coexplore models Timeloop's "
+                          "default network only)", file=file, key=key, expected=expected)
+
+
 def _derived(width: int, unit: int, file, key: str, what: str) -> int:
     if width % unit:
         raise CoexploreError(f"width {width} is not a multiple of {what} = {unit}", file=file, key=key,
@@ -209,9 +214,7 @@ def _refuse_unmodelled(a: dict, file, key: str) -> None:
                              expected="no scale (or 1 for every dataspace)")
     for net in ("network_read", "network_fill", "network_update", "network_drain"):
         if a.get(net) not in (None, ""):
-            raise CoexploreError(f"explicit networks ('{a[net]}') are not modelled (coexplore models "
-                                 "Timeloop's default network only)", file=file, key=f"{key}.{net}",
-                                 expected="no network_* attributes")
+            raise _no_networks(f"'{a[net]}' names a network", file, f"{key}.{net}", "no network_* attributes")
 
 
 def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y: int,
@@ -237,9 +240,8 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
                   instances=instances, mesh_x=mx, mesh_y=my,
                   constraints=node.get("constraints") or {})
     if level.cls.lower() in NETWORK_CLASSES:
-        raise CoexploreError(f"'{level.cls}' is a network; explicit networks are not modelled (coexplore "
-                             "models Timeloop's default network only)", file=file, key=f"{where}.class",
-                             expected="storage and compute components")
+        raise _no_networks(f"'{level.cls}' is a network", file, f"{where}.class",
+                           "storage and compute components")
     level.is_compute = _is_compute_class(level.accelergy_class if level.subclass else level.cls)
     if not level.is_compute:
         _derive_storage(level, file)
@@ -277,9 +279,7 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                 continue
             if tag in ("Container", "Hierarchical"):
                 if node.get("networks"):
-                    raise CoexploreError("explicit networks are not modelled (coexplore models Timeloop's "
-                                         "default network only)", file=file, key=f"{here}.networks",
-                                         expected="no networks")
+                    raise _no_networks("a networks list", file, f"{here}.networks", "no networks")
                 inherited = dict(inherited)
                 inherited.update({str(k).replace("-", "_"): v
                                   for k, v in (node.get("attributes") or {}).items()})
