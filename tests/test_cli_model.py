@@ -58,8 +58,27 @@ def test_evaluate_invalid_mapping_reports_error():
     assert json.loads(r.stdout)["valid"] is False
 
 
+def test_factor_mismatch_reported_as_timeloop_parser(tmp_path):
+    """Timeloop's mapping parser (parser.cpp) prints one ERROR line per dimension whose factors do
+    not multiply to the workload's bound, in dimension order, and fails."""
+    case, _ = _valid_case()
+    text = (case / "mapping.yaml").read_text()
+    assert "factors: C2" in text and "M1" in text
+    bad = tmp_path / "mapping.yaml"
+    bad.write_text(text.replace("factors: C2", "factors: C6", 1).replace("M1", "M5", 1))
+    r = cli("evaluate", ARCH / "processed.yaml", LAYER, bad, "--json")
+    assert r.returncode == 1
+    got = json.loads(r.stdout)
+    lines = got["error"].splitlines()
+    assert [ln.split(" is ")[0] for ln in lines] == [
+        f"ERROR: parsing mapping: product of all factors of dimension {d}" for d in "CM"]
+    for ln in lines:
+        assert ln.endswith(".") and "which is not equal to the dimension size of the workload" in ln
+    assert lines[0].endswith(" 256.") and lines[1].endswith(" 384.")   # alexnet_conv3: C256, M384
+
+
 @pytest.mark.parametrize("mutate,expect", [
-    (lambda t: t.replace("factors: C2", "factors: C3", 1), "factors of dimension C"),
+    (lambda t: t.replace("factors: C2", "factors: C3", 1), "product of all factors of dimension C is"),
     (lambda t: t.replace("target: DRAM", "target: DRAMM", 1), "unknown level 'DRAMM'"),
     (lambda t: t.replace("M1", "X1", 1), "unknown dimension 'X'"),
     (lambda t: t.replace("factors: C2", "factors: C2 C1", 1), "dimension 'C' given twice"),
@@ -72,7 +91,7 @@ def test_bad_mapping_gives_message_and_exit_2(tmp_path, mutate, expect):
     bad = tmp_path / "mapping.yaml"
     bad.write_text(mutate((case / "mapping.yaml").read_text()))
     r = cli("evaluate", ARCH / "processed.yaml", LAYER, bad)
-    if "factors of dimension" in expect:
+    if "product of all factors" in expect:
         # a factor mismatch is an invalid mapping, reported as such (exit 1), never a traceback
         assert r.returncode == 1 and "INVALID" in r.stdout and expect in r.stdout
         return

@@ -27,15 +27,21 @@ class Validity:
     where: np.ndarray    # [B] int: level (-1: compute) or dimension index for FACTORS
     value: np.ndarray    # [B] int: mapped value
     limit: np.ndarray    # [B] int: what the hardware / problem allows
+    products: np.ndarray | None = None   # [B, D] product of each dimension's factors
 
     def message(self, b: int, arch: Architecture, problem: Problem) -> str | None:
         kind = int(self.kind[b])
         if kind == OK:
             return None
         value, limit, where = int(self.value[b]), int(self.limit[b]), int(self.where[b])
-        if kind == FACTORS:
-            return (f"factors of dimension {problem.dims[where]} multiply to {value}, "
-                    f"but the problem bound is {limit}")
+        if kind == FACTORS:   # Timeloop's parser: one line per dimension whose factors are off
+            dims = [where] if self.products is None else \
+                np.flatnonzero(self.products[b] != np.asarray(problem.bounds)).tolist()
+            got = [value] if self.products is None else [int(self.products[b, d]) for d in dims]
+            return "\nERROR: ".join(
+                f"parsing mapping: product of all factors of dimension {problem.dims[d]} is {g}, "
+                f"which is not equal to the dimension size of the workload {problem.bounds[d]}."
+                for d, g in zip(dims, got))
         name = arch.compute.name if where < 0 else arch.levels[len(arch.levels) - 1 - where].name
         if kind == UNDERUSED:
             lv = arch.levels[len(arch.levels) - 1 - where]
@@ -93,4 +99,4 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
         fail(x * y > lv.instances, INSTANCES, li, x * y, lv.instances)
         fail(x > lv.mesh_x, X_EXPANSION, li, x, lv.mesh_x)
         fail(y > lv.mesh_y, Y_EXPANSION, li, y, lv.mesh_y)
-    return Validity(kind == OK, kind, where, value, limit)
+    return Validity(kind == OK, kind, where, value, limit, prod)
