@@ -73,7 +73,9 @@ def test_encode_decode_round_trip(eyeriss):
 
 
 def test_corpus_mapper_mappings_are_in_the_mapspace():
-    """Timeloop's own mapper output (made under the same constraints) encodes and decodes back."""
+    """Timeloop's own mapper output (made under the same constraints) encodes and decodes back,
+    spatial loop order included (decode orders spatial loops as the constraints' permutation), to
+    a mapping with Timeloop's numbers."""
     import json
     found = 0
     for case in sorted((CORPUS / "public").glob("*/*/*")):
@@ -83,11 +85,11 @@ def test_corpus_mapper_mappings_are_in_the_mapspace():
         ctx = _ctx(case.parts[-3], case.parts[-2])
         ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch))
         m = to_arrays([ctx.load_mapping(case / "mapping.yaml")], ctx.arch, ctx.problem)
-        m.spatial_perm = None     # the mapspace does not encode the order of spatial loops
         back = ms.decode(ms.encode(m))
-        res, orig = ctx.evaluate(back), ctx.evaluate(m)
+        res = ctx.evaluate(back)
         assert res.valid[0]
-        assert ctx.record(res) == ctx.record(orig)
+        assert int(res.cycles[0]) == exp["cycles"]
+        assert float(res.energy_pJ[0]) == pytest.approx(exp["energy_pJ"], rel=1e-9)
         found += 1
     assert found >= 3
 

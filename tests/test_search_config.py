@@ -118,9 +118,26 @@ def test_objective_loss_selects_metric():
     m = {"energy": np.array([2.0, 3.0, np.nan]), "cycles": np.array([10.0, 1.0, 5.0])}
     assert np.array_equal(objective_loss(m, "edp"), [20.0, 3.0, np.inf])
     assert np.array_equal(objective_loss(m, "energy"), [2.0, 3.0, np.inf])
-    assert np.array_equal(objective_loss(m, "latency"), [10.0, 1.0, 5.0])
+    lat = objective_loss(m, "latency")
+    assert np.array_equal(np.floor(lat[:2]), [10.0, 1.0]) and lat[2] == np.inf   # NaN energy: invalid
+    assert np.array_equal(objective_loss({"cycles": m["cycles"]}, "latency"), [10.0, 1.0, 5.0])
     with pytest.raises(CoexploreError):
         objective_loss(m, "area")
+
+
+def test_latency_ties_go_to_lower_energy():
+    """timeloop-mapper's [delay, energy]: fewer cycles always win; equal cycles, less energy
+    (resolved for energies of 1 pJ to 1e16 pJ and up to 2^32 cycles)."""
+    rng = np.random.default_rng(0)
+    cycles = rng.integers(1, 2 ** 32, 5000).astype(float)
+    cycles[::2] = cycles[1::2]                                    # pairs of equal latency
+    energy = 10.0 ** rng.uniform(0, 16, 5000)
+    lat = objective_loss({"energy": energy, "cycles": cycles}, "latency")
+    assert np.array_equal(np.floor(lat), cycles)
+    order = np.lexsort((energy, cycles))
+    assert np.all(np.diff(lat[order]) >= 0)
+    pair = np.flatnonzero(energy[::2] != energy[1::2])
+    assert np.all((lat[::2][pair] < lat[1::2][pair]) == (energy[::2][pair] < energy[1::2][pair]))
 
 
 def test_loss_transform_penalises_invalid_below_every_valid():

@@ -24,9 +24,11 @@ def register(sub) -> None:
     p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH; a system's "
                                  "built-in estimator)")
     add_arguments(p)
-    p.add_argument("--constraints", help="mapspace constraints (default: the architecture_constraints inside "
-                                         "ARCH, else constraints.yaml beside ARCH, else the v0.4 nodes' "
-                                         "constraints)")
+    p.add_argument("--constraints", action="append", default=None,
+                   help="mapspace constraints file; repeat it for several (e.g. architecture and mapspace "
+                        "constraints), combined with the architecture_constraints inside ARCH as "
+                        "timeloop-mapper combines them (default: those inside ARCH, else constraints.yaml "
+                        "beside ARCH, else the v0.4 nodes' constraints)")
     p.add_argument("--searcher", default=None,
                    help=f"searcher name or mapper YAML (mappers/<name>.yaml); default marl. "
                         f"Names: {', '.join(sorted(registry.SEARCHERS))}")
@@ -84,7 +86,7 @@ def run(args) -> int:
     def where(x):            # a file as an absolute path, a bundled name as given
         return x if x is None or not Path(x).exists() else str(Path(x).resolve())
     run_desc = {"arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
-                "ert": where(args.ert), "constraints": where(args.constraints), "mapper": spec.to_dict(),
+                "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None, "mapper": spec.to_dict(),
                 "budget": args.budget, "seed": args.seed}
     # created before the search, not after; a default folder holding another run's result is kept
     out = output_dir(args.out) if args.out else default_run_dir(f"results/map/{ctx.arch.name}-{label}",

@@ -33,7 +33,8 @@ def _factor_groups(ms) -> list[tuple[list[int], np.ndarray]]:
 
 
 def _factor_chunks(ms, max_factor_points: int, chunk: int) -> Iterator[np.ndarray]:
-    """Distinct factorisations as full parameter vectors (other columns 0), in chunks."""
+    """Distinct factorisations as full parameter vectors (other columns 0), in chunks; those
+    that break the constraints' factor bounds are left out."""
     groups = _factor_groups(ms)
     sizes = [len(c) for _, c in groups]
     total = int(np.prod(sizes, dtype=np.float64)) if sizes else 1
@@ -46,6 +47,8 @@ def _factor_chunks(ms, max_factor_points: int, chunk: int) -> Iterator[np.ndarra
         if groups:
             for (cols, combos), k in zip(groups, np.unravel_index(idx, sizes)):
                 full[:, cols] = combos[k]
+        if ms.has_bounds:                 # factor bounds (X<=n, X>=n) and min parallelism
+            full = full[ms.satisfies(ms.decode(full))]
         yield full
 
 

@@ -18,6 +18,7 @@ unit loops, which Timeloop's pruned mappers treat as the same mapping.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from coexplore.errors import CoexploreError
 from coexplore.mapspace.sampling import fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
-from coexplore.spec.constraints import LevelConstraints
+from coexplore.spec.constraints import LevelConstraints, resolve_permutation
 from coexplore.spec.mapping import MappingArrays
 from coexplore.spec.problem import Problem
 
@@ -54,6 +55,19 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
                                      expected=f"dimensions of {problem.name}: {problem.dims}")
 
 
+def _resolved(constraints: dict[str, LevelConstraints], dims: list[str]) -> dict[str, LevelConstraints]:
+    """Constraints with their permutations read against the layer's dimensions ('QRSC PNM' is
+    letter by letter, as Timeloop reads it, when the dimensions are single letters)."""
+    out = {}
+    for level, c in constraints.items():
+        tp = resolve_permutation(c.temporal_permutation or [], dims)
+        sp = resolve_permutation(c.spatial_permutation or [], dims)
+        if tp != (c.temporal_permutation or []) or sp != (c.spatial_permutation or []):
+            c = dataclasses.replace(c, temporal_permutation=tp, spatial_permutation=sp)
+        out[level] = c
+    return out
+
+
 @dataclass
 class FactorParam:
     dim: int
@@ -66,7 +80,7 @@ class MapSpace:
 
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
         self.arch, self.problem = arch, problem
-        self.constraints = constraints or {}
+        self.constraints = _resolved(constraints or {}, problem.dims)
         _check_constraint_dims(self.constraints, problem, [lv.name for lv in arch.levels])
         L, D, S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
         self.L, self.D, self.S = L, D, S
@@ -76,16 +90,30 @@ class MapSpace:
         self.base_t = np.ones((L, D), np.int64)
         self.base_x = np.ones((L, D), np.int64)
         self.base_y = np.ones((L, D), np.int64)
+        # factor bounds X<=n / X>=n per (level, dim), temporal and spatial (X*Y); checked per mapping
+        self.t_max = np.full((L, D), np.iinfo(np.int64).max, np.int64)
+        self.t_min = np.ones((L, D), np.int64)
+        self.s_max = self.t_max.copy()
+        self.s_min = self.t_min.copy()
+        self.min_parallelism = 0.0
         remaining = list(problem.bounds)
         t_allowed = np.zeros((L, D), bool)
         x_allowed = np.zeros((L, D), bool)
         y_allowed = np.zeros((L, D), bool)
+
+        def exact(n: int, d: int) -> int:
+            # Timeloop: 0 is the whole dimension, a factor above the bound is cut to the bound
+            return problem.bounds[d] if n == 0 or n > problem.bounds[d] else n
+
         for li, lv in enumerate(inner):
             c = self.constraints.get(lv.name, LevelConstraints())
+            if c.min_parallelism is not None:
+                self._set_min_parallelism(c, lv, li, inner)
             for d, name in enumerate(dims):
                 op, n = c.temporal_factors.get(name, ("=", 1) if c.temporal_factors_only else (None, None))
                 if not lv.is_dummy:
-                    if op == "=" and n is not None and n >= 1:
+                    if op == "=" and n is not None:
+                        n = exact(n, d)
                         if n > 1:
                             if remaining[d] % n:
                                 raise CoexploreError(f"constraint {name}={n} at {lv.name} does not divide the "
@@ -95,8 +123,11 @@ class MapSpace:
                             remaining[d] //= n
                     else:
                         t_allowed[li, d] = True
+                        self.t_max[li, d] = c.temporal_max.get(name, self.t_max[li, d])
+                        self.t_min[li, d] = c.temporal_min.get(name, 1)
                 sop, sn = c.spatial_factors.get(name, ("=", 1) if c.spatial_factors_only else (None, None))
                 if sop == "=" and sn is not None:
+                    sn = exact(sn, d)
                     if sn > 1:
                         axis_x = self._on_x(c, name)
                         (self.base_x if axis_x else self.base_y)[li, d] = sn
@@ -109,8 +140,19 @@ class MapSpace:
                 axis = self._axis(c, name)
                 x_allowed[li, d] = fx[li] > 1 and axis in ("x", "any")
                 y_allowed[li, d] = fy[li] > 1 and axis in ("y", "any")
-        # the backing store can always take what is left
-        t_allowed[L - 1, :] = True
+                if x_allowed[li, d] or y_allowed[li, d]:
+                    self.s_max[li, d] = c.spatial_max.get(name, self.s_max[li, d])
+                    self.s_min[li, d] = c.spatial_min.get(name, 1)
+        for d, name in enumerate(dims):     # a prime with no level to go to: the constraints conflict
+            if remaining[d] > 1 and not (t_allowed[:, d].any() or x_allowed[:, d].any() or y_allowed[:, d].any()):
+                raise CoexploreError(f"the constraints leave no level for the factor {remaining[d]} of dimension "
+                                     f"{name} (bound {problem.bounds[d]}): every level fixes its factor",
+                                     file=next((c.source for c in self.constraints.values() if c.source), None),
+                                     key="constraints", expected="fixed factors of each dimension that multiply "
+                                     "to its bound, or a level left free")
+        self.has_bounds = bool((self.t_max < np.iinfo(np.int64).max).any() or (self.t_min > 1).any()
+                               or (self.s_max < np.iinfo(np.int64).max).any() or (self.s_min > 1).any()
+                               or self.min_parallelism > 0)
         self.t_allowed, self.x_allowed, self.y_allowed = t_allowed, x_allowed, y_allowed
         self.factor_params: list[FactorParam] = []
         for d in range(D):
@@ -151,6 +193,32 @@ class MapSpace:
                 else:                                            # Timeloop's 'X': the mapper chooses
                     self.keep_params.append((li, s))
         self._build_space()
+
+    def _set_min_parallelism(self, c: LevelConstraints, lv, li: int, inner) -> None:
+        """Timeloop: min parallelism (`type: utilization` / `parallelism`) only at the innermost
+        storage level; it bounds the fraction of the compute units a mapping uses."""
+        innermost = next(i for i, x in enumerate(inner) if not x.is_dummy)
+        if li != innermost:
+            raise CoexploreError(f"parallelism cannot be constrained at level {lv.name}: it must be constrained "
+                                 f"at the innermost storage level ({inner[innermost].name})", file=c.source,
+                                 key=f"constraints of {lv.name}", expected="type: utilization on the innermost "
+                                 "storage level")
+        self.min_parallelism = float(c.min_parallelism)
+
+    def satisfies(self, m: MappingArrays) -> np.ndarray:
+        """[B] bool: the mappings keep the constraints' factor bounds (X<=n, X>=n) and min
+        parallelism, which prime-factor assignment cannot encode (decode may break them)."""
+        B = len(m)
+        ok = np.ones(B, bool)
+        if not self.has_bounds:
+            return ok
+        sp = m.spatial_x * m.spatial_y
+        ok &= ((m.temporal <= self.t_max) & (m.temporal >= self.t_min)).all(axis=(1, 2))
+        ok &= ((sp <= self.s_max) & (sp >= self.s_min)).all(axis=(1, 2))
+        if self.min_parallelism > 0:
+            used = np.prod(sp.reshape(B, -1).astype(float), axis=1)
+            ok &= used >= self.min_parallelism * self.arch.compute.instances * (1 - 1e-12)
+        return ok
 
     @staticmethod
     def _on_x(c: LevelConstraints, name: str) -> bool:
@@ -274,7 +342,26 @@ class MapSpace:
         keep = np.broadcast_to(self.base_keep, (B, L, S)).copy()
         for pi, li, s in self.keep_index:
             keep[:, li, s] = X[:, pi] == 1
-        return MappingArrays(t, sx, sy, perm, keep).well_formed()
+        return MappingArrays(t, sx, sy, perm, keep, self._spatial_order(sx, sy)).well_formed()
+
+    def _spatial_order(self, sx: np.ndarray, sy: np.ndarray) -> np.ndarray | None:
+        """The spatial loop order (innermost first) where constraints give a spatial permutation:
+        X loops, then Y loops, each in the constraint's order (unlisted dimensions after, by
+        index), then the unit loops; None (the default order) elsewhere."""
+        inner = list(reversed(self.arch.levels))
+        ranks = {}
+        for li, lv in enumerate(inner):
+            perm = self.constraints.get(lv.name, LevelConstraints()).spatial_permutation
+            if perm:
+                ranks[li] = np.array([perm.index(n) if n in perm else len(perm) + d
+                                      for d, n in enumerate(self.problem.dims)], np.int64)
+        if not ranks:
+            return None
+        D = self.D
+        key = np.where(sx > 1, 0, np.where(sy > 1, 1, 2)) * (4 * D) + np.arange(D)
+        for li, r in ranks.items():
+            key[:, li, :] = np.where(sx[:, li] > 1, 0, np.where(sy[:, li] > 1, 1, 2)) * (4 * D) + r
+        return np.argsort(key, axis=2, kind="stable")
 
     def encode(self, m: MappingArrays) -> np.ndarray:
         """Parameter vectors of mappings that lie in this mapspace (raises otherwise).
@@ -326,6 +413,9 @@ class MapSpace:
                     raise CoexploreError(f"{where} has {what} {dims[di]}={want[b, li, di]} at {names[li]}, which "
                                          "the constraints (or the fan-out) do not allow", key="mapping",
                                          expected="a mapping in the mapspace")
+            if self.has_bounds and not self.satisfies(m.take([b]))[0]:
+                raise CoexploreError(f"{where} breaks the constraints' factor bounds (X<=n / X>=n) or their "
+                                     "minimum parallelism", key="mapping", expected="a mapping in the mapspace")
             bad = np.argwhere(d.keep[b] != m.keep[b])
             if len(bad):
                 li, si = bad[0]

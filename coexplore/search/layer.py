@@ -64,8 +64,11 @@ def metric_arrays(res) -> dict:
 def make_objective(ctx: Context, ms: MapSpace, objective: str):
     """Batch of parameter vectors -> losses (inf for invalid mappings)."""
     def f(X: np.ndarray) -> np.ndarray:
-        res = ctx.evaluate(ms.decode(X))
-        return registry.objective_loss(metric_arrays(res), objective)
+        arrays = ms.decode(X)
+        loss = registry.objective_loss(metric_arrays(ctx.evaluate(arrays)), objective)
+        if ms.has_bounds:            # factor bounds / min parallelism: outside the mapspace
+            loss[~ms.satisfies(arrays)] = np.inf
+        return loss
     return f
 
 
@@ -137,6 +140,11 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     return out
 
 
+def _reported(loss: float, objective: str) -> float:
+    """The objective's value from a loss: latency losses carry an energy tie-break below 0.5."""
+    return float(math.floor(loss)) if objective == "latency" and math.isfinite(loss) else float(loss)
+
+
 def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, result: SearchResult,
                 wall: float, exhausted: bool | None) -> MapResult:
     """The best candidate of a search, re-evaluated into a full result record and mapping."""
@@ -144,6 +152,7 @@ def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, res
     res = ctx.evaluate(arrays)
     return MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
                      mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
-                     history=[[int(s), float(v)] for s, v in result.history], objective=spec.objective,
+                     history=[[int(s), _reported(v, spec.objective)] for s, v in result.history],
+                     objective=spec.objective,
                      seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size(),
                      exhausted=exhausted, interrupted=result.interrupted)

@@ -187,11 +187,20 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
     return cls(space, spec.config, seed)
 
 
+def latency_tie_break(energy: np.ndarray) -> np.ndarray:
+    """A term in [0, 0.5) increasing with energy: added to whole cycle counts it ranks equal
+    latencies by energy and never reorders different ones (floor(loss) is the latency)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.log10(1.0 + np.maximum(np.asarray(energy, dtype=float), 0.0)) / 40.0
+    return 0.5 * np.clip(np.nan_to_num(t, nan=1.0, posinf=1.0), 0.0, 0.999)
+
+
 def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") -> np.ndarray:
     """The loss the searchers minimise, from the cost model's metrics.
 
     metrics: arrays of the batch keyed 'energy', 'latency' (or 'cycles'), optionally 'edp'
-    (else energy x latency); invalid mappings carry inf (or NaN).
+    (else energy x latency); invalid mappings carry inf (or NaN). 'latency' is lexicographic,
+    as timeloop-mapper's [delay, energy]: whole cycles plus `latency_tie_break(energy)`.
     """
     if objective not in OBJECTIVES:
         raise CoexploreError(f"unknown objective '{objective}'", key="objective",
@@ -205,6 +214,9 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
         out = get("energy")
     elif objective == "latency":
         out = get("latency", "cycles")
+        if "energy" in metrics:   # ties (equal cycles) go to the lower energy: Timeloop's [delay, energy]
+            e = get("energy")
+            out = np.where(np.isnan(e), np.inf, np.floor(out) + latency_tie_break(e))
     elif "edp" in metrics:
         out = get("edp")
     else:

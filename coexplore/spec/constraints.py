@@ -16,12 +16,16 @@ from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.yamlio import load_yaml
 
-_FACTOR = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*(<=|>=|=)\s*(\d+)\s*$")
+# Timeloop's factor syntax (constraints.cpp): `C=1`, `M<=4`, `P>=2`, also `R3` (the '=' is optional);
+# text around the entries (commas, stray characters) is skipped, as Timeloop's regex search does
+_FACTOR = re.compile(r"([A-Za-z_][A-Za-z_0-9]*?)\s*(<=|>=|=)\s*(\d+)|([A-Za-z]+)(\d+)")
+TYPES = ("temporal", "spatial", "bypass", "bypassing", "datatype", "dataspace", "utilization", "parallelism",
+         "max_overbooked_proportion")
 
 
 @dataclass
 class LevelConstraints:
-    temporal_factors: dict[str, tuple[str, int]] = field(default_factory=dict)   # dim -> (op, n)
+    temporal_factors: dict[str, tuple[str, int]] = field(default_factory=dict)   # dim -> ("=", n); 0 = whole
     temporal_permutation: list[str] = field(default_factory=list)               # innermost-first prefix
     spatial_factors: dict[str, tuple[str, int]] = field(default_factory=dict)
     spatial_permutation: list[str] = field(default_factory=list)
@@ -35,27 +39,45 @@ class LevelConstraints:
     # factors_only (timeloopfe): the dimensions not listed get factor 1 at this level
     temporal_factors_only: bool = False
     spatial_factors_only: bool = False
+    # factor bounds `X<=n` / `X>=n` (Timeloop's max factors; min factors as timeloopfe writes them)
+    temporal_max: dict[str, int] = field(default_factory=dict)
+    temporal_min: dict[str, int] = field(default_factory=dict)
+    spatial_max: dict[str, int] = field(default_factory=dict)
+    spatial_min: dict[str, int] = field(default_factory=dict)
+    # `type: utilization` / `parallelism` (innermost storage level): least fraction of the compute
+    # units a mapping must use, as timeloop-mapper's min parallelism
+    min_parallelism: float | None = None
     ignored: list[str] = field(default_factory=list)   # keys read but not applied (e.g. maximize_dims)
     source: str | None = field(default=None, compare=False)   # the file they were read from
 
 
-def _factors(value, *, file, key) -> dict[str, tuple[str, int]]:
+def _factors(value, *, file, key) -> dict[str, dict[str, int]]:
+    """{'=': {dim: n}, '<=': {...}, '>=': {...}} from a factor string or list."""
+    out: dict[str, dict[str, int]] = {"=": {}, "<=": {}, ">=": {}}
     if value is None:
-        return {}
-    items = value if isinstance(value, list) else re.split(r"[,\s]+", str(value).strip())
-    out = {}
-    for item in items:
-        if not str(item).strip():
-            continue
-        m = _FACTOR.match(str(item))
-        if not m:
-            raise CoexploreError(f"cannot read factor constraint {item!r}", file=file, key=key,
-                                 expected="entries like 'C=1', 'M<=4' or 'P>=2'")
-        out[m.group(1)] = (m.group(2), int(m.group(3)))
+        return out
+    text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    found = False
+    for m in _FACTOR.finditer(text):
+        found = True
+        if m.group(4):
+            out["="][m.group(4)] = int(m.group(5))
+        else:
+            out[m.group(2)][m.group(1)] = int(m.group(3))
+    if text.strip() and not found:
+        raise CoexploreError(f"cannot read factor constraint {text!r}", file=file, key=key,
+                             expected="entries like 'C=1', 'M<=4' or 'P>=2'")
+    for dim, n in out["<="].items():
+        if n <= 0:       # Timeloop: "max factor must be positive"
+            raise CoexploreError(f"max factor {dim}<={n} must be positive", file=file, key=key,
+                                 expected="X<=n with n >= 1")
     return out
 
 
 def _perm(value) -> list[str]:
+    """A permutation as written: a list, a string of one-letter dimensions (Timeloop reads it
+    letter by letter, skipping spaces), or space-separated names; `resolve_permutation` settles
+    which against the layer's dimensions."""
     if value is None:
         return []
     if isinstance(value, list):
@@ -64,51 +86,128 @@ def _perm(value) -> list[str]:
     return s.split() if " " in s else list(s)
 
 
+def resolve_permutation(perm: list[str], dims: list[str]) -> list[str]:
+    """Names of `dims` from a parsed permutation: as given when every entry is a dimension, else
+    letter by letter (Timeloop's reading of 'QRSC PNM'); unknown names are left for the caller."""
+    if all(p in dims for p in perm):
+        return list(perm)
+    letters = [ch for p in perm for ch in p if not ch.isspace()]
+    return letters if all(ch in dims for ch in letters) else list(perm)
+
+
 # keys of a constraint that the mapspace applies, per kind (others are recorded in `ignored`)
 _APPLIED = {"temporal": {"factors", "factors_only", "permutation"},
             "spatial": {"factors", "factors_only", "permutation", "split"},
-            "bypass": {"keep", "bypass", "keep_only"}}
-_APPLIED["dataspace"] = _APPLIED["datatype"] = _APPLIED["bypass"]
+            "bypass": {"keep", "bypass", "keep_only"},
+            "utilization": {"min"}, "parallelism": {"min"}, "max_overbooked_proportion": set()}
+_APPLIED["dataspace"] = _APPLIED["datatype"] = _APPLIED["bypassing"] = _APPLIED["bypass"]
 
 
-def _apply(c: LevelConstraints, kind: str, body: dict, file, key) -> None:
-    c.ignored += [f"{key}.{k}" for k in body if k not in _APPLIED.get(kind, ()) | {"target", "type", "name"}]
+def _respecified(what: str, level: str, file, key):
+    return CoexploreError(f"re-specification of {what} at level {level}: this may imply a conflict between "
+                          "architecture and mapspace constraints (timeloop-mapper refuses it too)",
+                          file=file, key=key, expected="each constraint given once per level")
+
+
+def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "?", last: bool = False) -> None:
+    if kind not in TYPES:
+        raise CoexploreError(f"unrecognized constraint type '{kind}'", file=file, key=f"{key}.type",
+                             expected=" | ".join(TYPES))
+    c.ignored += [f"{key}.{k}" for k in body if k not in _APPLIED[kind] | {"target", "type", "name"}]
     if kind in ("temporal", "spatial"):
         factors = _factors(body.get("factors"), file=file, key=f"{key}.factors")
         if body.get("factors_only") is not None:
-            factors.update(_factors(body["factors_only"], file=file, key=f"{key}.factors_only"))
+            only = _factors(body["factors_only"], file=file, key=f"{key}.factors_only")
+            for op in factors:
+                factors[op].update(only[op])
             setattr(c, f"{kind}_factors_only", True)
-        getattr(c, f"{kind}_factors").update(factors)
+        for op, attr in (("=", f"{kind}_factors"), ("<=", f"{kind}_max"), (">=", f"{kind}_min")):
+            have = getattr(c, attr)
+            for dim, n in factors[op].items():
+                if dim in have:
+                    raise _respecified(f"{'max ' if op == '<=' else 'min ' if op == '>=' else ''}factor for "
+                                       f"dimension {dim}", level, file, f"{key}.factors")
+                have[dim] = ("=", n) if op == "=" else n
         if body.get("permutation") is not None:
-            setattr(c, f"{kind}_permutation", _perm(body["permutation"]))
+            perm = _perm(body["permutation"])
+            if perm:
+                if getattr(c, f"{kind}_permutation"):
+                    raise _respecified(f"{kind} permutation", level, file, f"{key}.permutation")
+                setattr(c, f"{kind}_permutation", perm)
     if kind == "spatial" and body.get("split") is not None:
         split = body["split"]
         if isinstance(split, bool) or not isinstance(split, int) or split < 0:
             raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
                                  expected="a non-negative integer (v0.4 expressions are not evaluated)")
+        if c.split is not None:
+            raise _respecified("spatial split", level, file, f"{key}.split")
         c.split = split
-    elif kind in ("bypass", "dataspace", "datatype"):
+    elif kind in ("bypass", "bypassing", "dataspace", "datatype"):
+        for k in ("keep", "keep_only", "bypass"):
+            v = body.get(k)
+            if v is not None and (isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple, set))):
+                raise CoexploreError(f"got {v!r}", file=file, key=f"{key}.{k}", expected="a list of dataspace names")
+        said = (c.keep or set()) | (c.bypass or set())
+        for k in ("keep", "keep_only", "bypass"):
+            again = set(body.get(k) or []) & said
+            if again and not last:
+                raise _respecified(f"dataspace {k.split('_')[0]} flag ({', '.join(sorted(again))})", level,
+                                   file, f"{key}.{k}")
+            said |= set(body.get(k) or [])
         if body.get("keep") is not None:
-            c.keep = set(body["keep"])
+            c.keep = (c.keep or set()) | set(body["keep"])
         if body.get("keep_only") is not None:
-            c.keep = set(body["keep_only"])
+            c.keep = (c.keep or set()) | set(body["keep_only"])
             c.keep_only = True
         if body.get("bypass") is not None:
-            c.bypass = set(body["bypass"])
+            c.bypass = (c.bypass or set()) | set(body["bypass"])
+    elif kind in ("utilization", "parallelism"):
+        v = body.get("min")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise CoexploreError(f"got {v!r}", file=file, key=f"{key}.min", expected="a number in [0, 1]")
+        if c.min_parallelism is not None:
+            raise _respecified("min parallelism/utilization", level, file, key)
+        c.min_parallelism = float(v)
+    elif kind == "max_overbooked_proportion":
+        c.ignored.append(f"{key} (max_overbooked_proportion: sparse tiles, not modelled)")
+
+
+def _directives(targets: list, file) -> list[tuple[str, dict, str]]:
+    """(level name, directive, key) for every directive, in the layouts Timeloop reads: flat
+    entries with `target` (or `name`) and `type`, or a target with a `constraints:` list; a
+    directive's fields may sit under `attributes:`."""
+    out = []
+    for i, t in enumerate(targets or []):
+        key = f"targets[{i}]"
+        if not isinstance(t, dict) or ("target" not in t and "name" not in t):
+            raise CoexploreError("missing target", file=file, key=key, expected="a mapping with target and type")
+        level = t.get("target", t.get("name"))
+        inner = t.get("constraints")
+        items = [(c, f"{key}.constraints[{j}]") for j, c in enumerate(inner)] if isinstance(inner, list) else [(t, key)]
+        for c, k in items:
+            if not isinstance(c, dict):
+                raise CoexploreError("not a mapping", file=file, key=k, expected="a constraint with a type")
+            body = {**c, **c["attributes"]} if isinstance(c.get("attributes"), dict) else c
+            out.append((str(level), {kk: v for kk, v in body.items() if kk != "attributes"}, k))
+    return out
 
 
 def constraints_from_targets(targets: list, arch: Architecture, file=None) -> dict[str, LevelConstraints]:
+    """Per-level constraints from Timeloop constraint directives. `targets` may be a list of
+    (directives, file) pairs (several files combined, as timeloop-mapper combines its inputs)."""
     out = {lv.name: LevelConstraints(source=None if file is None else str(file)) for lv in arch.levels}
-    for i, t in enumerate(targets or []):
-        key = f"targets[{i}]"
-        if not isinstance(t, dict) or "target" not in t:
-            raise CoexploreError("missing target", file=file, key=key, expected="a mapping with target and type")
-        if t["target"] not in out:
-            if t["target"] == arch.compute.name:
-                continue
-            raise CoexploreError(f"unknown level '{t['target']}'", file=file, key=f"{key}.target",
-                                 expected=f"one of {list(out)}")
-        _apply(out[t["target"]], t.get("type", "temporal"), t, file, key)
+    groups = targets if targets and isinstance(targets[0], tuple) else [(targets, file)]
+    last = arch.levels[0].name if arch.levels else None
+    for body, f in groups:
+        for level, t, key in _directives(body, f):
+            if level not in out:
+                if level == arch.compute.name:
+                    continue
+                raise CoexploreError(f"unknown level '{level}'", file=f, key=f"{key}.target",
+                                     expected=f"one of {list(out)}")
+            if f is not None and out[level].source is None:
+                out[level].source = str(f)
+            _apply(out[level], t.get("type", "temporal"), t, f, key, level, last=level == last)
     return out
 
 
@@ -121,7 +220,7 @@ def constraints_from_nodes(arch: Architecture) -> dict[str, LevelConstraints]:
             if isinstance(raw.get(kind), dict):
                 if lv.is_dummy and kind != "spatial":
                     continue
-                _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}")
+                _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}", lv.name)
         if c.keep is not None and c.bypass is None:
             c.keep_only = True          # timeloopfe writes the complement as the bypass list
         if lv.is_dummy:
@@ -134,8 +233,9 @@ def constraints_from_nodes(arch: Architecture) -> dict[str, LevelConstraints]:
 
 def constraint_targets(data) -> list | None:
     """The constraint directives of a Timeloop input document: `architecture_constraints` and
-    `mapspace_constraints` (or `mapspace` / `constraints`) targets together, as timeloop-mapper
-    combines them, or a bare `targets` list; None when the document has none."""
+    `mapspace_constraints` (or `mapspace` / `constraints`) together, as timeloop-mapper combines
+    them, each a `targets:` list or a bare list; or a top-level `targets` list; None when the
+    document has none."""
     if not isinstance(data, dict):
         return None
     found = False
@@ -143,29 +243,45 @@ def constraint_targets(data) -> list | None:
     for k in ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints"):
         v = data.get(k)
         if isinstance(v, dict) and "targets" in v:
-            found = True
-            body += list(v["targets"] or [])
-            if k == "mapspace":
-                break                          # mapspace and constraints: older names of one block
+            v = v["targets"]
+        elif not isinstance(v, list):
+            continue
+        found = True
+        body += list(v or [])
+        if k == "mapspace":
+            break                          # mapspace and constraints: older names of one block
     if not found and "targets" in data:
         return list(data["targets"] or [])
     return body if found else None
 
 
-def load_constraints(arch: Architecture, path: str | Path | None = None) -> dict[str, LevelConstraints]:
-    """Constraints from a constraints file, else those in the architecture's own file (timeloopfe's
-    parsed-processed-input carries `architecture_constraints`), else a constraints.yaml beside
-    it, else its v0.4 nodes."""
-    if path is not None:
-        body = constraint_targets(load_yaml(path))
-        if body is None:
-            raise CoexploreError("no constraint targets", file=str(path), key="architecture_constraints.targets",
-                                 expected="a list of {target, type, factors|permutation|keep|bypass}")
-        return constraints_from_targets(body, arch, str(path))
+def load_constraints(arch: Architecture, path: str | Path | list | tuple | None = None
+                     ) -> dict[str, LevelConstraints]:
+    """Constraints from constraints files (one path or several, combined with the
+    architecture_constraints inside the architecture's own file as timeloop-mapper combines its
+    inputs; a directive given twice for one level is refused, as there), else those in the
+    architecture's own file (timeloopfe's parsed-processed-input carries them), else a
+    constraints.yaml beside it, else its v0.4 nodes."""
+    paths = [] if path is None else [path] if isinstance(path, (str, Path)) else list(path)
+    inline = None
     if arch.source and Path(arch.source).is_file():
         inline = constraint_targets(load_yaml(arch.source))
-        if inline is not None:
-            return constraints_from_targets(inline, arch, str(arch.source))
+    if paths and arch.source and any(Path(p).resolve() == Path(arch.source).resolve() for p in paths):
+        inline = None                      # the architecture's own file given again: read once
+    if paths:
+        groups = [(inline, str(arch.source))] if inline else []
+        for p in paths:
+            body = constraint_targets(load_yaml(p))
+            if body is None:
+                raise CoexploreError("no constraint targets", file=str(p),
+                                     key="architecture_constraints / mapspace_constraints",
+                                     expected="a list of {target, type, factors|permutation|keep|bypass}, under "
+                                              "architecture_constraints, mapspace_constraints or targets")
+            groups.append((body, str(p)))
+        return constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None)
+    if inline is not None:
+        return constraints_from_targets(inline, arch, str(arch.source))
+    if arch.source and Path(arch.source).is_file():
         cand = Path(arch.source).parent / "constraints.yaml"
         if cand.exists() and any(lv.constraints == {} for lv in arch.levels):
             return load_constraints(arch, cand)

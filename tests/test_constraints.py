@@ -1,0 +1,178 @@
+"""Timeloop mapspace constraints as timeloop-mapper reads them (src/mapping/constraints.cpp):
+factor syntax, `X=0`, factor bounds, the backing store's factors, permutations written with
+spaces, the layouts of constraint files, several files combined, re-specification refused."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from coexplore.errors import CoexploreError
+from coexplore.mapspace.enumerate import canonical_points, count_canonical
+from coexplore.mapspace.space import MapSpace
+from coexplore.model.inputs import load_context
+from coexplore.search.layer import make_objective, map_layer
+from coexplore.spec.architecture import load_architecture
+from coexplore.spec.constraints import constraints_from_targets, load_constraints
+
+from conftest import CORPUS, DATA
+
+EX5 = DATA / "exercises_v4" / "v4_ex05_mapper_conv1d_oc_3level_null"   # K32 R3 P16, no fan-out
+PPI = EX5 / "parsed-processed-input.yaml"
+
+
+@pytest.fixture(scope="module")
+def ex5():
+    return load_context(PPI, PPI, EX5 / "timeloop-mapper.ERT.yaml")
+
+
+def _level(ctx, name):
+    """Index of a level in the mapping arrays (innermost first)."""
+    return [lv.name for lv in reversed(ctx.arch.levels)].index(name)
+
+
+def _space(ctx, targets):
+    return MapSpace(ctx.arch, ctx.problem, constraints_from_targets(targets, ctx.arch))
+
+
+def _samples(ms, n=4000, seed=0):
+    return ms.decode(ms.sample(np.random.default_rng(seed), n))
+
+
+def test_factor_syntax_as_timeloop_reads_it(ex5):
+    """Timeloop's regex search: '=' optional (`R3`), commas and stray characters skipped (the
+    official v3 exercise 06 has `S=1#`), `<=` a max factor, `>=` a min factor."""
+    c = constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal",
+                                   "factors": "R3, P<=4 K>=2 N=1#"}], ex5.arch)["GlobalBuffer"]
+    assert c.temporal_factors == {"R": ("=", 3), "N": ("=", 1)}
+    assert c.temporal_max == {"P": 4} and c.temporal_min == {"K": 2}
+    with pytest.raises(CoexploreError, match="max factor"):
+        constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "P<=0"}], ex5.arch)
+    with pytest.raises(CoexploreError, match="cannot read factor"):
+        constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "all"}], ex5.arch)
+
+
+def test_factor_bounds_hold_for_every_mapping_the_searchers_can_return(ex5):
+    ms = _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors": "P<=4 K>=4"}])
+    gb, (k, p) = _level(ex5, "GlobalBuffer"), (ex5.problem.dims.index("K"), ex5.problem.dims.index("P"))
+    m = _samples(ms)
+    keeps = (m.temporal[:, gb, p] <= 4) & (m.temporal[:, gb, k] >= 4)
+    assert 0 < keeps.sum() < len(keeps)              # decode can break them ...
+    assert np.array_equal(ms.satisfies(m), keeps)
+    loss = make_objective(ex5, ms, "energy")(ms.sample(np.random.default_rng(0), 4000))
+    assert np.all(np.isinf(loss[~keeps]))            # ... so the objective refuses those
+    res = map_layer(ex5, ms.constraints, "random", 500, seed=1)
+    gb_entry = next(e for e in res.mapping if e["target"] == "GlobalBuffer" and e["type"] == "temporal")
+    fac = dict((t[0], int(t[1:])) for t in gb_entry["factors"].split())
+    assert fac["P"] <= 4 and fac["K"] >= 4
+
+
+def test_exhaustive_enumeration_and_size_respect_the_bounds(ex5):
+    free = MapSpace(ex5.arch, ex5.problem, load_constraints(ex5.arch))
+    ms = _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors": "P<=2"}])
+    gb, p = _level(ex5, "GlobalBuffer"), ex5.problem.dims.index("P")
+    # the count of the bounded space, from the free space's enumeration filtered here
+    want = sum(int((free.decode(X).temporal[:, gb, p] <= 2).sum()) for X in canonical_points(free))
+    assert count_canonical(ms) == want < count_canonical(free)
+    got = np.concatenate([ms.decode(X).temporal[:, gb, p] for X in canonical_points(ms)])
+    assert len(got) == want and got.max() <= 2
+
+
+def test_backing_store_factor_constraints_apply(ex5):
+    ms = _space(ex5, [{"target": "MainMemory", "type": "temporal", "factors": "K=1 R=1 P=1"}])
+    assert (_samples(ms).temporal[:, _level(ex5, "MainMemory")] == 1).all()
+    every = [{"target": lv.name, "type": "temporal", "factors": "K=1"} for lv in ex5.arch.levels]
+    with pytest.raises(CoexploreError, match="no level for the factor 32 of dimension K"):
+        _space(ex5, every)
+
+
+def test_zero_is_the_whole_dimension_and_large_factors_are_cut(ex5):
+    gb, k = _level(ex5, "GlobalBuffer"), ex5.problem.dims.index("K")
+    for written in ("K=0", "K=64"):            # Timeloop: 0 = full dimension; above the bound = bound
+        ms = _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors": written}])
+        assert (_samples(ms, 500).temporal[:, gb, k] == 32).all(), written
+
+
+def test_spatial_zero_puts_the_whole_dimension_on_the_fan_out():
+    d = CORPUS / "arches" / "eyeriss_like"
+    ctx = load_context(d / "processed.yaml", CORPUS / "layers" / "resnet50_res3a_2b.yaml", d / "ERT.yaml")
+    ms = _space(ctx, [{"target": "inter_PE_spatial", "type": "spatial", "factors": "S=0"}])
+    li, s = _level(ctx, "inter_PE_spatial"), ctx.problem.dims.index("S")
+    m = _samples(ms, 500)
+    assert (m.spatial_x[:, li, s] * m.spatial_y[:, li, s] == 3).all()
+
+
+def test_permutations_written_with_spaces_read_letter_by_letter(ex5):
+    """v3 exercise 06 writes `QRSC PNM`: Timeloop reads a permutation one letter at a time."""
+    ms = _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "permutation": "RK P"}])
+    dims = ex5.problem.dims
+    assert ms.perm_prefix[_level(ex5, "GlobalBuffer")] == [dims.index(x) for x in "RKP"]
+
+
+def test_constraint_file_layouts(tmp_path, ex5):
+    """A bare list under mapspace_constraints (v3 exercise 05), `name` for `target`, and a
+    target with a `constraints:` list whose fields sit under `attributes:`."""
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump({"mapspace_constraints": [
+        {"target": "GlobalBuffer", "type": "temporal", "factors": "K=2"},
+        {"name": "RegisterFile", "constraints": [{"type": "temporal", "attributes": {"factors": "R=3"}},
+                                                {"type": "bypass", "keep": ["Weights"]}]}]}))
+    cons = load_constraints(ex5.arch, f)
+    assert cons["GlobalBuffer"].temporal_factors == {"K": ("=", 2)}
+    assert cons["RegisterFile"].temporal_factors == {"R": ("=", 3)} and cons["RegisterFile"].keep == {"Weights"}
+
+
+def test_several_files_combine_and_respecification_is_refused(tmp_path, ex5):
+    a, b, c = (tmp_path / n for n in ("arch.yaml", "map.yaml", "clash.yaml"))
+    a.write_text("architecture_constraints:\n  targets:\n  - {target: GlobalBuffer, type: temporal, factors: K=2}\n")
+    b.write_text("mapspace_constraints:\n  targets:\n  - {target: RegisterFile, type: temporal, factors: R=3}\n")
+    c.write_text("mapspace_constraints:\n  targets:\n  - {target: GlobalBuffer, type: temporal, factors: K=4}\n")
+    cons = load_constraints(ex5.arch, [a, b])
+    assert cons["GlobalBuffer"].temporal_factors == {"K": ("=", 2)}
+    assert cons["RegisterFile"].temporal_factors == {"R": ("=", 3)}
+    with pytest.raises(CoexploreError, match="re-specification of factor for dimension K at level GlobalBuffer"):
+        load_constraints(ex5.arch, [a, c])
+    twice = [{"target": "GlobalBuffer", "type": "temporal", "permutation": p} for p in ("KRP", "PRK")]
+    with pytest.raises(CoexploreError, match="re-specification of temporal permutation"):
+        constraints_from_targets(twice, ex5.arch)
+
+
+def test_other_constraint_types(ex5):
+    with pytest.raises(CoexploreError, match="unrecognized constraint type 'tempural'"):
+        constraints_from_targets([{"target": "GlobalBuffer", "type": "tempural"}], ex5.arch)
+    with pytest.raises(CoexploreError, match="innermost storage level"):
+        _space(ex5, [{"target": "GlobalBuffer", "type": "utilization", "min": 0.5}])
+    cons = constraints_from_targets([{"target": "GlobalBuffer", "type": "max_overbooked_proportion",
+                                      "proportion": 0.1}], ex5.arch)
+    assert cons["GlobalBuffer"].ignored          # sparse-only: reported as not applied
+
+
+def test_min_parallelism_bounds_the_fan_out_used():
+    d = CORPUS / "arches" / "eyeriss_like"
+    ctx = load_context(d / "processed.yaml", CORPUS / "layers" / "resnet50_res3a_2b.yaml", d / "ERT.yaml")
+    innermost = next(lv.name for lv in reversed(ctx.arch.levels) if not lv.is_dummy)
+    ms = _space(ctx, [{"target": innermost, "type": "utilization", "min": 0.5}])
+    m = _samples(ms, 2000)
+    used = np.prod((m.spatial_x * m.spatial_y).reshape(len(m), -1), axis=1)
+    want = used >= 0.5 * ctx.arch.compute.instances
+    assert 0 < want.sum() < len(want)
+    assert np.array_equal(ms.satisfies(m), want)
+
+
+def test_map_cli_takes_several_constraint_files(tmp_path):
+    a, b = tmp_path / "arch_c.yaml", tmp_path / "map_c.yaml"
+    a.write_text("architecture_constraints:\n  targets:\n  - {target: GlobalBuffer, type: temporal, factors: K=4}\n")
+    b.write_text("mapspace_constraints:\n  - {target: MainMemory, type: temporal, factors: R=1 P=1 K=1}\n")
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "coexplore.cli.main", "map", str(PPI), str(PPI),
+                        "--ert", str(EX5 / "timeloop-mapper.ERT.yaml"), "--constraints", str(a), "--constraints",
+                        str(b), "--searcher", "random", "--budget", "300", "--no-cache", "--no-progress",
+                        "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    entries = yaml.safe_load((out / "mapping.yaml").read_text())["mapping"]
+    fac = {e["target"]: dict((t[0], int(t[1:])) for t in e["factors"].split())
+           for e in entries if e["type"] == "temporal"}
+    assert fac["GlobalBuffer"]["K"] == 4
+    assert fac["MainMemory"] == {"K": 1, "R": 1, "P": 1}
