@@ -33,7 +33,7 @@ def add_arguments(p) -> None:
     p.add_argument("--layer", metavar="NAME", help="layer of a workload PROBLEM (default: its only one)")
 
 
-def _top_keys(path: str | Path) -> set:
+def top_keys(path: str | Path) -> set:
     p = Path(path)
     if not p.is_file():
         return set()
@@ -58,7 +58,7 @@ def load_problem_arg(path: str | Path, layer: str | None) -> Problem:
     from coexplore.spec.workload import find_workload, layer_problem, load_workload
 
     p = Path(path)
-    workload = "workload" in _top_keys(p) or (not p.exists() and not p.suffix)
+    workload = "workload" in top_keys(p) or (not p.exists() and not p.suffix)
     if not workload:
         if layer is not None:
             raise CoexploreError("--layer picks a layer of a workload file; this is a single problem",
@@ -87,7 +87,7 @@ def load_inputs(args, with_constraints: bool = False
               f"ignored (not a dimension or coefficient of the shape, as in Timeloop)"
               + (f"; {', '.join(missing)} not given, so 1" if missing else ""), file=sys.stderr)
     cons_path = getattr(args, "constraints", None) if with_constraints else None
-    if "system" not in _top_keys(args.arch):
+    if "system" not in top_keys(args.arch):
         if args.core is not None:
             raise CoexploreError("--core picks a core design of a system YAML; this is a Timeloop architecture",
                                  file=str(args.arch), key="--core", expected="no --core, or a system YAML")

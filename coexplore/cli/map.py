@@ -8,10 +8,10 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.bundled import bundled_dir
-from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
-from coexplore.cli.paths import count, default_run_dir, output_dir, seed
+from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs, top_keys
+from coexplore.cli.paths import chosen_dir, count, default_run_dir, digests, seed
 from coexplore.search import registry
-from coexplore.search.layer import MapInterrupted, map_layer
+from coexplore.search.layer import MapInterrupted, NoValidMapping, map_layer
 from coexplore.spec.yamlio import write_text, write_yaml
 
 
@@ -30,11 +30,14 @@ def register(sub) -> None:
                         "timeloop-mapper combines them (default: those inside ARCH, else constraints.yaml "
                         "beside ARCH, else the v0.4 nodes' constraints)")
     p.add_argument("--searcher", default=None,
-                   help=f"searcher name or mapper YAML (mappers/<name>.yaml); default marl. "
+                   help=f"searcher name, mapper YAML (mappers/<name>.yaml) or a timeloop-mapper YAML (its mapper: "
+                        f"section); default: a system YAML's mappers.layer, else marl. "
                         f"Names: {', '.join(sorted(registry.SEARCHERS))}")
     p.add_argument("--budget", type=count, default=10_000, help="cost-model samples (default 10000)")
     p.add_argument("--seed", type=seed, default=0, help="random seed (default 0); same seed, same result")
-    p.add_argument("--objective", choices=registry.OBJECTIVES, default=None, help="default edp")
+    p.add_argument("--objective", choices=registry.OBJECTIVES, default=None,
+                   help="default: the mapper's (edp for the bundled mappers); latency ranks equal cycle "
+                        "counts by energy, as timeloop-mapper's [delay, energy]")
     p.add_argument("--batch-size", type=int, default=None,
                    help="candidates per ask/tell round (default: the mapper's, 100)")
     p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>, "
@@ -60,6 +63,12 @@ def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> 
     else:                                       # the bundled mappers/<name>.yaml, else the defaults
         bundled = bundled_dir("mappers") / f"{name}.yaml"
         spec = registry.load_mapper(bundled) if bundled.exists() else registry.mapper_spec(name)
+    return resolve_spec_overrides(spec, objective, batch)
+
+
+def resolve_spec_overrides(spec: registry.MapperSpec, objective: str | None, batch: int | None
+                           ) -> registry.MapperSpec:
+    """--objective and --batch-size win over the mapper file's."""
     if objective:
         spec.objective = objective
     if batch is not None:
@@ -75,11 +84,18 @@ def run(args) -> int:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
                              expected="a positive integer")
     spec = resolve_spec(args.searcher, args.objective, args.batch_size)
+    ctx, constraints = load_inputs(args, with_constraints=True)
+    if args.searcher is None and "system" in top_keys(args.arch):   # the system's `mappers.layer`
+        from coexplore.arch.system import load_system_arch
+        from coexplore.system.from_system import system_layer_mapper
+        spec = system_layer_mapper(load_system_arch(args.arch)) or spec
+        spec = resolve_spec_overrides(spec, args.objective, args.batch_size)
+    for note in spec.notes:
+        print(f"coexplore map: note: {note}", file=sys.stderr)
     if spec.searcher in ("ga", "sa", "rl", "marl", "marl_noclust") and 2 * spec.batch_size > args.budget:
         print(f"coexplore map: warning: batch size {spec.batch_size:,} is more than half the budget "
               f"{args.budget:,}: {spec.searcher} learns between batches, so it learns (almost) nothing here",
               file=sys.stderr)
-    ctx, constraints = load_inputs(args, with_constraints=True)
     # a workload layer is named after its workload too (conv1 is in several networks)
     source = Path(args.problem).stem
     label = ctx.problem.name if source == ctx.problem.name else f"{source}-{ctx.problem.name}"
@@ -87,9 +103,11 @@ def run(args) -> int:
         return x if x is None or not Path(x).exists() else str(Path(x).resolve())
     run_desc = {"arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
                 "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None, "mapper": spec.to_dict(),
-                "budget": args.budget, "seed": args.seed}
+                "budget": args.budget, "seed": args.seed,
+                "inputs_sha256": digests(args.arch, args.problem, args.ert, *(args.constraints or []),
+                                         args.searcher if args.searcher and Path(args.searcher).is_file() else None)}
     # created before the search, not after; a default folder holding another run's result is kept
-    out = output_dir(args.out) if args.out else default_run_dir(f"results/map/{ctx.arch.name}-{label}",
+    out = chosen_dir(args.out, "result.json", run_desc, "map") if args.out else default_run_dir(f"results/map/{ctx.arch.name}-{label}",
                                                                  "result.json", run_desc)
     cache = None
     if not args.no_cache:
@@ -102,6 +120,16 @@ def run(args) -> int:
         res = exc.result
         if res is None:
             raise KeyboardInterrupt from None
+    except NoValidMapping as exc:   # a failed search, not bad input: recorded, exit 1
+        payload = {"searcher": spec.searcher, "samples": exc.samples, "best": None, "mapping_file": None,
+                   "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
+                   "objective": spec.objective, "seed": args.seed, "run": run_desc}
+        write_text(out / "result.json", json.dumps(payload, indent=1))
+        if args.json:
+            print(json.dumps(payload, indent=1))
+        print(f"coexplore map: {exc.message}", file=sys.stderr)
+        print(f"coexplore map: wrote {out / 'result.json'}", file=sys.stderr)
+        return 1
     finally:
         if cache is not None:
             cache.close()

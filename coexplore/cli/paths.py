@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
@@ -57,6 +58,28 @@ def output_dir(path: str | Path) -> Path:
     except OSError as exc:
         raise _unwritable(p, exc) from None
     return p
+
+
+def digests(*paths) -> dict[str, str]:
+    """SHA-256 (first 16 hex digits) of each input file given (None and non-files skipped): part
+    of a run record, so an edited input is another run, not a rerun of the same one."""
+    import hashlib
+    out = {}
+    for p in paths:
+        if p is not None and Path(p).is_file():
+            out[str(Path(p).resolve())] = hashlib.sha256(Path(p).read_bytes()).hexdigest()[:16]
+    return out
+
+
+def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> Path:
+    """An explicit --out folder (see `output_dir`); its result is replaced as asked, with a note
+    when it records another run (the default folders are numbered instead)."""
+    out = output_dir(path)
+    owner = _owner(out / result_file, key="run") if (out / result_file).exists() else None
+    if (out / result_file).exists() and owner != json.loads(json.dumps(run, sort_keys=True)):
+        print(f"coexplore {command}: note: replacing {out / result_file}, the result of "
+              f"{'another run' if owner else 'an earlier run'} (--out is written as given)", file=sys.stderr)
+    return out
 
 
 def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:

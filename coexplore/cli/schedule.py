@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import count, default_run_dir, output_dir, seed
+from coexplore.cli.paths import chosen_dir, count, default_run_dir, digests, seed
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import write_text
 
@@ -155,6 +155,8 @@ def _run_description(args, mapper, budget: int) -> dict:
                     workloads=[str(w) for w in args.workload] if args.workload else None,
                     layer_searcher=args.layer_searcher, layer_budget=_layer_budget(args),
                     layer_seed=_layer_seed(args))
+    files = [args.table, args.system, mapper.file, *(args.workload or []), getattr(args, "layer_searcher", None)]
+    desc["inputs_sha256"] = digests(*[f for f in files if f and Path(f).is_file()])
     return desc
 
 
@@ -162,7 +164,7 @@ def _out_dir(args, mapper, run_desc: dict) -> Path:
     """--out, else results/schedule/<table or system>-<searcher>-s<seed> (numbered when it holds
     another run's schedule)."""
     if args.out:
-        return output_dir(args.out)
+        return chosen_dir(args.out, "schedule.json", run_desc, "schedule")
     name = Path(args.table).stem if args.table else Path(args.system).stem
     label = Path(mapper.file).stem if mapper.file else mapper.searcher
     return default_run_dir(Path("results") / "schedule" / f"{name}-{label}-s{args.seed}", "schedule.json", run_desc)

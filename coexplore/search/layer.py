@@ -49,6 +49,42 @@ class MapResult:
         return dataclasses.asdict(self)
 
 
+class NoValidMapping(CoexploreError):
+    """A search whose samples were all invalid mappings: not bad input, a failed run.
+    `reasons`: the commonest failures among random mappings of the space, with counts."""
+
+    def __init__(self, samples: int, reasons: list[tuple[str, int]]):
+        why = "; ".join(f"{r} ({n})" for r, n in reasons)
+        super().__init__(f"no valid mapping found in {samples:,} samples"
+                         + (f"; of 1,000 random mappings of this space the commonest failures are: {why}"
+                            if why else ""),
+                         key="--budget", expected="a larger budget, another searcher, or a layer/architecture "
+                                                  "pair whose tiles fit")
+        self.samples, self.reasons = samples, reasons
+
+
+def why_invalid(ctx: Context, ms: MapSpace, n: int = 1000, seed: int = 0) -> list[tuple[str, int]]:
+    """The three commonest reasons random mappings of `ms` fail: Timeloop's check and level, or
+    the constraints' factor bounds."""
+    from collections import Counter
+    from coexplore.model import validity as v
+    arrays = ms.decode(ms.sample(np.random.default_rng(seed), n))
+    res = ctx.evaluate(arrays)
+    ok = ms.satisfies(arrays)
+    names = {v.FACTORS: "factors", v.X_EXPANSION: "X fan-out", v.Y_EXPANSION: "Y fan-out",
+             v.INSTANCES: "instances", v.CAPACITY: "capacity", v.UNDERUSED: "minimum utilization"}
+    levels = [lv.name for lv in reversed(ctx.arch.levels)]
+    tally: Counter = Counter()
+    for b in range(n):
+        if not res.valid[b]:
+            kind, where = int(res.validity.kind[b]), int(res.validity.where[b])
+            place = ctx.arch.compute.name if where < 0 else levels[where]
+            tally[f"{names.get(kind, 'check')} of {place}"] += 1
+        elif not ok[b]:
+            tally["the constraints' factor bounds or minimum parallelism"] += 1
+    return tally.most_common(3)
+
+
 class MapInterrupted(KeyboardInterrupt):
     """Ctrl-C during `map_layer`; `.result` is the best mapping so far (None if none was valid)."""
 
@@ -131,8 +167,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, time.perf_counter() - t0, None)
                              if found else None) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
-        raise CoexploreError(f"no valid mapping found in {result.samples} samples", key="--budget",
-                             expected="a larger budget (or a looser architecture)")
+        raise NoValidMapping(result.samples, why_invalid(ctx, ms))
     out = _map_result(ctx, ms, spec, seed, result, time.perf_counter() - t0, getattr(searcher, "done", None))
     if cache is not None:
         cache.put(key, json.loads(json.dumps(out.to_dict())),

@@ -10,7 +10,7 @@ A mapper file:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -119,6 +119,8 @@ class MapperSpec:
     objective: str = "edp"
     batch_size: int = 100
     config: Any = None
+    # what a translated timeloop-mapper section left out (shown to the user; not part of the spec)
+    notes: list = field(default_factory=list, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {"searcher": self.searcher, "objective": self.objective,
@@ -137,10 +139,55 @@ def mapper_spec(name: str, config=None, objective: str = "edp", batch_size: int 
     return MapperSpec(name, objective, batch_size, config)
 
 
+# timeloop-mapper's `mapper:` section: algorithm -> searcher, optimization-metrics -> objective
+_TIMELOOP_ALGORITHMS = {"random-pruned": "random_pruned", "random_pruned": "random_pruned",
+                        "linear-pruned": "linear_pruned", "linear_pruned": "linear_pruned",
+                        "exhaustive": "exhaustive", "hybrid": "random_pruned", "random": "random"}
+_TIMELOOP_METRICS = {("delay", "energy"): "latency", ("delay",): "latency", ("cycles",): "latency",
+                     ("energy",): "energy", ("energy", "delay"): "energy", ("edp",): "edp",
+                     ("energy-delay-product",): "edp"}
+
+
+def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
+    """A coexplore mapper from a timeloop-mapper `mapper:` section (v0.3 dashes or v0.4
+    underscores): `algorithm` picks the searcher (hybrid -> random_pruned), `optimization_metrics`
+    the objective ([delay, energy] is `latency`: cycles, ties broken by energy); the search budget
+    is coexplore's --budget, so timeout / victory_condition / search_size / num_threads are noted
+    as not used."""
+    sec = {str(k).replace("-", "_"): v for k, v in dict(section or {}).items()}
+    alg = str(sec.pop("algorithm", "random_pruned")).lower()
+    if alg not in _TIMELOOP_ALGORITHMS:
+        raise CoexploreError(f"timeloop-mapper algorithm '{alg}' has no coexplore searcher", file=file,
+                             key="mapper.algorithm", expected=" | ".join(sorted(_TIMELOOP_ALGORITHMS)))
+    metrics = sec.pop("optimization_metrics", ["edp"])
+    metrics = tuple(str(m).lower() for m in (metrics if isinstance(metrics, list) else [metrics]))
+    objective = _TIMELOOP_METRICS.get(metrics) or _TIMELOOP_METRICS.get(metrics[:1])
+    if objective is None:
+        raise CoexploreError(f"optimization_metrics {list(metrics)} have no coexplore objective", file=file,
+                             key="mapper.optimization_metrics",
+                             expected="[delay, energy] (latency), [energy] or [edp]")
+    name = _TIMELOOP_ALGORITHMS[alg]
+    fields = {f.name for f in dataclasses.fields(_lookup(name)[1])}
+    config = {k: sec.pop(k) for k in list(sec) if k in fields}       # max_permutations_per_if_visit
+    spec = mapper_spec(name, config=config, objective=objective)
+    quiet = {"version", "live_status", "diagnostics", "log_stats", "log_suboptimal", "log_all", "out_prefix"}
+    used_not = sorted(k for k in sec if k not in quiet)
+    spec.notes = [f"timeloop-mapper settings not used: {', '.join(used_not)} (coexplore stops after --budget "
+                  "samples, single-threaded)"] if used_not else []
+    return spec
+
+
 def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
+    if isinstance(data, Mapping) and "searcher" not in data and isinstance(data.get("mapper"), Mapping):
+        return timeloop_mapper_spec(data["mapper"], file)
+    if isinstance(data, Mapping) and (data.get("searcher") == "magma" or "budget" in data):
+        raise CoexploreError("a system-level mapper (it has " + ("searcher: magma" if data.get("searcher") == "magma"
+                             else "a budget") + "), not a layer mapper", file=file, key="searcher",
+                             expected="a layer mapper YAML (searcher, objective, batch_size, config; the budget is "
+                                      "--budget); system mappers go to `coexplore schedule --searcher`")
     if not isinstance(data, Mapping) or "searcher" not in data:
-        raise CoexploreError("a mapper config needs a 'searcher' key", file=file, key="searcher",
-                             expected=" | ".join(sorted(SEARCHERS)))
+        raise CoexploreError("a mapper config needs a 'searcher' key (or a timeloop-mapper 'mapper:' section)",
+                             file=file, key="searcher", expected=" | ".join(sorted(SEARCHERS)))
     unknown = set(data) - {"searcher", "objective", "batch_size", "config"}
     if unknown:
         raise CoexploreError(f"unknown key '{sorted(unknown)[0]}'", file=file, key=sorted(unknown)[0],

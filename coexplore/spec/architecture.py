@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import TAG_KEY, load_yaml
+from coexplore.spec.yamlio import TAG_KEY, load_yaml, name_from_path
 
 _RANGE = re.compile(r"^(?P<base>.*?)\[(?P<lo>\d+)\.\.(?P<hi>\d+)\]$")
 COMPUTE_HINTS = ("mac", "compute", "multiplier", "alu", "adder_tree")
@@ -385,7 +385,7 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     if dup:
         raise CoexploreError(f"duplicate level names {sorted(dup)}", file=file, key="architecture",
                              expected="unique component names")
-    return Architecture(name=name or (Path(file).parent.name if file else "arch"), levels=storage,
+    return Architecture(name=name or (name_from_path(file, "arch") if file else "arch"), levels=storage,
                         compute=compute, attributes=attrs, source=file, warnings=_suspicious(storage))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import load_yaml
+from coexplore.spec.yamlio import load_yaml, name_from_path
 
 DEFAULT_CNN_SHAPE = {
     "name": "CNN_Layer",
@@ -144,7 +144,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                              expected="a list of tensors with projections")
     # extra instance keys (H, W, padding...) are ignored, as Timeloop does; kept for a warning,
     # since a misspelt dimension silently becomes a bound of 1
-    return Problem(name=name or (Path(file).stem if file else "problem"), dims=dims, bounds=bounds,
+    return Problem(name=name or (name_from_path(file, "problem") if file else "problem"), dims=dims, bounds=bounds,
                    coefficients=coeffs, dataspaces=dataspaces, shape=shape, instance=dict(instance),
                    ignored=tuple(str(k) for k in unknown))
 

@@ -146,3 +146,29 @@ def require(mapping: Any, key: str, *, file: str | None, where: str, expected: s
         raise CoexploreError("missing key", file=file, key=f"{where}.{key}" if where else key,
                              expected=expected)
     return mapping[key]
+
+
+# file stems and folder names that say what a file is, not which design or layer it holds
+_GENERIC = {"arch", "architecture", "processed", "parsed-processed-input", "flattened_architecture",
+            "timeloop-mapper.flattened_architecture", "arch_dir", "inputs", "input", "ref", "outputs", "output",
+            "problem", "prob", "layer", "workload", "mapping", "map", "design"}
+
+
+def name_from_path(file: str | Path, default: str) -> str:
+    """A readable name for what a Timeloop input file holds: its stem without kind suffixes
+    (`3level.arch.yaml` -> 3level, `conv1d+oc.prob.yaml` -> conv1d+oc), or, for generic stems
+    (`arch.yaml`, `processed.yaml`, `parsed-processed-input.yaml`), the nearest folder whose name is
+    not generic (`arches/simba_like/processed.yaml` -> simba_like, `<exercise>/inputs/arch_dir/arch.yaml`
+    -> <exercise>)."""
+    p = Path(file)
+    stem = p.name
+    for suffix in (".yaml", ".yml"):
+        stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
+    for suffix in (".arch", ".architecture", ".prob", ".problem", ".layer", ".mapping", ".map"):
+        stem = stem[: -len(suffix)] if stem.endswith(suffix) and len(stem) > len(suffix) else stem
+    if stem and stem.lower() not in _GENERIC:
+        return stem
+    for parent in p.resolve().parents:
+        if parent.name and parent.name.lower() not in _GENERIC:
+            return parent.name
+    return default

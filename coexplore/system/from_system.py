@@ -40,6 +40,16 @@ class CoreModel:
     warnings: tuple = ()     # where the built-in energy estimate is not what Accelergy would give
 
 
+def system_layer_mapper(system) -> "registry.MapperSpec | None":
+    """The layer mapper a system YAML names under `mappers.layer` (relative to the YAML), if any."""
+    if not system.spec.mappers.get("layer"):
+        return None
+    path = Path(system.spec.mappers["layer"])
+    if not path.is_absolute() and system.spec.file:
+        path = Path(system.spec.file).parent / path
+    return registry.load_mapper(path)
+
+
 def core_model(system: SystemArch, name: str) -> CoreModel:
     """Architecture, built-in ERT and constraints of the core design `name`."""
     core = system.cores[name]
@@ -105,12 +115,7 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     models = core_models(system)
     instances = system.instances()
     core_of = {inst.name: inst.core for inst in instances}
-    if layer_mapper is None and system.spec.mappers.get("layer"):
-        path = Path(system.spec.mappers["layer"])
-        if not path.is_absolute() and system.spec.file:
-            path = Path(system.spec.file).parent / path
-        layer_mapper = registry.load_mapper(path)
-    spec = layer_mapper or registry.mapper_spec("marl")
+    spec = layer_mapper or system_layer_mapper(system) or registry.mapper_spec("marl")
     memo: dict = {}
     bar = None
     if progress:
