@@ -203,3 +203,88 @@ def test_runs_started_together_never_share_a_default_folder(tmp_path):
     for o in outs:
         saved = json.loads((tmp_path / Path(o["mapping_file"]).parent / "result.json").read_text())
         assert saved["seed"] == o["seed"] and saved["best"] == o["best"]
+
+
+def test_an_edited_input_is_another_run(tmp_path, monkeypatch, capsys):
+    """The run record holds each input file's digest: after an edit the default folder of the
+    earlier result is kept and the new result goes to a numbered one."""
+    from coexplore.cli.main import main
+    monkeypatch.chdir(tmp_path)
+    arch = tmp_path / "d" / "processed.yaml"
+    arch.parent.mkdir()
+    arch.write_text(ARCH.read_text())
+    (arch.parent / "ERT.yaml").write_text((ARCH.parent / "ERT.yaml").read_text())
+    dirs = []
+    for edit in (False, True):
+        if edit:
+            arch.write_text(arch.read_text() + "\n# edited\n")
+        assert main(["map", str(arch), str(LAYER), "--searcher", "random", "--budget", "30", "--no-cache",
+                     "--no-progress", "--json"]) == 0
+        dirs.append(Path(json.loads(capsys.readouterr().out)["mapping_file"]).parent)
+    assert dirs[1] == dirs[0].with_name(dirs[0].name + "-2")
+    digests = [json.loads((d / "result.json").read_text())["run"]["inputs_sha256"][str(arch)] for d in dirs]
+    assert digests[0] != digests[1]
+
+
+def test_explicit_out_is_replaced_with_a_note(tmp_path):
+    out = tmp_path / "o"
+    for seed, noted in (("0", False), ("0", False), ("1", True)):
+        r = cli("map", ARCH, LAYER, "--searcher", "random", "--budget", "30", "--seed", seed, "--no-cache",
+                "--no-progress", "--out", out)
+        assert r.returncode == 0, r.stderr
+        assert ("replacing" in r.stderr) == noted
+    assert json.loads((out / "result.json").read_text())["seed"] == 1
+
+
+def test_no_valid_mapping_is_a_failed_run_with_its_reasons(tmp_path):
+    """Every sample invalid: exit 1 (not bad input), result.json records it with the commonest
+    Timeloop check that failed."""
+    small = tmp_path / "processed.yaml"
+    small.write_text(ARCH.read_text().replace("depth: 16384", "depth: 1"))     # the global buffer
+    (tmp_path / "ERT.yaml").write_text((ARCH.parent / "ERT.yaml").read_text())
+    assert small.read_text() != ARCH.read_text()
+    r = cli("map", small, CORPUS / "layers" / "alexnet_conv1.yaml", "--searcher", "random", "--budget", "200",
+            "--no-cache", "--no-progress", "--out", tmp_path / "o", "--json")
+    assert r.returncode == 1, r.stderr
+    got = json.loads(r.stdout)
+    assert got["best"] is None and got["samples"] == 200 and "Traceback" not in r.stderr
+    assert got["invalid_reasons"] and all(n > 0 for _, n in got["invalid_reasons"])
+    assert json.loads((tmp_path / "o" / "result.json").read_text())["error"] == got["error"]
+
+
+def test_a_timeloop_mapper_file_is_translated(tmp_path):
+    """timeloop-mapper's own mapper.yaml (exercise 06 style): algorithm -> searcher,
+    [delay, energy] -> latency, max_permutations_per_if_visit kept, the rest named as unused."""
+    from coexplore.cli.map import resolve_spec
+    f = tmp_path / "mapper.yaml"
+    f.write_text("mapper:\n  optimization-metrics: [delay, energy]\n  num-threads: 8\n  timeout: 15000\n"
+                 "  victory-condition: 500\n  algorithm: linear-pruned\n  max-permutations-per-if-visit: 4\n")
+    spec = resolve_spec(str(f), None, None)
+    assert (spec.searcher, spec.objective) == ("linear_pruned", "latency")
+    assert spec.config.max_permutations_per_if_visit == 4
+    assert all(k in spec.notes[0] for k in ("num_threads", "timeout", "victory_condition"))
+    f.write_text("mapper:\n  algorithm: simulated-annealing\n")
+    with pytest.raises(registry.CoexploreError, match="algorithm"):
+        resolve_spec(str(f), None, None)
+    sys_mapper = Path(__file__).parents[1] / "mappers" / "magma.yaml"
+    with pytest.raises(registry.CoexploreError, match="system-level mapper"):
+        resolve_spec(str(sys_mapper), None, None)
+
+
+def test_map_uses_a_system_yamls_layer_mapper(tmp_path):
+    import yaml
+    root = Path(__file__).parents[1]
+    system = yaml.safe_load((root / "arch" / "simba.yaml").read_text())
+    system.setdefault("mappers", {})["layer"] = str(root / "mappers" / "random.yaml")
+    f = tmp_path / "sys.yaml"
+    f.write_text(yaml.safe_dump(system))
+    r = cli("map", f, "resnet50", "--layer", "conv1", "--budget", "30", "--no-cache", "--no-progress",
+            "--out", tmp_path / "o", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["searcher"] == "random"
+
+
+def test_map_layer_takes_objective_and_batch_size(ctx):
+    res = map_layer(ctx, load_constraints(ctx.arch), "random", 200, seed=0, objective="latency", batch_size=50)
+    assert res.objective == "latency" and res.history[0][0] == 50
+    assert res.history[-1][1] == res.best["cycles"]          # reported in whole cycles

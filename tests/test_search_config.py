@@ -168,3 +168,20 @@ def test_mapper_spec_checks_objective_batch_and_seed():
     for seed in (3.0, -1, "1"):
         with pytest.raises(CoexploreError, match="seed"):
             make_searcher("ga", make_small(0).space, seed=seed)
+
+
+def test_option_choices_are_checked_where_the_file_is_read(tmp_path):
+    from coexplore.search import marl, registry
+    assert set(registry.CHOICES["clustering"]) == set(marl.CLUSTERINGS)
+    f = tmp_path / "m.yaml"
+    for text, key in (("searcher: marl\nconfig: {clustering: kmeans}\n", "config.clustering"),
+                      ("searcher: ga\nconfig: {crossover: banana}\n", "config.crossover"),
+                      ("searcher: sa\nconfig: {t_start: 0.001, t_end: 0.01}\n", "config.t_start")):
+        f.write_text(text)
+        with pytest.raises(CoexploreError) as err:
+            registry.load_mapper(f)
+        assert err.value.key == key and err.value.file == str(f)
+    for value in registry.CHOICES["crossover"]:      # every listed value is one the searcher runs with
+        s = registry.make_searcher(registry.mapper_spec("ga", {"crossover": value}),
+                                   DiscreteSpace(np.array([3, 4]), ["a", "b"], groups=[[0], [1]]))
+        s.tell(s.ask(10), np.arange(1.0, 11.0))

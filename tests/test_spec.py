@@ -148,6 +148,8 @@ def test_width_block_and_cluster_follow_timeloop(attrs, block, cluster):
     ("depth: 16, width: 64, datawidth: 8, num_ports: 3", "num_ports"),
     ("depth: 16, width: 64, datawidth: 8, min_utilization: 2", "min_utilization"),
     ("depth: 16, width: 64, datawidth: 8, network_read: noc", "network_read"),
+    ("depth: 16, width: 64, datawidth: 8, network_fill_latency: 1000", "network_fill_latency"),
+    ("depth: 16, width: 64, datawidth: 8, network_drain_latency: 5", "network_drain_latency"),
     ("depth: 16, width: 64, datawidth: 8, per_dataspace_bandwidth_consumption_scale: {Inputs: 5}",
      "per_dataspace_bandwidth_consumption_scale"),
 ])

@@ -50,6 +50,10 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 MAX_BATCH = 100_000   # mappings evaluated at once: ~5 kB each of model arrays
 
 
@@ -136,11 +140,11 @@ def run(args) -> int:
     mapping_file = out / "mapping.yaml"
     write_yaml(mapping_file, {"mapping": res.mapping},
                header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"
-                      f"searcher {spec.searcher}, {res.samples} samples, seed {args.seed}")
+                      f"searcher {spec.searcher}, {plural(res.samples, 'sample')}, seed {args.seed}")
     payload = {"searcher": spec.searcher, "samples": res.samples, "best": res.best,
                "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
                "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,
-               "mapspace_log10_size": res.mapspace_log10, "run": run_desc}
+               "mapspace_log10_size": res.mapspace_log10, "mapspace_size": res.mapspace_size, "run": run_desc}
     if res.exhausted is not None:
         payload["exhausted"] = res.exhausted
     if res.interrupted:
@@ -153,8 +157,10 @@ def run(args) -> int:
                   f"{mapping_file}", file=sys.stderr)
     else:
         b = res.best
+        size = (f"{plural(res.mapspace_size, 'mapping')}" if res.mapspace_size is not None
+                and res.mapspace_size < 10 ** 7 else f"10^{res.mapspace_log10:.1f}")
         print(f"coexplore map: {ctx.problem.name} on {ctx.arch.name}, searcher {spec.searcher}, "
-              f"{res.samples:,} samples{' (from cache)' if res.cached else ''}, mapspace 10^{res.mapspace_log10:.1f}")
+              f"{plural(res.samples, 'sample')}{' (from cache)' if res.cached else ''}, mapspace {size}")
         uj = b['energy_pJ'] / 1e6
         energy = f"{uj:,.3f} uJ" if uj >= 1 else f"{b['energy_pJ']:,.6g} pJ"   # tiny layers keep their digits
         print(f"best {spec.objective}: energy {energy}, cycles {b['cycles']:,}, "
@@ -162,7 +168,7 @@ def run(args) -> int:
         if res.exhausted is True:
             print("every distinct mapping was evaluated: this is the optimum")
         elif res.exhausted is False:
-            print(f"note: the budget ended before every distinct mapping was evaluated (10^{res.mapspace_log10:.1f}); "
+            print(f"note: the budget ended before every distinct mapping was evaluated ({size}); "
                   "raise --budget for the optimum")
         if res.interrupted:
             print(f"interrupted after {res.samples:,} of {args.budget:,} samples: this is the best so far "

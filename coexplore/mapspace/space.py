@@ -192,6 +192,7 @@ class MapSpace:
                     self.base_keep[li, s] = False
                 else:                                            # Timeloop's 'X': the mapper chooses
                     self.keep_params.append((li, s))
+        self.size_exact: int | None = None     # the exact count, once log10_size has counted it
         self._build_space()
 
     def _set_min_parallelism(self, c: LevelConstraints, lv, li: int, inner) -> None:
@@ -290,9 +291,11 @@ class MapSpace:
         """
         from coexplore.mapspace.enumerate import count_canonical
         try:
-            return math.log10(count_canonical(self, max_factor_points=EXACT_SIZE_LIMIT))
+            n = count_canonical(self, max_factor_points=EXACT_SIZE_LIMIT)
+            self.size_exact = n
+            return math.log10(n) if n else float("-inf")
         except CoexploreError:
-            pass
+            self.size_exact = None
         total = 0.0
         for d in range(self.D):
             primes = Counter(fp.prime for fp in self.factor_params if fp.dim == d)

@@ -134,13 +134,15 @@ class SearchInterrupted(KeyboardInterrupt):
 
 
 def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray], budget: int,
-               batch_size: int = 100, progress: bool = False, desc: str | None = None) -> SearchResult:
+               batch_size: int = 100, progress: bool = False, desc: str | None = None,
+               best_label: str = "best") -> SearchResult:
     """Drive ask/tell until the searcher has used `budget` samples in all (a searcher that ran
     before continues: its samples count); the driver, not the searcher, owns progress.
 
     objective maps a batch [n, ...] to losses [n] (inf = invalid). Ctrl-C raises
     SearchInterrupted with the best of the batches evaluated so far (a batch being evaluated
-    when the interrupt came is dropped and not counted).
+    when the interrupt came is dropped and not counted). `best_label` names the best loss on the
+    progress bar (e.g. with its unit).
     """
     budget = positive_int(budget, "budget")
     batch_size = positive_int(batch_size, "batch_size")
@@ -170,7 +172,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             searcher.tell(batch, losses)
             if bar is not None:
                 bar.update(len(losses))
-                bar.set_postfix(best=f"{best_loss:.4g}")
+                bar.set_postfix({best_label: f"{best_loss:.4g}"})
     except KeyboardInterrupt as exc:
         if isinstance(exc, SearchInterrupted):
             raise

@@ -27,6 +27,7 @@ from coexplore.spec.constraints import LevelConstraints
 from coexplore.spec.mapping import from_arrays
 
 MODEL_VERSION = f"builtin-{coexplore.__version__}"
+BEST_LABELS = {"edp": "EDP[J*cycle]", "energy": "energy[pJ]", "latency": "cycles"}
 
 
 @dataclass
@@ -42,6 +43,7 @@ class MapResult:
     cached: bool = False
     x: list = field(default_factory=list)
     mapspace_log10: float = 0.0
+    mapspace_size: int | None = None   # the exact number of distinct mappings, when counted
     exhausted: bool | None = None   # exhaustive search: did it see every distinct mapping (= optimum)?
     interrupted: bool = False       # Ctrl-C before the budget: the best of the samples evaluated
 
@@ -130,11 +132,16 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
 
 
 def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec | str, budget: int,
-              seed: int | None = 0, progress: bool = False, cache=None) -> MapResult:
+              seed: int | None = 0, progress: bool = False, cache=None, objective: str | None = None,
+              batch_size: int | None = None) -> MapResult:
     """Search the best mapping of ctx's layer; spec is a MapperSpec or a name / mapper YAML
-    (`registry.load_mapper`). An unseeded run (seed None) is not cached."""
+    (`registry.load_mapper`); `objective` / `batch_size` override the spec's. An unseeded run
+    (seed None) is not cached."""
     if isinstance(spec, str):
         spec = registry.load_mapper(spec)
+    if objective is not None or batch_size is not None:
+        spec = registry.mapper_spec(spec.searcher, spec.config, objective or spec.objective,
+                                    spec.batch_size if batch_size is None else batch_size)
     if budget is None or budget < 1:
         raise CoexploreError(f"budget must be at least 1 sample, got {budget}", key="--budget",
                              expected="a positive integer")
@@ -160,7 +167,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     t0 = time.perf_counter()
     try:
         result = run_search(searcher, make_objective(ctx, ms, spec.objective), budget, spec.batch_size,
-                            progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})")
+                            progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})",
+                            best_label=BEST_LABELS[spec.objective])
     except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
         part = exc.result
         found = part.best_x is not None and math.isfinite(part.best_loss)
@@ -190,4 +198,5 @@ def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, res
                      history=[[int(s), _reported(v, spec.objective)] for s, v in result.history],
                      objective=spec.objective,
                      seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size(),
+                     mapspace_size=ms.size_exact,
                      exhausted=exhausted, interrupted=result.interrupted)

@@ -64,6 +64,9 @@ AT_LEAST_ONE = {"bins", "chains", "critic_window", "epochs", "horizon", "max_age
                 "max_permutations_per_if_visit", "max_size", "max_table", "population", "tournament",
                 "pop_size", "islands"}
 FRACTIONS = {"alpha", "local", "extra_change", "merge_at"}
+# options with a fixed set of values (checked when a mapper file is read, so the error names it)
+CHOICES = {"clustering": ("correlation", "per_parameter", "given", "single"), "leftovers": ("separate", "joint"),
+           "advantage": ("rank", "zscore", "shared"), "crossover": ("uniform", "groups")}
 
 
 def _is_fraction(key: str) -> bool:
@@ -105,8 +108,16 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
             what = {int: f"an integer {bound}", float: f"a number {bound}"}.get(want, f"a {want.__name__}")
             raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
                                  expected=what + (" or null" if optional else ""))
+        if key in CHOICES and value not in CHOICES[key]:
+            raise CoexploreError(f"unknown {key} {value!r}", file=file, key=f"config.{key}",
+                                 expected=" | ".join(CHOICES[key]))
         kwargs[key] = value
-    return config_cls(**kwargs)
+    config = config_cls(**kwargs)
+    t_start, t_end = getattr(config, "t_start", None), getattr(config, "t_end", None)
+    if t_start is not None and t_end is not None and t_start < t_end:   # annealing cools, never heats
+        raise CoexploreError(f"t_start {t_start:g} is below t_end {t_end:g}", file=file, key="config.t_start",
+                             expected="a start temperature >= the end temperature")
+    return config
 
 
 def config_to_dict(config) -> dict:

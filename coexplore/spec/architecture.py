@@ -212,6 +212,10 @@ def _refuse_unmodelled(a: dict, file, key: str) -> None:
         raise CoexploreError("per-dataspace bandwidth scaling is not modelled", file=file,
                              key=f"{key}.per_dataspace_bandwidth_consumption_scale",
                              expected="no scale (or 1 for every dataspace)")
+    for lat in ("network_fill_latency", "network_drain_latency"):
+        if a.get(lat) not in (None, "", 0):     # Timeloop adds them to the cycle count (topology.cpp)
+            raise CoexploreError(f"{lat} {a[lat]!r} is not modelled (Timeloop adds it to the cycles)", file=file,
+                                 key=f"{key}.{lat}", expected=f"no {lat} (or 0)")
     for net in ("network_read", "network_fill", "network_update", "network_drain"):
         if a.get(net) not in (None, ""):
             raise _no_networks(f"'{a[net]}' names a network", file, f"{key}.{net}", "no network_* attributes")
