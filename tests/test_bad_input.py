@@ -138,7 +138,7 @@ def test_sigterm_keeps_the_best_mapping_so_far(tmp_path):
                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         buf, t0 = "", time.time()
-        while "best=" not in buf and time.time() - t0 < 120:
+        while "EDP[J*cycle]=" not in buf and time.time() - t0 < 120:
             buf += os.read(p.stderr.fileno(), 4096).decode(errors="replace")
         p.send_signal(signal.SIGTERM)
         p.communicate(timeout=120)

@@ -97,9 +97,9 @@ def test_map_interrupted_by_sigint(tmp_path):
         # wait for the progress bar to show a best value (the search loop is running)
         buf = ""
         t0 = time.time()
-        while "best=" not in buf and time.time() - t0 < 120:
+        while "EDP[J*cycle]=" not in buf and time.time() - t0 < 120:
             buf += os.read(p.stderr.fileno(), 4096).decode(errors="replace")
-        assert "best=" in buf, buf
+        assert "EDP[J*cycle]=" in buf, buf
         p.send_signal(signal.SIGINT)
         stdout, stderr = p.communicate(timeout=120)
     finally:

@@ -90,6 +90,8 @@ def check_sweep(spec: SystemSpec) -> None:
     axes = list(spec.sweep_axes.items())
     total = math.prod(len(v) for _, v in axes) if axes else 0
     if 0 < total <= SWEEP_CHECK_ALL and len(axes) > 1:
+        for path, values in axes:          # an axis wrong on its own is named as that axis
+            _check_point(spec, spec.with_value(path, values[0], key=f"sweep.axes.{path}"), path, values[0])
         for combo in itertools.product(*(values for _, values in axes)):
             point = spec
             for (path, _), value in zip(axes, combo):
@@ -103,13 +105,15 @@ def check_sweep(spec: SystemSpec) -> None:
         return
     for path, values in axes:
         for value in values:
-            point = spec.with_value(path, value, key=f"sweep.axes.{path}")
-            try:
-                build_system(point)
-            except CoexploreError as exc:
-                raise CoexploreError(f"value {value!r} makes {exc.key} invalid: {exc.message}",
-                                     file=spec.file, key=f"sweep.axes.{path}",
-                                     expected=exc.expected) from None
+            _check_point(spec, spec.with_value(path, value, key=f"sweep.axes.{path}"), path, value)
+
+
+def _check_point(spec: SystemSpec, point: SystemSpec, path: str, value) -> None:
+    try:
+        build_system(point)
+    except CoexploreError as exc:
+        raise CoexploreError(f"value {value!r} makes {exc.key} invalid: {exc.message}",
+                             file=spec.file, key=f"sweep.axes.{path}", expected=exc.expected) from None
 
 
 def load_system_arch(path: str | Path, *, check_files: bool = False) -> SystemArch:
