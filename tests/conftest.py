@@ -11,3 +11,12 @@ CORPUS = DATA / "timeloop_corpus"
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return CORPUS
+
+
+@pytest.fixture(autouse=True)
+def _outputs_stay_in_tmp(tmp_path_factory, monkeypatch):
+    """Every test (and every CLI it starts) runs in a scratch folder with a scratch result cache,
+    so default output folders (results/...) and the cache never land in the checkout."""
+    scratch = tmp_path_factory.mktemp("cwd")
+    monkeypatch.chdir(scratch)
+    monkeypatch.setenv("COEXPLORE_CACHE", str(scratch / "cache.sqlite"))

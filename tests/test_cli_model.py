@@ -236,6 +236,10 @@ def test_min_utilization_rejects_underused_buffers_as_timeloop(tmp_path):
     low, high = with_min(used / size * 0.99), with_min(min(1.0, used / size * 1.01))
     assert low.returncode == 0 and json.loads(low.stdout)["cycles"] == exp["cycles"]
     assert high.returncode == 1 and "minimum utilization" in json.loads(high.stdout)["error"]
+    frac = used / size
+    assert size * frac == used               # the boundary itself is representable here ...
+    exact = with_min(frac)                   # ... and valid: Timeloop refuses only tile < size x min
+    assert exact.returncode == 0 and json.loads(exact.stdout)["cycles"] == exp["cycles"]
 
 
 def test_summary_columns_never_run_together():

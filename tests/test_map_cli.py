@@ -152,7 +152,8 @@ def test_map_and_evaluate_take_a_system_core_and_a_workload_layer(tmp_path):
     ([str(ARCH), str(LAYER), "--layer", "x"], "--layer picks a layer"),
 ])
 def test_bad_core_or_layer(args, msg):
-    r = cli("map", *args, "--budget", "10", cwd=ROOT)
+    args = [str(ROOT / a) if a.startswith(("arch/", "problems/")) else a for a in args]
+    r = cli("map", *args, "--budget", "10")
     assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
@@ -288,3 +289,27 @@ def test_map_layer_takes_objective_and_batch_size(ctx):
     res = map_layer(ctx, load_constraints(ctx.arch), "random", 200, seed=0, objective="latency", batch_size=50)
     assert res.objective == "latency" and res.history[0][0] == 50
     assert res.history[-1][1] == res.best["cycles"]          # reported in whole cycles
+
+
+def test_map_layer_cache_key_covers_what_changes_the_result(ctx, tmp_path):
+    """Through the real pipeline: a repeated run is served from the cache; a different budget,
+    energy table or constraint is not; an unseeded run is never stored or served."""
+    import dataclasses
+    from coexplore.model.cache import ResultCache
+    cons = load_constraints(ctx.arch)
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        assert not map_layer(ctx, cons, "random", 100, seed=0, cache=cache).cached
+        assert map_layer(ctx, cons, "random", 100, seed=0, cache=cache).cached
+        assert not map_layer(ctx, cons, "random", 200, seed=0, cache=cache).cached
+        ert = tmp_path / "ERT.yaml"
+        ert.write_text((ARCH.parent / "ERT.yaml").read_text().replace("energy: 512.0", "energy: 600.0", 1))
+        other = load_context(ARCH, LAYER, ert)
+        assert other.ert.actions != ctx.ert.actions
+        assert not map_layer(other, cons, "random", 100, seed=0, cache=cache).cached
+        level = next(lv.name for lv in ctx.arch.levels if not lv.is_dummy)
+        tighter = {**cons, level: dataclasses.replace(cons[level], temporal_max={"C": 2})}
+        assert not map_layer(ctx, tighter, "random", 100, seed=0, cache=cache).cached
+        n = len(cache)
+        for _ in range(2):
+            assert not map_layer(ctx, cons, "random", 100, seed=None, cache=cache).cached
+        assert len(cache) == n

@@ -23,18 +23,23 @@ EXERCISES = DATA / "exercises_v4"
 CASES = sorted(d.name for d in EXERCISES.iterdir() if d.is_dir())
 FIELDS = ("reads", "fills", "updates", "utilized_instances")
 
-# current Timeloop's DRAM Inputs reads (= shared_glb Inputs fills) where the 2024 references differ
+# Cases whose 2024 references predate Timeloop's stride-rule fix (PR #297): current Timeloop
+# gives fewer DRAM Inputs reads (= shared_glb Inputs fills). Current Timeloop's own value, where it
+# was run (timeloop-corpus README, Timeloop 4cf6d4c on the same inputs), else None: then only the
+# direction of the difference is checked, never a number the model produced itself.
 KNOWN_DIFFERENCES = {
     "v4_ed_eyeriss_like": 156_600,
     "v4_ed_simple_output_stationary": 152_550,
-    "v4_ex06_mapper_eyeriss_vgg02_layer5": 475_136,
-    "v4_ta_eyeriss_intmac": 475_136,
+    "v4_ex06_mapper_eyeriss_vgg02_layer5": None,
+    "v4_ta_eyeriss_intmac": None,
 }
+DIFFERING = (("DRAM", "Inputs", "reads"), ("shared_glb", "Inputs", "fills"))
 
 
 def known(case: str) -> dict:
-    v = KNOWN_DIFFERENCES.get(case)
-    return {} if v is None else {("DRAM", "Inputs", "reads"): v, ("shared_glb", "Inputs", "fills"): v}
+    if case not in KNOWN_DIFFERENCES:
+        return {}
+    return {k: KNOWN_DIFFERENCES[case] for k in DIFFERING}
 
 
 @lru_cache(maxsize=None)
@@ -88,10 +93,13 @@ def test_reference_covers_every_level_and_dataspace(case):
 def test_current_rule(case):
     """Every count equals the reference, except the known stride-rule difference (exact values)."""
     got, ref = counts(case, "current")
-    expected = {**ref, **known(case)}
-    assert {k: (v, expected[k]) for k, v in got.items() if v != expected[k]} == {}   # (model, expected)
-    for k, v in known(case).items():
-        assert v != ref[k]                       # the difference is real, not a relabelled equality
+    diff = known(case)
+    expected = {**ref, **{k: v for k, v in diff.items() if v is not None}}
+    assert {k: (v, expected[k]) for k, v in got.items() if v != expected[k] and not (k in diff and diff[k] is None)
+            } == {}   # (model, expected)
+    for k in diff:
+        assert got[k] < ref[k]                   # fewer: the fix only adds halo reuse
+    assert len({got[k] for k in diff}) <= 1      # DRAM reads = global-buffer fills
     res, summ = evaluated(case, "current"), reference(case)["summary"]
     assert bool(res.valid[0])
     assert int(res.cycles[0]) == summ["cycles"]

@@ -52,6 +52,12 @@ def test_cluster_size_cap_splits_large_clusters():
     clusters = cluster_parameters(Correlations(np.zeros(d), pairs, 1000), max_size=4)
     assert sorted(i for c in clusters for i in c) == list(range(d))
     assert max(len(c) for c in clusters) <= 4
+    # a cluster of exactly the cap stays whole
+    pairs = np.zeros((d, d))
+    pairs[:4, :4] = 0.9
+    np.fill_diagonal(pairs, 1.0)
+    clusters = cluster_parameters(Correlations(np.zeros(d), pairs, 1000), max_size=4)
+    assert [0, 1, 2, 3] in [sorted(c) for c in clusters]
 
 
 def test_marl_uses_warmup_then_clusters_and_counts_warmup_in_budget():

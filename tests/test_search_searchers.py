@@ -211,3 +211,37 @@ def test_group_aware_variants_use_the_given_groups():
     assert res.best_loss == pytest.approx(opt)
     assert sorted(map(sorted, marl.clusters)) == sorted(problem.true_groups)
     assert marl.correlations is None  # no warm-up analysis when the groups are given
+
+
+@pytest.mark.parametrize("name,base,option,value", [
+    ("rl", {}, "advantage", "shared"), ("rl", {}, "advantage", "zscore"), ("rl", {}, "entropy", 0.1),
+    ("rl", {}, "epochs", 1), ("rl", {}, "imitation", 0.0), ("rl", {}, "imitation_top", 5),
+    ("rl", {"advantage": "zscore"}, "log_loss", False),      # ranks ignore a monotone transform
+    ("rl", {}, "conditional", False), ("rl", {}, "lr", 0.05),
+    # one agent's critic baseline is a constant, so the critic options act in MARL
+    ("marl", {"warmup": 200, "stall": 300}, "critic", False),
+    ("marl", {"warmup": 200, "stall": 300}, "critic_shrink", 50.0),
+    ("marl", {"warmup": 200, "stall": 100}, "stall", 0), ("marl", {"warmup": 200, "stall": 100}, "polish", False),
+    ("marl", {"warmup": 200, "stall": 300}, "leftovers", "joint"), ("marl", {"warmup": 200}, "bins", 2),
+    ("marl", {"warmup": 200, "stall": 300}, "warmup_update", False), ("marl", {"warmup": 200}, "z", 1.0),
+])
+def test_every_learner_option_changes_the_search(name, base, option, value):
+    """A documented option that does nothing is a defect: each one changes what is asked (or, for
+    the clustering's `bins`, the measured correlations)."""
+    from coexplore.search.registry import mapper_spec
+    from coexplore.search.synthetic import make_synthetic
+    problem = make_synthetic(n_groups=4, seed=1)
+    asked, corr = [], []
+    for opts in (base, {**base, option: value}):
+        s = make_searcher(mapper_spec(name, opts), problem.space, seed=0)
+        xs = []
+        for _ in range(30):
+            x = s.ask(50)
+            s.tell(x, problem(x))
+            xs.append(x)
+        asked.append(np.concatenate(xs))
+        corr.append(None if getattr(s, "correlations", None) is None else s.correlations.pairs)
+    if option == "bins":
+        assert not np.allclose(corr[0], corr[1])
+    else:
+        assert not np.array_equal(asked[0], asked[1])

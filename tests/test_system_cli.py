@@ -176,10 +176,9 @@ def test_system_only_options_with_a_table_are_refused(tmp_path, capsys):
 def test_system_run_checks_options_before_mapping_and_keeps_the_job_table(tmp_path, capsys):
     """A bad --bandwidth or --out fails before any layer is mapped; --seed changes the scheduler's
     seed only (the layer mapper keeps --layer-seed), and the job table is written beside."""
-    import time
-    t = time.perf_counter()
-    assert "bandwidth" in _bad(tmp_path, capsys, ["hetero_2simba_2eyeriss", "--bandwidth", "0", "--no-cache"])
-    assert time.perf_counter() - t < 5
+    from unittest import mock
+    with mock.patch("coexplore.system.from_system.map_layer", side_effect=AssertionError("a layer was mapped")):
+        assert "bandwidth" in _bad(tmp_path, capsys, ["hetero_2simba_2eyeriss", "--bandwidth", "0", "--no-cache"])
     system = tmp_path / "sys.yaml"
     text = (ROOT / "arch" / "simba.yaml").read_text()
     system.write_text(text.replace("- ../problems/resnet50.yaml\n- ../problems/vgg16.yaml\n",

@@ -48,6 +48,19 @@ def test_job_table_from_system(system):
     assert (table.latency[:, 0] >= macs / 256).all() and (table.latency[:, 2] >= macs / 168).all()
     assert (table.bandwidth > 0).all() and np.isfinite(table.energy).all()
     assert sysarch.offchip_bytes_per_cycle == pytest.approx(8.0)
+    # each core design's column is that design's own mapping of the layer (not another design's)
+    from coexplore.model.inputs import Context
+    from coexplore.search.layer import map_layer
+    from coexplore.spec.problem import DEFAULT_CNN_SHAPE, parse_problem
+    from coexplore.system.from_system import core_model
+    assert not np.array_equal(table.latency[:, 0], table.latency[:, 2])
+    inst = {"C": 16, "M": 32, "R": 3, "S": 3, "N": 1, "P": 14, "Q": 14}
+    prob = parse_problem({"problem": {"shape": DEFAULT_CNN_SHAPE, "instance": inst}}, name="a")
+    for col, design in ((0, "simba"), (2, "eyeriss")):
+        cm = core_model(sysarch, design)
+        rec = map_layer(Context(cm.context_arch, prob, cm.ert, cm.costs), cm.constraints,
+                        registry.mapper_spec("random"), 300, 0).best
+        assert table.latency[0, col] == rec["cycles"] and table.energy[0, col] == pytest.approx(rec["energy_pJ"])
 
 
 def cli(*args):

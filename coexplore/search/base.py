@@ -140,8 +140,9 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     before continues: its samples count); the driver, not the searcher, owns progress.
 
     objective maps a batch [n, ...] to losses [n] (inf = invalid). Ctrl-C raises
-    SearchInterrupted with the best of the batches evaluated so far (a batch being evaluated
-    when the interrupt came is dropped and not counted). `best_label` names the best loss on the
+    SearchInterrupted with the best of the batches evaluated so far: in the main thread the first
+    Ctrl-C lets the batch being evaluated finish (it is counted), so the interrupt never lands
+    inside the progress bar or the model; a second Ctrl-C stops at once (that batch is dropped). `best_label` names the best loss on the
     progress bar (e.g. with its unit).
     """
     budget = positive_int(budget, "budget")
@@ -157,8 +158,10 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     # the driver's own incumbent: consistent even if Ctrl-C lands inside the searcher's tell;
     # samples count from the searcher's own total (a searcher run again continues its count)
     best_x, best_loss, samples = searcher.best_x, searcher.best_loss, searcher.samples
+    stop = _DeferredInterrupt()
     try:
-        while searcher.samples < budget:
+        stop.__enter__()
+        while searcher.samples < budget and not stop.requested:
             n = min(batch_size, budget - searcher.samples)
             batch = searcher.ask(n)
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
@@ -178,6 +181,37 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             raise
         raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True)) from None
     finally:
+        stop.__exit__()
         if bar is not None:
             bar.close()
+    if stop.requested:
+        raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True))
     return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history)
+
+
+class _DeferredInterrupt:
+    """While active (main thread only), the first SIGINT only sets `requested`; a second one
+    raises KeyboardInterrupt as usual. Elsewhere (other threads) Ctrl-C behaves as usual."""
+
+    def __init__(self):
+        self.requested = False
+        self._old = None
+
+    def __enter__(self):
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._old = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        import signal
+        self.requested = True
+        signal.signal(signal.SIGINT, self._old)       # a second Ctrl-C interrupts at once
+
+    def __exit__(self, *exc):
+        import signal
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            self._old = None
