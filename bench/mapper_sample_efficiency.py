@@ -64,9 +64,14 @@ SOURCES = {"random": (_S + "random_search.py",), "random_pruned": (_S + "pruned.
            "marl": (_S + "marl.py", *_LEARNER), "marl_noclust": (_S + "marl.py", *_LEARNER)}
 
 
+# the mapspace's decoding and the layer objective shape every searcher's numbers
+COMMON = ("coexplore/mapspace/space.py", "coexplore/search/layer.py")
+
+
 def version(searcher: str) -> str:
-    """Hash of the searcher's code and its mapper YAML: a changed searcher reruns, others resume."""
-    return source_version(*SOURCES.get(searcher, ()), f"mappers/{searcher}.yaml")
+    """Hash of the searcher's code, the mapspace/objective code and its mapper YAML: a changed
+    searcher reruns, others resume."""
+    return source_version(*SOURCES.get(searcher, ()), *COMMON, f"mappers/{searcher}.yaml")
 CHECKPOINTS = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 
 
