@@ -48,6 +48,9 @@ def test_factor_syntax_as_timeloop_reads_it(ex5):
                                    "factors": "R3, P<=4 K>=2 N=1#"}], ex5.arch)["GlobalBuffer"]
     assert c.temporal_factors == {"R": ("=", 3), "N": ("=", 1)}
     assert c.temporal_max == {"P": 4} and c.temporal_min == {"K": 2}
+    c = constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "R3P<=4 K2"}],
+                                 ex5.arch)["GlobalBuffer"]      # names are letters, as in Timeloop's regex
+    assert c.temporal_factors == {"R": ("=", 3), "K": ("=", 2)} and c.temporal_max == {"P": 4}
     with pytest.raises(CoexploreError, match="max factor"):
         constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "P<=0"}], ex5.arch)
     with pytest.raises(CoexploreError, match="cannot read factor"):
@@ -147,6 +150,13 @@ def test_other_constraint_types(ex5):
     cons = constraints_from_targets([{"target": "GlobalBuffer", "type": "max_overbooked_proportion",
                                       "proportion": 0.1}], ex5.arch)
     assert cons["GlobalBuffer"].ignored          # sparse-only: reported as not applied
+    for kind in ("no_multicast_no_reduction", "no_link_transfer"):
+        c = constraints_from_targets([{"target": "GlobalBuffer", "type": kind, "keep": ["Inputs"]}], ex5.arch)
+        assert any(kind in k for k in c["GlobalBuffer"].ignored)
+    with pytest.raises(CoexploreError, match="without a type"):
+        constraints_from_targets([{"target": "GlobalBuffer", "factors": "K=2"}], ex5.arch)
+    with pytest.raises(CoexploreError, match="innermost storage level"):
+        constraints_from_targets([{"target": ex5.arch.compute.name, "type": "utilization", "min": 0.5}], ex5.arch)
 
 
 def test_min_parallelism_bounds_the_fan_out_used():

@@ -154,3 +154,33 @@ def test_validate_interrupted_prints_the_summary_of_the_cases_done(monkeypatch, 
     assert rc == 130 and "interrupted after" in err
     assert 0 < s["cases"] == int(s["interrupted_after"].split()[0]) < 343
     assert s["validity_agrees"] == s["cases"]
+
+
+def test_first_ctrl_c_lets_the_running_batch_finish(monkeypatch):
+    """The first SIGINT stops the search after the batch being evaluated (counted, kept); a second
+    one stops at once (that batch dropped); the usual handler is back afterwards."""
+    import signal
+    from coexplore.search.base import SearchInterrupted, run_search
+    from coexplore.search.registry import make_searcher
+    from coexplore.search.space import DiscreteSpace
+    monkeypatch.setattr(signal, "getsignal", lambda s: signal.default_int_handler)   # as in a plain CLI run
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        space = DiscreteSpace(np.full(6, 10), [f"p{i}" for i in range(6)])
+        for presses, kept in ((1, 300), (2, 200)):
+            calls = []
+
+            def objective(x):
+                calls.append(len(x))
+                if len(calls) == 3:
+                    for _ in range(presses):
+                        os.kill(os.getpid(), signal.SIGINT)
+                        time.sleep(0.05)
+                return np.asarray(x, float).sum(axis=1) + 1.0
+            with pytest.raises(SearchInterrupted) as info:
+                run_search(make_searcher("random", space, seed=0), objective, budget=10_000, batch_size=100)
+            res = info.value.result
+            assert res.interrupted and res.samples == kept and len(res.history) == kept // 100
+            assert signal.signal(signal.SIGINT, signal.default_int_handler) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -11,7 +11,8 @@ from coexplore.bundled import bundled_dir
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs, top_keys
 from coexplore.cli.paths import chosen_dir, count, default_run_dir, digests, seed
 from coexplore.search import registry
-from coexplore.search.layer import MapInterrupted, NoValidMapping, map_layer
+from coexplore.model.cache import cache_key
+from coexplore.search.layer import MapInterrupted, NoValidMapping, cache_parts, map_layer
 from coexplore.spec.yamlio import write_text, write_yaml
 
 
@@ -109,7 +110,10 @@ def run(args) -> int:
                 "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None, "mapper": spec.to_dict(),
                 "budget": args.budget, "seed": args.seed,
                 "inputs_sha256": digests(args.arch, args.problem, args.ert, *(args.constraints or []),
-                                         args.searcher if args.searcher and Path(args.searcher).is_file() else None)}
+                                         args.searcher if args.searcher and Path(args.searcher).is_file() else None),
+                # everything the result depends on, wherever it was found (an ERT or constraints.yaml
+                # beside ARCH, a system's mapper): the cache key of the run
+                "content_key": cache_key(**cache_parts(ctx, constraints, spec, args.seed, args.budget))}
     # created before the search, not after; a default folder holding another run's result is kept
     out = chosen_dir(args.out, "result.json", run_desc, "map") if args.out else default_run_dir(f"results/map/{ctx.arch.name}-{label}",
                                                                  "result.json", run_desc)
@@ -125,6 +129,7 @@ def run(args) -> int:
         if res is None:
             raise KeyboardInterrupt from None
     except NoValidMapping as exc:   # a failed search, not bad input: recorded, exit 1
+        (out / "mapping.yaml").unlink(missing_ok=True)      # an earlier run's mapping is not this run's
         payload = {"searcher": spec.searcher, "samples": exc.samples, "best": None, "mapping_file": None,
                    "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
                    "objective": spec.objective, "seed": args.seed, "run": run_desc}

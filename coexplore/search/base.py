@@ -158,10 +158,10 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     # the driver's own incumbent: consistent even if Ctrl-C lands inside the searcher's tell;
     # samples count from the searcher's own total (a searcher run again continues its count)
     best_x, best_loss, samples = searcher.best_x, searcher.best_loss, searcher.samples
-    stop = _DeferredInterrupt()
+    stop = _DeferredInterrupt(say=bar is not None)
     try:
         stop.__enter__()
-        while searcher.samples < budget and not stop.requested:
+        while searcher.samples < budget and not _DeferredInterrupt.requested:
             n = min(batch_size, budget - searcher.samples)
             batch = searcher.ask(n)
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
@@ -181,37 +181,46 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             raise
         raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True)) from None
     finally:
+        asked_to_stop = _DeferredInterrupt.requested
         stop.__exit__()
         if bar is not None:
             bar.close()
-    if stop.requested:
+    if asked_to_stop and searcher.samples < budget:   # a search that finished anyway is complete
         raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True))
     return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history)
 
 
 class _DeferredInterrupt:
-    """While active (main thread only), the first SIGINT only sets `requested`; a second one
-    raises KeyboardInterrupt as usual. Elsewhere (other threads) Ctrl-C behaves as usual."""
+    """While the outermost one is active (main thread only), the first SIGINT only sets the
+    class-wide `requested` (which every running search loop, nested ones too, checks after each
+    batch); a second one raises KeyboardInterrupt as usual. Other threads: Ctrl-C as usual."""
 
-    def __init__(self):
-        self.requested = False
+    requested = False
+
+    def __init__(self, say: bool = False):
         self._old = None
+        self.say = say
 
     def __enter__(self):
         import signal
         import threading
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            _DeferredInterrupt.requested = False
             self._old = signal.signal(signal.SIGINT, self._handle)
         return self
 
     def _handle(self, signum, frame):
         import signal
-        self.requested = True
+        import sys
+        _DeferredInterrupt.requested = True
         signal.signal(signal.SIGINT, self._old)       # a second Ctrl-C interrupts at once
+        if self.say:
+            print("\nstopping after the batch being evaluated (Ctrl-C again to stop now)", file=sys.stderr)
 
     def __exit__(self, *exc):
         import signal
-        if self._old is not None:
+        if self._old is not None:                     # the outermost: restore, and forget the request
             signal.signal(signal.SIGINT, self._old)
             self._old = None
+            _DeferredInterrupt.requested = False

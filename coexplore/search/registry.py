@@ -161,8 +161,9 @@ _TIMELOOP_METRICS = {("delay", "energy"): "latency", ("delay",): "latency", ("cy
 
 def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     """A coexplore mapper from a timeloop-mapper `mapper:` section (v0.3 dashes or v0.4
-    underscores): `algorithm` picks the searcher (hybrid -> random_pruned), `optimization_metrics`
-    the objective ([delay, energy] is `latency`: cycles, ties broken by energy); the search budget
+    underscores): `algorithm` picks the searcher (hybrid -> random_pruned), `optimization_metric(s)`
+    the objective ([delay, energy] is `latency`: cycles, ties broken by energy; timeloop-mapper also
+    treats cycle counts within 0.1% as tied, coexplore only equal ones); the search budget
     is coexplore's --budget, so timeout / victory_condition / search_size / num_threads are noted
     as not used."""
     sec = {str(k).replace("-", "_"): v for k, v in dict(section or {}).items()}
@@ -170,7 +171,10 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     if alg not in _TIMELOOP_ALGORITHMS:
         raise CoexploreError(f"timeloop-mapper algorithm '{alg}' has no coexplore searcher", file=file,
                              key="mapper.algorithm", expected=" | ".join(sorted(_TIMELOOP_ALGORITHMS)))
-    metrics = sec.pop("optimization_metrics", ["edp"])
+    metrics = sec.pop("optimization_metric", None)              # Timeloop reads the singular first
+    plural = sec.pop("optimization_metrics", None)
+    metrics = metrics if metrics not in (None, []) else plural
+    metrics = ["edp"] if metrics in (None, []) else metrics     # Timeloop's default
     metrics = tuple(str(m).lower() for m in (metrics if isinstance(metrics, list) else [metrics]))
     objective = _TIMELOOP_METRICS.get(metrics) or _TIMELOOP_METRICS.get(metrics[:1])
     if objective is None:

@@ -17,10 +17,15 @@ from coexplore.spec.architecture import Architecture
 from coexplore.spec.yamlio import load_yaml
 
 # Timeloop's factor syntax (constraints.cpp): `C=1`, `M<=4`, `P>=2`, also `R3` (the '=' is optional);
-# text around the entries (commas, stray characters) is skipped, as Timeloop's regex search does
-_FACTOR = re.compile(r"([A-Za-z_][A-Za-z_0-9]*?)\s*(<=|>=|=)\s*(\d+)|([A-Za-z]+)(\d+)")
+# names are letters, and text around the entries (commas, stray characters) is skipped, as
+# Timeloop's regex search does
+_FACTOR = re.compile(r"([A-Za-z]+)\s*(<=|>=|=)\s*(\d+)|([A-Za-z]+)(\d+)")
+# directive types with a network/reuse meaning coexplore's mapspace does not model: accepted and
+# reported as not applied (like max_overbooked_proportion, a sparse-tile setting)
+NOT_APPLIED_TYPES = ("max_overbooked_proportion", "no_multicast", "no_reduction", "no_multicast_no_reduction",
+                     "no_link_transfer", "no_temporal_reuse")
 TYPES = ("temporal", "spatial", "bypass", "bypassing", "datatype", "dataspace", "utilization", "parallelism",
-         "max_overbooked_proportion")
+         *NOT_APPLIED_TYPES)
 
 
 @dataclass
@@ -99,7 +104,7 @@ def resolve_permutation(perm: list[str], dims: list[str]) -> list[str]:
 _APPLIED = {"temporal": {"factors", "factors_only", "permutation"},
             "spatial": {"factors", "factors_only", "permutation", "split"},
             "bypass": {"keep", "bypass", "keep_only"},
-            "utilization": {"min"}, "parallelism": {"min"}, "max_overbooked_proportion": set()}
+            "utilization": {"min"}, "parallelism": {"min"}, **{t: set() for t in NOT_APPLIED_TYPES}}
 _APPLIED["dataspace"] = _APPLIED["datatype"] = _APPLIED["bypassing"] = _APPLIED["bypass"]
 
 
@@ -168,8 +173,8 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         if c.min_parallelism is not None:
             raise _respecified("min parallelism/utilization", level, file, key)
         c.min_parallelism = float(v)
-    elif kind == "max_overbooked_proportion":
-        c.ignored.append(f"{key} (max_overbooked_proportion: sparse tiles, not modelled)")
+    elif kind in NOT_APPLIED_TYPES:
+        c.ignored.append(f"{key} (type {kind}: not modelled by the mapspace)")
 
 
 def _directives(targets: list, file) -> list[tuple[str, dict, str]]:
@@ -201,13 +206,20 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None) -> di
     for body, f in groups:
         for level, t, key in _directives(body, f):
             if level not in out:
+                if level == arch.compute.name and t.get("type") not in ("utilization", "parallelism"):
+                    continue                       # nothing of the compute level is mapped
                 if level == arch.compute.name:
-                    continue
+                    raise CoexploreError(f"parallelism cannot be constrained at {level}: it must be constrained "
+                                         "at the innermost storage level", file=f, key=f"{key}.target",
+                                         expected=f"{arch.levels[-1].name}" if arch.levels else "a storage level")
                 raise CoexploreError(f"unknown level '{level}'", file=f, key=f"{key}.target",
                                      expected=f"one of {list(out)}")
             if f is not None and out[level].source is None:
                 out[level].source = str(f)
-            _apply(out[level], t.get("type", "temporal"), t, f, key, level, last=level == last)
+            if "type" not in t:                    # Timeloop asserts a type
+                raise CoexploreError("a constraint without a type", file=f, key=key,
+                                     expected="type: " + " | ".join(TYPES))
+            _apply(out[level], t["type"], t, f, key, level, last=level == last)
     return out
 
 
