@@ -186,3 +186,21 @@ def test_map_cli_takes_several_constraint_files(tmp_path):
            for e in entries if e["type"] == "temporal"}
     assert fac["GlobalBuffer"]["K"] == 4
     assert fac["MainMemory"] == {"K": 1, "R": 1, "P": 1}
+
+
+def test_bounds_with_factors_only_and_conflicts(ex5):
+    """factors_only fixes the unlisted dimensions to 1, not those it bounds; a bound on a dimension
+    the layer lacks, or one no mapping can meet, is refused up front."""
+    ms = _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors_only": "K<=4"}])
+    gb, dims = _level(ex5, "GlobalBuffer"), ex5.problem.dims
+    m = _samples(ms, 2000)
+    ok = ms.satisfies(m)
+    assert (m.temporal[:, gb, dims.index("R")] == 1).all() and (m.temporal[:, gb, dims.index("P")] == 1).all()
+    assert set(m.temporal[ok, gb, dims.index("K")].tolist()) == {1, 2, 4}
+    for factors, msg in (("Q<=4", "unknown dimension"), ("K=8 K<=2", "breaks its own bound"),
+                         ("K>=64", "layer's K is 32"), ("K>=8 K<=4", "leave no factor")):
+        with pytest.raises(CoexploreError, match=msg):
+            _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors": factors}])
+    with pytest.raises(CoexploreError, match="leave of 32"):
+        _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors": "K=0"},
+                     {"target": "RegisterFile", "type": "temporal", "factors": "K=2"}])

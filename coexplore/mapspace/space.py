@@ -45,7 +45,8 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
         if level not in levels:
             raise CoexploreError(f"constraints for unknown level '{level}'", key="constraints",
                                  expected=f"levels of the architecture: {levels}")
-        for what, names in (("temporal factors", c.temporal_factors), ("spatial factors", c.spatial_factors),
+        for what, names in (("temporal factors", {**c.temporal_factors, **c.temporal_max, **c.temporal_min}),
+                            ("spatial factors", {**c.spatial_factors, **c.spatial_max, **c.spatial_min}),
                             ("temporal permutation", c.temporal_permutation or []),
                             ("spatial permutation", c.spatial_permutation or [])):
             bad = [n for n in names if n not in problem.dims]
@@ -66,6 +67,30 @@ def _resolved(constraints: dict[str, LevelConstraints], dims: list[str]) -> dict
             c = dataclasses.replace(c, temporal_permutation=tp, spatial_permutation=sp)
         out[level] = c
     return out
+
+
+def _check_bounds(c: LevelConstraints, level: str, name: str, kind: str, bound: int, fixed: int | None) -> None:
+    """A factor bound no mapping can meet is a conflict in the constraints, refused up front."""
+    hi, lo = getattr(c, f"{kind}_max").get(name), getattr(c, f"{kind}_min").get(name)
+    where = dict(file=c.source, key=f"{level}.{kind}.factors")
+    if lo is not None and lo > bound:
+        raise CoexploreError(f"{name}>={lo} at {level}, but the layer's {name} is {bound}", **where,
+                             expected=f"a min factor <= {bound}")
+    if lo is not None and hi is not None and lo > hi:
+        raise CoexploreError(f"{name}>={lo} and {name}<={hi} at {level} leave no factor", **where,
+                             expected="min <= max")
+    if fixed is not None and ((hi is not None and fixed > hi) or (lo is not None and fixed < lo)):
+        raise CoexploreError(f"{name}={fixed} at {level} breaks its own bound "
+                             f"{name}{'<=' + str(hi) if hi is not None and fixed > hi else '>=' + str(lo)}",
+                             **where, expected="a fixed factor within the bounds")
+
+
+def _not_dividing(c: LevelConstraints, level: str, name: str, n: int, left: int, bound: int, kind: str
+                  ) -> CoexploreError:
+    after = "" if left == bound else f" (what the factors fixed at other levels leave of {bound})"
+    return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.source,
+                          key=f"{level}.{kind}.factors", expected="fixed factors of each dimension whose product "
+                          "divides the layer's dimension")
 
 
 @dataclass
@@ -110,31 +135,33 @@ class MapSpace:
             if c.min_parallelism is not None:
                 self._set_min_parallelism(c, lv, li, inner)
             for d, name in enumerate(dims):
-                op, n = c.temporal_factors.get(name, ("=", 1) if c.temporal_factors_only else (None, None))
+                only = c.temporal_factors_only and name not in c.temporal_max and name not in c.temporal_min
+                op, n = c.temporal_factors.get(name, ("=", 1) if only else (None, None))
                 if not lv.is_dummy:
+                    _check_bounds(c, lv.name, name, "temporal", problem.bounds[d],
+                                  exact(n, d) if op == "=" and n is not None else None)
                     if op == "=" and n is not None:
                         n = exact(n, d)
                         if n > 1:
                             if remaining[d] % n:
-                                raise CoexploreError(f"constraint {name}={n} at {lv.name} does not divide the "
-                                                     f"bound {problem.bounds[d]}", key=f"{lv.name}.temporal.factors",
-                                                     expected="a divisor of the layer's dimension")
+                                raise _not_dividing(c, lv.name, name, n, remaining[d], problem.bounds[d], "temporal")
                             self.base_t[li, d] = n
                             remaining[d] //= n
                     else:
                         t_allowed[li, d] = True
                         self.t_max[li, d] = c.temporal_max.get(name, self.t_max[li, d])
                         self.t_min[li, d] = c.temporal_min.get(name, 1)
-                sop, sn = c.spatial_factors.get(name, ("=", 1) if c.spatial_factors_only else (None, None))
+                only = c.spatial_factors_only and name not in c.spatial_max and name not in c.spatial_min
+                sop, sn = c.spatial_factors.get(name, ("=", 1) if only else (None, None))
+                _check_bounds(c, lv.name, name, "spatial", problem.bounds[d],
+                              exact(sn, d) if sop == "=" and sn is not None else None)
                 if sop == "=" and sn is not None:
                     sn = exact(sn, d)
                     if sn > 1:
                         axis_x = self._on_x(c, name)
                         (self.base_x if axis_x else self.base_y)[li, d] = sn
                         if remaining[d] % sn:
-                            raise CoexploreError(f"constraint {name}={sn} at {lv.name} does not divide the "
-                                                 f"bound {problem.bounds[d]}", key=f"{lv.name}.spatial.factors",
-                                                 expected="a divisor of the layer's dimension")
+                            raise _not_dividing(c, lv.name, name, sn, remaining[d], problem.bounds[d], "spatial")
                         remaining[d] //= sn
                     continue
                 axis = self._axis(c, name)
