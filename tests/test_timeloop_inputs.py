@@ -161,3 +161,23 @@ def test_multi_letter_dimensions_round_trip_through_a_written_mapping(tmp_path):
         assert ctx.record(ctx.evaluate(back)) == ctx.record(res, int(b))
         checked += 1
     assert checked
+
+
+def test_loop_nest_reads_like_timeloops_map_txt():
+    """The loop nest of the official exercise 06 mapping, line for line as Timeloop printed it in
+    map.txt (its `(capacity)` annotations aside)."""
+    import re
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.loopnest import format_loop_nest
+    from coexplore.spec.mapping import to_arrays
+    case = Path(__file__).parent / "data" / "exercises_v4" / "v4_ex06_mapper_eyeriss_vgg02_layer5"
+    ppi = case / "parsed-processed-input.yaml"
+    ctx = load_context(ppi, ppi, case / "timeloop-mapper.ERT.yaml")
+    m = to_arrays([ctx.load_mapping(case / "timeloop-mapper.map.yaml")], ctx.arch, ctx.problem)
+    got = format_loop_nest(m, 0, ctx.arch, ctx.problem, ctx.record(ctx.evaluate(m), 0))
+    ref = (case / "timeloop-mapper.map.txt").read_text()
+
+    def lines(text):     # Timeloop's "Inputs:24 (24)" -> "Inputs:24"; dash lines follow the header
+        out = [re.sub(r" \(\d+\)", "", ln).rstrip() for ln in text.splitlines() if ln.strip()]
+        return [ln for ln in out if set(ln) != {"-"}]
+    assert lines(got) == lines(ref)

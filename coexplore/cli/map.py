@@ -13,6 +13,8 @@ from coexplore.cli.paths import chosen_dir, count, default_run_dir, digests, see
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.search.layer import MapInterrupted, NoValidMapping, cache_parts, map_layer
+from coexplore.spec.loopnest import format_loop_nest
+from coexplore.spec.mapping import parse_mapping, to_arrays
 from coexplore.spec.yamlio import write_text, write_yaml
 
 
@@ -129,7 +131,8 @@ def run(args) -> int:
         if res is None:
             raise KeyboardInterrupt from None
     except NoValidMapping as exc:   # a failed search, not bad input: recorded, exit 1
-        (out / "mapping.yaml").unlink(missing_ok=True)      # an earlier run's mapping is not this run's
+        for stale in ("mapping.yaml", "map.txt"):              # an earlier run's mapping is not this run's
+            (out / stale).unlink(missing_ok=True)
         payload = {"searcher": spec.searcher, "samples": exc.samples, "best": None, "mapping_file": None,
                    "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
                    "objective": spec.objective, "seed": args.seed, "run": run_desc}
@@ -143,6 +146,8 @@ def run(args) -> int:
         if cache is not None:
             cache.close()
     mapping_file = out / "mapping.yaml"
+    arrays = to_arrays([parse_mapping({"mapping": res.mapping}, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)
+    write_text(out / "map.txt", format_loop_nest(arrays, 0, ctx.arch, ctx.problem, res.best))
     write_yaml(mapping_file, {"mapping": res.mapping},
                header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"
                       f"searcher {spec.searcher}, {plural(res.samples, 'sample')}, seed {args.seed}")
@@ -178,5 +183,5 @@ def run(args) -> int:
         if res.interrupted:
             print(f"interrupted after {res.samples:,} of {args.budget:,} samples: this is the best so far "
                   "(not cached)")
-        print(f"wrote {mapping_file} and {out / 'result.json'}")
+        print(f"wrote {mapping_file}, {out / 'map.txt'} (loop nest) and {out / 'result.json'}")
     return 130 if res.interrupted else 0
