@@ -251,3 +251,24 @@ def test_summary_columns_never_run_together():
                            "utilized_instances": 123456789, "energy_pJ": 1e20}}}}}
     row = next(line for line in format_summary(rec, "a", "l").splitlines() if line.startswith("DRAM"))
     assert row.split() == ["DRAM", "Weights", *[f"{big:,}"] * 4, "123456789", f"{1e20:,.0f}"]
+
+
+def test_evaluate_checks_a_mapping_against_constraints_on_request():
+    """timeloop-model does not check constraints; `--constraints` reports what a mapping breaks
+    (the number are unchanged), here a corpus mapping whose weights_spad loop order goes against
+    eyeriss_like's permutation constraint, and a timeloop-mapper result that keeps them."""
+    arch = CORPUS / "arches" / "eyeriss_like"
+    bad = CORPUS / "public" / "eyeriss_like" / "alexnet_conv3" / "013"
+    r = cli("evaluate", arch / "processed.yaml", CORPUS / "layers" / "alexnet_conv3.yaml", bad / "mapping.yaml",
+            "--constraints", arch / "constraints.yaml", "--json")
+    got = json.loads(r.stdout)
+    assert got["constraints_kept"] is False and "weights_spad" in got["constraints_error"]
+    assert "warning" in r.stderr and got["cycles"] == json.loads((bad / "expected.json").read_text())["cycles"]
+    for case in sorted((CORPUS / "public" / "eyeriss_like").glob("*/*")):
+        if json.loads((case / "expected.json").read_text()).get("source") == "mapper_best":
+            r = cli("evaluate", arch / "processed.yaml", CORPUS / "layers" / f"{case.parent.name}.yaml",
+                    case / "mapping.yaml", "--check-constraints", "--json")
+            assert json.loads(r.stdout)["constraints_kept"] is True, r.stderr
+            break
+    else:
+        raise AssertionError("no mapper case")

@@ -18,6 +18,11 @@ def register(sub) -> None:
                                  "built-in estimator)")
     add_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (schema of the corpus expected.json)")
+    p.add_argument("--constraints", action="append", default=None,
+                   help="also check the mapping against these mapspace constraints (repeatable; "
+                        "timeloop-model does not check them, timeloop-mapper only proposes mappings that keep them)")
+    p.add_argument("--check-constraints", action="store_true",
+                   help="check the mapping against the constraints `coexplore map` would use for ARCH")
     p.set_defaults(func=run)
 
 
@@ -56,15 +61,35 @@ def format_summary(rec: dict, arch_name: str, layer_name: str) -> str:
 
 
 def run(args) -> int:
-    ctx, _ = load_inputs(args)
+    check = bool(args.constraints) or args.check_constraints
+    ctx, constraints = load_inputs(args, with_constraints=check)
     mapping = ctx.load_mapping(args.mapping)
     for w in mapping.warnings:
         print(f"coexplore: warning: {args.mapping}: {w}", file=sys.stderr)
     res = ctx.evaluate_mappings([mapping])
     rec = ctx.record(res, 0)
+    broken = _breaks_constraints(ctx, constraints, mapping) if check else None
+    if broken:
+        print(f"coexplore evaluate: warning: {args.mapping}: {broken}", file=sys.stderr)
     if args.json:
         out = {"arch": ctx.arch.name, "layer": ctx.problem.name, **rec, "model": "builtin"}
+        if check:
+            out["constraints_kept"], out["constraints_error"] = broken is None, broken
         print(json.dumps(out, indent=1))
     else:
         print(format_summary(rec, ctx.arch.name, ctx.problem.name))
     return 0 if rec["valid"] else 1   # like timeloop-model: an invalid mapping is a failed run
+
+
+def _breaks_constraints(ctx, constraints, mapping) -> str | None:
+    """None if the mapping lies in the constrained mapspace, else what it breaks (the mapspace's
+    encode names the level and the factor, order, keep/bypass or bound)."""
+    from coexplore.errors import CoexploreError
+    from coexplore.mapspace.space import MapSpace
+    from coexplore.spec.mapping import to_arrays
+    ms = MapSpace(ctx.arch, ctx.problem, constraints)
+    try:
+        ms.encode(to_arrays([mapping], ctx.arch, ctx.problem))
+    except CoexploreError as exc:
+        return exc.message
+    return None
