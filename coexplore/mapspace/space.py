@@ -396,11 +396,12 @@ class MapSpace:
     def encode(self, m: MappingArrays) -> np.ndarray:
         """Parameter vectors of mappings that lie in this mapspace (raises otherwise).
 
-        Raises a CoexploreError when a factor, a keep/bypass choice or the order of a level's
-        non-unit temporal loops breaks the constraints. The spatial loop order is no parameter:
-        decode uses the default order (X dims then Y dims, each by dimension index), which gives
-        other numbers only where the order changes link transfers between neighbours (2 of the
-        925 encodable corpus mappings).
+        Raises a CoexploreError when a factor, a keep/bypass choice, a factor bound or the order
+        of a level's non-unit temporal loops breaks the constraints. The spatial loop order is no
+        parameter: decode orders spatial loops as the constraints' spatial permutation (else X
+        dims then Y dims by dimension index); it matters only where it changes link transfers
+        between neighbours. With it, all 58 valid timeloop-mapper results of the public corpus
+        encode and decode to Timeloop's numbers.
         """
         B = len(m)
         X = np.zeros((B, self.n_params), np.int64)
