@@ -53,6 +53,21 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _failed_run(args, out: Path, spec: registry.MapperSpec, run_desc: dict, exc: NoValidMapping) -> int:
+    """result.json of a search without a valid sample (with the commonest reasons); exit 1."""
+    for stale in ("mapping.yaml", "map.txt"):              # an earlier run's mapping is not this run's
+        (out / stale).unlink(missing_ok=True)
+    payload = {"searcher": spec.searcher, "samples": exc.samples, "best": None, "mapping_file": None,
+               "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
+               "objective": spec.objective, "seed": args.seed, "run": run_desc}
+    write_text(out / "result.json", json.dumps(payload, indent=1))
+    if args.json:
+        print(json.dumps(payload, indent=1))
+    print(f"coexplore map: {exc.message}", file=sys.stderr)
+    print(f"coexplore map: wrote {out / 'result.json'}", file=sys.stderr)
+    return 1
+
+
 def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
@@ -131,17 +146,7 @@ def run(args) -> int:
         if res is None:
             raise KeyboardInterrupt from None
     except NoValidMapping as exc:   # a failed search, not bad input: recorded, exit 1
-        for stale in ("mapping.yaml", "map.txt"):              # an earlier run's mapping is not this run's
-            (out / stale).unlink(missing_ok=True)
-        payload = {"searcher": spec.searcher, "samples": exc.samples, "best": None, "mapping_file": None,
-                   "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
-                   "objective": spec.objective, "seed": args.seed, "run": run_desc}
-        write_text(out / "result.json", json.dumps(payload, indent=1))
-        if args.json:
-            print(json.dumps(payload, indent=1))
-        print(f"coexplore map: {exc.message}", file=sys.stderr)
-        print(f"coexplore map: wrote {out / 'result.json'}", file=sys.stderr)
-        return 1
+        return _failed_run(args, out, spec, run_desc, exc)
     finally:
         if cache is not None:
             cache.close()
