@@ -158,6 +158,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     # the driver's own incumbent: consistent even if Ctrl-C lands inside the searcher's tell;
     # samples count from the searcher's own total (a searcher run again continues its count)
     best_x, best_loss, samples = searcher.best_x, searcher.best_loss, searcher.samples
+    best_tie, lexicographic = np.inf, False
     stop = _DeferredInterrupt(say=bar is not None)
     try:
         stop.__enter__()
@@ -166,10 +167,18 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             batch = searcher.ask(n)
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
                 break
-            losses = checked_losses(batch, objective(batch))
+            raw = objective(batch)
+            tie = getattr(raw, "tie", None)          # a secondary key for the incumbent (TiedLosses)
+            losses = checked_losses(batch, raw)
             samples += len(losses)
             i, loss = best_of(losses)
-            if loss < best_loss:
+            if tie is not None and np.isfinite(loss):
+                tied = np.flatnonzero(losses == loss)
+                i = int(tied[np.argmin(np.asarray(tie, float)[tied])])
+                if loss < best_loss or (loss == best_loss and tie[i] < best_tie):
+                    best_x, best_loss, best_tie = np.array(batch[i], copy=True), loss, float(tie[i])
+                    lexicographic = True
+            elif loss < best_loss:
                 best_x, best_loss = np.array(batch[i], copy=True), loss
             history.append((samples, best_loss))
             searcher.tell(batch, losses)
@@ -187,6 +196,8 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             bar.close()
     if asked_to_stop and searcher.samples < budget:   # a search that finished anyway is complete
         raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True))
+    if lexicographic:                                 # ties decided by the secondary key
+        return SearchResult(best_x, best_loss, searcher.samples, history)
     return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history)
 
 

@@ -249,20 +249,30 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
     return cls(space, spec.config, seed)
 
 
-def latency_tie_break(energy: np.ndarray) -> np.ndarray:
-    """A term in [0, 0.5) increasing with energy: added to whole cycle counts it ranks equal
-    latencies by energy and never reorders different ones (floor(loss) is the latency)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.log10(1.0 + np.maximum(np.asarray(energy, dtype=float), 0.0)) / 40.0
-    return 0.5 * np.clip(np.nan_to_num(t, nan=1.0, posinf=1.0), 0.0, 0.999)
+class TiedLosses(np.ndarray):
+    """Losses with a secondary key `tie` (same shape): the searchers learn from the losses alone;
+    `run_search` keeps as its best the lowest loss, and among equal losses the lowest tie."""
+
+    tie: np.ndarray
+
+    def __array_finalize__(self, obj):
+        self.tie = getattr(obj, "tie", None)
+
+
+def with_tie(losses: np.ndarray, tie: np.ndarray) -> TiedLosses:
+    out = np.asarray(losses, dtype=float).view(TiedLosses)
+    out.tie = np.asarray(tie, dtype=float)
+    return out
 
 
 def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") -> np.ndarray:
     """The loss the searchers minimise, from the cost model's metrics.
 
     metrics: arrays of the batch keyed 'energy', 'latency' (or 'cycles'), optionally 'edp'
-    (else energy x latency); invalid mappings carry inf (or NaN). 'latency' is lexicographic,
-    as timeloop-mapper's [delay, energy]: whole cycles plus `latency_tie_break(energy)`.
+    (else energy x latency); invalid mappings carry inf (or NaN). 'latency' is cycles, with the
+    energy as the tie key (`TiedLosses`): the searchers learn from cycles alone (a tie-break in the
+    loss itself made the learners settle on low energy within a plateau of equal cycles instead of
+    finding fewer cycles), and the best kept is timeloop-mapper's [delay, energy] choice.
     """
     if objective not in OBJECTIVES:
         raise CoexploreError(f"unknown objective '{objective}'", key="objective",
@@ -278,7 +288,9 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
         out = get("latency", "cycles")
         if "energy" in metrics:   # ties (equal cycles) go to the lower energy: Timeloop's [delay, energy]
             e = get("energy")
-            out = np.where(np.isnan(e), np.inf, np.floor(out) + latency_tie_break(e))
+            out = np.where(np.isnan(e), np.inf, out)
+            out[np.isnan(out)] = np.inf
+            return with_tie(out, np.where(np.isnan(e), np.inf, e))
     elif "edp" in metrics:
         out = get("edp")
     else:
