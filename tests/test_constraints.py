@@ -15,7 +15,7 @@ from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import load_context
 from coexplore.search.layer import make_objective, map_layer
 from coexplore.spec.architecture import load_architecture
-from coexplore.spec.constraints import constraints_from_targets, load_constraints
+from coexplore.spec.constraints import constraints_from_nodes, constraints_from_targets, load_constraints
 
 from conftest import CORPUS, DATA
 
@@ -204,3 +204,34 @@ def test_bounds_with_factors_only_and_conflicts(ex5):
     with pytest.raises(CoexploreError, match="leave of 32"):
         _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors": "K=0"},
                      {"target": "RegisterFile", "type": "temporal", "factors": "K=2"}])
+
+
+def test_node_permutations_are_completed_as_timeloopfe_does():
+    """v0.4 node constraints `permutation: [C, M], split: 1` (simple_weight_stationary's PE array):
+    timeloopfe puts the dimensions that are 1 there first (NQPSRCM), so the split leaves C and M on
+    Y, where timeloop-mapper put them; every mapper result of the corpus keeps the completed
+    constraints read from arch.yaml, as it keeps the flattened constraints.yaml."""
+    import json
+    from coexplore.spec.mapping import to_arrays
+    d = CORPUS / "arches" / "simple_weight_stationary"
+    arch = load_architecture(d / "arch.yaml")
+    cases = [c for c in sorted((CORPUS / "public" / "simple_weight_stationary").glob("*/*"))
+             if json.loads((c / "expected.json").read_text()).get("source") == "mapper_best"]
+    assert cases
+    for case in cases:
+        ctx = load_context(d / "arch.yaml", CORPUS / "layers" / f"{case.parent.name}.yaml", d / "ERT.yaml")
+        m = to_arrays([ctx.load_mapping(case / "mapping.yaml")], ctx.arch, ctx.problem)
+        completed = constraints_from_nodes(arch, ctx.problem)
+        assert completed["inter_PE_spatial"].spatial_permutation[-2:] == ["C", "M"]
+        MapSpace(ctx.arch, ctx.problem, completed).encode(m)          # raises if a constraint is broken
+        MapSpace(ctx.arch, ctx.problem, load_constraints(arch, d / "constraints.yaml")).encode(m)
+    # the exercise's own mapper result (its default problem) has C and M on Y: only the completed
+    # reading keeps it
+    ex = DATA / "exercises_v4" / "v4_ed_simple_weight_stationary"
+    ctx = load_context(d / "arch.yaml", ex / "parsed-processed-input.yaml", ex / "timeloop-mapper.ERT.yaml")
+    m = to_arrays([ctx.load_mapping(ex / "timeloop-mapper.map.yaml")], ctx.arch, ctx.problem)
+    li, c = _level(ctx, "inter_PE_spatial"), ctx.problem.dims.index("C")
+    assert m.spatial_y[0, li, c] > 1
+    MapSpace(ctx.arch, ctx.problem, constraints_from_nodes(arch, ctx.problem)).encode(m)
+    with pytest.raises(CoexploreError, match="factor of C"):
+        MapSpace(ctx.arch, ctx.problem, constraints_from_nodes(arch)).encode(m)     # the split over [C, M] alone

@@ -96,7 +96,7 @@ def load_inputs(args, with_constraints: bool = False
             print(f"coexplore: warning: {args.arch}: {w}", file=sys.stderr)
         ert = find_ert(args.arch, args.ert)
         ctx = Context(arch, problem, ert, level_costs(arch, ert))
-        return ctx, _warn_ignored(load_constraints(arch, cons_path)) if with_constraints else None
+        return ctx, _warn_ignored(load_constraints(arch, cons_path, problem)) if with_constraints else None
     from coexplore.arch.system import load_system_arch
     from coexplore.system.from_system import core_model
 

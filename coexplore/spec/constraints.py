@@ -223,7 +223,11 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None) -> di
     return out
 
 
-def constraints_from_nodes(arch: Architecture) -> dict[str, LevelConstraints]:
+def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelConstraints]:
+    """Constraints from the v0.4 nodes. With the layer (`problem`), each permutation is completed as
+    timeloopfe flattens it for Timeloop: the dimensions it does not list but that are 1 at that
+    level (fixed to 1 there, or of bound 1 in the layer) go first, so a spatial `split` counts them
+    (`permutation: [C, M], split: 1` puts C and M on Y when N, P, Q, R, S are 1)."""
     out = {}
     for lv in arch.levels:
         c = LevelConstraints(source=arch.source)
@@ -239,8 +243,22 @@ def constraints_from_nodes(arch: Architecture) -> dict[str, LevelConstraints]:
             # dummy spatial levels carry no temporal loops and keep nothing
             c.temporal_factors = {}
             c.keep, c.bypass, c.keep_only = set(), None, True
+        if problem is not None:
+            for kind in ("temporal", "spatial"):
+                _complete_permutation(c, kind, problem)
         out[lv.name] = c
     return out
+
+
+def _complete_permutation(c: LevelConstraints, kind: str, problem) -> None:
+    perm = getattr(c, f"{kind}_permutation")
+    if not perm:
+        return
+    fixed, only = getattr(c, f"{kind}_factors"), getattr(c, f"{kind}_factors_only")
+    bound = dict(zip(problem.dims, problem.bounds))
+    units = [d for d in problem.dims if d not in perm and (
+        fixed.get(d) == ("=", 1) or bound[d] == 1 or (only and d not in fixed))]
+    setattr(c, f"{kind}_permutation", units + list(perm))
 
 
 def constraint_targets(data) -> list | None:
@@ -267,13 +285,14 @@ def constraint_targets(data) -> list | None:
     return body if found else None
 
 
-def load_constraints(arch: Architecture, path: str | Path | list | tuple | None = None
+def load_constraints(arch: Architecture, path: str | Path | list | tuple | None = None, problem=None
                      ) -> dict[str, LevelConstraints]:
     """Constraints from constraints files (one path or several, combined with the
     architecture_constraints inside the architecture's own file as timeloop-mapper combines its
     inputs; a directive given twice for one level is refused, as there), else those in the
     architecture's own file (timeloopfe's parsed-processed-input carries them), else a
-    constraints.yaml beside it, else its v0.4 nodes."""
+    constraints.yaml beside it, else its v0.4 nodes (completed as timeloopfe completes them when the
+    layer is given: `constraints_from_nodes`)."""
     paths = [] if path is None else [path] if isinstance(path, (str, Path)) else list(path)
     inline = None
     if arch.source and Path(arch.source).is_file():
@@ -297,4 +316,4 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
         cand = Path(arch.source).parent / "constraints.yaml"
         if cand.exists() and any(lv.constraints == {} for lv in arch.levels):
             return load_constraints(arch, cand)
-    return constraints_from_nodes(arch)
+    return constraints_from_nodes(arch, problem)
