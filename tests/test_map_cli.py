@@ -317,3 +317,10 @@ def test_map_layer_cache_key_covers_what_changes_the_result(ctx, tmp_path):
         for _ in range(2):
             assert not map_layer(ctx, cons, "random", 100, seed=None, cache=cache).cached
         assert len(cache) == n
+
+
+def test_linear_pruned_says_when_it_walked_a_sliver(tmp_path):
+    r = cli("map", ARCH, LAYER, "--searcher", "linear_pruned", "--budget", "200", "--no-cache", "--no-progress",
+            "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert "walks the mapspace" in r.stdout and "200 samples" in r.stdout

@@ -185,6 +185,11 @@ def run(args) -> int:
         elif res.exhausted is False:
             print(f"note: the budget ended before every distinct mapping was evaluated ({size}); "
                   "raise --budget for the optimum")
+        elif spec.searcher == "linear_pruned" and (res.mapspace_size is None or res.samples < res.mapspace_size):
+            # an in-order walk: a budget below the space covers a sliver of it
+            print(f"note: linear_pruned walks the mapspace ({size}) in order and stopped after "
+                  f"{plural(res.samples, 'sample')}: raise --budget, or use a searcher that samples "
+                  "the whole space (random_pruned, ga, marl)")
         if res.interrupted:
             print(f"interrupted after {res.samples:,} of {args.budget:,} samples: this is the best so far "
                   "(not cached)")
