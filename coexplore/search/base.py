@@ -142,8 +142,9 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     objective maps a batch [n, ...] to losses [n] (inf = invalid). Ctrl-C raises
     SearchInterrupted with the best of the batches evaluated so far: in the main thread the first
     Ctrl-C lets the batch being evaluated finish (it is counted), so the interrupt never lands
-    inside the progress bar or the model; a second Ctrl-C stops at once (that batch is dropped). `best_label` names the best loss on the
-    progress bar (e.g. with its unit).
+    inside the progress bar or the model; a second Ctrl-C stops at once (that batch is dropped).
+    Losses carrying a `tie` key (`registry.TiedLosses`) keep, among equal losses, the lowest tie
+    as the best. `best_label` names the best loss on the progress bar (e.g. with its unit).
     """
     budget = positive_int(budget, "budget")
     batch_size = positive_int(batch_size, "batch_size")

@@ -151,8 +151,7 @@ def mapper_spec(name: str, config=None, objective: str = "edp", batch_size: int 
 
 
 # timeloop-mapper's `mapper:` section: algorithm -> searcher, optimization-metrics -> objective
-_TIMELOOP_ALGORITHMS = {"random-pruned": "random_pruned", "random_pruned": "random_pruned",
-                        "linear-pruned": "linear_pruned", "linear_pruned": "linear_pruned",
+_TIMELOOP_ALGORITHMS = {"random_pruned": "random_pruned", "linear_pruned": "linear_pruned",
                         "exhaustive": "exhaustive", "hybrid": "random_pruned", "random": "random"}
 _TIMELOOP_METRICS = {("delay", "energy"): "latency", ("delay",): "latency", ("cycles",): "latency",
                      ("energy",): "energy", ("energy", "delay"): "energy", ("edp",): "edp",
@@ -167,7 +166,7 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     is coexplore's --budget, so timeout / victory_condition / search_size / num_threads are noted
     as not used."""
     sec = {str(k).replace("-", "_"): v for k, v in dict(section or {}).items()}
-    alg = str(sec.pop("algorithm", "random_pruned")).lower()
+    alg = str(sec.pop("algorithm", "random_pruned")).lower().replace("-", "_")
     if alg not in _TIMELOOP_ALGORITHMS:
         raise CoexploreError(f"timeloop-mapper algorithm '{alg}' has no coexplore searcher", file=file,
                              key="mapper.algorithm", expected=" | ".join(sorted(_TIMELOOP_ALGORITHMS)))
