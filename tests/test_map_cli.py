@@ -241,11 +241,14 @@ def test_no_valid_mapping_is_a_failed_run_with_its_reasons(tmp_path):
     """Every sample invalid: exit 1 (not bad input), result.json records it with the commonest
     Timeloop check that failed."""
     small = tmp_path / "processed.yaml"
-    small.write_text(ARCH.read_text().replace("depth: 16384", "depth: 1"))     # the global buffer
+    # the global buffer holds one word, where the constraints make it keep an input and an output tile
+    small.write_text(ARCH.read_text().replace("depth: 16384\n        width: 64", "depth: 1\n        width: 8"))
     (tmp_path / "ERT.yaml").write_text((ARCH.parent / "ERT.yaml").read_text())
     assert small.read_text() != ARCH.read_text()
-    r = cli("map", small, CORPUS / "layers" / "alexnet_conv1.yaml", "--searcher", "random", "--budget", "200",
-            "--no-cache", "--no-progress", "--out", tmp_path / "o", "--json")
+    keep = tmp_path / "keep.yaml"
+    keep.write_text("constraints:\n  targets:\n  - {target: shared_glb, type: bypass, keep: [Inputs, Outputs]}\n")
+    r = cli("map", small, CORPUS / "layers" / "alexnet_conv1.yaml", "--constraints", keep, "--searcher", "random",
+            "--budget", "200", "--no-cache", "--no-progress", "--out", tmp_path / "o", "--json")
     assert r.returncode == 1, r.stderr
     got = json.loads(r.stdout)
     assert got["best"] is None and got["samples"] == 200 and "Traceback" not in r.stderr

@@ -52,7 +52,10 @@ def test_constraints_respected(eyeriss):
             for s, ds in enumerate(ctx.problem.dataspaces):
                 assert (m.keep[:, li, s] == (ds.name in c.keep)).all()
         prefix = [dims.index(x) for x in c.temporal_permutation]
-        if prefix:
+        if li == 0:      # timeloop-mapper keeps the dimension order at the innermost temporal level
+            nonunit = [[int(d) for d in m.perm[b, 0] if m.temporal[b, 0, d] > 1] for b in range(len(m))]
+            assert all(o == sorted(o) for o in nonunit)
+        elif prefix:
             assert (m.perm[:, li, :len(prefix)] == prefix).all()
     # eyeriss' PE columns only fan out on X, the rows only on Y
     col = inner.index(next(lv for lv in inner if lv.name == "inter_PE_column_spatial"))
@@ -213,3 +216,59 @@ def test_unapplied_and_unreadable_constraints_are_reported(tmp_path):
                             "--no-cache", "--no-progress", "--out", str(tmp_path / "o")],
                            capture_output=True, text=True)
         assert r.returncode == rc and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("arch,layer", [("simba_like", "resnet50_res3a_2b"), ("eyeriss_like", "alexnet_conv1"),
+                                        ("simba_like_pe8_glb4k", "bert_qkv")])
+def test_innermost_loop_order_changes_no_count(arch, layer):
+    """Why the mapspace has no order parameters at an innermost level without fan-out (Timeloop's
+    mapper keeps the dimension order there): shuffling those loops changes no metric, while
+    shuffling the next level's does for some mappings."""
+    import dataclasses
+    ctx = _ctx(arch, layer)
+    ms = MapSpace(ctx.arch, ctx.problem, {})
+    assert ms.canonical_innermost
+    rng = np.random.default_rng(3)
+    m = ms.decode(ms.sample(rng, 3000))
+    ref = ctx.evaluate(m)
+    v = ref.valid
+    assert v.sum() > 20
+    changed = []
+    for li in (0, 1):
+        m2 = dataclasses.replace(m, perm=m.perm.copy())
+        for b in range(len(m)):
+            m2.perm[b, li] = rng.permutation(m2.perm[b, li])
+        got = ctx.evaluate(m2)
+        changed.append(not (np.array_equal(got.cycles[v], ref.cycles[v])
+                            and np.array_equal(got.energy_pJ[v], ref.energy_pJ[v])))
+    multi = [(m.temporal[b, 0] > 1).sum() > 1 for b in np.flatnonzero(v)]
+    assert any(multi)              # some valid mappings have several loops to reorder there
+    assert changed[0] is False
+    inner = list(reversed(ctx.arch.levels))
+    if not inner[1].is_dummy:
+        assert changed[1] is True
+
+
+def test_innermost_order_follows_timeloop_mapper_not_the_constraint():
+    """Official exercise 05 ('baked'): the constraints fix every factor and give RegisterFile the
+    permutation RPK, yet timeloop-mapper's result orders K innermost (KRP: the problem's dimension
+    order); the one mapping of the mapspace is Timeloop's, loop for loop, and the reference
+    mappings of 'baked' and 'freebypass' lie in their mapspaces."""
+    from coexplore.spec.problem import load_problem
+    from coexplore.spec.architecture import load_architecture
+    ex = CORPUS.parent / "exercises_v4"
+    for case in ("v4_ex05_mapper_conv1d_oc_3level_baked", "v4_ex05_mapper_conv1d_oc_3level_freebypass"):
+        inp = ex / case / "parsed-processed-input.yaml"
+        arch, prob = load_architecture(inp), load_problem(inp)
+        ms = MapSpace(arch, prob, load_constraints(arch, inp))
+        from coexplore.spec.mapping import load_mapping
+        ref = to_arrays([load_mapping(ex / case / "timeloop-mapper.map.yaml", arch, prob)], arch, prob)
+        X = ms.encode(ref)
+        got = ms.decode(X)
+        assert np.array_equal(got.temporal, ref.temporal) and np.array_equal(got.keep, ref.keep)
+        for li in range(ms.L):
+            order = [[prob.dims[d] for d in a.perm[0, li] if a.temporal[0, li, d] > 1] for a in (got, ref)]
+            assert order[0] == order[1]
+        if case.endswith("baked"):
+            assert ms.log10_size() == 0.0
+            assert [prob.dims[d] for d in got.perm[0, 0] if got.temporal[0, 0, d] > 1] == ["K", "R"]

@@ -63,7 +63,7 @@ def test_shipped_mapper_yaml_loads_and_matches_defaults(name):
 
 
 def test_mapper_roundtrip_with_changed_values(tmp_path):
-    spec = mapper_spec("marl", MARLConfig(lr=0.05, warmup=321, clustering="per_parameter"),
+    spec = mapper_spec("marl", MARLConfig(lr=0.05, warmup=321, leftovers="joint", critic=False),
                        objective="latency", batch_size=250)
     save_mapper(spec, tmp_path / "m.yaml")
     back = load_mapper(tmp_path / "m.yaml")
@@ -174,17 +174,24 @@ def test_mapper_spec_checks_objective_batch_and_seed():
 
 
 def test_option_choices_are_checked_where_the_file_is_read(tmp_path):
-    from coexplore.search import marl, registry
-    assert set(registry.CHOICES["clustering"]) == set(marl.CLUSTERINGS)
+    from coexplore.search import registry
+    from coexplore.search.ga import GAConfig
     f = tmp_path / "m.yaml"
     for text, key in (("searcher: marl\nconfig: {clustering: kmeans}\n", "config.clustering"),
                       ("searcher: ga\nconfig: {crossover: banana}\n", "config.crossover"),
-                      ("searcher: sa\nconfig: {t_start: 0.001, t_end: 0.01}\n", "config.t_start")):
+                      ("searcher: sa\nconfig: {t_start: 0.001, t_end: 0.01}\n", "config.t_start"),
+                      # options that would do nothing, or values a schedule cannot use
+                      ("searcher: marl_noclust\nconfig: {clustering: correlation}\n", "config.clustering"),
+                      ("searcher: marl\nconfig: {clustering: single, bins: 8}\n", "config.bins"),
+                      ("searcher: rl\nconfig: {critic: false}\n", "config.critic"),
+                      ("searcher: rl\nconfig: {lr: .inf}\n", "config.lr"),
+                      ("searcher: sa\nconfig: {t_start: 0, t_end: 0}\n", "config.t_start"),
+                      ("searcher: [marl]\n", "searcher")):
         f.write_text(text)
         with pytest.raises(CoexploreError) as err:
             registry.load_mapper(f)
         assert err.value.key == key and err.value.file == str(f)
-    for value in registry.CHOICES["crossover"]:      # every listed value is one the searcher runs with
+    for value in GAConfig.CHOICES["crossover"]:      # every listed value is one the searcher runs with
         s = registry.make_searcher(registry.mapper_spec("ga", {"crossover": value}),
                                    DiscreteSpace(np.array([3, 4]), ["a", "b"], groups=[[0], [1]]))
         s.tell(s.ask(10), np.arange(1.0, 11.0))

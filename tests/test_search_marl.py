@@ -85,7 +85,7 @@ def test_conditional_agent_learns_a_joint_choice():
     space = DiscreteSpace(np.array([k, k]), ["a", "b"])
 
     def frac_diag(conditional):
-        learner = TeamLearner(space, [[0, 1]], RLConfig(lr=0.2, conditional=conditional, critic=False))
+        learner = TeamLearner(space, [[0, 1]], RLConfig(lr=0.2, conditional=conditional))
         from coexplore.search.losses import LossTransform
         t = LossTransform()
         rng = np.random.default_rng(0)

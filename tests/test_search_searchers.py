@@ -245,3 +245,15 @@ def test_every_learner_option_changes_the_search(name, base, option, value):
         assert not np.allclose(corr[0], corr[1])
     else:
         assert not np.array_equal(asked[0], asked[1])
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SEARCHERS if n not in ("random_pruned", "linear_pruned")))
+def test_tell_refuses_losses_that_are_not_numbers(name):
+    """Every searcher's tell goes through the base check first (a CoexploreError naming `tell`,
+    not a numpy ValueError from the searcher's own arithmetic)."""
+    from coexplore.errors import CoexploreError
+    s = make_searcher(name, make_small(0).space, seed=0)
+    batch = s.ask(4)
+    with pytest.raises(CoexploreError) as err:
+        s.tell(batch, ["a"] * len(batch))
+    assert err.value.key == "tell"

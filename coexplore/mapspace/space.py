@@ -7,7 +7,9 @@ Parameters, in this order (each an integer in [0, cardinality)):
   Prime-factor assignment makes every decoded mapping factorise the layer exactly.
 * permutation parameters: per level, one priority key per dimension that may have a temporal
   factor there; the loop order is the constraint's innermost-first prefix, then those dimensions
-  by (key, dimension index).
+  by (key, dimension index). None at the innermost level when no fan-out lies below it: there,
+  as in timeloop-mapper (mapspaces/uber.cpp), the loops keep the problem's dimension order and a
+  permutation constraint is ignored, since the order of the innermost loops changes no count.
 * keep parameters: per (level, dataspace) left free by the constraints, 0 = bypass, 1 = keep.
   The backing store keeps everything.
 
@@ -29,7 +31,7 @@ from coexplore.errors import CoexploreError
 from coexplore.mapspace.sampling import fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
-from coexplore.spec.constraints import LevelConstraints, resolve_permutation
+from coexplore.spec.constraints import LevelConstraints, misplaced_parallelism, resolve_permutation
 from coexplore.spec.mapping import MappingArrays
 from coexplore.spec.problem import Problem
 
@@ -188,14 +190,19 @@ class MapSpace:
             slots += [(li, KIND_Y) for li in range(L) if y_allowed[li, d]]
             for p in prime_factors(remaining[d]):
                 self.factor_params.append(FactorParam(d, p, slots))
-        # permutations
+        # permutations. Timeloop's mapper gives the innermost tiling level the canonical order
+        # (the problem's dimension order) whatever the constraints say, when that level is
+        # temporal (no fan-out below the innermost storage level): the order there changes no count.
+        self.canonical_innermost = bool(fx[0] * fy[0] == 1)
         self.perm_prefix: list[list[int]] = []
         self.perm_free: list[list[int]] = []
         for li, lv in enumerate(inner):
             c = self.constraints.get(lv.name, LevelConstraints())
             prefix = [dims.index(n) for n in c.temporal_permutation if n in dims]
+            if li == 0 and self.canonical_innermost:
+                prefix = []
             free = [d for d in range(D) if t_allowed[li, d] and d not in prefix]
-            if lv.is_dummy or len(free) < 2:
+            if lv.is_dummy or len(free) < 2 or (li == 0 and self.canonical_innermost):
                 free = []
             self.perm_prefix.append(prefix)
             self.perm_free.append(free)
@@ -227,10 +234,7 @@ class MapSpace:
         storage level; it bounds the fraction of the compute units a mapping uses."""
         innermost = next(i for i, x in enumerate(inner) if not x.is_dummy)
         if li != innermost:
-            raise CoexploreError(f"parallelism cannot be constrained at level {lv.name}: it must be constrained "
-                                 f"at the innermost storage level ({inner[innermost].name})", file=c.source,
-                                 key=f"constraints of {lv.name}", expected="type: utilization on the innermost "
-                                 "storage level")
+            raise misplaced_parallelism(lv.name, inner[innermost].name, c.source, f"constraints of {lv.name}")
         self.min_parallelism = float(c.min_parallelism)
 
     def satisfies(self, m: MappingArrays) -> np.ndarray:
@@ -397,7 +401,8 @@ class MapSpace:
         """Parameter vectors of mappings that lie in this mapspace (raises otherwise).
 
         Raises a CoexploreError when a factor, a keep/bypass choice, a factor bound or the order
-        of a level's non-unit temporal loops breaks the constraints. The spatial loop order is no
+        of a level's non-unit temporal loops breaks the constraints (any order is accepted at an
+        innermost level without fan-out, where it changes nothing). The spatial loop order is no
         parameter: decode orders spatial loops as the constraints' spatial permutation (else X
         dims then Y dims by dimension index); it matters only where it changes link transfers
         between neighbours. With it, all 58 valid timeloop-mapper results of the public corpus
@@ -453,7 +458,7 @@ class MapSpace:
                 how = "keeps" if m.keep[b, li, si] else "bypasses"
                 raise CoexploreError(f"{where} {how} {ds[si]} at {names[li]} against the constraints",
                                      key="mapping", expected="a mapping in the mapspace")
-            for li in range(self.L):
+            for li in range(1 if self.canonical_innermost else 0, self.L):
                 loops = [int(x) for x in m.perm[b, li] if m.temporal[b, li, x] > 1]
                 if loops != [int(x) for x in d.perm[b, li] if d.temporal[b, li, x] > 1]:
                     raise CoexploreError(f"{where} orders the loops at {names[li]} as "

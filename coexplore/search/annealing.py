@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coexplore.search.base import Searcher
-from coexplore.search.losses import LossTransform, clean
+from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.mutation import mutate, one_change_mask
 from coexplore.search.space import DiscreteSpace
@@ -86,8 +86,7 @@ class SimulatedAnnealing(Searcher):
         return x
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        losses = clean(losses)
-        super().tell(batch, losses)
+        losses = super().tell(batch, losses)
         batch = np.asarray(batch, dtype=np.int64)
         if self._memo is None:
             self._memo = Memo(self.space)

@@ -37,6 +37,16 @@ def checked_losses(batch, losses) -> np.ndarray:
     return out
 
 
+def check_choices(config, file=None) -> None:
+    """Options with a fixed set of values (the config class's `CHOICES`) hold one of them."""
+    from coexplore.errors import CoexploreError
+    for key, allowed in getattr(type(config), "CHOICES", {}).items():
+        value = getattr(config, key)
+        if value not in allowed:
+            raise CoexploreError(f"unknown {key} {value!r}", file=file, key=f"config.{key}",
+                                 expected=" | ".join(allowed))
+
+
 def best_of(losses: np.ndarray) -> tuple[int, float]:
     """Index and value of the lowest loss (inf when there is none or none is valid)."""
     if not len(losses):
@@ -67,8 +77,8 @@ class Searcher:
     """Base class: tracks the budget and the best candidate seen so far.
 
     Subclasses define `ask(n)` (n is checked to be an integer >= 1 before it runs) and a `tell`
-    that calls `super().tell` first (losses checked and flattened, NaN read as inf, the batch
-    checked against `self.space` when the space has a `check`).
+    that starts with `losses = super().tell(batch, losses)` (losses checked and flattened, NaN
+    read as inf, the batch checked against `self.space` when the space has a `check`).
     """
 
     name = "searcher"
@@ -95,8 +105,9 @@ class Searcher:
         """Return n candidates as an array of shape [n, ...]."""
         raise NotImplementedError  # abstract
 
-    def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        """Report the losses of a batch from `ask`; subclasses call super().tell first."""
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """Report the losses of a batch from `ask`; returns them checked (flat floats, NaN read
+        as inf) for the subclass's own use: subclasses start with `losses = super().tell(...)`."""
         losses = checked_losses(batch, losses)
         check = getattr(getattr(self, "space", None), "check", None)
         if check is not None:
@@ -106,6 +117,7 @@ class Searcher:
         if loss < self.best_loss:
             self.best_loss = loss
             self.best_x = np.array(batch[i], copy=True)
+        return losses
 
     def recommend(self) -> tuple[np.ndarray | None, float]:
         """The best candidate seen and its loss."""

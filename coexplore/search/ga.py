@@ -8,12 +8,13 @@ invalid candidate loses every tournament against a valid one. With `space.groups
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.search.base import Searcher
-from coexplore.search.losses import LossTransform, clean
+from coexplore.search.base import Searcher, check_choices
+from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.mutation import mutate
 from coexplore.search.space import DiscreteSpace
@@ -29,6 +30,8 @@ class GAConfig:
     local: float = 0.5             # probability an ordinal mutation is a +-1/2 step
     log_loss: bool = True
 
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"crossover": ("uniform", "groups")}
+
 
 class GeneticAlgorithm(Searcher):
     name = "ga"
@@ -43,9 +46,7 @@ class GeneticAlgorithm(Searcher):
         self._transform: LossTransform | None = None
 
     def _start(self) -> None:
-        if self.config.crossover not in ("uniform", "groups"):
-            raise CoexploreError(f"unknown crossover '{self.config.crossover}'", key="crossover",
-                                 expected="uniform | groups")
+        check_choices(self.config)
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss)
 
@@ -106,8 +107,7 @@ class GeneticAlgorithm(Searcher):
         return mutate(self.space, self.rng, child, mask, cfg.local)
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        losses = clean(losses)
-        super().tell(batch, losses)
+        losses = super().tell(batch, losses)
         if self._memo is None:
             self._start()
         batch = np.asarray(batch, dtype=np.int64)

@@ -110,13 +110,6 @@ def make_objective(ctx: Context, ms: MapSpace, objective: str):
     return f
 
 
-def build_searcher(spec: registry.MapperSpec, ms: MapSpace, seed):
-    cls, _ = registry.SEARCHERS[spec.searcher]
-    if getattr(cls, "needs_mapspace", False):
-        return cls(ms, spec.config, seed)
-    return registry.make_searcher(spec, ms.space, seed)
-
-
 def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed, budget: int) -> dict:
     cons = {k: dataclasses.asdict(v) for k, v in sorted(constraints.items())}
     for v in cons.values():
@@ -163,7 +156,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             out.mapping = from_arrays(arrays, 0, ctx.arch, ctx.problem)
             return out
     ms = MapSpace(ctx.arch, ctx.problem, constraints)
-    searcher = build_searcher(spec, ms, seed)
+    searcher = registry.make_searcher(spec, ms, seed)
     t0 = time.perf_counter()
     try:
         result = run_search(searcher, make_objective(ctx, ms, spec.objective), budget, spec.batch_size,
@@ -183,11 +176,6 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     return out
 
 
-def _reported(loss: float, objective: str) -> float:
-    """The objective's value from a loss: latency losses carry an energy tie-break below 0.5."""
-    return float(math.floor(loss)) if objective == "latency" and math.isfinite(loss) else float(loss)
-
-
 def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, result: SearchResult,
                 wall: float, exhausted: bool | None) -> MapResult:
     """The best candidate of a search, re-evaluated into a full result record and mapping."""
@@ -195,7 +183,7 @@ def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, res
     res = ctx.evaluate(arrays)
     return MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
                      mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
-                     history=[[int(s), _reported(v, spec.objective)] for s, v in result.history],
+                     history=[[int(s), float(v)] for s, v in result.history],
                      objective=spec.objective,
                      seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size(),
                      mapspace_size=ms.size_exact,

@@ -26,16 +26,19 @@ larger than `max_agent_size` are split again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from coexplore.search.losses import clean
 from coexplore.search.rl import PolicySearcher, RLConfig, TeamLearner
 from coexplore.search.space import DiscreteSpace
 
 
 @dataclass
 class MARLConfig(RLConfig):
+    critic: bool = True            # additive critic: each agent's baseline is the others' choices
+    critic_window: int = 3000      # recent samples the critic is fitted on
+    critic_shrink: float = 2.0     # pseudo-count shrinking critic table entries to 0
     imitation: float = 1.0         # gentler self-imitation of a wider elite than RL's default:
     imitation_top: int = 200       # small agents converge fast and need the brake (bench-tuned)
     warmup: int = 1000             # uniform random samples for the correlation analysis (in budget)
@@ -56,7 +59,13 @@ class MARLConfig(RLConfig):
                                    # old incumbent (which would pull it back into the stalled basin)
 
 
-CLUSTERINGS = ("correlation", "per_parameter", "given", "single")
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        **RLConfig.CHOICES, "clustering": ("correlation", "per_parameter", "given", "single"),
+        "leftovers": ("separate", "joint")}
+    # options that act only with another option's value (a mapper file setting them otherwise is refused)
+    ONLY_WITH: ClassVar[dict[str, tuple[str, str]]] = {
+        k: ("clustering", "correlation") for k in ("warmup", "warmup_fraction", "warmup_update", "bins", "alpha",
+                                                   "z", "max_agent_size", "leftovers")}
 
 
 def _rank01(v: np.ndarray) -> np.ndarray:
@@ -64,31 +73,11 @@ def _rank01(v: np.ndarray) -> np.ndarray:
     return (rankdata(v) - 0.5) / len(v)
 
 
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    from scipy.stats import rankdata
-    ra, rb = rankdata(a), rankdata(b)
-    ra -= ra.mean()
-    rb -= rb.mean()
-    den = np.sqrt((ra * ra).sum() * (rb * rb).sum())
-    return float((ra * rb).sum() / den) if den > 0 else 0.0
-
-
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
     a = a - a.mean()
     b = b - b.mean()
     den = np.sqrt((a * a).sum() * (b * b).sum())
     return float((a * b).sum() / den) if den > 0 else 0.0
-
-
-def _loo_means(codes: np.ndarray, y: np.ndarray, n_codes: int) -> np.ndarray:
-    """Leave-one-out mean of y over the samples sharing each sample's code (0 where alone)."""
-    s = np.bincount(codes, weights=y, minlength=n_codes)
-    c = np.bincount(codes, minlength=n_codes)
-    cnt = c[codes] - 1
-    out = np.zeros(len(y))
-    ok = cnt > 0
-    out[ok] = (s[codes][ok] - y[ok]) / cnt[ok]
-    return out
 
 
 @dataclass
@@ -317,26 +306,22 @@ class MARL(PolicySearcher):
             groups = self.space.groups or []
             rest = sorted(set(range(d)) - {i for g in groups for i in g})
             return [list(g) for g in groups] + [[i] for i in rest]
-        if how == "correlation":
-            x = np.concatenate(self._warm_x) if self._warm_x else np.zeros((0, d), np.int64)
-            losses = np.concatenate(self._warm_l) if self._warm_l else np.zeros(0)
-            if len(x) < 10:
-                return [[i] for i in range(d)]
-            self.correlations = correlation_analysis(self.space, x, losses, self.config.bins)
-            clusters = cluster_parameters(self.correlations, self.config.z, self.config.max_agent_size,
-                                          self.config.alpha)
-            if self.config.leftovers == "joint":
-                single = [c[0] for c in clusters if len(c) == 1]
-                clusters = [c for c in clusters if len(c) > 1] + ([single] if single else [])
-            return clusters
-        from coexplore.errors import CoexploreError
-        raise CoexploreError(f"unknown clustering '{how}'", key="clustering",
-                             expected=" | ".join(CLUSTERINGS))
+        # "correlation" (the names were checked by _start)
+        x = np.concatenate(self._warm_x) if self._warm_x else np.zeros((0, d), np.int64)
+        losses = np.concatenate(self._warm_l) if self._warm_l else np.zeros(0)
+        if len(x) < 10:
+            return [[i] for i in range(d)]
+        self.correlations = correlation_analysis(self.space, x, losses, self.config.bins)
+        clusters = cluster_parameters(self.correlations, self.config.z, self.config.max_agent_size,
+                                      self.config.alpha)
+        if self.config.leftovers == "joint":
+            single = [c[0] for c in clusters if len(c) == 1]
+            clusters = [c for c in clusters if len(c) > 1] + ([single] if single else [])
+        return clusters
 
     def ask(self, n: int) -> np.ndarray:
         if self._memo is None:
-            self._clusters_check()
-            self._start()
+            self._start()        # checks the option choices
         if self.learner is None and self._warm_asked < self._warmup_size():
             self._warm_asked += n        # a batch that straddles the end extends the warm-up
             return self._uniform_new(n)
@@ -348,15 +333,6 @@ class MARL(PolicySearcher):
             return np.concatenate([x, self._ask_policy(n - len(x))])
         return self._ask_policy(n)
 
-    def _clusters_check(self) -> None:
-        if self.config.leftovers not in ("separate", "joint"):
-            from coexplore.errors import CoexploreError
-            raise CoexploreError(f"unknown leftovers '{self.config.leftovers}'", key="leftovers",
-                                 expected="separate | joint")
-        if self.config.clustering not in CLUSTERINGS:
-            from coexplore.errors import CoexploreError
-            raise CoexploreError(f"unknown clustering '{self.config.clustering}'", key="clustering",
-                                 expected=" | ".join(CLUSTERINGS))
 
     def _uniform_new(self, n: int) -> np.ndarray:
         x = self.space.sample(self.rng, n)
@@ -377,9 +353,13 @@ class MARL(PolicySearcher):
             if self.config.warmup_update and len(x):
                 self.learner.update(x, losses, self._transform)
 
-    def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        super().tell(batch, losses)
-        lc = clean(losses)
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        lc = super().tell(batch, losses)
+        self._track_team(batch, lc)
+        return lc
+
+    def _track_team(self, batch: np.ndarray, lc: np.ndarray) -> None:
+        """The team's best, and when it stalls: best-response rounds, then restarts."""
         i = int(np.argmin(lc)) if len(lc) else 0
         if len(lc) and lc[i] < self.team_loss:
             self.team_loss, self.team_x = float(lc[i]), np.array(batch[i], copy=True)
@@ -471,6 +451,8 @@ class MARL(PolicySearcher):
 class MARLNoClusteringConfig(MARLConfig):
     clustering: str = "per_parameter"
     warmup: int = 0
+
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {**MARLConfig.CHOICES, "clustering": ("per_parameter",)}
 
 
 class MARLNoClustering(MARL):

@@ -66,8 +66,7 @@ class NevergradSearcher(Searcher):
         return self._lo + self._span * np.clip(unit, 0.0, 1.0)
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        super().tell(batch, losses)
-        losses = np.asarray(losses, dtype=float)
+        losses = super().tell(batch, losses)
         finite = losses[np.isfinite(losses)]
         if finite.size:
             self._penalty = min(1e20, max(self._penalty, 10.0 * float(np.max(np.abs(finite)))))

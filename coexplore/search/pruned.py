@@ -46,7 +46,8 @@ class _PrunedBase(Searcher):
         return mask
 
     def _orders_for_if(self, x_if: np.ndarray):
-        """Distinct pruned loop orders of one IF, as full candidate vectors (generator)."""
+        """Per level, the order parameters of one IF: (their indices, positions of the non-unit
+        dimensions among them, number of dimensions); only the non-unit loops' order matters."""
         ms = self.mapspace
         arrays = ms.decode(x_if[None, :])
         per_level = []
@@ -57,9 +58,6 @@ class _PrunedBase(Searcher):
             per_level.append((idx, nonunit, len(dims)))
         return per_level
 
-    def tell(self, batch, losses):
-        losses = np.asarray(losses, float)
-        super().tell(batch, np.where(np.isfinite(losses), losses, np.inf))
 
 
 class RandomPruned(_PrunedBase):

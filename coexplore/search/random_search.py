@@ -41,8 +41,6 @@ class RandomSearch(Searcher):
         return x
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        from coexplore.search.losses import clean
-        losses = clean(losses)
-        super().tell(batch, losses)
+        losses = super().tell(batch, losses)
         if self._memo is not None:
             self._memo.store(np.asarray(batch, dtype=np.int64), losses)

@@ -10,6 +10,7 @@ A mapper file:
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,7 +20,7 @@ import numpy as np
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.search.annealing import SAConfig, SimulatedAnnealing
-from coexplore.search.base import Searcher
+from coexplore.search.base import Searcher, check_choices
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
 from coexplore.search.ga import GAConfig, GeneticAlgorithm
 from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
@@ -45,15 +46,8 @@ SEARCHERS: dict[str, tuple[type, type]] = {
 OBJECTIVES = ("edp", "energy", "latency")
 
 
-def register(name: str, searcher_cls: type, config_cls: type) -> None:
-    """Add a searcher (e.g. the mapspace's random_pruned / linear_pruned)."""
-    if not dataclasses.is_dataclass(config_cls):
-        raise TypeError("config_cls must be a dataclass")
-    SEARCHERS[name] = (searcher_cls, config_cls)
-
-
 def _lookup(name: str, file=None) -> tuple[type, type]:
-    if name not in SEARCHERS:
+    if not isinstance(name, str) or name not in SEARCHERS:
         raise CoexploreError(f"unknown searcher '{name}'", file=file, key="searcher",
                              expected=" | ".join(sorted(SEARCHERS)))
     return SEARCHERS[name]
@@ -64,13 +58,16 @@ AT_LEAST_ONE = {"bins", "chains", "critic_window", "epochs", "horizon", "max_age
                 "max_permutations_per_if_visit", "max_size", "max_table", "population", "tournament",
                 "pop_size", "islands"}
 FRACTIONS = {"alpha", "local", "extra_change", "merge_at"}
-# options with a fixed set of values (checked when a mapper file is read, so the error names it)
-CHOICES = {"clustering": ("correlation", "per_parameter", "given", "single"), "leftovers": ("separate", "joint"),
-           "advantage": ("rank", "zscore", "shared"), "crossover": ("uniform", "groups")}
+# fixed value sets are the config classes' CHOICES (checked here too, so the error names the file)
 
 
 def _is_fraction(key: str) -> bool:
     return key in FRACTIONS or key.startswith("p_") or key.endswith(("_ratio", "_rate", "_fraction", "_ratio_start"))
+
+
+def _is_positive(key: str) -> bool:
+    """Start values of geometric schedules (temperatures, rates): the schedule divides by them."""
+    return key == "t_start" or key.endswith("_start")
 
 
 def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None):
@@ -99,20 +96,24 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
         elif want is int:
             ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
         elif want is float:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high \
+                and math.isfinite(value) and (value > 0 or not _is_positive(key))
             value = float(value) if ok else value
         else:
             ok = isinstance(value, want)
         if not ok:
-            bound = f"between {low} and {high}" if high == 1 else f">= {low}"
+            bound = f"between {low} and {high}" if high == 1 else f"> 0" if _is_positive(key) else f">= {low}"
             what = {int: f"an integer {bound}", float: f"a number {bound}"}.get(want, f"a {want.__name__}")
             raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
                                  expected=what + (" or null" if optional else ""))
-        if key in CHOICES and value not in CHOICES[key]:
-            raise CoexploreError(f"unknown {key} {value!r}", file=file, key=f"config.{key}",
-                                 expected=" | ".join(CHOICES[key]))
         kwargs[key] = value
     config = config_cls(**kwargs)
+    check_choices(config, file)
+    for key in data:          # an option set (off its default) that acts only with another option's value
+        other, needed = getattr(config_cls, "ONLY_WITH", {}).get(key, (None, None))
+        if other is not None and getattr(config, other) != needed and getattr(config, key) != getattr(defaults, key):
+            raise CoexploreError(f"option '{key}' acts only with {other}: {needed} (here {getattr(config, other)})",
+                                 file=file, key=f"config.{key}", expected=f"{other}: {needed}, or no '{key}'")
     t_start, t_end = getattr(config, "t_start", None), getattr(config, "t_end", None)
     if t_start is not None and t_end is not None and t_start < t_end:   # annealing cools, never heats
         raise CoexploreError(f"t_start {t_start:g} is below t_end {t_end:g}", file=file, key="config.t_start",

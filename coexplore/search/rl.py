@@ -35,10 +35,11 @@ points are rare, the remaining asks are mutations of policy draws.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from coexplore.search.base import Searcher
+from coexplore.search.base import Searcher, check_choices
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.space import DiscreteSpace
@@ -48,11 +49,8 @@ from coexplore.search.space import DiscreteSpace
 class RLConfig:
     lr: float = 0.3                # Adam step size on the logits
     conditional: bool = True       # autoregressive pairwise policy within an agent
-    critic: bool = True            # additive critic for per-agent baselines
-    critic_window: int = 3000      # recent samples the critic is fitted on
-    critic_shrink: float = 2.0     # pseudo-count shrinking critic table entries to 0
     entropy: float = 0.0           # entropy bonus weight (on the standardised advantage scale)
-    advantage: str = "rank"        # "rank": centred ranks of the advantages; "zscore": standardised
+    advantage: str = "rank"        # "rank": centred ranks; "zscore": standardised per agent; "shared": one scale
     epochs: int = 3                # gradient steps per batch (the batch is reused; 1 = on-policy)
     imitation: float = 2.0         # weight of self-imitation of the best samples seen (0 = off)
     imitation_top: int = 50        # how many of the best samples are imitated
@@ -60,6 +58,8 @@ class RLConfig:
     log_loss: bool = True          # learn on log(loss)
     invalid_margin: float = 0.5    # invalid = worst seen + margin x spread of seen values
     max_table: int = 4_000_000     # largest pairwise table (entries) a conditional agent may hold
+
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"advantage": ("rank", "zscore", "shared")}
 
 
 class _Adam:
@@ -202,8 +202,9 @@ class TeamLearner:
             self.blocks.append(_Block(np.array(c), cards, config.lr) if ok else None)
         # flat columns of each agent, in the agent's own order
         self.cols = [np.concatenate([np.arange(self.off[i], self.off[i + 1]) for i in c]) for c in clusters]
+        # the critic gives each agent a baseline of the others' choices (MARLConfig's options)
         self.critic = _Critic(space, config.critic_window, config.critic_shrink) \
-            if config.critic and len(clusters) > 1 else None
+            if getattr(config, "critic", False) and len(clusters) > 1 else None
         self.elite_x: np.ndarray | None = None
         self.elite_raw: np.ndarray | None = None
 
@@ -336,10 +337,7 @@ class PolicySearcher(Searcher):
         raise NotImplementedError  # subclasses decide who owns what
 
     def _start(self) -> None:
-        if self.config.advantage not in ("rank", "zscore", "shared"):
-            from coexplore.errors import CoexploreError
-            raise CoexploreError(f"unknown advantage '{self.config.advantage}'", key="advantage",
-                                 expected="rank | zscore | shared")
+        check_choices(self.config)
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss, self.config.invalid_margin)
 
@@ -401,16 +399,15 @@ class PolicySearcher(Searcher):
             res.append(pool[self.rng.integers(0, len(pool), n - have)])
         return np.concatenate(res)
 
-    def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        from coexplore.search.losses import clean
-        losses = clean(losses)
-        super().tell(batch, losses)
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        losses = super().tell(batch, losses)
         batch = np.asarray(batch, dtype=np.int64)
         if self._memo is None:
             self._start()
         self._memo.store(batch, losses)
         self._transform(losses)  # track the range of seen values
         self._learn(batch, losses)
+        return losses
 
     def _learn(self, batch: np.ndarray, losses: np.ndarray) -> None:
         self._ensure_learner()

@@ -56,6 +56,14 @@ class LevelConstraints:
     source: str | None = field(default=None, compare=False)   # the file they were read from
 
 
+def misplaced_parallelism(level: str, innermost: str | None, file, key: str) -> CoexploreError:
+    """Timeloop applies min parallelism (`type: utilization` / `parallelism`) only at the
+    innermost storage level."""
+    return CoexploreError(f"parallelism cannot be constrained at {level}: it must be constrained at the "
+                          f"innermost storage level ({innermost})", file=file, key=key,
+                          expected=f"type: utilization on {innermost}")
+
+
 def _factors(value, *, file, key) -> dict[str, dict[str, int]]:
     """{'=': {dim: n}, '<=': {...}, '>=': {...}} from a factor string or list."""
     out: dict[str, dict[str, int]] = {"=": {}, "<=": {}, ">=": {}}
@@ -209,9 +217,8 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None) -> di
                 if level == arch.compute.name and t.get("type") not in ("utilization", "parallelism"):
                     continue                       # nothing of the compute level is mapped
                 if level == arch.compute.name:
-                    raise CoexploreError(f"parallelism cannot be constrained at {level}: it must be constrained "
-                                         "at the innermost storage level", file=f, key=f"{key}.target",
-                                         expected=f"{arch.levels[-1].name}" if arch.levels else "a storage level")
+                    innermost = next((x.name for x in reversed(arch.levels) if not x.is_dummy), None)
+                    raise misplaced_parallelism(level, innermost, f, f"{key}.target")
                 raise CoexploreError(f"unknown level '{level}'", file=f, key=f"{key}.target",
                                      expected=f"one of {list(out)}")
             if f is not None and out[level].source is None:

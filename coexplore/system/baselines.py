@@ -64,7 +64,7 @@ class StandardGASearcher(Searcher):
         return out
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        super().tell(batch, losses)
+        losses = super().tell(batch, losses)
         self._pop_x = np.concatenate([self._pop_x, np.asarray(batch, dtype=float)])
         self._pop_loss = np.concatenate([self._pop_loss, np.asarray(losses, dtype=float)])
 

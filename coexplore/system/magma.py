@@ -215,7 +215,7 @@ class MagmaSearcher(Searcher):
         return out
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        super().tell(batch, losses)
+        losses = super().tell(batch, losses)
         isl = self._last_isl if len(self._last_isl) == len(losses) else np.zeros(len(losses), np.int64)
         self._pool_x = np.concatenate([self._pool_x, np.asarray(batch, dtype=float)])
         self._pool_loss = np.concatenate([self._pool_loss, np.asarray(losses, dtype=float)])
