@@ -125,3 +125,18 @@ def test_unknown_stride_rule_rejected():
     ctx = r.context
     with pytest.raises(ValueError):
         evaluate_batch(ctx.arch, ctx.problem, ctx.costs, r.arrays(), stride_rule="2019")
+
+
+@pytest.mark.parametrize("case", ["v4_ex04_conv1d_oc_ic_3levelspatial_cp", "v4_ex04_conv1d_oc_ic_3levelspatial_kp"])
+def test_v4_inputs_as_a_user_writes_them(case):
+    """The exercise's own v0.4 inputs (node-list arch.yaml, problem, hand-written mapping that says
+    nothing about the container's dummy level): timeloopfe bypasses everything at that level, so the
+    mapping is valid and gives the reference's cycles and energy."""
+    from coexplore.model.inputs import load_context
+    inp = EXERCISES / case / "inputs"
+    ctx = load_context(next(inp.glob("*.arch.yaml")), inp / "conv1d+oc+ic.prob.yaml",
+                       EXERCISES / case / "timeloop-model.ERT.yaml")
+    res = ctx.evaluate_mappings([ctx.load_mapping(next(inp.glob("*.map.yaml")))])
+    summ = reference(case)["summary"]
+    assert bool(res.valid[0]) and int(res.cycles[0]) == summ["cycles"]
+    assert abs(float(res.energy_pJ[0]) - summ["energy_pJ_from_per_compute"]) <= 1e-5 * summ["energy_pJ_from_per_compute"]

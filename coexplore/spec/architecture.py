@@ -81,6 +81,7 @@ class Level:
     shared_bandwidth: float = math.inf
     min_utilization: float = 0.0       # a mapping must fill at least this share of effective_size
     is_dummy: bool = False
+    from_container: bool = False       # the dummy level a v0.4 container's mesh adds (as timeloopfe does)
 
     @property
     def accelergy_class(self) -> str:
@@ -298,6 +299,7 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                              "attributes": {"width": 1, "depth": 1, "datawidth": 1, "technology": -1},
                              "constraints": node.get("constraints") or {}}
                     lv = _make_level(dummy, {}, mesh_x * mesh_y, mesh_x, mesh_y, file, here)
+                    lv.from_container = True
                     lv.attributes.update({"meshX": mesh_x, "meshY": mesh_y})
                     levels.append(lv)
                     mesh_x, mesh_y = mesh_x * sx, mesh_y * sy

@@ -318,8 +318,9 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
                 else:
                     sy[b, li, i] = n
             # Timeloop's rule: a dataspace a datatype directive does not name stays unspecified,
-            # which means keep; `bypass` is applied after `keep`, so it wins when both name one
-            keep[b, li] = True
+            # which means keep; `bypass` is applied after `keep`, so it wins when both name one.
+            # timeloopfe bypasses everything at the dummy level a container adds, unless told otherwise
+            keep[b, li] = not (lv.from_container and lm.keep is None and lm.bypass is None)
             for ds in lm.bypass or []:
                 keep[b, li, ds_idx[ds]] = False
     return MappingArrays(t, sx, sy, perm, keep, sperm).well_formed()
