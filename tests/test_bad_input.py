@@ -194,3 +194,28 @@ def test_estimator_refusals_name_the_system_file(tmp_path, old, new, msg):
                    .replace("../mappers", str(ROOT / "mappers")))
     one_line_error(cli("arch", "generate", bad, "--out", tmp_path / "g"), str(bad), msg)
     one_line_error(cli("map", bad, "alexnet", "--layer", "fc8", "--budget", "10", "--no-cache"), str(bad), msg)
+
+
+@pytest.mark.parametrize("old,new,key", [
+    ("- name: read\n", "- nme: read\n", ".name"),                   # an action without a name
+    ("energy: ", "energy: .nan #", ".energy"),                      # energies must be finite numbers >= 0
+])
+def test_bad_ert_actions_are_named(tmp_path, old, new, key):
+    text = (ARCH_DIR / "ERT.yaml").read_text()
+    assert old in text
+    (tmp_path / "ERT.yaml").write_text(text.replace(old, new, 1))
+    mapping = next(p for p in sorted((CORPUS / "public" / "eyeriss_like" / "tiny_conv").glob("*/mapping.yaml")))
+    r = cli("evaluate", ARCH_DIR / "processed.yaml", LAYER, mapping, "--ert", tmp_path / "ERT.yaml")
+    one_line_error(r, "ERT.yaml", key)
+
+
+def test_an_internal_error_has_an_exit_code_of_its_own(monkeypatch, capsys):
+    """A bug (not bad input) keeps its traceback and exits 3, so scripts can tell it from exit 1
+    (an invalid mapping) and 2 (bad input)."""
+    from coexplore.cli import main as cli_main, evaluate
+    def boom(args):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(evaluate, "run", boom)
+    assert cli_main.main(["evaluate", "a", "b", "c"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "internal error" in err

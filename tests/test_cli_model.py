@@ -272,3 +272,34 @@ def test_evaluate_checks_a_mapping_against_constraints_on_request():
             break
     else:
         raise AssertionError("no mapper case")
+
+
+def test_evaluate_names_the_energy_table_it_used(tmp_path):
+    """An ERT.yaml found beside the architecture is named (text and JSON), so a stale one is seen;
+    energies below 1 uJ keep their digits."""
+    case = next(p for p in sorted((CORPUS / "public" / "simba_like" / "alexnet_conv3").iterdir())
+                if json.loads((p / "expected.json").read_text())["valid"])
+    r = cli("evaluate", ARCH / "processed.yaml", LAYER, case / "mapping.yaml", "--json")
+    assert json.loads(r.stdout)["ert"] == str(ARCH / "ERT.yaml")
+    r = cli("evaluate", ARCH / "processed.yaml", LAYER, case / "mapping.yaml")
+    assert f"energy table: {ARCH / 'ERT.yaml'}" in r.stdout
+    from coexplore.cli.evaluate import _uj
+    assert _uj(115.5) == "0.0001155" and _uj(2.5e6) == "2.500" and _uj(1e300) == "1e+294"
+
+
+def test_validate_fails_when_a_case_disagrees(tmp_path):
+    """A tampered expected.json makes `validate` exit 1 (a CI gate), naming the case."""
+    import shutil
+    root = tmp_path / "corpus"
+    shutil.copytree(CORPUS / "arches" / "simba_like", root / "arches" / "simba_like")
+    shutil.copytree(CORPUS / "layers", root / "layers")
+    src = CORPUS / "public" / "simba_like" / "tiny_conv"
+    shutil.copytree(src, root / "public" / "simba_like" / "tiny_conv")
+    case = next(p for p in sorted((root / "public" / "simba_like" / "tiny_conv").iterdir())
+                if json.loads((p / "expected.json").read_text())["valid"])
+    exp = json.loads((case / "expected.json").read_text())
+    exp["cycles"] += 1
+    (case / "expected.json").write_text(json.dumps(exp))
+    r = cli("validate", root / "public", "--no-progress")
+    assert r.returncode == 1 and case.name in r.stdout, r.stdout + r.stderr
+    assert cli("validate", root / "public", "--failures", "-3").returncode == 2

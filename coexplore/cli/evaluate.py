@@ -30,8 +30,16 @@ def _fmt(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.4g}"
 
 
-def format_summary(rec: dict, arch_name: str, layer_name: str) -> str:
+def _uj(pj: float) -> str:
+    """Energy in uJ, readable from a few pJ to astronomical values."""
+    uj = pj / 1e6
+    return f"{uj:,.3f}" if 1 <= abs(uj) < 1e12 else f"{uj:.4g}"
+
+
+def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None = None) -> str:
     lines = [f"coexplore evaluate: {layer_name} on {arch_name} (built-in Timeloop-compatible model)"]
+    if ert:
+        lines.append(f"energy table: {ert}")
     if not rec["valid"]:
         lines.append(f"INVALID mapping: {rec['error']}")
         return "\n".join(lines)
@@ -55,7 +63,7 @@ def format_summary(rec: dict, arch_name: str, layer_name: str) -> str:
     lines += ["", hdr, "-" * len(hdr), *map(line, rows)]
     lines += ["", f"Computes      : {rec['computes']:,}", f"Cycles        : {rec['cycles']:,}",
               f"Utilization   : {rec['utilization']:.4f}",
-              f"Energy        : {rec['energy_pJ'] / 1e6:,.3f} uJ  ({rec['energy_pJ'] / rec['computes']:.4f} pJ/MAC)",
+              f"Energy        : {_uj(rec['energy_pJ'])} uJ  ({rec['energy_pJ'] / rec['computes']:.4f} pJ/MAC)",
               f"EDP (J*cycle) : {rec['edp_J_cycle']:.6g}"]
     return "\n".join(lines)
 
@@ -72,12 +80,12 @@ def run(args) -> int:
     if broken:
         print(f"coexplore evaluate: warning: {args.mapping}: {broken}", file=sys.stderr)
     if args.json:
-        out = {"arch": ctx.arch.name, "layer": ctx.problem.name, **rec, "model": "builtin"}
+        out = {"arch": ctx.arch.name, "layer": ctx.problem.name, **rec, "model": "builtin", "ert": ctx.ert.source}
         if check:
             out["constraints_kept"], out["constraints_error"] = broken is None, broken
         print(json.dumps(out, indent=1))
     else:
-        print(format_summary(rec, ctx.arch.name, ctx.problem.name))
+        print(format_summary(rec, ctx.arch.name, ctx.problem.name, ctx.ert.source))
     return 0 if rec["valid"] else 1   # like timeloop-model: an invalid mapping is a failed run
 
 

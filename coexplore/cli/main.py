@@ -79,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception:      # a bug, not bad input: keep the traceback, and an exit code of its own
+        import traceback
+        traceback.print_exc()
+        print(f"{command}: internal error (a bug in coexplore; please report it with the command and its "
+              "input files)", file=sys.stderr)
+        remove_empty_created()
+        return 3
 
 
 if __name__ == "__main__":

@@ -148,6 +148,11 @@ def count(text: str) -> int:
 
 def seed(text: str) -> int:
     """argparse type for --seed: an integer >= 0 (numpy's generators refuse negative seeds)."""
+    return nonnegative(text)
+
+
+def nonnegative(text: str) -> int:
+    """argparse type: an integer >= 0."""
     try:
         value = int(text)
     except ValueError:

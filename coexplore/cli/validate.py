@@ -9,6 +9,7 @@ import sys
 import time
 from collections import defaultdict
 
+from coexplore.cli.paths import nonnegative
 from coexplore.model.compare import compare_records
 from coexplore.model.corpus import discover
 from coexplore.model.inputs import load_context
@@ -22,7 +23,8 @@ def register(sub) -> None:
                                    "tests/data/timeloop_corpus) and report the error against each expected.json.")
     p.add_argument("dir", help="corpus directory (e.g. tests/data/timeloop_corpus)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    p.add_argument("--failures", type=int, default=10, help="list at most this many mismatching cases")
+    p.add_argument("--failures", type=nonnegative, default=10,
+                   help="list at most this many mismatching cases (text output; --json lists them all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -172,4 +174,6 @@ def run(args) -> int:
         print(json.dumps(clean(s), indent=1))
     else:
         print(format_table(s, args.failures))
+    if code == 0 and s["failures"]:
+        code = 1           # a disagreement with the references fails the run (usable as a CI gate)
     return code

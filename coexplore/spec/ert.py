@@ -7,6 +7,7 @@ its own operations (read, fill, update, leak, compute) in a fixed order of prefe
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,27 +65,18 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
                                  expected="a mapping with name and actions")
         acts = out.setdefault(level_key(t["name"]), {})
         for j, a in enumerate(t.get("actions") or []):
-            try:
-                e = float(a["energy"])
-            except (KeyError, TypeError, ValueError):
-                raise CoexploreError("missing or non-numeric energy", file=file,
-                                     key=f"ERT.tables[{i}].actions[{j}].energy", expected="a number (pJ)") from None
-            acts[str(a["name"])] = max(e, acts.get(str(a["name"]), float("-inf")))
+            where = f"ERT.tables[{i}].actions[{j}]"
+            if not isinstance(a, dict) or a.get("name") is None:
+                raise CoexploreError("an action without a name", file=file, key=f"{where}.name",
+                                     expected="an Accelergy action name (read, write, leak, ...)")
+            e = a.get("energy")
+            if isinstance(e, bool) or not isinstance(e, (int, float)) or not math.isfinite(e) or e < 0:
+                raise CoexploreError(f"energy {e!r}", file=file, key=f"{where}.energy",
+                                     expected="a finite number >= 0 (pJ)")
+            acts[str(a["name"])] = max(float(e), acts.get(str(a["name"]), float("-inf")))
     return EnergyTable(out, file, data)
 
 
 def load_ert(path: str | Path) -> EnergyTable:
     return parse_ert(load_yaml(path), str(path))
 
-
-def parse_art(data: Any, file: str | None = None) -> dict[str, float]:
-    if isinstance(data, dict) and "ART" in data:
-        data = data["ART"]
-    tables = data.get("tables") if isinstance(data, dict) else None
-    if not isinstance(tables, list):
-        raise CoexploreError("missing key", file=file, key="ART.tables", expected="a list of {name, area}")
-    return {level_key(t["name"]): float(t.get("area", 0.0)) for t in tables}
-
-
-def load_art(path: str | Path) -> dict[str, float]:
-    return parse_art(load_yaml(path), str(path))
