@@ -94,3 +94,45 @@ def test_accelergy_backend_runs_the_executable(monkeypatch, tmp_path):
     assert art["ART"]["tables"][0]["area"] == 7.0
     est = accelergy_estimate("smartbuffer_SRAM", {"width": 64, "depth": 1024, "technology": "45nm"})
     assert est.actions["read"] == 42.0 and est.estimator.startswith("accelergy")
+
+
+# Accelergy-ert-grid example 04 (real Accelergy 0.4 + Aladdin/library plug-ins, MIT): a file whose
+# compound_components has no classes, so regfile and intmac are priced as primitives.
+EX04 = """architecture:
+  version: '0.4'
+  subtree:
+  - name: System_top_level
+    attributes: {technology: 45nm, global_cycle_seconds: 1.0e-09}
+    local:
+    - {name: 'Buffer[1..1]', class: regfile, attributes: {depth: 64, width: 8, datawidth: 8}}
+    - {name: 'MACC[1..1]', class: intmac, attributes: {width: 8}}
+compound_components:
+  version: '0.4'
+  classes: CLASSES
+"""
+EX04_ACCELERGY = {"System_top_level.Buffer[1..1]": ("read", 0.36264), "System_top_level.MACC[1..1]": ("compute", 0.845)}
+
+
+def test_tables_follow_a_file_without_compound_classes(monkeypatch, capsys, tmp_path):
+    arch = tmp_path / "arch.yaml"
+    arch.write_text(EX04.replace("CLASSES", "[]"))
+    assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o")], monkeypatch) == 0
+    assert "as primitives" in capsys.readouterr().err
+    tables = yaml.safe_load((tmp_path / "o" / "ERT.yaml").read_text())["ERT"]["tables"]
+    for t in tables:
+        action, energy = EX04_ACCELERGY[t["name"]]
+        got = next(a["energy"] for a in t["actions"] if a["name"] == action)
+        assert abs(got - energy) <= 1e-3 * energy, (t["name"], got)
+    # a file that defines its own classes: they are not read, and the user is told
+    arch.write_text(EX04.replace("CLASSES", "[{name: regfile, attributes: {}, subcomponents: []}]"))
+    assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o2"),
+                "--classes", "primitives"], monkeypatch) == 0
+    assert "does not read compound classes" in capsys.readouterr().err
+
+
+def test_tables_refuse_sizes_that_are_not_positive_whole_counts(monkeypatch, capsys, tmp_path):
+    for bad in ("depth: 0", "depth: 64.5", "depth: .inf"):
+        arch = tmp_path / "arch.yaml"
+        arch.write_text(EX04.replace("depth: 64", bad).replace("CLASSES", "[]"))
+        assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o")], monkeypatch) == 2
+        assert "attributes.depth" in capsys.readouterr().err

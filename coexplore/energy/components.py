@@ -49,19 +49,25 @@ class ComponentEstimate:
         return self.actions[action]
 
 
+INTEGRAL = ("depth", "n_banks")      # counts: whole numbers
+
+
 def _num(attrs: dict, key: str, cls: str, default=None) -> float:
+    """A size/width/time attribute: a finite number > 0 (whole for counts)."""
     value = attrs.get(key, default)
     if value is None:
+        hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives)"
+                if cls in ("regfile", "intmac") else "")
         raise CoexploreError(f"class {cls} needs attribute '{key}'", key=f"attributes.{key}",
-                             expected="a positive number")
+                             expected="a positive number" + hint)
     try:
-        out = float(value)
+        out = float(value) if not isinstance(value, bool) else math.nan
     except (TypeError, ValueError):
-        raise CoexploreError(f"attribute '{key}' of class {cls} is {value!r}",
-                             key=f"attributes.{key}", expected="a number") from None
-    if out < 0 or math.isnan(out):
-        raise CoexploreError(f"attribute '{key}' of class {cls} is {value!r}",
-                             key=f"attributes.{key}", expected="a non-negative number")
+        out = math.nan
+    whole = key not in INTEGRAL or out.is_integer()
+    if not math.isfinite(out) or out <= 0 or not whole:
+        raise CoexploreError(f"attribute '{key}' of class {cls} is {value!r}", key=f"attributes.{key}",
+                             expected="a whole number > 0" if key in INTEGRAL else "a finite number > 0")
     return out
 
 
@@ -144,7 +150,7 @@ def estimate_component(class_name: str, attributes: dict, *, subclass: str | Non
                                  arguments={a: _primitive_args(float(attrs.get(
                                      "global_cycle_seconds", P.NS))) for a in p.actions},
                                  primitives=("self=dummy",))
-    gcs = _num(attrs, "global_cycle_seconds", cls, P.NS) or P.NS
+    gcs = _num(attrs, "global_cycle_seconds", cls, P.NS)
     compound_order = ("write", "read", "leak", "update")
 
     if cls == "DRAM":
@@ -197,7 +203,8 @@ def estimate_component(class_name: str, attributes: dict, *, subclass: str | Non
         acc.area = adder.area + mult.area
         order = ("compute", "leak")
     else:
-        raise CoexploreError(f"no built-in estimator for class {class_name!r}", key="class",
+        raise CoexploreError(f"no built-in estimator for class {cls!r}",
+                             key="subclass" if class_name == "storage" else "class",
                              expected="one of " + ", ".join(CLASSES))
     actions = _order(acc.actions, order)
     return ComponentEstimate(cls, actions, acc.area, arguments={a: {} for a in actions},
