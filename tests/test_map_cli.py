@@ -327,3 +327,22 @@ def test_linear_pruned_says_when_it_walked_a_sliver(tmp_path):
             "--out", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     assert "walks the mapspace" in r.stdout and "200 samples" in r.stdout
+
+
+def test_a_cached_point_of_another_mapspace_layout_is_not_reused(ctx, tmp_path):
+    """The cache stores the encoded best point: its key covers the mapspace's parameter layout, and
+    a stored point of another length (a cache written by an older layout) is recomputed, not decoded."""
+    from coexplore.model.cache import ResultCache, cache_key
+    from coexplore.search import registry
+    from coexplore.search.layer import cache_parts
+    cons = load_constraints(ctx.arch)
+    spec = registry.load_mapper("random")
+    parts = cache_parts(ctx, cons, spec, 0, 100)
+    assert parts["encoding"]["cardinalities"] != cache_parts(ctx, {}, spec, 0, 100)["encoding"]["cardinalities"]
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        first = map_layer(ctx, cons, spec, 100, seed=0, cache=cache)
+        key = cache_key(**parts)
+        stale = dict(cache.get(key), x=first.x[:-3])
+        cache.put(key, stale)
+        again = map_layer(ctx, cons, spec, 100, seed=0, cache=cache)
+        assert not again.cached and again.x == first.x and again.best == first.best

@@ -110,7 +110,11 @@ def make_objective(ctx: Context, ms: MapSpace, objective: str):
     return f
 
 
-def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed, budget: int) -> dict:
+def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed, budget: int,
+                ms: MapSpace | None = None) -> dict:
+    """What a cached search result depends on; the mapspace's parameter layout included, since
+    the cache stores the encoded best point."""
+    ms = ms if ms is not None else MapSpace(ctx.arch, ctx.problem, constraints)
     cons = {k: dataclasses.asdict(v) for k, v in sorted(constraints.items())}
     for v in cons.values():
         for k in ("keep", "bypass"):
@@ -121,6 +125,7 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
                       "coefficients": ctx.problem.coefficients,
                       "dataspaces": [dataclasses.asdict(d) for d in ctx.problem.dataspaces]},
             "searcher": {**spec.to_dict(), "budget": budget}, "seed": seed,
+            "encoding": {"names": list(ms.space.names), "cardinalities": [int(c) for c in ms.space.cardinalities]},
             "backend": "builtin", "backend_version": MODEL_VERSION}
 
 
@@ -141,21 +146,20 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     key = None
     if seed is None:
         cache = None                # an unseeded run is not reproducible: never cached, never a hit
+    ms = MapSpace(ctx.arch, ctx.problem, constraints)
     if cache is not None:
         from coexplore.model.cache import cache_key
-        key = cache_key(**cache_parts(ctx, constraints, spec, seed, budget))
+        key = cache_key(**cache_parts(ctx, constraints, spec, seed, budget, ms))
         hit = cache.get(key)
-        if hit is not None:
+        if hit is not None and len(hit.get("x") or ()) == ms.n_params:
             out = MapResult(**{k: v for k, v in hit.items() if k in MapResult.__dataclass_fields__})
             out.cached = True
             # the record and mapping rebuilt from the stored point: same numbers, and the same
             # layout as a fresh run (the cache stores JSON with sorted keys)
-            ms = MapSpace(ctx.arch, ctx.problem, constraints)
             arrays = ms.decode(np.array([out.x], dtype=np.int64))
             out.best = ctx.record(ctx.evaluate(arrays), 0)
             out.mapping = from_arrays(arrays, 0, ctx.arch, ctx.problem)
             return out
-    ms = MapSpace(ctx.arch, ctx.problem, constraints)
     searcher = registry.make_searcher(spec, ms, seed)
     t0 = time.perf_counter()
     try:
