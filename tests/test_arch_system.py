@@ -221,3 +221,14 @@ def test_a_system_copied_out_of_arch_still_finds_its_mappers(tmp_path):
     copy.write_text((root / "arch" / "simba.yaml").read_text())
     spec = load_system(copy, check_files=True)
     assert spec.mappers["layer"] == bundled_dir("mappers") / "marl.yaml"
+
+
+def test_a_key_given_twice_in_a_system_is_refused(tmp_path):
+    """`count: 2` then `count: 1` in one core used to build one core silently."""
+    text = (ROOT / "arch" / "simba_2x2.yaml").read_text()
+    assert "  clock_GHz: 1.0\n" in text
+    f = tmp_path / "dup.yaml"
+    f.write_text(text.replace("  clock_GHz: 1.0\n", "  clock_GHz: 1.0\n  clock_GHz: 2.0\n", 1))
+    with pytest.raises(CoexploreError, match="clock_GHz' appears twice") as err:
+        load_system(f)
+    assert err.value.file == str(f)

@@ -12,19 +12,15 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-import yaml
 
 from coexplore.arch.core import CoreArch
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import read_text
+from coexplore.spec.yamlio import load_yaml
 
 
 def table_names(path: Path, root: str) -> set[str]:
     """Component names listed in an ERT (`root`='ERT') or ART (`root`='ART') file."""
-    try:
-        doc = yaml.safe_load(read_text(path))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CoexploreError(f"cannot read: {exc}", file=str(path)) from None
+    doc = load_yaml(path)
     try:
         entries = doc[root]["tables"]
         return {str(e["name"]) for e in entries}

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
+from coexplore.progress import progress_bar
 
 from coexplore.energy.check import builtin_estimator, check_rows, format_table
 from coexplore.energy.grid import read_grid
@@ -59,7 +59,7 @@ def run_check(args) -> int:
         estimator = accelergy_estimate
     else:
         name, estimator = "coexplore-builtin", builtin_estimator
-    progress = None if args.no_progress else (lambda it: tqdm(it, desc="components", file=sys.stderr,
+    progress = None if args.no_progress else (lambda it: progress_bar(it, desc="components", file=sys.stderr,
                                                                 leave=False))
     summary = check_rows(grid, estimator, name, progress=progress).to_json()
     if args.json:

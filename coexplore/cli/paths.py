@@ -61,13 +61,13 @@ def output_dir(path: str | Path) -> Path:
 
 
 def digests(*paths) -> dict[str, str]:
-    """SHA-256 (first 16 hex digits) of each input file given (None and non-files skipped): part
-    of a run record, so an edited input is another run, not a rerun of the same one."""
+    """SHA-256 of each input file given (None and non-files skipped): part of a run record, so an
+    edited input is another run, not a rerun of the same one."""
     import hashlib
     out = {}
     for p in paths:
         if p is not None and Path(p).is_file():
-            out[str(Path(p).resolve())] = hashlib.sha256(Path(p).read_bytes()).hexdigest()[:16]
+            out[str(Path(p).resolve())] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
     return out
 
 

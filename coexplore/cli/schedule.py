@@ -155,7 +155,14 @@ def _run_description(args, mapper, budget: int) -> dict:
                     workloads=[str(w) for w in args.workload] if args.workload else None,
                     layer_searcher=args.layer_searcher, layer_budget=_layer_budget(args),
                     layer_seed=_layer_seed(args))
-    files = [args.table, args.system, mapper.file, *(args.workload or []), getattr(args, "layer_searcher", None)]
+    files = [args.table, args.system, mapper.file]
+    if args.system:          # and what it points to: workloads (bundled names too), mapper files
+        from coexplore.spec.system import load_system
+        spec = load_system(args.system)
+        files += [resolve("problems", w) for w in args.workload] if args.workload else list(spec.workloads)
+        files += list(spec.mappers.values())
+        if args.layer_searcher:
+            files.append(resolve("mappers", args.layer_searcher))
     desc["inputs_sha256"] = digests(*[f for f in files if f and Path(f).is_file()])
     return desc
 

@@ -38,8 +38,8 @@ def validate(root, progress: bool = True) -> dict:
     rows = []
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(cases), desc="validate", unit="case", leave=False)
+        from coexplore.progress import progress_bar
+        bar = progress_bar(total=len(cases), desc="validate", unit="case", leave=False)
     t0 = time.perf_counter()
     model_s = [0.0]                     # seconds in the model, kept if Ctrl-C comes
     try:

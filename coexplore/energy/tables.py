@@ -15,11 +15,10 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-import yaml
 
 from coexplore.energy.components import ESTIMATOR, ComponentEstimate, estimate_component
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import read_text
+from coexplore.spec.yamlio import load_yaml
 
 VERSION = "0.4"
 PRECISION = 6   # significant digits of the energies and areas in the tables, as Accelergy writes them
@@ -210,10 +209,7 @@ def _load(path: str | Path, key: str) -> dict:
     path = Path(path)
     if not path.is_file():
         raise CoexploreError(f"{key} file not found", file=str(path))
-    try:
-        data = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as exc:
-        raise CoexploreError(f"not valid YAML: {exc}", file=str(path)) from None
+    data = load_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get(key), dict) \
             or not isinstance(data[key].get("tables"), list):
         raise CoexploreError(f"no {key}.tables list", file=str(path), key=f"{key}.tables",

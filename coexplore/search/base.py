@@ -163,8 +163,8 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     history: list[tuple[int, float]] = []
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=budget, initial=min(searcher.samples, budget), desc=desc or searcher.name, unit="sample",
+        from coexplore.progress import progress_bar
+        bar = progress_bar(total=budget, initial=min(searcher.samples, budget), desc=desc or searcher.name, unit="sample",
                    leave=False, mininterval=0.5)
     if searcher.budget is None or searcher.budget < budget:
         searcher.budget = budget          # a searcher run again with a larger budget plans for it
@@ -196,8 +196,8 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             history.append((samples, best_loss))
             searcher.tell(batch, losses)
             if bar is not None:
+                bar.set_postfix({best_label: f"{best_loss:.4g}"}, refresh=False)   # shown by update
                 bar.update(len(losses))
-                bar.set_postfix({best_label: f"{best_loss:.4g}"})
     except KeyboardInterrupt as exc:
         if isinstance(exc, SearchInterrupted):
             raise

@@ -37,11 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import read_text
+from coexplore.spec.yamlio import load_yaml
 
 TOP_KEYS = ("system", "workloads", "sweep", "objectives", "mappers")
 SYSTEM_KEYS = ("name", "description", "clock_GHz", "technology", "dram", "cores")
@@ -412,13 +411,7 @@ def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
         names = ", ".join(sorted(q.stem for q in bundled_dir("arch").glob("*.yaml"))) or "none found"
         raise CoexploreError("file not found", file=str(p),
                              expected=f"a system YAML file or a bundled system ({names})")
-    try:
-        doc = yaml.safe_load(read_text(p))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise CoexploreError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}",
-                             file=str(p)) from None
+    doc = load_yaml(p)                  # strict: a key given twice is refused
     spec = parse_system(doc, file=str(p))
     if check_files:
         for i, w in enumerate(spec.workloads):

@@ -119,9 +119,9 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     memo: dict = {}
     bar = None
     if progress:
-        from tqdm import tqdm
+        from coexplore.progress import progress_bar
         distinct = {(layer_of[j].key(), core_of[i.name]) for j in jobs for i in instances}
-        bar = tqdm(total=len(distinct), desc="map layers", unit="layer x core", leave=False)
+        bar = progress_bar(total=len(distinct), desc="map layers", unit="layer x core", leave=False)
 
     def cost(job: Job, instance: str):
         design = core_of[instance]

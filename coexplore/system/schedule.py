@@ -14,6 +14,7 @@ import numpy as np
 from coexplore.errors import CoexploreError
 from coexplore.search.base import SearchInterrupted, Searcher, run_search
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
+from coexplore.system.bounds import lower_bound
 from coexplore.system.encoding import MakespanObjective, space_of
 from coexplore.system.evaluator import Trace, check_bandwidth, trace
 from coexplore.system.heuristics import HEURISTICS, HeuristicSearcher, heuristic_schedule
@@ -125,8 +126,19 @@ class ScheduleResult:
     history: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False   # Ctrl-C before the budget: the best of the samples evaluated
 
+    def compute_cycles(self, table: JobTable) -> np.ndarray:
+        """Per core, the no-stall latency of its jobs: busy time minus waiting for bandwidth."""
+        lat = table.latency[np.arange(table.num_jobs), self.core]
+        return np.bincount(self.core, weights=lat, minlength=table.num_cores)
+
     def to_json(self, table: JobTable) -> dict:
         util = self.busy / self.makespan if self.makespan > 0 else np.zeros_like(self.busy)
+        compute = self.compute_cycles(table)
+        tr = schedule_trace(table, self)
+        by_dnn: dict[str, float] = {}
+        for j, job in enumerate(table.jobs):
+            if job.dnn:
+                by_dnn[job.dnn] = max(by_dnn.get(job.dnn, 0.0), float(tr.job_end[j]))
         extra = {"interrupted": True} if self.interrupted else {}
         return {
             "searcher": self.searcher,
@@ -141,8 +153,14 @@ class ScheduleResult:
             "core_index": [int(c) for c in self.core],
             "priority": [float(p) for p in self.priority],
             "jobs": [j.name for j in table.jobs],
-            "busy_cycles": [float(b) for b in self.busy],
-            "utilization": [float(u) for u in util],
+            "start": [float(t) for t in tr.job_start],      # per job, cycles
+            "end": [float(t) for t in tr.job_end],
+            "dnn_end": by_dnn,                                 # per DNN instance: when its last layer ends
+            "lower_bound": lower_bound(table.latency, table.bandwidth, self.bandwidth),
+            "busy_cycles": [float(b) for b in self.busy],     # running a job, bandwidth stalls included
+            "utilization": [float(u) for u in util],          # busy / makespan
+            "compute_cycles": [float(c) for c in compute],    # the jobs' no-stall latencies
+            "compute_utilization": [float(c / self.makespan) if self.makespan > 0 else 0.0 for c in compute],
             "history": [[int(s), float(b)] for s, b in self.history],
             **extra,
         }
@@ -202,22 +220,27 @@ def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
         f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples)",
         f"jobs       {table.num_jobs} on {table.num_cores} core{'s' if table.num_cores != 1 else ''}, "
         f"bandwidth {result.bandwidth:g} bytes/cycle",
-        f"makespan   {result.makespan:.6g} cycles",
+        f"makespan   {result.makespan:.6g} cycles (lower bound "
+        f"{lower_bound(table.latency, table.bandwidth, result.bandwidth):.6g}: no schedule is shorter)",
         f"throughput {table.num_jobs / result.makespan:.4g} jobs/cycle "
         f"({table.num_jobs / result.makespan * 1e6:.4g} jobs per 1e6 cycles)",
         "energy     " + (f"{result.energy:.6g} pJ ({result.energy / 1e9:.4g} mJ)" if np.isfinite(result.energy)
                          else "n/a (the table has no energy columns)"),
     ]
     w = max(8, *(len(str(name)) for name in table.cores))
-    lines.append(f"{'core':<{w + 2}} {'jobs':>5}   {'busy (cycles)':>13}   {'utilization':>11}")
+    compute = result.compute_cycles(table) / result.makespan
+    lines.append(f"{'core':<{w + 2}} {'jobs':>5}   {'busy (cycles)':>13}   {'busy':>6}   {'computing':>9}")
     counts = np.bincount(result.core, minlength=table.num_cores)
     shown = range(table.num_cores) if table.num_cores <= SUMMARY_CORES else range(SUMMARY_CORES - 1)
     for c in shown:
-        lines.append(f"  {str(table.cores[c]):<{w}} {counts[c]:>5}   {result.busy[c]:>13.6g}   {util[c]:>11.1%}")
+        lines.append(f"  {str(table.cores[c]):<{w}} {counts[c]:>5}   {result.busy[c]:>13.6g}   {util[c]:>6.1%}"
+                     f"   {compute[c]:>9.1%}")
     if table.num_cores > SUMMARY_CORES:
         rest = table.num_cores - len(shown)
-        lines.append(f"  ... {rest:,} more cores (utilization {util[len(shown):].min():.1%} to "
+        lines.append(f"  ... {rest:,} more cores (busy {util[len(shown):].min():.1%} to "
                      f"{util[len(shown):].max():.1%}; every core in schedule.json)")
+    lines.append("  (busy: running a job, waiting for DRAM bandwidth included; computing: the jobs' "
+                 "no-stall latency)")
     return lines
 
 
