@@ -49,7 +49,7 @@ def test_run_search_returns_the_best_of_the_batches_evaluated():
     with pytest.raises(SearchInterrupted) as info:
         run_search(RandomSearch(space, seed=1), interrupting(loss, 3, seen), budget=10_000, batch_size=40)
     res = info.value.result
-    assert res.interrupted and res.samples == 3 * 40 and len(res.history) == 3
+    assert res.interrupted and res.samples == 3 * 40 and res.history[-1][0] == 3 * 40
     X = np.concatenate([b for b, _ in seen])
     L = np.concatenate([v for _, v in seen])
     assert res.best_loss == L.min()

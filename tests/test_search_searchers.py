@@ -257,3 +257,16 @@ def test_tell_refuses_losses_that_are_not_numbers(name):
     with pytest.raises(CoexploreError) as err:
         s.tell(batch, ["a"] * len(batch))
     assert err.value.key == "tell"
+
+
+def test_history_is_the_best_so_far_as_a_step_function():
+    """History keeps each improvement and the end of each flat stretch: the best at any sample
+    count is read off it exactly, and a long run's history stays short."""
+    space = make_small(0).space
+    calls = []
+
+    def objective(batch):
+        calls.append(len(batch))
+        return np.full(len(batch), 10.0 if len(calls) < 3 else 5.0)   # improves once, at batch 3
+    res = run_search(make_searcher("random", space, seed=0), objective, budget=1000, batch_size=100)
+    assert res.history == [(100, 10.0), (200, 10.0), (300, 5.0), (1000, 5.0)]

@@ -36,7 +36,7 @@ def test_schedule_summary_and_no_plot(tmp_path, capsys):
                "--out", str(tmp_path / "h"), "--no-plot"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "makespan" in out and "utilization" in out and "1 samples" in out
+    assert "makespan" in out and "busy" in out and "computing" in out and "1 samples" in out
     assert not (tmp_path / "h" / "gantt.png").exists()
 
 

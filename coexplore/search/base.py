@@ -129,7 +129,8 @@ class SearchResult:
     best_x: np.ndarray | None
     best_loss: float
     samples: int
-    history: list[tuple[int, float]] = field(default_factory=list)  # (samples, best loss so far)
+    # (samples, best loss so far): a step function, each change and the end of each flat stretch
+    history: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False   # stopped by Ctrl-C before the budget: best of the batches told
 
 
@@ -193,7 +194,10 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
                     lexicographic = True
             elif loss < best_loss:
                 best_x, best_loss = np.array(batch[i], copy=True), loss
-            history.append((samples, best_loss))
+            if len(history) >= 2 and history[-1][1] == history[-2][1] == best_loss:
+                history[-1] = (samples, best_loss)     # a flat stretch keeps its two ends only
+            else:
+                history.append((samples, best_loss))
             searcher.tell(batch, losses)
             if bar is not None:
                 bar.set_postfix({best_label: f"{best_loss:.4g}"}, refresh=False)   # shown by update
