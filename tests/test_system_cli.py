@@ -121,6 +121,8 @@ def test_system_yaml_mappers_system_is_used(tmp_path, capsys):
     ("searcher: magma\nconfig: {p_mutation: 5}\n", "config.p_mutation"),
     ("searcher: magma\nconfig: {merge_at: 3}\n", "config.merge_at"),
     ("searcher: magma\nconfig: 3\n", "key 'config'"),
+    ("searcher: marl\nconfig: {lr: 0.3}\n", "a layer mapper"),
+    ("searcher: magma\nconfig: {p_mutation_start: 0}\n", "config.p_mutation_start"),
 ])
 def test_bad_system_mapper_yaml(tmp_path, capsys, text, msg):
     y = tmp_path / "m.yaml"
@@ -201,3 +203,31 @@ def test_a_failed_run_leaves_no_empty_result_folder(tmp_path, capsys, monkeypatc
     bad.write_text("job,lat_a,bw_a\n0,10,x\n")
     assert main(["schedule", "--table", str(bad), "--bandwidth", "1", "--no-progress"]) == 2
     assert not (tmp_path / "results").exists()
+
+
+def test_schedule_says_when_each_job_and_dnn_runs(tmp_path, capsys):
+    """Per-job start/end consistent with the schedule: every job takes at least its no-stall
+    latency on its core, the last end is the makespan, no schedule beats the lower bound, and
+    compute (no-stall) utilization never exceeds busy utilization."""
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "300", "--json",
+               "--no-plot", "--out", str(tmp_path / "o")])
+    assert rc == 0
+    d = json.loads(capsys.readouterr().out)
+    t = load_table(TABLE)
+    start, end = np.array(d["start"]), np.array(d["end"])
+    lat = t.latency[np.arange(t.num_jobs), [t.cores.index(c) for c in d["core"]]]
+    assert (end - start >= lat * (1 - 1e-9)).all() and end.max() == pytest.approx(d["makespan"], rel=1e-12)
+    assert d["lower_bound"] <= d["makespan"]
+    assert all(c <= b + 1e-12 for c, b in zip(d["compute_utilization"], d["utilization"]))
+    np.testing.assert_allclose(d["compute_cycles"], np.bincount([t.cores.index(c) for c in d["core"]],
+                                                                weights=lat, minlength=t.num_cores))
+
+
+def test_a_table_run_into_another_runs_folder_drops_its_job_table(tmp_path, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "jobs.csv").write_text("job,lat_a,bw_a\nx,1,1\n")
+    (out / "schedule.json").write_text("{}")
+    assert main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "100", "--no-plot",
+                 "--out", str(out)]) == 0
+    assert not (out / "jobs.csv").exists()

@@ -77,6 +77,7 @@ def test_builder_uses_the_cost_callable_and_derives_bandwidth(tmp_path):
     np.testing.assert_array_equal(back.bandwidth, t.bandwidth)
     np.testing.assert_array_equal(back.energy, t.energy)
     assert back.cores == ["big", "little"] and [j.name for j in back.jobs] == ["conv1", "fc"]
+    assert [(j.dnn, j.dims) for j in back.jobs] == [("net", (("K", "64"),)), ("net", (("K", "10"),))]
 
 
 def test_builder_rejects_negative_traffic_and_zero_latency():

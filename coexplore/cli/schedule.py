@@ -94,7 +94,11 @@ def run(args) -> int:
     else:
         args.system = str(resolve("arch", args.system))   # a bundled system name such as `simba_2x2`
     if args.bandwidth is not None:
-        check_bandwidth(args.bandwidth)
+        try:
+            check_bandwidth(args.bandwidth)
+        except CoexploreError as exc:
+            exc.key = "--bandwidth"
+            raise
     progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
     # everything that can be wrong is checked before the (possibly long) job-table step
     mapper = _system_mapper(args)
@@ -108,6 +112,9 @@ def run(args) -> int:
         save_table(table, out / "jobs.csv")     # the job table the schedule is for
     else:
         table, bandwidth = load_table(args.table), args.bandwidth
+        stale = out / "jobs.csv"          # another run's job table would not match this schedule
+        if stale.exists() and stale.resolve() != Path(args.table).resolve():
+            stale.unlink()
     try:
         result = search_schedule(table, bandwidth, mapper.searcher, budget, args.seed, progress=progress,
                                  config=mapper.config)
@@ -145,8 +152,12 @@ def _run_description(args, mapper, budget: int) -> dict:
     """Everything the schedule depends on, written into schedule.json (and compared with an
     existing default output folder before reusing it)."""
     import dataclasses
-    desc = {"searcher": mapper.searcher, "searcher_file": mapper.file,
-            "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
+
+    import coexplore
+    from coexplore.system.magma import MagmaConfig
+    config = mapper.config if mapper.config is not None else MagmaConfig() if mapper.searcher == "magma" else None
+    desc = {"coexplore_version": coexplore.__version__, "searcher": mapper.searcher, "searcher_file": mapper.file,
+            "config": dataclasses.asdict(config) if config is not None else None,
             "budget": budget, "seed": args.seed, "bandwidth": args.bandwidth}
     if args.table:
         desc["table"] = str(Path(args.table).resolve())

@@ -41,12 +41,13 @@ class CoreModel:
 
 
 def system_layer_mapper(system) -> "registry.MapperSpec | None":
-    """The layer mapper a system YAML names under `mappers.layer` (relative to the YAML), if any."""
-    if not system.spec.mappers.get("layer"):
+    """The layer mapper a system YAML names under `mappers.layer` (made absolute by the parser), if any."""
+    path = system.spec.mappers.get("layer")
+    if not path:
         return None
-    path = Path(system.spec.mappers["layer"])
-    if not path.is_absolute() and system.spec.file:
-        path = Path(system.spec.file).parent / path
+    if not Path(path).is_file():
+        raise CoexploreError(f"no such mapper file {path}", file=system.spec.file, key="mappers.layer",
+                             expected="a layer mapper YAML, relative to the system file")
     return registry.load_mapper(path)
 
 
@@ -86,14 +87,18 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
                      layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000,
                      seed: int = 0, cache=None, progress: bool = False) -> tuple[JobTable, SystemArch]:
     system = load_system_arch(system_path)
-    paths = list(workloads or [])
-    if not paths:
-        base = Path(system.spec.file).parent if system.spec.file else Path(".")
-        paths = [p if Path(p).is_absolute() else base / p for p in system.spec.workloads]
+    named = not workloads                # the system file's own `workloads:` (paths made absolute there)
+    paths = list(workloads or system.spec.workloads)
     if not paths:
         raise CoexploreError("no workloads", file=system.spec.file, key="workloads",
                              expected="a workloads list in the system file or --workload problems/X.yaml")
-    wls: list[Workload] = [load_workload(find_workload(p)) for p in paths]
+
+    def load(i: int, p) -> Workload:
+        if named and not Path(p).is_file():
+            raise CoexploreError(f"no such workload file {p}", file=system.spec.file, key=f"workloads[{i}]",
+                                 expected="a path relative to the system file, or --workload NAME")
+        return load_workload(find_workload(p))
+    wls: list[Workload] = [load(i, p) for i, p in enumerate(paths)]
     total = sum(layer.count for w in wls for layer in w.layers)
     if total > MAX_JOBS:
         raise CoexploreError(f"the workloads make {total:,} jobs (layer counts included)", file=str(paths[0]),

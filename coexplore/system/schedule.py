@@ -55,6 +55,11 @@ def load_system_mapper(path) -> SystemMapperSpec:
 
     f = str(path)
     data = load_yaml(path)
+    from coexplore.search.registry import SEARCHERS as LAYER_SEARCHERS
+    if isinstance(data, dict) and isinstance(data.get("searcher"), str) and data["searcher"] in LAYER_SEARCHERS \
+            and data["searcher"].lower() not in SEARCHERS:
+        raise CoexploreError(f"a layer mapper (searcher: {data['searcher']}), not a system scheduler", file=f,
+                             key="searcher", expected="a system mapper: " + " | ".join(SEARCHERS))
     if not isinstance(data, dict) or "searcher" not in data:
         raise CoexploreError("a system mapper needs a 'searcher' key", file=f, key="searcher",
                              expected=" | ".join(SEARCHERS))

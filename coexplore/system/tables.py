@@ -77,7 +77,7 @@ def load_table(path: str | Path) -> JobTable:
         raise CoexploreError("the job table has no job rows (empty workload)", file=path,
                              expected="at least one job row")
     col = {h: i for i, h in enumerate(header)}
-    desc_cols = [h for h in header if not h.startswith(("lat_", "bw_", "en_")) and h != "job"]
+    desc_cols = [h for h in header if not h.startswith(("lat_", "bw_", "en_")) and h not in ("job", "dnn", "layer")]
     n, m = len(body), len(lat_cores)
     lat = np.empty((n, m))
     bw = np.empty((n, m))
@@ -99,7 +99,8 @@ def load_table(path: str | Path) -> JobTable:
         name = row[col["job"]].strip() if "job" in col else str(r)
         dims = tuple((h, row[col[h]].strip()) for h in desc_cols)
         kind = _KIND.get(row[col["T"]].strip(), "") if "T" in col else ""
-        jobs.append(Job(name=name, kind=kind, dims=dims))
+        jobs.append(Job(name=name, dnn=row[col["dnn"]].strip() if "dnn" in col else "",
+                        layer=row[col["layer"]].strip() if "layer" in col else "", kind=kind, dims=dims))
     try:
         return JobTable(jobs, lat_cores, lat, bw, en)
     except CoexploreError as exc:
@@ -107,7 +108,8 @@ def load_table(path: str | Path) -> JobTable:
 
 
 def save_table(table: JobTable, path: str | Path) -> None:
-    """Write a job table in the same CSV format (descriptive dims kept, energy if known)."""
+    """Write a job table in the same CSV format (the job's DNN and layer, descriptive dims kept,
+    energy if known; latencies in cycles, bandwidth needs in bytes/cycle, energies in pJ)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     dim_names: list[str] = []
@@ -115,7 +117,8 @@ def save_table(table: JobTable, path: str | Path) -> None:
         for k, _ in job.dims:
             if k not in dim_names:
                 dim_names.append(k)
-    header = ["job", *dim_names, *(f"lat_{c}" for c in table.cores),
+    named = [k for k in ("dnn", "layer") if any(getattr(job, k) for job in table.jobs)]
+    header = ["job", *named, *dim_names, *(f"lat_{c}" for c in table.cores),
               *(f"bw_{c}" for c in table.cores)]
     energy = table.has_energy()
     if energy:
@@ -125,7 +128,7 @@ def save_table(table: JobTable, path: str | Path) -> None:
         w.writerow(header)
         for j, job in enumerate(table.jobs):
             d = dict(job.dims)
-            row = [job.name, *(d.get(k, "") for k in dim_names),
+            row = [job.name, *(getattr(job, k) for k in named), *(d.get(k, "") for k in dim_names),
                    *(repr(float(v)) for v in table.latency[j]),
                    *(repr(float(v)) for v in table.bandwidth[j])]
             if energy:
