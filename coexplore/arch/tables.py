@@ -9,7 +9,6 @@ another design or size cannot be attached by mistake.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 
@@ -62,22 +61,8 @@ def find_given_tables(core: CoreArch, source: str | Path) -> tuple[Path, Path]:
     return ert, art
 
 
-def estimator():
-    """The built-in estimator as a function core -> (ert, art) plus its writers
-    (`coexplore.energy.tables`: build_tables, write_ert, write_art), or None if absent."""
-    try:
-        tables = importlib.import_module("coexplore.energy.tables")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("coexplore.energy", "coexplore.energy.tables"):
-            return None
-        raise
-    funcs = [getattr(tables, n, None) for n in
-             ("build_tables", "components_from_processed", "write_ert", "write_art")]
-    if any(f is None for f in funcs):
-        return None
-    build, components, write_ert, write_art = funcs
-
-    def price(core: CoreArch, estimator: str = "builtin"):
-        # the flattened form carries the inherited attributes (technology, clock) Accelergy sees
-        return build(components(core.flattened().processed), estimator=estimator)
-    return price, write_ert, write_art
+def price_core(core: CoreArch, estimator: str = "builtin"):
+    """ERT and ART of a core from the energy estimator (`coexplore.energy.tables`), priced on the
+    flattened form, which carries the inherited attributes (technology, clock) Accelergy sees."""
+    from coexplore.energy.tables import build_tables, components_from_processed
+    return build_tables(components_from_processed(core.flattened().processed), estimator=estimator)

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from coexplore.arch.system import load_system_arch
-from coexplore.arch.tables import estimator, find_given_tables
+from coexplore.arch.tables import find_given_tables, price_core
+from coexplore.energy.tables import write_art, write_ert
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
 
@@ -39,8 +40,6 @@ def register(subparsers) -> None:
 def run(args) -> int:
     system = load_system_arch(args.system)
     out = output_dir(args.out)
-    tables = None if args.ert_from else estimator()
-    missing_tables = []
     rows = []
     # price (or find the given tables of) every core before writing anything: a failure leaves the
     # folder as it was, never new architecture files beside old energy tables
@@ -48,33 +47,26 @@ def run(args) -> int:
     for name, core in system.cores.items():
         if args.ert_from:
             priced[name] = ("given", find_given_tables(core, args.ert_from))
-        elif tables is not None:
-            price = tables[0]
+        else:
             try:
-                priced[name] = ("built", price(core, estimator=args.energy))
+                priced[name] = ("built", price_core(core, estimator=args.energy))
             except CoexploreError as exc:      # a DRAM type or technology the estimator refuses
                 raise exc.with_file(system.spec.file) from None
     warned = []
     for name, core in system.cores.items():
         core_dir = out / name
         core.write(core_dir)
-        how, what = priced.get(name, (None, None))
+        how, what = priced[name]
         if how == "given":
             shutil.copyfile(what[0], core_dir / "ERT.yaml")
             shutil.copyfile(what[1], core_dir / "ART.yaml")
             source = f"copied from {what[0].parent}"
-        elif how == "built":
-            _, write_ert, write_art = tables
+        else:
             ert, art = what
             write_ert(core_dir / "ERT.yaml", ert)
             write_art(core_dir / "ART.yaml", art)
             warned += [f"{name}: {w}" for w in ert.get("warnings") or ()]
             source = "built-in estimator" if args.energy == "builtin" else "accelergy"
-        else:
-            for stale in ("ERT.yaml", "ART.yaml"):     # an earlier run's tables would not fit
-                (core_dir / stale).unlink(missing_ok=True)
-            missing_tables.append(name)
-            source = "NOT WRITTEN"
         count = system.spec.core(name).count
         rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source))
     spec = system.spec
@@ -85,12 +77,7 @@ def run(args) -> int:
     print(f"{'core':<14} {'template':<9} {'copies':>6} {'MACs':>6} {'levels':>6}  ERT/ART")
     for name, template, count, macs, levels, source in rows:
         print(f"{name:<14} {template:<9} {count:>6} {macs:>6} {levels:>6}  {source}")
-    written = "arch,processed,constraints" + ("" if len(missing_tables) == len(rows) else ",ERT,ART")
-    print(f"wrote {out}/<core>/{{{written}}}.yaml")
+    print(f"wrote {out}/<core>/{{arch,processed,constraints,ERT,ART}}.yaml")
     for w in warned:
         print(f"coexplore: warning: {w}", file=sys.stderr)
-    if missing_tables:
-        print("warning: ERT.yaml/ART.yaml not written for " + ", ".join(missing_tables)
-              + ": the built-in estimator (coexplore.energy.tables) is not available; "
-              "pass --ert-from DIR to use given tables", file=sys.stderr)
     return 0

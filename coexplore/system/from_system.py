@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coexplore.arch.system import SystemArch, load_system_arch
-from coexplore.energy.tables import build_tables, components_from_processed
+from coexplore.arch.tables import price_core
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import level_costs
 from coexplore.model.inputs import Context
@@ -57,9 +57,7 @@ def core_model(system: SystemArch, name: str) -> CoreModel:
     flat = core.flattened()
     arch = parse_architecture(flat.processed, file=f"{system.spec.file}:{name}", name=name)
     try:
-        # priced exactly as `coexplore arch generate` prices the flattened file: the components
-        # inherit the top level's attributes (global_cycle_seconds for leakage, technology)
-        ert_dict, _ = build_tables(components_from_processed(flat.processed))
+        ert_dict, _ = price_core(core)     # exactly as `coexplore arch generate` prices it
     except CoexploreError as exc:       # a DRAM type or technology the estimator refuses
         raise exc.with_file(system.spec.file) from None
     ert = parse_ert(ert_dict, f"{name} (built-in estimator)")
