@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from pathlib import Path
 
 from coexplore.arch.system import load_system_arch
 from coexplore.arch.tables import find_given_tables, price_core

@@ -6,15 +6,9 @@ import argparse
 import datetime as _dt
 import json
 
-from coexplore.model.cache import (ENV_VAR, CacheStats, CacheUnreadableError, ResultCache,
+from coexplore.cli.paths import add_cache_option
+from coexplore.model.cache import (CacheStats, CacheUnreadableError, ResultCache,
                                    file_size, move_cache_aside, resolve_cache_path)
-
-
-def add_cache_option(parser: argparse.ArgumentParser) -> None:
-    """The `--cache PATH` option; other commands that use the cache add it the same way."""
-    parser.add_argument(
-        "--cache", metavar="PATH", default=None,
-        help=f"result cache file (default: ${ENV_VAR}, else results/cache.sqlite)")
 
 
 def register(subparsers) -> None:

@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
-from coexplore.bundled import bundled_dir
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs, top_keys
-from coexplore.cli.paths import chosen_dir, count, default_run_dir, digests, seed
+from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, seed
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.search.layer import MapInterrupted, NoValidMapping, cache_parts, map_layer
@@ -46,8 +45,7 @@ def register(sub) -> None:
     p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>, "
                                  "or <arch>-<workload>-<layer>; numbered -2, -3, ... when it holds another "
                                  "run's result)")
-    p.add_argument("--cache", help="result cache (default results/cache.sqlite or $COEXPLORE_CACHE)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    add_cache_option(p, no_cache=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -76,16 +74,7 @@ MAX_BATCH = 100_000   # mappings evaluated at once: ~5 kB each of model arrays
 
 
 def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> registry.MapperSpec:
-    name = name or "marl"
-    path = Path(name)
-    if name.endswith((".yaml", ".yml")) or path.exists():
-        spec = registry.load_mapper(path)
-    elif name not in registry.SEARCHERS:
-        registry.mapper_spec(name)              # raises the 'unknown searcher' error
-    else:                                       # the bundled mappers/<name>.yaml, else the defaults
-        bundled = bundled_dir("mappers") / f"{name}.yaml"
-        spec = registry.load_mapper(bundled) if bundled.exists() else registry.mapper_spec(name)
-    return resolve_spec_overrides(spec, objective, batch)
+    return resolve_spec_overrides(registry.load_mapper(name or "marl"), objective, batch)
 
 
 def resolve_spec_overrides(spec: registry.MapperSpec, objective: str | None, batch: int | None

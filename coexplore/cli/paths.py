@@ -20,6 +20,15 @@ CLAIM = ".run.json"          # written first into a default result folder: which
 CLAIMED: list[Path] = []     # folders default_run_dir claimed in this process
 
 
+def add_cache_option(parser: argparse.ArgumentParser, no_cache: bool = False) -> None:
+    """The `--cache PATH` option of every command that uses the result cache (and `--no-cache`)."""
+    from coexplore.model.cache import ENV_VAR
+    parser.add_argument("--cache", metavar="PATH", default=None,
+                        help=f"result cache file (default: ${ENV_VAR}, else results/cache.sqlite)")
+    if no_cache:
+        parser.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+
+
 def remove_empty_created() -> None:
     """After a failed run: drop this run's claims on folders that hold nothing else, and remove the
     folders output_dir created that are then empty (no empty result folder is left behind)."""

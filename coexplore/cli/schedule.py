@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import chosen_dir, count, default_run_dir, digests, seed
+from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, seed
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import write_text
 
@@ -45,8 +45,7 @@ def register(subparsers) -> None:
     p.add_argument("--layer-seed", type=seed, default=None, metavar="S",
                    help="seed of the layer mapper (default 0): the job table stays the same when "
                         "--seed changes, so seeds compare schedulers, not job tables")
-    p.add_argument("--cache", help="result cache (default results/cache.sqlite or $COEXPLORE_CACHE)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    add_cache_option(p, no_cache=True)
     p.add_argument("--table", metavar="TABLE.csv",
                    help="job table CSV with lat_<core> and bw_<core> columns (MAGMA's format)")
     p.add_argument("--bandwidth", type=float, metavar="B",
@@ -217,7 +216,6 @@ def _system_mapper(args):
 
 def _system_table(args, progress: bool):
     """Job table of a system YAML + workloads, through the layer mapper and the cache."""
-    from coexplore.search import registry
     from coexplore.system.from_system import system_job_table
 
     if _layer_budget(args) < 1:
@@ -225,9 +223,9 @@ def _system_table(args, progress: bool):
                              expected="an integer >= 1")
     spec = None
     if args.layer_searcher:
-        from coexplore.cli.map import resolve_spec
+        from coexplore.search.registry import load_mapper
         try:
-            spec = resolve_spec(args.layer_searcher, None, None)
+            spec = load_mapper(args.layer_searcher)
         except CoexploreError as exc:
             exc.key = "--layer-searcher" if exc.key == "searcher" else exc.key
             raise

@@ -7,7 +7,7 @@ problem, ERT) in, per-mapping metrics out as numpy arrays; `result_record` turns
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

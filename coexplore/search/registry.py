@@ -224,9 +224,12 @@ def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:
 
 
 def load_mapper(path) -> MapperSpec:
-    """A mapper YAML, or a bundled mapper by name (`marl` -> mappers/marl.yaml)."""
-    path = resolve("mappers", path)
-    return mapper_from_dict(load_yaml(path), file=path)
+    """A mapper YAML, or a searcher by name: its bundled mappers/<name>.yaml (`marl` ->
+    mappers/marl.yaml), else its default settings. The one place a mapper name is resolved."""
+    found = resolve("mappers", path)
+    if not found.is_file() and isinstance(path, str) and not found.suffix:
+        return mapper_spec(path)      # a searcher without a bundled file (or the 'unknown searcher' error)
+    return mapper_from_dict(load_yaml(found), file=found)
 
 
 def save_mapper(spec: MapperSpec, path) -> None:
@@ -235,9 +238,10 @@ def save_mapper(spec: MapperSpec, path) -> None:
 
 
 def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None = 0) -> Searcher:
-    """A fresh searcher for one (space, seed); nothing runs until the first ask."""
+    """A fresh searcher for one (space, seed); nothing runs until the first ask. A name means
+    its bundled mapper file's settings, as everywhere (`load_mapper`)."""
     if isinstance(spec, str):
-        spec = mapper_spec(spec)
+        spec = load_mapper(spec)
     cls, _ = _lookup(spec.searcher)
     needs_mapspace = getattr(cls, "needs_mapspace", False)
     if not needs_mapspace and isinstance(getattr(space, "space", None), DiscreteSpace):

@@ -4,7 +4,8 @@ A candidate is a vector of integers, parameter i in [0, cardinalities[i]). The m
 (core, layer) encodes a mapping this way; the searchers only see this space. Optional
 structure helps some searchers but is never required:
 - `ordinal[i]`: True when neighbouring values of parameter i are similar (tile-factor index),
-  False for a plain category (a loop-order id). Annealing steps +-1 on ordinal parameters.
+  False for a plain category (a loop-order id). Mutation (annealing, GA) steps ordinal
+  parameters by a small +-1/+-2 and redraws categorical ones.
 - `groups`: known blocks of interacting parameters (the split of one dimension across levels).
   GA crossover can keep them together; MARL can use them instead of its correlation analysis.
 """

@@ -102,12 +102,6 @@ class Architecture:
     def level_names(self) -> list[str]:
         return [lv.name for lv in self.levels]
 
-    def index(self, name: str) -> int:
-        for i, lv in enumerate(self.levels):
-            if lv.name == name:
-                return i
-        raise KeyError(name)
-
     @property
     def all_levels(self) -> list[Level]:
         return self.levels + [self.compute]

@@ -258,15 +258,6 @@ class MappingArrays:
         return MappingArrays(self.temporal[idx], self.spatial_x[idx], self.spatial_y[idx],
                              self.perm[idx], self.keep[idx], sp)
 
-    @staticmethod
-    def concat(parts: list["MappingArrays"]) -> "MappingArrays":
-        arrays = [np.concatenate([getattr(p, f) for p in parts]) for f in MappingArrays.FIELDS]
-        if any(p.spatial_perm is not None for p in parts):
-            sps = [p.spatial_perm if p.spatial_perm is not None else default_spatial_perm(p) for p in parts]
-            return MappingArrays(*arrays, np.concatenate(sps))
-        return MappingArrays(*arrays)
-
-
 def default_spatial_perm(m: MappingArrays) -> np.ndarray:
     """X dims then Y dims then the rest, each in dimension order (what `from_arrays` writes)."""
     D = m.temporal.shape[2]

@@ -52,9 +52,6 @@ class Problem:
             out *= b
         return out
 
-    def dim_index(self, name: str) -> int:
-        return self.dims.index(name)
-
     def dataspace_index(self, name: str) -> int:
         for i, ds in enumerate(self.dataspaces):
             if ds.name == name:
@@ -66,9 +63,6 @@ class Problem:
         for rank in ds.ranks:
             size *= sum(c * (self.bounds[d] - 1) for d, c in rank) + 1
         return size
-
-    def to_yaml(self) -> dict:
-        return {"problem": {"version": 0.4, "shape": self.shape, "instance": dict(self.instance)}}
 
 
 MAX_OPERATIONS = 2 ** 53    # per-level counts stay exact in int64 and in float64 energies
