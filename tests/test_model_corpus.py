@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from coexplore.cli.validate import validate
+from coexplore.model.validation import validate
 from coexplore.model.compare import compare_records
 from coexplore.model.corpus import discover
 from coexplore.model.inputs import load_context

@@ -77,6 +77,7 @@ def test_mapper_roundtrip_with_changed_values(tmp_path):
     ({"searcher": "marl", "config": {"conditional": 1}}, "config.conditional"),
     ({"searcher": "marl", "objective": "area"}, "objective"),
     ({"searcher": "marl", "batch_size": 0}, "batch_size"),
+    ({"searcher": "marl", "batch_size": 10_000_000}, "batch_size"),
     ({"searcher": "ga", "colour": "red"}, "colour"),
     ({"objective": "edp"}, "searcher"),
 ])

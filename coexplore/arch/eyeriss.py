@@ -62,14 +62,10 @@ class EyerissParams(CommonParams):
         if problems:
             return problems
         w = self.word_bits
-        for name, width, bits in (("glb_width", self.glb_width, w),
-                                  ("ifmap_spad_width", self.ifmap_spad_width, w),
-                                  ("weights_spad_width", self.weights_spad_width, w),
-                                  ("psum_spad_width", self.psum_spad_width, self.psum_bits)):
-            if width % bits:
-                problems.append((name, f"{width} bits is not a multiple of the {bits}-bit word",
-                                 f"a multiple of {bits}"))
-        return problems
+        return self.widths_of_words((("glb_width", self.glb_width, w),
+                                     ("ifmap_spad_width", self.ifmap_spad_width, w),
+                                     ("weights_spad_width", self.weights_spad_width, w),
+                                     ("psum_spad_width", self.psum_spad_width, self.psum_bits)))
 
 
 def _spad(name: str, depth: int, width: int, bits: int, rbw, wbw, keep: str, temporal: dict,

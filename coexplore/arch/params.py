@@ -56,6 +56,12 @@ class CommonParams:
                              f"word_bits={self.word_bits}", "a multiple of word_bits"))
         return problems
 
+    @staticmethod
+    def widths_of_words(pairs) -> list[tuple[str, str, str]]:
+        """Problems for the (field, width, word bits) whose width is not a whole number of words."""
+        return [(name, f"{width} bits is not a multiple of the {bits}-bit word", f"a multiple of {bits}")
+                for name, width, bits in pairs if width % bits]
+
 
 def _accepts(hint: Any, value: Any) -> bool:
     """Whether `value` fits the field type `hint` (int, float, str, bool, X | None)."""

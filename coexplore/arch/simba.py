@@ -63,14 +63,11 @@ class SimbaParams(CommonParams):
         if problems:
             return problems
         w = self.word_bits
-        for name, width, bits in (("glb_width", self.glb_width, w),
-                                  ("input_buffer_width", self.input_buffer_width, w),
-                                  ("weight_buffer_width", self.weight_buffer_width, w),
-                                  ("accu_buffer_width", self.accu_buffer_width, self.accu_bits),
-                                  ("weight_regs_width", self.weight_regs_width, w)):
-            if width % bits:
-                problems.append((name, f"{width} bits is not a multiple of the {bits}-bit word",
-                                 f"a multiple of {bits}"))
+        problems = self.widths_of_words((("glb_width", self.glb_width, w),
+                                         ("input_buffer_width", self.input_buffer_width, w),
+                                         ("weight_buffer_width", self.weight_buffer_width, w),
+                                         ("accu_buffer_width", self.accu_buffer_width, self.accu_bits),
+                                         ("weight_regs_width", self.weight_regs_width, w)))
         if not problems and (self.weight_regs_width // w) % self.weight_regs_cluster_size:
             problems.append(("weight_regs_cluster_size",
                              f"{self.weight_regs_cluster_size} does not divide the "

@@ -70,7 +70,6 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-MAX_BATCH = 100_000   # mappings evaluated at once: ~5 kB each of model arrays
 
 
 def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> registry.MapperSpec:
@@ -83,9 +82,9 @@ def resolve_spec_overrides(spec: registry.MapperSpec, objective: str | None, bat
     if objective:
         spec.objective = objective
     if batch is not None:
-        if not 1 <= batch <= MAX_BATCH:
+        if not 1 <= batch <= registry.MAX_BATCH:
             raise CoexploreError(f"bad batch size {batch}", key="--batch-size",
-                                 expected=f"an integer in 1..{MAX_BATCH:,} (a batch holds ~5 kB per mapping)")
+                                 expected=f"an integer in 1..{registry.MAX_BATCH:,} (a batch holds ~5 kB per mapping)")
         spec.batch_size = batch
     return spec
 

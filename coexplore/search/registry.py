@@ -44,6 +44,7 @@ SEARCHERS: dict[str, tuple[type, type]] = {
 }
 
 OBJECTIVES = ("edp", "energy", "latency")
+MAX_BATCH = 100_000   # candidates evaluated at once (a batch of mappings holds ~5 kB per mapping in the model)
 
 
 def _lookup(name: str, file=None) -> tuple[type, type]:
@@ -217,9 +218,9 @@ def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:
     if objective not in OBJECTIVES:
         raise CoexploreError(f"unknown objective '{objective}'", file=file, key="objective",
                              expected=" | ".join(OBJECTIVES))
-    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+    if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= MAX_BATCH:
         raise CoexploreError(f"bad batch_size {batch!r}", file=file, key="batch_size",
-                             expected="an integer >= 1")
+                             expected=f"an integer in 1..{MAX_BATCH:,} (a batch of mappings holds ~5 kB each)")
     return objective, batch
 
 
