@@ -178,3 +178,14 @@ def test_problems_too_large_for_64_bit_counts_are_refused():
     big = {"C": 2 ** 20, "M": 2 ** 20, "R": 7, "S": 7, "N": 1024, "P": 1024, "Q": 1024}
     with pytest.raises(CoexploreError, match="too large"):
         parse_problem({"problem": {"shape": DEFAULT_CNN_SHAPE, "instance": big}}, "big.yaml")
+
+
+def test_ert_tables_are_pooled_as_timeloop_reads_them():
+    """Timeloop (topology.cpp, ParseAccelergyERT): repeated tables of one component pool their
+    actions (largest energy); another component ending in the same level name replaces them."""
+    from coexplore.spec.ert import parse_ert
+    t = lambda name, e: {"name": name, "actions": [{"name": "read", "energy": e}]}
+    same = parse_ert({"ERT": {"version": "0.4", "tables": [t("sys.PE[0..15].buf", 2.0), t("sys.PE[0..15].buf", 1.0)]}})
+    assert same.energy("buf", "read") == 2.0
+    other = parse_ert({"ERT": {"version": "0.4", "tables": [t("sys.PE[0..15].buf", 2.0), t("sys.PE[0..7].buf", 1.0)]}})
+    assert other.energy("buf", "read") == 1.0

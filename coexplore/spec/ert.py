@@ -1,8 +1,9 @@
 """Accelergy energy (ERT) and area (ART) tables, reduced to what Timeloop looks up.
 
 Timeloop keys a table by the last `.`-segment of its name with `[a..b]` removed, takes per action
-the largest energy over the action's argument variants, and maps Accelergy action names onto
-its own operations (read, fill, update, leak, compute) in a fixed order of preference.
+the largest energy over the action's argument variants (and over repeated tables of the same
+component), and maps Accelergy action names onto its own operations (read, fill, update, leak,
+compute) in a fixed order of preference (src/model/topology.cpp, ParseAccelergyERT).
 """
 
 from __future__ import annotations
@@ -58,12 +59,15 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
     if not isinstance(tables, list):
         raise CoexploreError("missing key", file=file, key="ERT.tables",
                              expected="a list of {name, actions: [{name, energy}]}")
-    out: dict[str, dict[str, float]] = {}
+    # as Timeloop reads it: the actions of one component name are pooled (largest energy per
+    # action); components whose names differ but end in the same level name are applied in the
+    # order they appear, a later one replacing an earlier one's actions
+    full: dict[str, dict[str, float]] = {}
     for i, t in enumerate(tables):
         if not isinstance(t, dict) or "name" not in t:
             raise CoexploreError("malformed table", file=file, key=f"ERT.tables[{i}]",
                                  expected="a mapping with name and actions")
-        acts = out.setdefault(level_key(t["name"]), {})
+        acts = full.setdefault(str(t["name"]), {})
         for j, a in enumerate(t.get("actions") or []):
             where = f"ERT.tables[{i}].actions[{j}]"
             if not isinstance(a, dict) or a.get("name") is None:
@@ -74,6 +78,9 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
                 raise CoexploreError(f"energy {e!r}", file=file, key=f"{where}.energy",
                                      expected="a finite number >= 0 (pJ)")
             acts[str(a["name"])] = max(float(e), acts.get(str(a["name"]), float("-inf")))
+    out: dict[str, dict[str, float]] = {}
+    for name, acts in full.items():
+        out.setdefault(level_key(name), {}).update(acts)
     return EnergyTable(out, file, data)
 
 
