@@ -221,6 +221,7 @@ def main() -> None:
                     n_ml = samples_to(ml["history"], target)
                     ratios.append(n_rl / n_ml if n_ml else 0.0)
             entry["marl_vs_rl_sample_ratio_median"] = statistics.median(ratios) if ratios else None
+            entry["marl_never_reaches_rl_best"] = sum(r == 0.0 for r in ratios)   # seeds counted as ratio 0
         summary["pairs"].append(entry)
         plot_pair(entry, pr, searchers, out_path.parent / f"mapper_{a}_{l}.png")
     out_path.write_text(json.dumps(summary, indent=1))
@@ -288,6 +289,15 @@ def print_table(summary):
               f"MARL at 10k = {v:.3f} x the exhaustive optimum")
 
 
+def _ratio_cell(e: dict, seeds: int) -> str:
+    """The median MARL/RL sample ratio; a seed on which MARL never reaches RL's best counts as 0."""
+    ratio = e.get("marl_vs_rl_sample_ratio_median")
+    if ratio is None:
+        return "-"
+    never = e.get("marl_never_reaches_rl_best", 0)
+    return f"{ratio:.1f}x" + (f" (never on {never}/{seeds} seeds)" if never else "")
+
+
 def markdown_table(summary) -> str:
     """The README's table: best EDP at 10k relative to the reference, and the MARL/RL sample ratio."""
     searchers = summary["searchers"]
@@ -299,10 +309,8 @@ def markdown_table(summary) -> str:
         for s in searchers:
             v = e["searchers"].get(s, {}).get("best_at", {}).get("10000", math.inf)
             cells.append(f"{v / ref:.3f}" if math.isfinite(v) else "-")
-        ratio = e.get("marl_vs_rl_sample_ratio_median")
         name = f"{e['arch']}/{e['layer']} ({e['kind']})"
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio:.1f}x |" if ratio is not None
-                     else f"| {name} | " + " | ".join(cells) + " | - |")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {_ratio_cell(e, summary['seeds'])} |")
     return "\n".join(lines) + "\n"
 
 

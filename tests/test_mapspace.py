@@ -272,3 +272,4 @@ def test_innermost_order_follows_timeloop_mapper_not_the_constraint():
         if case.endswith("baked"):
             assert ms.log10_size() == 0.0
             assert [prob.dims[d] for d in got.perm[0, 0] if got.temporal[0, 0, d] > 1] == ["K", "R"]
+            assert list(got.perm[0, 0]) == list(range(len(prob.dims)))     # Timeloop's written KRP

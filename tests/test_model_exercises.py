@@ -140,3 +140,24 @@ def test_v4_inputs_as_a_user_writes_them(case):
     summ = reference(case)["summary"]
     assert bool(res.valid[0]) and int(res.cycles[0]) == summ["cycles"]
     assert abs(float(res.energy_pJ[0]) - summ["energy_pJ_from_per_compute"]) <= 1e-5 * summ["energy_pJ_from_per_compute"]
+
+
+def test_a_partial_directive_at_a_containers_dummy_level_keeps_only_what_it_names():
+    """`bypass: [Weights]` at the dummy level of a v0.4 container leaves Inputs/Outputs unnamed:
+    they are not kept there either (the level holds nothing unless told), so the numbers are the
+    reference's."""
+    from coexplore.model.inputs import load_context
+    case = "v4_ex04_conv1d_oc_ic_3levelspatial_kp"
+    inp = EXERCISES / case / "inputs"
+    ctx = load_context(next(inp.glob("*.arch.yaml")), inp / "conv1d+oc+ic.prob.yaml",
+                       EXERCISES / case / "timeloop-model.ERT.yaml")
+    import yaml
+    dummy = next(lv.name for lv in ctx.arch.levels if lv.from_container)
+    data = yaml.safe_load(next(inp.glob("*.map.yaml")).read_text())
+    (data["mapping"] if isinstance(data, dict) else data).append(
+        {"target": dummy, "type": "datatype", "bypass": ["Weights"]})
+    from coexplore.spec.mapping import parse_mapping
+    m = parse_mapping(data, ctx.arch, ctx.problem)
+    res = ctx.evaluate_mappings([m])
+    summ = reference(case)["summary"]
+    assert bool(res.valid[0]) and int(res.cycles[0]) == summ["cycles"]

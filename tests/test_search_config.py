@@ -196,3 +196,13 @@ def test_option_choices_are_checked_where_the_file_is_read(tmp_path):
         s = registry.make_searcher(registry.mapper_spec("ga", {"crossover": value}),
                                    DiscreteSpace(np.array([3, 4]), ["a", "b"], groups=[[0], [1]]))
         s.tell(s.ask(10), np.arange(1.0, 11.0))
+
+
+def test_options_that_would_do_nothing_are_refused_in_code_too():
+    """A config built in Python is checked when the searcher starts, as a mapper file is when read."""
+    from coexplore.search.marl import MARLConfig
+    from coexplore.search.registry import make_searcher, mapper_spec
+    from coexplore.search.synthetic import make_small
+    s = make_searcher(mapper_spec("marl", MARLConfig(clustering="single", bins=8)), make_small(0).space)
+    with pytest.raises(CoexploreError, match="bins"):
+        s.ask(10)

@@ -189,3 +189,20 @@ def test_ert_tables_are_pooled_as_timeloop_reads_them():
     assert same.energy("buf", "read") == 2.0
     other = parse_ert({"ERT": {"version": "0.4", "tables": [t("sys.PE[0..15].buf", 2.0), t("sys.PE[0..7].buf", 1.0)]}})
     assert other.energy("buf", "read") == 1.0
+
+
+def test_ert_later_component_replaces_the_operations_it_prices():
+    """A later table that prices `read` under another action name still replaces the earlier read;
+    operations it does not price stay; an energy written `1e-3` (read by YAML as text) is a number."""
+    from coexplore.spec.ert import parse_ert
+    from coexplore.spec.yamlio import loads_yaml
+    ert = parse_ert(loads_yaml("""
+ERT:
+  version: '0.4'
+  tables:
+  - name: sys.PE[0..15].buf
+    actions: [{name: random_read, energy: 2.0}, {name: leak, energy: 1e-3}]
+  - name: sys.PE[0..7].buf
+    actions: [{name: read, energy: 1.0}]
+"""))
+    assert ert.energy("buf", "read") == 1.0 and ert.energy("buf", "leak") == 1e-3

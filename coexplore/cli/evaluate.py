@@ -96,6 +96,10 @@ def _breaks_constraints(ctx, constraints, mapping) -> str | None:
     from coexplore.mapspace.space import MapSpace
     from coexplore.spec.mapping import to_arrays
     ms = MapSpace(ctx.arch, ctx.problem, constraints)
+    innermost = ctx.arch.levels[-1].name
+    if ms.canonical_innermost and constraints.get(innermost) and constraints[innermost].temporal_permutation:
+        print(f"coexplore evaluate: note: the permutation constraint at {innermost} is not checked: "
+              "timeloop-mapper does not apply it (the innermost level keeps the dimension order)", file=sys.stderr)
     try:
         ms.encode(to_arrays([mapping], ctx.arch, ctx.problem))
     except CoexploreError as exc:

@@ -111,9 +111,6 @@ def run(args) -> int:
         save_table(table, out / "jobs.csv")     # the job table the schedule is for
     else:
         table, bandwidth = load_table(args.table), args.bandwidth
-        stale = out / "jobs.csv"          # another run's job table would not match this schedule
-        if stale.exists() and stale.resolve() != Path(args.table).resolve():
-            stale.unlink()
     try:
         result = search_schedule(table, bandwidth, mapper.searcher, budget, args.seed, progress=progress,
                                  config=mapper.config)
@@ -125,6 +122,9 @@ def run(args) -> int:
     if args.system:
         data["job_table"] = str(out / "jobs.csv")
     write_text(out / "schedule.json", json.dumps(data, indent=1) + "\n")
+    stale = out / "jobs.csv"              # another run's job table would not match this schedule
+    if args.table and stale.exists() and stale.resolve() != Path(args.table).resolve():
+        stale.unlink()
     png = None
     if not args.no_plot:
         from coexplore.system.plot import plot_schedule

@@ -372,6 +372,8 @@ class MapSpace:
                 for d in range(D):
                     if self.t_allowed[li, d] and d not in self.perm_prefix[li]:
                         comp[:, li, d] = D + d
+        if self.canonical_innermost:          # timeloop-mapper's canonical order: every dimension in order
+            comp[:, 0, :] = np.arange(D)
         perm = np.argsort(comp, axis=2, kind="stable")
         keep = np.broadcast_to(self.base_keep, (B, L, S)).copy()
         for pi, li, s in self.keep_index:

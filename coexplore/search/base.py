@@ -37,14 +37,25 @@ def checked_losses(batch, losses) -> np.ndarray:
     return out
 
 
-def check_choices(config, file=None) -> None:
-    """Options with a fixed set of values (the config class's `CHOICES`) hold one of them."""
+def check_options(config, file=None) -> None:
+    """Options with a fixed set of values (the config class's `CHOICES`) hold one of them, and an
+    option that acts only with another option's value (`ONLY_WITH`) is left at its default otherwise
+    (an option that would do nothing is refused)."""
     from coexplore.errors import CoexploreError
-    for key, allowed in getattr(type(config), "CHOICES", {}).items():
+    cls = type(config)
+    for key, allowed in getattr(cls, "CHOICES", {}).items():
         value = getattr(config, key)
         if value not in allowed:
             raise CoexploreError(f"unknown {key} {value!r}", file=file, key=f"config.{key}",
                                  expected=" | ".join(allowed))
+    only = getattr(cls, "ONLY_WITH", {})
+    if only:
+        defaults = cls()
+        for key, (other, needed) in only.items():
+            if getattr(config, other) != needed and getattr(config, key) != getattr(defaults, key):
+                raise CoexploreError(f"option '{key}' acts only with {other}: {needed} (here "
+                                     f"{getattr(config, other)})", file=file, key=f"config.{key}",
+                                     expected=f"{other}: {needed}, or '{key}' left at its default")
 
 
 def best_of(losses: np.ndarray) -> tuple[int, float]:

@@ -12,8 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coexplore.errors import CoexploreError
-from coexplore.search.base import Searcher, check_choices
+from coexplore.search.base import Searcher, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.mutation import mutate
@@ -46,7 +45,7 @@ class GeneticAlgorithm(Searcher):
         self._transform: LossTransform | None = None
 
     def _start(self) -> None:
-        check_choices(self.config)
+        check_options(self.config)
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss)
 

@@ -20,7 +20,7 @@ import numpy as np
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.search.annealing import SAConfig, SimulatedAnnealing
-from coexplore.search.base import Searcher, check_choices
+from coexplore.search.base import Searcher, check_options
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
 from coexplore.search.ga import GAConfig, GeneticAlgorithm
 from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
@@ -103,18 +103,15 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
         else:
             ok = isinstance(value, want)
         if not ok:
-            bound = f"between {low} and {high}" if high == 1 else f"> 0" if _is_positive(key) else f">= {low}"
+            positive = _is_positive(key)
+            bound = (("in (0, 1]" if positive else f"between {low} and {high}") if high == 1
+                     else "> 0" if positive else f">= {low}")
             what = {int: f"an integer {bound}", float: f"a number {bound}"}.get(want, f"a {want.__name__}")
             raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
                                  expected=what + (" or null" if optional else ""))
         kwargs[key] = value
     config = config_cls(**kwargs)
-    check_choices(config, file)
-    for key in data:          # an option set (off its default) that acts only with another option's value
-        other, needed = getattr(config_cls, "ONLY_WITH", {}).get(key, (None, None))
-        if other is not None and getattr(config, other) != needed and getattr(config, key) != getattr(defaults, key):
-            raise CoexploreError(f"option '{key}' acts only with {other}: {needed} (here {getattr(config, other)})",
-                                 file=file, key=f"config.{key}", expected=f"{other}: {needed}, or no '{key}'")
+    check_options(config, file)
     t_start, t_end = getattr(config, "t_start", None), getattr(config, "t_end", None)
     if t_start is not None and t_end is not None and t_start < t_end:   # annealing cools, never heats
         raise CoexploreError(f"t_start {t_start:g} is below t_end {t_end:g}", file=file, key="config.t_start",
@@ -228,6 +225,9 @@ def load_mapper(path) -> MapperSpec:
     """A mapper YAML, or a searcher by name: its bundled mappers/<name>.yaml (`marl` ->
     mappers/marl.yaml), else its default settings. The one place a mapper name is resolved."""
     found = resolve("mappers", path)
+    if found.is_dir():
+        raise CoexploreError("a folder, not a mapper file", file=str(found),
+                             expected="a mapper YAML or a searcher name: " + " | ".join(SEARCHERS))
     if not found.is_file() and isinstance(path, str) and not found.suffix:
         return mapper_spec(path)      # a searcher without a bundled file (or the 'unknown searcher' error)
     return mapper_from_dict(load_yaml(found), file=found)

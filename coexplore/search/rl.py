@@ -39,7 +39,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coexplore.search.base import Searcher, check_choices
+from coexplore.search.base import Searcher, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.space import DiscreteSpace
@@ -337,7 +337,7 @@ class PolicySearcher(Searcher):
         raise NotImplementedError  # subclasses decide who owns what
 
     def _start(self) -> None:
-        check_choices(self.config)
+        check_options(self.config)
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss, self.config.invalid_margin)
 

@@ -61,7 +61,7 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
                              expected="a list of {name, actions: [{name, energy}]}")
     # as Timeloop reads it: the actions of one component name are pooled (largest energy per
     # action); components whose names differ but end in the same level name are applied in the
-    # order they appear, a later one replacing an earlier one's actions
+    # order they appear, a later one replacing the operations (read, fill, ...) it prices
     full: dict[str, dict[str, float]] = {}
     for i, t in enumerate(tables):
         if not isinstance(t, dict) or "name" not in t:
@@ -73,15 +73,31 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
             if not isinstance(a, dict) or a.get("name") is None:
                 raise CoexploreError("an action without a name", file=file, key=f"{where}.name",
                                      expected="an Accelergy action name (read, write, leak, ...)")
-            e = a.get("energy")
-            if isinstance(e, bool) or not isinstance(e, (int, float)) or not math.isfinite(e) or e < 0:
-                raise CoexploreError(f"energy {e!r}", file=file, key=f"{where}.energy",
+            e = _energy(a.get("energy"))
+            if e is None:
+                raise CoexploreError(f"energy {a.get('energy')!r}", file=file, key=f"{where}.energy",
                                      expected="a finite number >= 0 (pJ)")
-            acts[str(a["name"])] = max(float(e), acts.get(str(a["name"]), float("-inf")))
+            acts[str(a["name"])] = max(e, acts.get(str(a["name"]), float("-inf")))
     out: dict[str, dict[str, float]] = {}
     for name, acts in full.items():
-        out.setdefault(level_key(name), {}).update(acts)
+        level = out.setdefault(level_key(name), {})
+        for names in OPERATIONS.values():
+            if any(n in acts for n in names):          # this table prices the operation: it wins
+                for n in names:
+                    level.pop(n, None)
+        level.update(acts)
     return EnergyTable(out, file, data)
+
+
+def _energy(value) -> float | None:
+    """An action energy (pJ): a number, also one YAML read as text ('1e-3'), finite and >= 0."""
+    if isinstance(value, bool):
+        return None
+    try:
+        e = float(value)
+    except (TypeError, ValueError):
+        return None
+    return e if math.isfinite(e) and e >= 0 else None
 
 
 def load_ert(path: str | Path) -> EnergyTable:

@@ -310,8 +310,11 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
                     sy[b, li, i] = n
             # Timeloop's rule: a dataspace a datatype directive does not name stays unspecified,
             # which means keep; `bypass` is applied after `keep`, so it wins when both name one.
-            # timeloopfe bypasses everything at the dummy level a container adds, unless told otherwise
-            keep[b, li] = not (lv.from_container and lm.keep is None and lm.bypass is None)
+            # The dummy level a v0.4 container adds holds nothing (timeloopfe bypasses everything
+            # there): only what the mapping keeps explicitly is kept
+            keep[b, li] = not lv.from_container
+            for ds in (lm.keep or []) if lv.from_container else []:
+                keep[b, li, ds_idx[ds]] = True
             for ds in lm.bypass or []:
                 keep[b, li, ds_idx[ds]] = False
     return MappingArrays(t, sx, sy, perm, keep, sperm).well_formed()
