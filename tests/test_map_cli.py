@@ -352,3 +352,11 @@ def test_a_cached_point_of_another_mapspace_layout_is_not_reused(ctx, tmp_path):
         cache.put(key, stale)
         again = map_layer(ctx, cons, spec, 100, seed=0, cache=cache)
         assert not again.cached and again.x == first.x and again.best == first.best
+
+
+def test_a_batch_near_the_budget_is_flagged_for_learning_searchers_only(tmp_path):
+    for searcher, warned in (("ga", True), ("marl", True), ("random", False)):
+        r = cli("map", ARCH, LAYER, "--searcher", searcher, "--budget", "150", "--batch-size", "100",
+                "--no-cache", "--no-progress", "--out", tmp_path / searcher)
+        assert r.returncode == 0, r.stderr
+        assert ("learns between batches" in r.stderr) == warned, (searcher, r.stderr)

@@ -102,7 +102,7 @@ def run(args) -> int:
         spec = resolve_spec_overrides(spec, args.objective, args.batch_size)
     for note in spec.notes:
         print(f"coexplore map: note: {note}", file=sys.stderr)
-    if spec.searcher in ("ga", "sa", "rl", "marl", "marl_noclust") and 2 * spec.batch_size > args.budget:
+    if registry.SEARCHERS[spec.searcher][0].learns_between_batches and 2 * spec.batch_size > args.budget:
         print(f"coexplore map: warning: batch size {spec.batch_size:,} is more than half the budget "
               f"{args.budget:,}: {spec.searcher} learns between batches, so it learns (almost) nothing here",
               file=sys.stderr)

@@ -34,6 +34,7 @@ class SAConfig:
 
 class SimulatedAnnealing(Searcher):
     name = "sa"
+    learns_between_batches = True
 
     def __init__(self, space: DiscreteSpace, config: SAConfig | None = None, seed: int | None = 0):
         super().__init__(seed)

@@ -93,6 +93,7 @@ class Searcher:
     """
 
     name = "searcher"
+    learns_between_batches = False   # True: what a batch told shapes the next ask (a batch near the budget learns nothing)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

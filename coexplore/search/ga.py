@@ -34,6 +34,7 @@ class GAConfig:
 
 class GeneticAlgorithm(Searcher):
     name = "ga"
+    learns_between_batches = True
 
     def __init__(self, space: DiscreteSpace, config: GAConfig | None = None, seed: int | None = 0):
         super().__init__(seed)

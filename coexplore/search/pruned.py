@@ -36,6 +36,7 @@ class _PrunedBase(Searcher):
     def __init__(self, mapspace, config=None, seed: int | None = 0):
         super().__init__(seed)
         self.mapspace = mapspace
+        self.space = mapspace.space          # the parameter space: told batches are checked against it
         self.config = config
 
     # parameters that define the IF (everything but loop-order keys)

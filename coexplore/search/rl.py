@@ -319,6 +319,7 @@ class PolicySearcher(Searcher):
     """ask/tell around a TeamLearner: draws from the team's policy, asks only for new points."""
 
     name = "policy"
+    learns_between_batches = True
 
     def __init__(self, space: DiscreteSpace, config: RLConfig | None = None, seed: int | None = 0):
         super().__init__(seed)
