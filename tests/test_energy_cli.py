@@ -136,3 +136,18 @@ def test_tables_refuse_sizes_that_are_not_positive_whole_counts(monkeypatch, cap
         arch.write_text(EX04.replace("depth: 64", bad).replace("CLASSES", "[]"))
         assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o")], monkeypatch) == 2
         assert "attributes.depth" in capsys.readouterr().err
+
+
+def test_tables_of_a_v04_node_list_equal_those_of_its_flattened_form(monkeypatch, capsys, tmp_path):
+    """The official exercise 04's node-list arch.yaml and the flattened architecture timeloopfe
+    made of it (parsed-processed-input.yaml) give the same energy per level and action."""
+    from coexplore.spec.ert import level_key
+    case = Path(__file__).parent / "data" / "exercises_v4" / "v4_ex04_conv1d_oc_ic_3levelspatial_kp"
+    got = {}
+    for name, src in (("nodes", case / "inputs" / "3levelspatial.arch.yaml"),
+                      ("flat", case / "parsed-processed-input.yaml")):
+        assert run(["energy", "tables", str(src), "--out", str(tmp_path / name), "--classes", "primitives"],
+                   monkeypatch) == 0
+        tables = yaml.safe_load((tmp_path / name / "ERT.yaml").read_text())["ERT"]["tables"]
+        got[name] = {level_key(t["name"]): {a["name"]: a["energy"] for a in t["actions"]} for t in tables}
+    assert got["nodes"] == got["flat"] and len(got["flat"]) >= 4

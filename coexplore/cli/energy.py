@@ -3,7 +3,7 @@
     coexplore energy check GRID.csv [--json] [--energy builtin|accelergy]
         compare an estimator with every row of a reference grid (ert_grid.csv format)
     coexplore energy tables ARCH.yaml --out DIR [--energy builtin|accelergy]
-        write ERT.yaml / ART.yaml for a flattened (processed) Timeloop architecture
+        write ERT.yaml / ART.yaml for a Timeloop architecture (flattened, or a v0.4 node list)
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def register(subparsers) -> None:
     chk.add_argument("--energy", choices=ESTIMATORS, default="builtin",
                      help="estimator to check (accelergy: the real tool, must be on PATH)")
     chk.set_defaults(func=run_check)
-    tab = sub.add_parser("tables", help="write ERT.yaml/ART.yaml for a processed architecture")
-    tab.add_argument("arch", help="flattened (processed) architecture YAML (subtree/local)")
+    tab = sub.add_parser("tables", help="write ERT.yaml/ART.yaml for an architecture")
+    tab.add_argument("arch", help="architecture YAML: flattened (processed: subtree/local) or a v0.4 node list")
     tab.add_argument("--out", required=True, help="output directory")
     tab.add_argument("--energy", choices=ESTIMATORS, default="builtin",
                      help="estimator (default builtin; accelergy: the real tool, must be on PATH)")
@@ -96,14 +96,13 @@ def run_tables(args) -> int:
     arch = load_yaml(path)
     if not isinstance(arch, dict):
         raise CoexploreError("not a mapping", file=str(path), expected="architecture: {subtree: ...}")
-    if "nodes" in (arch.get("architecture") or {}):
-        raise CoexploreError("a v0.4 node list; this command prices a flattened architecture", file=str(path),
-                             key="architecture.nodes",
-                             expected="a processed.yaml (architecture.subtree), e.g. from timeloopfe or "
-                                      "`coexplore arch generate`")
     classes = _class_set(arch, args.classes, path)
+    flat = arch
+    if "nodes" in (arch.get("architecture") or {}):     # a v0.4 node list: flattened as timeloopfe does
+        from coexplore.spec.architecture import architecture_to_v3, load_architecture
+        flat = architecture_to_v3(load_architecture(path))
     try:
-        comps = components_from_processed(arch, file=str(path))
+        comps = components_from_processed(flat, file=str(path))
         ert, art = build_tables(comps, classes=classes, estimator=args.energy)
     except CoexploreError as exc:
         raise exc.with_file(path)

@@ -62,8 +62,8 @@ def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> Energ
     if isinstance(data, dict) and "ERT" in data:
         return parse_ert(data["ERT"], str(arch_path))
     raise CoexploreError("no energy table found", file=str(arch_path), key="--ert",
-                         expected="--ert ERT.yaml (Accelergy's / timeloopfe's, or `coexplore energy tables PROCESSED.yaml "
-                                  "--out DIR` for a flattened architecture), or an ERT.yaml beside the "
+                         expected="--ert ERT.yaml (Accelergy's / timeloopfe's, or the built-in estimator's: "
+                                  "`coexplore energy tables ARCH.yaml --out DIR`), or an ERT.yaml beside the "
                                   "architecture file")
 
 

@@ -302,6 +302,8 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                 continue
             lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here)
             lv.mesh_x, lv.mesh_y, lv.instances = mesh_x, mesh_y, mesh_x * mesh_y
+            if not lv.is_compute:
+                lv.attributes.setdefault("n_banks", 2)       # timeloopfe's default for a v0.4 storage node
             levels.append(lv)
 
     walk(nodes, "architecture.nodes")
