@@ -110,7 +110,7 @@ def test_workload_layers_get_their_own_default_folder(tmp_path):
     r = cli("map", "simba", "alexnet", "--layer", "fc8", "--budget", "30", "--no-cache", "--no-progress",
             "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "results" / "map" / "simba-alexnet-fc8" / "mapping.yaml").exists()
+    assert (tmp_path / "results" / "map" / "simba-alexnet-fc8-marl-seed0" / "mapping.yaml").exists()
     explicit = cli("map", ROOT / "arch" / "simba.yaml", ROOT / "problems" / "alexnet.yaml", "--layer", "fc8",
                    "--budget", "30", "--no-cache", "--json", "--out", tmp_path / "x")
     assert json.loads(r.stdout)["best"] == json.loads(explicit.stdout)["best"]

@@ -303,3 +303,18 @@ def test_validate_fails_when_a_case_disagrees(tmp_path):
     r = cli("validate", root / "public", "--no-progress")
     assert r.returncode == 1 and case.name in r.stdout, r.stdout + r.stderr
     assert cli("validate", root / "public", "--failures", "-3").returncode == 2
+
+
+def test_validate_stride_rule_pre2025_only_loses_halo_reuse():
+    """The corpus was made with current Timeloop; under the pre-2025 stride rule the model must
+    disagree only by reading more Inputs (no halo credit), with validity and cycles unchanged."""
+    r = cli("validate", CORPUS, "--json", "--stride-rule", "pre2025")
+    assert r.returncode == 1, r.stderr
+    s = json.loads(r.stdout)
+    assert s["stride_rule"] == "pre2025"
+    assert s["validity_agrees"] == s["cases"] and s["cycles_exact"] == s["valid_cases"]
+    assert s["failures"]
+    for f in s["failures"]:
+        assert f["mismatches"], f["case"]
+        for m in f["mismatches"]:
+            assert m["dataspace"] == "Inputs" and m["key"] in ("reads", "fills") and m["got"] > m["ref"], m

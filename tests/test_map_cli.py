@@ -183,13 +183,15 @@ def test_default_output_folder_keeps_other_runs(tmp_path, monkeypatch, capsys):
     from coexplore.cli.main import main
     monkeypatch.chdir(tmp_path)
     dirs = []
-    for seed in ("0", "1", "0"):
-        assert main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "50", "--seed", seed,
+    for budget, seed in (("50", "0"), ("60", "0"), ("50", "0"), ("50", "1")):
+        assert main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", budget, "--seed", seed,
                      "--no-cache", "--no-progress", "--json"]) == 0
         dirs.append(Path(json.loads(capsys.readouterr().out)["mapping_file"]).parent)
     assert dirs[0] == dirs[2] != dirs[1] and dirs[1].name == dirs[0].name + "-2"
+    # the folder says which searcher and seed made it
+    assert dirs[0].name.endswith("-random-seed0") and dirs[3].name.endswith("-random-seed1")
     runs = [json.loads((d / "result.json").read_text())["run"] for d in dirs[:2]]
-    assert [r["seed"] for r in runs] == [0, 1] and runs[0]["arch"] == str(ARCH.resolve())
+    assert [r["budget"] for r in runs] == [50, 60] and runs[0]["arch"] == str(ARCH.resolve())
 
 
 def test_runs_started_together_never_share_a_default_folder(tmp_path):

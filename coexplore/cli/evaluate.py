@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs
+from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs
 
 
 def register(sub) -> None:
@@ -23,6 +23,7 @@ def register(sub) -> None:
                         "timeloop-model does not check them, timeloop-mapper only proposes mappings that keep them)")
     p.add_argument("--check-constraints", action="store_true",
                    help="check the mapping against the constraints `coexplore map` would use for ARCH")
+    p.add_argument("--stride-rule", choices=("current", "pre2025"), default="current", help=STRIDE_HELP)
     p.set_defaults(func=run)
 
 
@@ -71,6 +72,7 @@ def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None =
 def run(args) -> int:
     check = bool(args.constraints) or args.check_constraints
     ctx, constraints = load_inputs(args, with_constraints=check)
+    ctx.stride_rule = args.stride_rule
     mapping = ctx.load_mapping(args.mapping)
     for w in mapping.warnings:
         print(f"coexplore: warning: {args.mapping}: {w}", file=sys.stderr)
@@ -80,7 +82,8 @@ def run(args) -> int:
     if broken:
         print(f"coexplore evaluate: warning: {args.mapping}: {broken}", file=sys.stderr)
     if args.json:
-        out = {"arch": ctx.arch.name, "layer": ctx.problem.name, **rec, "model": "builtin", "ert": ctx.ert.source}
+        out = {"arch": ctx.arch.name, "layer": ctx.problem.name, **rec, "model": "builtin", "ert": ctx.ert.source,
+               "stride_rule": ctx.stride_rule}
         if check:
             out["constraints_kept"], out["constraints_error"] = broken is None, broken
         print(json.dumps(out, indent=1))

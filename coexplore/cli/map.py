@@ -42,8 +42,8 @@ def register(sub) -> None:
                         "counts by energy, as timeloop-mapper's [delay, energy]")
     p.add_argument("--batch-size", type=int, default=None,
                    help="candidates per ask/tell round (default: the mapper's, 100)")
-    p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>, "
-                                 "or <arch>-<workload>-<layer>; numbered -2, -3, ... when it holds another "
+    p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>-<searcher>-seed<S>, "
+                                 "<layer> being <workload>-<layer> for a workload's layer; numbered -2, -3, ... when it holds another "
                                  "run's result)")
     add_cache_option(p, no_cache=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -120,8 +120,10 @@ def run(args) -> int:
                 # beside ARCH, a system's mapper): the cache key of the run
                 "content_key": cache_key(**cache_parts(ctx, constraints, spec, args.seed, args.budget))}
     # created before the search, not after; a default folder holding another run's result is kept
-    out = chosen_dir(args.out, "result.json", run_desc, "map") if args.out else default_run_dir(f"results/map/{ctx.arch.name}-{label}",
-                                                                 "result.json", run_desc)
+    # the default folder says which search made it: runs of several searchers or seeds side by side
+    base = f"results/map/{ctx.arch.name}-{label}-{spec.searcher}-seed{args.seed}"
+    out = chosen_dir(args.out, "result.json", run_desc, "map") if args.out else default_run_dir(base, "result.json",
+                                                                                                run_desc)
     cache = None
     if not args.no_cache:
         from coexplore.model.cache import ResultCache

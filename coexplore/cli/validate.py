@@ -6,6 +6,7 @@ import json
 import math
 import sys
 
+from coexplore.cli.inputs import STRIDE_HELP
 from coexplore.cli.paths import nonnegative
 from coexplore.model.validation import ValidateInterrupted, validate
 
@@ -21,6 +22,7 @@ def register(sub) -> None:
     p.add_argument("--failures", type=nonnegative, default=10,
                    help="list at most this many mismatching cases (text output; --json lists them all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--stride-rule", choices=("current", "pre2025"), default="current", help=STRIDE_HELP)
     p.set_defaults(func=run)
 
 
@@ -67,7 +69,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
 def run(args) -> int:
     code = 0
     try:
-        s = validate(args.dir, progress=not args.no_progress and not args.json)
+        s = validate(args.dir, progress=not args.no_progress and not args.json,
+                     stride_rule=args.stride_rule)
     except ValidateInterrupted as exc:
         s, code = exc.summary, 130
         print(f"coexplore validate: interrupted after {s['interrupted_after']}; the summary covers those",

@@ -88,7 +88,8 @@ def is_sqlite_file(path: str | os.PathLike) -> bool:
 def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
     return CoexploreError("not a coexplore result cache: the file is not an SQLite database, and it "
                           "is left untouched", file=str(path), key="--cache",
-                          expected="a cache file such as results/cache.sqlite, or a new path")
+                          expected="a cache file or a new path: --cache FILE or $COEXPLORE_CACHE "
+                                   "(map and schedule also run without one: --no-cache)")
 
 
 def default_cache_path() -> Path:

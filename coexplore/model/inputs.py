@@ -26,9 +26,10 @@ class Context:
     problem: Problem
     ert: EnergyTable
     costs: LevelCosts
+    stride_rule: str = "current"   # "pre2025": Timeloop before PR #297 (see model.nest.analyze)
 
     def evaluate(self, arrays: MappingArrays) -> BatchResult:
-        return evaluate_batch(self.arch, self.problem, self.costs, arrays)
+        return evaluate_batch(self.arch, self.problem, self.costs, arrays, stride_rule=self.stride_rule)
 
     def evaluate_mappings(self, mappings: list[Mapping | str | Path]) -> BatchResult:
         """Evaluate Mapping objects or mapping YAML paths (a single one is a batch of one)."""

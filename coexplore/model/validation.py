@@ -13,8 +13,10 @@ from coexplore.model.corpus import discover
 from coexplore.model.inputs import load_context
 
 
-def validate(root, progress: bool = True) -> dict:
-    """Evaluate all cases (batched per (arch, layer)) and summarise the errors."""
+def validate(root, progress: bool = True, stride_rule: str = "current") -> dict:
+    """Evaluate all cases (batched per (arch, layer)) and summarise the errors.
+
+    stride_rule "pre2025" reproduces references made by Timeloop before 2025 (model.nest.analyze)."""
     cases = discover(root)
     groups = defaultdict(list)
     for c in cases:
@@ -27,16 +29,17 @@ def validate(root, progress: bool = True) -> dict:
     t0 = time.perf_counter()
     model_s = [0.0]                     # seconds in the model, kept if Ctrl-C comes
     try:
-        _evaluate_groups(groups, root, rows, bar, model_s)
+        _evaluate_groups(groups, root, rows, bar, model_s, stride_rule)
     except KeyboardInterrupt:           # Ctrl-C: the summary of the cases done so far
         if bar is not None:
             bar.close()
         s = summarise(rows, time.perf_counter() - t0, model_s[0])
         s["interrupted_after"] = f"{len(rows)} of {len(cases)} cases"
+        s["stride_rule"] = stride_rule
         raise ValidateInterrupted(s) from None
     if bar is not None:
         bar.close()
-    return summarise(rows, time.perf_counter() - t0, model_s[0])
+    return {**summarise(rows, time.perf_counter() - t0, model_s[0]), "stride_rule": stride_rule}
 
 
 class ValidateInterrupted(KeyboardInterrupt):
@@ -47,9 +50,10 @@ class ValidateInterrupted(KeyboardInterrupt):
         self.summary = summary
 
 
-def _evaluate_groups(groups: dict, root, rows: list, bar, model_s: list) -> None:
+def _evaluate_groups(groups: dict, root, rows: list, bar, model_s: list, stride_rule: str) -> None:
     for (arch_file, ert_file, layer_file), group in groups.items():
         ctx = load_context(arch_file, layer_file, ert_file)
+        ctx.stride_rule = stride_rule
         mappings = [ctx.load_mapping(c.path / "mapping.yaml") for c in group]
         t = time.perf_counter()
         res = ctx.evaluate_mappings(mappings)
