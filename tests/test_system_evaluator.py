@@ -136,3 +136,33 @@ def test_lower_bound_holds_for_golden_makespans_and_is_tight_by_hand():
     # bandwidth-bound: both jobs move 10 + 4 = 14 bytes at best through 0.5 bytes/cycle -> 28
     assert lower_bound(lat, need, 0.5) == 28.0
     assert _ev(lat, need, 0.5, [0, 1], [0, 1]).makespan[0] >= 28.0
+
+
+def test_assignment_lp_bound_on_heterogeneous_cores():
+    """Two jobs, a fast and a 10x slower core: the simple bounds give 1 (total fastest work / 2
+    cores); moving a share y of the work to the slow core balances 2 - y = 10 y, so no schedule
+    (not even a fractional one) beats 20/11; the best real schedule takes 2."""
+    from coexplore.system.bounds import lower_bound
+    lat = np.array([[1.0, 10.0], [1.0, 10.0]])
+    need = np.ones((2, 2))
+    lb = lower_bound(lat, need, 1e9)
+    assert abs(lb - 20 / 11) <= 1e-6 and lb <= 20 / 11
+    assert min(_ev(lat, need, 1e9, c, [0, 1]).makespan[0] for c in ([0, 0], [0, 1], [1, 0], [1, 1])) == 2.0
+
+
+def test_lower_bound_never_exceeds_a_schedule_and_is_at_least_the_simple_bounds():
+    """Random heterogeneous tables: every random schedule's makespan is at least the bound, and
+    the bound is at least each of the simple ones."""
+    from coexplore.system.bounds import lower_bound
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        jobs, cores = int(rng.integers(2, 12)), int(rng.integers(1, 5))
+        lat = rng.uniform(1, 100, (jobs, cores)) * rng.uniform(0.2, 5, cores)[None, :]
+        need = rng.uniform(0.1, 4, (jobs, cores))
+        bw = float(rng.uniform(0.5, 8))
+        lb = lower_bound(lat, need, bw)
+        simple = max(lat.min(axis=1).max(), lat.min(axis=1).sum() / cores, (lat * need).min(axis=1).sum() / bw)
+        assert lb >= simple * (1 - 1e-12)
+        core = rng.integers(0, cores, (200, jobs))
+        prio = rng.random((200, jobs))
+        assert evaluate(lat, need, bw, core, prio).makespan.min() >= lb * (1 - 1e-12)

@@ -6,18 +6,72 @@ import numpy as np
 
 from coexplore.system.evaluator import check_bandwidth
 
+# relative slack taken off the LP optimum so that solver round-off never lifts the bound above
+# the true value (the LP is solved to ~1e-9 relative accuracy)
+LP_SLACK = 1e-7
+
 
 def lower_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float) -> float:
-    """A makespan no schedule can beat (cycles): the largest of
+    """A makespan no schedule can beat (cycles): the larger of
     - the longest job on its fastest core (a job never runs faster than its no-stall latency);
-    - the total no-stall work, each job on its fastest core, spread over all cores;
-    - the total DRAM traffic (each job on its least-traffic core) at the full system bandwidth.
+    - the optimum of the assignment LP (`assignment_bound`): jobs split fractionally over the
+      cores, no core busier than T with the no-stall latencies, the DRAM traffic moved within T
+      at the full system bandwidth. On one core type it equals the older bounds (total work over
+      the cores, total traffic over the bandwidth); on heterogeneous cores it is tighter, as
+      it charges a job moved off its fastest core with its latency where it runs.
     A schedule that reaches it is optimal, so no baseline can be better there.
     """
     lat = np.asarray(latency, dtype=float)
-    traffic = lat * np.asarray(bandwidth_need, dtype=float)
+    need = np.asarray(bandwidth_need, dtype=float)
     bandwidth = check_bandwidth(bandwidth)
-    bounds = [float(lat.min(axis=1).max()), float(lat.min(axis=1).sum() / lat.shape[1])]
-    if bandwidth > 0 and np.isfinite(bandwidth):
-        bounds.append(float(traffic.min(axis=1).sum() / bandwidth))
-    return max(bounds)
+    longest = float(lat.min(axis=1).max())
+    return max(longest, assignment_bound(lat, need, bandwidth))
+
+
+def _simple_bounds(lat: np.ndarray, traffic: np.ndarray, bandwidth: float) -> float:
+    """Total no-stall work (each job on its fastest core) over the cores; total traffic (each job
+    on its least-traffic core) at the full bandwidth."""
+    out = float(lat.min(axis=1).sum() / lat.shape[1])
+    if np.isfinite(bandwidth):
+        out = max(out, float(traffic.min(axis=1).sum() / bandwidth))
+    return out
+
+
+def assignment_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float) -> float:
+    """min T over fractional assignments x[j, c] >= 0, sum_c x[j, c] = 1, with
+    sum_j x[j, c] * latency[j, c] <= T for every core c and
+    sum_{j, c} x[j, c] * latency[j, c] * bandwidth_need[j, c] <= T * bandwidth.
+    Every schedule gives a feasible point (x = its 0/1 assignment, T = its makespan: a core runs
+    its jobs one after another, none faster than its no-stall latency, and all traffic passes
+    through the shared bandwidth), so the optimum is a lower bound on the makespan. Cores a job
+    cannot run on (infinite latency) get no share of it. Falls back to the simple bounds if the
+    solver fails."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, hstack, vstack
+
+    lat = np.asarray(latency, dtype=float)
+    traffic = lat * np.asarray(bandwidth_need, dtype=float)
+    simple = _simple_bounds(lat, traffic, bandwidth)
+    n_jobs, n_cores = lat.shape
+    ok = np.isfinite(lat) & np.isfinite(traffic)
+    if not ok.any(axis=1).all():
+        return simple
+    j_idx, c_idx = np.nonzero(ok)                 # one variable per allowed (job, core)
+    nv = len(j_idx)
+    rows = np.arange(nv)
+    # per-core load - T <= 0
+    load = coo_matrix((lat[j_idx, c_idx], (c_idx, rows)), shape=(n_cores, nv))
+    a_ub = [hstack([load, coo_matrix(-np.ones((n_cores, 1)))])]
+    if np.isfinite(bandwidth):
+        tr = coo_matrix((traffic[j_idx, c_idx] / bandwidth, (np.zeros(nv, dtype=int), rows)), shape=(1, nv))
+        a_ub.append(hstack([tr, coo_matrix(-np.ones((1, 1)))]))
+    a_ub = vstack(a_ub).tocsr()
+    a_eq = hstack([coo_matrix((np.ones(nv), (j_idx, rows)), shape=(n_jobs, nv)),
+                   coo_matrix((n_jobs, 1))]).tocsr()
+    cost = np.zeros(nv + 1)
+    cost[-1] = 1.0
+    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(a_ub.shape[0]), A_eq=a_eq, b_eq=np.ones(n_jobs),
+                  bounds=(0, None), method="highs")
+    if res.status != 0 or not np.isfinite(res.fun):
+        return simple
+    return max(simple, float(res.fun) * (1 - LP_SLACK))
