@@ -61,7 +61,17 @@ def test_tables_command(monkeypatch, capsys, tmp_path):
     assert run(["energy", "tables", str(arch), "--out", str(tmp_path)], monkeypatch) == 0
     ert = yaml.safe_load((tmp_path / "ERT.yaml").read_text())
     assert "GlobalBuffer" in ert_lookup(ert)
-    assert "estimator: coexplore-builtin" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "estimator: coexplore-builtin" in out
+    # the total area printed is each ART entry's area x its [1..N] instance count, summed
+    import re
+    art = yaml.safe_load((tmp_path / "ART.yaml").read_text())["ART"]["tables"]
+    total = 0.0
+    for t in art:
+        lo, hi = map(int, re.search(r"\[(\d+)\.\.(\d+)\]$", t["name"]).groups())
+        total += (hi - lo + 1) * float(t["area"])
+    printed = float(re.search(r"area: ([0-9.e+-]+) mm\^2 in all", out).group(1))
+    assert total > 0 and abs(printed - total / 1e6) <= 1e-3 * total / 1e6
 
 
 FAKE = """#!{python}

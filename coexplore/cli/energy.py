@@ -16,7 +16,7 @@ from coexplore.progress import progress_bar
 
 from coexplore.energy.check import builtin_estimator, check_rows, format_table
 from coexplore.energy.grid import read_grid
-from coexplore.energy.tables import (build_tables, components_from_processed, write_art,
+from coexplore.energy.tables import (area_breakdown, build_tables, components_from_processed, write_art,
                                      write_ert)
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
@@ -114,4 +114,9 @@ def run_tables(args) -> int:
     print(f"wrote {out / 'ERT.yaml'} and {out / 'ART.yaml'} "
           f"({len(ert['ERT']['tables'])} ERT / {len(art['ART']['tables'])} ART tables; "
           f"estimator: {ert['estimator']})")
+    parts = sorted(area_breakdown(art), key=lambda c: -c[1] * c[2])
+    total = sum(n * a for _, n, a in parts)
+    big = ", ".join(f"{name} {n} x {a / 1e6:.4g}" for name, n, a in parts[:3] if n * a > 0)
+    print(f"area: {total / 1e6:.4g} mm^2 in all (instances x per-instance area from ART.yaml; largest: "
+          f"{big or 'none'} mm^2)")
     return 0

@@ -198,6 +198,18 @@ def write_ert(path: str | Path, ert: dict, estimator: str | None = None) -> Path
     return path
 
 
+def area_breakdown(art: dict) -> list[tuple[str, int, float]]:
+    """(component, instances, um^2 per instance) of each ART entry; the instance count is the
+    `[1..N]` suffix Accelergy gives a component's full name (1 without one)."""
+    out = []
+    for t in art["ART"]["tables"]:
+        m = re.search(r"\[(\d+)\.\.(\d+)\]$", t["name"])
+        n = int(m.group(2)) - int(m.group(1)) + 1 if m else 1
+        short = re.sub(r"\[\d+\.\.\d+\]$", "", t["name"]).split(".")[-1]
+        out.append((short, n, float(t["area"])))
+    return out
+
+
 def write_art(path: str | Path, art: dict, estimator: str | None = None) -> Path:
     """Write `art` to `path` in Accelergy's ART.yaml layout (arguments in either order)."""
     path, art = _path_and_table(path, art)
