@@ -318,3 +318,30 @@ def test_validate_stride_rule_pre2025_only_loses_halo_reuse():
         assert f["mismatches"], f["case"]
         for m in f["mismatches"]:
             assert m["dataspace"] == "Inputs" and m["key"] in ("reads", "fills") and m["got"] > m["ref"], m
+
+
+EX04 = CORPUS.parent / "exercises_v4" / "v4_ex04_conv1d_oc_ic_3levelspatial_kp"
+
+
+def test_evaluate_prices_a_v04_node_list_without_ert(tmp_path):
+    """timeloop-model runs Accelergy on a v0.4 file; coexplore prices it with its built-in estimator:
+    the same table `energy tables` writes, Timeloop's cycles, energy near the reference's (its ERT
+    came from CACTI/Aladdin)."""
+    inp = EX04 / "inputs"
+    arch, prob, mapping = next(inp.glob("*.arch.yaml")), inp / "conv1d+oc+ic.prob.yaml", next(inp.glob("*.map.yaml"))
+    ref = json.loads((EX04 / "reference.json").read_text())["summary"]
+    r = cli("evaluate", arch, prob, mapping, "--json", "--classes", "primitives")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert "no ERT given" in got["ert"] and "no ERT given" in r.stderr
+    assert got["cycles"] == ref["cycles"]
+    assert abs(got["energy_pJ"] / ref["energy_pJ_from_per_compute"] - 1) < 0.05
+    assert cli("energy", "tables", arch, "--out", tmp_path, "--classes", "primitives").returncode == 0
+    r2 = cli("evaluate", arch, prob, mapping, "--json", "--ert", tmp_path / "ERT.yaml")
+    assert json.loads(r2.stdout)["energy_pJ"] == got["energy_pJ"]
+    # the file's intmac lacks the example designs' multiplier_width: one line naming --classes
+    bad = cli("evaluate", arch, prob, mapping)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--classes primitives" in bad.stderr
+    # --classes where coexplore does not price the architecture is refused, not ignored
+    given = cli("evaluate", arch, prob, mapping, "--ert", tmp_path / "ERT.yaml", "--classes", "primitives")
+    assert given.returncode == 2 and "--classes" in given.stderr

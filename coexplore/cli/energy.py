@@ -18,6 +18,7 @@ from coexplore.energy.check import builtin_estimator, check_rows, format_table
 from coexplore.energy.grid import read_grid
 from coexplore.energy.tables import (area_breakdown, build_tables, components_from_processed, write_art,
                                      write_ert)
+from coexplore.cli.inputs import CLASS_SETS, CLASSES_HELP, class_set
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import load_yaml
@@ -44,10 +45,7 @@ def register(subparsers) -> None:
     tab.add_argument("--out", required=True, help="output directory")
     tab.add_argument("--energy", choices=ESTIMATORS, default="builtin",
                      help="estimator (default builtin; accelergy: the real tool, must be on PATH)")
-    tab.add_argument("--classes", choices=("example_designs", "primitives"), default=None,
-                     help="regfile/intmac as the example designs' compound classes (default) "
-                          "or as Aladdin primitives (default when the file says compound_components: "
-                          "{classes: []})")
+    tab.add_argument("--classes", choices=CLASS_SETS, default=None, help=CLASSES_HELP)
     tab.set_defaults(func=run_tables)
 
 
@@ -69,34 +67,12 @@ def run_check(args) -> int:
     return 0
 
 
-def _class_set(arch: dict, chosen: str | None, path: Path) -> str:
-    """The compound-class set to price with. The file's own `compound_components` are not read
-    (coexplore prices classes with its built-in set): say so; a file that empties them
-    (`classes: []`, Accelergy then prices regfile/intmac as primitives) defaults to primitives."""
-    cc = arch.get("compound_components")
-    if cc is None and isinstance(arch.get("architecture"), dict):
-        cc = arch["architecture"].get("compound_components")
-    defined = cc.get("classes") if isinstance(cc, dict) else None
-    if isinstance(defined, list) and defined:
-        names = ", ".join(str(c.get("name", "?")) for c in defined if isinstance(c, dict))
-        print(f"coexplore: warning: {path}: compound_components defines {names}; coexplore does not read "
-              "compound classes and prices these classes with its built-in set (or refuses unknown ones)",
-              file=sys.stderr)
-    if chosen is not None:
-        return chosen
-    if isinstance(defined, list) and not defined:
-        print(f"coexplore: note: {path}: compound_components has no classes, so regfile/intmac are priced as "
-              "primitives, as Accelergy does (--classes example_designs to override)", file=sys.stderr)
-        return "primitives"
-    return "example_designs"
-
-
 def run_tables(args) -> int:
     path = Path(args.arch)
     arch = load_yaml(path)
     if not isinstance(arch, dict):
         raise CoexploreError("not a mapping", file=str(path), expected="architecture: {subtree: ...}")
-    classes = _class_set(arch, args.classes, path)
+    classes = class_set(arch, args.classes, path)
     flat = arch
     if "nodes" in (arch.get("architecture") or {}):     # a v0.4 node list: flattened as timeloopfe does
         from coexplore.spec.architecture import architecture_to_v3, load_architecture

@@ -50,10 +50,9 @@ class Context:
         return load_mapping(path, self.arch, self.problem)
 
 
-def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> EnergyTable:
-    """The ERT given, else an ERT.yaml beside the architecture, else an `ERT:` key inside it."""
-    if ert_path is not None:
-        return load_ert(ert_path)
+def locate_ert(arch_path: str | Path) -> EnergyTable | None:
+    """An ERT.yaml (or timeloop-model/-mapper.ERT.yaml) beside the architecture, else an `ERT:` key
+    inside it; None if neither."""
     arch_path = Path(arch_path)
     for name in ("ERT.yaml", "timeloop-model.ERT.yaml", "timeloop-mapper.ERT.yaml"):
         cand = arch_path.parent / name
@@ -62,6 +61,16 @@ def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> Energ
     data = load_yaml(arch_path)
     if isinstance(data, dict) and "ERT" in data:
         return parse_ert(data["ERT"], str(arch_path))
+    return None
+
+
+def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> EnergyTable:
+    """The ERT given, else an ERT.yaml beside the architecture, else an `ERT:` key inside it."""
+    if ert_path is not None:
+        return load_ert(ert_path)
+    found = locate_ert(arch_path)
+    if found is not None:
+        return found
     raise CoexploreError("no energy table found", file=str(arch_path), key="--ert",
                          expected="--ert ERT.yaml (Accelergy's / timeloopfe's, or the built-in estimator's: "
                                   "`coexplore energy tables ARCH.yaml --out DIR`), or an ERT.yaml beside the "
