@@ -11,6 +11,7 @@ RL needs to reach its own final best / samples MARL needs to reach that value). 
 results/bench/mapper_sample_efficiency.json and results/bench/mapper_<pair>.png.
 
     python bench/mapper_sample_efficiency.py            # budget 100,000, 5 seeds (long: ~1 h on 2 cores)
+    python bench/mapper_sample_efficiency.py --ratio-seeds 20   # + rl and marl seeds 5-19 for the ratio (~40 min more)
     python bench/mapper_sample_efficiency.py --quick    # budget 10,000, 2 seeds, 4 searchers
 """
 
@@ -159,6 +160,9 @@ def main() -> None:
     ap.add_argument("--pairs", default=None,
                     help=f"comma-separated indices into the pair list (0-{len(PAIRS) + len(SMALL) - 1}: "
                     f"the {len(PAIRS)} corpus pairs, then the {len(SMALL)} exhaustive small layers; default: all)")
+    ap.add_argument("--ratio-seeds", type=int, default=None,
+                    help="seeds of rl and marl on the corpus pairs for the MARL/RL sample ratio (default: --seeds); "
+                    "the extra seeds enter only that ratio, every other statistic keeps --seeds")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "mapper_sample_efficiency.json"),
                     help="JSON summary; the run log (.partial.jsonl), the Markdown table (.md) and the "
@@ -174,20 +178,25 @@ def main() -> None:
 
     def pair_budget(layer):
         return min(budget, SMALL_BUDGET) if layer in SMALL_LAYERS else budget
+    ratio_seeds = max(args.ratio_seeds or seeds, seeds)
     jobs = [{"arch": a, "layer": l, "searcher": s, "seed": seed, "budget": pair_budget(l), "version": version(s)}
-            for a, l, _ in pairs for s in searchers for seed in range(seeds)]
+            for a, l, _ in pairs for s in searchers
+            for seed in range(ratio_seeds if s in ("rl", "marl") and l not in SMALL_LAYERS else seeds)]
     out_path = Path(args.out)
     log = RunLog(out_path.with_suffix(".partial.jsonl"), ("arch", "layer", "searcher", "seed", "budget"))
     todo = [j for j in jobs if j not in log]
-    print(f"{len(jobs)} runs ({len(jobs) - len(todo)} already done), budget {budget:,}, {seeds} seeds", flush=True)
+    print(f"{len(jobs)} runs ({len(jobs) - len(todo)} already done), budget {budget:,}, {seeds} seeds"
+          + (f" ({ratio_seeds} for the MARL/RL ratio)" if ratio_seeds > seeds else ""), flush=True)
     from tqdm import tqdm
     with ProcessPoolExecutor(args.jobs) as pool, log:
         for job, r in tqdm(zip(todo, pool.map(run_one, todo)), total=len(todo), desc="runs"):
             log.append({**r, "budget": job["budget"], "version": job["version"]})
-    runs = [log.get(j) for j in jobs]
-    summary = {"budget": budget, "seeds": seeds, "searchers": searchers, "pairs": []}
+    all_runs = [log.get(j) for j in jobs]
+    runs = [r for r in all_runs if r["seed"] < seeds]     # the extra ratio seeds only enter the ratio
+    summary = {"budget": budget, "seeds": seeds, "ratio_seeds": ratio_seeds, "searchers": searchers, "pairs": []}
     for a, l, kind in pairs:
         pr = [r for r in runs if r["arch"] == a and r["layer"] == l and "history" in r]
+        pr_all = [r for r in all_runs if r["arch"] == a and r["layer"] == l and "history" in r]
         if not pr:
             continue
         overall = min(r["best"] for r in pr)
@@ -212,9 +221,9 @@ def main() -> None:
                                                 "budget": min(10_000, pair_budget(l))})["wall_s"]
         if "rl" in entry["searchers"] and "marl" in entry["searchers"] and l not in SMALL_LAYERS:
             ratios = []
-            for seed in range(seeds):
-                rl = next((r for r in pr if r["searcher"] == "rl" and r["seed"] == seed), None)
-                ml = next((r for r in pr if r["searcher"] == "marl" and r["seed"] == seed), None)
+            for seed in range(ratio_seeds):
+                rl = next((r for r in pr_all if r["searcher"] == "rl" and r["seed"] == seed), None)
+                ml = next((r for r in pr_all if r["searcher"] == "marl" and r["seed"] == seed), None)
                 if rl and ml:
                     target = rl["best"]
                     n_rl = samples_to(rl["history"], target)
@@ -222,6 +231,8 @@ def main() -> None:
                     ratios.append(n_rl / n_ml if n_ml else 0.0)
             entry["marl_vs_rl_sample_ratio_median"] = statistics.median(ratios) if ratios else None
             entry["marl_never_reaches_rl_best"] = sum(r == 0.0 for r in ratios)   # seeds counted as ratio 0
+            entry["marl_vs_rl_seeds"] = len(ratios)
+            entry["marl_vs_rl_seeds_at_10x"] = sum(r >= 10 for r in ratios)
         summary["pairs"].append(entry)
         plot_pair(entry, pr, searchers, out_path.parent / f"mapper_{a}_{l}.png")
     out_path.write_text(json.dumps(summary, indent=1))
@@ -281,8 +292,11 @@ def print_table(summary):
         walls = [e["marl_10k_wall_s"] for e in summary["pairs"] if "marl_10k_wall_s" in e]
         print(f"one 10,000-sample MARL run (model included): {min(walls):.1f}-{max(walls):.1f} s per pair")
         if ratios:
+            n_seeds = sum(e.get("marl_vs_rl_seeds", 0) for e in main_pairs)
+            at10 = sum(e.get("marl_vs_rl_seeds_at_10x", 0) for e in main_pairs)
             print(f"MARL vs RL samples to RL's final best: median over pairs {statistics.median(ratios):.1f}x "
-                  f"(per pair: {', '.join(f'{r:.1f}' for r in ratios)})")
+                  f"(per pair: {', '.join(f'{r:.1f}' for r in ratios)}; {summary.get('ratio_seeds', summary['seeds'])} "
+                  f"seeds per pair; 10x or more on {at10} of {n_seeds} (pair, seed) runs)")
     for e in small:
         v = e["searchers"]["marl"]["best_at"].get("10000", math.inf) / e["exhaustive_optimum"]
         print(f"{e['arch']}/{e['layer']} ({e['distinct_mappings']:,} distinct mappings): "
@@ -294,6 +308,7 @@ def _ratio_cell(e: dict, seeds: int) -> str:
     ratio = e.get("marl_vs_rl_sample_ratio_median")
     if ratio is None:
         return "-"
+    seeds = e.get("marl_vs_rl_seeds", seeds)
     never = e.get("marl_never_reaches_rl_best", 0)
     return f"{ratio:.1f}x" + (f" (never on {never}/{seeds} seeds)" if never else "")
 

@@ -1,8 +1,6 @@
 """The built-in model against real Timeloop results (bundled subset of the reference corpus)."""
 
-import math
 
-import numpy as np
 import pytest
 
 from coexplore.model.validation import validate

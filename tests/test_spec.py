@@ -6,7 +6,7 @@ import pytest
 from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import architecture_to_v3, load_architecture, parse_architecture
 from coexplore.spec.ert import load_ert, level_key
-from coexplore.spec.mapping import Mapping, from_arrays, load_mapping, parse_mapping, to_arrays
+from coexplore.spec.mapping import from_arrays, load_mapping, parse_mapping, to_arrays
 from coexplore.spec.problem import load_problem, parse_problem
 from coexplore.spec.yamlio import dump_yaml, loads_yaml
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from coexplore.progress import progress_bar
 
 from coexplore.energy.check import builtin_estimator, check_rows, format_table
 from coexplore.energy.grid import read_grid
-from coexplore.energy.tables import (area_breakdown, build_tables, components_from_processed, write_art,
-                                     write_ert)
-from coexplore.cli.inputs import CLASS_SETS, CLASSES_HELP, class_set
+from coexplore.energy.tables import area_breakdown, write_art, write_ert
+from coexplore.cli.pricing import CLASS_SETS, CLASSES_HELP, price_architecture
 from coexplore.cli.paths import output_dir
-from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import load_yaml
 
 ESTIMATORS = ("builtin", "accelergy")
 
@@ -68,25 +64,10 @@ def run_check(args) -> int:
 
 
 def run_tables(args) -> int:
-    path = Path(args.arch)
-    arch = load_yaml(path)
-    if not isinstance(arch, dict):
-        raise CoexploreError("not a mapping", file=str(path), expected="architecture: {subtree: ...}")
-    classes = class_set(arch, args.classes, path)
-    flat = arch
-    if "nodes" in (arch.get("architecture") or {}):     # a v0.4 node list: flattened as timeloopfe does
-        from coexplore.spec.architecture import architecture_to_v3, load_architecture
-        flat = architecture_to_v3(load_architecture(path))
-    try:
-        comps = components_from_processed(flat, file=str(path))
-        ert, art = build_tables(comps, classes=classes, estimator=args.energy)
-    except CoexploreError as exc:
-        raise exc.with_file(path)
+    ert, art, _ = price_architecture(args.arch, args.classes, args.energy)
     out = output_dir(args.out)
     write_ert(out / "ERT.yaml", ert)
     write_art(out / "ART.yaml", art)
-    for w in ert.get("warnings") or ():
-        print(f"coexplore: warning: {w}", file=sys.stderr)
     print(f"wrote {out / 'ERT.yaml'} and {out / 'ART.yaml'} "
           f"({len(ert['ERT']['tables'])} ERT / {len(art['ART']['tables'])} ART tables; "
           f"estimator: {ert['estimator']})")

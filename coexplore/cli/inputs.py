@@ -15,6 +15,7 @@ from pathlib import Path
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import level_costs
+from coexplore.cli.pricing import CLASS_SETS, CLASSES_HELP, builtin_ert, is_node_list
 from coexplore.model.inputs import Context, find_ert, locate_ert
 from coexplore.spec.architecture import load_architecture
 from coexplore.spec.constraints import LevelConstraints, load_constraints
@@ -28,11 +29,6 @@ PROBLEM_HELP = ("layer: Timeloop problem YAML, or a coexplore workload (problems
 STRIDE_HELP = ("how Timeloop counts the input window of a strided convolution: current (Timeloop since "
                "2025, PR #297) or pre2025 (to reproduce references made with older Timeloop, such as the "
                "official exercises' outputs)")
-
-
-CLASS_SETS = ("example_designs", "primitives")
-CLASSES_HELP = ("regfile/intmac as the example designs' compound classes (default) or as Aladdin primitives "
-                "(default when the file says compound_components: {classes: []})")
 
 
 def add_arguments(p) -> None:
@@ -81,59 +77,6 @@ def load_problem_arg(path: str | Path, layer: str | None) -> Problem:
     return parse_problem(layer_problem(wl.layer(name)), str(wl.path), name=name)
 
 
-def class_set(arch: dict, chosen: str | None, path: Path) -> str:
-    """The compound-class set to price with. The file's own `compound_components` are not read
-    (coexplore prices classes with its built-in set): say so; a file that empties them
-    (`classes: []`, Accelergy then prices regfile/intmac as primitives) defaults to primitives."""
-    cc = arch.get("compound_components")
-    if cc is None and isinstance(arch.get("architecture"), dict):
-        cc = arch["architecture"].get("compound_components")
-    defined = cc.get("classes") if isinstance(cc, dict) else None
-    if isinstance(defined, list) and defined:
-        names = ", ".join(str(c.get("name", "?")) for c in defined if isinstance(c, dict))
-        print(f"coexplore: warning: {path}: compound_components defines {names}; coexplore does not read "
-              "compound classes and prices these classes with its built-in set (or refuses unknown ones)",
-              file=sys.stderr)
-    if chosen is not None:
-        return chosen
-    if isinstance(defined, list) and not defined:
-        print(f"coexplore: note: {path}: compound_components has no classes, so regfile/intmac are priced as "
-              "primitives, as Accelergy does (--classes example_designs to override)", file=sys.stderr)
-        return "primitives"
-    return "example_designs"
-
-
-def _classes_unused(arch: str, why: str) -> CoexploreError:
-    return CoexploreError(f"--classes prices a v0.4 node list without an energy table; here {why}",
-                          file=str(arch), key="--classes", expected="no --classes")
-
-
-def _is_node_list(path: str | Path) -> bool:
-    data = load_yaml(path)
-    return isinstance(data, dict) and isinstance(data.get("architecture"), dict) \
-        and "nodes" in data["architecture"]
-
-
-def builtin_ert(path: Path, classes: str | None = None) -> "EnergyTable":
-    """The energy table of a v0.4 node-list architecture without one: priced with the built-in
-    estimator as `coexplore energy tables` prices it (timeloop-model runs Accelergy on such a file)."""
-    from coexplore.energy.tables import build_tables, components_from_processed
-    from coexplore.spec.architecture import architecture_to_v3
-    from coexplore.spec.ert import parse_ert
-    data = load_yaml(path)
-    classes = class_set(data, classes, path)
-    try:
-        ert, _ = build_tables(components_from_processed(architecture_to_v3(load_architecture(path)),
-                                                        file=str(path)), classes=classes)
-    except CoexploreError as exc:
-        raise exc.with_file(path)
-    table = parse_ert(ert, str(path))
-    table.source = f"{ert['estimator']}, no ERT given"
-    print(f"coexplore: note: {path}: no ERT given or beside it: energies from the built-in estimator "
-          f"({classes} classes), as `coexplore energy tables` writes them; --ert to use another", file=sys.stderr)
-    return table
-
-
 def load_inputs(args, with_constraints: bool = False
                 ) -> tuple[Context, dict[str, LevelConstraints] | None]:
     """(context, constraints) from args.arch/problem/ert/core/layer (and args.constraints if asked).
@@ -160,11 +103,11 @@ def load_inputs(args, with_constraints: bool = False
         for w in arch.warnings:
             print(f"coexplore: warning: {args.arch}: {w}", file=sys.stderr)
         ert = None if args.ert is not None else locate_ert(args.arch)
-        if ert is None and args.ert is None and _is_node_list(args.arch):
+        if ert is None and args.ert is None and is_node_list(args.arch):
             ert = builtin_ert(Path(args.arch), args.classes)   # as timeloop-model would (it runs Accelergy)
         elif args.classes is not None:
             raise _classes_unused(args.arch, "an energy table " + ("is given (--ert)" if args.ert else "was found"))
-        else:
+        elif ert is None:
             ert = find_ert(args.arch, args.ert)
         ctx = Context(arch, problem, ert, level_costs(arch, ert))
         return ctx, _warn_ignored(load_constraints(arch, cons_path, problem)) if with_constraints else None
@@ -186,6 +129,11 @@ def load_inputs(args, with_constraints: bool = False
     if not with_constraints:
         return ctx, None
     return ctx, _warn_ignored(load_constraints(ctx.arch, cons_path) if cons_path else cm.constraints)
+
+
+def _classes_unused(arch: str, why: str) -> CoexploreError:
+    return CoexploreError(f"--classes prices a v0.4 node list without an energy table; here {why}",
+                          file=str(arch), key="--classes", expected="no --classes")
 
 
 def _warn_ignored(constraints: dict[str, LevelConstraints]) -> dict[str, LevelConstraints]:

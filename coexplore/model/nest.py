@@ -29,7 +29,6 @@ and tile collapse (`tiling.cpp`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import gcd
 
 import numpy as np
 

@@ -1,0 +1,82 @@
+"""How the CLI prices an architecture with the energy estimator: the compound-class set a file
+asks for, and ERT/ART of a flattened architecture or a v0.4 node list (flattened as timeloopfe
+does). Shared by `coexplore energy tables` and by `evaluate`/`map` on a node list without an ERT."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.ert import EnergyTable
+from coexplore.spec.yamlio import load_yaml
+
+CLASS_SETS = ("example_designs", "primitives")
+CLASSES_HELP = ("regfile/intmac as the example designs' compound classes (default) or as Aladdin primitives "
+                "(default when the file says compound_components: {classes: []})")
+
+
+def class_set(arch: dict, chosen: str | None, path: Path) -> str:
+    """The compound-class set to price with. The file's own `compound_components` are not read
+    (coexplore prices classes with its built-in set): say so; a file that empties them
+    (`classes: []`, Accelergy then prices regfile/intmac as primitives) defaults to primitives."""
+    cc = arch.get("compound_components")
+    if cc is None and isinstance(arch.get("architecture"), dict):
+        cc = arch["architecture"].get("compound_components")
+    defined = cc.get("classes") if isinstance(cc, dict) else None
+    if isinstance(defined, list) and defined:
+        names = ", ".join(str(c.get("name", "?")) for c in defined if isinstance(c, dict))
+        print(f"coexplore: warning: {path}: compound_components defines {names}; coexplore does not read "
+              "compound classes and prices these classes with its built-in set (or refuses unknown ones)",
+              file=sys.stderr)
+    if chosen is not None:
+        return chosen
+    if isinstance(defined, list) and not defined:
+        print(f"coexplore: note: {path}: compound_components has no classes, so regfile/intmac are priced as "
+              "primitives, as Accelergy does (--classes example_designs to override)", file=sys.stderr)
+        return "primitives"
+    return "example_designs"
+
+
+def _is_nodes(data) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("architecture"), dict) and "nodes" in data["architecture"]
+
+
+def is_node_list(path: str | Path) -> bool:
+    """True for a v0.4 architecture written as a node list (`architecture: {nodes: [...]}`)."""
+    return _is_nodes(load_yaml(path))
+
+
+def price_architecture(path: str | Path, classes: str | None = None, estimator: str = "builtin"
+                       ) -> tuple[dict, dict, str]:
+    """(ERT, ART, class set) of the architecture file at `path`; warnings of the pricing printed."""
+    path = Path(path)
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise CoexploreError("not a mapping", file=str(path), expected="architecture: {subtree: ...}")
+    from coexplore.energy.tables import build_tables, components_from_processed
+    classes = class_set(data, classes, path)
+    flat = data
+    if _is_nodes(data):                  # a v0.4 node list: flattened as timeloopfe does
+        from coexplore.spec.architecture import architecture_to_v3, load_architecture
+        flat = architecture_to_v3(load_architecture(path))
+    try:
+        ert, art = build_tables(components_from_processed(flat, file=str(path)), classes=classes,
+                                estimator=estimator)
+    except CoexploreError as exc:
+        raise exc.with_file(path)
+    for w in ert.get("warnings") or ():
+        print(f"coexplore: warning: {w}", file=sys.stderr)
+    return ert, art, classes
+
+
+def builtin_ert(path: Path, classes: str | None = None) -> EnergyTable:
+    """The energy table of a v0.4 node-list architecture without one: priced with the built-in
+    estimator as `coexplore energy tables` prices it (timeloop-model runs Accelergy on such a file)."""
+    from coexplore.spec.ert import parse_ert
+    ert, _, classes = price_architecture(path, classes)
+    table = parse_ert(ert, str(path))
+    table.source = f"{ert['estimator']}, no ERT given"
+    print(f"coexplore: note: {path}: no ERT given or beside it: energies from the built-in estimator "
+          f"({classes} classes), as `coexplore energy tables` writes them; --ert to use another", file=sys.stderr)
+    return table
