@@ -181,7 +181,8 @@ def main() -> None:
     ratio_seeds = max(args.ratio_seeds or seeds, seeds)
     jobs = [{"arch": a, "layer": l, "searcher": s, "seed": seed, "budget": pair_budget(l), "version": version(s)}
             for a, l, _ in pairs for s in searchers
-            for seed in range(ratio_seeds if s in ("rl", "marl") and l not in SMALL_LAYERS else seeds)]
+            for seed in range(ratio_seeds if s in ("rl", "marl") and {"rl", "marl"} <= set(searchers)
+                              and l not in SMALL_LAYERS else seeds)]
     out_path = Path(args.out)
     log = RunLog(out_path.with_suffix(".partial.jsonl"), ("arch", "layer", "searcher", "seed", "budget"))
     todo = [j for j in jobs if j not in log]

@@ -318,6 +318,9 @@ def test_map_layer_cache_key_covers_what_changes_the_result(ctx, tmp_path):
         level = next(lv.name for lv in ctx.arch.levels if not lv.is_dummy)
         tighter = {**cons, level: dataclasses.replace(cons[level], temporal_max={"C": 2})}
         assert not map_layer(ctx, tighter, "random", 100, seed=0, cache=cache).cached
+        legacy = dataclasses.replace(ctx, stride_rule="pre2025")      # other counts on strided layers
+        assert not map_layer(legacy, cons, "random", 100, seed=0, cache=cache).cached
+        assert map_layer(legacy, cons, "random", 100, seed=0, cache=cache).cached
         n = len(cache)
         for _ in range(2):
             assert not map_layer(ctx, cons, "random", 100, seed=None, cache=cache).cached
@@ -362,3 +365,17 @@ def test_a_batch_near_the_budget_is_flagged_for_learning_searchers_only(tmp_path
                 "--no-cache", "--no-progress", "--out", tmp_path / searcher)
         assert r.returncode == 0, r.stderr
         assert ("learns between batches" in r.stderr) == warned, (searcher, r.stderr)
+
+
+def test_a_timeloop_problem_folder_is_named_by_the_problem_only(tmp_path):
+    """A problem file whose stem differs from the problem's name (conv1d+oc+ic.prob.yaml): the
+    default folder is <arch>-<problem>-<searcher>-seed<S>, the workload prefix is for workloads;
+    a v0.4 node list without ERT is mapped too (priced by the built-in estimator)."""
+    inp = ROOT / "tests" / "data" / "exercises_v4" / "v4_ex04_conv1d_oc_ic_3levelspatial_kp" / "inputs"
+    r = cli("map", next(inp.glob("*.arch.yaml")), inp / "conv1d+oc+ic.prob.yaml", "--classes", "primitives",
+            "--searcher", "random", "--budget", "30", "--no-cache", "--no-progress", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    folder = Path(out["mapping_file"]).parent.name
+    assert folder.endswith("-random-seed0") and ".prob" not in folder, folder
+    assert "no ERT given" in r.stderr and out["best"]["valid"]

@@ -6,6 +6,7 @@ import json
 import sys
 
 from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs
+from coexplore.model.nest import STRIDE_RULES
 
 
 def register(sub) -> None:
@@ -23,7 +24,7 @@ def register(sub) -> None:
                         "timeloop-model does not check them, timeloop-mapper only proposes mappings that keep them)")
     p.add_argument("--check-constraints", action="store_true",
                    help="check the mapping against the constraints `coexplore map` would use for ARCH")
-    p.add_argument("--stride-rule", choices=("current", "pre2025"), default="current", help=STRIDE_HELP)
+    p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
     p.set_defaults(func=run)
 
 
@@ -37,10 +38,13 @@ def _uj(pj: float) -> str:
     return f"{uj:,.3f}" if 1 <= abs(uj) < 1e12 else f"{uj:.4g}"
 
 
-def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None = None) -> str:
+def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None = None,
+                   stride_rule: str = "current") -> str:
     lines = [f"coexplore evaluate: {layer_name} on {arch_name} (built-in Timeloop-compatible model)"]
     if ert:
         lines.append(f"energy table: {ert}")
+    if stride_rule != "current":
+        lines.append(f"stride rule: {stride_rule} (sliding-window reuse as Timeloop before 2025)")
     if not rec["valid"]:
         lines.append(f"INVALID mapping: {rec['error']}")
         return "\n".join(lines)
@@ -88,7 +92,7 @@ def run(args) -> int:
             out["constraints_kept"], out["constraints_error"] = broken is None, broken
         print(json.dumps(out, indent=1))
     else:
-        print(format_summary(rec, ctx.arch.name, ctx.problem.name, ctx.ert.source))
+        print(format_summary(rec, ctx.arch.name, ctx.problem.name, ctx.ert.source, ctx.stride_rule))
     return 0 if rec["valid"] else 1   # like timeloop-model: an invalid mapping is a failed run
 
 

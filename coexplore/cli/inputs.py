@@ -41,6 +41,13 @@ def add_arguments(p) -> None:
                         + CLASSES_HELP)
 
 
+def is_workload(path: str | Path) -> bool:
+    """PROBLEM names a coexplore workload (a file with `workload:`, or a bundled name such as
+    resnet50), not a single Timeloop problem."""
+    p = Path(path)
+    return "workload" in top_keys(p) or (not p.exists() and not p.suffix)
+
+
 def top_keys(path: str | Path) -> set:
     p = Path(path)
     if not p.is_file():
@@ -66,8 +73,7 @@ def load_problem_arg(path: str | Path, layer: str | None) -> Problem:
     from coexplore.spec.workload import find_workload, layer_problem, load_workload
 
     p = Path(path)
-    workload = "workload" in top_keys(p) or (not p.exists() and not p.suffix)
-    if not workload:
+    if not is_workload(p):
         if layer is not None:
             raise CoexploreError("--layer picks a layer of a workload file; this is a single problem",
                                  file=str(p), key="--layer", expected="no --layer, or a workload YAML")
@@ -106,7 +112,9 @@ def load_inputs(args, with_constraints: bool = False
         if ert is None and args.ert is None and is_node_list(args.arch):
             ert = builtin_ert(Path(args.arch), args.classes)   # as timeloop-model would (it runs Accelergy)
         elif args.classes is not None:
-            raise _classes_unused(args.arch, "an energy table " + ("is given (--ert)" if args.ert else "was found"))
+            raise _classes_unused(args.arch, "an energy table is given (--ert)" if args.ert else
+                                  "an energy table was found" if ert is not None else
+                                  "the architecture is not a node list (give --ert ERT.yaml)")
         elif ert is None:
             ert = find_ert(args.arch, args.ert)
         ctx = Context(arch, problem, ert, level_costs(arch, ert))

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
-from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, load_inputs, top_keys
+from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, is_workload, load_inputs, top_keys
 from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, seed
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
@@ -107,8 +107,7 @@ def run(args) -> int:
               f"{args.budget:,}: {spec.searcher} learns between batches, so it learns (almost) nothing here",
               file=sys.stderr)
     # a workload layer is named after its workload too (conv1 is in several networks)
-    source = Path(args.problem).stem
-    label = ctx.problem.name if source == ctx.problem.name else f"{source}-{ctx.problem.name}"
+    label = f"{Path(args.problem).stem}-{ctx.problem.name}" if is_workload(args.problem) else ctx.problem.name
     def where(x):            # a file as an absolute path, a bundled name as given
         return x if x is None or not Path(x).exists() else str(Path(x).resolve())
     run_desc = {"arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,

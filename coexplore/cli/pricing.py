@@ -74,7 +74,12 @@ def builtin_ert(path: Path, classes: str | None = None) -> EnergyTable:
     """The energy table of a v0.4 node-list architecture without one: priced with the built-in
     estimator as `coexplore energy tables` prices it (timeloop-model runs Accelergy on such a file)."""
     from coexplore.spec.ert import parse_ert
-    ert, _, classes = price_architecture(path, classes)
+    try:
+        ert, _, classes = price_architecture(path, classes)
+    except CoexploreError as exc:       # say why coexplore was pricing the file at all
+        exc.expected = (f"{exc.expected}; " if exc.expected else "") + \
+            "no ERT was given or found, so coexplore priced the file itself: --ert ERT.yaml to use one"
+        raise
     table = parse_ert(ert, str(path))
     table.source = f"{ert['estimator']}, no ERT given"
     print(f"coexplore: note: {path}: no ERT given or beside it: energies from the built-in estimator "

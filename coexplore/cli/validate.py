@@ -7,6 +7,7 @@ import math
 import sys
 
 from coexplore.cli.inputs import STRIDE_HELP
+from coexplore.model.nest import STRIDE_RULES
 from coexplore.cli.paths import nonnegative
 from coexplore.model.validation import ValidateInterrupted, validate
 
@@ -22,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--failures", type=nonnegative, default=10,
                    help="list at most this many mismatching cases (text output; --json lists them all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--stride-rule", choices=("current", "pre2025"), default="current", help=STRIDE_HELP)
+    p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
     p.set_defaults(func=run)
 
 
@@ -53,6 +54,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
               f"counts exact    : {_pct(s['counts_exact'], v)} (every per-level read/fill/update/capacity/instances)",
               f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}",
               f"time            : {s['wall_s']:.1f} s in all, {s['model_s']:.2f} s in the model"]
+    if s.get("stride_rule", "current") != "current":
+        lines.append(f"stride rule     : {s['stride_rule']} (sliding-window reuse as Timeloop before 2025)")
     if s["failures"]:
         lines += ["", f"mismatching cases ({len(s['failures'])}, first {min(max_failures, len(s['failures']))}):"]
         for r in s["failures"][:max_failures]:

@@ -86,8 +86,10 @@ def is_sqlite_file(path: str | os.PathLike) -> bool:
 
 
 def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
+    env = os.environ.get(ENV_VAR)
+    key = f"${ENV_VAR}" if env and Path(env) == Path(path) else "--cache"   # where the path came from
     return CoexploreError("not a coexplore result cache: the file is not an SQLite database, and it "
-                          "is left untouched", file=str(path), key="--cache",
+                          "is left untouched", file=str(path), key=key,
                           expected="a cache file or a new path: --cache FILE or $COEXPLORE_CACHE "
                                    "(map and schedule also run without one: --no-cache)")
 

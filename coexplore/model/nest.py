@@ -34,6 +34,9 @@ import numpy as np
 
 from coexplore.spec.problem import Problem
 
+# how sliding-window reuse treats a zero translation: Timeloop since PR #297 (2025), or before it
+STRIDE_RULES = ("current", "pre2025")
+
 
 @dataclass
 class NestResult:
@@ -46,6 +49,7 @@ class NestResult:
     instances: np.ndarray       # utilized instances [B, L]
     compute_cycles: np.ndarray  # [B]
     compute_instances: np.ndarray  # [B] utilized MACs
+
 
 
 def projection_matrices(problem: Problem) -> list[np.ndarray]:
@@ -561,8 +565,8 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
     stride_rule: "current" (Timeloop since PR #297, 2025: zero translations are ignored) or
     "pre2025" (a zero translation resets sliding-window reuse too; the 2024 exercise references).
     """
-    if stride_rule not in ("current", "pre2025"):
-        raise ValueError(f"stride_rule must be 'current' or 'pre2025', not {stride_rule!r}")
+    if stride_rule not in STRIDE_RULES:
+        raise ValueError(f"stride_rule must be one of {STRIDE_RULES}, not {stride_rule!r}")
     legacy = stride_rule == "pre2025"
     B, L, D = temporal.shape
     DS = len(problem.dataspaces)

@@ -126,7 +126,9 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
                       "dataspaces": [dataclasses.asdict(d) for d in ctx.problem.dataspaces]},
             "searcher": {**spec.to_dict(), "budget": budget}, "seed": seed,
             "encoding": {"names": list(ms.space.names), "cardinalities": [int(c) for c in ms.space.cardinalities]},
-            "backend": "builtin", "backend_version": MODEL_VERSION}
+            "backend": "builtin", "backend_version": MODEL_VERSION,
+            # the stride rule changes counts; named only when not the default, so earlier keys hold
+            **({"stride_rule": ctx.stride_rule} if ctx.stride_rule != "current" else {})}
 
 
 def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec | str, budget: int,

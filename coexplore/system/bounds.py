@@ -6,26 +6,34 @@ import numpy as np
 
 from coexplore.system.evaluator import check_bandwidth
 
-# relative slack taken off the LP optimum so that solver round-off never lifts the bound above
-# the true value (the LP is solved to ~1e-9 relative accuracy)
+# relative slack taken off the bound so that round-off (the LP is solved to ~1e-9 relative
+# accuracy; the simulated makespans are sums of floats) never lifts it above a real makespan;
+# a makespan within 2 x LP_SLACK of the bound counts as reaching it
 LP_SLACK = 1e-7
 
 
 def lower_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float) -> float:
-    """A makespan no schedule can beat (cycles): the larger of
-    - the longest job on its fastest core (a job never runs faster than its no-stall latency);
+    """A makespan no schedule can beat (cycles), less LP_SLACK: the larger of
+    - the longest job on its fastest core (a job never runs faster than its no-stall latency, nor
+      faster than its traffic passes through the whole bandwidth: latency x max(1, need / bandwidth));
     - the optimum of the assignment LP (`assignment_bound`): jobs split fractionally over the
-      cores, no core busier than T with the no-stall latencies, the DRAM traffic moved within T
-      at the full system bandwidth. On one core type it equals the older bounds (total work over
-      the cores, total traffic over the bandwidth); on heterogeneous cores it is tighter, as
-      it charges a job moved off its fastest core with its latency where it runs.
+      cores, no core busier than T with the jobs' shortest times, the DRAM traffic moved within T
+      at the full system bandwidth. It is at least the simple bounds (total work over the cores,
+      total traffic over the bandwidth) and on heterogeneous cores much tighter, as it charges a
+      job moved off its fastest core with its time where it runs.
     A schedule that reaches it is optimal, so no baseline can be better there.
     """
     lat = np.asarray(latency, dtype=float)
     need = np.asarray(bandwidth_need, dtype=float)
     bandwidth = check_bandwidth(bandwidth)
-    longest = float(lat.min(axis=1).max())
-    return max(longest, assignment_bound(lat, need, bandwidth))
+    longest = float(_alone(lat, need, bandwidth).min(axis=1).max())
+    return max(longest, assignment_bound(lat, need, bandwidth)) * (1 - LP_SLACK)
+
+
+def _alone(lat: np.ndarray, need: np.ndarray, bandwidth: float) -> np.ndarray:
+    """The shortest time each job can take on each core: its no-stall latency, stretched when it
+    needs more than the whole system bandwidth (its traffic cannot pass faster)."""
+    return lat * np.maximum(1.0, need / bandwidth) if np.isfinite(bandwidth) else lat
 
 
 def _simple_bounds(lat: np.ndarray, traffic: np.ndarray, bandwidth: float) -> float:
@@ -39,7 +47,8 @@ def _simple_bounds(lat: np.ndarray, traffic: np.ndarray, bandwidth: float) -> fl
 
 def assignment_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float) -> float:
     """min T over fractional assignments x[j, c] >= 0, sum_c x[j, c] = 1, with
-    sum_j x[j, c] * latency[j, c] <= T for every core c and
+    sum_j x[j, c] * alone[j, c] <= T for every core c (alone: the latency, stretched for a job that
+    needs more than the whole bandwidth) and
     sum_{j, c} x[j, c] * latency[j, c] * bandwidth_need[j, c] <= T * bandwidth.
     Every schedule gives a feasible point (x = its 0/1 assignment, T = its makespan: a core runs
     its jobs one after another, none faster than its no-stall latency, and all traffic passes
@@ -50,7 +59,9 @@ def assignment_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth:
     from scipy.sparse import coo_matrix, hstack, vstack
 
     lat = np.asarray(latency, dtype=float)
-    traffic = lat * np.asarray(bandwidth_need, dtype=float)
+    need = np.asarray(bandwidth_need, dtype=float)
+    traffic = lat * need
+    lat = _alone(lat, need, bandwidth)
     simple = _simple_bounds(lat, traffic, bandwidth)
     n_jobs, n_cores = lat.shape
     ok = np.isfinite(lat) & np.isfinite(traffic)
@@ -74,4 +85,4 @@ def assignment_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth:
                   bounds=(0, None), method="highs")
     if res.status != 0 or not np.isfinite(res.fun):
         return simple
-    return max(simple, float(res.fun) * (1 - LP_SLACK))
+    return max(simple, float(res.fun))

@@ -130,6 +130,7 @@ class ScheduleResult:
     busy: np.ndarray
     history: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False   # Ctrl-C before the budget: the best of the samples evaluated
+    lower_bound: float = 0.0    # no schedule of the table is shorter (coexplore.system.bounds)
 
     def compute_cycles(self, table: JobTable) -> np.ndarray:
         """Per core, the no-stall latency of its jobs: busy time minus waiting for bandwidth."""
@@ -161,7 +162,7 @@ class ScheduleResult:
             "start": [float(t) for t in tr.job_start],      # per job, cycles
             "end": [float(t) for t in tr.job_end],
             "dnn_end": by_dnn,                                 # per DNN instance: when its last layer ends
-            "lower_bound": lower_bound(table.latency, table.bandwidth, self.bandwidth),
+            "lower_bound": self.lower_bound,
             "busy_cycles": [float(b) for b in self.busy],     # running a job, bandwidth stalls included
             "utilization": [float(u) for u in util],          # busy / makespan
             "compute_cycles": [float(c) for c in compute],    # the jobs' no-stall latencies
@@ -209,9 +210,11 @@ def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective,
                              expected="latencies, bandwidth needs and system bandwidth whose makespan fits a float")
     core, prio = objective.space.split(res.best_x)
     ev = objective.details(res.best_x[None])
+    t = objective.table
     return ScheduleResult(searcher.lower(), seed, bandwidth, res.samples, core[0], prio[0],
                           float(ev.makespan[0]), float(ev.energy[0]), ev.busy[0], res.history,
-                          interrupted=res.interrupted)
+                          interrupted=res.interrupted,
+                          lower_bound=lower_bound(t.latency, t.bandwidth, bandwidth))
 
 
 def schedule_trace(table: JobTable, result: ScheduleResult) -> Trace:
@@ -226,7 +229,7 @@ def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
         f"jobs       {table.num_jobs} on {table.num_cores} core{'s' if table.num_cores != 1 else ''}, "
         f"bandwidth {result.bandwidth:g} bytes/cycle",
         f"makespan   {result.makespan:.6g} cycles (lower bound "
-        f"{lower_bound(table.latency, table.bandwidth, result.bandwidth):.6g}: no schedule is shorter)",
+        f"{result.lower_bound:.6g}: no schedule is shorter)",
         f"throughput {table.num_jobs / result.makespan:.4g} jobs/cycle "
         f"({table.num_jobs / result.makespan * 1e6:.4g} jobs per 1e6 cycles)",
         "energy     " + (f"{result.energy:.6g} pJ ({result.energy / 1e9:.4g} mJ)" if np.isfinite(result.energy)
