@@ -379,3 +379,21 @@ def test_a_timeloop_problem_folder_is_named_by_the_problem_only(tmp_path):
     folder = Path(out["mapping_file"]).parent.name
     assert folder.endswith("-random-seed0") and ".prob" not in folder, folder
     assert "no ERT given" in r.stderr and out["best"]["valid"]
+
+
+def test_map_under_the_pre2025_stride_rule_is_reproduced_by_evaluate(tmp_path):
+    """`map --stride-rule pre2025`: the written mapping, evaluated under the same rule, gives the
+    reported numbers exactly; the rule is in the run record."""
+    arch = CORPUS / "arches" / "eyeriss_like" / "processed.yaml"
+    layer = CORPUS / "layers" / "resnet50_conv1.yaml"     # strided: the rules count differently
+    r = cli("map", arch, layer, "--searcher", "random", "--budget", "200", "--stride-rule", "pre2025",
+            "--no-cache", "--no-progress", "--json", "--out", tmp_path / "m")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    got = {}
+    for rule in ("pre2025", "current"):
+        ev = cli("evaluate", arch, layer, out["mapping_file"], "--stride-rule", rule, "--json")
+        got[rule] = json.loads(ev.stdout)
+    assert (got["pre2025"]["energy_pJ"], got["pre2025"]["cycles"]) == (out["best"]["energy_pJ"], out["best"]["cycles"])
+    assert got["current"]["energy_pJ"] != out["best"]["energy_pJ"]     # the rule mattered here
+    assert json.loads((tmp_path / "m" / "result.json").read_text())["run"]["stride_rule"] == "pre2025"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs
+from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs
 from coexplore.model.nest import STRIDE_RULES
 
 
@@ -15,8 +15,7 @@ def register(sub) -> None:
     p.add_argument("arch", help=ARCH_HELP)
     p.add_argument("problem", help=PROBLEM_HELP)
     p.add_argument("mapping", help="Timeloop mapping YAML")
-    p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH; a system's "
-                                 "built-in estimator)")
+    p.add_argument("--ert", help=ERT_HELP)
     add_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (schema of the corpus expected.json)")
     p.add_argument("--constraints", action="append", default=None,

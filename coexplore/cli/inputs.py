@@ -26,6 +26,8 @@ ARCH_HELP = ("architecture: Timeloop v0.4 arch.yaml, flattened processed.yaml, o
              "YAML (arch/simba.yaml, or a bundled name like simba; --core picks the core design)")
 PROBLEM_HELP = ("layer: Timeloop problem YAML, or a coexplore workload (problems/resnet50.yaml or a "
                 "bundled name like resnet50; --layer picks the layer)")
+ERT_HELP = ("energy reference table (default: ERT.yaml beside ARCH; for a system YAML, or a v0.4 node "
+            "list with no ERT beside it, the built-in estimator)")
 STRIDE_HELP = ("how Timeloop counts the input window of a strided convolution: current (Timeloop since "
                "2025, PR #297) or pre2025 (to reproduce references made with older Timeloop, such as the "
                "official exercises' outputs)")

@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
+from coexplore.model.nest import STRIDE_RULES
 from coexplore.errors import CoexploreError
-from coexplore.cli.inputs import ARCH_HELP, PROBLEM_HELP, add_arguments, is_workload, load_inputs, top_keys
+from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, top_keys
 from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, seed
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
@@ -23,8 +24,7 @@ def register(sub) -> None:
                                    "architecture's constraints) and write the best Timeloop mapping.")
     p.add_argument("arch", help=ARCH_HELP)
     p.add_argument("problem", help=PROBLEM_HELP)
-    p.add_argument("--ert", help="energy reference table (default: ERT.yaml beside ARCH; a system's "
-                                 "built-in estimator)")
+    p.add_argument("--ert", help=ERT_HELP)
     add_arguments(p)
     p.add_argument("--constraints", action="append", default=None,
                    help="mapspace constraints file; repeat it for several (e.g. architecture and mapspace "
@@ -46,6 +46,7 @@ def register(sub) -> None:
                                  "<layer> being <workload>-<layer> for a workload's layer; numbered -2, -3, ... when it holds another "
                                  "run's result)")
     add_cache_option(p, no_cache=True)
+    p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -95,6 +96,7 @@ def run(args) -> int:
                              expected="a positive integer")
     spec = resolve_spec(args.searcher, args.objective, args.batch_size)
     ctx, constraints = load_inputs(args, with_constraints=True)
+    ctx.stride_rule = args.stride_rule
     if args.searcher is None and "system" in top_keys(args.arch):   # the system's `mappers.layer`
         from coexplore.arch.system import load_system_arch
         from coexplore.system.from_system import system_layer_mapper
@@ -113,6 +115,7 @@ def run(args) -> int:
     run_desc = {"arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
                 "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None, "mapper": spec.to_dict(),
                 "budget": args.budget, "seed": args.seed,
+                **({"stride_rule": args.stride_rule} if args.stride_rule != "current" else {}),
                 "inputs_sha256": digests(args.arch, args.problem, args.ert, *(args.constraints or []),
                                          args.searcher if args.searcher and Path(args.searcher).is_file() else None),
                 # everything the result depends on, wherever it was found (an ERT or constraints.yaml
