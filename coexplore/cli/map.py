@@ -6,12 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-from coexplore.model.nest import STRIDE_RULES
 from coexplore.errors import CoexploreError
 from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, top_keys
 from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, seed
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
+from coexplore.model.nest import STRIDE_RULES
 from coexplore.search.layer import MapInterrupted, NoValidMapping, cache_parts, map_layer
 from coexplore.spec.loopnest import format_loop_nest
 from coexplore.spec.mapping import parse_mapping, to_arrays

@@ -26,7 +26,7 @@ class Context:
     problem: Problem
     ert: EnergyTable
     costs: LevelCosts
-    stride_rule: str = "current"   # "pre2025": Timeloop before PR #297 (see model.nest.analyze)
+    stride_rule: str = "current"   # "pre2025": Timeloop before PR #297 (see model.nest.analyse)
 
     def evaluate(self, arrays: MappingArrays) -> BatchResult:
         return evaluate_batch(self.arch, self.problem, self.costs, arrays, stride_rule=self.stride_rule)

@@ -51,7 +51,6 @@ class NestResult:
     compute_instances: np.ndarray  # [B] utilized MACs
 
 
-
 def projection_matrices(problem: Problem) -> list[np.ndarray]:
     """Per dataspace, an int matrix [ranks, dims] of coefficients."""
     mats = []

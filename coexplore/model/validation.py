@@ -16,7 +16,7 @@ from coexplore.model.inputs import load_context
 def validate(root, progress: bool = True, stride_rule: str = "current") -> dict:
     """Evaluate all cases (batched per (arch, layer)) and summarise the errors.
 
-    stride_rule "pre2025" reproduces references made by Timeloop before 2025 (model.nest.analyze)."""
+    stride_rule "pre2025" reproduces references made by Timeloop before 2025 (model.nest.analyse)."""
     cases = discover(root)
     groups = defaultdict(list)
     for c in cases:
