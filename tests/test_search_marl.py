@@ -78,6 +78,21 @@ def test_marl_warmup_is_capped_at_a_share_of_the_budget():
         assert s.correlations is not None and s.correlations.n_samples == expected
 
 
+def test_a_short_run_imitates_harder_also_after_a_restart():
+    """Below `short_budget` the team learner runs with `imitation_short` / `imitation_top_short`
+    (restarted teams too); from it on with `imitation` / `imitation_top`."""
+    space, f, _ = planted()
+    cfg = MARLConfig(short_budget=2000, stall=200)
+    for budget, expected in ((1500, (2.0, 50)), (2000, (1.0, 200))):
+        s = MARL(space, cfg, seed=0)
+        run_search(s, f, budget=budget, batch_size=50)
+        assert (s.learner.config.imitation, s.learner.config.imitation_top) == expected
+    assert s.config.imitation == 1.0          # the searcher's own config is left as given
+    short = MARL(space, cfg, seed=0)
+    run_search(short, f, budget=1900, batch_size=50)
+    assert short.restarts > 0 and short.learner.config.imitation == 2.0
+
+
 def test_conditional_agent_learns_a_joint_choice():
     """Two parameters whose good values are (0,0) or (k,k): only a joint policy can put most mass
     on the diagonal; a factorised one cannot exceed the product of its marginals."""

@@ -342,9 +342,13 @@ class PolicySearcher(Searcher):
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss, self.config.invalid_margin)
 
+    def _learner_config(self) -> RLConfig:
+        """The settings the team learner runs with (MARL adapts them to a short budget)."""
+        return self.config
+
     def _ensure_learner(self) -> None:
         if self.learner is None:
-            self.learner = TeamLearner(self.space, self._clusters(), self.config)
+            self.learner = TeamLearner(self.space, self._clusters(), self._learner_config())
 
     def ask(self, n: int) -> np.ndarray:
         if self._memo is None:
