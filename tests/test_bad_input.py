@@ -69,6 +69,16 @@ def test_constraint_on_an_unknown_dimension(tmp_path):
                        "--no-cache"), "unknown dimension(s) Z")
 
 
+def test_constraint_on_an_unknown_dataspace(tmp_path):
+    """Timeloop stops on a keep/bypass name the problem does not have; a typo must not widen the mapspace."""
+    cons = tmp_path / "constraints.yaml"
+    text = (ARCH_DIR / "constraints.yaml").read_text()
+    assert "- Weights" in text
+    cons.write_text(text.replace("- Weights", "- Weight", 1))
+    one_line_error(cli("map", ARCH_DIR / "processed.yaml", LAYER, "--constraints", cons, "--budget", "10",
+                       "--no-cache"), "unknown dataspace(s) Weight", str(cons))
+
+
 def test_misspelt_instance_key_warns(tmp_path):
     typo = tmp_path / "typo.yaml"
     text = LAYER.read_text()
@@ -102,6 +112,10 @@ def test_broken_expected_json_in_validate(tmp_path):
     shutil.copytree(case, dst)
     (dst / "expected.json").write_text('{"valid": tru')
     one_line_error(cli("validate", root), "expected.json", "not valid JSON")
+    (dst / "expected.json").write_text('{}')
+    one_line_error(cli("validate", root), "expected.json", "valid")
+    (dst / "expected.json").write_text('{"valid": true, "cycles": 10}')
+    one_line_error(cli("validate", root), "expected.json", "energy_pJ")
 
 
 def test_workload_layers_get_their_own_default_folder(tmp_path):

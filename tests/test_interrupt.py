@@ -188,3 +188,37 @@ def test_first_ctrl_c_lets_the_running_batch_finish(monkeypatch):
             assert signal.signal(signal.SIGINT, signal.default_int_handler) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupted_rerun_keeps_the_same_runs_further_result(tmp_path, monkeypatch, capsys):
+    """Re-running a command and stopping it sooner must not replace what the earlier run got."""
+    out = tmp_path / "o"
+    args = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "100000", "--batch-size", "50",
+            "--out", str(out), "--no-cache", "--json"]
+    real = layer_mod.make_objective
+    for calls in (6, 2):
+        monkeypatch.setattr(layer_mod, "make_objective", lambda *a, n=calls: interrupting(real(*a), n, []))
+        assert main(args) == 130
+        capsys.readouterr()
+    kept = json.loads((out / "result.json").read_text())
+    assert kept["samples"] == 6 * 50 and kept["interrupted"] is True
+
+    seen = []
+    real_call = MakespanObjective.__call__
+
+    def call(self, X):
+        if len(seen) == limit[0]:
+            raise KeyboardInterrupt
+        seen.append(1)
+        return real_call(self, X)
+    monkeypatch.setattr(MakespanObjective, "__call__", call)
+    sargs = ["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "100000", "--json",
+             "--out", str(tmp_path / "s"), "--no-plot"]
+    limit = [6]
+    assert main(sargs) == 130
+    first = json.loads((tmp_path / "s" / "schedule.json").read_text())
+    seen.clear()
+    limit[0] = 2
+    assert main(sargs) == 130
+    assert "kept" in capsys.readouterr().err
+    assert json.loads((tmp_path / "s" / "schedule.json").read_text()) == first

@@ -273,6 +273,9 @@ def test_a_timeloop_mapper_file_is_translated(tmp_path):
                             ("optimization-metric: energy\n", "energy"), ("optimization_metrics: []\n", "edp")):
         f.write_text("mapper:\n  algorithm: random-pruned\n  " + text)     # timeloopfe dumps both keys
         assert resolve_spec(str(f), None, None).objective == objective, text
+    f.write_text("mapper:\n  optimization-metrics: [delay, enrgy]\n")
+    with pytest.raises(registry.CoexploreError, match="unknown metric 'enrgy'"):
+        resolve_spec(str(f), None, None)
     f.write_text("mapper:\n  algorithm: simulated-annealing\n")
     with pytest.raises(registry.CoexploreError, match="algorithm"):
         resolve_spec(str(f), None, None)

@@ -104,6 +104,32 @@ def test_bad_problem_bound():
     assert "problem.instance.C" in str(e.value)
 
 
+def _broken_problem(edit):
+    import copy
+    from coexplore.spec.yamlio import load_yaml
+    data = copy.deepcopy(load_yaml(CORPUS / "layers" / "resnet50_res3a_2b.yaml"))
+    edit(data["problem"])
+    return data
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda p: p["shape"]["data_spaces"][0].update(nme=p["shape"]["data_spaces"][0].pop("name")),
+     "problem.shape.data_spaces[0]"),
+    (lambda p: p["shape"]["data_spaces"][1].update(projecton=p["shape"]["data_spaces"][1].pop("projection")),
+     "problem.shape.data_spaces[1]"),
+    (lambda p: p["shape"]["data_spaces"][2].update(read_write="maybe"), "problem.shape.data_spaces[2].read_write"),
+    (lambda p: p["shape"].update(data_spaces=5), "problem.shape.data_spaces"),
+    (lambda p: p["shape"]["coefficients"][0].update(default="x"), "problem.shape.coefficients[0]"),
+    (lambda p: p["shape"]["coefficients"][0].update(nam=p["shape"]["coefficients"][0].pop("name")),
+     "problem.shape.coefficients[0]"),
+    (lambda p: p.update(shape=5), "problem.shape"),
+])
+def test_malformed_problem_names_file_and_key(edit, key):
+    with pytest.raises(CoexploreError) as e:
+        parse_problem(_broken_problem(edit), "p.yaml")
+    assert "p.yaml" in str(e.value) and key in str(e.value)
+
+
 def test_nested_v03_tree_reads_as_timeloop_does():
     """Ranged components inside ranged subtrees multiply (PE[0..15] x PEWeightBuffer[0..3] = 64), and
     sizes, blocks and clusters are Timeloop's (its stats of the same exercise)."""
@@ -206,3 +232,16 @@ ERT:
     actions: [{name: read, energy: 1.0}]
 """))
     assert ert.energy("buf", "read") == 1.0 and ert.energy("buf", "leak") == 1e-3
+
+
+@pytest.mark.parametrize("old, new, key", [("spatial:", "spatail:", "spatail"),
+                                           ("constraints:", "constrants:", "constrants")])
+def test_misspelt_v4_node_key_is_refused(tmp_path, old, new, key):
+    """timeloopfe refuses keys it does not know; a silent drop would change the hardware or the mapspace."""
+    text = (CORPUS / "arches" / "simba_like" / "arch.yaml").read_text()
+    assert old in text
+    f = tmp_path / "arch.yaml"
+    f.write_text(text.replace(old, new, 1))
+    with pytest.raises(CoexploreError) as e:
+        load_architecture(f)
+    assert f"unknown key '{key}'" in str(e.value) and str(f) in str(e.value)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, top_keys
-from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, seed
+from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, keeps_earlier, seed
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES
@@ -142,6 +142,8 @@ def run(args) -> int:
     finally:
         if cache is not None:
             cache.close()
+    if res.interrupted and keeps_earlier(out / "result.json", run_desc, res.samples, "map"):
+        return 130
     mapping_file = out / "mapping.yaml"
     arrays = to_arrays([parse_mapping({"mapping": res.mapping}, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)
     write_text(out / "map.txt", format_loop_nest(arrays, 0, ctx.arch, ctx.problem, res.best))

@@ -91,6 +91,25 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> P
     return out
 
 
+def keeps_earlier(result: Path, run: dict, samples: int, command: str) -> bool:
+    """An interrupted run does not replace a result of the same run that got at least as far (the
+    search is deterministic, so that result is at least as good): True, with a note, when
+    `result` holds such a one."""
+    try:
+        data = json.loads(result.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or _owner(result, key="run") != json.loads(json.dumps(run, sort_keys=True)):
+        return False
+    earlier = data.get("samples")
+    if not isinstance(earlier, int) or earlier < samples:
+        return False
+    print(f"coexplore {command}: interrupted after {samples:,} samples; kept {result}, the same run's result "
+          f"after {earlier:,} samples{' (also interrupted)' if data.get('interrupted') else ''}, which this "
+          "one would not improve on", file=sys.stderr)
+    return True
+
+
 def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
     """`base`, unless it belongs to another run: then the first of base-2, base-3, ... that is free
     or belongs to this run. A folder is claimed by creating its `.run.json` (the run record), so

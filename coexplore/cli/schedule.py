@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, seed
+from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, keeps_earlier, seed
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import write_text
 
@@ -116,6 +116,8 @@ def run(args) -> int:
                                  config=mapper.config)
     except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
         result = exc.result
+        if keeps_earlier(out / "schedule.json", run_desc, result.samples, "schedule"):
+            return 130
     data = result.to_json(table)
     data["table" if args.table else "system"] = str(args.table or args.system)
     data["run"] = run_desc

@@ -56,6 +56,12 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
                 raise CoexploreError(f"constraint on unknown dimension(s) {', '.join(bad)} ({what})",
                                      file=c.source, key=f"constraints of {level}",
                                      expected=f"dimensions of {problem.name}: {problem.dims}")
+        names = [ds.name for ds in problem.dataspaces]
+        bad = sorted((c.keep or set()) - set(names)) + sorted((c.bypass or set()) - set(names))
+        if bad:   # Timeloop looks each name up in the problem's dataspaces and stops on an unknown one
+            raise CoexploreError(f"keep/bypass of unknown dataspace(s) {', '.join(bad)}",
+                                 file=c.source, key=f"constraints of {level}",
+                                 expected=f"dataspaces of {problem.name}: {names}")
 
 
 def _resolved(constraints: dict[str, LevelConstraints], dims: list[str]) -> dict[str, LevelConstraints]:

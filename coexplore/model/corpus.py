@@ -24,10 +24,18 @@ class Case:
     def expected(self) -> dict:
         f = self.path / "expected.json"
         try:
-            return json.loads(read_text(f))
+            data = json.loads(read_text(f))
         except ValueError as exc:
             raise CoexploreError(f"not valid JSON: {exc}", file=str(f),
                                  expected="Timeloop results in the corpus' expected.json schema") from None
+        need = ("valid",) + (("cycles", "energy_pJ", "edp_J_cycle") if isinstance(data, dict) and data.get("valid")
+                             else ())
+        missing = [k for k in need if not isinstance(data, dict) or k not in data]
+        if missing:
+            raise CoexploreError("missing key", file=str(f), key=missing[0],
+                                 expected="Timeloop results in the corpus' expected.json schema "
+                                          "(valid, cycles, energy_pJ, edp_J_cycle, levels)")
+        return data
 
 
 def _find_up(start: Path, sub: str, stop: Path) -> Path | None:

@@ -155,6 +155,7 @@ _TIMELOOP_ALGORITHMS = {"random_pruned": "random_pruned", "linear_pruned": "line
 _TIMELOOP_METRICS = {("delay", "energy"): "latency", ("delay",): "latency", ("cycles",): "latency",
                      ("energy",): "energy", ("energy", "delay"): "energy", ("edp",): "edp",
                      ("energy-delay-product",): "edp"}
+_KNOWN_METRICS = {m for ms in _TIMELOOP_METRICS for m in ms} | {"last_level_accesses", "last-level-accesses"}
 
 
 def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
@@ -174,6 +175,10 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     metrics = metrics if metrics not in (None, []) else plural
     metrics = ["edp"] if metrics in (None, []) else metrics     # Timeloop's default
     metrics = tuple(str(m).lower() for m in (metrics if isinstance(metrics, list) else [metrics]))
+    unknown = [m for m in metrics if m not in _KNOWN_METRICS]
+    if unknown:   # timeloop-mapper stops on an unrecognised metric too
+        raise CoexploreError(f"unknown metric '{unknown[0]}'", file=file, key="mapper.optimization_metrics",
+                             expected="delay, energy, edp, last_level_accesses")
     objective = _TIMELOOP_METRICS.get(metrics) or _TIMELOOP_METRICS.get(metrics[:1])
     if objective is None:
         raise CoexploreError(f"optimization_metrics {list(metrics)} have no coexplore objective", file=file,

@@ -251,6 +251,26 @@ V4_TAGS = ("Container", "Component", "Parallel", "Hierarchical", "Nothing")
 NETWORK_CLASSES = ("xy_noc", "legacy", "reductiontree", "reduction_tree", "simplemulticast", "simple_multicast")
 
 
+# keys timeloopfe accepts on a v0.4 node and in its constraints (timeloopfe refuses others too: a
+# misspelt `spatial` or `constraints` would otherwise silently change the hardware or the mapspace)
+V4_NODE_KEYS = {TAG_KEY, "name", "class", "subclass", "attributes", "spatial", "constraints", "nodes",
+                "networks", "sparse_optimizations", "required_actions", "area_share", "enabled", "actions",
+                "power_gated_at", "energy_scale", "area_scale", "description"}
+V4_CONSTRAINT_KEYS = {"dataspace", "temporal", "spatial", "max_overbooked_proportion", "utilization"}
+
+
+def _check_v4_keys(node: dict, here: str, file) -> None:
+    for k in node:
+        if k not in V4_NODE_KEYS:
+            raise CoexploreError(f"unknown key '{k}'", file=file, key=f"{here}.{k}",
+                                 expected="keys of a v0.4 node: " + ", ".join(sorted(V4_NODE_KEYS - {TAG_KEY})))
+    cons = node.get("constraints")
+    for k in (cons if isinstance(cons, dict) else {}):
+        if k not in V4_CONSTRAINT_KEYS:
+            raise CoexploreError(f"unknown key '{k}'", file=file, key=f"{here}.constraints.{k}",
+                                 expected="keys of v0.4 node constraints: " + ", ".join(sorted(V4_CONSTRAINT_KEYS)))
+
+
 def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
     levels: list[Level] = []
     inherited: dict = {}
@@ -269,6 +289,7 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                                      expected="one of " + ", ".join("!" + t for t in V4_TAGS))
             if tag == "Nothing" or node.get("enabled", True) is False:   # no hardware (timeloopfe)
                 continue
+            _check_v4_keys(node, here, file)
             if tag == "Component" and node.get("spatial"):
                 raise CoexploreError("a spatial mesh on a !Component is not read by coexplore", file=file,
                                      key=f"{here}.spatial",

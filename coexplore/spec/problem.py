@@ -78,6 +78,9 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     shape = prob.get("shape", DEFAULT_CNN_SHAPE)
     if isinstance(shape, str) or shape is None:
         shape = DEFAULT_CNN_SHAPE
+    if not isinstance(shape, dict):
+        raise CoexploreError(f"got {shape!r}", file=file, key="problem.shape",
+                             expected="a mapping {name, dimensions, coefficients, data_spaces}")
     instance = prob.get("instance")
     if not isinstance(instance, dict):
         raise CoexploreError("missing key", file=file, key="problem.instance",
@@ -88,11 +91,23 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                              expected="a list of dimension names")
     dims = [str(d) for d in dims]
     coeffs = {}
-    for c in shape.get("coefficients") or []:
-        coeffs[str(c["name"])] = int(c.get("default", 1))
+    coeff_list = shape.get("coefficients") or []
+    if not isinstance(coeff_list, list):
+        raise CoexploreError(f"got {coeff_list!r}", file=file, key="problem.shape.coefficients",
+                             expected="a list of {name, default}")
+    for i, c in enumerate(coeff_list):
+        default = c.get("default", 1) if isinstance(c, dict) else None
+        if (not isinstance(c, dict) or "name" not in c or isinstance(default, bool)
+                or not isinstance(default, int)):
+            raise CoexploreError(f"got {c!r}", file=file, key=f"problem.shape.coefficients[{i}]",
+                                 expected="{name: NAME, default: INTEGER}")
+        coeffs[str(c["name"])] = default
     for k, v in instance.items():
         if k in coeffs:
-            coeffs[k] = int(v)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise CoexploreError(f"got {v!r}", file=file, key=f"problem.instance.{k}",
+                                     expected="an integer coefficient")
+            coeffs[k] = v
     bounds = []
     for d in dims:
         v = instance.get(d, 1)
@@ -107,10 +122,24 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     unknown = [k for k in instance if k not in dims and k not in coeffs and k != "densities"]
     dataspaces = []
     key_ds = "data_spaces" if "data_spaces" in shape else "data-spaces"
-    for i, ds in enumerate(shape.get(key_ds) or []):
+    ds_list = shape.get(key_ds) or []
+    if not isinstance(ds_list, list):
+        raise CoexploreError(f"got {ds_list!r}", file=file, key=f"problem.shape.{key_ds}",
+                             expected="a list of {name, projection, read_write}")
+    for i, ds in enumerate(ds_list):
+        where = f"problem.shape.{key_ds}[{i}]"
+        if not isinstance(ds, dict) or "name" not in ds or not isinstance(ds.get("projection"), list):
+            raise CoexploreError(f"got {ds!r}", file=file, key=where,
+                                 expected="{name: NAME, projection: [[[DIM], ...], ...], read_write: BOOL}")
+        extra = sorted(set(ds) - {"name", "projection", "read_write", "read-write"})
+        if extra:
+            raise CoexploreError(f"unknown key '{extra[0]}'", file=file, key=where,
+                                 expected="name, projection, read_write")
         ranks = []
-        for j, rank in enumerate(ds.get("projection") or []):
+        for j, rank in enumerate(ds["projection"]):
             terms = []
+            if not isinstance(rank, list):
+                rank = [rank]   # a rank given as one term
             for term in rank:
                 if not isinstance(term, list) or not term:
                     raise CoexploreError(f"got {term!r}", file=file,
@@ -131,7 +160,9 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                     coef = coeffs[cname]
                 terms.append((dims.index(dname), coef))
             ranks.append(terms)
-        rw = bool(ds.get("read_write", ds.get("read-write", False)))
+        rw = ds.get("read_write", ds.get("read-write", False))
+        if not isinstance(rw, bool):
+            raise CoexploreError(f"got {rw!r}", file=file, key=f"{where}.read_write", expected="true or false")
         dataspaces.append(DataSpace(str(ds["name"]), ranks, rw))
     if not dataspaces:
         raise CoexploreError("no data spaces", file=file, key="problem.shape.data_spaces",
