@@ -233,3 +233,13 @@ def test_an_internal_error_has_an_exit_code_of_its_own(monkeypatch, capsys):
     assert cli_main.main(["evaluate", "a", "b", "c"]) == 3
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error" in err
+
+
+def test_ert_without_a_write_action_names_the_action_to_supply(tmp_path):
+    import shutil
+    d = tmp_path / "eyeriss_like"
+    shutil.copytree(ARCH_DIR, d)
+    ert = d / "ERT.yaml"
+    ert.write_text(ert.read_text().replace("name: write", "name: wrte").replace("name: random_write", "name: rnd_wrte"))
+    one_line_error(cli("map", d / "processed.yaml", LAYER, "--budget", "10", "--no-cache"), str(ert),
+                   "prices its fills", "write")

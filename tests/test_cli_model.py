@@ -302,6 +302,7 @@ def test_validate_fails_when_a_case_disagrees(tmp_path):
     (case / "expected.json").write_text(json.dumps(exp))
     r = cli("validate", root / "public", "--no-progress")
     assert r.returncode == 1 and case.name in r.stdout, r.stdout + r.stderr
+    assert f"cycles {exp['cycles'] - 1} vs {exp['cycles']}" in r.stdout   # both values, not just 'differ'
     assert cli("validate", root / "public", "--failures", "-3").returncode == 2
 
 

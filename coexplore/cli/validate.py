@@ -64,8 +64,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
                 continue
             what = ", ".join(f"{m['level']}.{m['dataspace']}.{m['key']} {m['got']} vs {m['ref']}"
                              for m in r["mismatches"][:3])
-            lines.append(f"  {r['case']}: energy err {r['energy_rel_err']:.2e}, cycles "
-                         f"{'exact' if r['cycles_exact'] else 'differ'}; {what}")
+            cycles = "exact" if r["cycles_exact"] else f"{r['cycles_got']} vs {r['cycles_ref']}"
+            lines.append(f"  {r['case']}: energy err {r['energy_rel_err']:.2e}, cycles {cycles}; {what}")
     return "\n".join(lines)
 
 

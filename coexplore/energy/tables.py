@@ -132,7 +132,8 @@ def components_from_processed(arch: dict, *, file: str | None = None) -> list:
     subtree = root.get("subtree")
     if not subtree:
         raise CoexploreError("no architecture.subtree", file=file, key="architecture.subtree",
-                             expected="a flattened (processed) Timeloop architecture")
+                             expected="a Timeloop architecture (v0.3 tree or v0.4 node list); for a coexplore "
+                                      "system YAML, price its cores' files (`coexplore arch generate` writes them)")
     for node in subtree:
         walk(node, "", {})
     return out

@@ -24,6 +24,7 @@ def compare_records(got: dict, ref: dict) -> dict:
     if not (ref["valid"] and got["valid"]):
         return out
     out["cycles_exact"] = got["cycles"] == ref["cycles"]
+    out["cycles_got"], out["cycles_ref"] = got["cycles"], ref["cycles"]
     out["cycles_rel_err"] = rel_err(got["cycles"], ref["cycles"])
     out["energy_rel_err"] = rel_err(got["energy_pJ"], ref["energy_pJ"])
     out["edp_rel_err"] = rel_err(got["edp_J_cycle"], ref["edp_J_cycle"])

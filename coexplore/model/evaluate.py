@@ -15,7 +15,7 @@ from coexplore.errors import CoexploreError
 from coexplore.model.nest import NestResult, analyse, take_rows, tile_extents, tile_sizes
 from coexplore.model.validity import Validity, check
 from coexplore.spec.architecture import Architecture
-from coexplore.spec.ert import EnergyTable
+from coexplore.spec.ert import OPERATIONS, EnergyTable
 from coexplore.spec.mapping import MappingArrays
 from coexplore.spec.problem import Problem
 
@@ -52,9 +52,9 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
             if e is None and op == "leak":
                 e = 0.0          # Accelergy 0.3 tables have no leak action: no leakage, as Timeloop then
             if e is None:
-                raise CoexploreError(f"no '{op}' action for level '{lv.name}'", file=ert.source,
+                raise CoexploreError(f"no action that prices its {op}s for level '{lv.name}'", file=ert.source,
                                      key=f"ERT.tables[{lv.name}].actions",
-                                     expected="read, write and update actions (and leak)")
+                                     expected=f"one of the actions {', '.join(OPERATIONS[op])} (Timeloop's names)")
             arrays[op][li] = e
     ce = ert.energy(arch.compute.name, "compute")
     if ce is None:
