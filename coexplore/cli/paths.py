@@ -99,7 +99,7 @@ def keeps_earlier(result: Path, run: dict, samples: int, command: str) -> bool:
         data = json.loads(result.read_text())
     except (OSError, ValueError):
         return False
-    if not isinstance(data, dict) or _owner(result, key="run") != json.loads(json.dumps(run, sort_keys=True)):
+    if not isinstance(data, dict) or data.get("run") != json.loads(json.dumps(run, sort_keys=True)):
         return False
     earlier = data.get("samples")
     if not isinstance(earlier, int) or earlier < samples:
