@@ -137,9 +137,10 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                                  expected="name, projection, read_write")
         ranks = []
         for j, rank in enumerate(ds["projection"]):
-            terms = []
             if not isinstance(rank, list):
-                rank = [rank]   # a rank given as one term
+                raise CoexploreError(f"got {rank!r}", file=file, key=f"{where}.projection[{j}]",
+                                     expected="a list of terms like [[P, Wstride], [R]]")
+            terms = []
             for term in rank:
                 if not isinstance(term, list) or not term:
                     raise CoexploreError(f"got {term!r}", file=file,
