@@ -93,7 +93,7 @@ def test_map_writes_the_best_so_far_and_exits_130(tmp_path, monkeypatch, capsys)
 def test_map_interrupted_by_sigint(tmp_path):
     """A real Ctrl-C (SIGINT) in the middle of a long search."""
     out = tmp_path / "o"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "0.5"}   # a bar line every 0.5 s
     p = subprocess.Popen([sys.executable, "-m", "coexplore.cli.main", "map", str(ARCH), str(LAYER),
                           "--searcher", "random", "--budget", "100000000", "--out", str(out), "--no-cache"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -191,10 +191,11 @@ def test_first_ctrl_c_lets_the_running_batch_finish(monkeypatch):
 
 
 def test_an_interrupted_rerun_keeps_the_same_runs_further_result(tmp_path, monkeypatch, capsys):
-    """Re-running a command and stopping it sooner must not replace what the earlier run got."""
+    """Re-running a command from sample 0 (--restart, or after a stop that left no checkpoint) and
+    stopping it sooner must not replace what the earlier run got."""
     out = tmp_path / "o"
     args = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "100000", "--batch-size", "50",
-            "--out", str(out), "--no-cache", "--json"]
+            "--out", str(out), "--no-cache", "--json", "--restart"]
     real = layer_mod.make_objective
     for calls in (6, 2):
         monkeypatch.setattr(layer_mod, "make_objective", lambda *a, n=calls: interrupting(real(*a), n, []))
@@ -213,7 +214,7 @@ def test_an_interrupted_rerun_keeps_the_same_runs_further_result(tmp_path, monke
         return real_call(self, X)
     monkeypatch.setattr(MakespanObjective, "__call__", call)
     sargs = ["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "100000", "--json",
-             "--out", str(tmp_path / "s"), "--no-plot"]
+             "--out", str(tmp_path / "s"), "--no-plot", "--restart"]
     limit = [6]
     assert main(sargs) == 130
     first = json.loads((tmp_path / "s" / "schedule.json").read_text())

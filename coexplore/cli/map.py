@@ -8,7 +8,8 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, top_keys
-from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, keeps_earlier, seed
+from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
+                                 interrupted_note, keeps_earlier, run_checkpoint, seed)
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES
@@ -49,6 +50,7 @@ def register(sub) -> None:
     p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_restart_option(p)
     p.set_defaults(func=run)
 
 
@@ -130,19 +132,23 @@ def run(args) -> int:
     if not args.no_cache:
         from coexplore.model.cache import ResultCache
         cache = ResultCache(args.cache)
+    checkpoint = run_checkpoint(out, run_desc, "map", args.restart)
     try:
         res = map_layer(ctx, constraints, spec, args.budget, args.seed,
-                        progress=not (args.no_progress or args.json), cache=cache)
+                        progress=not (args.no_progress or args.json), cache=cache, checkpoint=checkpoint)
     except MapInterrupted as exc:   # Ctrl-C: write the best mapping so far, then exit 130
         res = exc.result
         if res is None:
+            interrupted_note("map", checkpoint)
             raise KeyboardInterrupt from None
     except NoValidMapping as exc:   # a failed search, not bad input: recorded, exit 1
+        checkpoint.discard()
         return _failed_run(args, out, spec, run_desc, exc)
     finally:
         if cache is not None:
             cache.close()
     if res.interrupted and keeps_earlier(out / "result.json", run_desc, res.samples, "map"):
+        interrupted_note("map", checkpoint)
         return 130
     mapping_file = out / "mapping.yaml"
     arrays = to_arrays([parse_mapping({"mapping": res.mapping}, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)
@@ -159,6 +165,8 @@ def run(args) -> int:
     if res.interrupted:
         payload["interrupted"] = True
     write_text(out / "result.json", json.dumps(payload, indent=1))
+    if not res.interrupted:
+        checkpoint.discard()          # the result is stored (and cached): nothing to resume
     if args.json:
         print(json.dumps(payload, indent=1))
         if res.interrupted:
@@ -188,4 +196,6 @@ def run(args) -> int:
             print(f"interrupted after {res.samples:,} of {args.budget:,} samples: this is the best so far "
                   "(not cached)")
         print(f"wrote {mapping_file}, {out / 'map.txt'} (loop nest) and {out / 'result.json'}")
+    if res.interrupted:
+        interrupted_note("map", checkpoint)
     return 130 if res.interrupted else 0

@@ -91,6 +91,35 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> P
     return out
 
 
+CHECKPOINT = ".checkpoint.pkl"   # in a result folder: the search state of an interrupted run
+
+
+def add_restart_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--restart", action="store_true",
+                        help="start the search from sample 0 even when an interrupted run of this same "
+                             "command left a checkpoint in the result folder (by default it resumes)")
+
+
+def run_checkpoint(out: Path, run: dict, command: str, restart: bool):
+    """The checkpoint of this run in its result folder (`search.checkpoint`): a rerun of an
+    interrupted run resumes from it; `restart` discards it first. Notes go to stderr."""
+    import hashlib
+    from coexplore.search.checkpoint import Checkpoint
+    key = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()
+    ck = Checkpoint(out / CHECKPOINT, key, say=lambda msg: print(f"coexplore {command}: {msg}", file=sys.stderr))
+    if restart:
+        ck.discard()
+    return ck
+
+
+def interrupted_note(command: str, checkpoint) -> None:
+    """After Ctrl-C: how to continue."""
+    if checkpoint is not None and checkpoint.saved_samples and checkpoint.path.is_file():
+        print(f"coexplore {command}: the search state after {checkpoint.saved_samples:,} samples is saved in "
+              f"{checkpoint.path}; run the same command again to continue from there (--restart starts over)",
+              file=sys.stderr)
+
+
 def keeps_earlier(result: Path, run: dict, samples: int, command: str) -> bool:
     """An interrupted run does not replace a result of the same run that got at least as far (the
     search is deterministic, so that result is at least as good): True, with a note, when

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import add_cache_option, chosen_dir, count, default_run_dir, digests, keeps_earlier, seed
+from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
+                                 interrupted_note, keeps_earlier, run_checkpoint, seed)
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import write_text
 
@@ -67,6 +68,7 @@ def register(subparsers) -> None:
                         "<...>-2, -3 ... when that folder holds another run's schedule)")
     p.add_argument("--no-plot", action="store_true", help="do not draw gantt.png")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_restart_option(p)
     p.set_defaults(func=run)
 
 
@@ -111,19 +113,26 @@ def run(args) -> int:
         save_table(table, out / "jobs.csv")     # the job table the schedule is for
     else:
         table, bandwidth = load_table(args.table), args.bandwidth
+    checkpoint = run_checkpoint(out, run_desc, "schedule", args.restart)
     try:
         result = search_schedule(table, bandwidth, mapper.searcher, budget, args.seed, progress=progress,
-                                 config=mapper.config)
+                                 config=mapper.config, checkpoint=checkpoint)
     except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
         result = exc.result
         if keeps_earlier(out / "schedule.json", run_desc, result.samples, "schedule"):
+            interrupted_note("schedule", checkpoint)
             return 130
+    except KeyboardInterrupt:
+        interrupted_note("schedule", checkpoint)
+        raise
     data = result.to_json(table)
     data["table" if args.table else "system"] = str(args.table or args.system)
     data["run"] = run_desc
     if args.system:
         data["job_table"] = str(out / "jobs.csv")
     write_text(out / "schedule.json", json.dumps(data, indent=1) + "\n")
+    if not result.interrupted:
+        checkpoint.discard()          # the schedule is stored: nothing to resume
     stale = out / "jobs.csv"              # another run's job table would not match this schedule
     if args.table and stale.exists() and stale.resolve() != Path(args.table).resolve():
         stale.unlink()
@@ -145,6 +154,7 @@ def run(args) -> int:
     if result.interrupted:
         print(f"coexplore schedule: interrupted after {result.samples:,} of {budget:,} samples; "
               f"wrote the best schedule so far to {out / 'schedule.json'}", file=sys.stderr)
+        interrupted_note("schedule", checkpoint)
         return 130
     return 0
 
@@ -238,6 +248,12 @@ def _system_table(args, progress: bool):
     try:
         table, system = system_job_table(args.system, args.workload, spec, _layer_budget(args), _layer_seed(args),
                                          cache=cache, progress=progress)
+    except KeyboardInterrupt:
+        kept = (f"the layers mapped so far are in the cache ({cache.path}) and a rerun reuses them"
+                if cache is not None else "with --no-cache a rerun maps every layer again")
+        print(f"\ncoexplore schedule: interrupted while mapping the layers for the job table; {kept}",
+              file=sys.stderr)
+        raise
     finally:
         if cache is not None:
             cache.close()

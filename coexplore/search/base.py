@@ -131,6 +131,16 @@ class Searcher:
             self.best_x = np.array(batch[i], copy=True)
         return losses
 
+    def state_dict(self) -> dict:
+        """Everything the searcher's next asks depend on, picklable (`search.checkpoint`); a
+        searcher holding something that is not (a generator) overrides this and `load_state_dict`."""
+        return self.__dict__
+
+    def load_state_dict(self, state: dict) -> None:
+        """Become the searcher whose `state_dict()` this was."""
+        self.__dict__.clear()
+        self.__dict__.update(state)
+
     def recommend(self) -> tuple[np.ndarray | None, float]:
         """The best candidate seen and its loss."""
         return self.best_x, self.best_loss
@@ -160,7 +170,7 @@ class SearchInterrupted(KeyboardInterrupt):
 
 def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray], budget: int,
                batch_size: int = 100, progress: bool = False, desc: str | None = None,
-               best_label: str = "best") -> SearchResult:
+               best_label: str = "best", checkpoint=None) -> SearchResult:
     """Drive ask/tell until the searcher has used `budget` samples in all (a searcher that ran
     before continues: its samples count); the driver, not the searcher, owns progress.
 
@@ -170,10 +180,14 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     inside the progress bar or the model; a second Ctrl-C stops at once (that batch is dropped).
     Losses carrying a `tie` key (`registry.TiedLosses`) keep, among equal losses, the lowest tie
     as the best. `best_label` names the best loss on the progress bar (e.g. with its unit).
+    A `checkpoint` (`search.checkpoint.Checkpoint`) is restored first, when it holds a snapshot of
+    this run, and saved at batch boundaries (periodically and on Ctrl-C): a run resumed from it ends
+    exactly as an uninterrupted run would. The caller discards it once the result is stored.
     """
     budget = positive_int(budget, "budget")
     batch_size = positive_int(batch_size, "batch_size")
     history: list[tuple[int, float]] = []
+    restored = checkpoint.restore(searcher) if checkpoint is not None else None
     bar = None
     if progress:
         from coexplore.progress import progress_bar
@@ -185,6 +199,13 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     # samples count from the searcher's own total (a searcher run again continues its count)
     best_x, best_loss, samples = searcher.best_x, searcher.best_loss, searcher.samples
     best_tie, lexicographic = np.inf, False
+    if restored is not None:
+        best_x, best_loss, best_tie = restored["best_x"], restored["best_loss"], restored["best_tie"]
+        lexicographic, history = restored["lexicographic"], list(restored["history"])
+
+    def save():
+        checkpoint.save(searcher, {"best_x": best_x, "best_loss": best_loss, "best_tie": best_tie,
+                                   "lexicographic": lexicographic, "history": history})
     stop = _DeferredInterrupt(say=bar is not None)
     try:
         stop.__enter__()
@@ -214,6 +235,9 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             if bar is not None:
                 bar.set_postfix({best_label: f"{best_loss:.4g}"}, refresh=False)   # shown by update
                 bar.update(len(losses))
+            if checkpoint is not None and (_DeferredInterrupt.requested or checkpoint.due()) \
+                    and searcher.samples < budget:
+                save()           # a batch boundary: searcher and driver agree (a finished run needs none)
     except KeyboardInterrupt as exc:
         if isinstance(exc, SearchInterrupted):
             raise
@@ -230,12 +254,23 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history)
 
 
+def request_stop() -> bool:
+    """Ask the running search (if any) to stop after its batch, as a first Ctrl-C does: True if
+    one was running and had not been asked yet (the caller of a second request should stop at once).
+    `coexplore`'s SIGTERM handler uses it, so a job scheduler's stop also saves the search state."""
+    if _DeferredInterrupt.active and not _DeferredInterrupt.requested:
+        _DeferredInterrupt.requested = True
+        return True
+    return False
+
+
 class _DeferredInterrupt:
     """While the outermost one is active (main thread only), the first SIGINT only sets the
     class-wide `requested` (which every running search loop, nested ones too, checks after each
     batch); a second one raises KeyboardInterrupt as usual. Other threads: Ctrl-C as usual."""
 
     requested = False
+    active = False
 
     def __init__(self, say: bool = False):
         self._old = None
@@ -248,6 +283,7 @@ class _DeferredInterrupt:
                 signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             _DeferredInterrupt.requested = False
             self._old = signal.signal(signal.SIGINT, self._handle)
+            _DeferredInterrupt.active = True
         return self
 
     def _handle(self, signum, frame):
@@ -263,4 +299,4 @@ class _DeferredInterrupt:
         if self._old is not None:                     # the outermost: restore, and forget the request
             signal.signal(signal.SIGINT, self._old)
             self._old = None
-            _DeferredInterrupt.requested = False
+            _DeferredInterrupt.requested = _DeferredInterrupt.active = False

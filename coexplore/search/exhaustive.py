@@ -35,6 +35,7 @@ class ExhaustiveSearch(Searcher):
         self._points = None       # MapSpace: iterator over canonical batches
         self._pending = np.zeros((0, 0), np.int64)
         self.size: int | None = None    # points (distinct mappings) to enumerate, known at the first ask
+        self._taken = 0           # batches taken from `_points` (a checkpoint stores this, not the iterator)
 
     @property
     def done(self) -> bool:
@@ -58,6 +59,20 @@ class ExhaustiveSearch(Searcher):
         self.next_index = hi
         return x
 
+    def state_dict(self) -> dict:
+        return {**self.__dict__, "_points": self._points is not None}
+
+    def load_state_dict(self, state: dict) -> None:
+        """The enumeration is deterministic: a restored search re-walks it to where it was."""
+        super().load_state_dict(state)
+        if self._points:
+            from coexplore.mapspace.enumerate import canonical_points
+            self._points = canonical_points(self.space, max_factor_points=self.config.max_size)
+            for _ in range(self._taken):
+                next(self._points)
+        else:
+            self._points = None
+
     def _ask_mappings(self, n: int) -> np.ndarray:
         from coexplore.mapspace.enumerate import canonical_points, count_canonical
         if self._points is None:
@@ -74,6 +89,7 @@ class ExhaustiveSearch(Searcher):
             nxt = next(self._points, None)
             if nxt is None:
                 break
+            self._taken += 1
             self._pending = np.concatenate([self._pending, nxt])
         out, self._pending = self._pending[:n], self._pending[n:]
         self.next_index += len(out)

@@ -133,10 +133,11 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
 
 def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec | str, budget: int,
               seed: int | None = 0, progress: bool = False, cache=None, objective: str | None = None,
-              batch_size: int | None = None) -> MapResult:
+              batch_size: int | None = None, checkpoint=None) -> MapResult:
     """Search the best mapping of ctx's layer; spec is a MapperSpec or a name / mapper YAML
     (`registry.load_mapper`); `objective` / `batch_size` override the spec's. An unseeded run
-    (seed None) is not cached."""
+    (seed None) is not cached. A `checkpoint` (`search.checkpoint`) resumes an interrupted search
+    of this run and is saved as it goes (`run_search`)."""
     if isinstance(spec, str):
         spec = registry.load_mapper(spec)
     if objective is not None or batch_size is not None:
@@ -164,18 +165,21 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             return out
     searcher = registry.make_searcher(spec, ms, seed)
     t0 = time.perf_counter()
+
+    def wall():                 # search seconds, those before a resumed checkpoint included
+        return checkpoint.elapsed() if checkpoint is not None else time.perf_counter() - t0
     try:
         result = run_search(searcher, make_objective(ctx, ms, spec.objective), budget, spec.batch_size,
                             progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})",
-                            best_label=BEST_LABELS[spec.objective])
+                            best_label=BEST_LABELS[spec.objective], checkpoint=checkpoint)
     except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
         part = exc.result
         found = part.best_x is not None and math.isfinite(part.best_loss)
-        raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, time.perf_counter() - t0, None)
+        raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, wall(), None)
                              if found else None) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
         raise NoValidMapping(result.samples, why_invalid(ctx, ms))
-    out = _map_result(ctx, ms, spec, seed, result, time.perf_counter() - t0, getattr(searcher, "done", None))
+    out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None))
     if cache is not None:
         cache.put(key, json.loads(json.dumps(out.to_dict())),
                   {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})

@@ -47,3 +47,23 @@ class Memo:
 
     def __len__(self) -> int:
         return len(self.losses)
+
+    # pickled compactly (a checkpoint holds every evaluated point): the keys as one small-integer
+    # array instead of a bytes object each (~10x smaller), rebuilt in the same order
+    def __getstate__(self) -> dict:
+        keys = list(self.losses)
+        rows = bool(keys) and isinstance(keys[0], bytes)
+        if rows:
+            arr = np.frombuffer(b"".join(keys), np.int64).reshape(len(keys), -1)
+            arr = arr.astype(np.min_scalar_type(int(self.space.cardinalities.max())))
+        else:
+            arr = np.array(keys, dtype=np.int64)
+        return {"space": self.space, "rows": rows, "keys": arr,
+                "losses": np.array(list(self.losses.values()), dtype=float), "pending": list(self.pending)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.space = state["space"]
+        arr = state["keys"]
+        keys = [r.tobytes() for r in arr.astype(np.int64)] if state["rows"] else arr.tolist()
+        self.losses = dict(zip(keys, state["losses"].tolist()))
+        self.pending = set(state["pending"])

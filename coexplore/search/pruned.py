@@ -114,15 +114,17 @@ class LinearPruned(_PrunedBase):
     def __init__(self, mapspace, config: LinearPrunedConfig | None = None, seed: int | None = 0):
         super().__init__(mapspace, config or LinearPrunedConfig(), seed)
         self._gen = None
+        self._start: int | None = None   # the walk's first IF index, drawn at the first ask
+        self._taken = 0                  # candidates taken from the walk (a checkpoint stores this)
 
-    def _candidates(self):
+    def _if_radix(self):
+        if_params = np.nonzero(self._if_mask())[0]
+        radix = self.mapspace.space.cardinalities[if_params]
+        return if_params, radix, (int(np.prod(radix.astype(object))) if len(radix) else 1)
+
+    def _candidates(self, start: int):
         ms = self.mapspace
-        card = ms.space.cardinalities
-        mask = self._if_mask()
-        if_params = np.nonzero(mask)[0]
-        radix = card[if_params]
-        total = int(np.prod(radix.astype(object))) if len(radix) else 1
-        start = int(self.rng.integers(0, min(total, 2 ** 62)))
+        if_params, radix, total = self._if_radix()
         base = np.zeros(ms.n_params, np.int64)
         for step in range(total):
             index = (start + step) % total
@@ -147,6 +149,19 @@ class LinearPruned(_PrunedBase):
 
     def ask(self, n: int) -> np.ndarray:
         if self._gen is None:
-            self._gen = self._candidates()
+            self._start = int(self.rng.integers(0, min(self._if_radix()[2], 2 ** 62)))
+            self._gen = self._candidates(self._start)
         out = list(itertools.islice(self._gen, n))
+        self._taken += len(out)
         return np.array(out, np.int64).reshape(len(out), self.mapspace.n_params)
+
+    def state_dict(self) -> dict:
+        return {**self.__dict__, "_gen": None}
+
+    def load_state_dict(self, state: dict) -> None:
+        """The walk is deterministic from its start: a restored search re-walks it to where it was."""
+        super().load_state_dict(state)
+        if self._start is not None:
+            self._gen = self._candidates(self._start)
+            for _ in itertools.islice(self._gen, self._taken):
+                pass

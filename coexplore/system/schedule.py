@@ -174,8 +174,10 @@ class ScheduleResult:
 
 def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
                     budget: int = 10_000, seed: int | None = 0,
-                    progress: bool = False, config: MagmaConfig | None = None) -> ScheduleResult:
-    """Best schedule found by `searcher` within `budget` evaluated candidates."""
+                    progress: bool = False, config: MagmaConfig | None = None,
+                    checkpoint=None) -> ScheduleResult:
+    """Best schedule found by `searcher` within `budget` evaluated candidates; a `checkpoint`
+    (`search.checkpoint`) resumes an interrupted search of this run and is saved as it goes."""
     bandwidth = check_bandwidth(bandwidth)
     if int(budget) < 1:
         raise CoexploreError(f"budget must be >= 1 sample, got {budget}", key="budget",
@@ -187,7 +189,8 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
             s = make_searcher(searcher, table, int(budget), seed, config)
             cap = getattr(s, "max_samples", None)
             n = int(budget) if cap is None else min(int(budget), cap)
-            res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher)
+            res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher,
+                             checkpoint=checkpoint)
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
         if exc.result.best_x is None:
             raise KeyboardInterrupt from None

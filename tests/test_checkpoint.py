@@ -1,0 +1,245 @@
+"""An interrupted search resumes from its checkpoint and ends exactly as an uninterrupted run
+(every searcher, layer and system level), from `run_search` up to `coexplore map` / `schedule`."""
+
+import json
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import coexplore
+import coexplore.search.layer as layer_mod
+from coexplore.cli.main import main
+from coexplore.mapspace.space import MapSpace
+from coexplore.model.inputs import load_context
+from coexplore.search import registry
+from coexplore.search.base import SearchInterrupted, run_search
+from coexplore.search.checkpoint import Checkpoint
+from coexplore.spec.constraints import load_constraints
+from coexplore.system.encoding import MakespanObjective
+from coexplore.system.schedule import make_searcher as make_system_searcher
+from coexplore.system.tables import load_table
+
+from conftest import CORPUS, DATA
+
+ARCH = CORPUS / "arches" / "eyeriss_like" / "processed.yaml"
+LAYER = CORPUS / "layers" / "tiny_conv.yaml"
+TABLE = DATA / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
+
+
+@pytest.fixture
+def ctrl_c(monkeypatch):
+    """Ctrl-C as in a plain CLI run: SIGINT goes to the default handler, which run_search defers."""
+    monkeypatch.setattr(signal, "getsignal", lambda s: signal.default_int_handler)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def pressing_ctrl_c(objective, at_call: int, presses: int = 1):
+    """objective that sends `presses` SIGINTs while evaluating batch number `at_call` (1-based)."""
+    calls = [0]
+
+    def f(batch):
+        calls[0] += 1
+        if calls[0] == at_call:
+            for _ in range(presses):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+        return objective(batch)
+    return f
+
+
+def recording(objective, asked: list):
+    """objective that keeps a copy of every batch it evaluates."""
+    def f(batch):
+        asked.append(np.array(batch, copy=True))
+        return objective(batch)
+    return f
+
+
+def same_result(a, b) -> bool:
+    return (a.samples == b.samples and a.best_loss == b.best_loss and np.array_equal(a.best_x, b.best_x)
+            and [tuple(h) for h in a.history] == [tuple(h) for h in b.history])
+
+
+@pytest.fixture(scope="module")
+def layer():
+    ctx = load_context(str(ARCH), str(LAYER))
+    ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch))
+    return ms, layer_mod.make_objective(ctx, ms, "edp")
+
+
+@pytest.mark.parametrize("name", sorted(registry.SEARCHERS))
+def test_a_resumed_layer_search_ends_as_an_uninterrupted_one(name, layer, tmp_path, ctrl_c):
+    ms, objective = layer
+    spec = registry.load_mapper(name)
+    budget = 2_400                                 # MARL: warm-up 480, then learning and polishing
+    ref_asked, asked = [], []
+    ref = run_search(registry.make_searcher(spec, ms, seed=3), recording(objective, ref_asked), budget, 100)
+    path = tmp_path / "ck.pkl"
+    # interrupted twice (during MARL's warm-up, then while it learns), resumed each time
+    for at_call, done in ((3, 300), (9, 1_200)):
+        ck = Checkpoint(path, key="run")
+        with pytest.raises(SearchInterrupted) as info:
+            run_search(registry.make_searcher(spec, ms, seed=3),
+                       pressing_ctrl_c(recording(objective, asked), at_call), budget, 100, checkpoint=ck)
+        assert info.value.result.samples == done and path.is_file()
+        assert ck.saved_samples == done
+    notes = []
+    ck = Checkpoint(path, key="run", say=notes.append)
+    res = run_search(registry.make_searcher(spec, ms, seed=3), recording(objective, asked), budget, 100,
+                     checkpoint=ck)
+    assert ck.resumed_from == 1_200 and "resuming" in notes[0]
+    assert same_result(res, ref)
+    # the pieces asked exactly the candidates the uninterrupted run asked, in its order
+    assert np.array_equal(np.concatenate(asked), np.concatenate(ref_asked))
+
+
+@pytest.mark.parametrize("name", ["magma", "stdga", "pso", "random", "sjf-heft"])
+def test_a_resumed_schedule_search_ends_as_an_uninterrupted_one(name, tmp_path, ctrl_c):
+    table = load_table(TABLE)
+    objective = MakespanObjective(table, 16.0)
+    ref = run_search(make_system_searcher(name, table, 1_500, seed=2), objective, 1_500, 50)
+    path = tmp_path / "ck.pkl"
+    with pytest.raises(SearchInterrupted):
+        run_search(make_system_searcher(name, table, 1_500, seed=2), pressing_ctrl_c(objective, 7), 1_500, 50,
+                   checkpoint=Checkpoint(path, key="run"))
+    ck = Checkpoint(path, key="run")
+    res = run_search(make_system_searcher(name, table, 1_500, seed=2), objective, 1_500, 50, checkpoint=ck)
+    assert ck.resumed_from == 350 and same_result(res, ref)
+
+
+def test_an_immediate_stop_resumes_from_the_last_periodic_snapshot(layer, tmp_path, ctrl_c):
+    """Ctrl-C twice stops inside a batch (dropped); the snapshot before it still resumes exactly."""
+    ms, objective = layer
+    spec = registry.load_mapper("marl")
+    ref = run_search(registry.make_searcher(spec, ms, seed=1), objective, 1_500, 100)
+    path = tmp_path / "ck.pkl"
+    with pytest.raises(SearchInterrupted) as info:
+        run_search(registry.make_searcher(spec, ms, seed=1), pressing_ctrl_c(objective, 8, presses=2), 1_500, 100,
+                   checkpoint=Checkpoint(path, key="run", every_s=0))
+    assert info.value.result.samples == 700          # the 8th batch was dropped
+    ck = Checkpoint(path, key="run")
+    res = run_search(registry.make_searcher(spec, ms, seed=1), objective, 1_500, 100, checkpoint=ck)
+    assert ck.resumed_from == 700 and same_result(res, ref)
+
+
+def test_a_snapshot_that_does_not_fit_is_ignored(layer, tmp_path, ctrl_c, monkeypatch):
+    ms, objective = layer
+    spec = registry.load_mapper("ga")
+    path = tmp_path / "ck.pkl"
+    with pytest.raises(SearchInterrupted):
+        run_search(registry.make_searcher(spec, ms, seed=0), pressing_ctrl_c(objective, 4), 1_000, 100,
+                   checkpoint=Checkpoint(path, key="run A"))
+    saved = path.read_bytes()
+    cases = {"it belongs to another run": ("run B", registry.load_mapper("ga"), saved),
+             "searcher's": ("run A", registry.load_mapper("sa"), saved),
+             "unreadable": ("run A", spec, saved[: len(saved) // 2])}
+    for why, (key, other_spec, content) in cases.items():
+        path.write_bytes(content)
+        notes = []
+        ck = Checkpoint(path, key=key, say=notes.append)
+        res = run_search(registry.make_searcher(other_spec, ms, seed=0), objective, 1_000, 100, checkpoint=ck)
+        assert ck.resumed_from == 0 and res.samples == 1_000 and res.history[0][0] == 100
+        assert len(notes) == 1 and why in notes[0] and "sample 0" in notes[0], notes
+    # another coexplore version's snapshot (its classes may differ): not loaded either
+    path.write_bytes(saved)
+    monkeypatch.setattr(coexplore, "__version__", "99.0")
+    notes = []
+    ck = Checkpoint(path, key="run A", say=notes.append)
+    run_search(registry.make_searcher(spec, ms, seed=0), objective, 1_000, 100, checkpoint=ck)
+    assert ck.resumed_from == 0 and "written by coexplore" in notes[0] and "this is 99.0" in notes[0]
+
+
+def test_map_resumes_an_interrupted_run(tmp_path, monkeypatch, capsys, ctrl_c):
+    """Rerunning an interrupted `coexplore map` continues its search: the result (history included)
+    is the uninterrupted run's; the checkpoint goes once the result is stored; --restart starts over."""
+    args = [str(ARCH), str(LAYER), "--searcher", "rl", "--budget", "2000", "--no-cache", "--json"]
+    assert main(["map", *args, "--out", str(tmp_path / "ref")]) == 0
+    ref = json.loads(capsys.readouterr().out)
+    out = tmp_path / "o"
+    real = layer_mod.make_objective
+    monkeypatch.setattr(layer_mod, "make_objective", lambda *a: pressing_ctrl_c(real(*a), 6))
+    assert main(["map", *args, "--out", str(out)]) == 130
+    captured = capsys.readouterr()
+    part = json.loads(captured.out)
+    assert part["interrupted"] and part["samples"] == 600
+    assert (out / ".checkpoint.pkl").is_file() and "run the same command again" in captured.err
+    monkeypatch.setattr(layer_mod, "make_objective", real)
+    assert main(["map", *args, "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    done = json.loads(captured.out)
+    assert "resuming the interrupted run from its checkpoint at 600 samples" in captured.err
+    assert done["samples"] == 2000 and "interrupted" not in done
+    assert done["history"] == ref["history"] and done["best"] == ref["best"]
+    assert not (out / ".checkpoint.pkl").exists()
+    # --restart: the snapshot is dropped and the search starts from sample 0
+    monkeypatch.setattr(layer_mod, "make_objective", lambda *a: pressing_ctrl_c(real(*a), 3))
+    assert main(["map", *args, "--out", str(out)]) == 130
+    capsys.readouterr()
+    monkeypatch.setattr(layer_mod, "make_objective", real)
+    assert main(["map", *args, "--out", str(out), "--restart"]) == 0
+    captured = capsys.readouterr()
+    assert "resuming" not in captured.err and json.loads(captured.out)["history"] == ref["history"]
+
+
+def test_schedule_resumes_an_interrupted_run(tmp_path, monkeypatch, capsys, ctrl_c):
+    args = ["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "3000", "--json", "--no-plot"]
+    assert main([*args, "--out", str(tmp_path / "ref")]) == 0
+    ref = json.loads(capsys.readouterr().out)
+    real = MakespanObjective.__call__
+    calls = [0]
+
+    def call(self, X):
+        calls[0] += 1
+        if calls[0] == 10:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        return real(self, X)
+    monkeypatch.setattr(MakespanObjective, "__call__", call)
+    out = tmp_path / "o"
+    assert main([*args, "--out", str(out)]) == 130
+    assert json.loads(capsys.readouterr().out)["interrupted"] is True
+    monkeypatch.setattr(MakespanObjective, "__call__", real)
+    assert main([*args, "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    done = json.loads(captured.out)
+    assert "resuming" in captured.err and not (out / ".checkpoint.pkl").exists()
+    for key in ("makespan", "core", "priority", "history", "samples"):
+        assert done[key] == ref[key], key
+
+
+def test_sigterm_saves_the_search_and_a_rerun_continues(tmp_path):
+    """A job scheduler's stop (SIGTERM) ends the batch, saves the state and exits 130; the same
+    command then resumes from there."""
+    import re
+    import subprocess
+    import sys
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-m", "coexplore.cli.main", "map", str(ARCH), str(LAYER), "--searcher", "random",
+           "--budget", "100000000", "--out", str(out), "--no-cache"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "0.5"}   # a bar line every 0.5 s
+    saved = []
+    for attempt in range(2):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            buf, t0 = "", time.time()
+            while "EDP[J*cycle]=" not in buf and time.time() - t0 < 120:   # the search loop runs
+                buf += os.read(p.stderr.fileno(), 4096).decode(errors="replace")
+            p.send_signal(signal.SIGTERM)
+            _, err = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        err = buf + err
+        assert p.returncode == 130, err
+        samples = json.loads((out / "result.json").read_text())["samples"]
+        assert (out / ".checkpoint.pkl").is_file()
+        assert f"the search state after {samples:,} samples is saved" in err
+        if attempt:
+            assert re.search(rf"resuming the interrupted run from its checkpoint at {saved[0]:,} samples", err)
+        saved.append(samples)
+    assert 0 < saved[0] < saved[1] < 100_000_000
