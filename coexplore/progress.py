@@ -1,15 +1,47 @@
-"""Progress bars (tqdm on stderr) that do not flood a log: when stderr is not a terminal (a
-batch job, CI, `2> log`), a bar refreshes at most every 30 s instead of ten times a second."""
+"""Progress bars (tqdm on stderr) that do not flood a log.
+
+On a terminal: a live bar. Elsewhere (a batch job, CI, `2> log`) a bar is a log line: it first
+appears after 30 s (a short run writes none), then at most every 30 s, each state on a line of its
+own (no carriage returns, no blanked line left behind, so a message printed after it starts on a
+fresh line). `TQDM_MININTERVAL=5` in the environment makes that 5 s.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from tqdm import tqdm
+
+LOG_INTERVAL_S = 30.0
+
+
+class _LogLines:
+    """A non-terminal stream as tqdm sees it: each refresh becomes one line; clearing writes vanish."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").rstrip()
+        if line:
+            self.stream.write(line + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _log_interval() -> float:
+    try:
+        return max(0.0, float(os.environ.get("TQDM_MININTERVAL", LOG_INTERVAL_S)))
+    except ValueError:
+        return LOG_INTERVAL_S
 
 
 def progress_bar(iterable=None, **kwargs) -> tqdm:
     kwargs.setdefault("file", sys.stderr)
     if not getattr(kwargs["file"], "isatty", lambda: False)():
-        kwargs["mininterval"] = max(30.0, kwargs.get("mininterval", 0.0))
+        every = _log_interval()
+        kwargs.update(file=_LogLines(kwargs["file"]), mininterval=max(every, kwargs.get("mininterval", 0.0)),
+                      delay=every, dynamic_ncols=False, ncols=kwargs.get("ncols", 100))
     return tqdm(iterable, **kwargs)

@@ -126,3 +126,20 @@ def test_generate_prices_before_writing_and_surfaces_estimator_warnings(tmp_path
                              capture_output=True, text=True)
     assert eyeriss.returncode == 0 and "warning" in eyeriss.stderr and "32nm" in eyeriss.stderr
     assert "# warning:" in (tmp_path / "ey" / "eyeriss" / "ERT.yaml").read_text()
+
+
+def test_generate_json_lists_each_core_and_its_files(run, tmp_path, capsys):
+    import json
+    code = run("arch", "generate", ROOT / "arch" / "hetero_2simba_2eyeriss.yaml", "--out", tmp_path, "--json")
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    spec = yaml.safe_load((ROOT / "arch" / "hetero_2simba_2eyeriss.yaml").read_text())
+    assert data["cores_total"] == sum(c.get("count", 1) for c in spec["system"]["cores"])
+    assert sorted(c["name"] for c in data["cores"]) == ["eyeriss", "simba"]
+    for core in data["cores"]:
+        for kind, path in core["files"].items():
+            assert Path(path).is_file() and Path(path).name == f"{kind}.yaml"
+        levels = yaml.safe_load(Path(core["files"]["processed"]).read_text())["architecture"]["subtree"][0]["local"]
+        mac = levels[-1]["name"]
+        assert core["macs"] == int(mac.split("..")[1].rstrip("]")) and core["ert_art"] == "built-in estimator"
+    assert data["offchip_bytes_per_cycle"] == pytest.approx(data["offchip_GBps"] / data["clock_GHz"])

@@ -7,6 +7,7 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from coexplore.cli import main as cli_main
@@ -161,3 +162,20 @@ def test_tables_of_a_v04_node_list_equal_those_of_its_flattened_form(monkeypatch
         tables = yaml.safe_load((tmp_path / name / "ERT.yaml").read_text())["ERT"]["tables"]
         got[name] = {level_key(t["name"]): {a["name"]: a["energy"] for a in t["actions"]} for t in tables}
     assert got["nodes"] == got["flat"] and len(got["flat"]) >= 4
+
+
+def test_tables_json(monkeypatch, capsys, tmp_path):
+    import re
+    arch = DATA / "simba_like_pe8_glb4k" / "processed.yaml"
+    assert run(["energy", "tables", str(arch), "--out", str(tmp_path), "--json"], monkeypatch) == 0
+    data = json.loads(capsys.readouterr().out)
+    ert = yaml.safe_load(Path(data["ert_file"]).read_text())["ERT"]["tables"]
+    art = yaml.safe_load(Path(data["art_file"]).read_text())["ART"]["tables"]
+    assert data["ert_tables"] == len(ert) and data["art_tables"] == len(art)
+    assert data["estimator"].startswith("coexplore-builtin")
+    by_name = {}
+    for t in art:
+        lo, hi = map(int, re.search(r"\[(\d+)\.\.(\d+)\]$", t["name"]).groups())
+        by_name[re.sub(r"\[\d+\.\.\d+\]$", "", t["name"]).split(".")[-1]] = (hi - lo + 1, float(t["area"]))
+    assert {a["component"]: (a["instances"], a["area_um2_each"]) for a in data["area"]} == by_name
+    assert data["area_um2"] == pytest.approx(sum(n * a for n, a in by_name.values()), rel=1e-12)

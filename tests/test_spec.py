@@ -1,5 +1,7 @@
 """Specs: every architecture form parses to the same levels; problems, mappings, ERT; round trips."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -245,3 +247,21 @@ def test_misspelt_v4_node_key_is_refused(tmp_path, old, new, key):
     with pytest.raises(CoexploreError) as e:
         load_architecture(f)
     assert f"unknown key '{key}'" in str(e.value) and str(f) in str(e.value)
+
+
+@pytest.mark.parametrize("name, arch_file", [("GlobalBuffer[1..x]", "processed.yaml"),
+                                             ("GlobalBuffer[3..1]", "processed.yaml"),
+                                             ("PEInputBuffer[0..y]", "arch.yaml")])
+def test_bad_instance_range_in_a_name_is_refused(tmp_path, name, arch_file):
+    """A malformed `name[lo..hi]` is an error naming the key, not a level nobody can price."""
+    src = CORPUS / "arches" / "simba_like" / arch_file
+    text = src.read_text()
+    base = name.split("[")[0]
+    text, n = re.subn(rf"{base}(\[\d+\.\.\d+\])?$", name, text, count=1, flags=re.M)
+    assert n == 1
+    f = tmp_path / arch_file
+    f.write_text(text)
+    with pytest.raises(CoexploreError) as e:
+        load_architecture(f)
+    msg = str(e.value)
+    assert f"bad instance range in name '{name}'" in msg and str(f) in msg and ".name" in msg

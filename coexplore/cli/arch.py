@@ -7,6 +7,7 @@ ERT.yaml/ART.yaml (from the built-in estimator, or copied from `--ert-from`).
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 
@@ -33,6 +34,8 @@ def register(subparsers) -> None:
     gen.add_argument("--energy", choices=("builtin", "accelergy"), default="builtin",
                      help="ERT/ART estimator when --ert-from is not given (accelergy: the real "
                           "tool, must be on PATH)")
+    gen.add_argument("--json", action="store_true",
+                     help="print one JSON object (the system's off-chip link and, per core, its files)")
     gen.set_defaults(func=run)
 
 
@@ -69,6 +72,18 @@ def run(args) -> int:
         count = system.spec.core(name).count
         rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source))
     spec = system.spec
+    if args.json:
+        files = ("arch", "processed", "constraints", "ERT", "ART")
+        print(json.dumps({
+            "system": spec.name, "file": str(args.system), "out": str(out), "cores_total": spec.n_cores,
+            "clock_GHz": spec.clock_GHz, "offchip_GBps": spec.dram.bandwidth_GBps_at(spec.clock_GHz),
+            "offchip_bytes_per_cycle": system.offchip_bytes_per_cycle,
+            "dram": {"type": spec.dram.type, "width": spec.dram.width},
+            "cores": [{"name": name, "template": template, "copies": count, "macs": macs, "levels": levels,
+                       "ert_art": source, "files": {f: str(out / name / f"{f}.yaml") for f in files}}
+                      for name, template, count, macs, levels, source in rows],
+            "warnings": warned}, indent=1))
+        return 0
     print(f"system {spec.name}: {spec.n_cores} core{'s' if spec.n_cores != 1 else ''}, off-chip "
           f"{spec.dram.bandwidth_GBps_at(spec.clock_GHz):g} GB/s "
           f"({system.offchip_bytes_per_cycle:g} B/cycle at {spec.clock_GHz:g} GHz), "

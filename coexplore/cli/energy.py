@@ -42,6 +42,8 @@ def register(subparsers) -> None:
     tab.add_argument("--energy", choices=ESTIMATORS, default="builtin",
                      help="estimator (default builtin; accelergy: the real tool, must be on PATH)")
     tab.add_argument("--classes", choices=CLASS_SETS, default=None, help=CLASSES_HELP)
+    tab.add_argument("--json", action="store_true",
+                     help="print one JSON object (files, table counts, estimator, area per component)")
     tab.set_defaults(func=run_tables)
 
 
@@ -68,11 +70,19 @@ def run_tables(args) -> int:
     out = output_dir(args.out)
     write_ert(out / "ERT.yaml", ert)
     write_art(out / "ART.yaml", art)
+    parts = sorted(area_breakdown(art), key=lambda c: -c[1] * c[2])
+    total = sum(n * a for _, n, a in parts)
+    if args.json:
+        print(json.dumps({"ert_file": str(out / "ERT.yaml"), "art_file": str(out / "ART.yaml"),
+                          "estimator": ert["estimator"], "ert_tables": len(ert["ERT"]["tables"]),
+                          "art_tables": len(art["ART"]["tables"]), "area_um2": total,
+                          "area": [{"component": name, "instances": n, "area_um2_each": a, "area_um2": n * a}
+                                   for name, n, a in parts],
+                          "warnings": list(ert.get("warnings") or ())}, indent=1))
+        return 0
     print(f"wrote {out / 'ERT.yaml'} and {out / 'ART.yaml'} "
           f"({len(ert['ERT']['tables'])} ERT / {len(art['ART']['tables'])} ART tables; "
           f"estimator: {ert['estimator']})")
-    parts = sorted(area_breakdown(art), key=lambda c: -c[1] * c[2])
-    total = sum(n * a for _, n, a in parts)
     big = ", ".join(f"{name} {n} x {a / 1e6:.4g}" for name, n, a in parts[:3] if n * a > 0)
     print(f"area: {total / 1e6:.4g} mm^2 in all (instances x per-instance area from ART.yaml; largest: "
           f"{big or 'none'} mm^2)")

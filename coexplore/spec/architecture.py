@@ -107,11 +107,22 @@ class Architecture:
         return self.levels + [self.compute]
 
 
-def _split_range(name: str) -> tuple[str, int]:
-    m = _RANGE.match(str(name))
+def _split_range(name: str, file: str | None = None, key: str = "name") -> tuple[str, int]:
+    """`PE[0..15]` -> ("PE", 16); a plain name has one instance. A range that is not two integers
+    lo <= hi (`Buf[1..x]`, `Buf[3..1]`) is refused: read as a plain name it became a level whose
+    energy table or instance count no one could find."""
+    text = str(name)
+    m = _RANGE.match(text)
     if not m:
-        return str(name), 1
-    return m.group("base"), int(m.group("hi")) - int(m.group("lo")) + 1
+        if "[" in text and ".." in text[text.index("["):]:
+            raise CoexploreError(f"bad instance range in name '{text}'", file=file, key=key,
+                                 expected="name[lo..hi] with integers lo <= hi, e.g. PE[0..15]")
+        return text, 1
+    lo, hi = int(m.group("lo")), int(m.group("hi"))
+    if hi < lo:
+        raise CoexploreError(f"bad instance range in name '{text}' ({hi} < {lo})", file=file, key=key,
+                             expected="name[lo..hi] with integers lo <= hi, e.g. PE[0..15]")
+    return m.group("base"), hi - lo + 1
 
 
 def _is_compute_class(cls: str) -> bool:
@@ -231,7 +242,7 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     if not isinstance(own, dict):
         raise CoexploreError("not a mapping", file=file, key=f"{where}.attributes", expected="a mapping")
     attrs.update({str(k).replace("-", "_"): v for k, v in own.items()})
-    name, _ = _split_range(node["name"])
+    name, _ = _split_range(node["name"], file, f"{where}.name")
     mx, my = (attrs.get(k) for k in ("meshX", "meshY"))
     mx = _positive(mesh_x if mx is None else mx, file=file, key=f"{where}.attributes.meshX")
     my = _positive(mesh_y if my is None else my, file=file, key=f"{where}.attributes.meshY")
@@ -345,11 +356,11 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
             attrs.update({str(k).replace("-", "_"): v for k, v in (st.get("attributes") or {}).items()})
             if not top_attrs:
                 top_attrs.update(attrs)
-            _, count = _split_range(st["name"])
+            _, count = _split_range(st["name"], file, f"{here}.name")
             m = mult * count
             for j, comp in enumerate(st.get("local") or []):
                 cname = comp.get("name", "") if isinstance(comp, dict) else ""
-                _, n = _split_range(cname)
+                _, n = _split_range(cname, file, f"{here}.local[{j}].name")
                 inst = m * n        # a ranged local inside ranged subtrees: Timeloop multiplies (PE[0..15] x [0..3])
                 lv = _make_level(comp, attrs, inst, 1, 1, file, f"{here}.local[{j}]")
                 if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
