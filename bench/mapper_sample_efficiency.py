@@ -145,6 +145,19 @@ def rl_sample_ratios(runs, searcher, seeds) -> list[float]:
     return ratios
 
 
+def bootstrap_median_of_medians(per_pair: list[list[float]], draws: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the median over pairs of the per-pair median ratio, the
+    seeds of each pair resampled with replacement: how far the seeds' luck moves the statistic."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    stats = []
+    for _ in range(draws):
+        meds = [float(np.median(rng.choice(r, size=len(r)))) for r in per_pair]
+        stats.append(float(np.median(meds)))
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def exhaustive_optimum(arch, layer):
     """(optimum EDP, number of distinct mappings) by enumerating every distinct mapping."""
     import numpy as np
@@ -242,8 +255,13 @@ def main() -> None:
             entry["marl_never_reaches_rl_best"] = sum(r == 0.0 for r in ratios)   # seeds counted as ratio 0
             entry["marl_vs_rl_seeds"] = len(ratios)
             entry["marl_vs_rl_seeds_at_10x"] = sum(r >= 10 for r in ratios)
+            entry["marl_vs_rl_ratios"] = ratios                                    # per seed, for the bootstrap
         summary["pairs"].append(entry)
         plot_pair(entry, pr, searchers, out_path.parent / f"mapper_{a}_{l}.png")
+    per_pair = [e["marl_vs_rl_ratios"] for e in summary["pairs"]
+                if e.get("marl_vs_rl_ratios") and "exhaustive_optimum" not in e]
+    if per_pair:
+        summary["ratio_ci95"] = bootstrap_median_of_medians(per_pair)
     out_path.write_text(json.dumps(summary, indent=1))
     print_table(summary)
     md = out_path.with_suffix(".md")
@@ -306,6 +324,9 @@ def print_table(summary):
             print(f"MARL vs RL samples to RL's final best: median over pairs {statistics.median(ratios):.1f}x "
                   f"(per pair: {', '.join(f'{r:.1f}' for r in ratios)}; {summary.get('ratio_seeds', summary['seeds'])} "
                   f"seeds per pair; 10x or more on {at10} of {n_seeds} (pair, seed) runs)")
+            if summary.get("ratio_ci95"):
+                lo, hi = summary["ratio_ci95"]
+                print(f"  95% bootstrap interval of that median (seeds resampled per pair): {lo:.1f}x-{hi:.1f}x")
         others = [s for s in searchers if s != "rl" and all(s in e.get("vs_rl_sample_ratio_median", {})
                                                               for e in main_pairs)]
         if others:

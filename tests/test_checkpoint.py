@@ -243,3 +243,99 @@ def test_sigterm_saves_the_search_and_a_rerun_continues(tmp_path):
             assert re.search(rf"resuming the interrupted run from its checkpoint at {saved[0]:,} samples", err)
         saved.append(samples)
     assert 0 < saved[0] < saved[1] < 100_000_000
+
+
+def _run_until_bar(cmd, env, sig, marker="best=", second=None):
+    """Start `cmd`, wait until its progress bar shows `marker` (the search loop runs), send `sig` (and
+    `second` 0.3 s later if given); (returncode, stderr)."""
+    import subprocess
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        buf, t0 = "", time.time()
+        while marker not in buf and time.time() - t0 < 120 and p.poll() is None:
+            buf += os.read(p.stderr.fileno(), 4096).decode(errors="replace")
+        p.send_signal(sig)
+        if second is not None:
+            time.sleep(0.3)
+            p.send_signal(second)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return p.returncode, buf + err
+
+
+@pytest.mark.parametrize("searcher, budget", [("magma", 30_000), ("cma", 6_000)])
+def test_a_schedule_resumed_in_another_process_ends_as_an_uninterrupted_one(tmp_path, searcher, budget):
+    """Nothing in a snapshot may depend on the process (Python salts hash() per process)."""
+    import subprocess
+    import sys
+    table = tmp_path / "jobs.csv"           # 12 jobs: MAGMA's children often repeat a known schedule
+    table.write_text("".join(TABLE.read_text().splitlines(keepends=True)[:13]))
+    base = [sys.executable, "-m", "coexplore.cli.main", "schedule", "--table", str(table), "--bandwidth", "16",
+            "--budget", str(budget), "--searcher", searcher, "--no-plot"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "0.3"}
+    ref = subprocess.run([*base, "--out", str(tmp_path / "ref")], capture_output=True, text=True,
+                         env={**env, "PYTHONHASHSEED": "1"})
+    assert ref.returncode == 0, ref.stderr
+    out = str(tmp_path / "o")
+    rc, err = _run_until_bar([*base, "--out", out], {**env, "PYTHONHASHSEED": "2"}, signal.SIGINT)
+    assert rc == 130 and (tmp_path / "o" / ".checkpoint.pkl").is_file(), err
+    done = subprocess.run([*base, "--out", out], capture_output=True, text=True, env={**env, "PYTHONHASHSEED": "3"})
+    assert done.returncode == 0 and "resuming" in done.stderr, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
+    a, b = (json.loads((tmp_path / d / "schedule.json").read_text()) for d in ("ref", "o"))
+    for key in ("makespan", "core", "priority", "history", "samples"):
+        assert a[key] == b[key], key
+
+
+def test_sigterm_stops_after_the_batch_even_with_sigint_ignored(tmp_path):
+    """A background job of a shell script starts with SIGINT ignored; a scheduler's SIGTERM must still
+    finish the batch and save the search; Ctrl-C after a SIGTERM stops at once."""
+    import sys
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+           "from coexplore.cli.main import main; sys.exit(main(sys.argv[1:]))",
+           "map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "100000000", "--out", str(out),
+           "--no-cache"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "0.3"}
+    rc, err = _run_until_bar(cmd, env, signal.SIGTERM, marker="EDP[J*cycle]=")
+    assert rc == 130 and (out / ".checkpoint.pkl").is_file(), err
+    assert "SIGTERM: stopping after the batch being evaluated" in err
+    samples = json.loads((out / "result.json").read_text())["samples"]
+    assert f"the search state after {samples:,} samples is saved" in err
+    # SIGTERM then Ctrl-C (SIGINT handled as usual this time): the second request stops at once
+    cmd2 = [sys.executable, "-m", "coexplore.cli.main", *cmd[3:]]
+    (out / ".checkpoint.pkl").unlink()
+    rc, err = _run_until_bar([*cmd2, "--restart", "--batch-size", "20000"], env, signal.SIGTERM,
+                             marker="EDP[J*cycle]=", second=signal.SIGINT)
+    # the batch running at the SIGTERM (the second, ~1.5 s long) was dropped by the Ctrl-C
+    assert rc == 130 and json.loads((out / "result.json").read_text())["samples"] == 20_000, err
+
+
+def test_an_interrupted_rerun_of_a_finished_run_leaves_no_checkpoint(tmp_path, monkeypatch, capsys, ctrl_c):
+    """The folder holds the same run's complete result: the stopped rerun keeps it, and leaves no
+    checkpoint whose continuation would only repeat the finished search."""
+    args = ["map", str(ARCH), str(LAYER), "--searcher", "rl", "--budget", "1500", "--no-cache", "--json",
+            "--out", str(tmp_path / "o")]
+    assert main(args) == 0
+    capsys.readouterr()
+    real = layer_mod.make_objective
+    monkeypatch.setattr(layer_mod, "make_objective", lambda *a: pressing_ctrl_c(real(*a), 4))
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert "kept" in err and "run the same command again" not in err
+    assert not (tmp_path / "o" / ".checkpoint.pkl").exists()
+    assert "interrupted" not in json.loads((tmp_path / "o" / "result.json").read_text())
+
+
+def test_magma_remembers_asked_schedules_by_a_digest_every_process_agrees_on():
+    """MAGMA's set of asked schedules is restored from a checkpoint in a new process: its keys must not
+    be Python's hash(), which is salted per process."""
+    import subprocess
+    import sys
+    code = ("import numpy as np; from coexplore.system.magma import _digest; "
+            "print(_digest(np.array([3.0, 1.0, 0.25, 0.5])))")
+    got = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(got) == 1 and got.pop().strip().isdigit()

@@ -223,3 +223,19 @@ def test_an_interrupted_rerun_keeps_the_same_runs_further_result(tmp_path, monke
     assert main(sargs) == 130
     assert "kept" in capsys.readouterr().err
     assert json.loads((tmp_path / "s" / "schedule.json").read_text()) == first
+
+
+def test_ctrl_c_in_the_job_table_step_says_the_mapped_layers_are_kept(tmp_path, monkeypatch, capsys):
+    import coexplore.system.from_system as from_system
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(from_system, "system_job_table", stop)
+    root = Path(__file__).resolve().parent.parent
+    args = ["schedule", str(root / "arch" / "simba_2x2.yaml"), "--out", str(tmp_path / "o"), "--no-plot"]
+    assert main([*args, "--cache", str(tmp_path / "c.sqlite")]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted while mapping the layers for the job table" in err
+    assert f"in the cache ({tmp_path / 'c.sqlite'}) and a rerun reuses them" in err
+    assert main([*args, "--no-cache"]) == 130
+    assert "with --no-cache a rerun maps every layer again" in capsys.readouterr().err

@@ -147,8 +147,7 @@ def run(args) -> int:
     finally:
         if cache is not None:
             cache.close()
-    if res.interrupted and keeps_earlier(out / "result.json", run_desc, res.samples, "map"):
-        interrupted_note("map", checkpoint)
+    if res.interrupted and keeps_earlier(out / "result.json", run_desc, res.samples, "map", checkpoint):
         return 130
     mapping_file = out / "mapping.yaml"
     arrays = to_arrays([parse_mapping({"mapping": res.mapping}, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)

@@ -120,10 +120,11 @@ def interrupted_note(command: str, checkpoint) -> None:
               file=sys.stderr)
 
 
-def keeps_earlier(result: Path, run: dict, samples: int, command: str) -> bool:
+def keeps_earlier(result: Path, run: dict, samples: int, command: str, checkpoint=None) -> bool:
     """An interrupted run does not replace a result of the same run that got at least as far (the
     search is deterministic, so that result is at least as good): True, with a note, when
-    `result` holds such a one."""
+    `result` holds such a one. When that result is complete, this run's checkpoint is dropped:
+    continuing it would only repeat the search that result already finished."""
     try:
         data = json.loads(result.read_text())
     except (OSError, ValueError):
@@ -136,6 +137,10 @@ def keeps_earlier(result: Path, run: dict, samples: int, command: str) -> bool:
     print(f"coexplore {command}: interrupted after {samples:,} samples; kept {result}, the same run's result "
           f"after {earlier:,} samples{' (also interrupted)' if data.get('interrupted') else ''}, which this "
           "one would not improve on", file=sys.stderr)
+    if checkpoint is not None and not data.get("interrupted"):
+        checkpoint.discard()
+    else:
+        interrupted_note(command, checkpoint)
     return True
 
 

@@ -119,8 +119,7 @@ def run(args) -> int:
                                  config=mapper.config, checkpoint=checkpoint)
     except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
         result = exc.result
-        if keeps_earlier(out / "schedule.json", run_desc, result.samples, "schedule"):
-            interrupted_note("schedule", checkpoint)
+        if keeps_earlier(out / "schedule.json", run_desc, result.samples, "schedule", checkpoint):
             return 130
     except KeyboardInterrupt:
         interrupted_note("schedule", checkpoint)

@@ -254,49 +254,63 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history)
 
 
-def request_stop() -> bool:
+def request_stop(what: str = "SIGTERM") -> bool:
     """Ask the running search (if any) to stop after its batch, as a first Ctrl-C does: True if
     one was running and had not been asked yet (the caller of a second request should stop at once).
     `coexplore`'s SIGTERM handler uses it, so a job scheduler's stop also saves the search state."""
-    if _DeferredInterrupt.active and not _DeferredInterrupt.requested:
-        _DeferredInterrupt.requested = True
-        return True
-    return False
+    outer = _DeferredInterrupt.outermost
+    if outer is None or _DeferredInterrupt.requested:
+        return False
+    outer.stop(what)
+    return True
 
 
 class _DeferredInterrupt:
-    """While the outermost one is active (main thread only), the first SIGINT only sets the
-    class-wide `requested` (which every running search loop, nested ones too, checks after each
-    batch); a second one raises KeyboardInterrupt as usual. Other threads: Ctrl-C as usual."""
+    """While the outermost one is active (main thread only), the first SIGINT (or `request_stop`)
+    only sets the class-wide `requested`, which every running search loop, nested ones too, checks
+    after each batch; after that, Ctrl-C raises KeyboardInterrupt as usual. Other threads, or a
+    process started with SIGINT ignored (a shell's background job): SIGINT is left alone."""
 
     requested = False
-    active = False
+    outermost: "_DeferredInterrupt | None" = None
 
     def __init__(self, say: bool = False):
         self._old = None
+        self._outer = False
         self.say = say
 
     def __enter__(self):
         import signal
         import threading
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        if threading.current_thread() is threading.main_thread() and _DeferredInterrupt.outermost is None:
+            self._outer = True
+            _DeferredInterrupt.outermost = self
             _DeferredInterrupt.requested = False
-            self._old = signal.signal(signal.SIGINT, self._handle)
-            _DeferredInterrupt.active = True
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self._old = signal.signal(signal.SIGINT, self._handle)
         return self
 
     def _handle(self, signum, frame):
+        self.stop("Ctrl-C")
+
+    def stop(self, what: str) -> None:
+        """The first request: finish the batch; the usual Ctrl-C is back for a second one."""
         import signal
         import sys
         _DeferredInterrupt.requested = True
-        signal.signal(signal.SIGINT, self._old)       # a second Ctrl-C interrupts at once
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)   # a second Ctrl-C interrupts at once
+            self._old = None
         if self.say:
-            print("\nstopping after the batch being evaluated (Ctrl-C again to stop now)", file=sys.stderr)
+            again = "Ctrl-C again" if what == "Ctrl-C" else f"Ctrl-C or {what} again"
+            print(f"\n{what}: stopping after the batch being evaluated ({again} to stop now)", file=sys.stderr)
 
     def __exit__(self, *exc):
         import signal
-        if self._old is not None:                     # the outermost: restore, and forget the request
-            signal.signal(signal.SIGINT, self._old)
-            self._old = None
-            _DeferredInterrupt.requested = _DeferredInterrupt.active = False
+        if self._outer:                               # the outermost: restore, and forget the request
+            if self._old is not None:
+                signal.signal(signal.SIGINT, self._old)
+                self._old = None
+            _DeferredInterrupt.outermost = None
+            _DeferredInterrupt.requested = False
+            self._outer = False

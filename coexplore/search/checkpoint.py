@@ -63,7 +63,7 @@ class Checkpoint:
         pickler.dump({"format": FORMAT, "coexplore": coexplore.__version__, "key": self.key,
                       "searcher_class": _class_name(searcher), "samples": int(searcher.samples),
                       "elapsed_s": self.elapsed(), "driver": driver, "searcher": searcher.state_dict()})
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")   # per process: two runs never share one
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
             fh.write(buf.getvalue())
@@ -108,7 +108,7 @@ class Checkpoint:
 
     def discard(self) -> None:
         """Remove the snapshot (after the run's result is stored, or to start over)."""
-        for p in (self.path, self.path.with_name(self.path.name + ".tmp")):
+        for p in (self.path, *self.path.parent.glob(f"{self.path.name}.*.tmp")):   # a killed save's too
             p.unlink(missing_ok=True)
         self.saved_samples = 0
 

@@ -57,6 +57,15 @@ class NevergradSearcher(Searcher):
         self._pending: list = []
         self._penalty = 1e15
 
+    def load_state_dict(self, state: dict) -> None:
+        """A restored optimizer: cma keys its archive of solutions by Python's hash(), which is salted
+        per process, so a CMA restored in another process recomputes its elitist's genotype from the
+        phenotype (the same vector here: cma works on nevergrad's [0, 1] box without a transform of its
+        own) and warns each time; the warning says nothing to a user and is silenced."""
+        import warnings
+        super().load_state_dict(state)
+        warnings.filterwarnings("ignore", message="genotype for elitist not found")
+
     def ask(self, n: int) -> np.ndarray:
         if not hasattr(self, "_opt"):
             self._build()

@@ -43,6 +43,8 @@ Quirks of the original code (maestro-project/magma `SchedulerGA`) and what is ke
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -242,10 +244,10 @@ class MagmaSearcher(Searcher):
         seen = self._seen
         for k in range(len(kids)):
             for _ in range(20):
-                if hash(kids[k].tobytes()) not in seen:
+                if _digest(kids[k]) not in seen:
                     break
                 kids[k] = neighbour(kids[k], J, N, int(rng.integers(0, 3)), rng)
-            seen.add(hash(kids[k].tobytes()))
+            seen.add(_digest(kids[k]))
         return kids
 
     def _islands(self) -> int:
@@ -335,3 +337,9 @@ class MagmaSearcher(Searcher):
         if q and len(elites):                     # original re-evaluates its elites
             kids = np.concatenate([elites, kids])
         return kids, keep_x, keep_l
+
+
+def _digest(x: np.ndarray) -> int:
+    """A 64-bit digest of a candidate that is the same in every process (Python's hash() of bytes is
+    salted per process, so a set of those could not be restored from a checkpoint)."""
+    return int.from_bytes(hashlib.blake2b(x.tobytes(), digest_size=8).digest(), "little")
