@@ -143,3 +143,15 @@ def test_generate_json_lists_each_core_and_its_files(run, tmp_path, capsys):
         mac = levels[-1]["name"]
         assert core["macs"] == int(mac.split("..")[1].rstrip("]")) and core["ert_art"] == "built-in estimator"
     assert data["offchip_bytes_per_cycle"] == pytest.approx(data["offchip_GBps"] / data["clock_GHz"])
+
+
+def test_a_core_size_too_large_for_the_model_is_refused(run, tmp_path, capsys):
+    text = (ROOT / "arch" / "hetero_2simba_2eyeriss.yaml").read_text()
+    text = text.replace("params: {}                  # 14x12 PEs", "params: {glb_depth: 100000000000000000000}  #", 1)
+    text = text.replace("../problems/", f"{ROOT}/problems/").replace("../mappers/", f"{ROOT}/mappers/")
+    f = tmp_path / "sys.yaml"
+    f.write_text(text)
+    assert "glb_depth: 1000" in text
+    assert run("arch", "generate", f, "--out", tmp_path / "o") == 2
+    err = capsys.readouterr().err
+    assert "system.cores[1].params.glb_depth" in err and "too large" in err and "Traceback" not in err

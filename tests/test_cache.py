@@ -376,3 +376,22 @@ def test_clear_while_another_connection_reads(tmp_path):
         assert reader.get("k7") == {"energy": 7.0}           # its snapshot is unchanged
         db.execute("COMMIT")
         assert reader.get("k7") is None and len(reader) == 0
+
+
+def test_a_read_only_cache_error_suggests_no_cache(tmp_path):
+    import sqlite3
+    from coexplore.errors import CoexploreError
+    from coexplore.model.cache import ResultCache
+    cache = ResultCache(tmp_path / "c.sqlite")
+    with pytest.raises(CoexploreError) as e:
+        with cache._errors():
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+    assert e.value.key == "--cache" and "--no-cache" in str(e.value) and "cannot be written" in str(e.value)
+    cache.close()
+
+
+def test_clear_of_a_missing_cache_creates_nothing(tmp_path, capsys):
+    path = tmp_path / "sub" / "none.sqlite"
+    assert _cli(["cache", "clear", "--cache", str(path)]) == 0
+    assert "nothing to clear" in capsys.readouterr().out
+    assert not path.exists() and not path.parent.exists()

@@ -179,3 +179,36 @@ def test_tables_json(monkeypatch, capsys, tmp_path):
         by_name[re.sub(r"\[\d+\.\.\d+\]$", "", t["name"]).split(".")[-1]] = (hi - lo + 1, float(t["area"]))
     assert {a["component"]: (a["instances"], a["area_um2_each"]) for a in data["area"]} == by_name
     assert data["area_um2"] == pytest.approx(sum(n * a for n, a in by_name.values()), rel=1e-12)
+
+
+def _edit_grid(tmp_path, column, value, line=1):
+    rows = list(csv.reader(GRID.open(newline="")))
+    rows[line][rows[0].index(column)] = value
+    f = tmp_path / "grid.csv"
+    with f.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    return f
+
+
+
+@pytest.mark.parametrize("column, value, says", [
+    ("row", "abc", "key 'row'"), ("attributes_json", "[1, 2]", "key 'attributes_json'"),
+    ("attributes_json", "{x", "not JSON"), ("energy_pJ_full", "nan", "key 'energy_pJ_full'"),
+    ("energy_pJ_full", "inf", "finite"), ("area_um2_full", "-3", "key 'area_um2_full'"),
+    ("energy_pJ_full", "abc", "not a number"),
+    pytest.param("energy_pJ_full", "0" * 200_000, "field larger than field limit", id="huge-cell")])
+def test_a_malformed_grid_cell_is_one_line_naming_its_column(monkeypatch, capsys, tmp_path, column, value, says):
+    f = _edit_grid(tmp_path, column, value)
+    assert run(["energy", "check", str(f)], monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert says in err and str(f) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_empty_or_ragged_grid_is_refused(monkeypatch, capsys, tmp_path):
+    header, first = GRID.read_text().splitlines()[:2]
+    for name, text, says in (("empty.csv", header + "\n", "no rows after the header"),
+                             ("short.csv", header + "\n" + first + "\n" + ",".join(first.split(",")[:5]) + "\n",
+                              "row 2 has fewer cells than the header")):
+        (tmp_path / name).write_text(text)
+        assert run(["energy", "check", str(tmp_path / name)], monkeypatch) == 2
+        assert says in capsys.readouterr().err

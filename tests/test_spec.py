@@ -265,3 +265,10 @@ def test_bad_instance_range_in_a_name_is_refused(tmp_path, name, arch_file):
         load_architecture(f)
     msg = str(e.value)
     assert f"bad instance range in name '{name}'" in msg and str(f) in msg and ".name" in msg
+
+
+def test_yaml_numbers_in_exponent_notation_are_numbers():
+    """PyYAML reads `5e1` and `1.5e3` as text (YAML 1.1); Timeloop and users read numbers."""
+    from coexplore.spec.yamlio import loads_yaml
+    got = loads_yaml("a: 5e1\nb: 1.5e3\nc: 1e-3\nd: 5\ne: name1e3\nf: 1e\n")
+    assert got == {"a": 50.0, "b": 1500.0, "c": 0.001, "d": 5, "e": "name1e3", "f": "1e"}

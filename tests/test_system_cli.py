@@ -165,7 +165,10 @@ def test_table_columns_are_checked(tmp_path, capsys):
 def test_overflowing_makespans_are_one_line_errors(tmp_path, capsys):
     f = tmp_path / "huge.csv"
     f.write_text("job,lat_a,bw_a\n0,1e308,1e308\n1,1e308,1e308\n")
-    assert "finite makespan" in _bad(tmp_path, capsys, ["--table", str(f), "--bandwidth", "1", "--budget", "50"])
+    assert "latencies too large to add up" in _bad(tmp_path, capsys, ["--table", str(f), "--bandwidth", "1",
+                                                                      "--budget", "50"])
+    f.write_text("job,lat_a,bw_a\n0,1e3,1e308\n1,1e3,1e308\n")      # stretched by bandwidth beyond a float
+    assert "finite makespan" in _bad(tmp_path, capsys, ["--table", str(f), "--bandwidth", "1e-300", "--budget", "50"])
 
 
 def test_system_only_options_with_a_table_are_refused(tmp_path, capsys):
@@ -231,3 +234,22 @@ def test_a_table_run_into_another_runs_folder_drops_its_job_table(tmp_path, caps
     assert main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "100", "--no-plot",
                  "--out", str(out)]) == 0
     assert not (out / "jobs.csv").exists()
+
+
+def test_a_missing_system_mapper_file_names_the_key(tmp_path, capsys):
+    text = (ROOT / "arch" / "hetero_2simba_2eyeriss.yaml").read_text()
+    text = text.replace("../problems/", f"{ROOT}/problems/").replace("layer: ../mappers/", f"layer: {ROOT}/mappers/")
+    text = text.replace("system: ../mappers/magma.yaml", "system: cma")
+    f = tmp_path / "sys.yaml"
+    f.write_text(text)
+    err = _bad(tmp_path, capsys, [str(f), "--no-cache"])
+    assert "key 'mappers.system'" in err and str(f) in err and "no mapper file" in err
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan"])
+def test_a_non_finite_system_bandwidth_names_the_key(tmp_path, capsys, value):
+    text = (ROOT / "arch" / "hetero_2simba_2eyeriss.yaml").read_text().replace("../", f"{ROOT}/")
+    f = tmp_path / "sys.yaml"
+    f.write_text(text.replace("bandwidth_GBps: 25.6", f"bandwidth_GBps: {value}"))
+    err = _bad(tmp_path, capsys, [str(f), "--no-cache"])
+    assert "key 'system.dram.bandwidth_GBps'" in err and str(f) in err

@@ -254,3 +254,15 @@ def test_warm_start_and_annealing():
     obj = MakespanObjective(t, 1.0)
     assert obj(first).min() <= obj(first[:12]).min()
     assert make_searcher("magma-original", t, 100).initial is None
+
+
+@pytest.mark.parametrize("option, value, says", [("pop_size", 10_000_000, "too large"),
+                                                 ("p_mutation", 1.5, "[0, 1]"),
+                                                 ("p_mutation_min", 0.5, "would do nothing")])
+def test_magma_config_out_of_range_is_refused(option, value, says):
+    from coexplore.errors import CoexploreError
+    from coexplore.system.magma import MagmaConfig
+    from coexplore.system.schedule import check_magma_config
+    with pytest.raises(CoexploreError, match=option) as e:
+        check_magma_config(MagmaConfig(**{option: value}))
+    assert says in str(e.value)

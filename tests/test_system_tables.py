@@ -90,3 +90,13 @@ def test_builder_rejects_negative_traffic_and_zero_latency():
 def test_jobtable_shape_mismatch():
     with pytest.raises(CoexploreError, match="shape"):
         JobTable([Job("a")], ["c"], np.ones((1, 1)), np.ones((1, 2)))
+
+
+def test_errors_name_the_file_line_blank_lines_counted_and_huge_cells_or_sums_are_refused(tmp_path):
+    with pytest.raises(CoexploreError, match="line 4: 'x' is not a number"):
+        load_table(_write(tmp_path, "job,lat_a,bw_a\n\n0,10,1\nj,x,1\n"))
+    with pytest.raises(CoexploreError, match="field larger than field limit"):
+        load_table(_write(tmp_path, "job,lat_a,bw_a\n0,1" + "0" * 200_000 + ",1\n"))
+    with pytest.raises(CoexploreError, match="latencies too large to add up") as e:
+        load_table(_write(tmp_path, "job,lat_a,bw_a\n0,1e308,1\n1,1e308,1\n"))
+    assert e.value.key == "lat_a"

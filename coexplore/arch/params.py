@@ -18,6 +18,9 @@ from typing import Any
 from coexplore.errors import CoexploreError
 
 
+
+MAX_COUNT = 2 ** 40     # the largest size or count a core parameter may take
+
 @dataclass(frozen=True)
 class CommonParams:
     """Fields of every core template (DRAM, word size, MAC, technology, clock).
@@ -45,6 +48,9 @@ class CommonParams:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and \
                     not (math.isfinite(value) and value > 0):
                 problems.append((f.name, f"must be a finite positive number, got {value}", "a number > 0"))
+            elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_COUNT:
+                # sizes and counts multiply into capacities and instance counts held in 64-bit integers
+                problems.append((f.name, f"{value:.3g} is too large", f"at most {MAX_COUNT:,} (2^40)"))
         m = re.fullmatch(r"(\d+(?:\.\d+)?)nm", str(self.technology))
         if not m or not NODES_NM[-1] <= float(m.group(1)) <= NODES_NM[0]:
             problems.append(("technology", f"got {self.technology!r}",

@@ -62,6 +62,9 @@ def _stats(path, as_json: bool) -> int:
 
 
 def _clear(path) -> int:
+    if not path.exists():                  # nothing to clear: create nothing either
+        print(f"cache {path} does not exist: nothing to clear")
+        return 0
     try:
         with ResultCache(path) as cache:
             n = cache.clear()

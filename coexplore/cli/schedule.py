@@ -221,6 +221,10 @@ def _system_mapper(args):
         from coexplore.spec.system import load_system
         path = load_system(args.system).mappers.get("system")
         if path is not None:
+            if not Path(path).is_file():
+                raise CoexploreError(f"no mapper file {path}", file=args.system, key="mappers.system",
+                                     expected="the path of a system mapper YAML (e.g. ../mappers/magma.yaml), "
+                                              "relative to the system YAML")
             return load_system_mapper(path)
     return SystemMapperSpec()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,9 +43,19 @@ class GridRow:
         return "primitives" if self.definition == "primitive" else "example_designs"
 
 
-def _float(text: str) -> float | None:
+def _float(text: str | None, n: int, column: str, file: str) -> float | None:
+    """A number, or None for an empty cell; a non-finite or negative one is refused."""
     text = (text or "").strip()
-    return float(text) if text else None
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise CoexploreError(f"row {n}: not a number: {text[:40]!r}", file=file, key=column,
+                             expected="a number >= 0 (pJ or um^2)") from None
+    if not math.isfinite(value) or value < 0:
+        raise CoexploreError(f"row {n}: {value}", file=file, key=column, expected="a finite number >= 0 (pJ or um^2)")
+    return value
 
 
 def read_grid(path: str | Path) -> list[GridRow]:
@@ -54,28 +65,51 @@ def read_grid(path: str | Path) -> list[GridRow]:
         raise CoexploreError("grid file not found", file=str(path),
                              expected="a CSV in the format of accelergy-ert-grid/ert_grid.csv")
     rows: list[GridRow] = []
+    file = str(path)
     with io.StringIO(read_text(path), newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise CoexploreError("missing column(s) " + ", ".join(missing), file=str(path),
+            raise CoexploreError("missing column(s) " + ", ".join(missing), file=file,
                                  expected="columns " + ", ".join(REQUIRED_COLUMNS))
-        for n, rec in enumerate(reader, start=1):
-            try:
-                attributes = json.loads(rec["attributes_json"] or "{}")
-                energy = _float(rec.get("energy_pJ_full", ""))
-                if energy is None:
-                    energy = _float(rec["energy_pJ"])
-                area = _float(rec.get("area_um2_full", ""))
-                if area is None:
-                    area = _float(rec["area_um2"])
-            except (ValueError, json.JSONDecodeError) as exc:
-                raise CoexploreError(f"row {n}: {exc}", file=str(path)) from None
-            rows.append(GridRow(
-                row=int(rec.get("row") or n), component_id=rec["component_id"],
-                group=rec.get("group", ""), cls=rec["class"], definition=rec["definition"],
-                attributes=attributes, action=rec["action"] or "", energy_pJ=energy,
-                area_um2=area, status=rec["status"], error=rec.get("error", "") or "",
-                energy_breakdown=rec.get("energy_breakdown", "") or "",
-                area_breakdown=rec.get("area_breakdown", "") or ""))
+        try:
+            for n, rec in enumerate(reader, start=1):
+                rows.append(_grid_row(rec, n, file))
+        except csv.Error as exc:
+            raise CoexploreError(f"line {reader.line_num}: {exc}", file=file,
+                                 expected="a CSV in the format of accelergy-ert-grid/ert_grid.csv") from None
+    if not rows:
+        raise CoexploreError("no rows after the header", file=file,
+                             expected="a CSV in the format of accelergy-ert-grid/ert_grid.csv, one row per action")
     return rows
+
+
+def _grid_row(rec: dict, n: int, file: str) -> GridRow:
+    if None in rec or any(rec.get(c) is None for c in REQUIRED_COLUMNS):
+        what = "more" if None in rec else "fewer"
+        raise CoexploreError(f"row {n} has {what} cells than the header", file=file,
+                             expected="one cell per column of the header")
+    try:
+        attributes = json.loads(rec["attributes_json"] or "{}")
+    except json.JSONDecodeError as exc:
+        raise CoexploreError(f"row {n}: not JSON ({exc.msg})", file=file, key="attributes_json",
+                             expected="a JSON object of the component's attributes") from None
+    if not isinstance(attributes, dict):
+        raise CoexploreError(f"row {n}: {type(attributes).__name__}", file=file, key="attributes_json",
+                             expected="a JSON object of the component's attributes")
+    energy = _float(rec.get("energy_pJ_full"), n, "energy_pJ_full", file)
+    if energy is None:
+        energy = _float(rec["energy_pJ"], n, "energy_pJ", file)
+    area = _float(rec.get("area_um2_full"), n, "area_um2_full", file)
+    if area is None:
+        area = _float(rec["area_um2"], n, "area_um2", file)
+    row = (rec.get("row") or "").strip()
+    if row and not row.isdigit():
+        raise CoexploreError(f"row {n}: {row[:40]!r}", file=file, key="row", expected="a whole number >= 0")
+    return GridRow(
+        row=int(row) if row else n, component_id=rec["component_id"],
+        group=rec.get("group", ""), cls=rec["class"], definition=rec["definition"],
+        attributes=attributes, action=rec["action"] or "", energy_pJ=energy,
+        area_um2=area, status=rec["status"], error=rec.get("error", "") or "",
+        energy_breakdown=rec.get("energy_breakdown", "") or "",
+        area_breakdown=rec.get("area_breakdown", "") or "")

@@ -555,4 +555,8 @@ class _DatabaseErrors:
         if unreadable:
             raise CacheUnreadableError(f"not a readable coexplore result cache ({text}); {hint}",
                                        file=str(self.path)) from exc
+        if "readonly" in text or "read-only" in text:
+            raise CoexploreError(f"the result cache cannot be written ({text})", file=str(self.path),
+                                 key="--cache", expected="a writable cache file (--cache PATH or "
+                                 f"${ENV_VAR}), or --no-cache to run without one") from exc
         raise CoexploreError(f"result cache error: {text}", file=str(self.path)) from exc

@@ -66,9 +66,13 @@ def _is_fraction(key: str) -> bool:
     return key in FRACTIONS or key.startswith("p_") or key.endswith(("_ratio", "_rate", "_fraction", "_ratio_start"))
 
 
+POSITIVE = ("lr", "critic_shrink")   # a zero learning rate learns nothing; the critic divides by its shrinkage
+
+
 def _is_positive(key: str) -> bool:
-    """Start values of geometric schedules (temperatures, rates): the schedule divides by them."""
-    return key == "t_start" or key.endswith("_start")
+    """Options that must be > 0: start values of geometric schedules (temperatures, rates: the
+    schedule divides by them), learning rates and the critic's shrinkage."""
+    return key == "t_start" or key.endswith("_start") or key in POSITIVE
 
 
 def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None):

@@ -178,9 +178,9 @@ def _kind(value) -> str:
 
 def _number(value, file, key: str, *, integer: bool = False) -> float | int:
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or value <= 0:
+    if isinstance(value, bool) or not ok or not value > 0 or value == float("inf"):
         raise _err(f"got {value!r}", file, key,
-                   "a positive integer" if integer else "a positive number")
+                   "a positive integer" if integer else "a finite positive number")
     return value
 
 

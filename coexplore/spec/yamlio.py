@@ -7,6 +7,7 @@ lists only, and written back with the same tags.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,12 @@ def _tagged(loader: yaml.Loader, tag_suffix: str, node: yaml.Node):
 
 
 _Loader.add_multi_constructor("!", _tagged)
+# YAML 1.2 floats: PyYAML (YAML 1.1) reads `5e1` or `1.5e3` (no dot, or no exponent sign) as text,
+# where Timeloop's YAML reader and a user see numbers
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 
 class _Dumper(yaml.SafeDumper):

@@ -90,6 +90,15 @@ def validate_table(table: JobTable, file: str | None = None) -> None:
         raise CoexploreError(f"bandwidth need of job {table.jobs[j].name} on core "
                              f"{table.cores[c]} is {bw[j, c]}", file=file,
                              key=f"bw_{table.cores[c]}", expected="a finite number >= 0 bytes/cycle")
+    # every job on its slowest core, one after the other, with room for bandwidth stretching:
+    # beyond this a makespan or its lower bound overflows to inf
+    with np.errstate(over="ignore"):
+        total = lat.max(axis=1).sum() * 1e6
+    if not np.isfinite(total):
+        j, c = np.unravel_index(int(np.argmax(lat)), lat.shape)
+        raise CoexploreError(f"latencies too large to add up (job {table.jobs[j].name} on core "
+                             f"{table.cores[c]}: {lat[j, c]:.3g} cycles)", file=file, key=f"lat_{table.cores[c]}",
+                             expected="latencies whose sum over the jobs stays below ~1e300 cycles")
 
 
 CostFn = Callable[[Job, str], tuple[float, float, float]]

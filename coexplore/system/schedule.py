@@ -82,12 +82,29 @@ def load_system_mapper(path) -> SystemMapperSpec:
     return SystemMapperSpec(name, budget, config, str(Path(f).resolve()))
 
 
+MAX_POP = 100_000      # a population is asked as one batch: as the layer mappers' batch cap
+
+
 def check_magma_config(cfg: MagmaConfig, file=None) -> MagmaConfig:
-    """Refuse populations too small to breed: every island needs two parents."""
+    """Refuse populations too small to breed (every island needs two parents) or too large to hold,
+    rates outside [0, 1], and a mutation floor above the rate (it would do nothing)."""
     islands = 1 if cfg.original_quirks else max(1, cfg.islands)
     if cfg.pop_size < 2 * islands:
         raise CoexploreError(f"pop_size {cfg.pop_size} is too small for {islands} island(s)", file=file,
                              key="config.pop_size", expected=f"at least 2 per island (>= {2 * islands})")
+    if cfg.pop_size > MAX_POP:
+        raise CoexploreError(f"pop_size {cfg.pop_size:,} is too large", file=file, key="config.pop_size",
+                             expected=f"at most {MAX_POP:,} (a generation is evaluated as one batch)")
+    for key in ("elite_ratio", "parent_ratio", "p_crossover_gen", "p_crossover_rg", "p_crossover_accel",
+                "p_mutation", "p_mutation_start", "parent_ratio_start", "p_mutation_min", "merge_at"):
+        value = getattr(cfg, key)
+        if value is not None and not 0 <= value <= 1:
+            raise CoexploreError(f"{key} {value}", file=file, key=f"config.{key}", expected="a number in [0, 1]")
+    top = max(cfg.p_mutation, cfg.p_mutation_start or 0.0)     # the rate anneals from start to p_mutation
+    if cfg.p_mutation_min is not None and not 0 < cfg.p_mutation_min < top:
+        raise CoexploreError(f"p_mutation_min {cfg.p_mutation_min} is not between 0 and the mutation rate "
+                             f"{top} (it would do nothing)", file=file, key="config.p_mutation_min",
+                             expected=f"a rate in (0, {top}), or left unset")
     return cfg
 
 
@@ -185,7 +202,7 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     objective = MakespanObjective(table, bandwidth)
     batch = BATCH["nevergrad"] if searcher.lower() in NEVERGRAD else BATCH["default"]
     try:
-        with np.errstate(over="ignore", invalid="ignore"):   # overflowing makespans are inf: refused below
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # overflowing makespans are inf: refused below
             s = make_searcher(searcher, table, int(budget), seed, config)
             cap = getattr(s, "max_samples", None)
             n = int(budget) if cap is None else min(int(budget), cap)

@@ -25,7 +25,7 @@ def _number(text: str, path, row: int, col: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise CoexploreError(f"row {row}: '{text}' is not a number", file=path, key=col,
+        raise CoexploreError(f"line {row}: {text!r} is not a number", file=path, key=col,
                              expected="a number") from None
 
 
@@ -35,8 +35,15 @@ def load_table(path: str | Path) -> JobTable:
     if not path.is_file():
         raise CoexploreError("no such job table file", file=path, expected="a CSV file")
     with io.StringIO(read_text(path), newline="") as fh:
-        rows = list(csv.reader(fh))
-    rows = [r for r in rows if any(cell.strip() for cell in r)]
+        reader = csv.reader(fh)
+        try:
+            numbered = [(reader.line_num, r) for r in reader]
+        except csv.Error as exc:
+            raise CoexploreError(f"line {reader.line_num}: {exc}", file=path,
+                                 expected="a CSV job table (a header with lat_<core>/bw_<core> columns, job rows)") from None
+    numbered = [(n, r) for n, r in numbered if any(cell.strip() for cell in r)]   # blank lines skipped
+    lines = [n for n, _ in numbered]
+    rows = [r for _, r in numbered]
     if not rows:
         raise CoexploreError("the job table is empty", file=path,
                              expected="a header with lat_<core>/bw_<core> columns and job rows")
@@ -84,9 +91,9 @@ def load_table(path: str | Path) -> JobTable:
     en = np.full((n, m), np.nan)
     jobs = []
     for r, row in enumerate(body):
-        rownum = r + 2
+        rownum = lines[r + 1]                # the file's line number, blank lines counted
         if len(row) != len(header):
-            raise CoexploreError(f"row {rownum} has {len(row)} cells, the header {len(header)}",
+            raise CoexploreError(f"line {rownum} has {len(row)} cells, the header {len(header)}",
                                  file=path, expected="one cell per column")
         for c, core in enumerate(lat_cores):
             lat[r, c] = _number(row[col[f"lat_{core}"]], path, rownum, f"lat_{core}")
@@ -94,7 +101,7 @@ def load_table(path: str | Path) -> JobTable:
             if en_cores:
                 en[r, c] = _number(row[col[f"en_{core}"]], path, rownum, f"en_{core}")
                 if not (np.isfinite(en[r, c]) and en[r, c] >= 0):
-                    raise CoexploreError(f"row {rownum}: energy {row[col[f'en_{core}']].strip()!r}", file=path,
+                    raise CoexploreError(f"line {rownum}: energy {row[col[f'en_{core}']].strip()!r}", file=path,
                                          key=f"en_{core}", expected="a finite number of pJ >= 0")
         name = row[col["job"]].strip() if "job" in col else str(r)
         dims = tuple((h, row[col[h]].strip()) for h in desc_cols)
