@@ -174,3 +174,15 @@ def test_lower_bound_is_below_the_optimum_of_every_tiny_table():
         assert lb >= simple * (1 - 2 * LP_SLACK)
         tight += best <= lb * (1 + 2 * LP_SLACK)
     assert tight >= 10          # on many tiny tables the bound is the optimum itself
+
+
+def test_a_longer_job_never_lowers_the_bound_even_at_extreme_latencies():
+    """The LP is solved in scaled cycles: a latency of 1e15-1e18 cycles (beyond HiGHS's coefficient
+    range unscaled) must not make it fall back to the weaker simple bounds."""
+    from coexplore.system.bounds import lower_bound
+    t = load_table(DATA / "tables" / "batch_mix" / "S3" / "insts0.csv")
+    base = lower_bound(t.latency, t.bandwidth, 8.0)
+    for value in (1e9, 1e12, 1e15, 1e18):
+        lat = t.latency.copy()
+        lat[5, 1] = max(lat[5, 1], value)
+        assert lower_bound(lat, t.bandwidth, 8.0) >= base * (1 - 1e-12), value

@@ -70,11 +70,18 @@ def assignment_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth:
     j_idx, c_idx = np.nonzero(ok)                 # one variable per allowed (job, core)
     nv = len(j_idx)
     rows = np.arange(nv)
+    times = lat[j_idx, c_idx]
+    moves = traffic[j_idx, c_idx] / bandwidth if np.isfinite(bandwidth) else None
+    # cycles scaled around the geometric middle of the coefficients: HiGHS refuses values above
+    # 1e15 and drops those below 1e-9, so a table spanning 1e3..1e15 cycles is solved as 1e-6..1e6
+    coeffs = np.concatenate([times, moves if moves is not None else []])
+    coeffs = coeffs[coeffs > 0]
+    scale = float(np.sqrt(coeffs.min() * coeffs.max())) if len(coeffs) else 1.0
     # per-core load - T <= 0
-    load = coo_matrix((lat[j_idx, c_idx], (c_idx, rows)), shape=(n_cores, nv))
+    load = coo_matrix((times / scale, (c_idx, rows)), shape=(n_cores, nv))
     a_ub = [hstack([load, coo_matrix(-np.ones((n_cores, 1)))])]
-    if np.isfinite(bandwidth):
-        tr = coo_matrix((traffic[j_idx, c_idx] / bandwidth, (np.zeros(nv, dtype=int), rows)), shape=(1, nv))
+    if moves is not None:
+        tr = coo_matrix((moves / scale, (np.zeros(nv, dtype=int), rows)), shape=(1, nv))
         a_ub.append(hstack([tr, coo_matrix(-np.ones((1, 1)))]))
     a_ub = vstack(a_ub).tocsr()
     a_eq = hstack([coo_matrix((np.ones(nv), (j_idx, rows)), shape=(n_jobs, nv)),
@@ -85,4 +92,4 @@ def assignment_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth:
                   bounds=(0, None), method="highs")
     if res.status != 0 or not np.isfinite(res.fun):
         return simple
-    return max(simple, float(res.fun))
+    return max(simple, float(res.fun) * scale)
