@@ -395,3 +395,31 @@ def test_clear_of_a_missing_cache_creates_nothing(tmp_path, capsys):
     assert _cli(["cache", "clear", "--cache", str(path)]) == 0
     assert "nothing to clear" in capsys.readouterr().out
     assert not path.exists() and not path.parent.exists()
+
+
+def test_a_cache_file_we_may_not_write_is_read_only(tmp_path, monkeypatch, capsys):
+    """A shared read-only cache: its hits are used, new results are skipped (the run does not fail).
+    Permissions are simulated (tests may run as root, who may write anything)."""
+    from coexplore.cli.main import main
+    root = Path(__file__).parent / "data" / "timeloop_corpus"
+    path = tmp_path / "shared.sqlite"
+    args = ["map", str(root / "arches" / "eyeriss_like" / "processed.yaml"), str(root / "layers" / "tiny_conv.yaml"),
+            "--budget", "300", "--cache", str(path), "--json"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    first = json.loads(capsys.readouterr().out)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **k: False if Path(p) == path and mode == os.W_OK
+                        else real_access(p, mode, **k))
+    with ResultCache(path) as cache:
+        assert cache.read_only and len(cache) == 1
+        cache.put("new", {"energy": 1.0})                 # skipped, no error
+        assert cache.get("new") is None
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0    # the stored result is a hit
+    out = capsys.readouterr()
+    again = json.loads(out.out)
+    assert again["cached"] and again["best"] == first["best"] and "is read-only" in out.err
+    assert main([*args[:-3], "--seed", "1", "--cache", str(path), "--json", "--out", str(tmp_path / "c")]) == 0
+    capsys.readouterr()
+    monkeypatch.undo()
+    with ResultCache(path) as cache:
+        assert len(cache) == 1                              # the seed-1 run was not stored

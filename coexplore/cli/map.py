@@ -9,7 +9,7 @@ from pathlib import Path
 from coexplore.errors import CoexploreError
 from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, top_keys
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
-                                 interrupted_note, keeps_earlier, run_checkpoint, seed)
+                                 interrupted_note, keeps_earlier, open_cache, run_checkpoint, seed)
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES
@@ -130,8 +130,7 @@ def run(args) -> int:
                                                                                                 run_desc)
     cache = None
     if not args.no_cache:
-        from coexplore.model.cache import ResultCache
-        cache = ResultCache(args.cache)
+        cache = open_cache(args.cache, "map")
     checkpoint = run_checkpoint(out, run_desc, "map", args.restart)
     try:
         res = map_layer(ctx, constraints, spec, args.budget, args.seed,

@@ -29,6 +29,17 @@ def add_cache_option(parser: argparse.ArgumentParser, no_cache: bool = False) ->
         parser.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
 
 
+def open_cache(path, command: str):
+    """The result cache of a run (`--cache` / $COEXPLORE_CACHE / default); a note when it can only
+    be read (its hits are used, new results are not stored)."""
+    from coexplore.model.cache import ResultCache
+    cache = ResultCache(path)
+    if cache.read_only:
+        print(f"coexplore {command}: note: the result cache {cache.path} is read-only: its results are used, "
+              "new ones are not stored (--cache PATH for a writable one)", file=sys.stderr)
+    return cache
+
+
 def remove_empty_created() -> None:
     """After a failed run: drop this run's claims on folders that hold nothing else, and remove the
     folders output_dir created that are then empty (no empty result folder is left behind)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
-                                 interrupted_note, keeps_earlier, run_checkpoint, seed)
+                                 interrupted_note, keeps_earlier, open_cache, run_checkpoint, seed)
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import write_text
 
@@ -246,8 +246,7 @@ def _system_table(args, progress: bool):
             raise
     cache = None
     if not args.no_cache:
-        from coexplore.model.cache import ResultCache
-        cache = ResultCache(args.cache)
+        cache = open_cache(args.cache, "schedule")
     try:
         table, system = system_job_table(args.system, args.workload, spec, _layer_budget(args), _layer_seed(args),
                                          cache=cache, progress=progress)

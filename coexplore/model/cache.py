@@ -237,6 +237,7 @@ class ResultCache:
         self._unsaved = {"hits": 0, "misses": 0}   # counted, not yet added to the file
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
+        self.read_only = False      # an existing file we may not write: lookups only, stores skipped
         if self.path.is_dir():
             raise CoexploreError("is a directory, not a cache file", file=str(self.path),
                                  expected="a file path such as results/cache.sqlite")
@@ -246,6 +247,8 @@ class ResultCache:
 
     # -- connection ------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            return self._connect_read_only()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._errors():
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
@@ -258,6 +261,24 @@ class ResultCache:
             except BaseException:
                 conn.close()
                 raise
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A cache file this process may not write (a shared, read-only copy): opened read-only;
+        `get` works, `put` and the hit/miss counters are skipped (`read_only` tells the caller)."""
+        from urllib.parse import quote
+        with self._errors():
+            conn = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True,
+                                   timeout=self.timeout, isolation_level=None)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                self._check_identity(conn)
+                conn.execute("SELECT count(*) FROM results").fetchone()   # readable, with our table
+            except BaseException:
+                conn.close()
+                raise
+        self.read_only = True
         self._conn, self._pid = conn, os.getpid()
         return conn
 
@@ -383,7 +404,10 @@ class ResultCache:
 
     def put_many(self, items: Iterable[tuple[str, Mapping[str, Any], Mapping[str, Any] | None]]
                  ) -> int:
-        """Store many (key, record, meta) in ONE transaction: all or none survive a crash."""
+        """Store many (key, record, meta) in ONE transaction: all or none survive a crash.
+        A read-only cache stores nothing (returns 0)."""
+        if self.read_only:
+            return 0
         with self._errors():
             db = self._db()
             db.execute("BEGIN IMMEDIATE")
@@ -414,7 +438,7 @@ class ResultCache:
 
     def flush_counters(self) -> None:
         """Add this object's unsaved hit/miss counts to the file's totals (one transaction)."""
-        if not any(self._unsaved.values()):
+        if not any(self._unsaved.values()) or self.read_only:
             return
         with self._errors():
             db = self._db()
