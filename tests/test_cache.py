@@ -423,3 +423,35 @@ def test_a_cache_file_we_may_not_write_is_read_only(tmp_path, monkeypatch, capsy
     monkeypatch.undo()
     with ResultCache(path) as cache:
         assert len(cache) == 1                              # the seed-1 run was not stored
+
+
+def _lock_folder(folder: Path):
+    """Make `folder` unwritable for this process, for real (SQLite must fail to create files in it):
+    chmod for a normal user, the immutable attribute for root; returns the undo, or skips."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return lambda: folder.chmod(0o755)
+    done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True)
+    if done.returncode != 0 or os.access(folder, os.W_OK):
+        pytest.skip("cannot make a folder unwritable for root here (no chattr)")
+    return lambda: subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_a_cache_in_a_folder_we_may_not_write_is_read_only(tmp_path):
+    """SQLite's WAL needs files beside the database: in a read-only folder the cache is read (as
+    immutable), stores are skipped, and a new cache there is a one-line error naming --cache."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    with ResultCache(folder / "c.sqlite") as cache:
+        cache.put("k", {"energy": 2.5})
+    undo = _lock_folder(folder)
+    try:
+        with ResultCache(folder / "c.sqlite") as cache:
+            assert cache.read_only and len(cache) == 1 and cache.get("k") == {"energy": 2.5}
+            assert cache.put_many([("k2", {"energy": 1.0}, None)]) == 0 and cache.get("k2") is None
+        with pytest.raises(CoexploreError) as e:
+            ResultCache(folder / "new.sqlite")
+        assert e.value.key == "--cache" and "--no-cache" in str(e.value) and "not writable" in str(e.value)
+        assert not (folder / "new.sqlite").exists()
+    finally:
+        undo()

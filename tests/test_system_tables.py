@@ -100,3 +100,11 @@ def test_errors_name_the_file_line_blank_lines_counted_and_huge_cells_or_sums_ar
     with pytest.raises(CoexploreError, match="latencies too large to add up") as e:
         load_table(_write(tmp_path, "job,lat_a,bw_a\n0,1e308,1\n1,1e308,1\n"))
     assert e.value.key == "lat_a"
+
+
+def test_repeated_job_names_are_refused_and_blank_names_numbered(tmp_path):
+    with pytest.raises(CoexploreError, match="line 4: job 'conv1' is already on line 2") as e:
+        load_table(_write(tmp_path, "job,lat_a,bw_a\nconv1,10,1\nfc,5,1\nconv1,10,1\n"))
+    assert e.value.key == "job" and str(tmp_path / "t.csv") in str(e.value)
+    t = load_table(_write(tmp_path, "job,lat_a,bw_a\nconv1,10,1\n ,5,1\n"))
+    assert [j.name for j in t.jobs] == ["conv1", "1"]

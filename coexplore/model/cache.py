@@ -247,9 +247,15 @@ class ResultCache:
 
     # -- connection ------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
-        if self.path.exists() and not os.access(self.path, os.W_OK):
-            return self._connect_read_only()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.path.parent
+        if self.path.exists() and not (os.access(self.path, os.W_OK) and os.access(folder, os.W_OK)):
+            return self._connect_read_only()     # SQLite writes beside the file (-wal, -shm)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists() and not os.access(folder, os.W_OK):
+            raise CoexploreError("cannot create the result cache: its folder is not writable",
+                                 file=str(self.path), key="--cache",
+                                 expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
+                                          "or --no-cache to run without one")
         with self._errors():
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
             try:
@@ -265,12 +271,22 @@ class ResultCache:
         return conn
 
     def _connect_read_only(self) -> sqlite3.Connection:
-        """A cache file this process may not write (a shared, read-only copy): opened read-only;
-        `get` works, `put` and the hit/miss counters are skipped (`read_only` tells the caller)."""
+        """A cache file this process may not write, or in a folder it may not write (a shared,
+        read-only copy): opened read-only; `get` works, `put` and the hit/miss counters are skipped
+        (`read_only` tells the caller). In a read-only folder SQLite cannot make the WAL index
+        beside the file; nobody can then write the file, so it is read as immutable (entries
+        still in a leftover -wal file are not seen: they are computed again, not stored)."""
         from urllib.parse import quote
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
         with self._errors():
-            conn = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True,
-                                   timeout=self.timeout, isolation_level=None)
+            try:
+                conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.OperationalError as exc:
+                if "unable to open" not in str(exc) or os.access(self.path.parent, os.W_OK):
+                    raise
+                conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=self.timeout,
+                                       isolation_level=None)
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
                 self._check_identity(conn)

@@ -89,7 +89,7 @@ def load_table(path: str | Path) -> JobTable:
     lat = np.empty((n, m))
     bw = np.empty((n, m))
     en = np.full((n, m), np.nan)
-    jobs = []
+    jobs, first_line = [], {}
     for r, row in enumerate(body):
         rownum = lines[r + 1]                # the file's line number, blank lines counted
         if len(row) != len(header):
@@ -103,7 +103,12 @@ def load_table(path: str | Path) -> JobTable:
                 if not (np.isfinite(en[r, c]) and en[r, c] >= 0):
                     raise CoexploreError(f"line {rownum}: energy {row[col[f'en_{core}']].strip()!r}", file=path,
                                          key=f"en_{core}", expected="a finite number of pJ >= 0")
-        name = row[col["job"]].strip() if "job" in col else str(r)
+        name = (row[col["job"]].strip() if "job" in col else "") or str(r)
+        if name in first_line:
+            raise CoexploreError(f"line {rownum}: job '{name}' is already on line {first_line[name]}",
+                                 file=path, key="job",
+                                 expected="each job name once (or no job column: rows are numbered from 0)")
+        first_line[name] = rownum
         dims = tuple((h, row[col[h]].strip()) for h in desc_cols)
         kind = _KIND.get(row[col["T"]].strip(), "") if "T" in col else ""
         jobs.append(Job(name=name, dnn=row[col["dnn"]].strip() if "dnn" in col else "",
