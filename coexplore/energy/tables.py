@@ -18,7 +18,7 @@ from typing import Iterable
 
 from coexplore.energy.components import ESTIMATOR, ComponentEstimate, estimate_component
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import load_yaml
+from coexplore.spec.yamlio import load_yaml, write_text
 
 VERSION = "0.4"
 PRECISION = 6   # significant digits of the energies and areas in the tables, as Accelergy writes them
@@ -195,7 +195,7 @@ def _path_and_table(a, b) -> tuple[Path, dict]:
 def write_ert(path: str | Path, ert: dict, estimator: str | None = None) -> Path:
     """Write `ert` to `path` in Accelergy's ERT.yaml layout (arguments in either order)."""
     path, ert = _path_and_table(path, ert)
-    path.write_text(format_ert(ert, estimator))
+    write_text(path, format_ert(ert, estimator))     # atomic; makes the folder
     return path
 
 
@@ -214,7 +214,7 @@ def area_breakdown(art: dict) -> list[tuple[str, int, float]]:
 def write_art(path: str | Path, art: dict, estimator: str | None = None) -> Path:
     """Write `art` to `path` in Accelergy's ART.yaml layout (arguments in either order)."""
     path, art = _path_and_table(path, art)
-    path.write_text(format_art(art, estimator))
+    write_text(path, format_art(art, estimator))
     return path
 
 

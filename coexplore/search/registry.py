@@ -244,7 +244,8 @@ def load_mapper(path) -> MapperSpec:
 
 def save_mapper(spec: MapperSpec, path) -> None:
     import yaml
-    Path(path).write_text(yaml.safe_dump(spec.to_dict(), sort_keys=False))
+    from coexplore.spec.yamlio import write_text
+    write_text(path, yaml.safe_dump(spec.to_dict(), sort_keys=False))
 
 
 def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None = 0) -> Searcher:
