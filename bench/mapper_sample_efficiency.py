@@ -145,6 +145,13 @@ def rl_sample_ratios(runs, searcher, seeds) -> list[float]:
     return ratios
 
 
+def marl_warmup(budget: int) -> int:
+    """Samples MARL's default configuration spends on its uniform warm-up at this budget."""
+    from coexplore.search import registry
+    cfg = registry.mapper_spec("marl").config
+    return min(int(cfg.warmup), int(cfg.warmup_fraction * budget))
+
+
 def bootstrap_median_of_medians(per_pair: list[list[float]], draws: int = 4000, seed: int = 0) -> tuple[float, float]:
     """95% percentile-bootstrap interval of the median over pairs of the per-pair median ratio, the
     seeds of each pair resampled with replacement: how far the seeds' luck moves the statistic."""
@@ -256,6 +263,9 @@ def main() -> None:
             entry["marl_vs_rl_seeds"] = len(ratios)
             entry["marl_vs_rl_seeds_at_10x"] = sum(r >= 10 for r in ratios)
             entry["marl_vs_rl_ratios"] = ratios                                    # per seed, for the bootstrap
+            # what 10x asks: RL's own samples to its final best, per seed (MARL must need a tenth)
+            entry["rl_samples_to_best"] = [samples_to(r["history"], r["best"]) for r in pr_all
+                                           if r["searcher"] == "rl" and r["seed"] < ratio_seeds and "history" in r]
         summary["pairs"].append(entry)
         plot_pair(entry, pr, searchers, out_path.parent / f"mapper_{a}_{l}.png")
     per_pair = [e["marl_vs_rl_ratios"] for e in summary["pairs"]
@@ -327,6 +337,14 @@ def print_table(summary):
             if summary.get("ratio_ci95"):
                 lo, hi = summary["ratio_ci95"]
                 print(f"  95% bootstrap interval of that median (seeds resampled per pair): {lo:.1f}x-{hi:.1f}x")
+            to_best = [e["rl_samples_to_best"] for e in main_pairs if e.get("rl_samples_to_best")]
+            if to_best:
+                warm = marl_warmup(summary["budget"])
+                early = sum(n < 10 * warm for runs in to_best for n in runs)
+                print(f"  RL reaches its final best after (median per pair) "
+                      f"{', '.join(f'{statistics.median(r):,.0f}' for r in to_best)} samples; on {early} of "
+                      f"{sum(map(len, to_best))} runs before {10 * warm:,}, where 10x asks MARL to match it "
+                      f"within its {warm:,}-sample uniform warm-up")
         others = [s for s in searchers if s != "rl" and all(s in e.get("vs_rl_sample_ratio_median", {})
                                                               for e in main_pairs)]
         if others:
