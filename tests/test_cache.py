@@ -455,3 +455,17 @@ def test_a_cache_in_a_folder_we_may_not_write_is_read_only(tmp_path):
         assert not (folder / "new.sqlite").exists()
     finally:
         undo()
+
+
+def test_a_cache_whose_wal_files_we_may_not_write_is_read_only(tmp_path, monkeypatch):
+    """Another user's -wal/-shm beside a writable file: SQLite could not write them, so read-only
+    (permissions simulated, as tests may run as root)."""
+    path = tmp_path / "c.sqlite"
+    with ResultCache(path) as cache:
+        cache.put("k", {"energy": 1.0})
+        assert Path(f"{path}-wal").exists()           # WAL mode keeps the companions while open
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode, **k: False if str(p).endswith("-wal") and mode == os.W_OK
+                            else real_access(p, mode, **k))
+        with ResultCache(path) as other:
+            assert other.read_only and other.get("k") == {"energy": 1.0}

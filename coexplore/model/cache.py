@@ -248,8 +248,10 @@ class ResultCache:
     # -- connection ------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
         folder = self.path.parent
-        if self.path.exists() and not (os.access(self.path, os.W_OK) and os.access(folder, os.W_OK)):
-            return self._connect_read_only()     # SQLite writes beside the file (-wal, -shm)
+        companions = [Path(f"{self.path}{s}") for s in ("-wal", "-shm")]   # SQLite writes beside the file
+        if self.path.exists() and not (all(os.access(f, os.W_OK) for f in (self.path, *companions) if f.exists())
+                                       and os.access(folder, os.W_OK)):
+            return self._connect_read_only()
         folder.mkdir(parents=True, exist_ok=True)
         if not self.path.exists() and not os.access(folder, os.W_OK):
             raise CoexploreError("cannot create the result cache: its folder is not writable",
