@@ -17,8 +17,6 @@ from typing import Any
 
 from coexplore.errors import CoexploreError
 
-
-
 MAX_COUNT = 2 ** 40     # the largest size or count a core parameter may take
 
 @dataclass(frozen=True)
