@@ -10,7 +10,7 @@ any searcher found, wall time, and for MARL vs single-agent RL the sample-effici
 RL needs to reach its own final best / samples MARL needs to reach that value). Writes
 results/bench/mapper_sample_efficiency.json and results/bench/mapper_<pair>.png.
 
-    python bench/mapper_sample_efficiency.py            # budget 100,000, 5 seeds (long: ~1 h on 2 cores)
+    python bench/mapper_sample_efficiency.py            # budget 100,000, 5 seeds (long: ~30 min on 2 cores)
     python bench/mapper_sample_efficiency.py --ratio-seeds 20   # + rl and marl seeds 5-19 for the ratio (~40 min more)
     python bench/mapper_sample_efficiency.py --quick    # budget 10,000, 2 seeds, 4 searchers
 """
@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from histories import best_at, samples_to  # noqa: E402
 from runlog import RunLog, source_version  # noqa: E402
 from shared_data import HelpFormatter  # noqa: E402
 
@@ -66,7 +67,7 @@ SOURCES = {"random": (_S + "random_search.py",), "random_pruned": (_S + "pruned.
 
 
 # the mapspace's decoding and the layer objective shape every searcher's numbers
-COMMON = ("coexplore/mapspace/space.py", "coexplore/search/layer.py")
+COMMON = ("coexplore/mapspace/space.py", "coexplore/search/layer.py", "coexplore/search/base.py")
 
 
 def version(searcher: str) -> str:
@@ -113,23 +114,6 @@ def run_one(job):
                 "wall_s": time.perf_counter() - t0}
     return {"arch": arch, "layer": layer, "searcher": searcher, "seed": seed, "history": hist, "best": best,
             "samples": samples, "wall_s": time.perf_counter() - t0}
-
-
-def best_at(history, n):
-    val = math.inf
-    for s, v in history:
-        if s <= n:
-            val = v
-        else:
-            break
-    return val
-
-
-def samples_to(history, target):
-    for s, v in history:
-        if v <= target:
-            return s
-    return None
 
 
 def rl_sample_ratios(runs, searcher, seeds) -> list[float]:

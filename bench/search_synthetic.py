@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from coexplore.search.registry import make_searcher, mapper_spec  # noqa: E402
 from coexplore.search.space import DiscreteSpace  # noqa: E402
 from coexplore.search.synthetic import make_synthetic  # noqa: E402
+from histories import best_at, samples_to  # noqa: E402
 from shared_data import HelpFormatter  # noqa: E402
 
 TARGETS = (1.5, 1.25, 1.1, 1.05)  # best / optimum thresholds for samples-to-target
@@ -69,25 +70,9 @@ def run_one(name: str, problem, budget: int, seed: int, batch: int) -> dict:
     return out
 
 
-def best_at(curve, n: int) -> float:
-    best = np.inf
-    for s, b in curve:
-        if s > n:
-            break
-        best = b
-    return best
-
-
 def label(n: int) -> str:
     """A sample count as used in result keys: 10000 -> "10k", 2500 -> "2500"."""
     return f"{n // 1000}k" if n % 1000 == 0 else str(n)
-
-
-def first_reach(curve, target: float) -> int | None:
-    for s, b in curve:
-        if b <= target * (1 + 1e-12):
-            return s
-    return None
 
 
 def main(argv=None) -> int:
@@ -118,7 +103,7 @@ def main(argv=None) -> int:
         for name, r in res.items():
             row["results"][name] = {
                 "curve": [[int(s), float(b)] for s, b in r["curve"]],
-                **{f"samples_to_{t}": first_reach(r["curve"], t * opt) for t in TARGETS},
+                **{f"samples_to_{t}": samples_to(r["curve"], t * opt, rtol=1e-12) for t in TARGETS},
                 f"gap_{k1}": best_at(r["curve"], n1k) / opt,
                 f"gap_{k10}": best_at(r["curve"], n10k) / opt,
                 "gap_full": r["curve"][-1][1] / opt,
@@ -128,8 +113,8 @@ def main(argv=None) -> int:
             }
         if "rl" in res and "marl" in res:
             target = res["rl"]["curve"][-1][1]
-            s_rl = first_reach(res["rl"]["curve"], target)
-            s_marl = first_reach(res["marl"]["curve"], target)
+            s_rl = samples_to(res["rl"]["curve"], target, rtol=1e-12)
+            s_marl = samples_to(res["marl"]["curve"], target, rtol=1e-12)
             row["rl_target"] = target
             row["samples_rl"] = s_rl
             row["samples_marl"] = s_marl

@@ -1,8 +1,11 @@
-"""MARL's correlation analysis and clustering recover planted parameter groups."""
+"""MARL's correlation analysis and clustering recover planted parameter groups; its stall
+handling (best-response rounds, restarts)."""
+
+import dataclasses
 
 import numpy as np
 
-from coexplore.search.base import run_search
+from coexplore.search.base import run_search, with_tie
 from coexplore.search.marl import MARL, MARLConfig, cluster_parameters, correlation_analysis
 from coexplore.search.rl import RLConfig, TeamLearner
 from coexplore.search.space import DiscreteSpace
@@ -175,3 +178,49 @@ def test_stalled_team_restarts_and_keeps_searching():
     assert res.samples == 6000
     x = space.unravel(np.arange(space.size))
     assert res.best_loss == np.min(f(x))
+
+
+def plateau():
+    """A lexicographic objective (timeloop-mapper's [delay, energy]): the primary loss is flat on
+    every point with p0 = p1 = 0 (6^6 of them), and the tie key, separable, is lowest at one of those."""
+    card = np.full(8, 6)
+    space = DiscreteSpace(card, [f"p{i}" for i in range(8)])
+    target = np.array([0, 0, 5, 1, 4, 2, 3, 0])
+
+    def f(x):
+        primary = 1.0 + (x[:, 0] != 0) + (x[:, 1] != 0)
+        return with_tie(primary, 1.0 + ((x[:, 2:] - target[2:]) ** 2).sum(axis=1))
+    return space, f, target
+
+
+def test_best_response_rounds_walk_the_plateau_of_a_tied_objective():
+    """The policies learn from the primary loss alone; once it stalls, the best-response rounds
+    follow the tie key too (each round that lowers it goes on), so the search ends on the
+    lexicographic optimum; with the ties withheld from `tell` it ends wherever the plateau's random
+    draws left it."""
+    space, f, target = plateau()
+    best = {}
+    for passed in (True, False):
+        s = MARL(space, MARLConfig(warmup=300), seed=0)
+        if not passed:
+            s.tell = lambda b, losses, s=s: MARL.tell(s, b, np.asarray(losses))
+        res = run_search(s, f, budget=4000)
+        assert res.best_loss == 1.0                          # both are on the plateau
+        best[passed] = f(res.best_x[None, :]).tie[0]
+    assert best[True] == 1.0 and best[False] > 1.0, best
+
+
+def test_stall_is_capped_by_a_share_of_the_budget():
+    """`stall_fraction` caps the stall clock, so a short run reaches its best-response rounds."""
+    space, f, _ = planted()
+    cfg = MARLConfig(warmup=200, stall=1000)
+    for budget, fraction, expected in ((2000, 0.1, 200), (2000, 0.0, 1000), (100_000, 0.1, 1000)):
+        s = MARL(space, dataclasses.replace(cfg, stall_fraction=fraction), seed=0)
+        s.budget = budget
+        assert s._stall() == expected
+    asked = []
+    for fraction in (0.1, 0.0):
+        s = MARL(space, dataclasses.replace(cfg, stall_fraction=fraction), seed=0)
+        run_search(s, f, budget=2000, batch_size=50)
+        asked.append(s.restarts)
+    assert asked[0] > asked[1]            # more stalls handled: restarts

@@ -37,6 +37,23 @@ def checked_losses(batch, losses) -> np.ndarray:
     return out
 
 
+class TiedLosses(np.ndarray):
+    """Losses with a secondary key `tie` (same shape), e.g. latency's energy: the searchers learn
+    from the losses alone; `run_search` keeps as its best the lowest loss, and among equal losses
+    the lowest tie, and passes the ties on to `tell` (MARL's best-response rounds use them)."""
+
+    tie: np.ndarray
+
+    def __array_finalize__(self, obj):
+        self.tie = getattr(obj, "tie", None)
+
+
+def with_tie(losses: np.ndarray, tie: np.ndarray) -> TiedLosses:
+    out = np.asarray(losses, dtype=float).view(TiedLosses)
+    out.tie = np.asarray(tie, dtype=float)
+    return out
+
+
 def check_options(config, file=None) -> None:
     """Options with a fixed set of values (the config class's `CHOICES`) hold one of them, and an
     option that acts only with another option's value (`ONLY_WITH`) is left at its default otherwise
@@ -178,7 +195,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     SearchInterrupted with the best of the batches evaluated so far: in the main thread the first
     Ctrl-C lets the batch being evaluated finish (it is counted), so the interrupt never lands
     inside the progress bar or the model; a second Ctrl-C stops at once (that batch is dropped).
-    Losses carrying a `tie` key (`registry.TiedLosses`) keep, among equal losses, the lowest tie
+    Losses carrying a `tie` key (`TiedLosses`) keep, among equal losses, the lowest tie
     as the best. `best_label` names the best loss on the progress bar (e.g. with its unit).
     A `checkpoint` (`search.checkpoint.Checkpoint`) is restored first, when it holds a snapshot of
     this run, and saved at batch boundaries (periodically and on Ctrl-C): a run resumed from it ends
@@ -231,7 +248,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
                 history[-1] = (samples, best_loss)     # a flat stretch keeps its two ends only
             else:
                 history.append((samples, best_loss))
-            searcher.tell(batch, losses)
+            searcher.tell(batch, losses if tie is None else with_tie(losses, tie))
             if bar is not None:
                 bar.set_postfix({best_label: f"{best_loss:.4g}"}, refresh=False)   # shown by update
                 bar.update(len(losses))

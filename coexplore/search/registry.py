@@ -20,7 +20,7 @@ import numpy as np
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.search.annealing import SAConfig, SimulatedAnnealing
-from coexplore.search.base import Searcher, check_options
+from coexplore.search.base import Searcher, TiedLosses, check_options, with_tie  # noqa: F401 (TiedLosses: API)
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
 from coexplore.search.ga import GAConfig, GeneticAlgorithm
 from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
@@ -262,22 +262,6 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
                              "factorisation)", key="space",
                              expected="a coexplore.mapspace.MapSpace, e.g. via coexplore map")
     return cls(space, spec.config, seed)
-
-
-class TiedLosses(np.ndarray):
-    """Losses with a secondary key `tie` (same shape): the searchers learn from the losses alone;
-    `run_search` keeps as its best the lowest loss, and among equal losses the lowest tie."""
-
-    tie: np.ndarray
-
-    def __array_finalize__(self, obj):
-        self.tie = getattr(obj, "tie", None)
-
-
-def with_tie(losses: np.ndarray, tie: np.ndarray) -> TiedLosses:
-    out = np.asarray(losses, dtype=float).view(TiedLosses)
-    out.tie = np.asarray(tie, dtype=float)
-    return out
 
 
 def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") -> np.ndarray:
