@@ -270,3 +270,19 @@ def test_history_is_the_best_so_far_as_a_step_function():
         return np.full(len(batch), 10.0 if len(calls) < 3 else 5.0)   # improves once, at batch 3
     res = run_search(make_searcher("random", space, seed=0), objective, budget=1000, batch_size=100)
     assert res.history == [(100, 10.0), (200, 10.0), (300, 5.0), (1000, 5.0)]
+
+
+@pytest.mark.parametrize("name", ["rl", "marl", "marl_noclust"])
+def test_learners_stop_once_a_tiny_space_is_exhausted(name):
+    """A space smaller than the budget: once every point is evaluated the learner asks nothing more
+    (the search stops instead of repeating known points) and says its best is the optimum."""
+    space = DiscreteSpace(np.array([3, 4]), ["a", "b"])
+
+    def f(x):
+        return 1.0 + (x[:, 0] - 2) ** 2 + (x[:, 1] - 1) ** 2
+    s = make_searcher(name, space, seed=0)
+    assert s.done is None
+    res = run_search(s, f, budget=1000, batch_size=5)
+    assert res.samples == space.size == 12 and s.done is True     # each point once, then nothing
+    assert res.best_loss == 1.0 and list(res.best_x) == [2, 1]
+    assert len(s.ask(5)) == 0

@@ -350,9 +350,23 @@ class PolicySearcher(Searcher):
         if self.learner is None:
             self.learner = TeamLearner(self.space, self._clusters(), self._learner_config())
 
-    def ask(self, n: int) -> np.ndarray:
+    @property
+    def done(self) -> bool | None:
+        """True once every point of the (tiny) space has been evaluated: the best is the optimum,
+        and `ask` returns no more candidates (a search stops instead of repeating known points)."""
+        return True if self._memo is not None and len(self._memo) >= self.space.size else None
+
+    def _room(self, n: int) -> int:
+        """How many of n candidates to ask: at most the points of the space not yet asked (0 once
+        the space is exhausted)."""
         if self._memo is None:
             self._start()
+        unseen = self.space.size - len(self._memo) - len(self._memo.pending)
+        return int(min(n, max(unseen, 0)))
+
+    def ask(self, n: int) -> np.ndarray:
+        if (n := self._room(n)) == 0:
+            return np.zeros((0, self.space.n_params), np.int64)
         self._ensure_learner()
         return self._ask_policy(n)
 
