@@ -20,7 +20,7 @@ import numpy as np
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.search.annealing import SAConfig, SimulatedAnnealing
-from coexplore.search.base import Searcher, TiedLosses, check_options, with_tie  # noqa: F401 (TiedLosses: API)
+from coexplore.search.base import Searcher, check_options, with_tie
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
 from coexplore.search.ga import GAConfig, GeneticAlgorithm
 from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
