@@ -93,14 +93,13 @@ def run_one(job: dict) -> dict:
     ctx, constraints, tl_spec, _ = load_case(Path(job["case_dir"]))
     spec = tl_spec if job["searcher"] == "timeloop" else registry.load_mapper(job["searcher"])
     spec.objective = tl_spec.objective          # as `coexplore map --searcher NAME` on the case's input
-    name = spec.searcher
     t0 = time.perf_counter()
     out = {k: job[k] for k in ("case", "searcher", "seed")}
     try:
         res = map_layer(ctx, constraints, spec, job["budget"], job["seed"])
     except NoValidMapping as exc:
         return {**out, "error": str(exc), "wall_s": time.perf_counter() - t0}
-    return {**out, "algorithm": name, "history": res.history, "samples": res.samples,
+    return {**out, "algorithm": spec.searcher, "history": res.history, "samples": res.samples,
             "cycles": res.best["cycles"], "energy_pJ": res.best["energy_pJ"], "wall_s": time.perf_counter() - t0}
 
 
@@ -112,9 +111,10 @@ def reference_numbers(case_dir: Path) -> tuple[int, float]:
     return int(s["cycles"]), float(s["energy_pJ_from_per_compute"])
 
 
-def case_summary(case_dir: Path, runs: list[dict], budget: int) -> dict:
+def case_summary(case_dir: Path, loaded: tuple, runs: list[dict], budget: int) -> dict:
+    """The comparison of one case (`loaded`: its `load_case`) from its finished runs."""
     from coexplore.mapspace.space import MapSpace
-    ctx, constraints, tl_spec, run = load_case(case_dir)
+    ctx, constraints, tl_spec, run = loaded
     objective = tl_spec.objective
     arrays = run.arrays()
     ev = ctx.evaluate(arrays)
@@ -161,9 +161,9 @@ def main() -> None:
         raise SystemExit(2)
     jobs = [{"case": c.name, "case_dir": str(c), "searcher": s, "seed": seed, "budget": args.budget}
             for c in cases for s in SEARCHERS for seed in range(args.seeds)]
-    algorithm = {c.name: load_case(c)[2].searcher for c in cases}
+    loaded = {c.name: load_case(c) for c in cases}
     for j in jobs:          # the code version of the searcher that runs
-        j["version"] = version(algorithm[j["case"]] if j["searcher"] == "timeloop" else j["searcher"])
+        j["version"] = version(loaded[j["case"]][2].searcher if j["searcher"] == "timeloop" else j["searcher"])
     out_path = Path(args.out)
     log = RunLog(out_path.with_suffix(".partial.jsonl"), ("case", "searcher", "seed", "budget"))
     todo = [j for j in jobs if j not in log]
@@ -175,7 +175,8 @@ def main() -> None:
             log.append({**r, "budget": job["budget"], "version": job["version"]})
     runs = [log.get(j) for j in jobs]
     summary = {"budget": args.budget, "seeds": args.seeds, "stride_rule": STRIDE_RULE,
-               "cases": [case_summary(c, [r for r in runs if r["case"] == c.name], args.budget) for c in cases]}
+               "cases": [case_summary(c, loaded[c.name], [r for r in runs if r["case"] == c.name], args.budget)
+                         for c in cases]}
     out_path.write_text(json.dumps(summary, indent=1))
     print_table(summary)
     print(f"wrote {out_path}")
