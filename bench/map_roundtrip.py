@@ -25,11 +25,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from coexplore.spec.workload import bundled_workloads, load_workload  # noqa: E402
 from shared_data import HelpFormatter  # noqa: E402
 
 COMPARED = ("energy_pJ", "cycles", "edp_J_cycle", "levels")
@@ -39,11 +38,11 @@ def bundled_pairs(layers_per_workload: int) -> list[tuple[str, str, list[str]]]:
     """(arch, problem, extra CLI args) for the bundled single-core systems x spread layers."""
     pairs = []
     for core in ("arch/simba.yaml", "arch/eyeriss.yaml"):
-        for wl in sorted((ROOT / "problems").glob("*.yaml")):
-            names = [lay["name"] for lay in yaml.safe_load(wl.read_text())["workload"]["layers"]]
+        for wl in bundled_workloads():
+            names = [lay.name for lay in load_workload(wl).layers]
             k = min(layers_per_workload, len(names))
             picked = sorted({names[round(i * (len(names) - 1) / max(k - 1, 1))] for i in range(k)}, key=names.index)
-            pairs += [(core, f"problems/{wl.name}", ["--layer", name]) for name in picked]
+            pairs += [(core, str(wl), ["--layer", name]) for name in picked]
     return pairs
 
 
