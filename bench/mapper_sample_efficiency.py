@@ -6,12 +6,14 @@ small layers whose distinct mappings are all enumerated (the optimum reference; 
 so an interrupted run resumes and a changed searcher reruns alone. For each pair, searcher
 and seed the best EDP after 100 ... BUDGET samples is recorded; reported per pair: the median
 best EDP at each checkpoint, the samples each searcher needs to come within 5% of the best value
-any searcher found, wall time, and for MARL vs single-agent RL the sample-efficiency ratio (samples
-RL needs to reach its own final best / samples MARL needs to reach that value). Writes
+any searcher found, wall time, and MARL's sample-efficiency ratio against the single-agent
+baselines (samples the baseline needs to reach its own final best / samples MARL needs to reach
+that value): `rl` (the project's target, the same learner as MARL's agents) and `ppo` (the MARL
+paper's baseline, an MLP policy). Writes
 results/bench/mapper_sample_efficiency.json and results/bench/mapper_<pair>.png.
 
     python bench/mapper_sample_efficiency.py            # budget 100,000, 5 seeds (long: ~30 min on 2 cores)
-    python bench/mapper_sample_efficiency.py --ratio-seeds 20   # + rl and marl seeds 5-19 for the ratio (~40 min more)
+    python bench/mapper_sample_efficiency.py --ratio-seeds 20   # + rl, ppo and marl seeds 5-19 for the ratios (~50 min more)
     python bench/mapper_sample_efficiency.py --quick    # budget 10,000, 2 seeds, 4 searchers
 """
 
@@ -57,13 +59,17 @@ SMALL = [("simple_weight_stationary", "small_gemm", "small GEMM (exhaustive)"),
          ("simba_like", "small_fc", "small 1x1 (exhaustive)"),
          ("eyeriss_like", "small_conv", "small conv 3x3 (exhaustive)")]
 SMALL_BUDGET = 10_000
-SEARCHERS = ["random", "random_pruned", "linear_pruned", "ga", "sa", "rl", "marl", "marl_noclust"]
+SEARCHERS = ["random", "random_pruned", "linear_pruned", "ga", "sa", "rl", "ppo", "marl", "marl_noclust"]
+# single-agent baselines MARL's sample ratio is measured against: the project's target is `rl` (the
+# same learner as MARL's agents); `ppo` is the MARL paper's own baseline (an MLP policy)
+RATIO_REFS = {"rl": "RL", "ppo": "PPO"}
 _S = "coexplore/search/"
 _LEARNER = (_S + "rl.py", _S + "memo.py", _S + "losses.py")
 SOURCES = {"random": (_S + "random_search.py",), "random_pruned": (_S + "pruned.py",),
            "linear_pruned": (_S + "pruned.py",), "ga": (_S + "ga.py", _S + "mutation.py"),
            "sa": (_S + "annealing.py", _S + "mutation.py"), "rl": _LEARNER,
-           "marl": (_S + "marl.py", *_LEARNER), "marl_noclust": (_S + "marl.py", *_LEARNER)}
+           "marl": (_S + "marl.py", *_LEARNER), "marl_noclust": (_S + "marl.py", *_LEARNER),
+           "ppo": (_S + "ppo.py", *_LEARNER)}
 
 
 # the mapspace's decoding and the layer objective shape every searcher's numbers
@@ -116,17 +122,32 @@ def run_one(job):
             "samples": samples, "wall_s": time.perf_counter() - t0}
 
 
-def rl_sample_ratios(runs, searcher, seeds) -> list[float]:
-    """Per seed: samples RL needed to reach its final best / samples `searcher` needed to reach it
-    (0 when it never does)."""
+def rl_sample_ratios(runs, searcher, seeds, ref: str = "rl") -> list[float]:
+    """Per seed: samples the reference searcher (RL) needed to reach its final best / samples
+    `searcher` needed to reach it (0 when it never does)."""
     ratios = []
     for seed in range(seeds):
-        rl = next((r for r in runs if r["searcher"] == "rl" and r["seed"] == seed), None)
+        rl = next((r for r in runs if r["searcher"] == ref and r["seed"] == seed), None)
         other = next((r for r in runs if r["searcher"] == searcher and r["seed"] == seed), None)
         if rl and other:
             n_other = samples_to(other["history"], rl["best"])
             ratios.append(samples_to(rl["history"], rl["best"]) / n_other if n_other else 0.0)
     return ratios
+
+
+def ratio_entry(runs, ref: str, seeds: int) -> dict:
+    """MARL against one single-agent baseline on one pair: per-seed ratios (samples the baseline
+    needs to reach its final best / samples MARL needs), their median and what 10x asks."""
+    ratios = rl_sample_ratios(runs, "marl", seeds, ref)
+    return {
+        f"marl_vs_{ref}_sample_ratio_median": statistics.median(ratios) if ratios else None,
+        f"marl_never_reaches_{ref}_best": sum(r == 0.0 for r in ratios),   # seeds counted as ratio 0
+        f"marl_vs_{ref}_seeds": len(ratios),
+        f"marl_vs_{ref}_seeds_at_10x": sum(r >= 10 for r in ratios),
+        f"marl_vs_{ref}_ratios": ratios,                                    # per seed, for the bootstrap
+        # what 10x asks: the baseline's own samples to its final best, per seed (MARL must need a tenth)
+        f"{ref}_samples_to_best": [samples_to(r["history"], r["best"]) for r in runs
+                                   if r["searcher"] == ref and r["seed"] < seeds and "history" in r]}
 
 
 def marl_warmup(budget: int) -> int:
@@ -178,7 +199,7 @@ def main() -> None:
                     help=f"comma-separated indices into the pair list (0-{len(PAIRS) + len(SMALL) - 1}: "
                     f"the {len(PAIRS)} corpus pairs, then the {len(SMALL)} exhaustive small layers; default: all)")
     ap.add_argument("--ratio-seeds", type=int, default=None,
-                    help="seeds of rl and marl on the corpus pairs for the MARL/RL sample ratio (default: --seeds); "
+                    help="seeds of rl, ppo and marl on the corpus pairs for MARL's sample ratios (default: --seeds); "
                     "the extra seeds enter only that ratio, every other statistic keeps --seeds")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "mapper_sample_efficiency.json"),
@@ -198,13 +219,13 @@ def main() -> None:
     ratio_seeds = max(args.ratio_seeds or seeds, seeds)
     jobs = [{"arch": a, "layer": l, "searcher": s, "seed": seed, "budget": pair_budget(l), "version": version(s)}
             for a, l, _ in pairs for s in searchers
-            for seed in range(ratio_seeds if s in ("rl", "marl") and {"rl", "marl"} <= set(searchers)
-                              and l not in SMALL_LAYERS else seeds)]
+            for seed in range(ratio_seeds if s in ("marl", *RATIO_REFS) and "marl" in searchers
+                              and set(RATIO_REFS) & set(searchers) and l not in SMALL_LAYERS else seeds)]
     out_path = Path(args.out)
     log = RunLog(out_path.with_suffix(".partial.jsonl"), ("arch", "layer", "searcher", "seed", "budget"))
     todo = [j for j in jobs if j not in log]
     print(f"{len(jobs)} runs ({len(jobs) - len(todo)} already done), budget {budget:,}, {seeds} seeds"
-          + (f" ({ratio_seeds} for the MARL/RL ratio)" if ratio_seeds > seeds else ""), flush=True)
+          + (f" ({ratio_seeds} for MARL's sample ratios)" if ratio_seeds > seeds else ""), flush=True)
     from tqdm import tqdm
     with ProcessPoolExecutor(args.jobs) as pool, log:
         for job, r in tqdm(zip(todo, pool.map(run_one, todo)), total=len(todo), desc="runs"):
@@ -238,24 +259,19 @@ def main() -> None:
             entry["marl_10k_wall_s"] = run_one({"arch": a, "layer": l, "searcher": "marl", "seed": 0,
                                                 "budget": min(10_000, pair_budget(l))})["wall_s"]
         if "rl" in entry["searchers"] and "marl" in entry["searchers"] and l not in SMALL_LAYERS:
-            ratios = rl_sample_ratios(pr_all, "marl", ratio_seeds)
             # the same ratio for every searcher on the common seeds: is 10x reachable by any of them?
             entry["vs_rl_sample_ratio_median"] = {
                 s: statistics.median(rs) for s in searchers if s != "rl" and (rs := rl_sample_ratios(pr, s, seeds))}
-            entry["marl_vs_rl_sample_ratio_median"] = statistics.median(ratios) if ratios else None
-            entry["marl_never_reaches_rl_best"] = sum(r == 0.0 for r in ratios)   # seeds counted as ratio 0
-            entry["marl_vs_rl_seeds"] = len(ratios)
-            entry["marl_vs_rl_seeds_at_10x"] = sum(r >= 10 for r in ratios)
-            entry["marl_vs_rl_ratios"] = ratios                                    # per seed, for the bootstrap
-            # what 10x asks: RL's own samples to its final best, per seed (MARL must need a tenth)
-            entry["rl_samples_to_best"] = [samples_to(r["history"], r["best"]) for r in pr_all
-                                           if r["searcher"] == "rl" and r["seed"] < ratio_seeds and "history" in r]
+        for ref in RATIO_REFS:
+            if ref in entry["searchers"] and "marl" in entry["searchers"] and l not in SMALL_LAYERS:
+                entry.update(ratio_entry(pr_all, ref, ratio_seeds))
         summary["pairs"].append(entry)
         plot_pair(entry, pr, searchers, out_path.parent / f"mapper_{a}_{l}.png")
-    per_pair = [e["marl_vs_rl_ratios"] for e in summary["pairs"]
-                if e.get("marl_vs_rl_ratios") and "exhaustive_optimum" not in e]
-    if per_pair:
-        summary["ratio_ci95"] = bootstrap_median_of_medians(per_pair)
+    for ref in RATIO_REFS:
+        per_pair = [e[f"marl_vs_{ref}_ratios"] for e in summary["pairs"]
+                    if e.get(f"marl_vs_{ref}_ratios") and "exhaustive_optimum" not in e]
+        if per_pair:
+            summary["ratio_ci95" if ref == "rl" else f"ratio_ci95_{ref}"] = bootstrap_median_of_medians(per_pair)
     out_path.write_text(json.dumps(summary, indent=1))
     print_table(summary)
     md = out_path.with_suffix(".md")
@@ -288,47 +304,38 @@ def plot_pair(entry, runs, searchers, path):
     plt.close(fig)
 
 
+def _refs(summary) -> list[str]:
+    """The single-agent baselines this summary has MARL ratios against."""
+    return [r for r in RATIO_REFS if any(f"marl_vs_{r}_ratios" in e for e in summary["pairs"])]
+
+
 def print_table(summary):
     searchers = summary["searchers"]
+    refs = _refs(summary)
     print(f"\nbest EDP at 10,000 samples relative to the best any searcher found at {summary['budget']:,} "
           f"(small layers: to the exhaustive optimum; median over {summary['seeds']} seeds; 1.00 = best)")
-    print(f"{'pair':<42}" + "".join(f"{s:>14}" for s in searchers) + f"{'MARL/RL x':>11}")
+    print(f"{'pair':<42}" + "".join(f"{s:>14}" for s in searchers)
+          + "".join(f"{'MARL/' + RATIO_REFS[r] + ' x':>12}" for r in refs))
     for e in summary["pairs"]:
         ref = e.get("exhaustive_optimum", e["best_any"])
         row = f"{e['arch'] + '/' + e['layer']:<42}"
         for s in searchers:
             v = e["searchers"].get(s, {}).get("best_at", {}).get("10000", math.nan)
             row += f"{v / ref:>14.3f}"
-        ratio = e.get("marl_vs_rl_sample_ratio_median")
-        row += f"{ratio:>11.1f}" if ratio is not None else f"{'-':>11}"
+        for r in refs:
+            ratio = e.get(f"marl_vs_{r}_sample_ratio_median")
+            row += f"{ratio:>12.1f}" if ratio is not None else f"{'-':>12}"
         print(row)
     main_pairs = [e for e in summary["pairs"] if "exhaustive_optimum" not in e and "marl" in e["searchers"]]
     small = [e for e in summary["pairs"] if "exhaustive_optimum" in e and "marl" in e["searchers"]]
     if main_pairs:
         within = sum(e["searchers"]["marl"]["best_at"].get("10000", math.inf) <= 1.05 * e["best_any"]
                      for e in main_pairs)
-        ratios = [e["marl_vs_rl_sample_ratio_median"] for e in main_pairs
-                  if e.get("marl_vs_rl_sample_ratio_median") is not None]
         print(f"\nMARL at 10k within 5% of the best at {summary['budget']:,}: {within}/{len(main_pairs)} pairs")
         walls = [e["marl_10k_wall_s"] for e in summary["pairs"] if "marl_10k_wall_s" in e]
         print(f"one 10,000-sample MARL run (model included): {min(walls):.1f}-{max(walls):.1f} s per pair")
-        if ratios:
-            n_seeds = sum(e.get("marl_vs_rl_seeds", 0) for e in main_pairs)
-            at10 = sum(e.get("marl_vs_rl_seeds_at_10x", 0) for e in main_pairs)
-            print(f"MARL vs RL samples to RL's final best: median over pairs {statistics.median(ratios):.1f}x "
-                  f"(per pair: {', '.join(f'{r:.1f}' for r in ratios)}; {summary.get('ratio_seeds', summary['seeds'])} "
-                  f"seeds per pair; 10x or more on {at10} of {n_seeds} (pair, seed) runs)")
-            if summary.get("ratio_ci95"):
-                lo, hi = summary["ratio_ci95"]
-                print(f"  95% bootstrap interval of that median (seeds resampled per pair): {lo:.1f}x-{hi:.1f}x")
-            to_best = [e["rl_samples_to_best"] for e in main_pairs if e.get("rl_samples_to_best")]
-            if to_best:
-                warm = marl_warmup(summary["budget"])
-                early = sum(n < 10 * warm for runs in to_best for n in runs)
-                print(f"  RL reaches its final best after (median per pair) "
-                      f"{', '.join(f'{statistics.median(r):,.0f}' for r in to_best)} samples; on {early} of "
-                      f"{sum(map(len, to_best))} runs before {10 * warm:,}, where 10x asks MARL to match it "
-                      f"within its {warm:,}-sample uniform warm-up")
+        for r in refs:
+            print_ratio(summary, main_pairs, r)
         others = [s for s in searchers if s != "rl" and all(s in e.get("vs_rl_sample_ratio_median", {})
                                                               for e in main_pairs)]
         if others:
@@ -342,29 +349,58 @@ def print_table(summary):
               f"MARL at 10k = {v:.3f} x the exhaustive optimum")
 
 
-def _ratio_cell(e: dict, seeds: int) -> str:
-    """The median MARL/RL sample ratio; a seed on which MARL never reaches RL's best counts as 0."""
-    ratio = e.get("marl_vs_rl_sample_ratio_median")
+def print_ratio(summary, main_pairs, ref: str) -> None:
+    """MARL's sample ratio against one baseline: median over pairs, its bootstrap interval, and
+    what 10x asks (when the baseline reaches its final best)."""
+    name = RATIO_REFS[ref]
+    ratios = [e[f"marl_vs_{ref}_sample_ratio_median"] for e in main_pairs
+              if e.get(f"marl_vs_{ref}_sample_ratio_median") is not None]
+    if not ratios:
+        return
+    n_seeds = sum(e.get(f"marl_vs_{ref}_seeds", 0) for e in main_pairs)
+    at10 = sum(e.get(f"marl_vs_{ref}_seeds_at_10x", 0) for e in main_pairs)
+    print(f"MARL vs {name} samples to {name}'s final best: median over pairs {statistics.median(ratios):.1f}x "
+          f"(per pair: {', '.join(f'{r:.1f}' for r in ratios)}; {summary.get('ratio_seeds', summary['seeds'])} "
+          f"seeds per pair; 10x or more on {at10} of {n_seeds} (pair, seed) runs)")
+    ci = summary.get("ratio_ci95" if ref == "rl" else f"ratio_ci95_{ref}")
+    if ci:
+        print(f"  95% bootstrap interval of that median (seeds resampled per pair): {ci[0]:.1f}x-{ci[1]:.1f}x")
+    to_best = [e[f"{ref}_samples_to_best"] for e in main_pairs if e.get(f"{ref}_samples_to_best")]
+    if to_best:
+        warm = marl_warmup(summary["budget"])
+        early = sum(n < 10 * warm for runs in to_best for n in runs)
+        print(f"  {name} reaches its final best after (median per pair) "
+              f"{', '.join(f'{statistics.median(r):,.0f}' for r in to_best)} samples; on {early} of "
+              f"{sum(map(len, to_best))} runs before {10 * warm:,}, where 10x asks MARL to match it "
+              f"within its {warm:,}-sample uniform warm-up")
+
+
+def _ratio_cell(e: dict, seeds: int, ref: str) -> str:
+    """The median MARL/baseline sample ratio; a seed on which MARL never reaches the baseline's best
+    counts as 0."""
+    ratio = e.get(f"marl_vs_{ref}_sample_ratio_median")
     if ratio is None:
         return "-"
-    seeds = e.get("marl_vs_rl_seeds", seeds)
-    never = e.get("marl_never_reaches_rl_best", 0)
+    seeds = e.get(f"marl_vs_{ref}_seeds", seeds)
+    never = e.get(f"marl_never_reaches_{ref}_best", 0)
     return f"{ratio:.1f}x" + (f" (never on {never}/{seeds} seeds)" if never else "")
 
 
 def markdown_table(summary) -> str:
-    """The README's table: best EDP at 10k relative to the reference, and the MARL/RL sample ratio."""
+    """The README's table: best EDP at 10k relative to the reference, and MARL's sample ratios."""
     searchers = summary["searchers"]
-    lines = ["| pair | " + " | ".join(searchers) + " | MARL vs RL samples |",
-             "|---|" + "---|" * (len(searchers) + 1)]
+    refs = _refs(summary)
+    lines = ["| pair | " + " | ".join(searchers) + "".join(f" | MARL vs {RATIO_REFS[r]} samples" for r in refs) + " |",
+             "|---|" + "---|" * (len(searchers) + len(refs))]
     for e in summary["pairs"]:
         ref = e.get("exhaustive_optimum", e["best_any"])
         cells = []
         for s in searchers:
             v = e["searchers"].get(s, {}).get("best_at", {}).get("10000", math.inf)
             cells.append(f"{v / ref:.3f}" if math.isfinite(v) else "-")
+        cells += [_ratio_cell(e, summary["seeds"], r) for r in refs]
         name = f"{e['arch']}/{e['layer']} ({e['kind']})"
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {_ratio_cell(e, summary['seeds'])} |")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -29,7 +29,7 @@ def ctx():
     return load_context(ARCH, LAYER)
 
 
-@pytest.mark.parametrize("name", ["random", "random_pruned", "linear_pruned", "ga", "sa", "rl", "marl",
+@pytest.mark.parametrize("name", ["random", "random_pruned", "linear_pruned", "ga", "sa", "rl", "ppo", "marl",
                                   "marl_noclust"])
 def test_every_searcher_finds_valid_mapping_deterministically(ctx, name):
     cons = load_constraints(ctx.arch)

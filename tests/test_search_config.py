@@ -52,7 +52,7 @@ def test_space_check_rejects_out_of_range():
         space.check(np.array([[0, 3]]))
 
 
-MINE = ["random", "ga", "sa", "rl", "marl", "marl_noclust", "exhaustive"]
+MINE = ["random", "ga", "sa", "rl", "ppo", "marl", "marl_noclust", "exhaustive"]
 
 
 @pytest.mark.parametrize("name", MINE)

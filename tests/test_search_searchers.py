@@ -9,7 +9,7 @@ from coexplore.search.registry import SEARCHERS, make_searcher
 from coexplore.search.space import DiscreteSpace
 from coexplore.search.synthetic import make_small
 
-LEARNERS = ["random", "ga", "sa", "rl", "marl", "marl_noclust"]
+LEARNERS = ["random", "ga", "sa", "rl", "ppo", "marl", "marl_noclust"]
 
 
 def brute_force(problem):
@@ -57,7 +57,8 @@ def test_searcher_finds_optimum_of_tiny_space(name, seed):
     searcher = make_searcher(name, problem.space, seed=seed)
     if name == "marl":
         searcher.config.warmup = 300
-    res = run_search(searcher, problem, budget=budget, batch_size=100)
+    # PPO learns once per batch (rollout): a third of an 864-point space is 3 batches of 100
+    res = run_search(searcher, problem, budget=budget, batch_size=20 if name == "ppo" else 100)
     assert res.samples == budget
     assert res.best_loss == pytest.approx(opt, rel=1e-9)
     assert problem(res.best_x[None, :])[0] == pytest.approx(res.best_loss)
@@ -105,7 +106,7 @@ def test_budget_counts_invalid_samples_and_asks_are_in_range(name):
     assert n_invalid > 0
 
 
-@pytest.mark.parametrize("name", ["random", "ga", "sa", "rl", "marl", "marl_noclust"])
+@pytest.mark.parametrize("name", LEARNERS)
 def test_learners_do_not_repeat_asks(name):
     problem = make_small(0)
     space = problem.space
@@ -181,7 +182,7 @@ def test_a_searcher_run_again_continues_its_count():
 
 def test_registry_names():
     # the mapspace adds random_pruned / linear_pruned when coexplore.search.layer is imported
-    assert {"random", "ga", "sa", "rl", "marl", "marl_noclust", "exhaustive"} <= set(SEARCHERS)
+    assert {"random", "ga", "sa", "rl", "ppo", "marl", "marl_noclust", "exhaustive"} <= set(SEARCHERS)
 
 
 def test_learners_beat_random_on_a_larger_problem():
@@ -224,6 +225,9 @@ def test_group_aware_variants_use_the_given_groups():
     ("marl", {"warmup": 200, "stall": 100}, "stall", 0), ("marl", {"warmup": 200, "stall": 100}, "polish", False),
     ("marl", {"warmup": 200, "stall": 300}, "leftovers", "joint"), ("marl", {"warmup": 200}, "bins", 2),
     ("marl", {"warmup": 200, "stall": 300}, "warmup_update", False), ("marl", {"warmup": 200}, "z", 1.0),
+    ("ppo", {}, "hidden", 16), ("ppo", {}, "layers", 1), ("ppo", {}, "lr", 0.001), ("ppo", {}, "clip", 0.05),
+    ("ppo", {}, "entropy", 0.0), ("ppo", {}, "epochs", 1), ("ppo", {}, "minibatches", 1),
+    ("ppo", {}, "max_grad_norm", 0.0), ("ppo", {}, "log_loss", False), ("ppo", {}, "invalid_margin", 2.0),
 ])
 def test_every_learner_option_changes_the_search(name, base, option, value):
     """A documented option that does nothing is a defect: each one changes what is asked (or, for
@@ -272,7 +276,7 @@ def test_history_is_the_best_so_far_as_a_step_function():
     assert res.history == [(100, 10.0), (200, 10.0), (300, 5.0), (1000, 5.0)]
 
 
-@pytest.mark.parametrize("name", ["rl", "marl", "marl_noclust"])
+@pytest.mark.parametrize("name", ["rl", "ppo", "marl", "marl_noclust"])
 def test_learners_stop_once_a_tiny_space_is_exhausted(name):
     """A space smaller than the budget: once every point is evaluated the learner asks nothing more
     (the search stops instead of repeating known points) and says its best is the optimum."""

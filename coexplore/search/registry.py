@@ -24,6 +24,7 @@ from coexplore.search.base import Searcher, check_options, with_tie
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
 from coexplore.search.ga import GAConfig, GeneticAlgorithm
 from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
+from coexplore.search.ppo import PPO, PPOConfig
 from coexplore.search.pruned import LinearPruned, LinearPrunedConfig, RandomPruned, RandomPrunedConfig
 from coexplore.search.random_search import RandomConfig, RandomSearch
 from coexplore.search.rl import RLConfig, SingleAgentRL
@@ -37,6 +38,7 @@ SEARCHERS: dict[str, tuple[type, type]] = {
     "rl": (SingleAgentRL, RLConfig),
     "marl": (MARL, MARLConfig),
     "marl_noclust": (MARLNoClustering, MARLNoClusteringConfig),
+    "ppo": (PPO, PPOConfig),             # the MARL paper's single-agent baseline (MLP policy)
     "exhaustive": (ExhaustiveSearch, ExhaustiveConfig),
     # Timeloop's own algorithms; they need the mapspace (not just a DiscreteSpace), see layer.py
     "random_pruned": (RandomPruned, RandomPrunedConfig),
@@ -57,8 +59,8 @@ def _lookup(name: str, file=None) -> tuple[type, type]:
 # options that must be >= 1 (sizes, counts) and options that are probabilities or fractions
 AT_LEAST_ONE = {"bins", "chains", "critic_window", "epochs", "horizon", "max_agent_size", "max_draw_factor",
                 "max_permutations_per_if_visit", "max_size", "max_table", "population", "tournament",
-                "pop_size", "islands"}
-FRACTIONS = {"alpha", "local", "extra_change", "merge_at"}
+                "pop_size", "islands", "hidden", "layers", "minibatches"}
+FRACTIONS = {"alpha", "local", "extra_change", "merge_at", "clip"}
 # fixed value sets are the config classes' CHOICES (checked here too, so the error names the file)
 
 
