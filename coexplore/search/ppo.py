@@ -1,9 +1,10 @@
 """Single-agent PPO with an MLP policy: the baseline of the MARL paper (arXiv 2507.16249).
 
 The paper compares its agents with "standard single-agent RL": ArchGym's Acme PPO, an MLP
-policy (32, 32, 32) emitting every mapping parameter at once (../shared/notes/MARL_NOTES.md,
-section 3). This is that learner on coexplore's discrete spaces, so the paper's comparison can be
-made here; `rl` is the stronger single agent the project's target is measured against.
+policy (32, 32, 32) emitting every mapping parameter at once (the paper's public code, ArchGym
+`sims/gamma/src/GAMMA/train_single_agent_maestro.py`). This is that learner on coexplore's
+discrete spaces, so the paper's comparison can be made here; `rl` is the stronger single agent
+the project's target is measured against (docs/readme_search.md, "The paper's baseline").
 
 - Policy: an MLP (tanh hidden layers) from the observation to one categorical head per parameter
   (MultiDiscrete). Each sample is one decision with nothing to observe (a bandit; ArchGym feeds
@@ -57,7 +58,8 @@ class PPOLearner:
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-            # orthogonal-like scaled init; the output layer small, so the first policy is near uniform
+            # scaled normal init (gain sqrt 2 for tanh layers); the output layer small, so the first
+            # policy is near uniform
             gain = 0.01 if i == len(sizes) - 2 else np.sqrt(2.0)
             self.weights.append(rng.normal(0.0, gain / np.sqrt(max(a, 1)), (a, b)))
             self.biases.append(np.zeros(b))
