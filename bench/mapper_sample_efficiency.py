@@ -122,23 +122,23 @@ def run_one(job):
             "samples": samples, "wall_s": time.perf_counter() - t0}
 
 
-def rl_sample_ratios(runs, searcher, seeds, ref: str = "rl") -> list[float]:
-    """Per seed: samples the reference searcher (RL) needed to reach its final best / samples
-    `searcher` needed to reach it (0 when it never does)."""
+def sample_ratios(runs, searcher, seeds, ref: str = "rl") -> list[float]:
+    """Per seed: samples the baseline `ref` needed to reach its final best / samples `searcher`
+    needed to reach it (0 when it never does)."""
     ratios = []
     for seed in range(seeds):
-        rl = next((r for r in runs if r["searcher"] == ref and r["seed"] == seed), None)
+        base = next((r for r in runs if r["searcher"] == ref and r["seed"] == seed), None)
         other = next((r for r in runs if r["searcher"] == searcher and r["seed"] == seed), None)
-        if rl and other:
-            n_other = samples_to(other["history"], rl["best"])
-            ratios.append(samples_to(rl["history"], rl["best"]) / n_other if n_other else 0.0)
+        if base and other:
+            n_other = samples_to(other["history"], base["best"])
+            ratios.append(samples_to(base["history"], base["best"]) / n_other if n_other else 0.0)
     return ratios
 
 
 def ratio_entry(runs, ref: str, seeds: int) -> dict:
     """MARL against one single-agent baseline on one pair: per-seed ratios (samples the baseline
     needs to reach its final best / samples MARL needs), their median and what 10x asks."""
-    ratios = rl_sample_ratios(runs, "marl", seeds, ref)
+    ratios = sample_ratios(runs, "marl", seeds, ref)
     return {
         f"marl_vs_{ref}_sample_ratio_median": statistics.median(ratios) if ratios else None,
         f"marl_never_reaches_{ref}_best": sum(r == 0.0 for r in ratios),   # seeds counted as ratio 0
@@ -261,7 +261,7 @@ def main() -> None:
         if "rl" in entry["searchers"] and "marl" in entry["searchers"] and l not in SMALL_LAYERS:
             # the same ratio for every searcher on the common seeds: is 10x reachable by any of them?
             entry["vs_rl_sample_ratio_median"] = {
-                s: statistics.median(rs) for s in searchers if s != "rl" and (rs := rl_sample_ratios(pr, s, seeds))}
+                s: statistics.median(rs) for s in searchers if s != "rl" and (rs := sample_ratios(pr, s, seeds))}
         for ref in RATIO_REFS:
             if ref in entry["searchers"] and "marl" in entry["searchers"] and l not in SMALL_LAYERS:
                 entry.update(ratio_entry(pr_all, ref, ratio_seeds))
@@ -271,7 +271,7 @@ def main() -> None:
         per_pair = [e[f"marl_vs_{ref}_ratios"] for e in summary["pairs"]
                     if e.get(f"marl_vs_{ref}_ratios") and "exhaustive_optimum" not in e]
         if per_pair:
-            summary["ratio_ci95" if ref == "rl" else f"ratio_ci95_{ref}"] = bootstrap_median_of_medians(per_pair)
+            summary[f"ratio_ci95_{ref}"] = bootstrap_median_of_medians(per_pair)
     out_path.write_text(json.dumps(summary, indent=1))
     print_table(summary)
     md = out_path.with_suffix(".md")
@@ -362,7 +362,7 @@ def print_ratio(summary, main_pairs, ref: str) -> None:
     print(f"MARL vs {name} samples to {name}'s final best: median over pairs {statistics.median(ratios):.1f}x "
           f"(per pair: {', '.join(f'{r:.1f}' for r in ratios)}; {summary.get('ratio_seeds', summary['seeds'])} "
           f"seeds per pair; 10x or more on {at10} of {n_seeds} (pair, seed) runs)")
-    ci = summary.get("ratio_ci95" if ref == "rl" else f"ratio_ci95_{ref}")
+    ci = summary.get(f"ratio_ci95_{ref}")
     if ci:
         print(f"  95% bootstrap interval of that median (seeds resampled per pair): {ci[0]:.1f}x-{ci[1]:.1f}x")
     to_best = [e[f"{ref}_samples_to_best"] for e in main_pairs if e.get(f"{ref}_samples_to_best")]
