@@ -11,7 +11,14 @@ from __future__ import annotations
 import os
 import sys
 
-from tqdm import tqdm
+from coexplore.errors import CoexploreError
+
+try:
+    from tqdm import tqdm
+except ValueError as exc:    # tqdm reads the TQDM_* variables when imported and stops on a bad value
+    raise CoexploreError(f"tqdm cannot read the environment ({exc})",
+                         key=", ".join(sorted(k for k in os.environ if k.startswith("TQDM_"))) or "TQDM_*",
+                         expected="TQDM_* variables of the right type, e.g. TQDM_MININTERVAL=5") from None
 
 LOG_INTERVAL_S = 30.0
 

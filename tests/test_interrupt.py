@@ -239,3 +239,60 @@ def test_ctrl_c_in_the_job_table_step_says_the_mapped_layers_are_kept(tmp_path, 
     assert f"in the cache ({tmp_path / 'c.sqlite'}) and a rerun reuses them" in err
     assert main([*args, "--no-cache"]) == 130
     assert "with --no-cache a rerun maps every layer again" in capsys.readouterr().err
+
+
+def _sigint_during(monkeypatch, module, name, presses: int = 1):
+    """Replace module.name by a wrapper that sends SIGINT `presses` times, then calls the original
+    (with the usual Ctrl-C handler installed, as in a plain CLI run)."""
+    real = getattr(module, name)
+
+    def wrapped(*a, **k):
+        for _ in range(presses):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        return real(*a, **k)
+    monkeypatch.setattr(module, name, wrapped)
+    monkeypatch.setattr(signal, "getsignal", lambda s: signal.default_int_handler)
+
+
+@pytest.fixture
+def default_sigint():
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_after_the_schedule_search_still_writes_the_complete_schedule(tmp_path, monkeypatch, capsys,
+                                                                             default_sigint):
+    """A Ctrl-C landing on the lower bound (after the search) waits for schedule.json and the summary."""
+    import coexplore.system.schedule as sched
+    _sigint_during(monkeypatch, sched, "lower_bound")
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "500", "--no-plot",
+               "--no-progress", "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "the complete schedule" in err and "makespan" in out
+    data = json.loads((tmp_path / "o" / "schedule.json").read_text())
+    assert data["samples"] == 500 and "interrupted" not in data
+    assert not (tmp_path / "o" / ".checkpoint.pkl").exists()
+
+
+def test_second_ctrl_c_after_the_schedule_search_stops_at_once(tmp_path, monkeypatch, capsys, default_sigint):
+    import coexplore.system.schedule as sched
+    _sigint_during(monkeypatch, sched, "lower_bound", presses=2)
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "500", "--no-plot",
+               "--no-progress", "--out", str(tmp_path / "o")])
+    assert rc == 130 and "interrupted" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "schedule.json").exists()
+
+
+def test_ctrl_c_after_the_map_search_still_writes_the_complete_result(tmp_path, monkeypatch, capsys,
+                                                                     default_sigint):
+    import coexplore.cli.map as map_cli
+    _sigint_during(monkeypatch, map_cli, "format_loop_nest")
+    rc = main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "300", "--no-progress",
+               "--no-cache", "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "the complete result" in err
+    data = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert data["samples"] == 300 and "interrupted" not in data
+    assert (tmp_path / "o" / "mapping.yaml").exists() and (tmp_path / "o" / "map.txt").exists()

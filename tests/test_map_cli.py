@@ -268,7 +268,7 @@ def test_a_timeloop_mapper_file_is_translated(tmp_path):
     spec = resolve_spec(str(f), None, None)
     assert (spec.searcher, spec.objective) == ("linear_pruned", "latency")
     assert spec.config.max_permutations_per_if_visit == 4
-    assert all(k in spec.notes[0] for k in ("num_threads", "timeout", "victory_condition"))
+    assert all(k in spec.notes[0] for k in ("num-threads", "timeout", "victory-condition"))   # as written
     for text, objective in (("optimization_metric: [delay, energy]\n  optimization_metrics: []\n", "latency"),
                             ("optimization-metric: energy\n", "energy"), ("optimization_metrics: []\n", "edp")):
         f.write_text("mapper:\n  algorithm: random-pruned\n  " + text)     # timeloopfe dumps both keys

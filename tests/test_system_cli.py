@@ -61,7 +61,7 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert "budget" in _bad(tmp_path, capsys, ["--table", str(TABLE), "--bandwidth", "1",
                                                "--budget", "0"])
     assert "table" in _bad(tmp_path, capsys, ["--bandwidth", "1"])
-    assert "no such" in _bad(tmp_path, capsys, ["--table", str(tmp_path / "nope.csv"),
+    assert "not found" in _bad(tmp_path, capsys, ["--table", str(tmp_path / "nope.csv"),
                                                 "--bandwidth", "1"])
 
 

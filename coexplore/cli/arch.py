@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from pathlib import Path
 
 from coexplore.arch.system import load_system_arch
 from coexplore.arch.tables import find_given_tables, price_core
 from coexplore.energy.tables import write_art, write_ert
+from coexplore.bundled import resolve
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import read_text
 
 
 def register(subparsers) -> None:
@@ -40,6 +43,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    found = resolve("arch", args.system)
+    if found.exists():
+        read_text(found)      # the shared one-line errors: a directory, unreadable, not UTF-8
+    if args.ert_from and Path(args.ert_from).is_file():
+        raise CoexploreError("is a file, not a folder", file=args.ert_from, key="--ert-from",
+                             expected="a folder holding ERT.yaml + ART.yaml, or <core>/ERT.yaml + ART.yaml")
     system = load_system_arch(args.system)
     out = output_dir(args.out)
     rows = []

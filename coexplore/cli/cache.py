@@ -30,8 +30,13 @@ def run(args) -> int:
     return _clear(path)
 
 
+def _empty(path) -> bool:
+    """No cache yet: no file, or an empty one (which stats and clear leave as it is)."""
+    return not path.exists() or (path.is_file() and path.stat().st_size == 0)
+
+
 def _stats(path, as_json: bool) -> int:
-    if not path.exists():
+    if _empty(path):
         stats = CacheStats(path=str(path), exists=False, entries=0, hits=0, misses=0,
                            size_bytes=0, by_backend={}, oldest=None, newest=None)
         integrity = None
@@ -43,7 +48,7 @@ def _stats(path, as_json: bool) -> int:
         print(json.dumps({**stats.to_dict(), "integrity": integrity}, indent=2))
         return 0
     if not stats.exists:
-        print(f"cache      {stats.path} (does not exist yet: 0 entries)")
+        print(f"cache      {stats.path} ({'an empty file' if path.exists() else 'does not exist yet'}: 0 entries)")
         return 0
     print(f"cache      {stats.path}")
     print(f"entries    {stats.entries}")
@@ -62,8 +67,8 @@ def _stats(path, as_json: bool) -> int:
 
 
 def _clear(path) -> int:
-    if not path.exists():                  # nothing to clear: create nothing either
-        print(f"cache {path} does not exist: nothing to clear")
+    if _empty(path):                       # nothing to clear: create nothing either
+        print(f"cache {path} {'is empty' if path.exists() else 'does not exist'}: nothing to clear")
         return 0
     try:
         with ResultCache(path) as cache:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from coexplore.progress import progress_bar
 
@@ -18,6 +19,7 @@ from coexplore.energy.grid import read_grid
 from coexplore.energy.tables import area_breakdown, write_art, write_ert
 from coexplore.cli.pricing import CLASS_SETS, CLASSES_HELP, price_architecture
 from coexplore.cli.paths import output_dir
+from coexplore.spec.yamlio import read_text
 
 ESTIMATORS = ("builtin", "accelergy")
 
@@ -48,6 +50,8 @@ def register(subparsers) -> None:
 
 
 def run_check(args) -> int:
+    if Path(args.grid).exists():
+        read_text(args.grid)      # the shared one-line errors: a directory, unreadable, not UTF-8
     grid = read_grid(args.grid)
     if args.energy == "accelergy":
         from coexplore.energy.accelergy_backend import accelergy_estimate, find_accelergy

@@ -13,6 +13,7 @@ from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_di
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES
+from coexplore.search.base import finishing
 from coexplore.search.layer import MapInterrupted, NoValidMapping, cache_parts, map_layer
 from coexplore.spec.loopnest import format_loop_nest
 from coexplore.spec.mapping import parse_mapping, to_arrays
@@ -132,6 +133,17 @@ def run(args) -> int:
     if not args.no_cache:
         cache = open_cache(args.cache, "map")
     checkpoint = run_checkpoint(out, run_desc, "map", args.restart)
+    # a Ctrl-C after the search (caching, writing) waits for the result to be written
+    with finishing("the result is written") as guard:
+        code = _search_and_write(args, ctx, constraints, spec, run_desc, out, cache, checkpoint)
+    if guard.asked and code == 0:
+        print("coexplore map: the stop came after the search had finished; the complete result is in "
+              f"{out}", file=sys.stderr)
+    return code
+
+
+def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, cache, checkpoint) -> int:
+    """The search, then mapping.yaml, map.txt, result.json and the summary; the exit code."""
     try:
         res = map_layer(ctx, constraints, spec, args.budget, args.seed,
                         progress=not (args.no_progress or args.json), cache=cache, checkpoint=checkpoint)

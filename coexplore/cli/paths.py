@@ -117,6 +117,9 @@ def run_checkpoint(out: Path, run: dict, command: str, restart: bool):
     import hashlib
     from coexplore.search.checkpoint import Checkpoint
     key = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()
+    if (out / CHECKPOINT).exists() and not (out / CHECKPOINT).is_file():   # checked before the search
+        raise CoexploreError("is not a file: it is where this run keeps its search state", file=out / CHECKPOINT,
+                             expected="no such folder there (remove it, or choose another --out)")
     ck = Checkpoint(out / CHECKPOINT, key, say=lambda msg: print(f"coexplore {command}: {msg}", file=sys.stderr))
     if restart:
         ck.discard()
@@ -208,6 +211,9 @@ def _owner(path: Path, key: str | None = None):
     return json.loads(json.dumps(data, sort_keys=True)) if data is not None else None
 
 
+MAX_COUNT = 1e15   # samples: years of evaluation, and exact as a float (counts are also written 1e5)
+
+
 def count(text: str) -> int:
     """argparse type for sample counts: an integer, also written 1e5 or 100_000."""
     try:
@@ -216,6 +222,8 @@ def count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value.is_integer():
         raise argparse.ArgumentTypeError(f"not a whole number of samples: {text!r}")
+    if abs(value) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"too large: {text!r} (at most {MAX_COUNT:.0e})")
     return int(value)
 
 

@@ -24,6 +24,7 @@ from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, run_checkpoint, seed)
 from coexplore.errors import CoexploreError
+from coexplore.search.base import finishing
 from coexplore.spec.yamlio import write_text
 
 
@@ -74,7 +75,6 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from coexplore.system.evaluator import check_bandwidth
-    from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
     from coexplore.system.tables import load_table, save_table
 
     if args.system and args.table:
@@ -106,14 +106,28 @@ def run(args) -> int:
     budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
     if budget < 1:
         raise CoexploreError(f"got {budget}", key="--budget", expected="an integer >= 1")
+    if args.table:            # checked before the output folder is chosen (and announced)
+        table, bandwidth = load_table(args.table), args.bandwidth
     run_desc = _run_description(args, mapper, budget)
     out = _out_dir(args, mapper, run_desc)
     if args.system:
         table, bandwidth = _system_table(args, progress)
         save_table(table, out / "jobs.csv")     # the job table the schedule is for
-    else:
-        table, bandwidth = load_table(args.table), args.bandwidth
     checkpoint = run_checkpoint(out, run_desc, "schedule", args.restart)
+    # a Ctrl-C after the search (lower bound, writing, plotting) waits for the schedule to be written
+    with finishing("the schedule is written") as guard:
+        code = _search_and_write(args, table, bandwidth, mapper, budget, run_desc, out, checkpoint, progress)
+    if guard.asked and code == 0:
+        print("coexplore schedule: the stop came after the search had finished; the complete schedule "
+              f"is in {out / 'schedule.json'}", file=sys.stderr)
+    return code
+
+
+def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dict, out: Path, checkpoint,
+                      progress: bool) -> int:
+    """The search, then schedule.json, gantt.png and the summary; the exit code (130: interrupted)."""
+    from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
+
     try:
         result = search_schedule(table, bandwidth, mapper.searcher, budget, args.seed, progress=progress,
                                  config=mapper.config, checkpoint=checkpoint)
@@ -211,7 +225,7 @@ def _system_mapper(args):
     from coexplore.system.schedule import SEARCHERS, SystemMapperSpec, load_system_mapper
 
     if args.searcher:
-        if args.searcher.endswith((".yaml", ".yml")) or Path(args.searcher).is_file():
+        if args.searcher.endswith((".yaml", ".yml")) or Path(args.searcher).exists():   # a folder: read_text says so
             return load_system_mapper(args.searcher)
         if args.searcher.lower() not in SEARCHERS:
             raise CoexploreError(f"unknown searcher '{args.searcher}'", key="--searcher",

@@ -17,7 +17,10 @@ def register(sub) -> None:
                        description="Evaluate every case of a corpus laid out as "
                                    "<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} with "
                                    "arches/<arch>/ and layers/ above it (the bundled "
-                                   "tests/data/timeloop_corpus) and report the error against each expected.json.")
+                                   "tests/data/timeloop_corpus) and report the error against each expected.json. "
+                                   "Exit 1 if a case disagrees; 2 if the corpus is malformed (a case folder "
+                                   "missing one of its two files, an expected.json off its schema, an arch "
+                                   "without processed.yaml/arch.yaml or ERT.yaml).")
     p.add_argument("dir", help="corpus directory (e.g. tests/data/timeloop_corpus)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--failures", type=nonnegative, default=10,
@@ -29,6 +32,12 @@ def register(sub) -> None:
 
 def _pct(n, d):
     return f"{n}/{d} ({100.0 * n / d:.1f}%)" if d else "0/0"
+
+
+def _mismatch(m: dict) -> str:
+    if m["key"] == "level":          # a level only one side lists
+        return f"level {m['level']} {'in the model only' if m['got'] else 'in the reference only'}"
+    return f"{m['level']}.{m['dataspace']}.{m['key']} {m['got']} vs {m['ref']}"
 
 
 def format_table(s: dict, max_failures: int = 10) -> str:
@@ -62,8 +71,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
             if not r["valid_agree"]:
                 lines.append(f"  {r['case']}: validity differs (model {r['valid_got']}, reference {r['valid_ref']})")
                 continue
-            what = ", ".join(f"{m['level']}.{m['dataspace']}.{m['key']} {m['got']} vs {m['ref']}"
-                             for m in r["mismatches"][:3])
+            what = ", ".join(_mismatch(m) for m in r["mismatches"][:3])
             cycles = "exact" if r["cycles_exact"] else f"{r['cycles_got']} vs {r['cycles_ref']}"
             lines.append(f"  {r['case']}: energy err {r['energy_rel_err']:.2e}, cycles {cycles}; {what}")
     return "\n".join(lines)

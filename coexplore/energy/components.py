@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from coexplore.energy import primitives as P
 from coexplore.energy.technology import parse_technology
 from coexplore.errors import CoexploreError
+from coexplore.spec.architecture import MAX_HARDWARE_VALUE
 
 ESTIMATOR = "coexplore-builtin"
 STORAGE_ACTIONS = ("read", "write", "update", "leak")
@@ -68,6 +69,9 @@ def _num(attrs: dict, key: str, cls: str, default=None) -> float:
     if not math.isfinite(out) or out <= 0 or not whole:
         raise CoexploreError(f"attribute '{key}' of class {cls} is {value!r}", key=f"attributes.{key}",
                              expected="a whole number > 0" if key in INTEGRAL else "a finite number > 0")
+    if out > MAX_HARDWARE_VALUE:        # as the architecture reader: a typo, and beyond any fitted model
+        raise CoexploreError(f"attribute '{key}' of class {cls} is {value!r}, too large", key=f"attributes.{key}",
+                             expected=f"at most 2^40 = {MAX_HARDWARE_VALUE}")
     return out
 
 

@@ -18,6 +18,7 @@ from typing import Iterable
 
 from coexplore.energy.components import ESTIMATOR, ComponentEstimate, estimate_component
 from coexplore.errors import CoexploreError
+from coexplore.spec.architecture import split_range
 from coexplore.spec.yamlio import load_yaml, write_text
 
 VERSION = "0.4"
@@ -113,29 +114,47 @@ def components_from_processed(arch: dict, *, file: str | None = None) -> list:
     """Components of a flattened (processed, v0.3-style `subtree`/`local`) architecture, with
     full names `<top>.<name>` and the container attributes (technology, global_cycle_seconds,
     ...) inherited where the component does not set them."""
-    root = arch.get("architecture", arch)
+    root = arch.get("architecture", arch) if isinstance(arch, dict) else arch
     out = []
 
-    def walk(node, prefix, inherited):
-        name = node.get("name", "")
+    def listed(value, key, what):
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise CoexploreError(f"got {value!r}", file=file, key=key, expected=f"a list of {what}")
+        return value
+
+    def mapping(value, key, what):
+        if not isinstance(value, dict) or "name" not in value:
+            raise CoexploreError(f"got {value!r}", file=file, key=key, expected=f"a mapping with a name ({what})")
+        attrs = value.get("attributes")
+        if attrs is not None and not isinstance(attrs, dict):
+            raise CoexploreError(f"got {attrs!r}", file=file, key=f"{key}.attributes", expected="a mapping")
+        split_range(value["name"], file, f"{key}.name")   # a bad instance range is refused here, as by the model
+        return value
+
+    def walk(node, prefix, inherited, key):
+        node = mapping(node, key, "a subtree")
+        name = node["name"]
         attrs = {**inherited, **(node.get("attributes") or {})}
         path = f"{prefix}.{name}" if prefix else name
-        for comp in node.get("local") or []:
+        for j, comp in enumerate(listed(node.get("local"), f"{key}.local", "components")):
+            comp = mapping(comp, f"{key}.local[{j}]", "a component")
             entry = dict(comp)
             entry["attributes"] = {**attrs, **(comp.get("attributes") or {})}
             entry["attributes"].pop("version", None)
             entry["name"] = f"{path}.{comp['name']}"
             out.append(entry)
-        for child in node.get("subtree") or []:
-            walk(child, path, attrs)
+        for j, child in enumerate(listed(node.get("subtree"), f"{key}.subtree", "subtrees")):
+            walk(child, path, attrs, f"{key}.subtree[{j}]")
 
-    subtree = root.get("subtree")
+    subtree = root.get("subtree") if isinstance(root, dict) else None
     if not subtree:
         raise CoexploreError("no architecture.subtree", file=file, key="architecture.subtree",
                              expected="a Timeloop architecture (v0.3 tree or v0.4 node list); for a coexplore "
                                       "system YAML, price its cores' files (`coexplore arch generate` writes them)")
-    for node in subtree:
-        walk(node, "", {})
+    for i, node in enumerate(listed(subtree, "architecture.subtree", "subtrees")):
+        walk(node, "", {}, f"architecture.subtree[{i}]")
     return out
 
 
@@ -203,10 +222,10 @@ def area_breakdown(art: dict) -> list[tuple[str, int, float]]:
     """(component, instances, um^2 per instance) of each ART entry; the instance count is the
     `[1..N]` suffix Accelergy gives a component's full name (1 without one)."""
     out = []
-    for t in art["ART"]["tables"]:
-        m = re.search(r"\[(\d+)\.\.(\d+)\]$", t["name"])
-        n = int(m.group(2)) - int(m.group(1)) + 1 if m else 1
-        short = re.sub(r"\[\d+\.\.\d+\]$", "", t["name"]).split(".")[-1]
+    for i, t in enumerate(art["ART"]["tables"]):
+        full, rng = re.fullmatch(r"(.*?)(\[[^\[\]]*\])?", str(t["name"])).groups()
+        short = full.split(".")[-1]
+        _, n = split_range(short + (rng or ""), key=f"ART.tables[{i}].name")   # refuses PE[16..1]
         out.append((short, n, float(t["area"])))
     return out
 

@@ -252,7 +252,13 @@ class ResultCache:
         if self.path.exists() and not (all(os.access(f, os.W_OK) for f in (self.path, *companions) if f.exists())
                                        and os.access(folder, os.W_OK)):
             return self._connect_read_only()
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CoexploreError(f"cannot create the result cache's folder {folder}: {exc.strerror}",
+                                 file=str(self.path), key="--cache",
+                                 expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
+                                          "or --no-cache to run without one") from None
         if not self.path.exists() and not os.access(folder, os.W_OK):
             raise CoexploreError("cannot create the result cache: its folder is not writable",
                                  file=str(self.path), key="--cache",

@@ -4,13 +4,19 @@ evaluated (batched per architecture and layer) and compared number for number wi
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections import defaultdict
+from pathlib import Path
 
-from coexplore.model.compare import compare_records
+from coexplore.errors import CoexploreError
+from coexplore.model.compare import COUNT_KEYS, compare_records
 from coexplore.model.corpus import discover
 from coexplore.model.inputs import load_context
+
+CASE_FILES = ("mapping.yaml", "expected.json")
+SCHEMA = "the corpus' expected.json schema (valid, error, cycles, energy_pJ, edp_J_cycle, levels)"
 
 
 def validate(root, progress: bool = True, stride_rule: str = "current") -> dict:
@@ -18,6 +24,13 @@ def validate(root, progress: bool = True, stride_rule: str = "current") -> dict:
 
     stride_rule "pre2025" reproduces references made by Timeloop before 2025 (model.nest.analyse)."""
     cases = discover(root)
+    t0 = time.perf_counter()
+    refuse_incomplete(root)
+    no_arch = sorted({c.arch_file.parent for c in cases if not c.arch_file.is_file()})
+    if no_arch:
+        raise CoexploreError("no processed.yaml or arch.yaml", file=str(no_arch[0]),
+                             expected="the corpus' arches/<arch>/processed.yaml (or arch.yaml) with its ERT.yaml")
+    refs = {c.path: check_expected(c.expected, c.path / "expected.json") for c in cases}
     groups = defaultdict(list)
     for c in cases:
         groups[(c.arch_file, c.ert_file, c.layer_file)].append(c)
@@ -26,10 +39,9 @@ def validate(root, progress: bool = True, stride_rule: str = "current") -> dict:
     if progress:
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(cases), desc="validate", unit="case", leave=False)
-    t0 = time.perf_counter()
     model_s = [0.0]                     # seconds in the model, kept if Ctrl-C comes
     try:
-        _evaluate_groups(groups, root, rows, bar, model_s, stride_rule)
+        _evaluate_groups(groups, refs, root, rows, bar, model_s, stride_rule)
     except KeyboardInterrupt:           # Ctrl-C: the summary of the cases done so far
         if bar is not None:
             bar.close()
@@ -50,17 +62,122 @@ class ValidateInterrupted(KeyboardInterrupt):
         self.summary = summary
 
 
-def _evaluate_groups(groups: dict, root, rows: list, bar, model_s: list, stride_rule: str) -> None:
+def refuse_incomplete(root) -> None:
+    """A case folder with a mapping.yaml but no expected.json (or the reverse) is an error, not a
+    case quietly left out: a CI gate must not pass on fewer cases than the corpus holds."""
+    have = defaultdict(set)
+    for name in CASE_FILES:
+        for f in Path(root).rglob(name):
+            have[f.parent].add(name)
+    bad = sorted((d, next(n for n in CASE_FILES if n not in names)) for d, names in have.items()
+                 if len(names) < len(CASE_FILES))
+    if bad:
+        (first, missing), more = bad[0], bad[1:]
+        other = "mapping.yaml" if missing == "expected.json" else "expected.json"
+        extra = (f"; {len(more)} more incomplete case folder{'s' if len(more) > 1 else ''}: "
+                 + ", ".join(f"{d} (no {m})" for d, m in more[:3]) + (", ..." if len(more) > 3 else "")) if more else ""
+        raise CoexploreError(f"case folder has {other} but no {missing}{extra}", file=str(first),
+                             expected="mapping.yaml and expected.json in every case folder "
+                                      "<split>/<arch>/<layer>/<id>/ (complete or remove the folder)")
+
+
+def _fail(file, key, value, expected) -> CoexploreError:
+    return CoexploreError(f"bad value {value!r}", file=str(file), key=key, expected=expected)
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def check_expected(ref: dict, file) -> dict:
+    """The types of one expected.json (beyond corpus.Case's JSON and key checks): `valid` a boolean,
+    `error` text or null; a valid case's cycles a count, energy_pJ / edp_J_cycle non-negative numbers
+    and `levels` the per-level counts (every count key of every kept dataspace, at least one level
+    keeping something), so a case without counts can never pass as "counts exact"."""
+    if not isinstance(ref["valid"], bool):
+        raise _fail(file, "valid", ref["valid"], "true or false")
+    if ref.get("error") is not None and not isinstance(ref["error"], str):
+        raise _fail(file, "error", ref["error"], "Timeloop's error text, or null")
+    if not ref["valid"]:
+        return ref
+    if not _is_count(ref["cycles"]):
+        raise _fail(file, "cycles", ref["cycles"], "a whole number of cycles >= 0")
+    for key in ("energy_pJ", "edp_J_cycle"):
+        if not _is_number(ref[key]):
+            raise _fail(file, key, ref[key], "a finite number >= 0")
+    levels = ref.get("levels")
+    if levels is None:
+        raise CoexploreError("missing key (a valid case needs its per-level counts)", file=str(file), key="levels",
+                             expected=SCHEMA)
+    if not isinstance(levels, dict) or not levels:
+        raise CoexploreError(f"no per-level counts: {levels!r}", file=str(file), key="levels",
+                             expected="a mapping level name -> {dataspaces: {<dataspace>: {"
+                                      + ", ".join(COUNT_KEYS) + "}}}")
+    kept = 0
+    for name, level in levels.items():
+        where = f"levels.{name}"
+        if not isinstance(level, dict) or not isinstance(level.get("dataspaces"), dict):
+            what = level.get("dataspaces") if isinstance(level, dict) else level
+            key = f"{where}.dataspaces" if isinstance(level, dict) else where
+            raise CoexploreError(f"got {what!r}", file=str(file), key=key,
+                                 expected="a mapping with 'dataspaces' (the dataspaces this level keeps, "
+                                          "{} for none)")
+        for ds, counts in level["dataspaces"].items():
+            if not isinstance(counts, dict):
+                raise _fail(file, f"{where}.dataspaces.{ds}", counts, "a mapping of " + ", ".join(COUNT_KEYS))
+            for k in COUNT_KEYS:
+                if k not in counts:
+                    raise CoexploreError("missing key", file=str(file), key=f"{where}.dataspaces.{ds}.{k}",
+                                         expected="every count: " + ", ".join(COUNT_KEYS))
+                if not _is_count(counts[k]):
+                    raise _fail(file, f"{where}.dataspaces.{ds}.{k}", counts[k], "a whole number >= 0")
+            kept += 1
+    if not kept:
+        raise CoexploreError("no level keeps any dataspace: nothing to compare", file=str(file), key="levels",
+                             expected="the counts of every level's kept dataspaces (the outermost level keeps "
+                                      "all of them)")
+    return ref
+
+
+def _level_mismatches(got: dict, ref: dict) -> list[dict]:
+    """Levels the model has and the reference lacks (or the reverse): compare_records walks the
+    reference's levels only, so an omitted level would otherwise pass unchecked."""
+    mine, theirs = set(got.get("levels") or {}), set(ref["levels"])
+    return ([{"level": lv, "dataspace": "-", "key": "level", "got": True, "ref": False} for lv in sorted(mine - theirs)]
+            + [{"level": lv, "dataspace": "-", "key": "level", "got": False, "ref": True}
+               for lv in sorted(theirs - mine)])
+
+
+def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: list, stride_rule: str) -> None:
     for (arch_file, ert_file, layer_file), group in groups.items():
-        ctx = load_context(arch_file, layer_file, ert_file)
+        try:
+            ctx = load_context(arch_file, layer_file, ert_file)
+        except CoexploreError as exc:
+            if exc.key != "--ert":
+                raise
+            raise CoexploreError("no energy table for this architecture", file=str(arch_file.parent),
+                                 expected=f"ERT.yaml (the energy table the references were made with) beside "
+                                          f"{arch_file.name} in the corpus' arches/{arch_file.parent.name}/, "
+                                          f"or an 'ERT:' key in {arch_file.name}") from None
         ctx.stride_rule = stride_rule
         mappings = [ctx.load_mapping(c.path / "mapping.yaml") for c in group]
         t = time.perf_counter()
         res = ctx.evaluate_mappings(mappings)
         model_s[0] += time.perf_counter() - t
         for i, c in enumerate(group):
-            ref = c.expected
-            cmp = compare_records(ctx.record(res, i), ref)
+            ref = refs[c.path]
+            got = ctx.record(res, i)
+            cmp = compare_records(got, ref)
+            if cmp.get("counts_exact") is not None:
+                extra = _level_mismatches(got, ref)
+                if extra:
+                    cmp["mismatches"] = extra + cmp["mismatches"]
+                    cmp["counts_exact"] = False
+                    cmp["count_max_rel_err"] = math.inf
             cmp.update(case=str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path),
                        arch=c.arch, layer=c.layer, source=ref.get("source"))
             rows.append(cmp)

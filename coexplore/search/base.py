@@ -84,11 +84,12 @@ def best_of(losses: np.ndarray) -> tuple[int, float]:
 
 
 def positive_int(value, key: str) -> int:
-    """An integer >= 1 given as an int (or an integral float), else a CoexploreError."""
+    """An integer from 1 to 2^53 given as an int (or an integral float), else a CoexploreError."""
     from coexplore.errors import CoexploreError
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)) \
-            or not np.isfinite(value) or value != int(value) or value < 1:
-        raise CoexploreError(f"got {value!r}", key=key, expected="an integer >= 1")
+            or (isinstance(value, (float, np.floating)) and not (np.isfinite(value) and value == int(value))) \
+            or not 1 <= value <= 2 ** 53:
+        raise CoexploreError(f"got {value!r}", key=key, expected="an integer >= 1 (at most 2^53)")
     return int(value)
 
 
@@ -271,6 +272,15 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history)
 
 
+def finishing(doing: str) -> "_DeferredInterrupt":
+    """A context in which a first Ctrl-C (or SIGTERM) waits for `doing` (e.g. "the result is
+    written") instead of cutting it short; a second one stops at once. A command wraps its search
+    and the writing of its result in it, so a Ctrl-C that lands after the search finished loses
+    nothing: searches inside still stop after their batch, and `.requested` says afterwards
+    whether a stop was asked for."""
+    return _DeferredInterrupt(say=True, doing=doing)
+
+
 def request_stop(what: str = "SIGTERM") -> bool:
     """Ask the running search (if any) to stop after its batch, as a first Ctrl-C does: True if
     one was running and had not been asked yet (the caller of a second request should stop at once).
@@ -290,16 +300,22 @@ class _DeferredInterrupt:
 
     requested = False
     outermost: "_DeferredInterrupt | None" = None
+    active: "list[_DeferredInterrupt]" = []      # innermost last: what a stop waits for
 
-    def __init__(self, say: bool = False):
+    def __init__(self, say: bool = False, doing: str = "the batch being evaluated"):
         self._old = None
         self._outer = False
         self.say = say
+        self.doing = doing
+        self.asked = False                        # a stop was requested while this one was active
 
     def __enter__(self):
         import signal
         import threading
-        if threading.current_thread() is threading.main_thread() and _DeferredInterrupt.outermost is None:
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        _DeferredInterrupt.active.append(self)
+        if _DeferredInterrupt.outermost is None:
             self._outer = True
             _DeferredInterrupt.outermost = self
             _DeferredInterrupt.requested = False
@@ -315,15 +331,20 @@ class _DeferredInterrupt:
         import signal
         import sys
         _DeferredInterrupt.requested = True
+        for d in _DeferredInterrupt.active:
+            d.asked = True
         if self._old is not None:
             signal.signal(signal.SIGINT, self._old)   # a second Ctrl-C interrupts at once
             self._old = None
-        if self.say:
+        inner = _DeferredInterrupt.active[-1] if _DeferredInterrupt.active else self
+        if self.say or inner.say:
             again = "Ctrl-C again" if what == "Ctrl-C" else f"Ctrl-C or {what} again"
-            print(f"\n{what}: stopping after the batch being evaluated ({again} to stop now)", file=sys.stderr)
+            print(f"\n{what}: stopping after {inner.doing} ({again} to stop now)", file=sys.stderr)
 
     def __exit__(self, *exc):
         import signal
+        if self in _DeferredInterrupt.active:
+            _DeferredInterrupt.active.remove(self)
         if self._outer:                               # the outermost: restore, and forget the request
             if self._old is not None:
                 signal.signal(signal.SIGINT, self._old)

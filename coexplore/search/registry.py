@@ -171,34 +171,59 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     treats cycle counts within 0.1% as tied, coexplore only equal ones); the search budget
     is coexplore's --budget, so timeout / victory_condition / search_size / num_threads are noted
     as not used."""
-    sec = {str(k).replace("-", "_"): v for k, v in dict(section or {}).items()}
+    spelled = {}                    # canonical (underscore) key -> the key as the user wrote it
+    sec = {}
+    for k, v in dict(section or {}).items():
+        canon = str(k).replace("-", "_")
+        if canon in spelled:
+            raise CoexploreError(f"'{k}' and '{spelled[canon]}' are the same setting, given twice", file=file,
+                                 key=f"mapper.{k}", expected="each setting once (dashes or underscores)")
+        spelled[canon], sec[canon] = str(k), v
     alg = str(sec.pop("algorithm", "random_pruned")).lower().replace("-", "_")
     if alg not in _TIMELOOP_ALGORITHMS:
         raise CoexploreError(f"timeloop-mapper algorithm '{alg}' has no coexplore searcher", file=file,
                              key="mapper.algorithm", expected=" | ".join(sorted(_TIMELOOP_ALGORITHMS)))
     metrics = sec.pop("optimization_metric", None)              # Timeloop reads the singular first
     plural = sec.pop("optimization_metrics", None)
+    used = "optimization_metric" if metrics not in (None, []) else "optimization_metrics"
+    metrics_key = f"mapper.{spelled.get(used, used)}"            # as the file spells it
     metrics = metrics if metrics not in (None, []) else plural
     metrics = ["edp"] if metrics in (None, []) else metrics     # Timeloop's default
     metrics = tuple(str(m).lower() for m in (metrics if isinstance(metrics, list) else [metrics]))
     unknown = [m for m in metrics if m not in _KNOWN_METRICS]
     if unknown:   # timeloop-mapper stops on an unrecognised metric too
-        raise CoexploreError(f"unknown metric '{unknown[0]}'", file=file, key="mapper.optimization_metrics",
+        raise CoexploreError(f"unknown metric '{unknown[0]}'", file=file, key=metrics_key,
                              expected="delay, energy, edp, last_level_accesses")
     objective = _TIMELOOP_METRICS.get(metrics) or _TIMELOOP_METRICS.get(metrics[:1])
     if objective is None:
         raise CoexploreError(f"optimization_metrics {list(metrics)} have no coexplore objective", file=file,
-                             key="mapper.optimization_metrics",
+                             key=metrics_key,
                              expected="[delay, energy] (latency), [energy] or [edp]")
     name = _TIMELOOP_ALGORITHMS[alg]
-    fields = {f.name for f in dataclasses.fields(_lookup(name)[1])}
+    config_cls = _lookup(name)[1]
+    fields = {f.name for f in dataclasses.fields(config_cls)}
     config = {k: sec.pop(k) for k in list(sec) if k in fields}       # max_permutations_per_if_visit
+    try:
+        config = config_from_dict(config_cls, config, file)
+    except CoexploreError as exc:      # name the setting as written in the file, not the config field
+        raise _as_timeloop_key(exc, spelled, file) from None
     spec = mapper_spec(name, config=config, objective=objective)
     quiet = {"version", "live_status", "diagnostics", "log_stats", "log_suboptimal", "log_all", "out_prefix"}
-    used_not = sorted(k for k in sec if k not in quiet)
+    used_not = sorted(spelled[k] for k in sec if k not in quiet)          # as the file spells them
     spec.notes = [f"timeloop-mapper settings not used: {', '.join(used_not)} (coexplore stops after --budget "
                   "samples, single-threaded)"] if used_not else []
     return spec
+
+
+def _as_timeloop_key(exc: CoexploreError, spelled: Mapping[str, str], file) -> CoexploreError:
+    """A config error of a translated timeloop-mapper section, keyed `mapper.<key as written>`."""
+    field_name = (exc.key or "").removeprefix("config.")
+    if exc.key and exc.key.startswith("config.") and field_name in spelled:
+        exc.key = f"mapper.{spelled[field_name]}"
+    if exc.file is None and file is not None:
+        exc.file = str(file)
+    exc.args = (exc.format(),)
+    return exc
 
 
 def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:

@@ -48,13 +48,51 @@ def _number(value, *, file, key, expected="a number"):
         raise CoexploreError(f"got {value!r}", file=file, key=key, expected=expected) from None
 
 
+# the largest size, count or mesh accepted: counts derived from it stay exact in int64 and float64
+# (Timeloop reads these as 32-bit integers; a larger value is a typo, not a design)
+MAX_HARDWARE_VALUE = 2 ** 40
+MAX_CAPACITY = 2 ** 53          # words per instance (depth x block size)
+
+
 def _positive(value, *, file, key, integer: bool = True):
-    """A size, count or mesh: a number > 0 (an integer unless `integer` is False)."""
+    """A size, count or mesh: a finite number > 0 (an integer unless `integer` is False), at most
+    MAX_HARDWARE_VALUE."""
     what = "a positive integer" if integer else "a positive number"
     v = _number(value, file=file, key=key, expected=what)
-    if not v > 0 or (integer and v != int(v)):
-        raise CoexploreError(f"got {value!r}", file=file, key=key, expected=what)
+    if not v > 0 or not math.isfinite(v) or (integer and v != int(v)):
+        raise CoexploreError(f"got {value!r}", file=file, key=key, expected=what.replace("a ", "a finite ", 1))
+    if v > MAX_HARDWARE_VALUE:
+        raise CoexploreError(f"got {value!r}, too large", file=file, key=key,
+                             expected=f"{what} of at most 2^40 = {MAX_HARDWARE_VALUE}")
     return int(v) if integer else v
+
+
+def _list(value, *, file, key, what: str) -> list:
+    """A YAML list (None counts as empty); anything else is refused naming the key."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise CoexploreError(f"got {value!r}", file=file, key=key, expected=f"a list of {what}")
+    return value
+
+
+def _mapping(value, *, file, key) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CoexploreError(f"got {value!r}", file=file, key=key, expected="a mapping")
+    return value
+
+
+def _bandwidth(value, *, file, key) -> float:
+    """Words per cycle: a number > 0 (.inf: unlimited, as leaving it out). Timeloop divides by it
+    (slowdown = bandwidth / demand): 0 gives an infinite cycle count, a negative one negative
+    cycles, and NaN is silently unlimited; all three are refused."""
+    v = _number(value, file=file, key=key, expected="a positive number of words per cycle")
+    if not v > 0:
+        raise CoexploreError(f"got {value!r}", file=file, key=key,
+                             expected="a positive number of words per cycle (leave it out, or .inf, for unlimited)")
+    return float(v)
 
 
 @dataclass
@@ -107,7 +145,7 @@ class Architecture:
         return self.levels + [self.compute]
 
 
-def _split_range(name: str, file: str | None = None, key: str = "name") -> tuple[str, int]:
+def split_range(name: str, file: str | None = None, key: str = "name") -> tuple[str, int]:
     """`PE[0..15]` -> ("PE", 16); a plain name has one instance. A range that is not two integers
     lo <= hi (`Buf[1..x]`, `Buf[3..1]`) is refused: read as a plain name it became a level whose
     energy table or instance count no one could find."""
@@ -123,6 +161,7 @@ def _split_range(name: str, file: str | None = None, key: str = "name") -> tuple
         raise CoexploreError(f"bad instance range in name '{text}' ({hi} < {lo})", file=file, key=key,
                              expected="name[lo..hi] with integers lo <= hi, e.g. PE[0..15]")
     return m.group("base"), hi - lo + 1
+
 
 
 def _is_compute_class(cls: str) -> bool:
@@ -142,7 +181,7 @@ def _derive_storage(level: Level, file: str | None) -> None:
     key = f"{level.name}.attributes"
     level.word_bits = _positive(_attr(a, "word_bits", 16), file=file, key=f"{key}.datawidth")
     cluster = a.get("cluster_size")
-    level.cluster_size = _positive(cluster or 1, file=file, key=f"{key}.cluster_size")
+    level.cluster_size = 1 if cluster is None else _positive(cluster, file=file, key=f"{key}.cluster_size")
     block = _attr(a, "block_size")
     width = _attr(a, "width")
     w = None if width is None else _positive(width, file=file, key=f"{key}.width")
@@ -167,16 +206,25 @@ def _derive_storage(level: Level, file: str | None) -> None:
     entries = a.get("entries")
     depth = _attr(a, "depth")
     if entries is not None:
-        level.size = _positive(entries, file=file, key=f"{key}.entries")
+        level.size, size_key = _positive(entries, file=file, key=f"{key}.entries"), "entries"
     elif depth is not None:
-        level.size = _positive(depth, file=file, key=f"{key}.depth") * level.block_size
+        level.size, size_key = _positive(depth, file=file, key=f"{key}.depth") * level.block_size, "depth"
     elif a.get("sizeKB") is not None:
         level.size = _positive(a["sizeKB"], file=file, key=f"{key}.sizeKB", integer=False) * 8192 // level.word_bits
+        size_key = "sizeKB"
     else:
-        level.size = math.inf
-    mb = _positive(a.get("multiple_buffering", 1) or 1, file=file, key=f"{key}.multiple_buffering",
-                   integer=False)
+        level.size, size_key = math.inf, None
+    if math.isfinite(level.size) and level.size > MAX_CAPACITY:
+        raise CoexploreError(f"a capacity of {level.size:.3e} words per instance is too large", file=file,
+                             key=f"{key}.{size_key}", expected="at most 2^53 words (depth x block size; counts "
+                             "are 64-bit integers)")
+    mb = a.get("multiple_buffering")        # Timeloop divides the capacity by it: 0 is no buffer at all
+    mb = 1 if mb is None else _positive(mb, file=file, key=f"{key}.multiple_buffering", integer=False)
     level.effective_size = math.floor(level.size / mb) if math.isfinite(level.size) else math.inf
+    if math.isfinite(level.effective_size) and level.effective_size > MAX_CAPACITY:
+        raise CoexploreError(f"{mb!r} makes an effective capacity of {level.effective_size:.3e} words, too large",
+                             file=file, key=f"{key}.multiple_buffering",
+                             expected="a factor such as 1 or 2 (capacity / factor at most 2^53 words)")
     mu = a.get("min_utilization")
     if mu is not None:
         level.min_utilization = _number(mu, file=file, key=f"{key}.min_utilization")
@@ -187,12 +235,11 @@ def _derive_storage(level: Level, file: str | None) -> None:
                                  key=f"{key}.min_utilization", expected="depth, entries or sizeKB as well")
     bw = a.get("bandwidth")
     if bw is not None:
-        half = _number(bw, file=file, key=f"{key}.bandwidth") / 2
+        half = _bandwidth(bw, file=file, key=f"{key}.bandwidth") / 2
         level.read_bandwidth = level.write_bandwidth = half
-    for attr, fld in (("read_bandwidth", "read_bandwidth"), ("write_bandwidth", "write_bandwidth"),
-                      ("shared_bandwidth", "shared_bandwidth")):
+    for attr in ("read_bandwidth", "write_bandwidth", "shared_bandwidth"):
         if a.get(attr) is not None:
-            setattr(level, fld, _number(a[attr], file=file, key=f"{key}.{attr}"))
+            setattr(level, attr, _bandwidth(a[attr], file=file, key=f"{key}.{attr}"))
     _refuse_unmodelled(a, file, key)
     level.is_dummy = "dummy" in level.cls.lower()
 
@@ -242,7 +289,7 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     if not isinstance(own, dict):
         raise CoexploreError("not a mapping", file=file, key=f"{where}.attributes", expected="a mapping")
     attrs.update({str(k).replace("-", "_"): v for k, v in own.items()})
-    name, _ = _split_range(node["name"], file, f"{where}.name")
+    name, _ = split_range(node["name"], file, f"{where}.name")
     mx, my = (attrs.get(k) for k in ("meshX", "meshY"))
     mx = _positive(mesh_x if mx is None else mx, file=file, key=f"{where}.attributes.meshX")
     my = _positive(mesh_y if my is None else my, file=file, key=f"{where}.attributes.meshY")
@@ -268,6 +315,7 @@ V4_NODE_KEYS = {TAG_KEY, "name", "class", "subclass", "attributes", "spatial", "
                 "networks", "sparse_optimizations", "required_actions", "area_share", "enabled", "actions",
                 "power_gated_at", "energy_scale", "area_scale", "description"}
 V4_CONSTRAINT_KEYS = {"dataspace", "temporal", "spatial", "max_overbooked_proportion", "utilization"}
+V4_SPATIAL_KEYS = ("meshX", "meshY")
 
 
 def _check_v4_keys(node: dict, here: str, file) -> None:
@@ -276,10 +324,24 @@ def _check_v4_keys(node: dict, here: str, file) -> None:
             raise CoexploreError(f"unknown key '{k}'", file=file, key=f"{here}.{k}",
                                  expected="keys of a v0.4 node: " + ", ".join(sorted(V4_NODE_KEYS - {TAG_KEY})))
     cons = node.get("constraints")
-    for k in (cons if isinstance(cons, dict) else {}):
+    if cons is not None and not isinstance(cons, dict):
+        raise CoexploreError(f"got {cons!r}", file=file, key=f"{here}.constraints",
+                             expected="a mapping {temporal: {...}, spatial: {...}, dataspace: {...}}")
+    for k, v in (cons or {}).items():
         if k not in V4_CONSTRAINT_KEYS:
             raise CoexploreError(f"unknown key '{k}'", file=file, key=f"{here}.constraints.{k}",
                                  expected="keys of v0.4 node constraints: " + ", ".join(sorted(V4_CONSTRAINT_KEYS)))
+        if k in ("dataspace", "temporal", "spatial") and v is not None and not isinstance(v, dict):
+            raise CoexploreError(f"got {v!r}", file=file, key=f"{here}.constraints.{k}",
+                                 expected="a mapping (e.g. " + {"dataspace": "{keep: [Inputs], bypass: [Weights]}",
+                                                                "temporal": "{factors: 'C=1', permutation: [M, C]}",
+                                                                "spatial": "{factors: 'M=4', split: 1}"}[k] + ")")
+    spatial = node.get("spatial")
+    if isinstance(spatial, dict):       # timeloopfe's Spatial node has meshX and meshY only
+        for k in spatial:
+            if k not in V4_SPATIAL_KEYS:
+                raise CoexploreError(f"unknown key '{k}'", file=file, key=f"{here}.spatial.{k}",
+                                     expected="keys of a v0.4 spatial mesh: " + ", ".join(V4_SPATIAL_KEYS))
 
 
 def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
@@ -289,7 +351,7 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
 
     def walk(items, where):
         nonlocal mesh_x, mesh_y, inherited
-        for i, node in enumerate(items):
+        for i, node in enumerate(_list(items, file=file, key=where, what="nodes")):
             here = f"{where}[{i}]"
             if not isinstance(node, dict):
                 raise CoexploreError(f"got {node!r}", file=file, key=here,
@@ -306,14 +368,14 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                                      key=f"{here}.spatial",
                                      expected="the mesh on a !Container around the component")
             if tag == "Parallel" or ("nodes" in node and "class" not in node and tag != "Container"):
-                walk(node.get("nodes") or [], f"{here}.nodes")
+                walk(node.get("nodes"), f"{here}.nodes")
                 continue
             if tag in ("Container", "Hierarchical"):
                 if node.get("networks"):
                     raise _no_networks("a networks list", file, f"{here}.networks", "no networks")
                 inherited = dict(inherited)
-                inherited.update({str(k).replace("-", "_"): v
-                                  for k, v in (node.get("attributes") or {}).items()})
+                inherited.update({str(k).replace("-", "_"): v for k, v in
+                                  _mapping(node.get("attributes"), file=file, key=f"{here}.attributes").items()})
                 spatial = node.get("spatial") or {}
                 if not isinstance(spatial, dict):
                     raise CoexploreError(f"got {spatial!r}", file=file, key=f"{here}.spatial",
@@ -347,20 +409,21 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
     top_attrs: dict = {}
 
     def walk(subtrees, inherited, mult, where):
-        for i, st in enumerate(subtrees):
+        for i, st in enumerate(_list(subtrees, file=file, key=where, what="subtrees")):
             here = f"{where}[{i}]"
             if not isinstance(st, dict) or "name" not in st:
                 raise CoexploreError("malformed subtree", file=file, key=here,
                                      expected="a mapping with name, local and/or subtree")
             attrs = dict(inherited)
-            attrs.update({str(k).replace("-", "_"): v for k, v in (st.get("attributes") or {}).items()})
+            attrs.update({str(k).replace("-", "_"): v for k, v in
+                          _mapping(st.get("attributes"), file=file, key=f"{here}.attributes").items()})
             if not top_attrs:
                 top_attrs.update(attrs)
-            _, count = _split_range(st["name"], file, f"{here}.name")
+            _, count = split_range(st["name"], file, f"{here}.name")
             m = mult * count
-            for j, comp in enumerate(st.get("local") or []):
+            for j, comp in enumerate(_list(st.get("local"), file=file, key=f"{here}.local", what="components")):
                 cname = comp.get("name", "") if isinstance(comp, dict) else ""
-                _, n = _split_range(cname, file, f"{here}.local[{j}].name")
+                _, n = split_range(cname, file, f"{here}.local[{j}].name")
                 inst = m * n        # a ranged local inside ranged subtrees: Timeloop multiplies (PE[0..15] x [0..3])
                 lv = _make_level(comp, attrs, inst, 1, 1, file, f"{here}.local[{j}]")
                 if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
@@ -371,7 +434,7 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
                                          file=file, key=f"{here}.local[{j}].attributes.meshX",
                                          expected="meshX x meshY = the number of instances")
                 levels.append(lv)
-            walk(st.get("subtree") or [], attrs, m, f"{here}.subtree")
+            walk(st.get("subtree"), attrs, m, f"{here}.subtree")
 
     walk(tree, {}, 1, "architecture.subtree")
     return levels, top_attrs
@@ -386,9 +449,9 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     if not isinstance(arch, dict):
         raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
     if "nodes" in arch:
-        levels, attrs = _from_v4_nodes(arch["nodes"] or [], file)
+        levels, attrs = _from_v4_nodes(arch["nodes"], file)
     elif "subtree" in arch:
-        levels, attrs = _from_v3_tree(arch["subtree"] or [], file)
+        levels, attrs = _from_v3_tree(arch["subtree"], file)
     else:
         raise CoexploreError("missing key", file=file, key="architecture.nodes",
                              expected="'nodes' (v0.4) or 'subtree' (v0.3)")
@@ -408,6 +471,11 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     if not storage:
         raise CoexploreError("no storage levels", file=file, key="architecture",
                              expected="at least one storage level (e.g. DRAM) above the compute level")
+    for lv in levels:                   # instance counts multiply into int64 arrays of the model
+        if max(lv.instances, lv.mesh_x * lv.mesh_y) > MAX_HARDWARE_VALUE:
+            raise CoexploreError(f"{max(lv.instances, lv.mesh_x * lv.mesh_y):.3e} instances of {lv.name}, too many",
+                                 file=file, key=f"{lv.name}.name",
+                                 expected=f"at most 2^40 = {MAX_HARDWARE_VALUE} instances (name ranges x meshes)")
     for lv in levels:                   # Timeloop takes an `instances` attribute and asserts it fits the mesh
         given = lv.attributes.get("instances")
         if given is not None and given != lv.instances:

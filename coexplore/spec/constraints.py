@@ -13,6 +13,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import Architecture
+from coexplore.spec.problem import MAX_OPERATIONS
 from coexplore.spec.yamlio import load_yaml
 
 # Timeloop's factor syntax (constraints.cpp): `C=1`, `M<=4`, `P>=2`, also `R3` (the '=' is optional);
@@ -72,10 +73,11 @@ def _factors(value, *, file, key) -> dict[str, dict[str, int]]:
     found = False
     for m in _FACTOR.finditer(text):
         found = True
-        if m.group(4):
-            out["="][m.group(4)] = int(m.group(5))
-        else:
-            out[m.group(2)][m.group(1)] = int(m.group(3))
+        dim, op, n = (m.group(4), "=", m.group(5)) if m.group(4) else (m.group(1), m.group(2), m.group(3))
+        if int(n) > MAX_OPERATIONS:     # no bound is larger; nor would it fit the mapspace's int64 arrays
+            raise CoexploreError(f"factor {dim}{op}{n} is too large", file=file, key=key,
+                                 expected=f"at most 2^53 = {MAX_OPERATIONS} (a layer's bounds are no larger)")
+        out[op][dim] = int(n)
     if text.strip() and not found:
         raise CoexploreError(f"cannot read factor constraint {text!r}", file=file, key=key,
                              expected="entries like 'C=1', 'M<=4' or 'P>=2'")
@@ -189,11 +191,16 @@ def _directives(targets: list, file) -> list[tuple[str, dict, str]]:
     entries with `target` (or `name`) and `type`, or a target with a `constraints:` list; a
     directive's fields may sit under `attributes:`."""
     out = []
+    if targets is not None and not isinstance(targets, list):
+        raise CoexploreError(f"got {targets!r}", file=file, key="targets",
+                             expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
     for i, t in enumerate(targets or []):
         key = f"targets[{i}]"
         if not isinstance(t, dict) or ("target" not in t and "name" not in t):
             raise CoexploreError("missing target", file=file, key=key, expected="a mapping with target and type")
         level = t.get("target", t.get("name"))
+        if isinstance(level, (dict, list)):
+            raise CoexploreError(f"got {level!r}", file=file, key=f"{key}.target", expected="a level name")
         inner = t.get("constraints")
         items = [(c, f"{key}.constraints[{j}]") for j, c in enumerate(inner)] if isinstance(inner, list) else [(t, key)]
         for c, k in items:
@@ -267,7 +274,7 @@ def _complete_permutation(c: LevelConstraints, kind: str, problem) -> None:
     setattr(c, f"{kind}_permutation", units + list(perm))
 
 
-def constraint_targets(data) -> list | None:
+def constraint_targets(data, file=None) -> list | None:
     """The constraint directives of a Timeloop input document: `architecture_constraints` and
     `mapspace_constraints` (or `mapspace` / `constraints`) together, as timeloop-mapper combines
     them, each a `targets:` list or a bare list; or a top-level `targets` list; None when the
@@ -278,15 +285,22 @@ def constraint_targets(data) -> list | None:
     body: list = []
     for k in ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints"):
         v = data.get(k)
+        where = k
         if isinstance(v, dict) and "targets" in v:
-            v = v["targets"]
+            v, where = v["targets"], f"{k}.targets"
         elif not isinstance(v, list):
             continue
+        if v is not None and not isinstance(v, list):
+            raise CoexploreError(f"got {v!r}", file=file, key=where,
+                                 expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
         found = True
         body += list(v or [])
         if k == "mapspace":
             break                          # mapspace and constraints: older names of one block
     if not found and "targets" in data:
+        if data["targets"] is not None and not isinstance(data["targets"], list):
+            raise CoexploreError(f"got {data['targets']!r}", file=file, key="targets",
+                                 expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
         return list(data["targets"] or [])
     return body if found else None
 
@@ -302,13 +316,13 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
     paths = [] if path is None else [path] if isinstance(path, (str, Path)) else list(path)
     inline = None
     if arch.source and Path(arch.source).is_file():
-        inline = constraint_targets(load_yaml(arch.source))
+        inline = constraint_targets(load_yaml(arch.source), arch.source)
     if paths and arch.source and any(Path(p).resolve() == Path(arch.source).resolve() for p in paths):
         inline = None                      # the architecture's own file given again: read once
     if paths:
         groups = [(inline, str(arch.source))] if inline else []
         for p in paths:
-            body = constraint_targets(load_yaml(p))
+            body = constraint_targets(load_yaml(p), str(p))
             if body is None:
                 raise CoexploreError("no constraint targets", file=str(p),
                                      key="architecture_constraints / mapspace_constraints",

@@ -15,7 +15,7 @@ import numpy as np
 
 from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import Architecture
-from coexplore.spec.problem import Problem
+from coexplore.spec.problem import MAX_OPERATIONS, Problem
 from coexplore.spec.yamlio import load_yaml, write_yaml
 
 
@@ -38,6 +38,7 @@ class Mapping:
     warnings: list[str] = field(default_factory=list)   # what Timeloop also warns about
 
 
+MAX_FACTOR = MAX_OPERATIONS      # beyond it a factor cannot divide any bound, nor fit the int64 arrays
 _FACTOR_SCAN = re.compile(r"([A-Za-z_]+)\s*=*\s*(\d+)")   # Timeloop's factor syntax: C4, C=4, C = 4
 
 
@@ -55,6 +56,9 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
                 break
             pos = m.end()
             d, n = m.group(1), int(m.group(2))
+            if n > MAX_FACTOR:
+                raise CoexploreError(f"factor {d}{n} is too large", file=file, key=key,
+                                     expected=f"at most 2^53 = {MAX_FACTOR} (a valid factor divides the dimension's bound)")
             if d not in dims:
                 raise CoexploreError(f"unknown dimension '{d}'", file=file, key=key, expected=f"one of {dims}")
             if d in out:
@@ -76,8 +80,11 @@ def _parse_perm(value, *, file, key, dims) -> list[str]:
         return []
     if isinstance(value, str):
         toks = value.split() if " " in value.strip() else list(value.strip())
-    else:
+    elif isinstance(value, list):
         toks = [str(v) for v in value]
+    else:
+        raise CoexploreError(f"got {value!r}", file=file, key=key,
+                             expected=f"dimension names innermost first, as text like '{''.join(dims)}' or a list")
     for t in toks:
         if t not in dims:
             raise CoexploreError(f"unknown dimension '{t}'", file=file, key=key, expected=f"one of {dims}")
@@ -106,7 +113,10 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         target = entry.get("target")
         if target is None:
             raise CoexploreError("missing key", file=file, key=f"{key}.target", expected=f"one of {names}")
-        if isinstance(target, int) and not isinstance(target, bool) and 0 <= target < len(names):
+        if isinstance(target, bool) or not isinstance(target, (str, int)):
+            raise CoexploreError(f"got {target!r}", file=file, key=f"{key}.target",
+                                 expected=f"a level name, one of {names}")
+        if isinstance(target, int) and 0 <= target < len(names):
             target = names[len(names) - 1 - target]      # Timeloop's storage level id, 0 = innermost
         elif target not in mapping.levels and f"inter_{target}_spatial" in mapping.levels:
             target = f"inter_{target}_spatial"           # a v0.4 container, as timeloopfe names it
@@ -142,6 +152,9 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                     continue
                 if isinstance(vals, str):
                     vals = [vals]
+                if not isinstance(vals, list):
+                    raise CoexploreError(f"got {vals!r}", file=file, key=f"{key}.{k}",
+                                         expected=f"a list of dataspace names from {dsnames}")
                 for v in vals:
                     if v not in dsnames:
                         raise CoexploreError(f"unknown dataspace '{v}'", file=file, key=f"{key}.{k}",

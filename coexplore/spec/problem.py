@@ -68,6 +68,16 @@ class Problem:
 MAX_OPERATIONS = 2 ** 53    # per-level counts stay exact in int64 and in float64 energies
 
 
+def _coefficient(value: Any, file: str | None, key: str) -> int:
+    """A stride, dilation or other projection coefficient: Timeloop's shapes multiply a dimension's
+    index by it, so it is a positive integer (0 or less gives negative or empty tensors, and
+    numbers for no real layer)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CoexploreError(f"got {value!r}", file=file, key=key,
+                             expected="a positive integer (strides, dilations and other coefficients are >= 1)")
+    return value
+
+
 def parse_problem(data: Any, file: str | None = None, name: str | None = None) -> Problem:
     if not isinstance(data, dict) or "problem" not in data:
         raise CoexploreError("missing key", file=file, key="problem",
@@ -101,13 +111,10 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                 or not isinstance(default, int)):
             raise CoexploreError(f"got {c!r}", file=file, key=f"problem.shape.coefficients[{i}]",
                                  expected="{name: NAME, default: INTEGER}")
-        coeffs[str(c["name"])] = default
+        coeffs[str(c["name"])] = _coefficient(default, file, f"problem.shape.coefficients[{i}].default")
     for k, v in instance.items():
         if k in coeffs:
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise CoexploreError(f"got {v!r}", file=file, key=f"problem.instance.{k}",
-                                     expected="an integer coefficient")
-            coeffs[k] = v
+            coeffs[k] = _coefficient(v, file, f"problem.instance.{k}")
     bounds = []
     for d in dims:
         v = instance.get(d, 1)
@@ -168,11 +175,18 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     if not dataspaces:
         raise CoexploreError("no data spaces", file=file, key="problem.shape.data_spaces",
                              expected="a list of tensors with projections")
+    problem = Problem(name=name or (name_from_path(file, "problem") if file else "problem"), dims=dims,
+                      bounds=bounds, coefficients=coeffs, dataspaces=dataspaces, shape=shape,
+                      instance=dict(instance), ignored=tuple(str(k) for k in unknown))
+    for ds in dataspaces:               # strides/dilations widen a tensor: its size must stay countable
+        size = problem.tensor_size(ds)
+        if size > MAX_OPERATIONS:
+            raise CoexploreError(f"tensor {ds.name} would hold {size:.3e} elements, too many", file=file,
+                                 key="problem.instance", expected=f"at most {MAX_OPERATIONS:.2e} elements "
+                                 "per tensor (counts are 64-bit integers); smaller bounds or strides")
     # extra instance keys (H, W, padding...) are ignored, as Timeloop does; kept for a warning,
     # since a misspelt dimension silently becomes a bound of 1
-    return Problem(name=name or (name_from_path(file, "problem") if file else "problem"), dims=dims, bounds=bounds,
-                   coefficients=coeffs, dataspaces=dataspaces, shape=shape, instance=dict(instance),
-                   ignored=tuple(str(k) for k in unknown))
+    return problem
 
 
 def load_problem(path: str | Path) -> Problem:

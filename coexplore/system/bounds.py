@@ -76,7 +76,7 @@ def assignment_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth:
     # 1e15 and drops those below 1e-9, so a table spanning 1e3..1e15 cycles is solved as 1e-6..1e6
     coeffs = np.concatenate([times, moves if moves is not None else []])
     coeffs = coeffs[coeffs > 0]
-    scale = float(np.sqrt(coeffs.min() * coeffs.max())) if len(coeffs) else 1.0
+    scale = float(np.sqrt(coeffs.min()) * np.sqrt(coeffs.max())) if len(coeffs) else 1.0   # no overflow
     # per-core load - T <= 0
     load = coo_matrix((times / scale, (c_idx, rows)), shape=(n_cores, nv))
     a_ub = [hstack([load, coo_matrix(-np.ones((n_cores, 1)))])]

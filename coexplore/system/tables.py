@@ -31,9 +31,6 @@ def _number(text: str, path, row: int, col: str) -> float:
 
 def load_table(path: str | Path) -> JobTable:
     """Read a job table CSV; raise CoexploreError on missing columns or bad values."""
-    path = Path(path)
-    if not path.is_file():
-        raise CoexploreError("no such job table file", file=path, expected="a CSV file")
     with io.StringIO(read_text(path), newline="") as fh:
         reader = csv.reader(fh)
         try:

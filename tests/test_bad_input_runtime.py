@@ -1,0 +1,111 @@
+"""Bad environment and output paths found by a user review: a cache folder that cannot be made, a
+result folder blocked by a directory, budgets beyond a 64-bit count, a bad TQDM_* variable, read-only
+cache commands on an empty file, a schedule whose table is bad: one line, exit 2, nothing lost."""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coexplore.cli.main import main
+from conftest import CORPUS
+
+ROOT = Path(__file__).resolve().parents[1]
+ARCH = CORPUS / "arches" / "eyeriss_like" / "processed.yaml"
+LAYER = CORPUS / "layers" / "tiny_conv.yaml"
+TABLE = ROOT / "tests" / "data" / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
+
+
+def one_error(capsys, rc, *needles):
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert len([line for line in err.splitlines() if "error" in line]) == 1, err
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+def test_a_bad_tqdm_variable_is_named_not_a_traceback():
+    r = subprocess.run([sys.executable, "-m", "coexplore.cli.main", "--version"], capture_output=True, text=True,
+                       env={**os.environ, "TQDM_MININTERVAL": "abc"}, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "TQDM_MININTERVAL" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("budget", ["99999999999999999999", "1e20"])
+def test_a_budget_beyond_any_run_is_refused(budget, capsys):
+    for argv in (["map", str(ARCH), str(LAYER), "--no-cache"], ["schedule", "--table", str(TABLE), "--bandwidth", "16"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv + ["--budget", budget])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and "--budget" in err and "too large" in err, err
+
+
+def test_positive_int_refuses_what_numpy_cannot_count():
+    from coexplore.errors import CoexploreError
+    from coexplore.search.base import positive_int
+    assert positive_int(2 ** 53, "k") == 2 ** 53 and positive_int(7.0, "k") == 7
+    for bad in (10 ** 20, 1e20, float("nan"), float("inf"), 0, True, 2.5):
+        with pytest.raises(CoexploreError):
+            positive_int(bad, "k")
+
+
+@pytest.mark.parametrize("folder", ["/proc/coexplore-no/c.sqlite", "/proc/self/no/c.sqlite"])
+def test_a_cache_folder_that_cannot_be_made(folder, tmp_path, capsys):
+    rc = main(["map", str(ARCH), str(LAYER), "--budget", "10", "--cache", folder, "--out", str(tmp_path / "o")])
+    one_error(capsys, rc, "--cache", folder)
+    assert not (tmp_path / "o").exists()          # nothing left behind
+
+
+def test_a_directory_where_the_checkpoint_goes_is_refused_before_the_search(tmp_path, capsys, monkeypatch):
+    import coexplore.cli.map as map_cli
+    (tmp_path / "o" / ".checkpoint.pkl").mkdir(parents=True)
+    monkeypatch.setattr(map_cli, "map_layer", lambda *a, **k: pytest.fail("searched first"))
+    rc = main(["map", str(ARCH), str(LAYER), "--budget", "10", "--no-cache", "--out", str(tmp_path / "o")])
+    one_error(capsys, rc, ".checkpoint.pkl")
+
+
+@pytest.mark.parametrize("action", ["stats", "clear"])
+def test_cache_commands_leave_an_empty_file_alone(action, tmp_path, capsys):
+    f = tmp_path / "notes.txt"
+    f.write_bytes(b"")
+    assert main(["cache", action, "--cache", str(f)]) == 0
+    assert ("0 entries" if action == "stats" else "nothing to clear") in capsys.readouterr().out
+    assert f.read_bytes() == b""
+
+
+def test_a_bad_table_replaces_nothing_and_announces_nothing(tmp_path, capsys):
+    out = tmp_path / "s"
+    assert main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "50", "--no-plot",
+                 "--no-progress", "--json", "--out", str(out)]) == 0
+    before = (out / "schedule.json").read_text()
+    capsys.readouterr()
+    bad = tmp_path / "bad.csv"
+    bad.write_text(TABLE.read_text().replace("\n", "\nx,", 1))        # a short first data row
+    rc = main(["schedule", "--table", str(bad), "--bandwidth", "16", "--budget", "50", "--out", str(out)])
+    err = one_error(capsys, rc, str(bad))
+    assert "replacing" not in err and (out / "schedule.json").read_text() == before
+
+
+@pytest.mark.parametrize("argv", [["schedule", "--table", "{d}", "--bandwidth", "16"],
+                                  ["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", "{d}"]])
+def test_a_directory_given_as_a_schedule_file(argv, tmp_path, capsys):
+    d = tmp_path / "dir"
+    d.mkdir()
+    rc = main([a.format(d=d) for a in argv] + ["--no-plot", "--out", str(tmp_path / "o")])
+    one_error(capsys, rc, str(d), "is a directory")
+
+
+def test_the_lower_bound_of_a_table_with_huge_values_warns_nothing():
+    from coexplore.system.bounds import lower_bound
+    lat = np.array([[1000.0, 2000.0], [3000.0, 500.0]])
+    need = np.array([[1e305, 100.0], [100.0, 100.0]])   # traffic up to 1e308: finite, but the product of
+    # the extreme LP coefficients (500 cycles x 6.25e306 cycles of transfer) is not
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lb = lower_bound(lat, need, 16.0)
+    assert np.isfinite(lb) and lb >= 1000.0      # job 0 runs somewhere

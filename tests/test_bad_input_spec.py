@@ -1,0 +1,271 @@
+"""Bad values in Timeloop problems, architectures, mappings and constraints (found by an input audit):
+each is refused where it is read (coexplore/spec), so every command says so in one line naming the
+file and key, exits 2, and neither crashes (exit 3) nor prints numbers for an impossible design."""
+
+import shutil
+
+import pytest
+
+from conftest import CORPUS
+from coexplore.cli.main import main
+from coexplore.spec.yamlio import dump_yaml, load_yaml
+
+ARCH_DIR = CORPUS / "arches" / "simba_like"
+LAYER = CORPUS / "layers" / "alexnet_conv3.yaml"
+MAPPING = CORPUS / "public" / "simba_like" / "alexnet_conv3" / "003" / "mapping.yaml"
+CONSTRAINTS = ARCH_DIR / "constraints.yaml"
+BIG = 99999999999999999999999          # beyond int64
+
+
+def run(capsys, *args):
+    rc = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def refused(capsys, args, *needles):
+    rc, out, err = run(capsys, *args)
+    assert rc == 2, (rc, out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    errors = [line for line in err.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1, err
+    for n in needles:
+        assert str(n) in errors[0], errors[0]
+    return errors[0]
+
+
+def mutated(src, dst, change):
+    """A copy of the YAML file `src` at `dst` with only `change(data)` applied (Timeloop tags kept)."""
+    data = load_yaml(src)
+    change(data)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(dump_yaml(data))
+    return dst
+
+
+def arch_copy(tmp_path, change, name="processed.yaml"):
+    """The simba_like architecture (flattened or v0.4) with its ERT, one value changed."""
+    d = tmp_path / "arch"
+    d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ARCH_DIR / "ERT.yaml", d / "ERT.yaml")
+    return mutated(ARCH_DIR / name, d / name, change)
+
+
+def glb(d):
+    """The GlobalBuffer of the flattened simba_like architecture."""
+    comp = d["architecture"]["subtree"][0]["local"][1]
+    assert comp["name"] == "GlobalBuffer[1..1]"
+    return comp["attributes"]
+
+
+def v4_node(d, name):
+    return next(n for n in d["architecture"]["nodes"] if n.get("name") == name)
+
+
+def test_the_unmutated_inputs_are_accepted(capsys, tmp_path):
+    """The mutations below are what is refused: the same files unchanged evaluate."""
+    arch = arch_copy(tmp_path, lambda d: None)
+    layer = mutated(LAYER, tmp_path / "layer.yaml", lambda d: None)
+    rc, out, err = run(capsys, "evaluate", arch, layer, MAPPING, "--json")
+    assert rc == 0, err
+    v4 = arch_copy(tmp_path, lambda d: None, "arch.yaml")
+    rc, out, err = run(capsys, "evaluate", v4, layer, MAPPING)
+    assert rc == 0, err
+    rc, out, err = run(capsys, "energy", "tables", arch, "--out", tmp_path / "et")
+    assert rc == 0, err
+
+
+# 1. every coefficient of a problem (strides, dilations) is a positive integer, like the bounds
+@pytest.mark.parametrize("key, value", [("Wstride", -1), ("Hstride", 0), ("Wdilation", 0),
+                                        ("Hdilation", -3), ("Wstride", 1.5), ("Wstride", "two")])
+def test_problem_coefficients_are_positive_integers(capsys, tmp_path, key, value):
+    layer = mutated(LAYER, tmp_path / "l.yaml", lambda d: d["problem"]["instance"].update({key: value}))
+    refused(capsys, ["evaluate", ARCH_DIR / "processed.yaml", layer, MAPPING], layer,
+            f"problem.instance.{key}", "positive integer")
+
+
+def test_problem_coefficient_defaults_are_positive(capsys, tmp_path):
+    def change(d):
+        d["problem"]["shape"]["coefficients"][0]["default"] = 0
+        del d["problem"]["instance"]["Wstride"]
+    layer = mutated(LAYER, tmp_path / "l.yaml", change)
+    refused(capsys, ["evaluate", ARCH_DIR / "processed.yaml", layer, MAPPING], layer,
+            "problem.shape.coefficients[0].default", "positive integer")
+
+
+def test_negative_stride_is_refused_by_map_too(capsys, tmp_path):
+    layer = mutated(LAYER, tmp_path / "l.yaml", lambda d: d["problem"]["instance"].update(Wstride=-1, Hstride=-1))
+    refused(capsys, ["map", ARCH_DIR / "processed.yaml", layer, "--budget", "10", "--no-cache",
+                     "--out", tmp_path / "o"], "problem.instance.Wstride")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_stride_that_makes_a_tensor_uncountable(capsys, tmp_path):
+    layer = mutated(LAYER, tmp_path / "l.yaml", lambda d: d["problem"]["instance"].update(Wstride=10 ** 15))
+    refused(capsys, ["evaluate", ARCH_DIR / "processed.yaml", layer, MAPPING], "problem.instance",
+            "tensor Inputs")
+
+
+# 4. a reversed instance range: refused by the one range parser, for the model and the pricing
+def test_reversed_instance_range(capsys, tmp_path):
+    def change(d):
+        comp = d["architecture"]["subtree"][0]["local"][3]
+        assert comp["name"] == "PEInputBuffer[1..16]"
+        comp["name"] = "PEInputBuffer[16..1]"
+    arch = arch_copy(tmp_path, change)
+    for args in (["energy", "tables", arch, "--out", tmp_path / "et"], ["evaluate", arch, LAYER, MAPPING]):
+        refused(capsys, args, arch, "local[3].name", "bad instance range", "PEInputBuffer[16..1]")
+    assert not (tmp_path / "et" / "ART.yaml").exists()
+
+
+# 5, 6. a mapping's permutation that is no text, and factors too large for any bound
+@pytest.mark.parametrize("field, value, needle", [
+    ("permutation", 5, "got 5"),
+    ("permutation", {"a": 1}, "got {"),
+    ("factors", f"C1 M1 R1 S1 N1 P1 Q{BIG}", "too large"),
+    ("target", ["PEWeightRegs"], "got ['PEWeightRegs']"),
+])
+def test_bad_mapping_values(capsys, tmp_path, field, value, needle):
+    def change(d):
+        entry = next(e for e in d["mapping"] if e["type"] == "temporal")
+        entry[field] = value
+    m = mutated(MAPPING, tmp_path / "m.yaml", change)
+    index = next(i for i, e in enumerate(load_yaml(MAPPING)["mapping"]) if e["type"] == "temporal")
+    refused(capsys, ["evaluate", ARCH_DIR / "processed.yaml", LAYER, m], m, f"mapping[{index}].{field}", needle)
+
+
+def test_keep_list_that_is_no_list(capsys, tmp_path):
+    m = mutated(MAPPING, tmp_path / "m.yaml", lambda d: d["mapping"][0].update(keep=5))
+    refused(capsys, ["evaluate", ARCH_DIR / "processed.yaml", LAYER, m], "mapping[0].keep", "got 5")
+
+
+# 7. a subtree or local list that is no list
+@pytest.mark.parametrize("where, key", [("subtree", "architecture.subtree"),
+                                        ("local", "architecture.subtree[0].local")])
+def test_subtree_that_is_no_list(capsys, tmp_path, where, key):
+    def change(d):
+        if where == "subtree":
+            d["architecture"]["subtree"] = 5
+        else:
+            d["architecture"]["subtree"][0]["local"] = 5
+    arch = arch_copy(tmp_path, change)
+    for args in (["evaluate", arch, LAYER, MAPPING], ["energy", "tables", arch, "--out", tmp_path / "et"]):
+        refused(capsys, args, arch, key, "got 5", "a list")
+
+
+# 8. sizes that are infinite or too large for the 64-bit counts
+@pytest.mark.parametrize("attr, value, needle", [
+    ("depth", float("inf"), "finite"),
+    ("depth", float("-inf"), "positive"),
+    ("width", float("inf"), "finite"),
+    ("depth", 1e40, "too large"),
+    ("depth", 2 ** 45, "too large"),
+    ("cluster_size", 0, "positive"),
+])
+def test_infinite_or_huge_sizes(capsys, tmp_path, attr, value, needle):
+    arch = arch_copy(tmp_path, lambda d: glb(d).update({attr: value}))
+    refused(capsys, ["evaluate", arch, LAYER, MAPPING], arch, f"GlobalBuffer.attributes.{attr}", needle)
+
+
+def test_capacity_too_large_for_counts(capsys, tmp_path):
+    arch = arch_copy(tmp_path, lambda d: glb(d).update(depth=2 ** 40, width=2 ** 36))
+    refused(capsys, ["evaluate", arch, LAYER, MAPPING], "GlobalBuffer.attributes.depth", "too large")
+
+
+def test_huge_size_refused_by_the_pricing_too(capsys, tmp_path):
+    arch = arch_copy(tmp_path, lambda d: glb(d).update(width=1e40))
+    refused(capsys, ["energy", "tables", arch, "--out", tmp_path / "et"], arch, "attributes.width", "too large")
+
+
+@pytest.mark.parametrize("text", ["1e400", ".inf", "1e40"])
+def test_v04_depth_not_finite_or_too_large(capsys, tmp_path, text):
+    d = tmp_path / "v4"
+    d.mkdir()
+    shutil.copy(ARCH_DIR / "ERT.yaml", d / "ERT.yaml")
+    src = (ARCH_DIR / "arch.yaml").read_text()
+    assert src.count("depth: 8192") == 1
+    arch = d / "arch.yaml"
+    arch.write_text(src.replace("depth: 8192", f"depth: {text}"))
+    for args in (["evaluate", arch, LAYER, MAPPING], ["energy", "tables", arch, "--out", tmp_path / "et"]):
+        refused(capsys, args, arch, "PEInputBuffer.attributes.depth")
+
+
+# 9. bandwidths: Timeloop divides by them (0: infinite cycles, < 0: negative ones, NaN: unlimited)
+@pytest.mark.parametrize("attr, value", [("read_bandwidth", 0), ("read_bandwidth", -1),
+                                         ("read_bandwidth", float("nan")), ("write_bandwidth", 0),
+                                         ("write_bandwidth", -2.5), ("bandwidth", 0)])
+def test_bandwidth_not_positive(capsys, tmp_path, attr, value):
+    arch = arch_copy(tmp_path, lambda d: glb(d).update({attr: value}))
+    refused(capsys, ["evaluate", arch, LAYER, MAPPING], arch, f"GlobalBuffer.attributes.{attr}",
+            "positive number of words per cycle")
+
+
+def test_infinite_bandwidth_is_unlimited(capsys, tmp_path):
+    """.inf means no limit, as leaving the bandwidth out: the same result."""
+    plain = arch_copy(tmp_path, lambda d: None)
+    rc, base, err = run(capsys, "evaluate", plain, LAYER, MAPPING, "--json")
+    assert rc == 0, err
+    inf = arch_copy(tmp_path / "inf", lambda d: glb(d).update(read_bandwidth=float("inf"),
+                                                                write_bandwidth=float("inf")))
+    rc, out, err = run(capsys, "evaluate", inf, LAYER, MAPPING, "--json")
+    assert rc == 0, err
+    import json
+    a, b = json.loads(base), json.loads(out)
+    assert (a["cycles"], a["energy_pJ"]) == (b["cycles"], b["energy_pJ"])
+
+
+# 24. multiple buffering 0 (Timeloop divides the capacity by it) like -2
+@pytest.mark.parametrize("value, needle", [(0, "positive"), (-2, "positive"), (1e-300, "too large")])
+def test_multiple_buffering(capsys, tmp_path, value, needle):
+    arch = arch_copy(tmp_path, lambda d: glb(d).update(multiple_buffering=value))
+    refused(capsys, ["evaluate", arch, LAYER, MAPPING], arch, "GlobalBuffer.attributes.multiple_buffering", needle)
+
+
+# 12. constraints files: targets that are no list, factors beyond any bound
+@pytest.mark.parametrize("change, key, needle", [
+    (lambda d: d["architecture_constraints"].update(targets=5), "architecture_constraints.targets", "got 5"),
+    (lambda d: d["architecture_constraints"]["targets"][0].update(factors=f"M<={BIG}"), "factors", "too large"),
+    (lambda d: d["architecture_constraints"]["targets"][0].update(factors=f"M={BIG}"), "factors", "too large"),
+    (lambda d: d["architecture_constraints"]["targets"][0].update(target={"a": 1}), "targets[0].target", "got"),
+])
+def test_bad_constraints(capsys, tmp_path, change, key, needle):
+    cons = mutated(CONSTRAINTS, tmp_path / "c.yaml", change)
+    refused(capsys, ["map", ARCH_DIR / "processed.yaml", LAYER, "--constraints", cons, "--budget", "10",
+                     "--no-cache", "--out", tmp_path / "o"], cons, key, needle)
+
+
+# 13, 18. v0.4 nodes: constraints that are no mappings, an unknown key under `spatial`
+@pytest.mark.parametrize("old, new, key, needle", [
+    ("dataspace: {keep: [Inputs, Outputs], bypass: [Weights]}", "dataspace: 5", "constraints.dataspace", "got 5"),
+    ("spatial: {factors: R=1 S=1 P=1 Q=1 N=1, permutation: [M, C, R, S, P, Q, N]}", "spatial: [1]",
+     "constraints.spatial", "got [1]"),
+    ("spatial: {meshX: 16}", "spatial: {meshZ: 16}", "spatial.meshZ", "meshX, meshY"),
+    ("spatial: {meshX: 16}", "spatial: {meshX: 16, meshy: 2}", "spatial.meshy", "meshX, meshY"),
+])
+def test_v04_node_values(capsys, tmp_path, old, new, key, needle):
+    src = (ARCH_DIR / "arch.yaml").read_text()
+    assert src.count(old) == 1
+    arch = tmp_path / "arch.yaml"
+    arch.write_text(src.replace(old, new))
+    shutil.copy(ARCH_DIR / "ERT.yaml", tmp_path / "ERT.yaml")
+    refused(capsys, ["map", arch, CORPUS / "layers" / "resnet50_res3a_2b.yaml", "--budget", "10", "--no-cache",
+                     "--out", tmp_path / "o"], arch, key, needle)
+
+
+def test_v04_constraints_that_are_no_mapping(capsys, tmp_path):
+    src = (ARCH_DIR / "arch.yaml").read_text()
+    old = "      dataspace: {keep: [Inputs, Outputs], bypass: [Weights]}"
+    assert src.count(old) == 1
+    arch = tmp_path / "arch.yaml"
+    arch.write_text(src.replace(old, "      5"))
+    refused(capsys, ["evaluate", arch, LAYER, MAPPING], arch, ".constraints'", "got 5")
+
+
+def test_instance_count_too_large_for_counts(capsys, tmp_path):
+    def change(d):
+        dram = d["architecture"]["subtree"][0]["local"][0]
+        assert dram["name"] == "DRAM[1..1]"
+        dram["name"] = f"DRAM[1..{10 ** 21}]"
+        del dram["attributes"]["meshX"], dram["attributes"]["meshY"]
+    arch = arch_copy(tmp_path, change)
+    refused(capsys, ["evaluate", arch, LAYER, MAPPING], arch, "DRAM.name", "too many")
