@@ -24,10 +24,12 @@ def bundled_dir(kind: str) -> Path:
 
 
 def resolve(kind: str, name_or_path: str | Path) -> Path:
-    """A path as given if it exists, else the bundled `<kind>/<name>.yaml` of that name if there is
-    one (`simba` -> arch/simba.yaml), else the path as given (its reader reports it missing)."""
+    """A path as given if it is a file, else the bundled `<kind>/<name>.yaml` of that name if there
+    is one (`simba` -> arch/simba.yaml; also when a folder of that name is in the way, e.g. the one
+    `coexplore arch generate simba --out simba` writes: a folder is never an input file), else the
+    path as given (its reader reports it missing, or a folder)."""
     p = Path(name_or_path)
-    if p.exists() or p.suffix:
+    if p.is_file() or p.suffix:
         return p
     cand = bundled_dir(kind) / f"{p.name}.yaml"
-    return cand if cand.is_file() else p
+    return cand if cand.is_file() and len(p.parts) == 1 else p

@@ -133,7 +133,10 @@ def test_workload_layers_get_their_own_default_folder(tmp_path):
 def test_schedule_takes_bundled_workload_names(tmp_path):
     r = cli("schedule", ROOT / "arch" / "simba.yaml", "--workload", "dlrm_mlp", "--layer-budget", "10",
             "--budget", "50", "--no-plot", "--cache", tmp_path / "c.sqlite", "--out", tmp_path / "s")
-    one_line_error(r, "--layer-budget", "on core simba", "no valid mapping")   # names the flag the user set
+    # a failed layer search is a failed run (exit 1, as `coexplore map`), naming the flag the user set
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert all(n in r.stderr for n in ("--layer-budget", "on core simba", "no valid mapping")), r.stderr
+    assert not (tmp_path / "s").exists()           # nothing left behind
     r = cli("schedule", ROOT / "arch" / "simba.yaml", "--workload", "dlrm_mlp", "--layer-budget", "400",
             "--budget", "50", "--no-plot", "--cache", tmp_path / "c.sqlite", "--out", tmp_path / "s")
     assert r.returncode == 0, r.stderr

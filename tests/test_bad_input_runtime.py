@@ -109,3 +109,90 @@ def test_the_lower_bound_of_a_table_with_huge_values_warns_nothing():
         warnings.simplefilter("error")
         lb = lower_bound(lat, need, 16.0)
     assert np.isfinite(lb) and lb >= 1000.0      # job 0 runs somewhere
+
+
+# ----------------------------------------------------------------------------- output folders
+
+def _map(tmp_path, *extra, seed="0"):
+    return main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "40", "--seed", seed,
+                 "--no-cache", "--no-progress", *extra])
+
+
+def test_a_default_folder_holding_the_users_files_is_left_alone(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert _map(tmp_path) == 0
+    first = next((tmp_path / "results" / "map").iterdir())
+    mine = tmp_path / "results" / "map" / (first.name.replace("seed0", "seed1"))
+    mine.mkdir()
+    (mine / "mapping.yaml").write_text("my own notes\n")
+    blocked = tmp_path / "results" / "map" / first.name.replace("seed0", "seed2")
+    blocked.write_text("a file, not a folder\n")
+    assert _map(tmp_path, seed="1") == 0 and _map(tmp_path, seed="2") == 0
+    assert (mine / "mapping.yaml").read_text() == "my own notes\n" and len(list(mine.iterdir())) == 1
+    assert blocked.read_text() == "a file, not a folder\n"
+    for s in ("1", "2"):
+        moved = tmp_path / "results" / "map" / (first.name.replace("seed0", f"seed{s}") + "-2")
+        assert json.loads((moved / "result.json").read_text())["seed"] == int(s)
+
+
+def test_out_never_discards_another_runs_saved_search_state(tmp_path, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / ".run.json").write_text(json.dumps({"another": "run"}))
+    (out / ".checkpoint.pkl").write_bytes(b"its state")
+    rc = _map(tmp_path, "--out", str(out))
+    one_error(capsys, rc, str(out), "saved search state")
+    assert (out / ".checkpoint.pkl").read_bytes() == b"its state"
+
+
+def test_out_takes_over_a_finished_runs_folder_and_its_claim(tmp_path, monkeypatch, capsys):
+    """--out into another run's (finished) folder: replaced with a note, and the folder's claim names
+    this run, so the other run's rerun numbers a folder of its own instead of overwriting this."""
+    monkeypatch.chdir(tmp_path)
+    assert _map(tmp_path) == 0
+    default = next((tmp_path / "results" / "map").iterdir())
+    assert _map(tmp_path, "--out", str(default), seed="4") == 0
+    assert "replacing" in capsys.readouterr().err
+    assert _map(tmp_path) == 0                      # the first run again: not into the seed-4 result
+    assert json.loads((default / "result.json").read_text())["seed"] == 4
+    assert json.loads((default.with_name(default.name + "-2") / "result.json").read_text())["seed"] == 0
+
+
+def test_a_folder_named_like_a_bundled_input_does_not_hide_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "simba").mkdir()                    # e.g. `coexplore arch generate simba --out simba`
+    (tmp_path / "marl").mkdir()
+    rc = main(["map", "simba", "alexnet", "--layer", "fc8", "--budget", "200", "--no-cache", "--no-progress",
+               "--json", "--out", "o"])
+    assert rc == 0, capsys.readouterr().err
+    data = json.loads(capsys.readouterr().out)
+    assert data["searcher"] == "marl" and data["run"]["arch"].endswith("arch/simba.yaml")
+
+
+def test_json_of_an_interrupted_rerun_that_keeps_the_earlier_result(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "o"
+    argv = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "300", "--no-cache", "--no-progress",
+            "--json", "--out", str(out)]
+    assert main(argv) == 0
+    done = json.loads(capsys.readouterr().out)
+    import coexplore.search.layer as layer_mod
+    from coexplore.search.layer import MapInterrupted
+    real = layer_mod.map_layer
+
+    def stop_early(*a, **k):        # a rerun stopped after 100 samples: the earlier 300-sample result is kept
+        res = real(*a[:3], 100, *a[4:], **k)
+        res.interrupted = True
+        raise MapInterrupted(res)
+    import coexplore.cli.map as map_cli
+    monkeypatch.setattr(map_cli, "map_layer", stop_early)
+    assert main(argv + ["--restart"]) == 130
+    assert json.loads(capsys.readouterr().out)["samples"] == done["samples"] == 300
+
+
+def test_an_uncounted_mapspace_size_is_said_to_be_an_upper_bound(tmp_path, capsys):
+    rc = main(["map", str(CORPUS / "arches" / "simba_like" / "processed.yaml"),
+               str(CORPUS / "layers" / "resnet50_res3a_2b.yaml"), "--searcher", "random", "--budget", "50",
+               "--no-cache", "--no-progress", "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "mapspace at most 10^" in out
+    assert json.loads((tmp_path / "o" / "result.json").read_text())["mapspace_size"] is None

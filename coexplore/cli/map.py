@@ -159,6 +159,8 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
         if cache is not None:
             cache.close()
     if res.interrupted and keeps_earlier(out / "result.json", run_desc, res.samples, "map", checkpoint):
+        if args.json:                 # the result kept is this run's best: a script gets it as usual
+            print((out / "result.json").read_text())
         return 130
     mapping_file = out / "mapping.yaml"
     arrays = to_arrays([parse_mapping({"mapping": res.mapping}, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)
@@ -185,7 +187,8 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
     else:
         b = res.best
         size = (f"{plural(res.mapspace_size, 'mapping')}" if res.mapspace_size is not None
-                and res.mapspace_size < 10 ** 7 else f"10^{res.mapspace_log10:.1f}")
+                and res.mapspace_size < 10 ** 7 else f"10^{res.mapspace_log10:.1f}" if res.mapspace_size is not None
+                else f"at most 10^{res.mapspace_log10:.1f}")     # not counted: the upper bound
         print(f"coexplore map: {ctx.problem.name} on {ctx.arch.name}, searcher {spec.searcher}, "
               f"{plural(res.samples, 'sample')}{' (from cache)' if res.cached else ''}, mapspace {size}")
         uj = b['energy_pJ'] / 1e6

@@ -95,10 +95,22 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> P
     """An explicit --out folder (see `output_dir`); its result is replaced as asked, with a note
     when it records another run (the default folders are numbered instead)."""
     out = output_dir(path)
+    want = json.loads(json.dumps(run, sort_keys=True))
+    claim = _owner(out / CLAIM)
+    if claim is not None and claim != want and (out / CHECKPOINT).is_file():
+        raise CoexploreError("holds the saved search state of another run, interrupted (its .checkpoint.pkl): "
+                             "writing here would lose it", file=str(out), key="--out",
+                             expected="another --out folder (rerunning that run's own command resumes it; remove "
+                                      "the folder to discard it)")
     owner = _owner(out / result_file, key="run") if (out / result_file).exists() else None
-    if (out / result_file).exists() and owner != json.loads(json.dumps(run, sort_keys=True)):
+    if (out / result_file).exists() and owner != want:
         print(f"coexplore {command}: note: replacing {out / result_file}, the result of "
               f"{'another run' if owner else 'an earlier run'} (--out is written as given)", file=sys.stderr)
+    if claim is not None and claim != want:    # the folder is this run's now: a rerun of the other goes elsewhere
+        try:
+            (out / CLAIM).write_text(json.dumps(want, sort_keys=True), encoding="utf-8")
+        except OSError as exc:
+            raise _unwritable(out, exc) from None
     return out
 
 
@@ -162,16 +174,22 @@ def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
     """`base`, unless it belongs to another run: then the first of base-2, base-3, ... that is free
     or belongs to this run. A folder is claimed by creating its `.run.json` (the run record), so
     runs with different settings started at the same time never share one; a folder without a claim
-    belongs to the run its `result_file` records (any other run, if that records none). A default
-    output folder is thus never overwritten by a different run; rerunning reuses its folder."""
+    belongs to the run its `result_file` records (any other run, if that records none), and a folder
+    holding anything else to no run (it is left alone, as is a file of that name). A default output
+    folder is thus never overwritten by a different run; rerunning reuses its folder."""
     base = Path(base)
     want = json.loads(json.dumps(run, sort_keys=True))
     for k in range(1, 10_000):
-        cand = output_dir(base if k == 1 else base.with_name(f"{base.name}-{k}"))
+        path = base if k == 1 else base.with_name(f"{base.name}-{k}")
+        if path.exists() and not path.is_dir():     # a file of that name: not ours to replace
+            continue
+        cand = output_dir(path)
         claim = cand / CLAIM
         owner = _owner(claim)
         if owner is None and (cand / result_file).exists():
             owner = _owner(cand / result_file, key="run") or "an unrecorded earlier run"
+        if owner is None and not claim.exists() and any(cand.iterdir()):
+            owner = "files of no run"               # e.g. the user's own: left alone
         if owner is None and _claim(claim, want):
             CLAIMED.append(cand)
             return cand

@@ -22,9 +22,11 @@ from pathlib import Path
 
 from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
-                                 interrupted_note, keeps_earlier, open_cache, run_checkpoint, seed)
+                                 interrupted_note, keeps_earlier, open_cache, remove_empty_created, run_checkpoint,
+                                 seed)
 from coexplore.errors import CoexploreError
 from coexplore.search.base import finishing
+from coexplore.search.layer import NoValidMapping
 from coexplore.spec.yamlio import write_text
 
 
@@ -111,7 +113,12 @@ def run(args) -> int:
     run_desc = _run_description(args, mapper, budget)
     out = _out_dir(args, mapper, run_desc)
     if args.system:
-        table, bandwidth = _system_table(args, progress)
+        try:
+            table, bandwidth = _system_table(args, progress)
+        except NoValidMapping as exc:    # a failed layer search, not bad input: exit 1, as `coexplore map`
+            print(f"coexplore schedule: {exc.format()}", file=sys.stderr)
+            remove_empty_created()
+            return 1
         save_table(table, out / "jobs.csv")     # the job table the schedule is for
     checkpoint = run_checkpoint(out, run_desc, "schedule", args.restart)
     # a Ctrl-C after the search (lower bound, writing, plotting) waits for the schedule to be written
@@ -134,6 +141,8 @@ def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dic
     except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
         result = exc.result
         if keeps_earlier(out / "schedule.json", run_desc, result.samples, "schedule", checkpoint):
+            if args.json:             # the schedule kept is this run's best: a script gets it as usual
+                print(json.dumps(json.loads((out / "schedule.json").read_text())))
             return 130
     except KeyboardInterrupt:
         interrupted_note("schedule", checkpoint)

@@ -19,7 +19,7 @@ from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import level_costs
 from coexplore.model.inputs import Context
 from coexplore.search import registry
-from coexplore.search.layer import map_layer
+from coexplore.search.layer import NoValidMapping, map_layer
 from coexplore.spec.architecture import parse_architecture
 from coexplore.spec.constraints import constraints_from_targets
 from coexplore.spec.ert import parse_ert
@@ -136,6 +136,11 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
             ctx = Context(cm.context_arch, prob, cm.ert, cm.costs)
             try:
                 res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache)
+            except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
+                exc.message = f"layer {layer.name} on core {design}: {exc.message}"
+                exc.file, exc.key = system.spec.file, "--layer-budget"
+                exc.args = (exc.format(),)
+                raise
             except CoexploreError as exc:
                 if exc.key != "--budget":
                     raise
