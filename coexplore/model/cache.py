@@ -437,7 +437,11 @@ class ResultCache:
             db.execute("BEGIN IMMEDIATE")
             n = 0
             try:
-                for key, record, meta in items:
+                for item in items:
+                    if not isinstance(item, (tuple, list)) or len(item) != 3:
+                        raise CoexploreError(f"put_many item {n} is {item!r:.80}", key="put_many",
+                                             expected="(key, record, meta) triples (meta may be None)")
+                    key, record, meta = item
                     db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
                                _row(key, record, meta))
                     n += 1
@@ -455,7 +459,11 @@ class ResultCache:
         key = cache_key(**parts)
         record = self.get(key)
         if record is None:
-            record = dict(compute_fn())
+            computed = compute_fn()
+            if not isinstance(computed, Mapping):
+                raise CoexploreError(f"compute_fn returned {type(computed).__name__}, not a record",
+                                     key="compute_fn", expected="a mapping of names to values (a dict)")
+            record = dict(computed)
             self.put(key, record, meta=_summary(parts))
             record = json.loads(_record_json(record))   # same value a later hit returns
         return record

@@ -34,7 +34,27 @@ def checked_losses(batch, losses) -> np.ndarray:
                              key="tell", expected="one loss per candidate, shape [n]")
     out = out.reshape(-1)
     out[np.isnan(out)] = np.inf
+    if np.any(out == -np.inf):
+        raise CoexploreError(f"a loss of -inf (candidate {int(np.argmax(out == -np.inf))})", key="tell",
+                             expected="losses > -inf (inf, or NaN, marks an invalid candidate)")
+    tie = getattr(losses, "tie", None)
+    if tie is not None:
+        _check_tie(tie, out.size)
     return out
+
+
+def _check_tie(tie, n: int) -> np.ndarray:
+    """The secondary key of n losses as n floats (NaN read as inf), else a CoexploreError."""
+    from coexplore.errors import CoexploreError
+    try:
+        t = np.asarray(tie, dtype=float)
+    except (TypeError, ValueError):
+        raise CoexploreError(f"tie keys are not numbers: {tie!r:.80}", key="tie",
+                             expected="one tie key per loss, shape [n]") from None
+    if t.size != n or (t.ndim != 1 and t.shape != (n, 1)):
+        raise CoexploreError(f"{t.shape} tie keys for {n} losses", key="tie",
+                             expected="one tie key per loss, shape [n]")
+    return t
 
 
 class TiedLosses(np.ndarray):
@@ -49,8 +69,10 @@ class TiedLosses(np.ndarray):
 
 
 def with_tie(losses: np.ndarray, tie: np.ndarray) -> TiedLosses:
+    """Losses carrying a tie key per loss (same length, else a CoexploreError)."""
     out = np.asarray(losses, dtype=float).view(TiedLosses)
-    out.tie = np.asarray(tie, dtype=float)
+    t = _check_tie(tie, out.size)
+    out.tie = t if t.ndim == 1 else t.reshape(-1)
     return out
 
 
@@ -102,12 +124,37 @@ def _checked_ask(ask):
     return checked
 
 
+_TELLING: set[int] = set()   # searchers inside a checked tell (a subclass's super().tell is not re-checked)
+
+
+def _checked_tell(tell):
+    """Wrap a searcher's tell so that the whole batch is checked (`check_tell`) before anything
+    in the searcher changes: a refused tell leaves the searcher as it was."""
+    @functools.wraps(tell)
+    def checked(self, batch, losses):
+        key = id(self)
+        if key in _TELLING:
+            return tell(self, batch, losses)
+        self.check_tell(batch, losses)
+        _TELLING.add(key)
+        try:
+            return tell(self, batch, losses)
+        finally:
+            _TELLING.discard(key)
+    checked._checked = True
+    return checked
+
+
 class Searcher:
     """Base class: tracks the budget and the best candidate seen so far.
 
     Subclasses define `ask(n)` (n is checked to be an integer >= 1 before it runs) and a `tell`
     that starts with `losses = super().tell(batch, losses)` (losses checked and flattened, NaN
     read as inf, the batch checked against `self.space` when the space has a `check`).
+    Every tell runs `check_tell` on the whole batch first (subclasses extend it with their own
+    needs), so a refused tell raises a CoexploreError and changes nothing. Points asked and never
+    told are not lost: a searcher that tracks what it asked (the learners, exhaustive) asks them
+    again once nothing new is left, and its `done` waits for them.
     """
 
     name = "searcher"
@@ -118,6 +165,9 @@ class Searcher:
         ask = cls.__dict__.get("ask")
         if ask is not None and not getattr(ask, "_checked", False):
             cls.ask = _checked_ask(ask)
+        tell = cls.__dict__.get("tell")
+        if tell is not None and not getattr(tell, "_checked", False):
+            cls.tell = _checked_tell(tell)
 
     def __init__(self, seed: int | None = 0):
         if seed is not None and not isinstance(seed, np.random.SeedSequence) and (
@@ -135,13 +185,20 @@ class Searcher:
         """Return n candidates as an array of shape [n, ...]."""
         raise NotImplementedError  # abstract
 
-    def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
-        """Report the losses of a batch from `ask`; returns them checked (flat floats, NaN read
-        as inf) for the subclass's own use: subclasses start with `losses = super().tell(...)`."""
-        losses = checked_losses(batch, losses)
+    def check_tell(self, batch, losses) -> None:
+        """Refuse a told batch (CoexploreError) before anything changes: losses not one number per
+        candidate or -inf, candidates outside `self.space` (when it has a `check`); subclasses add
+        their own needs (positive losses for a log-scaled learner, ...) and call this first."""
+        checked_losses(batch, losses)
         check = getattr(getattr(self, "space", None), "check", None)
         if check is not None:
             check(batch)
+
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """Report the losses of a batch from `ask`; returns them checked (flat floats, NaN read
+        as inf) for the subclass's own use: subclasses start with `losses = super().tell(...)`.
+        Every tell first runs `check_tell` (the whole batch), so a refused one changes nothing."""
+        losses = checked_losses(batch, losses)
         self.samples += len(losses)
         i, loss = best_of(losses)
         if loss < self.best_loss:
@@ -162,6 +219,19 @@ class Searcher:
     def recommend(self) -> tuple[np.ndarray | None, float]:
         """The best candidate seen and its loss."""
         return self.best_x, self.best_loss
+
+
+Searcher.tell = _checked_tell(Searcher.tell)
+
+
+def check_log_losses(losses: np.ndarray) -> None:
+    """A log-scaled learner (`log_loss: true`) needs every valid loss > 0 (the same refusal as
+    `LossTransform`, made before the searcher changes)."""
+    raw = np.asarray(losses, dtype=float)
+    if np.any(raw[np.isfinite(raw)] <= 0):
+        from coexplore.errors import CoexploreError
+        raise CoexploreError("log-scaled search needs positive losses", key="log_loss",
+                             expected="log_loss: false for losses that can be <= 0")
 
 
 @dataclass
@@ -231,6 +301,11 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             n = min(batch_size, budget - searcher.samples)
             batch = searcher.ask(n)
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
+                if searcher.samples == 0:
+                    from coexplore.errors import CoexploreError
+                    raise CoexploreError(f"searcher '{searcher.name}' proposed no candidates before any "
+                                         "was evaluated", key="searcher",
+                                         expected="a searcher with candidates left to propose")
                 break
             raw = objective(batch)
             tie = getattr(raw, "tie", None)          # a secondary key for the incumbent (TiedLosses)

@@ -22,7 +22,8 @@ class ExhaustiveConfig:
 
 
 class ExhaustiveSearch(Searcher):
-    """Asks every point (or every distinct mapping) once; then asks nothing."""
+    """Asks every point (or every distinct mapping) once; then the points asked and never told
+    again (a dropped batch is not lost); then nothing (`done`)."""
 
     name = "exhaustive"
     needs_mapspace = True        # given a MapSpace by `coexplore map`, a DiscreteSpace elsewhere
@@ -36,11 +37,32 @@ class ExhaustiveSearch(Searcher):
         self._pending = np.zeros((0, 0), np.int64)
         self.size: int | None = None    # points (distinct mappings) to enumerate, known at the first ask
         self._taken = 0           # batches taken from `_points` (a checkpoint stores this, not the iterator)
+        self._untold: dict[bytes, np.ndarray] = {}   # asked, not yet told (asked again at the end)
 
     @property
     def done(self) -> bool:
-        """Every point has been asked (the best told loss is then the optimum)."""
-        return self.size is not None and self.next_index >= self.size
+        """Every point has been asked and told (the best told loss is then the optimum)."""
+        return self.size is not None and self.next_index >= self.size and not getattr(self, "_untold", None)
+
+    def _asked(self, x: np.ndarray) -> np.ndarray:
+        untold = self.__dict__.setdefault("_untold", {})
+        for row in np.ascontiguousarray(x, dtype=np.int64):
+            untold[row.tobytes()] = row
+        return x
+
+    def _reask(self, n: int) -> np.ndarray:
+        """The enumeration is over: up to n points asked before and not told yet."""
+        rows = list(getattr(self, "_untold", {}).values())[:n]
+        return np.array(rows, np.int64).reshape(len(rows), -1) if rows else \
+            np.zeros((0, self.space.n_params), np.int64)
+
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        losses = super().tell(batch, losses)
+        untold = getattr(self, "_untold", None)
+        if untold:
+            for row in np.ascontiguousarray(batch, dtype=np.int64):
+                untold.pop(row.tobytes(), None)
+        return losses
 
     def _too_large(self, size: float, lower_bound: bool = False):
         what = "distinct mappings" if hasattr(self.space, "perm_index") else "points"
@@ -54,10 +76,12 @@ class ExhaustiveSearch(Searcher):
         size = self.size = self.space.size
         if size > self.config.max_size:
             raise self._too_large(size)
+        if self.next_index >= size:
+            return self._reask(n)
         hi = min(self.next_index + n, size)
         x = self.space.unravel(np.arange(self.next_index, hi))
         self.next_index = hi
-        return x
+        return self._asked(x)
 
     def state_dict(self) -> dict:
         return {**self.__dict__, "_points": self._points is not None}
@@ -93,4 +117,6 @@ class ExhaustiveSearch(Searcher):
             self._pending = np.concatenate([self._pending, nxt])
         out, self._pending = self._pending[:n], self._pending[n:]
         self.next_index += len(out)
-        return out
+        if not len(out):
+            return self._reask(n)
+        return self._asked(out)

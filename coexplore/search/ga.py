@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coexplore.search.base import Searcher, check_options
+from coexplore.search.base import Searcher, check_log_losses, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.mutation import mutate
@@ -105,6 +105,13 @@ class GeneticAlgorithm(Searcher):
         same = (child == a).all(axis=1) & ~mask.any(axis=1)
         mask[np.flatnonzero(same), self.rng.integers(0, d, int(same.sum()))] = True  # always move
         return mutate(self.space, self.rng, child, mask, cfg.local)
+
+    def check_tell(self, batch, losses) -> None:
+        super().check_tell(batch, losses)
+        if self._memo is None:
+            check_options(self.config)
+        if self.config.log_loss:
+            check_log_losses(np.array(losses, dtype=float).reshape(-1))
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         losses = super().tell(batch, losses)

@@ -337,8 +337,9 @@ class MARL(PolicySearcher):
         return clusters
 
     def ask(self, n: int) -> np.ndarray:
-        if (n := self._room(n)) == 0:             # (the first call checks the option choices)
-            return np.zeros((0, self.space.n_params), np.int64)
+        if (m := self._room(n)) == 0:             # (the first call checks the option choices)
+            return self._reask(n)
+        n = m
         if self.learner is None and self._warm_asked < self._warmup_size():
             self._warm_asked += n        # a batch that straddles the end extends the warm-up
             return self._uniform_new(n)

@@ -3,7 +3,8 @@
 The box [lower, upper] (one bound pair per coordinate) is given to nevergrad as [0, 1]^d and
 scaled back, so every optimizer sees the same well-conditioned space whatever the units.
 `ask(n)` asks nevergrad n times (nevergrad allows several outstanding asks; `num_workers`
-tells it how many to expect) and `tell` returns the losses in the same order. Infinite
+tells it how many to expect) and `tell` gives each told row's loss to the pending ask with that
+content (batches may be told in any order; a row not pending is refused). Infinite
 losses (invalid candidates) are passed on as a large finite penalty because several
 optimizers (CMA-ES) cannot rank inf. The nevergrad optimizer is built at the first `ask`.
 """
@@ -74,11 +75,40 @@ class NevergradSearcher(Searcher):
         unit = np.array([c.value for c in cands]).reshape(n, -1)
         return self._lo + self._span * np.clip(unit, 0.0, 1.0)
 
+    def _match(self, batch) -> list[int]:
+        """Index in `_pending` of the ask each told row is (the earliest unused one with exactly that
+        content), or a CoexploreError: nevergrad must learn each loss on the candidate it belongs to."""
+        pending = getattr(self, "_pending", [])
+        x = np.asarray(batch)
+        d = np.asarray(self.lower, dtype=float).size
+        if x.ndim != 2 or x.shape[1] != d or not np.issubdtype(x.dtype, np.number):
+            raise CoexploreError(f"candidates of shape {x.shape}", key="batch", expected=f"shape [n, {d}]")
+        free: dict[bytes, list[int]] = {}
+        for i, c in enumerate(pending):
+            row = self._lo + self._span * np.clip(np.asarray(c.value, dtype=float).reshape(-1), 0.0, 1.0)
+            free.setdefault(row.tobytes(), []).append(i)
+        out = []
+        for r, row in enumerate(np.ascontiguousarray(x, dtype=float)):
+            slots = free.get(row.tobytes())
+            if not slots:
+                raise CoexploreError(f"row {r} of the told batch is not a pending ask ({len(pending)} pending): "
+                                     "told twice, changed, or never asked", key="tell",
+                                     expected="rows exactly as returned by ask, each told once")
+            out.append(slots.pop(0))
+        return out
+
+    def check_tell(self, batch, losses) -> None:
+        super().check_tell(batch, losses)
+        self._match(batch)
+
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
+        idx = self._match(batch)
         losses = super().tell(batch, losses)
         finite = losses[np.isfinite(losses)]
         if finite.size:
             self._penalty = min(1e20, max(self._penalty, 10.0 * float(np.max(np.abs(finite)))))
-        for loss in losses:
-            cand = self._pending.pop(0)
+        cands = [self._pending[i] for i in idx]
+        for i in sorted(idx, reverse=True):
+            del self._pending[i]
+        for cand, loss in zip(cands, losses):
             self._opt.tell(cand, float(loss) if np.isfinite(loss) else self._penalty)

@@ -303,10 +303,28 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
     if objective not in OBJECTIVES:
         raise CoexploreError(f"unknown objective '{objective}'", key="objective",
                              expected=" | ".join(OBJECTIVES))
+    shapes: dict[str, tuple] = {}
+
     def get(*names):
         for k in names:
             if k in metrics:
-                return np.asarray(metrics[k], dtype=float)
+                try:
+                    v = np.asarray(metrics[k], dtype=float)
+                except (TypeError, ValueError):
+                    raise CoexploreError(f"metric '{k}' is not numbers", key=f"metrics.{k}",
+                                         expected="one number per candidate") from None
+                if v.ndim > 1:
+                    raise CoexploreError(f"metric '{k}' has shape {v.shape}", key=f"metrics.{k}",
+                                         expected="one number per candidate, shape [n]")
+                other = next(iter(shapes.items()), None)
+                if other is not None and v.shape != other[1]:
+                    raise CoexploreError(f"metric '{k}' has {v.size} values, '{other[0]}' {other[1][0] if other[1] else 1}",
+                                         key=f"metrics.{k}", expected="the same number of values in every metric")
+                if np.any(v < 0):
+                    raise CoexploreError(f"metric '{k}' has a negative value ({float(v[v < 0].flat[0]):g})",
+                                         key=f"metrics.{k}", expected="values >= 0 (inf or NaN for an invalid candidate)")
+                shapes[k] = v.shape
+                return v
         raise CoexploreError(f"metrics lack '{names[0]}'", key="metrics", expected=" or ".join(names))
     if objective == "energy":
         out = get("energy")

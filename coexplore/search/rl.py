@@ -39,7 +39,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from coexplore.search.base import Searcher, check_options
+from coexplore.errors import CoexploreError
+from coexplore.search.base import Searcher, check_log_losses, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.space import DiscreteSpace
@@ -60,6 +61,26 @@ class RLConfig:
     max_table: int = 4_000_000     # largest pairwise table (entries) a conditional agent may hold
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"advantage": ("rank", "zscore", "shared")}
+
+
+# Largest number of parameter values (sum of the cardinalities) a learner takes on: its policy
+# arrays hold one logit per value, per draw of a batch ([draws, values] floats, several of them per
+# update; PPO's output layer is hidden x values). The real mapspaces have at most a few hundred
+# (tests/data/timeloop_corpus: 366 at most, simba_like x bert_qkv); 30 parameters of 20,000 values
+# took 3.9 GB and 32 s for 500 samples, 30 x 1e6 asked for 22 GiB.
+MAX_POLICY_VALUES = 20_000
+
+
+def check_policy_size(space: DiscreteSpace, who: str) -> None:
+    """Refuse (CoexploreError) a space whose values are too many for a policy learner's tables."""
+    card = np.asarray(space.cardinalities, dtype=np.int64)
+    total = int(card.sum())
+    if total > MAX_POLICY_VALUES:
+        big = int(np.argmax(card))
+        raise CoexploreError(f"{total:,} parameter values in all (largest: '{space.names[big]}' with "
+                             f"{int(card[big]):,}): too many for {who}'s policy tables", key="space.cardinalities",
+                             expected=f"at most {MAX_POLICY_VALUES:,} values summed over the parameters "
+                             "(another searcher, e.g. ga, sa or random, for larger spaces)")
 
 
 class _Adam:
@@ -339,6 +360,7 @@ class PolicySearcher(Searcher):
 
     def _start(self) -> None:
         check_options(self.config)
+        check_policy_size(self.space, self.name)
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss, self.config.invalid_margin)
 
@@ -353,7 +375,8 @@ class PolicySearcher(Searcher):
     @property
     def done(self) -> bool | None:
         """True once every point of the (tiny) space has been evaluated: the best is the optimum,
-        and `ask` returns no more candidates (a search stops instead of repeating known points)."""
+        and `ask` returns no more candidates (a search stops instead of repeating known points).
+        Before that, once no new point is left, `ask` asks again the points asked and never told."""
         return True if self._memo is not None and len(self._memo) >= self.space.size else None
 
     def _room(self, n: int) -> int:
@@ -364,11 +387,30 @@ class PolicySearcher(Searcher):
         unseen = self.space.size - len(self._memo) - len(self._memo.pending)
         return int(min(n, max(unseen, 0)))
 
-    def ask(self, n: int) -> np.ndarray:
-        if (n := self._room(n)) == 0:
+    def _reask(self, n: int) -> np.ndarray:
+        """Nothing new is left: up to n points asked before and never told, asked again (in key
+        order), so a caller that dropped a batch still gets every point evaluated and `done` comes;
+        an empty batch once every point was told."""
+        pending = sorted(self._memo.pending)[:n]
+        if not pending:
             return np.zeros((0, self.space.n_params), np.int64)
+        if isinstance(pending[0], bytes):
+            return np.frombuffer(b"".join(pending), np.int64).reshape(len(pending), -1).copy()
+        return self.space.unravel(np.array(pending, dtype=np.int64))
+
+    def check_tell(self, batch, losses) -> None:
+        super().check_tell(batch, losses)
+        if self._memo is None:                  # a tell before any ask: the checks of the first ask
+            check_options(self.config)
+            check_policy_size(self.space, self.name)
+        if self.config.log_loss:
+            check_log_losses(np.array(losses, dtype=float).reshape(-1))
+
+    def ask(self, n: int) -> np.ndarray:
+        if (m := self._room(n)) == 0:
+            return self._reask(n)
         self._ensure_learner()
-        return self._ask_policy(n)
+        return self._ask_policy(m)
 
     def _ask_policy(self, n: int) -> np.ndarray:
         memo = self._memo

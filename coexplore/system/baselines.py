@@ -53,11 +53,14 @@ class StandardGASearcher(Searcher):
         self.space = space
         self.config = config
 
+    def _init_state(self) -> None:
+        self._queue = np.empty((0, self.space.dim))
+        self._pop_x = np.empty((0, self.space.dim))
+        self._pop_loss = np.empty(0)
+
     def ask(self, n: int) -> np.ndarray:
         if not hasattr(self, "_queue"):
-            self._queue = np.empty((0, self.space.dim))
-            self._pop_x = np.empty((0, self.space.dim))
-            self._pop_loss = np.empty(0)
+            self._init_state()
         while len(self._queue) < n:
             self._queue = np.concatenate([self._queue, self._breed()])
         out, self._queue = self._queue[:n], self._queue[n:]
@@ -65,6 +68,8 @@ class StandardGASearcher(Searcher):
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         losses = super().tell(batch, losses)
+        if not hasattr(self, "_queue"):           # told before any ask
+            self._init_state()
         self._pop_x = np.concatenate([self._pop_x, np.asarray(batch, dtype=float)])
         self._pop_loss = np.concatenate([self._pop_loss, np.asarray(losses, dtype=float)])
 

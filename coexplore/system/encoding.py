@@ -38,6 +38,23 @@ class ScheduleSpace:
         core = np.clip(np.floor(batch[:, :J]), 0, self.num_cores - 1).astype(np.int64)
         return core, batch[:, J:]
 
+    def check(self, batch) -> np.ndarray:
+        """batch as floats [n, 2J], or a CoexploreError when a row is not a candidate: cores in
+        [0, N] (a box searcher's N is floored into range), priorities in [0, 1], all finite."""
+        from coexplore.errors import CoexploreError
+        x = np.asarray(batch)
+        if x.ndim != 2 or x.shape[1] != self.dim or not (np.issubdtype(x.dtype, np.number)
+                                                          or x.dtype == bool):
+            raise CoexploreError(f"candidates of shape {x.shape} ({x.dtype})", key="batch",
+                                 expected=f"numbers of shape [n, {self.dim}] (2 x {self.num_jobs} jobs)")
+        x = x.astype(float)
+        J = self.num_jobs
+        if not np.all(np.isfinite(x)) or np.any(x < 0) or np.any(x[:, :J] > self.num_cores) \
+                or np.any(x[:, J:] > 1):
+            raise CoexploreError("candidate value out of range", key="batch",
+                                 expected=f"cores 0 <= x[:{J}] < {self.num_cores}, priorities 0 <= x[{J}:] <= 1")
+        return x
+
     def join(self, core: np.ndarray, priority: np.ndarray) -> np.ndarray:
         return np.concatenate([np.atleast_2d(core).astype(float), np.atleast_2d(priority)], axis=1)
 

@@ -94,6 +94,12 @@ class HeuristicSearcher(Searcher):
         self.name = name.lower()
 
     @property
+    def space(self):
+        """The schedule space of the table (told batches are checked against it)."""
+        from coexplore.system.encoding import ScheduleSpace
+        return ScheduleSpace(*np.shape(self.latency))
+
+    @property
     def max_samples(self) -> int | None:
         lat = np.asarray(self.latency)
         ties = np.sum(lat == lat.min(axis=1, keepdims=True), axis=1)

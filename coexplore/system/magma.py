@@ -218,6 +218,8 @@ class MagmaSearcher(Searcher):
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         losses = super().tell(batch, losses)
+        if not hasattr(self, "_queue"):           # told before any ask
+            self._init_state()
         isl = self._last_isl if len(self._last_isl) == len(losses) else np.zeros(len(losses), np.int64)
         self._pool_x = np.concatenate([self._pool_x, np.asarray(batch, dtype=float)])
         self._pool_loss = np.concatenate([self._pool_loss, np.asarray(losses, dtype=float)])
