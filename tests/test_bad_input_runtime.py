@@ -196,3 +196,20 @@ def test_an_uncounted_mapspace_size_is_said_to_be_an_upper_bound(tmp_path, capsy
     out = capsys.readouterr().out
     assert rc == 0 and "mapspace at most 10^" in out
     assert json.loads((tmp_path / "o" / "result.json").read_text())["mapspace_size"] is None
+
+
+def test_a_vanishing_bandwidth_gives_infinite_edp_without_numpy_warnings(tmp_path, capsys):
+    """1e-300 words/cycle is legal (Timeloop divides by it); the cycles overflow to huge and the
+    EDP to inf, quietly: no RuntimeWarning reaches the user."""
+    arch_dir = CORPUS / "arches" / "eyeriss_like"
+    text = (arch_dir / "processed.yaml").read_text()
+    (tmp_path / "processed.yaml").write_text(text.replace("read_bandwidth: 16", "read_bandwidth: 1e-300", 1))
+    (tmp_path / "ERT.yaml").write_text((arch_dir / "ERT.yaml").read_text())
+    case = next((CORPUS / "public" / "eyeriss_like" / "alexnet_conv3").iterdir())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rc = main(["evaluate", str(tmp_path / "processed.yaml"), str(CORPUS / "layers" / "alexnet_conv3.yaml"),
+                   str(case / "mapping.yaml"), "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "Warning" not in err, err
+    assert json.loads(out)["cycles"] > 1e290        # the buffer's reads at 1e-300 words per cycle

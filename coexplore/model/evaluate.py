@@ -158,13 +158,14 @@ def _metrics(arch: Architecture, problem: Problem, costs: LevelCosts, nest: Nest
     level_cycles = np.ceil(cc[:, None] / slow)
     cycles = np.maximum(cc, level_cycles.max(axis=1)) if len(cc) else cc
     # every storage level leaks, also one that keeps nothing (dummy levels have no leak energy)
-    leakage = costs.leak[None, :] * cycles[:, None] * inst
-    level_energy = ds_energy.sum(axis=2) + leakage
-    compute_energy = np.full(len(cc), problem.macs * costs.compute)
-    energy = level_energy.sum(axis=1) + compute_energy
-    return {"energy": energy, "cycles": cycles, "util": problem.macs / (arch.compute.instances * cycles),
-            "edp": energy * 1e-12 * cycles, "level_energy": level_energy, "ds_energy": ds_energy,
-            "leakage": leakage, "compute_energy": compute_energy, "level_cycles": level_cycles}
+    with np.errstate(over="ignore"):    # a vanishing bandwidth (1e-300 words/cycle) overflows to inf, as it should
+        leakage = costs.leak[None, :] * cycles[:, None] * inst
+        level_energy = ds_energy.sum(axis=2) + leakage
+        compute_energy = np.full(len(cc), problem.macs * costs.compute)
+        energy = level_energy.sum(axis=1) + compute_energy
+        return {"energy": energy, "cycles": cycles, "util": problem.macs / (arch.compute.instances * cycles),
+                "edp": energy * 1e-12 * cycles, "level_energy": level_energy, "ds_energy": ds_energy,
+                "leakage": leakage, "compute_energy": compute_energy, "level_cycles": level_cycles}
 
 
 def result_record(arch: Architecture, problem: Problem, res: BatchResult, b: int = 0) -> dict:
