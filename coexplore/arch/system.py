@@ -77,7 +77,20 @@ def build_system(spec: SystemSpec) -> SystemArch:
                 exc.key = SYSTEM_OWNED.get(param, "system.technology")
                 exc.args = (exc.format(),)
             raise
+        _check_generated(spec, c, cores[c.name])
     return SystemArch(spec, cores)
+
+
+def _check_generated(spec: SystemSpec, c: CoreSpec, core) -> None:
+    """The generated core must be one the model reads (a template parameter such as 3 register-file
+    ports passes the template but not Timeloop's rules): refused here, naming the core's params,
+    not later by `map` or `evaluate` on the written files."""
+    from coexplore.spec.architecture import parse_architecture
+    try:
+        parse_architecture(core.flat.processed, name=c.name)
+    except CoexploreError as exc:
+        raise CoexploreError(f"the generated core is not a valid architecture: {exc.format()}", file=spec.file,
+                             key=f"{c.key}.params", expected="template parameters within Timeloop's rules") from None
 
 
 SWEEP_CHECK_ALL = 256   # sweeps up to this many points are checked point by point

@@ -46,6 +46,7 @@ TOP_KEYS = ("system", "workloads", "sweep", "objectives", "mappers")
 SYSTEM_KEYS = ("name", "description", "clock_GHz", "technology", "dram", "cores")
 DRAM_KEYS = ("type", "width", "bandwidth_GBps", "bytes_per_cycle")
 CORE_KEYS = ("name", "template", "params", "count", "grid")
+MAX_CORES = 10_000     # cores in a system: the job table has a latency and a bandwidth column per core
 OBJECTIVES = ("latency", "energy", "edp", "area", "throughput")
 MAPPER_ROLES = ("layer", "system")   # an online (multi-tenant) scheduler is not part of coexplore yet
 
@@ -349,6 +350,18 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
             raise _err(f"core name '{c.name}' already used by system.cores[{seen[c.name]}]",
                        file, f"system.cores[{i}].name", "a unique name per core entry")
         seen[c.name] = i
+    total = sum(c.count for c in cores)
+    if total > MAX_CORES:
+        raise _err(f"{total:,} cores in all", file, "system.cores", f"at most {MAX_CORES:,} cores (count / grid)")
+    copy_of: dict[str, int] = {}           # instance name -> core entry: the job table's columns
+    for i, c in enumerate(cores):
+        for inst in c.instance_names():
+            if inst in copy_of:
+                j = copy_of[inst]
+                raise _err(f"core instance name '{inst}' is also a copy of system.cores[{j}] ('{cores[j].name}')",
+                           file, f"system.cores[{i}].name", "core names whose copies (name, name_0, name_1, "
+                           "..., name_r_c) are all distinct")
+            copy_of[inst] = i
     description = s.get("description", "")
     if not isinstance(description, str):
         raise _err(f"got {_kind(description)}", file, "system.description", "a string")

@@ -101,13 +101,20 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     if total > MAX_JOBS:
         raise CoexploreError(f"the workloads make {total:,} jobs (layer counts included)", file=str(paths[0]),
                              key="layers[].count", expected=f"at most {MAX_JOBS:,} jobs to schedule")
-    jobs, layer_of, seen = [], {}, {}
+    jobs, layer_of, seen, made_by = [], {}, {}, {}
     for w in wls:
         seen[w.name] = seen.get(w.name, 0) + 1           # the same DNN twice: two tenants
         dnn = w.name if seen[w.name] == 1 else f"{w.name}@{seen[w.name]}"
         for layer in w.layers:
             for k in range(layer.count):
                 name = f"{dnn}.{layer.name}" + (f"#{k}" if layer.count > 1 else "")
+                if name in made_by and made_by[name] != (dnn, layer.name):   # `a` + `b.c` and `a.b` + `c`
+                    other = made_by[name]
+                    raise CoexploreError(f"job name '{name}' is made twice: workload '{other[0]}' layer "
+                                         f"'{other[1]}' and workload '{dnn}' layer '{layer.name}'",
+                                         file=str(w.path or paths[0]), key="workload.name",
+                                         expected="workload and layer names whose '<workload>.<layer>' differ")
+                made_by[name] = (dnn, layer.name)
                 job = Job(name=name, dnn=dnn, layer=layer.name, kind=layer.shape.get("name", ""),
                           dims=tuple(sorted(layer.instance.items())))
                 jobs.append(job)

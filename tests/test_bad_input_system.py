@@ -1,0 +1,57 @@
+"""System and workload YAMLs found by a user review: core copies whose names collide, a core count
+beyond any job table, template parameters whose generated core Timeloop would refuse, and job names
+made twice by two workloads: one line naming the file and key, exit 2, before any work."""
+
+import pytest
+
+from coexplore.cli.main import main
+
+CORE_ENTRIES = {
+    "colliding copies": ("[{name: simba, template: simba, count: 2}, {name: simba_0, template: eyeriss}]",
+                         "system.cores[1].name", "simba_0"),
+    "colliding grid copy": ("[{name: pe, template: simba, grid: [1, 2]}, {name: pe_0_1, template: simba}]",
+                            "system.cores[1].name", "pe_0_1"),
+    "too many cores": ("[{template: simba, count: 100000000}]", "system.cores", "100,000,000"),
+    "too many in a grid": ("[{template: simba, grid: [200, 200]}]", "system.cores", "40,000"),
+    "ports beyond Timeloop's": ("[{template: simba, params: {weight_regs_num_ports: 3}}]",
+                                "system.cores[0].params", "num_ports"),
+}
+
+
+def system(tmp_path, cores: str):
+    f = tmp_path / "sys.yaml"
+    f.write_text(f"system:\n  dram: {{bandwidth_GBps: 25.6}}\n  cores: {cores}\n")
+    return f
+
+
+@pytest.mark.parametrize("case", sorted(CORE_ENTRIES))
+@pytest.mark.parametrize("command", ["arch", "schedule"])
+def test_a_bad_core_list_is_refused_before_any_work(case, command, tmp_path, capsys):
+    cores, key, needle = CORE_ENTRIES[case]
+    f = system(tmp_path, cores)
+    argv = (["arch", "generate", str(f), "--out", str(tmp_path / "o")] if command == "arch" else
+            ["schedule", str(f), "--workload", "alexnet", "--layer-budget", "10", "--budget", "10",
+             "--no-cache", "--no-plot", "--out", str(tmp_path / "o")])
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert str(f) in err and f"key '{key}'" in err and needle in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_two_workloads_that_make_the_same_job_name(tmp_path, capsys):
+    f = system(tmp_path, "[{template: simba}]")
+    (tmp_path / "w1.yaml").write_text("workload:\n  name: a\n  layers:\n"
+                                      "  - {name: b.c, instance: {C: 16, M: 16, P: 8, Q: 8}}\n")
+    (tmp_path / "w2.yaml").write_text("workload:\n  name: a.b\n  layers:\n"
+                                      "  - {name: c, instance: {C: 32, M: 32, P: 8, Q: 8}}\n")
+    rc = main(["schedule", str(f), "--workload", str(tmp_path / "w1.yaml"), "--workload", str(tmp_path / "w2.yaml"),
+               "--layer-budget", "10", "--budget", "10", "--no-cache", "--no-plot", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and "'a.b.c'" in err and "workload.name" in err, err
+
+
+def test_distinct_copies_and_a_legal_core_are_still_accepted(tmp_path, capsys):
+    f = system(tmp_path, "[{name: simba, template: simba, count: 2}, {name: ey, template: eyeriss, grid: [1, 2]}]")
+    assert main(["arch", "generate", str(f), "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert '"cores_total": 4' in capsys.readouterr().out
