@@ -283,3 +283,14 @@ def test_cache_refusals_store_nothing(tmp_path):
     assert c.get_or_compute(parts, lambda: {"x": 1.5}) == {"x": 1.5}
     assert c.get(k) == {"x": 1.5}
     c.close()
+
+
+def test_cma_in_more_than_299_dimensions_takes_batches():
+    """nevergrad's bounded CMA switches cma to two-point step-size adaptation above 299 dimensions,
+    which fails on several asks before their tells (a schedule of 150+ jobs); coexplore's does not."""
+    from coexplore.search.base import run_search
+    from coexplore.search.nevergrad_adapter import NevergradSearcher
+    d = 320
+    s = NevergradSearcher("cma", np.zeros(d), np.ones(d), budget=200, seed=0, num_workers=10)
+    res = run_search(s, lambda x: ((x - 0.3) ** 2).sum(axis=1), budget=200, batch_size=10)
+    assert res.samples == 200 and res.best_loss < d * 0.3 ** 2    # better than the box's corner at 0

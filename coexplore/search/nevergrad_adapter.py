@@ -53,8 +53,8 @@ class NevergradSearcher(Searcher):
         self._lo, self._span = lo, hi - lo
         param = ng.p.Array(shape=(lo.size,), lower=0.0, upper=1.0)
         param.random_state = np.random.RandomState(int(self.rng.integers(2**31)))
-        self._opt = ng.optimizers.registry[key](parametrization=param, budget=int(self.budget),
-                                                num_workers=max(1, int(self.num_workers)))
+        make = _bounded_cma(ng) if key == "CMA" else ng.optimizers.registry[key]
+        self._opt = make(parametrization=param, budget=int(self.budget), num_workers=max(1, int(self.num_workers)))
         self._pending: list = []
         self._penalty = 1e15
 
@@ -112,3 +112,14 @@ class NevergradSearcher(Searcher):
             del self._pending[i]
         for cand, loss in zip(cands, losses):
             self._opt.tell(cand, float(loss) if np.isfinite(loss) else self._penalty)
+
+
+def _bounded_cma(ng):
+    """nevergrad's "CMA" on a bounded box is its `CMAbounded` (diagonal, elitist); above 299
+    dimensions the cma package then adapts the step size by two-point adaptation (TPA), which
+    fails when several candidates are asked before their tells ("Mean shift samples are expected
+    but missing"). The same optimizer with cumulative step-size adaptation, cma's choice at 299
+    dimensions and below (so identical there), works at any size."""
+    from cma.sigma_adaptation import CMAAdaptSigmaCSA          # cma: a dependency of nevergrad
+    from nevergrad.optimization.optimizerlib import CMAbounded
+    return ng.optimizers.ParametrizedCMA(**{**CMAbounded._config, "inopts": {"AdaptSigma": CMAAdaptSigmaCSA}})

@@ -125,7 +125,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     if math.prod(bounds) > MAX_OPERATIONS:         # counts are 64-bit integers, as in Timeloop
         raise CoexploreError(f"{math.prod(bounds):.3e} operations (the product of the bounds) is too large",
                              file=file, key="problem.instance",
-                             expected=f"at most {MAX_OPERATIONS:.2e} (counts are 64-bit integers)")
+                             expected=f"at most 2^53 = {MAX_OPERATIONS:.2e} (counts stay exact in 64-bit integers and floats)")
     unknown = [k for k in instance if k not in dims and k not in coeffs and k != "densities"]
     dataspaces = []
     key_ds = "data_spaces" if "data_spaces" in shape else "data-spaces"
@@ -183,7 +183,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         if size > MAX_OPERATIONS:
             raise CoexploreError(f"tensor {ds.name} would hold {size:.3e} elements, too many", file=file,
                                  key="problem.instance", expected=f"at most {MAX_OPERATIONS:.2e} elements "
-                                 "per tensor (counts are 64-bit integers); smaller bounds or strides")
+                                 "per tensor (counts stay exact in 64-bit integers and floats); smaller bounds or strides")
     # extra instance keys (H, W, padding...) are ignored, as Timeloop does; kept for a warning,
     # since a misspelt dimension silently becomes a bound of 1
     return problem
