@@ -18,7 +18,7 @@ from typing import Iterable
 
 from coexplore.energy.components import ESTIMATOR, ComponentEstimate, estimate_component
 from coexplore.errors import CoexploreError
-from coexplore.spec.architecture import split_range
+from coexplore.spec.architecture import split_range, yaml_list
 from coexplore.spec.yamlio import load_yaml, write_text
 
 VERSION = "0.4"
@@ -118,11 +118,7 @@ def components_from_processed(arch: dict, *, file: str | None = None) -> list:
     out = []
 
     def listed(value, key, what):
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise CoexploreError(f"got {value!r}", file=file, key=key, expected=f"a list of {what}")
-        return value
+        return yaml_list(value, file=file, key=key, what=what)
 
     def mapping(value, key, what):
         if not isinstance(value, dict) or "name" not in value:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coexplore.search.base import Searcher, check_log_losses
+from coexplore.search.base import Searcher
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.mutation import mutate, one_change_mask
@@ -85,11 +85,6 @@ class SimulatedAnnealing(Searcher):
         self._memo.mark_pending(self.space.keys(x))
         self._chain_of = chains
         return x
-
-    def check_tell(self, batch, losses) -> None:
-        super().check_tell(batch, losses)
-        if self.config.log_loss:
-            check_log_losses(np.array(losses, dtype=float).reshape(-1))
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         losses = super().tell(batch, losses)

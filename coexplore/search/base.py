@@ -187,12 +187,14 @@ class Searcher:
 
     def check_tell(self, batch, losses) -> None:
         """Refuse a told batch (CoexploreError) before anything changes: losses not one number per
-        candidate or -inf, candidates outside `self.space` (when it has a `check`); subclasses add
-        their own needs (positive losses for a log-scaled learner, ...) and call this first."""
-        checked_losses(batch, losses)
+        candidate or -inf, candidates outside `self.space` (when it has a `check`); losses <= 0 for
+        a searcher whose config has `log_loss`; subclasses add their own needs and call this first."""
+        checked = checked_losses(batch, losses)
         check = getattr(getattr(self, "space", None), "check", None)
         if check is not None:
             check(batch)
+        if getattr(getattr(self, "config", None), "log_loss", False):   # a log-scaled learner
+            check_log_losses(checked)
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """Report the losses of a batch from `ask`; returns them checked (flat floats, NaN read

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coexplore.search.base import Searcher, check_log_losses, check_options
+from coexplore.search.base import Searcher, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.mutation import mutate
@@ -110,8 +110,6 @@ class GeneticAlgorithm(Searcher):
         super().check_tell(batch, losses)
         if self._memo is None:
             check_options(self.config)
-        if self.config.log_loss:
-            check_log_losses(np.array(losses, dtype=float).reshape(-1))
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> None:
         losses = super().tell(batch, losses)

@@ -40,7 +40,7 @@ from typing import ClassVar
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.search.base import Searcher, check_log_losses, check_options
+from coexplore.search.base import Searcher, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.space import DiscreteSpace
@@ -403,8 +403,6 @@ class PolicySearcher(Searcher):
         if self._memo is None:                  # a tell before any ask: the checks of the first ask
             check_options(self.config)
             check_policy_size(self.space, self.name)
-        if self.config.log_loss:
-            check_log_losses(np.array(losses, dtype=float).reshape(-1))
 
     def ask(self, n: int) -> np.ndarray:
         if (m := self._room(n)) == 0:

@@ -67,7 +67,7 @@ def _positive(value, *, file, key, integer: bool = True):
     return int(v) if integer else v
 
 
-def _list(value, *, file, key, what: str) -> list:
+def yaml_list(value, *, file, key, what: str) -> list:
     """A YAML list (None counts as empty); anything else is refused naming the key."""
     if value is None:
         return []
@@ -351,7 +351,7 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
 
     def walk(items, where):
         nonlocal mesh_x, mesh_y, inherited
-        for i, node in enumerate(_list(items, file=file, key=where, what="nodes")):
+        for i, node in enumerate(yaml_list(items, file=file, key=where, what="nodes")):
             here = f"{where}[{i}]"
             if not isinstance(node, dict):
                 raise CoexploreError(f"got {node!r}", file=file, key=here,
@@ -409,7 +409,7 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
     top_attrs: dict = {}
 
     def walk(subtrees, inherited, mult, where):
-        for i, st in enumerate(_list(subtrees, file=file, key=where, what="subtrees")):
+        for i, st in enumerate(yaml_list(subtrees, file=file, key=where, what="subtrees")):
             here = f"{where}[{i}]"
             if not isinstance(st, dict) or "name" not in st:
                 raise CoexploreError("malformed subtree", file=file, key=here,
@@ -421,7 +421,7 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
                 top_attrs.update(attrs)
             _, count = split_range(st["name"], file, f"{here}.name")
             m = mult * count
-            for j, comp in enumerate(_list(st.get("local"), file=file, key=f"{here}.local", what="components")):
+            for j, comp in enumerate(yaml_list(st.get("local"), file=file, key=f"{here}.local", what="components")):
                 cname = comp.get("name", "") if isinstance(comp, dict) else ""
                 _, n = split_range(cname, file, f"{here}.local[{j}].name")
                 inst = m * n        # a ranged local inside ranged subtrees: Timeloop multiplies (PE[0..15] x [0..3])
