@@ -1,6 +1,7 @@
 """Specs: every architecture form parses to the same levels; problems, mappings, ERT; round trips."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -87,6 +88,23 @@ def test_malformed_yaml_names_file_and_line():
     with pytest.raises(CoexploreError) as e:
         loads_yaml("a: [1, 2\nb: 3", "x.yaml")
     assert "x.yaml" in str(e.value) and "line" in str(e.value)
+    with pytest.raises(CoexploreError, match=r"line 2, column 1: found character '\\t'"):
+        loads_yaml("a:\n\t- 1\n", "tab.yaml")     # the precise message, not libyaml's terser one
+
+
+def test_fast_and_python_yaml_parsers_read_every_bundled_file_alike():
+    """The files are parsed with libyaml where PyYAML has it; it must give exactly the documents
+    (tags, YAML 1.2 floats, numbers vs text) the pure-Python reader gives."""
+    import yaml
+    from coexplore.spec import yamlio
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(p for top in ("arch", "problems", "mappers", "tests/data")
+                   for p in (root / top).rglob("*.yaml"))
+    assert len(files) > 100
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        fast, slow = (yaml.load(text, Loader=loader) for loader in (yamlio._Loader, yamlio._PyLoader))
+        assert fast == slow and repr(fast) == repr(slow), path
 
 
 def test_bad_mapping_entries():
