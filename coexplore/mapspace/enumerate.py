@@ -19,6 +19,12 @@ import numpy as np
 from coexplore.errors import CoexploreError
 
 
+# factorisations counted per step: a few thousand keep the decoded bounds in the CPU caches
+# (counting the 4M factorisations of an Eyeriss-like BERT layer: 8.7 s and 700 MB in steps of
+# 200,000, 2.2-2.6 s in steps of 2,000-5,000)
+COUNT_CHUNK = 4096
+
+
 def _factor_groups(ms) -> list[tuple[list[int], np.ndarray]]:
     """Per (dimension, prime): its parameter columns and every multiset of slot choices."""
     groups: dict[tuple[int, int], list[int]] = {}
@@ -32,9 +38,9 @@ def _factor_groups(ms) -> list[tuple[list[int], np.ndarray]]:
     return out
 
 
-def _factor_chunks(ms, max_factor_points: int, chunk: int) -> Iterator[np.ndarray]:
-    """Distinct factorisations as full parameter vectors (other columns 0), in chunks; those
-    that break the constraints' factor bounds are left out."""
+def _factor_chunks(ms, max_factor_points: int, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Distinct factorisations as full parameter vectors (other columns 0) with their temporal
+    factors [n, L, D], in chunks; those that break the constraints' factor bounds are left out."""
     groups = _factor_groups(ms)
     sizes = [len(c) for _, c in groups]
     total = int(np.prod(sizes, dtype=np.float64)) if sizes else 1
@@ -47,9 +53,11 @@ def _factor_chunks(ms, max_factor_points: int, chunk: int) -> Iterator[np.ndarra
         if groups:
             for (cols, combos), k in zip(groups, np.unravel_index(idx, sizes)):
                 full[:, cols] = combos[k]
+        t, sx, sy = ms.decode_factors(full)
         if ms.has_bounds:                 # factor bounds (X<=n, X>=n) and min parallelism
-            full = full[ms.satisfies(ms.decode(full))]
-        yield full
+            ok = ms.bounds_kept(t, sx, sy)
+            full, t = full[ok], t[ok]
+        yield full, t
 
 
 def _level_orders(n_keys: int, nonunit: tuple[int, ...]) -> np.ndarray:
@@ -83,8 +91,7 @@ def canonical_points(ms, chunk: int = 100_000, max_factor_points: int = 50_000_0
     tails: dict[tuple, np.ndarray] = {}
     buf: list[np.ndarray] = []
     size = 0
-    for full in _factor_chunks(ms, max_factor_points, max(1, chunk // 8)):
-        temporal = ms.decode(full).temporal
+    for full, temporal in _factor_chunks(ms, max_factor_points, max(1, chunk // 8)):
         patterns: dict[tuple, list[int]] = {}
         for r in range(len(full)):
             key = tuple(tuple(k for k, d in enumerate(dims) if temporal[r, li, d] > 1)
@@ -118,10 +125,10 @@ def count_canonical(ms, max_factor_points: int = 50_000_000, stop_above: int | N
     fact = np.array([math.factorial(k) for k in range(ms.D + 1)], dtype=object)
     total = 0
     keep = 2 ** len(ms.keep_index)
-    for full in _factor_chunks(ms, max_factor_points, 200_000):
+    for full, temporal in _factor_chunks(ms, max_factor_points, COUNT_CHUNK):
         if stop_above is not None and total * keep > stop_above:
             break
-        nonunit = ms.decode(full).temporal > 1                      # [N, L, D]
+        nonunit = temporal > 1                                      # [N, L, D]
         per_row = np.ones(len(full), dtype=object)
         for li in range(len(ms.perm_free)):
             dims = [d for _, l2, d in ms.perm_index if l2 == li]

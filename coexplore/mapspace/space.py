@@ -246,12 +246,16 @@ class MapSpace:
     def satisfies(self, m: MappingArrays) -> np.ndarray:
         """[B] bool: the mappings keep the constraints' factor bounds (X<=n, X>=n) and min
         parallelism, which prime-factor assignment cannot encode (decode may break them)."""
-        B = len(m)
+        return self.bounds_kept(m.temporal, m.spatial_x, m.spatial_y)
+
+    def bounds_kept(self, t: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
+        """`satisfies` on the loop bounds alone ([B, L, D] each, as `decode_factors` gives them)."""
+        B = len(t)
         ok = np.ones(B, bool)
         if not self.has_bounds:
             return ok
-        sp = m.spatial_x * m.spatial_y
-        ok &= ((m.temporal <= self.t_max) & (m.temporal >= self.t_min)).all(axis=(1, 2))
+        sp = sx * sy
+        ok &= ((t <= self.t_max) & (t >= self.t_min)).all(axis=(1, 2))
         ok &= ((sp <= self.s_max) & (sp >= self.s_min)).all(axis=(1, 2))
         if self.min_parallelism > 0:
             used = np.prod(sp.reshape(B, -1).astype(float), axis=1)
@@ -351,21 +355,7 @@ class MapSpace:
         """Mappings [n] from parameter vectors [n, n_params] (values checked against the space)."""
         X = self.space.check(X)
         B, L, D, S = X.shape[0], self.L, self.D, self.S
-        t = np.broadcast_to(self.base_t, (B, L, D)).copy()
-        sx = np.broadcast_to(self.base_x, (B, L, D)).copy()
-        sy = np.broadcast_to(self.base_y, (B, L, D)).copy()
-        flats = (t.reshape(-1), sx.reshape(-1), sy.reshape(-1))
-        rows = np.arange(B) * (L * D)
-        for i, fp in enumerate(self.factor_params):
-            c = X[:, i]
-            lvl = self._slot_level[i, c]
-            kind = self._slot_kind[i, c]
-            idx = rows + lvl * D + fp.dim
-            for k in (KIND_T, KIND_X, KIND_Y):
-                m = kind == k
-                if m.any():
-                    flats[k][idx[m]] *= fp.prime
-        merge_split_axes(sx, sy, self.x_allowed[None, :, :])
+        t, sx, sy = self.decode_factors(X, checked=True)
         # loop orders: prefix first, then free dims by key, then the rest
         comp = np.broadcast_to(np.arange(D, dtype=np.int64) + 10 * D * D, (B, L, D)).copy()
         for li, prefix in enumerate(self.perm_prefix):
@@ -385,6 +375,25 @@ class MapSpace:
         for pi, li, s in self.keep_index:
             keep[:, li, s] = X[:, pi] == 1
         return MappingArrays(t, sx, sy, perm, keep, self._spatial_order(sx, sy)).well_formed()
+
+    def decode_factors(self, X: np.ndarray, checked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The loop bounds of `decode` alone: temporal, spatial X and spatial Y factors [n, L, D]
+        (what counting mappings and the factor bounds need, without loop orders and keeps)."""
+        if not checked:
+            X = self.space.check(X)
+        B, L, D = X.shape[0], self.L, self.D
+        bounds = np.empty((3, B, L, D), np.int64)        # temporal, spatial X, spatial Y
+        bounds[KIND_T], bounds[KIND_X], bounds[KIND_Y] = self.base_t, self.base_x, self.base_y
+        flat = bounds.reshape(-1)
+        rows = np.arange(B) * (L * D)
+        # each parameter's choice -> its slot's offset in `bounds` (one row holds one choice, so
+        # a fancy-indexed multiply never meets the same element twice)
+        offsets = self._slot_kind * (B * L * D) + self._slot_level * D
+        for i, fp in enumerate(self.factor_params):
+            flat[rows + offsets[i, X[:, i]] + fp.dim] *= fp.prime
+        t, sx, sy = bounds
+        merge_split_axes(sx, sy, self.x_allowed[None, :, :])
+        return t, sx, sy
 
     def _spatial_order(self, sx: np.ndarray, sy: np.ndarray) -> np.ndarray | None:
         """The spatial loop order (innermost first) where constraints give a spatial permutation:
