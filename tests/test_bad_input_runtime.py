@@ -145,6 +145,39 @@ def test_out_never_discards_another_runs_saved_search_state(tmp_path, capsys):
     assert (out / ".checkpoint.pkl").read_bytes() == b"its state"
 
 
+def test_out_refuses_a_folder_whose_checkpoint_is_another_runs(tmp_path, monkeypatch, capsys):
+    """A folder given with --out has no claim file: the checkpoint itself says whose it is. Another
+    seed or budget into that folder is refused (the state is kept); the same command resumes it."""
+    import coexplore.search.layer as layer_mod
+    from coexplore.search.base import request_stop
+    out = tmp_path / "o"
+    args = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "2000", "--batch-size", "50",
+            "--out", str(out), "--no-cache", "--no-progress"]
+    real = layer_mod.make_objective
+
+    def stopping(*a):
+        objective, calls = real(*a), []
+
+        def f(batch):
+            calls.append(1)
+            if len(calls) == 3:
+                request_stop()             # as a first Ctrl-C: the batch finishes, the state is saved
+            return objective(batch)
+        return f
+    monkeypatch.setattr(layer_mod, "make_objective", stopping)
+    assert main(args) == 130
+    monkeypatch.undo()
+    capsys.readouterr()
+    saved = (out / ".checkpoint.pkl").read_bytes()
+    assert not (out / ".run.json").exists()
+    for other in (["--seed", "5"], ["--budget", "3000"], ["--restart", "--seed", "5"]):
+        one_error(capsys, main(args + other), str(out), "saved search state")
+        assert (out / ".checkpoint.pkl").read_bytes() == saved
+    assert main(args) == 0
+    assert "resuming the interrupted run from its checkpoint at 150 samples" in capsys.readouterr().err
+    assert json.loads((out / "result.json").read_text())["samples"] == 2000
+
+
 def test_out_takes_over_a_finished_runs_folder_and_its_claim(tmp_path, monkeypatch, capsys):
     """--out into another run's (finished) folder: replaced with a note, and the folder's claim names
     this run, so the other run's rerun numbers a folder of its own instead of overwriting this."""

@@ -296,3 +296,15 @@ def test_ctrl_c_after_the_map_search_still_writes_the_complete_result(tmp_path, 
     data = json.loads((tmp_path / "o" / "result.json").read_text())
     assert data["samples"] == 300 and "interrupted" not in data
     assert (tmp_path / "o" / "mapping.yaml").exists() and (tmp_path / "o" / "map.txt").exists()
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_during_shutdown_keeps_the_exit_code(sig):
+    """After `main` returned (its results written), a Ctrl-C or SIGTERM landing while the
+    interpreter shuts down must not turn the exit code into death by that signal."""
+    code = ("import atexit, os, signal, coexplore.cli.main as m\n"
+            f"atexit.register(lambda: os.kill(os.getpid(), signal.{sig}))\n"
+            "m.main = lambda argv=None: 0\n"
+            "m.entry()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr)

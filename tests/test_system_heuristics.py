@@ -46,3 +46,16 @@ def test_heuristic_searcher_budget():
     assert met.max_samples is None
     x = met.ask(3)
     assert x.shape == (3, 2 * t.num_jobs) and not np.array_equal(x[0], x[1])
+
+
+@pytest.mark.parametrize("seed", [2**32 - 1, 2**32, 2**64 + 5])
+def test_heuristic_searcher_takes_any_seed_the_cli_accepts(seed):
+    """`--seed` is any integer >= 0; MET's tie-breaks still follow it (MAGMA's RandomState below 2^32)."""
+    t = load_table(DATA / "tables" / "batch_recom" / "S3" / "insts0.csv")
+    lat = t.latency
+    runs = [HeuristicSearcher(lat, "fcfs-met", seed=seed).ask(4) for _ in range(2)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    jobs = np.arange(t.num_jobs)
+    for x in runs[0]:
+        assert np.all(lat[jobs, x[:t.num_jobs].astype(int)] == lat.min(axis=1))   # still MET
+    assert not np.array_equal(runs[0], HeuristicSearcher(lat, "fcfs-met", seed=seed + 1).ask(4))

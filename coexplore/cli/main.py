@@ -91,5 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
+def entry() -> None:
+    """The `coexplore` console script: `main`, then exit with its code. Once `main` has returned,
+    its results are written: a Ctrl-C or SIGTERM that lands while the interpreter shuts down
+    (~0.1 s) no longer kills the process by that signal, which would hide the exit code."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -97,7 +97,7 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> P
     out = output_dir(path)
     want = json.loads(json.dumps(run, sort_keys=True))
     claim = _owner(out / CLAIM)
-    if claim is not None and claim != want and (out / CHECKPOINT).is_file():
+    if (out / CHECKPOINT).is_file() and (claim is not None and claim != want or _other_runs_snapshot(out, run)):
         raise CoexploreError("holds the saved search state of another run, interrupted (its .checkpoint.pkl): "
                              "writing here would lose it", file=str(out), key="--out",
                              expected="another --out folder (rerunning that run's own command resumes it; remove "
@@ -123,12 +123,25 @@ def add_restart_option(parser: argparse.ArgumentParser) -> None:
                              "command left a checkpoint in the result folder (by default it resumes)")
 
 
+def run_key(run: dict) -> str:
+    """The key a run's checkpoint is saved under: a hash of its run record."""
+    import hashlib
+    return hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()
+
+
+def _other_runs_snapshot(out: Path, run: dict) -> bool:
+    """`out` holds a resumable checkpoint of another run (a folder given with --out has no claim
+    file: the snapshot itself says whose it is)."""
+    from coexplore.search.checkpoint import snapshot_key
+    key = snapshot_key(out / CHECKPOINT)
+    return key is not None and key != run_key(run)
+
+
 def run_checkpoint(out: Path, run: dict, command: str, restart: bool):
     """The checkpoint of this run in its result folder (`search.checkpoint`): a rerun of an
     interrupted run resumes from it; `restart` discards it first. Notes go to stderr."""
-    import hashlib
     from coexplore.search.checkpoint import Checkpoint
-    key = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()
+    key = run_key(run)
     if (out / CHECKPOINT).exists() and not (out / CHECKPOINT).is_file():   # checked before the search
         raise CoexploreError("is not a file: it is where this run keeps its search state", file=out / CHECKPOINT,
                              expected="no such folder there (remove it, or choose another --out)")

@@ -296,7 +296,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     def save():
         checkpoint.save(searcher, {"best_x": best_x, "best_loss": best_loss, "best_tie": best_tie,
                                    "lexicographic": lexicographic, "history": history})
-    stop = _DeferredInterrupt(say=bar is not None)
+    stop = _DeferredInterrupt(say=bar is not None, lost="the search state since its last save is lost")
     try:
         stop.__enter__()
         while searcher.samples < budget and not _DeferredInterrupt.requested:
@@ -355,7 +355,7 @@ def finishing(doing: str) -> "_DeferredInterrupt":
     and the writing of its result in it, so a Ctrl-C that lands after the search finished loses
     nothing: searches inside still stop after their batch, and `.requested` says afterwards
     whether a stop was asked for."""
-    return _DeferredInterrupt(say=True, doing=doing)
+    return _DeferredInterrupt(say=True, doing=doing, lost="it is not waited for")
 
 
 def request_stop(what: str = "SIGTERM") -> bool:
@@ -379,11 +379,12 @@ class _DeferredInterrupt:
     outermost: "_DeferredInterrupt | None" = None
     active: "list[_DeferredInterrupt]" = []      # innermost last: what a stop waits for
 
-    def __init__(self, say: bool = False, doing: str = "the batch being evaluated"):
+    def __init__(self, say: bool = False, doing: str = "the batch being evaluated", lost: str = ""):
         self._old = None
         self._outer = False
         self.say = say
         self.doing = doing
+        self.lost = lost                          # what a second stop gives up (said with the first)
         self.asked = False                        # a stop was requested while this one was active
 
     def __enter__(self):
@@ -415,8 +416,13 @@ class _DeferredInterrupt:
             self._old = None
         inner = _DeferredInterrupt.active[-1] if _DeferredInterrupt.active else self
         if self.say or inner.say:
-            again = "Ctrl-C again" if what == "Ctrl-C" else f"Ctrl-C or {what} again"
-            print(f"\n{what}: stopping after {inner.doing} ({again} to stop now)", file=sys.stderr)
+            if what == "Ctrl-C" or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:   # a background job
+                again = f"{what} again"
+            else:
+                again = f"Ctrl-C or {what} again"
+            lost = f": {inner.lost}" if inner.lost else ""
+            lead = "\n" if sys.stderr.isatty() else ""          # off the progress bar's line
+            print(f"{lead}{what}: stopping after {inner.doing} ({again} to stop now{lost})", file=sys.stderr)
 
     def __exit__(self, *exc):
         import signal

@@ -113,6 +113,22 @@ class Checkpoint:
         self.saved_samples = 0
 
 
+def snapshot_key(path: str | Path) -> str | None:
+    """The run key of the snapshot at `path`, if it is one this coexplore could resume (readable,
+    of this format and version); None otherwise (no file, unreadable, another version's)."""
+    try:
+        with open(path, "rb") as fh:
+            unpickler = pickle.Unpickler(fh)
+            unpickler.persistent_load = lambda name: None      # the shared objects are not needed here
+            data = unpickler.load()
+    except Exception:
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("coexplore") != coexplore.__version__:
+        return None
+    key = data.get("key")
+    return key if isinstance(key, str) else None
+
+
 def _class_name(obj) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 

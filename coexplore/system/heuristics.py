@@ -107,8 +107,10 @@ class HeuristicSearcher(Searcher):
 
     def ask(self, n: int) -> np.ndarray:
         if not hasattr(self, "_ties"):  # MAGMA's convention: a RandomState seeded per schedule
-            self._ties = np.random.RandomState(self.rng.integers(2**31) if self.seed is None
-                                               else self.seed)
+            seed = int(self.rng.integers(2**31)) if self.seed is None else int(self.seed)
+            # RandomState takes seeds below 2^32 as they are (MAGMA's); a larger one as its 32-bit words
+            self._ties = np.random.RandomState(seed if seed < 2**32 else
+                                               [(seed >> s) & 0xFFFFFFFF for s in range(0, seed.bit_length(), 32)])
         out = []
         for _ in range(n):
             core, prio = heuristic_schedule(self.latency, self.heuristic, self._ties)
