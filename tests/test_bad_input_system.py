@@ -55,3 +55,13 @@ def test_distinct_copies_and_a_legal_core_are_still_accepted(tmp_path, capsys):
     f = system(tmp_path, "[{name: simba, template: simba, count: 2}, {name: ey, template: eyeriss, grid: [1, 2]}]")
     assert main(["arch", "generate", str(f), "--out", str(tmp_path / "o"), "--json"]) == 0
     assert '"cores_total": 4' in capsys.readouterr().out
+
+
+def test_a_layer_search_the_layer_refuses_names_the_layer(tmp_path, capsys):
+    """A per-layer refusal (here exhaustive search of a space too large to enumerate) says which
+    layer and core, as a failed layer search does."""
+    rc = main(["schedule", "simba", "--workload", "alexnet", "--layer-searcher", "exhaustive", "--no-cache",
+               "--no-progress", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert "layer conv1 on core simba" in err and "too many for exhaustive search" in err, err

@@ -33,3 +33,23 @@ def test_log_lines_each_on_a_line_of_their_own(monkeypatch):
     assert "\r" not in text and len(lines) >= 3
     assert all(line.startswith("map:") for line in lines[:-1]) and lines[-1].startswith("coexplore map: error")
     assert all(line == line.rstrip() and line for line in lines)
+
+
+def test_an_exhaustive_search_bar_counts_to_the_end_of_its_space(monkeypatch):
+    """The bar's total is the space's size when that ends before the budget (its ETA is then
+    the real one), for a searcher that knows it (exhaustive)."""
+    import numpy as np
+    import coexplore.progress as progress
+    from coexplore.search.base import run_search
+    from coexplore.search.exhaustive import ExhaustiveSearch
+    from coexplore.search.space import DiscreteSpace
+    bars = []
+
+    def keep(*a, **k):
+        bars.append(progress_bar(*a, file=io.StringIO(), **{x: v for x, v in k.items() if x != "file"}))
+        return bars[-1]
+    monkeypatch.setattr(progress, "progress_bar", keep)
+    space = DiscreteSpace(np.array([5, 6, 7]), ["a", "b", "c"])
+    res = run_search(ExhaustiveSearch(space), lambda X: X.sum(axis=1).astype(float), budget=1000,
+                     batch_size=50, progress=True)
+    assert res.samples == 5 * 6 * 7 and bars[0].total == 5 * 6 * 7 and bars[0].n == 5 * 6 * 7

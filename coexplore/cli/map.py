@@ -186,8 +186,7 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
                   f"{mapping_file}", file=sys.stderr)
     else:
         b = res.best
-        size = (f"{plural(res.mapspace_size, 'mapping')}" if res.mapspace_size is not None
-                and res.mapspace_size < 10 ** 7 else f"10^{res.mapspace_log10:.1f}" if res.mapspace_size is not None
+        size = (plural(res.mapspace_size, 'mapping') if res.mapspace_size is not None
                 else f"at most 10^{res.mapspace_log10:.1f}")     # not counted: the upper bound
         print(f"coexplore map: {ctx.problem.name} on {ctx.arch.name}, searcher {spec.searcher}, "
               f"{plural(res.samples, 'sample')}{' (from cache)' if res.cached else ''}, mapspace {size}")

@@ -159,6 +159,7 @@ class Searcher:
 
     name = "searcher"
     learns_between_batches = False   # True: what a batch told shapes the next ask (a batch near the budget learns nothing)
+    size: int | None = None          # distinct candidates it proposes in all, when known (exhaustive: from its first ask)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -309,6 +310,9 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
                                          "was evaluated", key="searcher",
                                          expected="a searcher with candidates left to propose")
                 break
+            if bar is not None and searcher.size is not None and max(searcher.size, searcher.samples) < bar.total:
+                bar.total = max(searcher.size, searcher.samples)    # the space ends before the budget
+                bar.refresh()
             raw = objective(batch)
             tie = getattr(raw, "tie", None)          # a secondary key for the incumbent (TiedLosses)
             losses = checked_losses(batch, raw)

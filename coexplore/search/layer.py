@@ -175,11 +175,11 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
         part = exc.result
         found = part.best_x is not None and math.isfinite(part.best_loss)
-        raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, wall(), None)
+        raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size)
                              if found else None) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
         raise NoValidMapping(result.samples, why_invalid(ctx, ms))
-    out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None))
+    out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size)
     if cache is not None:
         cache.put(key, json.loads(json.dumps(out.to_dict())),
                   {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
@@ -187,14 +187,20 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
 
 
 def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, result: SearchResult,
-                wall: float, exhausted: bool | None) -> MapResult:
-    """The best candidate of a search, re-evaluated into a full result record and mapping."""
+                wall: float, exhausted: bool | None, counted: int | None = None) -> MapResult:
+    """The best candidate of a search, re-evaluated into a full result record and mapping;
+    `counted`: the distinct mappings the searcher counted (exhaustive), when the mapspace's own
+    size estimate did not count them."""
     arrays = ms.decode(result.best_x[None, :])
+    log10 = ms.log10_size()                  # counts small spaces exactly (size_exact)
+    size = ms.size_exact if ms.size_exact is not None else counted
+    if ms.size_exact is None and size is not None:
+        log10 = math.log10(size) if size else float("-inf")
     res = ctx.evaluate(arrays)
     return MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
                      mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
                      history=[[int(s), float(v)] for s, v in result.history],
                      objective=spec.objective,
-                     seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=ms.log10_size(),
-                     mapspace_size=ms.size_exact,
+                     seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=log10,
+                     mapspace_size=size,
                      exhausted=exhausted, interrupted=result.interrupted)

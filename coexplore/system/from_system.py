@@ -148,11 +148,14 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
                 exc.file, exc.key = system.spec.file, "--layer-budget"
                 exc.args = (exc.format(),)
                 raise
-            except CoexploreError as exc:
-                if exc.key != "--budget":
-                    raise
-                raise CoexploreError(f"layer {layer.name} on core {design}: {exc.message}", file=system.spec.file,
-                                     key="--layer-budget", expected=exc.expected) from None
+            except CoexploreError as exc:     # a search setting this layer refuses (budget, searcher limits)
+                if exc.key == "--budget":
+                    raise CoexploreError(f"layer {layer.name} on core {design}: {exc.message}",
+                                         file=system.spec.file, key="--layer-budget", expected=exc.expected) from None
+                if exc.file is None and not exc.message.startswith("layer "):
+                    exc.message = f"layer {layer.name} on core {design}: {exc.message}"
+                    exc.args = (exc.format(),)
+                raise
             rec = res.best
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, cm.context_arch))
             if bar is not None:
