@@ -25,7 +25,7 @@ from typing import Callable
 
 import coexplore
 
-FORMAT = 1
+FORMAT = 2   # 2: the memory of evaluated points keys rows by their narrow bytes (search.space.keys)
 SHARED_ATTRIBUTES = ("space", "mapspace", "table")   # rebuilt by the caller: stored by name
 
 
@@ -138,8 +138,10 @@ def _shared(searcher) -> dict:
 
 
 def _mismatch(data, key: str, searcher) -> str | None:
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or "format" not in data:
         return "not a coexplore checkpoint"
+    if data.get("format") != FORMAT:
+        return f"checkpoint format {data.get('format')}, this coexplore writes {FORMAT}"
     if data.get("coexplore") != coexplore.__version__:
         return f"written by coexplore {data.get('coexplore')}, this is {coexplore.__version__}"
     if data.get("key") != key:
