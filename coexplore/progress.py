@@ -9,6 +9,7 @@ fresh line). `TQDM_MININTERVAL=5` in the environment makes that 5 s.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from coexplore.errors import CoexploreError
@@ -21,6 +22,7 @@ except ValueError as exc:    # tqdm reads the TQDM_* variables when imported and
                          expected="TQDM_* variables of the right type, e.g. TQDM_MININTERVAL=5") from None
 
 LOG_INTERVAL_S = 30.0
+_CURSOR_MOVES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class _LogLines:
@@ -30,9 +32,10 @@ class _LogLines:
         self.stream = stream
 
     def write(self, text: str) -> None:
-        line = text.replace("\r", "").rstrip()
-        if line:
-            self.stream.write(line + "\n")
+        # a nested bar (schedule's layer searches under its layers' bar) moves the cursor: no place in a log
+        for line in _CURSOR_MOVES.sub("", text).replace("\r", "\n").split("\n"):
+            if line.strip():
+                self.stream.write(line.rstrip() + "\n")
 
     def flush(self) -> None:
         self.stream.flush()

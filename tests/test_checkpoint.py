@@ -339,3 +339,46 @@ def test_magma_remembers_asked_schedules_by_a_digest_every_process_agrees_on():
     got = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert len(got) == 1 and got.pop().strip().isdigit()
+
+
+def test_memory_of_a_space_too_large_to_index_survives_a_checkpoint():
+    """The memory of evaluated points of a huge space (keys are narrow bytes) pickles and comes
+    back with the same keys and losses, for 1- and 2-byte parameter values."""
+    import pickle
+    from coexplore.search.memo import Memo
+    from coexplore.search.space import DiscreteSpace
+    for top in (9, 300):
+        space = DiscreteSpace(np.full(30, top), [f"p{i}" for i in range(30)])
+        memo = Memo(space)
+        x = np.random.default_rng(1).integers(0, top, (200, 30))
+        memo.store(x, np.arange(200.0))
+        memo.mark_pending(space.keys(x[:3] * 0 + 1))
+        back = pickle.loads(pickle.dumps(memo))
+        assert back.losses == memo.losses and back.pending == memo.pending
+        assert list(back.losses) == list(memo.losses)            # same order: a resumed run re-walks it alike
+        np.testing.assert_array_equal(space.points(space.keys(x)), x)
+
+
+@pytest.fixture(scope="module")
+def huge_layer():
+    """A layer whose encoded space is too large to index (its points are remembered as bytes)."""
+    ctx = load_context(str(CORPUS.parent / "arches" / "simba_like" / "processed.yaml"),
+                       str(CORPUS.parent / "arches" / "layers" / "mobilenetv2_pw.yaml"))
+    ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch))
+    assert ms.space.size >= 2 ** 63
+    return ms, layer_mod.make_objective(ctx, ms, "edp")
+
+
+@pytest.mark.parametrize("name", ["marl", "rl", "ga", "sa"])
+def test_a_resumed_search_of_a_space_too_large_to_index_ends_as_an_uninterrupted_one(name, huge_layer, tmp_path,
+                                                                                   ctrl_c):
+    ms, objective = huge_layer
+    spec = registry.load_mapper(name)
+    ref = run_search(registry.make_searcher(spec, ms, seed=3), objective, 1_500, 100)
+    path = tmp_path / "ck.pkl"
+    with pytest.raises(SearchInterrupted):
+        run_search(registry.make_searcher(spec, ms, seed=3), pressing_ctrl_c(objective, 7), 1_500, 100,
+                   checkpoint=Checkpoint(path, key="run"))
+    ck = Checkpoint(path, key="run")
+    res = run_search(registry.make_searcher(spec, ms, seed=3), objective, 1_500, 100, checkpoint=ck)
+    assert ck.resumed_from == 700 and same_result(res, ref)

@@ -53,3 +53,20 @@ def test_an_exhaustive_search_bar_counts_to_the_end_of_its_space(monkeypatch):
     res = run_search(ExhaustiveSearch(space), lambda X: X.sum(axis=1).astype(float), budget=1000,
                      batch_size=50, progress=True)
     assert res.samples == 5 * 6 * 7 and bars[0].total == 5 * 6 * 7 and bars[0].n == 5 * 6 * 7
+
+
+def test_nested_bars_in_a_log_leave_no_cursor_moves(monkeypatch):
+    """schedule's layer searches show a bar under its layers' bar: in a log, whole lines only."""
+    monkeypatch.setenv("TQDM_MININTERVAL", "0")
+    out = io.StringIO()
+    outer = progress_bar(total=2, file=out, desc="map layers", leave=False)
+    for _ in range(2):
+        inner = progress_bar(total=3, file=out, desc="map conv1", leave=False)
+        for _ in range(3):
+            inner.update(1)
+        inner.close()
+        outer.update(1)
+    outer.close()
+    text = out.getvalue()
+    assert "\x1b" not in text and "\r" not in text and "map conv1" in text and "map layers" in text
+    assert all(line.startswith(("map layers", "map conv1")) for line in text.splitlines()), text

@@ -394,9 +394,7 @@ class PolicySearcher(Searcher):
         pending = sorted(self._memo.pending)[:n]
         if not pending:
             return np.zeros((0, self.space.n_params), np.int64)
-        if isinstance(pending[0], bytes):
-            return np.frombuffer(b"".join(pending), np.int64).reshape(len(pending), -1).copy()
-        return self.space.unravel(np.array(pending, dtype=np.int64))
+        return self.space.points(pending)
 
     def check_tell(self, batch, losses) -> None:
         super().check_tell(batch, losses)

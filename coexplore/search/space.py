@@ -112,9 +112,19 @@ class DiscreteSpace:
         x = np.ascontiguousarray(batch, dtype=np.int64)
         if self.size < 2 ** 63:
             return self.ravel(x).tolist()
+        return [row.tobytes() for row in x.astype(self._key_dtype())]
+
+    def points(self, keys: list) -> np.ndarray:
+        """The points [n, n_params] of keys made by `keys` (its inverse)."""
+        if not len(keys):
+            return np.zeros((0, self.n_params), np.int64)
+        if isinstance(keys[0], bytes):
+            return np.frombuffer(b"".join(keys), self._key_dtype()).reshape(len(keys), -1).astype(np.int64)
+        return self.unravel(np.asarray(keys, dtype=np.int64))
+
+    def _key_dtype(self) -> str:
         top = int(self.cardinalities.max())
-        narrow = "u1" if top <= 2 ** 8 else "<u2" if top <= 2 ** 16 else "<u4" if top <= 2 ** 32 else "<i8"
-        return [row.tobytes() for row in x.astype(narrow)]
+        return "u1" if top <= 2 ** 8 else "<u2" if top <= 2 ** 16 else "<u4" if top <= 2 ** 32 else "<i8"
 
     def to_dict(self) -> dict:
         return {"cardinalities": self.cardinalities.tolist(), "names": list(self.names),

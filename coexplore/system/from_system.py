@@ -142,7 +142,8 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
             prob = parse_problem(layer_problem(layer), name=layer.name)
             ctx = Context(cm.context_arch, prob, cm.ert, cm.costs)
             try:
-                res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache)
+                res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache,
+                                progress=bar is not None)      # a bar of its own under the layers'
             except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
                 exc.message = f"layer {layer.name} on core {design}: {exc.message}"
                 exc.file, exc.key = system.spec.file, "--layer-budget"
