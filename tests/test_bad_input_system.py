@@ -57,11 +57,12 @@ def test_distinct_copies_and_a_legal_core_are_still_accepted(tmp_path, capsys):
     assert '"cores_total": 4' in capsys.readouterr().out
 
 
-def test_a_layer_search_the_layer_refuses_names_the_layer(tmp_path, capsys):
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_layer_search_the_layer_refuses_names_the_layer(jobs, tmp_path, capsys):
     """A per-layer refusal (here exhaustive search of a space too large to enumerate) says which
-    layer and core, as a failed layer search does."""
+    layer and core, as a failed layer search does, also when worker processes map the layers."""
     rc = main(["schedule", "simba", "--workload", "alexnet", "--layer-searcher", "exhaustive", "--no-cache",
-               "--no-progress", "--out", str(tmp_path / "s")])
+               "--no-progress", "--out", str(tmp_path / "s"), "--jobs", jobs])
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err, err
     assert "layer conv1 on core simba" in err and "too many for exhaustive search" in err, err

@@ -63,6 +63,19 @@ def test_job_table_from_system(system):
         assert table.latency[0, col] == rec["cycles"] and table.energy[0, col] == pytest.approx(rec["energy_pJ"])
 
 
+def test_job_table_mapped_in_parallel_is_the_same(system, tmp_path):
+    """Worker processes map the distinct (layer, core design) pairs; each search is seeded as it
+    would be alone, so the table is the one-process table, and the cache holds every pair after."""
+    from coexplore.model.cache import ResultCache
+    spec = registry.mapper_spec("marl")
+    one, _ = system_job_table(system, layer_mapper=spec, layer_budget=300)
+    cache = ResultCache(tmp_path / "c.sqlite")
+    two, _ = system_job_table(system, layer_mapper=spec, layer_budget=300, cache=cache, workers=2)
+    for a, b in ((one.latency, two.latency), (one.bandwidth, two.bandwidth), (one.energy, two.energy)):
+        assert np.array_equal(a, b)
+    assert cache.stats().entries == 4                 # 2 distinct layers x 2 core designs, cached by the workers
+
+
 def cli(*args):
     return subprocess.run([sys.executable, "-m", "coexplore.cli.main", *map(str, args)],
                           capture_output=True, text=True, timeout=600)

@@ -263,6 +263,14 @@ def seed(text: str) -> int:
     return nonnegative(text)
 
 
+def processes(text: str) -> int:
+    """argparse type for --jobs: 1 to 256 processes."""
+    value = nonnegative(text)
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"must be 1 to 256, got {value}")
+    return value
+
+
 def nonnegative(text: str) -> int:
     """argparse type: an integer >= 0."""
     try:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
-                                 interrupted_note, keeps_earlier, open_cache, remove_empty_created, run_checkpoint,
-                                 seed)
+                                 interrupted_note, keeps_earlier, open_cache, processes, remove_empty_created,
+                                 run_checkpoint, seed)
 from coexplore.errors import CoexploreError
 from coexplore.search.base import finishing
 from coexplore.search.layer import NoValidMapping
@@ -49,6 +49,9 @@ def register(subparsers) -> None:
     p.add_argument("--layer-seed", type=seed, default=None, metavar="S",
                    help="seed of the layer mapper (default 0): the job table stays the same when "
                         "--seed changes, so seeds compare schedulers, not job tables")
+    p.add_argument("--jobs", type=processes, default=1, metavar="N",
+                   help="processes mapping the layers for the job table at once (default 1; the same table "
+                        "with any N)")
     add_cache_option(p, no_cache=True)
     p.add_argument("--table", metavar="TABLE.csv",
                    help="job table CSV with lat_<core> and bw_<core> columns (MAGMA's format)")
@@ -87,7 +90,8 @@ def run(args) -> int:
                              expected="SYSTEM.yaml, or --table TABLE.csv --bandwidth B")
     if args.table:
         for opt, given in (("--workload", args.workload), ("--layer-searcher", args.layer_searcher),
-                           ("--layer-budget", args.layer_budget), ("--layer-seed", args.layer_seed)):
+                           ("--layer-budget", args.layer_budget), ("--layer-seed", args.layer_seed),
+                           ("--jobs", args.jobs if args.jobs != 1 else None)):
             if given is not None:
                 raise CoexploreError("only used to build the job table of a system YAML", key=opt,
                                      expected=f"no {opt} with --table (the table is given)")
@@ -272,7 +276,7 @@ def _system_table(args, progress: bool):
         cache = open_cache(args.cache, "schedule")
     try:
         table, system = system_job_table(args.system, args.workload, spec, _layer_budget(args), _layer_seed(args),
-                                         cache=cache, progress=progress)
+                                         cache=cache, progress=progress, workers=args.jobs)
     except KeyboardInterrupt:
         kept = (f"the layers mapped so far are in the cache ({cache.path}) and a rerun reuses them"
                 if cache is not None else "with --no-cache a rerun maps every layer again")

@@ -297,7 +297,8 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     def save():
         checkpoint.save(searcher, {"best_x": best_x, "best_loss": best_loss, "best_tie": best_tie,
                                    "lexicographic": lexicographic, "history": history})
-    stop = _DeferredInterrupt(say=bar is not None, lost="the search state since its last save is lost")
+    stop = _DeferredInterrupt(say=bar is not None,
+                              lost="the search state since its last save is lost" if checkpoint is not None else "")
     try:
         stop.__enter__()
         while searcher.samples < budget and not _DeferredInterrupt.requested:

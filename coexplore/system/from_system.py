@@ -81,9 +81,58 @@ def dram_bytes(record: dict, arch) -> float:
 MAX_JOBS = 100_000   # a schedule genome has 2 genes per job: beyond this, the search is no use
 
 
+def _layer_context(cm: CoreModel, layer) -> Context:
+    return Context(cm.context_arch, parse_problem(layer_problem(layer), name=layer.name), cm.ert, cm.costs)
+
+
+def _ignore_ctrl_c() -> None:
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent process handles Ctrl-C
+
+
+def _map_in_worker(task) -> tuple:
+    """One (layer, core design) search in a worker process: (pair index, the best mapping's record),
+    the record None when the search raised (the parent repeats it to raise it, the layer named)."""
+    i, cm, layer, spec, budget, seed, cache_path = task
+    from coexplore.model.cache import ResultCache
+    try:
+        cache = ResultCache(cache_path) if cache_path is not None else None
+        return i, map_layer(_layer_context(cm, layer), cm.constraints, spec, budget, seed, cache=cache).best
+    except Exception:
+        return i, None
+
+
+def _map_in_parallel(pairs: list, models: dict, spec, budget: int, seed: int, cache, workers: int,
+                     done) -> dict:
+    """The best mapping records of (layer, design) pairs searched by `workers` processes (each
+    search is seeded as it would be alone, so the results are those of one process); finished
+    searches are cached as they end, so an interrupted table keeps them. `done(key)` after each."""
+    import multiprocessing
+    cache_path = None if cache is None else str(cache.path)
+    tasks = [(i, models[design], layer, spec, budget, seed, cache_path) for i, (layer, design) in enumerate(pairs)]
+    records = {}
+    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(tasks)), initializer=_ignore_ctrl_c)
+    try:
+        for i, rec in pool.imap_unordered(_map_in_worker, tasks):
+            layer, design = pairs[i]
+            if rec is not None:
+                records[(layer.key(), design)] = rec
+            done((layer.key(), design))
+        pool.close()
+    except BaseException:                 # Ctrl-C, SIGTERM: stop the searches still running
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+    return records
+
+
 def system_job_table(system_path: str | Path, workloads: list[str | Path] | None = None,
                      layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000,
-                     seed: int = 0, cache=None, progress: bool = False) -> tuple[JobTable, SystemArch]:
+                     seed: int = 0, cache=None, progress: bool = False,
+                     workers: int = 1) -> tuple[JobTable, SystemArch]:
+    """The job table of a system's workloads; `workers` > 1 maps the distinct (layer, core design)
+    pairs in that many processes (the same table)."""
     system = load_system_arch(system_path)
     named = not workloads                # the system file's own `workloads:` (paths made absolute there)
     paths = list(workloads or system.spec.workloads)
@@ -127,20 +176,30 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     core_of = {inst.name: inst.core for inst in instances}
     spec = layer_mapper or system_layer_mapper(system) or registry.mapper_spec("marl")
     memo: dict = {}
+    pairs: dict = {}                      # (layer key, design) -> (layer, design), in first-use order
+    for j in jobs:
+        for inst in instances:
+            pairs.setdefault((layer_of[j].key(), core_of[inst.name]), (layer_of[j], core_of[inst.name]))
     bar = None
     if progress:
         from coexplore.progress import progress_bar
-        distinct = {(layer_of[j].key(), core_of[i.name]) for j in jobs for i in instances}
-        bar = progress_bar(total=len(distinct), desc="map layers", unit="layer x core", leave=False)
+        bar = progress_bar(total=len(pairs), desc="map layers", unit="layer x core", leave=False)
+    searched: dict = {}
+    parallel = workers > 1 and len(pairs) > 1
+    if parallel:
+        searched = _map_in_parallel(list(pairs.values()), models, spec, layer_budget, seed, cache, workers,
+                                    lambda key: bar.update(1) if bar is not None else None)
 
     def cost(job: Job, instance: str):
         design = core_of[instance]
         layer = layer_of[job]
         key = (layer.key(), design)
+        if key not in memo and key in searched:
+            rec = searched[key]
+            memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, models[design].context_arch))
         if key not in memo:
             cm = models[design]
-            prob = parse_problem(layer_problem(layer), name=layer.name)
-            ctx = Context(cm.context_arch, prob, cm.ert, cm.costs)
+            ctx = _layer_context(cm, layer)
             try:
                 res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache,
                                 progress=bar is not None)      # a bar of its own under the layers'
@@ -159,7 +218,7 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
                 raise
             rec = res.best
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, cm.context_arch))
-            if bar is not None:
+            if bar is not None and not parallel:      # in parallel, counted as each search ended
                 bar.update(1)
         return memo[key]
 
