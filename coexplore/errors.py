@@ -35,3 +35,8 @@ class CoexploreError(Exception):
             self.file = str(file)
             self.args = (self.format(),)
         return self
+
+
+class CoexploreWarning(UserWarning):
+    """What Timeloop accepts silently but is most likely a typo (an unknown problem instance key, a
+    misspelt buffer attribute), raised by the library loaders; the CLI prints the same lines."""

@@ -1,5 +1,6 @@
 """Specs: every architecture form parses to the same levels; problems, mappings, ERT; round trips."""
 
+import json
 import re
 from pathlib import Path
 
@@ -290,3 +291,40 @@ def test_yaml_numbers_in_exponent_notation_are_numbers():
     from coexplore.spec.yamlio import loads_yaml
     got = loads_yaml("a: 5e1\nb: 1.5e3\nc: 1e-3\nd: 5\ne: name1e3\nf: 1e\n")
     assert got == {"a": 50.0, "b": 1500.0, "c": 0.001, "d": 5, "e": "name1e3", "f": "1e"}
+
+
+def test_library_loading_warns_of_likely_typos(tmp_path):
+    """What the CLI prints as a warning (Timeloop ignores it silently) is a CoexploreWarning from
+    Python too: an unknown problem instance key (its dimension then defaults to 1)."""
+    from coexplore.errors import CoexploreWarning
+    from coexplore.model.inputs import load_context
+    layer = CORPUS / "layers" / "tiny_conv.yaml"
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(re.sub(r"\bC: ", "Cx: ", layer.read_text(), count=1))
+    arch = CORPUS / "arches" / "simba_like" / "processed.yaml"
+    with pytest.warns(CoexploreWarning, match=r"Cx.*ignored.*C not given, so 1"):
+        ctx = load_context(arch, typo)
+    assert ctx.problem.bounds[ctx.problem.dims.index("C")] == 1
+
+
+def test_evaluate_and_encode_take_mapping_objects_or_refuse_clearly():
+    from coexplore.mapspace.space import MapSpace
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import load_constraints
+    case = CORPUS / "public" / "simba_like" / "tiny_conv"
+    exp = {p: json.loads((p / "expected.json").read_text()) for p in sorted(case.iterdir())}
+    folder = next(p for p, e in exp.items() if e["valid"])
+    ctx = load_context(CORPUS / "arches" / "simba_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    m = ctx.load_mapping(folder / "mapping.yaml")
+    assert ctx.evaluate(m).cycles[0] == exp[folder]["cycles"]
+    assert list(ctx.evaluate([m, m]).cycles) == [exp[folder]["cycles"]] * 2
+    ms = MapSpace(ctx.arch, ctx.problem, {})
+    x = ms.sample(np.random.default_rng(0), 1)
+    arrays = ms.decode(x)
+    m2 = parse_mapping(from_arrays(arrays, 0, ctx.arch, ctx.problem), ctx.arch, ctx.problem, "m.yaml")
+    assert np.array_equal(ms.encode(m2), ms.encode(arrays))
+    for bad in (5, "mapping.yaml", [1, 2]):
+        with pytest.raises(CoexploreError, match="MappingArrays"):
+            ctx.evaluate(bad)
+        with pytest.raises(CoexploreError, match="MappingArrays"):
+            ms.encode(bad)

@@ -16,7 +16,7 @@ from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import level_costs
 from coexplore.cli.pricing import CLASS_SETS, CLASSES_HELP, builtin_ert, is_node_list
-from coexplore.model.inputs import Context, find_ert, locate_ert
+from coexplore.model.inputs import Context, find_ert, locate_ert, problem_warnings
 from coexplore.spec.architecture import load_architecture
 from coexplore.spec.constraints import LevelConstraints, load_constraints
 from coexplore.spec.problem import Problem, load_problem, parse_problem
@@ -94,14 +94,8 @@ def load_inputs(args, with_constraints: bool = False
     """
     args.arch = str(resolve("arch", args.arch))     # a bundled system name such as `simba`
     problem = load_problem_arg(args.problem, args.layer)
-    if problem.instance.get("densities"):
-        print(f"coexplore: warning: {args.problem}: problem.instance.densities ignored: coexplore models "
-              "dense tensors (no Sparseloop)", file=sys.stderr)
-    if problem.ignored:
-        missing = [d for d in problem.dims if d not in problem.instance]
-        print(f"coexplore: warning: {args.problem}: problem.instance key(s) {', '.join(problem.ignored)} "
-              f"ignored (not a dimension or coefficient of the shape, as in Timeloop)"
-              + (f"; {', '.join(missing)} not given, so 1" if missing else ""), file=sys.stderr)
+    for w in problem_warnings(problem, args.problem):
+        print(f"coexplore: warning: {w}", file=sys.stderr)
     cons_path = getattr(args, "constraints", None) if with_constraints else None
     if "system" not in top_keys(args.arch):
         if args.core is not None:

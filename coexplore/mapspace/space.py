@@ -414,7 +414,7 @@ class MapSpace:
             key[:, li, :] = np.where(sx[:, li] > 1, 0, np.where(sy[:, li] > 1, 1, 2)) * (4 * D) + r
         return np.argsort(key, axis=2, kind="stable")
 
-    def encode(self, m: MappingArrays) -> np.ndarray:
+    def encode(self, m: "MappingArrays | Mapping | list[Mapping]") -> np.ndarray:
         """Parameter vectors of mappings that lie in this mapspace (raises otherwise).
 
         Raises a CoexploreError when a factor, a keep/bypass choice, a factor bound or the order
@@ -425,6 +425,12 @@ class MapSpace:
         between neighbours. With it, all 58 valid timeloop-mapper results of the public corpus
         encode and decode to Timeloop's numbers.
         """
+        from coexplore.spec.mapping import Mapping, to_arrays
+        if isinstance(m, Mapping) or (isinstance(m, (list, tuple)) and m and all(isinstance(x, Mapping) for x in m)):
+            m = to_arrays([m] if isinstance(m, Mapping) else list(m), self.arch, self.problem)
+        if not isinstance(m, MappingArrays):
+            raise CoexploreError(f"got a {type(m).__name__}", key="mappings",
+                                 expected="MappingArrays (spec.mapping.to_arrays) or Mapping objects")
         B = len(m)
         X = np.zeros((B, self.n_params), np.int64)
         for b in range(B):

@@ -22,13 +22,23 @@ from coexplore.spec.yamlio import load_yaml
 
 @dataclass
 class Context:
+    """One (architecture, problem, energy table): evaluate any number of mappings of that layer."""
+
     arch: Architecture
     problem: Problem
     ert: EnergyTable
     costs: LevelCosts
     stride_rule: str = "current"   # "pre2025": Timeloop before PR #297 (see model.nest.analyse)
 
-    def evaluate(self, arrays: MappingArrays) -> BatchResult:
+    def evaluate(self, arrays: MappingArrays | Mapping | list[Mapping]) -> BatchResult:
+        """The batched model on mapping arrays (`spec.mapping.to_arrays`, `MapSpace.decode`); a
+        Mapping, or a list of them, is converted first."""
+        if isinstance(arrays, Mapping) or (isinstance(arrays, (list, tuple)) and arrays
+                                           and all(isinstance(m, Mapping) for m in arrays)):
+            arrays = to_arrays([arrays] if isinstance(arrays, Mapping) else list(arrays), self.arch, self.problem)
+        if not isinstance(arrays, MappingArrays):
+            raise CoexploreError(f"got a {type(arrays).__name__}", key="arrays",
+                                 expected="MappingArrays (spec.mapping.to_arrays, MapSpace.decode) or Mapping objects")
         return evaluate_batch(self.arch, self.problem, self.costs, arrays, stride_rule=self.stride_rule)
 
     def evaluate_mappings(self, mappings: list[Mapping | str | Path]) -> BatchResult:
@@ -47,6 +57,7 @@ class Context:
         return result_record(self.arch, self.problem, res, int(index) % n)
 
     def load_mapping(self, path: str | Path) -> Mapping:
+        """A Timeloop mapping YAML of this architecture and problem."""
         return load_mapping(path, self.arch, self.problem)
 
 
@@ -77,8 +88,28 @@ def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> Energ
                                   "architecture file")
 
 
+def problem_warnings(problem: Problem, path) -> list[str]:
+    """What a problem file has that Timeloop ignores silently (most likely a typo), one line each."""
+    out = []
+    if problem.instance.get("densities"):
+        out.append(f"{path}: problem.instance.densities ignored: coexplore models dense tensors (no Sparseloop)")
+    if problem.ignored:
+        missing = [d for d in problem.dims if d not in problem.instance]
+        out.append(f"{path}: problem.instance key(s) {', '.join(problem.ignored)} ignored (not a dimension or "
+                   "coefficient of the shape, as in Timeloop)" + (f"; {', '.join(missing)} not given, so 1"
+                                                                  if missing else ""))
+    return out
+
+
 def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str | Path | None = None) -> Context:
+    """The evaluation context of a Timeloop architecture file and a problem file (the ERT given,
+    else found as `find_ert` does). What Timeloop would accept silently but is most likely a typo
+    (a misspelt buffer attribute, an unknown problem instance key) is a `CoexploreWarning`."""
+    import warnings
+    from coexplore.errors import CoexploreWarning
     arch = load_architecture(arch_path)
     problem = load_problem(problem_path)
+    for w in [f"{arch_path}: {w}" for w in arch.warnings] + problem_warnings(problem, problem_path):
+        warnings.warn(w, CoexploreWarning, stacklevel=2)
     ert = find_ert(arch_path, ert_path)
     return Context(arch, problem, ert, level_costs(arch, ert))
