@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from coexplore.search.losses import check_log_losses
+
 
 def checked_losses(batch, losses) -> np.ndarray:
     """Losses as a flat float array with NaN read as inf (invalid); one per candidate or a
@@ -225,16 +227,6 @@ class Searcher:
 
 
 Searcher.tell = _checked_tell(Searcher.tell)
-
-
-def check_log_losses(losses: np.ndarray) -> None:
-    """A log-scaled learner (`log_loss: true`) needs every valid loss > 0 (the same refusal as
-    `LossTransform`, made before the searcher changes)."""
-    raw = np.asarray(losses, dtype=float)
-    if np.any(raw[np.isfinite(raw)] <= 0):
-        from coexplore.errors import CoexploreError
-        raise CoexploreError("log-scaled search needs positive losses", key="log_loss",
-                             expected="log_loss: false for losses that can be <= 0")
 
 
 @dataclass

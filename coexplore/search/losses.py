@@ -39,9 +39,7 @@ class LossTransform:
         finite = np.isfinite(raw)
         t = np.empty_like(raw)
         if self.log:
-            if np.any(raw[finite] <= 0):
-                raise CoexploreError("log-scaled search needs positive losses", key="log_loss",
-                                     expected="log_loss: false for losses that can be <= 0")
+            check_log_losses(raw)
             t[finite] = np.log(raw[finite])
         else:
             t[finite] = raw[finite]
@@ -56,3 +54,15 @@ class LossTransform:
             return 0.0  # nothing valid seen yet: all candidates are equally bad
         spread = self.hi - self.lo
         return self.hi + max(self.margin * spread, 1.0 if spread == 0 else 0.0)
+
+
+def check_log_losses(losses: np.ndarray) -> None:
+    """A log-scaled learner (`log_loss: true`) needs every valid loss > 0: checked by `LossTransform`
+    and, before the searcher changes, by `Searcher.check_tell`."""
+    raw = np.asarray(losses, dtype=float)
+    bad = raw[np.isfinite(raw) & (raw <= 0)]
+    if len(bad):
+        raise CoexploreError(f"a loss of {bad.min():g}: this searcher learns from log(loss), so losses must be > 0",
+                             key="log_loss", expected="losses > 0, or the searcher's config log_loss: false "
+                             "(registry.mapper_spec(name, {'log_loss': False}), or config: {log_loss: false} "
+                             "in a mapper YAML)")
