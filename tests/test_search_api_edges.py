@@ -314,3 +314,44 @@ def test_point_keys_of_a_huge_space_are_narrow_distinct_and_sort_as_the_rows(top
     assert len(set(keys)) == len(set(rows))
     wide = [r.astype("<i8").tobytes() for r in x]
     assert sorted(range(500), key=lambda i: keys[i]) == sorted(range(500), key=lambda i: wide[i])
+
+
+def _library_calls():
+    from coexplore.search.exhaustive import ExhaustiveSearch
+    from coexplore.search.space import DiscreteSpace
+    from coexplore.system.schedule import MagmaConfig, search_schedule
+    from coexplore.system.tables import load_table
+    table = Path(__file__).parent / "data" / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
+    t = load_table(table)
+    return {
+        "schedule budget 2.7": (lambda: search_schedule(t, 16, budget=2.7), "budget"),
+        "schedule budget text": (lambda: search_schedule(t, 16, budget="100"), "budget"),
+        "schedule budget None": (lambda: search_schedule(t, 16, budget=None), "budget"),
+        "schedule searcher None": (lambda: search_schedule(t, 16, searcher=None, budget=10), "searcher"),
+        "magma config to random": (lambda: search_schedule(t, 16, "random", 10, config=MagmaConfig()), "config"),
+        "space names None": (lambda: DiscreteSpace(np.array([3, 4]), None), "names"),
+        "exhaustive of 10^481 points": (lambda: ExhaustiveSearch(
+            DiscreteSpace(np.full(40, 2 ** 40), [str(i) for i in range(40)])).ask(3), "exhaustive.max_size"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_library_calls()))
+def test_library_calls_with_bad_arguments_raise_coexplore_errors(case):
+    call, key = _library_calls()[case]
+    with pytest.raises(CoexploreError) as err:
+        call()
+    assert err.value.key == key
+
+
+def test_map_layer_and_context_refuse_bad_arguments_clearly():
+    from coexplore.model.inputs import load_context
+    from coexplore.search.layer import map_layer
+    from conftest import CORPUS
+    ctx = load_context(CORPUS / "arches" / "simba_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    for spec, budget, key in (("random", "100", "--budget"), (None, 100, "spec"), ("random", 2.5, "--budget")):
+        with pytest.raises(CoexploreError) as err:
+            map_layer(ctx, {}, spec, budget)
+        assert err.value.key == key
+    ctx.stride_rule = "bogus"
+    with pytest.raises(CoexploreError, match="stride rule"):
+        ctx.evaluate_mappings(sorted((CORPUS / "public" / "simba_like" / "tiny_conv").glob("*/mapping.yaml"))[0])

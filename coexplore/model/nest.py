@@ -565,7 +565,9 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
     "pre2025" (a zero translation resets sliding-window reuse too; the 2024 exercise references).
     """
     if stride_rule not in STRIDE_RULES:
-        raise ValueError(f"stride_rule must be one of {STRIDE_RULES}, not {stride_rule!r}")
+        from coexplore.errors import CoexploreError
+        raise CoexploreError(f"unknown stride rule {stride_rule!r}", key="stride_rule",
+                             expected="one of " + ", ".join(STRIDE_RULES))
     legacy = stride_rule == "pre2025"
     B, L, D = temporal.shape
     DS = len(problem.dataspaces)

@@ -66,7 +66,8 @@ class ExhaustiveSearch(Searcher):
 
     def _too_large(self, size: float, lower_bound: bool = False):
         what = "distinct mappings" if hasattr(self.space, "perm_index") else "points"
-        return CoexploreError(f"{'more than ' if lower_bound else ''}{size:.3e} {what}: too many for exhaustive "
+        size = f"{size:.3e}" if size < 1e300 else f"10^{len(str(int(size))) - 1}"
+        return CoexploreError(f"{'more than ' if lower_bound else ''}{size} {what}: too many for exhaustive "
                               "search", key="exhaustive.max_size",
                               expected=f"at most {self.config.max_size:.1e} (a smaller layer, or another searcher)")
 

@@ -13,6 +13,7 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -138,13 +139,17 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     (`registry.load_mapper`); `objective` / `batch_size` override the spec's. An unseeded run
     (seed None) is not cached. A `checkpoint` (`search.checkpoint`) resumes an interrupted search
     of this run and is saved as it goes (`run_search`)."""
-    if isinstance(spec, str):
+    if isinstance(spec, (str, Path)):
         spec = registry.load_mapper(spec)
+    if not isinstance(spec, registry.MapperSpec):
+        raise CoexploreError(f"got {spec!r}", key="spec",
+                             expected="a MapperSpec (registry.mapper_spec, registry.load_mapper), a searcher name "
+                                      "or a mapper YAML")
     if objective is not None or batch_size is not None:
         spec = registry.mapper_spec(spec.searcher, spec.config, objective or spec.objective,
                                     spec.batch_size if batch_size is None else batch_size)
-    if budget is None or budget < 1:
-        raise CoexploreError(f"budget must be at least 1 sample, got {budget}", key="--budget",
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise CoexploreError(f"budget must be at least 1 sample, got {budget!r}", key="--budget",
                              expected="a positive integer")
     key = None
     if seed is None:

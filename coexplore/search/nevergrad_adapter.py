@@ -11,6 +11,9 @@ optimizers (CMA-ES) cannot rank inf. The nevergrad optimizer is built at the fir
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+
 import numpy as np
 
 from coexplore.errors import CoexploreError
@@ -62,15 +65,15 @@ class NevergradSearcher(Searcher):
         """A restored optimizer: cma keys its archive of solutions by Python's hash(), which is salted
         per process, so a CMA restored in another process recomputes its elitist's genotype from the
         phenotype (the same vector here: cma works on nevergrad's [0, 1] box without a transform of its
-        own) and warns each time; the warning says nothing to a user and is silenced."""
-        import warnings
+        own) and warns each time; the warning says nothing to a user and is silenced (in this
+        searcher's asks and tells only: no process-wide filter)."""
         super().load_state_dict(state)
-        warnings.filterwarnings("ignore", message="genotype for elitist not found")
 
     def ask(self, n: int) -> np.ndarray:
         if not hasattr(self, "_opt"):
             self._build()
-        cands = [self._opt.ask() for _ in range(n)]
+        with _quiet_elitist():
+            cands = [self._opt.ask() for _ in range(n)]
         self._pending.extend(cands)
         unit = np.array([c.value for c in cands]).reshape(n, -1)
         return self._lo + self._span * np.clip(unit, 0.0, 1.0)
@@ -110,8 +113,17 @@ class NevergradSearcher(Searcher):
         cands = [self._pending[i] for i in idx]
         for i in sorted(idx, reverse=True):
             del self._pending[i]
-        for cand, loss in zip(cands, losses):
-            self._opt.tell(cand, float(loss) if np.isfinite(loss) else self._penalty)
+        with _quiet_elitist():
+            for cand, loss in zip(cands, losses):
+                self._opt.tell(cand, float(loss) if np.isfinite(loss) else self._penalty)
+
+
+@contextlib.contextmanager
+def _quiet_elitist():
+    """A context without cma's "genotype for elitist not found" warning (see load_state_dict)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="genotype for elitist not found")
+        yield
 
 
 def _bounded_cma(ng):

@@ -35,6 +35,8 @@ class DiscreteSpace:
             raise CoexploreError(f"cardinalities must be integers >= 1, got {card.tolist()}",
                                  key="cardinalities", expected="a list of integers >= 1")
         self.cardinalities = card.astype(np.int64)
+        if self.names is None or isinstance(self.names, (str, bytes)) or not hasattr(self.names, "__len__"):
+            raise CoexploreError(f"names {self.names!r}", key="names", expected=f"a list of {card.size} names")
         self.names = list(self.names)
         if len(self.names) != card.size:
             raise CoexploreError(f"{len(self.names)} names for {card.size} parameters",

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.search.base import SearchInterrupted, Searcher, run_search
+from coexplore.search.base import SearchInterrupted, Searcher, positive_int, run_search
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
 from coexplore.system.bounds import lower_bound
 from coexplore.system.encoding import MakespanObjective, space_of
@@ -196,16 +196,19 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     """Best schedule found by `searcher` within `budget` evaluated candidates; a `checkpoint`
     (`search.checkpoint`) resumes an interrupted search of this run and is saved as it goes."""
     bandwidth = check_bandwidth(bandwidth)
-    if int(budget) < 1:
-        raise CoexploreError(f"budget must be >= 1 sample, got {budget}", key="budget",
-                             expected="an integer >= 1")
+    budget = positive_int(budget, "budget")
+    if not isinstance(searcher, str):
+        raise CoexploreError(f"got {searcher!r}", key="searcher", expected="one of " + ", ".join(SEARCHERS))
+    if config is not None and searcher.lower() != "magma":
+        raise CoexploreError(f"a MAGMA config given to searcher '{searcher}'", key="config",
+                             expected="config only with searcher 'magma'")
     objective = MakespanObjective(table, bandwidth)
     batch = BATCH["nevergrad"] if searcher.lower() in NEVERGRAD else BATCH["default"]
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # overflowing makespans are inf: refused below
-            s = make_searcher(searcher, table, int(budget), seed, config)
+            s = make_searcher(searcher, table, budget, seed, config)
             cap = getattr(s, "max_samples", None)
-            n = int(budget) if cap is None else min(int(budget), cap)
+            n = budget if cap is None else min(budget, cap)
             res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher,
                              checkpoint=checkpoint)
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
