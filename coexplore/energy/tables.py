@@ -246,10 +246,12 @@ def _load(path: str | Path, key: str) -> dict:
 
 
 def read_ert(path: str | Path) -> dict:
+    """An ERT.yaml as the plain dict `write_ert` writes (`spec.ert.load_ert` gives the model's view)."""
     return _load(path, "ERT")
 
 
 def read_art(path: str | Path) -> dict:
+    """An ART.yaml as the plain dict `write_art` writes."""
     return _load(path, "ART")
 
 

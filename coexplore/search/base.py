@@ -231,6 +231,9 @@ Searcher.tell = _checked_tell(Searcher.tell)
 
 @dataclass
 class SearchResult:
+    """What `run_search` returns: the best point and loss, samples used, and the history of
+    (samples, best loss so far)."""
+
     best_x: np.ndarray | None
     best_loss: float
     samples: int

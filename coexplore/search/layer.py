@@ -33,6 +33,9 @@ BEST_LABELS = {"edp": "EDP[J*cycle]", "energy": "energy[pJ]", "latency": "cycles
 
 @dataclass
 class MapResult:
+    """The best mapping `map_layer` found: its record (the `evaluate --json` schema), Timeloop mapping
+    list, encoded point, history of (samples, best loss) and the run's facts."""
+
     searcher: str
     samples: int
     best: dict                  # result record (evaluate --json schema)

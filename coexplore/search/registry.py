@@ -131,6 +131,9 @@ def config_to_dict(config) -> dict:
 
 @dataclass
 class MapperSpec:
+    """A layer mapper: searcher name, objective (edp | energy | latency), batch size and the searcher's
+    config (`mappers/<name>.yaml`; `load_mapper`, `mapper_spec`)."""
+
     searcher: str
     objective: str = "edp"
     batch_size: int = 100

@@ -53,6 +53,8 @@ class EnergyTable:
 
 
 def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
+    """An Accelergy energy reference table (the `ERT:` dict, or the dict holding it) as the model
+    reads it: per level, the energy of each action (pJ)."""
     if isinstance(data, dict) and "ERT" in data:
         data = data["ERT"]
     tables = data.get("tables") if isinstance(data, dict) else None
@@ -101,5 +103,6 @@ def _energy(value) -> float | None:
 
 
 def load_ert(path: str | Path) -> EnergyTable:
+    """`parse_ert` of an ERT.yaml file."""
     return parse_ert(load_yaml(path), str(path))
 

@@ -16,6 +16,8 @@ from coexplore.spec.problem import Problem
 
 def format_loop_nest(arrays: MappingArrays, index: int, arch: Architecture, problem: Problem,
                      record: dict | None = None) -> str:
+    """Mapping `index` of a batch as a loop nest, outermost level first (as map.txt shows it), with
+    the per-level numbers of `record` (`Context.record`) when given."""
     dims = problem.dims
     L = len(arch.levels)
     sperm = arrays.spatial_perm if arrays.spatial_perm is not None else default_spatial_perm(arrays)

@@ -33,6 +33,9 @@ class LevelMapping:
 
 @dataclass
 class Mapping:
+    """One Timeloop mapping as read from YAML: per level its temporal and spatial factors, loop
+    orders and kept dataspaces (`to_arrays` turns mappings into the model's batch arrays)."""
+
     levels: dict[str, LevelMapping] = field(default_factory=dict)
     source: str | None = None
     warnings: list[str] = field(default_factory=list)   # what Timeloop also warns about
@@ -96,6 +99,8 @@ def _parse_perm(value, *, file, key, dims) -> list[str]:
 
 
 def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | None = None) -> Mapping:
+    """A Timeloop mapping (the YAML's `mapping:` list, or the dict holding it) checked against the
+    architecture's levels and the problem's dimensions; errors name `file` and the key."""
     if isinstance(data, dict) and "mapping" in data:
         data = data["mapping"]
     if isinstance(data, dict) and "mapping" not in data:
@@ -185,6 +190,7 @@ def _check_directive_keys(entry: dict, key: str, file, warnings: list[str]) -> N
 
 
 def load_mapping(path: str | Path, arch: Architecture, problem: Problem) -> Mapping:
+    """`parse_mapping` of a Timeloop mapping YAML file."""
     return parse_mapping(load_yaml(path), arch, problem, str(path))
 
 
@@ -279,6 +285,7 @@ def default_spatial_perm(m: MappingArrays) -> np.ndarray:
 
 
 def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> MappingArrays:
+    """The batch arrays the model evaluates (`Context.evaluate`) of a list of Mappings."""
     B, L, D, S = len(mappings), len(arch.levels), len(problem.dims), len(problem.dataspaces)
     t = np.ones((B, L, D), np.int64)
     sx = np.ones((B, L, D), np.int64)

@@ -36,6 +36,9 @@ class DataSpace:
 
 @dataclass
 class Problem:
+    """One layer as Timeloop reads it: dimensions with their bounds, coefficients (strides,
+    dilations) and dataspaces with their projections."""
+
     name: str
     dims: list[str]
     bounds: list[int]
@@ -79,6 +82,8 @@ def _coefficient(value: Any, file: str | None, key: str) -> int:
 
 
 def parse_problem(data: Any, file: str | None = None, name: str | None = None) -> Problem:
+    """A Timeloop v0.3/v0.4 problem (the YAML's dict with a `problem:` key): shape, dimensions,
+    bounds and coefficients; errors name `file` and the key."""
     if not isinstance(data, dict) or "problem" not in data:
         raise CoexploreError("missing key", file=file, key="problem",
                              expected="a Timeloop problem (problem: {shape, instance})")
@@ -190,4 +195,6 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
 
 
 def load_problem(path: str | Path) -> Problem:
+    """`parse_problem` of a Timeloop problem YAML file (one layer; `spec.workload.read_problem` also
+    takes a workload's layer)."""
     return parse_problem(load_yaml(path), str(path))

@@ -136,6 +136,9 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
 
 @dataclass
 class ScheduleResult:
+    """The best schedule `search_schedule` found: per job its core and priority; the makespan
+    (cycles), energy (pJ), per-core busy cycles, the lower bound, history and the run's facts."""
+
     searcher: str
     seed: int | None
     bandwidth: float
