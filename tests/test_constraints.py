@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.mapspace.enumerate import canonical_points, count_canonical
 from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import load_context
@@ -228,7 +228,8 @@ def test_node_permutations_are_completed_as_timeloopfe_does():
     # the exercise's own mapper result (its default problem) has C and M on Y: only the completed
     # reading keeps it
     ex = DATA / "exercises_v4" / "v4_ed_simple_weight_stationary"
-    ctx = load_context(d / "arch.yaml", ex / "parsed-processed-input.yaml", ex / "timeloop-mapper.ERT.yaml")
+    with pytest.warns(CoexploreWarning, match="H, Hpad, W, Wpad ignored"):     # timeloopfe keeps them
+        ctx = load_context(d / "arch.yaml", ex / "parsed-processed-input.yaml", ex / "timeloop-mapper.ERT.yaml")
     m = to_arrays([ctx.load_mapping(ex / "timeloop-mapper.map.yaml")], ctx.arch, ctx.problem)
     li, c = _level(ctx, "inter_PE_spatial"), ctx.problem.dims.index("C")
     assert m.spatial_y[0, li, c] > 1

@@ -14,6 +14,8 @@ from functools import lru_cache
 
 import pytest
 
+from coexplore.errors import CoexploreError
+
 from coexplore.model.evaluate import evaluate_batch
 from coexplore.model.reference import load_reference_run
 
@@ -123,7 +125,7 @@ def test_pre2025_rule_reproduces_2024_reference(case):
 def test_unknown_stride_rule_rejected():
     r = run(CASES[0])
     ctx = r.context
-    with pytest.raises(ValueError):
+    with pytest.raises(CoexploreError, match="unknown stride rule '2019'"):
         evaluate_batch(ctx.arch, ctx.problem, ctx.costs, r.arrays(), stride_rule="2019")
 
 

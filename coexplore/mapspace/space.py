@@ -32,7 +32,7 @@ from coexplore.mapspace.sampling import fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.constraints import LevelConstraints, misplaced_parallelism, resolve_permutation
-from coexplore.spec.mapping import MappingArrays
+from coexplore.spec.mapping import MappingArrays, default_spatial_perm
 from coexplore.spec.problem import Problem
 
 KIND_T, KIND_X, KIND_Y = 0, 1, 2
@@ -460,6 +460,8 @@ class MapSpace:
         """Raise unless X decodes to the mappings m (same factors, keep/bypass and order of the
         non-unit loops): what the parameters cannot express breaks the constraints."""
         d = self.decode(X)
+        mine = m.spatial_perm if m.spatial_perm is not None else default_spatial_perm(m)
+        theirs = d.spatial_perm if d.spatial_perm is not None else default_spatial_perm(d)
         names, dims = self.arch.level_names()[::-1], self.problem.dims    # arrays: innermost level first
         ds = [x.name for x in self.problem.dataspaces]
         for b in range(len(m)):
@@ -487,6 +489,20 @@ class MapSpace:
                     raise CoexploreError(f"{where} orders the loops at {names[li]} as "
                                          f"{''.join(dims[x] for x in loops)} (innermost first), against the "
                                          "constraints' permutation", key="mapping",
+                                         expected="a mapping in the mapspace")
+            # the spatial loop order is no parameter: decode gives a level with a spatial permutation
+            # constraint that order, so another one breaks it (elsewhere encode keeps decode's order)
+            for li, lv in enumerate(reversed(self.arch.levels)):
+                listed = self.constraints.get(lv.name, LevelConstraints()).spatial_permutation
+                if not listed:
+                    continue
+                fan = m.spatial_x[b, li] * m.spatial_y[b, li]
+                ranked = {dims.index(n) for n in listed if n in dims}   # the order of the others is free
+                loops = [int(x) for x in mine[b, li] if fan[x] > 1 and x in ranked]
+                if loops != [int(x) for x in theirs[b, li] if fan[x] > 1 and x in ranked]:
+                    raise CoexploreError(f"{where} orders the spatial loops at {names[li]} as "
+                                         f"{''.join(dims[x] for x in loops)} (innermost first), against the "
+                                         "constraints' spatial permutation", key="mapping",
                                          expected="a mapping in the mapspace")
 
     def canonical(self, X: np.ndarray) -> np.ndarray:

@@ -9,10 +9,11 @@ Timeloop consumed, and for timeloop-model runs the `mapping:`), the run's energy
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.model.evaluate import BatchResult, evaluate_batch
 from coexplore.model.inputs import Context, load_context
 from coexplore.spec.mapping import Mapping, MappingArrays, to_arrays
@@ -46,6 +47,8 @@ def load_reference_run(folder: str | Path) -> ReferenceRun:
     ert = next((folder / n for n in ERT_FILES if (folder / n).exists()), None)
     if ert is None:
         raise CoexploreError("no energy table", file=str(folder), expected=f"one of {', '.join(ERT_FILES)}")
-    ctx = load_context(inp, inp, ert)
+    with warnings.catch_warnings():      # timeloopfe's processed inputs keep H, W, Hpad, Wpad: not typos
+        warnings.simplefilter("ignore", CoexploreWarning)
+        ctx = load_context(inp, inp, ert)
     map_file = folder / MAPPER_MAP
     return ReferenceRun(folder, ctx, ctx.load_mapping(map_file if map_file.exists() else inp))
