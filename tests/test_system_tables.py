@@ -108,3 +108,11 @@ def test_repeated_job_names_are_refused_and_blank_names_numbered(tmp_path):
     assert e.value.key == "job" and str(tmp_path / "t.csv") in str(e.value)
     t = load_table(_write(tmp_path, "job,lat_a,bw_a\nconv1,10,1\n ,5,1\n"))
     assert [j.name for j in t.jobs] == ["conv1", "1"]
+
+
+def test_a_large_job_table_prints_as_one_short_line():
+    from coexplore.system.jobs import Job, JobTable
+    n = 20_000
+    t = JobTable([Job(name=f"j{i}", dnn="d", layer=f"l{i}") for i in range(n)], [f"c{k}" for k in range(12)],
+                 np.ones((n, 12)), np.zeros((n, 12)))
+    assert repr(t).startswith("JobTable(20000 jobs x 12 cores: c0, c1") and len(repr(t)) < 200

@@ -60,6 +60,10 @@ class Context:
         """A Timeloop mapping YAML of this architecture and problem."""
         return load_mapping(path, self.arch, self.problem)
 
+    def __repr__(self) -> str:          # the tables it holds are kilobytes
+        return (f"Context(arch={self.arch.name!r}, {len(self.arch.levels)} levels; problem={self.problem.name!r}, "
+                f"{dict(zip(self.problem.dims, self.problem.bounds))}; stride_rule={self.stride_rule!r})")
+
 
 def locate_ert(arch_path: str | Path) -> EnergyTable | None:
     """An ERT.yaml (or timeloop-model/-mapper.ERT.yaml) beside the architecture, else an `ERT:` key

@@ -46,6 +46,10 @@ class JobTable:
         self.energy = np.asarray(self.energy, dtype=float)
         validate_table(self)
 
+    def __repr__(self) -> str:          # a table of 100,000 jobs would print megabytes
+        return f"JobTable({self.num_jobs} jobs x {self.num_cores} cores: {', '.join(self.cores[:8])}" \
+               f"{', ...' if self.num_cores > 8 else ''})"
+
     @property
     def num_jobs(self) -> int:
         return self.latency.shape[0]
