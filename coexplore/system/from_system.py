@@ -81,7 +81,8 @@ def dram_bytes(record: dict, arch) -> float:
 MAX_JOBS = 100_000   # a schedule genome has 2 genes per job: beyond this, the search is no use
 
 
-def _layer_context(cm: CoreModel, layer) -> Context:
+def layer_context(cm: CoreModel, layer) -> Context:
+    """The evaluation context of a workload layer (`spec.workload`) on a core design (`core_model`)."""
     return Context(cm.context_arch, parse_problem(layer_problem(layer), name=layer.name), cm.ert, cm.costs)
 
 
@@ -97,7 +98,7 @@ def _map_in_worker(task) -> tuple:
     from coexplore.model.cache import ResultCache
     try:
         cache = ResultCache(cache_path) if cache_path is not None else None
-        return i, map_layer(_layer_context(cm, layer), cm.constraints, spec, budget, seed, cache=cache).best
+        return i, map_layer(layer_context(cm, layer), cm.constraints, spec, budget, seed, cache=cache).best
     except Exception:
         return i, None
 
@@ -199,7 +200,7 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, models[design].context_arch))
         if key not in memo:
             cm = models[design]
-            ctx = _layer_context(cm, layer)
+            ctx = layer_context(cm, layer)
             try:
                 res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache,
                                 progress=bar is not None)      # a bar of its own under the layers'
