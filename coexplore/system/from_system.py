@@ -185,45 +185,44 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     if progress:
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(pairs), desc="map layers", unit="layer x core", leave=False)
-    searched: dict = {}
-    parallel = workers > 1 and len(pairs) > 1
-    if parallel:
-        searched = _map_in_parallel(list(pairs.values()), models, spec, layer_budget, seed, cache, workers,
-                                    lambda key: bar.update(1) if bar is not None else None)
+
+    def search(layer, design: str) -> dict:
+        """The best mapping's record of one (layer, core design), searched here (cached)."""
+        cm = models[design]
+        try:
+            res = map_layer(layer_context(cm, layer), cm.constraints, spec, layer_budget, seed, cache=cache,
+                            progress=bar is not None)      # a bar of its own under the layers'
+        except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
+            exc.message = f"layer {layer.name} on core {design}: {exc.message}"
+            exc.file, exc.key = system.spec.file, "--layer-budget"
+            exc.args = (exc.format(),)
+            raise
+        except CoexploreError as exc:     # a search setting this layer refuses (budget, searcher limits)
+            if exc.key == "--budget":
+                raise CoexploreError(f"layer {layer.name} on core {design}: {exc.message}",
+                                     file=system.spec.file, key="--layer-budget", expected=exc.expected) from None
+            if exc.file is None and not exc.message.startswith("layer "):
+                exc.message = f"layer {layer.name} on core {design}: {exc.message}"
+                exc.args = (exc.format(),)
+            raise
+        if bar is not None and not parallel:      # in parallel, counted as each search ended
+            bar.update(1)
+        return res.best
 
     def cost(job: Job, instance: str):
         design = core_of[instance]
         layer = layer_of[job]
         key = (layer.key(), design)
-        if key not in memo and key in searched:
-            rec = searched[key]
+        if key not in memo:               # searched in parallel, else here (a failed one is repeated here)
+            rec = searched.get(key) or search(layer, design)
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, models[design].context_arch))
-        if key not in memo:
-            cm = models[design]
-            ctx = layer_context(cm, layer)
-            try:
-                res = map_layer(ctx, cm.constraints, spec, layer_budget, seed, cache=cache,
-                                progress=bar is not None)      # a bar of its own under the layers'
-            except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
-                exc.message = f"layer {layer.name} on core {design}: {exc.message}"
-                exc.file, exc.key = system.spec.file, "--layer-budget"
-                exc.args = (exc.format(),)
-                raise
-            except CoexploreError as exc:     # a search setting this layer refuses (budget, searcher limits)
-                if exc.key == "--budget":
-                    raise CoexploreError(f"layer {layer.name} on core {design}: {exc.message}",
-                                         file=system.spec.file, key="--layer-budget", expected=exc.expected) from None
-                if exc.file is None and not exc.message.startswith("layer "):
-                    exc.message = f"layer {layer.name} on core {design}: {exc.message}"
-                    exc.args = (exc.format(),)
-                raise
-            rec = res.best
-            memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, cm.context_arch))
-            if bar is not None and not parallel:      # in parallel, counted as each search ended
-                bar.update(1)
         return memo[key]
 
+    parallel = workers > 1 and len(pairs) > 1
     try:
+        searched = {} if not parallel else _map_in_parallel(
+            list(pairs.values()), models, spec, layer_budget, seed, cache, workers,
+            lambda key: bar.update(1) if bar is not None else None)
         table = build_job_table(jobs, [i.name for i in instances], cost)
     finally:
         if bar is not None:
