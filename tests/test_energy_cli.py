@@ -154,14 +154,17 @@ def test_tables_of_a_v04_node_list_equal_those_of_its_flattened_form(monkeypatch
     made of it (parsed-processed-input.yaml) give the same energy per level and action."""
     from coexplore.spec.ert import level_key
     case = Path(__file__).parent / "data" / "exercises_v4" / "v4_ex04_conv1d_oc_ic_3levelspatial_kp"
-    got = {}
+    got, names = {}, {}
     for name, src in (("nodes", case / "inputs" / "3levelspatial.arch.yaml"),
                       ("flat", case / "parsed-processed-input.yaml")):
         assert run(["energy", "tables", str(src), "--out", str(tmp_path / name), "--classes", "primitives"],
                    monkeypatch) == 0
         tables = yaml.safe_load((tmp_path / name / "ERT.yaml").read_text())["ERT"]["tables"]
         got[name] = {level_key(t["name"]): {a["name"]: a["energy"] for a in t["actions"]} for t in tables}
+        names[name] = sorted(t["name"] for t in tables)
     assert got["nodes"] == got["flat"] and len(got["flat"]) >= 4
+    # named as timeloopfe names them, after the top container (`System_top_level.MainMemory[1..1]`)
+    assert names["nodes"] == names["flat"] and names["flat"][0].startswith("System_top_level.")
 
 
 def test_tables_json(monkeypatch, capsys, tmp_path):

@@ -168,6 +168,11 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
     write_yaml(mapping_file, {"mapping": res.mapping},
                header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"
                       f"searcher {spec.searcher}, {plural(res.samples, 'sample')}, seed {args.seed}")
+    long_names = [d for d in ctx.problem.dims if len(d) > 1]
+    if long_names:     # Timeloop's permutation parser takes one character per dimension
+        print(f"coexplore map: note: {mapping_file} writes the permutations of dimensions "
+              f"{', '.join(long_names)} space-separated, which coexplore reads but timeloop-model cannot "
+              "(it reads a permutation one letter per dimension)", file=sys.stderr)
     payload = {"searcher": spec.searcher, "samples": res.samples, "best": res.best,
                "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
                "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.spec.ert import EnergyTable
-from coexplore.spec.yamlio import load_yaml
+from coexplore.spec.yamlio import TAG_KEY, load_yaml
 
 CLASS_SETS = ("example_designs", "primitives")
 CLASSES_HELP = ("regfile/intmac as the example designs' compound classes (default) or as Aladdin primitives "
@@ -59,7 +59,10 @@ def price_architecture(path: str | Path, classes: str | None = None, estimator: 
     flat = data
     if _is_nodes(data):                  # a v0.4 node list: flattened as timeloopfe does
         from coexplore.spec.architecture import architecture_to_v3, load_architecture
-        flat = architecture_to_v3(load_architecture(path))
+        first = data["architecture"]["nodes"][0] if data["architecture"].get("nodes") else {}
+        top = first.get("name") if isinstance(first, dict) and first.get(TAG_KEY, "Container") == "Container" \
+            and "class" not in first else None
+        flat = architecture_to_v3(load_architecture(path), top=str(top) if top else "system")
     try:
         ert, art = build_tables(components_from_processed(flat, file=str(path)), classes=classes,
                                 estimator=estimator)

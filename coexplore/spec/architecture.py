@@ -524,8 +524,9 @@ def load_architecture(path: str | Path) -> Architecture:
     return parse_architecture(data, str(path))
 
 
-def architecture_to_v3(arch: Architecture) -> dict:
-    """The flattened (subtree/local) form, as timeloopfe writes into parsed-processed-input.yaml."""
+def architecture_to_v3(arch: Architecture, top: str = "system") -> dict:
+    """The flattened (subtree/local) form, as timeloopfe writes into parsed-processed-input.yaml
+    (its subtree is named after the top container: `<top>_top_level`)."""
     local = []
     for lv in arch.all_levels:
         attrs = {k: v for k, v in lv.attributes.items()}
@@ -536,4 +537,4 @@ def architecture_to_v3(arch: Architecture) -> dict:
         entry["attributes"] = attrs
         local.append(entry)
     return {"architecture": {"version": "0.4", "subtree": [
-        {"name": "system_top_level", "attributes": dict(arch.attributes), "local": local}]}}
+        {"name": f"{top}_top_level", "attributes": dict(arch.attributes), "local": local}]}}

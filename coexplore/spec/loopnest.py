@@ -28,7 +28,9 @@ def format_loop_nest(arrays: MappingArrays, index: int, arch: Architecture, prob
         kept = [ds.name for s, ds in enumerate(problem.dataspaces) if arrays.keep[index, li, s]]
         if record and record.get("levels", {}).get(lv.name):
             have = record["levels"][lv.name].get("dataspaces", {})
-            kept = [f"{ds}:{have[ds]['utilized_capacity']}" if ds in have else ds for ds in kept]
+            # Timeloop prints each tile's size and, in parentheses, its capacity with metadata (the same when dense)
+            kept = [f"{ds}:{have[ds]['utilized_capacity']} ({have[ds]['utilized_capacity']})" if ds in have else ds
+                    for ds in kept]
         loops = [(dims[int(d)], int(arrays.temporal[index, li, int(d)]), "")
                  for d in reversed(arrays.perm[index, li].tolist())]
         for d in reversed(sperm[index, li].tolist()):
@@ -36,8 +38,8 @@ def format_loop_nest(arrays: MappingArrays, index: int, arch: Architecture, prob
             loops.append((dims[d], x, " (Spatial-X)") if x > 1 else (dims[d], y, " (Spatial-Y)"))
         loops = [lp for lp in loops if lp[1] > 1]
         header = f"{lv.name} [ {' '.join(kept)} ] " if kept else f"{lv.name} [ ] "
-        if not loops:                         # as Timeloop: a level without loops is its header alone
-            lines.append(header)
+        if not loops and i < L - 1:           # as Timeloop: a level without loops is its header alone,
+            lines.append(header)              # but for the innermost, whose block holds the compute
             continue
         lines += [header, "-" * len(header.rstrip())]
         for name, bound, kind in loops:
