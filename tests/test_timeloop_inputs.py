@@ -204,3 +204,19 @@ def test_loop_nest_reads_like_timeloops_map_txt(name):
     def lines(text):
         return [ln.rstrip() for ln in text.splitlines() if ln.strip()]
     assert lines(got) == lines(ref)
+
+
+@pytest.mark.parametrize("name", ["v4_ed_simba_like", "v4_ed_eyeriss_like", "v4_ed_simple_weight_stationary"])
+def test_written_mappings_have_spatial_directives_where_timeloop_mapper_writes_them(name):
+    """timeloop-mapper writes a `type: spatial` directive at each level whose fan-out the mapping
+    uses, none at an unused one (simba_like's inter_reg_mac_spatial, fan-out 4); coexplore the same."""
+    from coexplore.spec.mapping import from_arrays, to_arrays
+    case = Path(__file__).parent / "data" / "exercises_v4" / name
+    ppi = case / "parsed-processed-input.yaml"
+    with pytest.warns(CoexploreWarning):                    # timeloopfe's H/W keys
+        ctx = load_context(ppi, ppi, case / "timeloop-mapper.ERT.yaml")
+    ref = yaml.safe_load((case / "timeloop-mapper.map.yaml").read_text())["mapping"]
+    arrays = to_arrays([ctx.load_mapping(case / "timeloop-mapper.map.yaml")], ctx.arch, ctx.problem)
+    ours = from_arrays(arrays, 0, ctx.arch, ctx.problem)
+    spatial = [sorted(e["target"] for e in m if e["type"] == "spatial") for m in (ours, ref)]
+    assert spatial[0] == spatial[1] and spatial[0]

@@ -29,12 +29,7 @@ def prime_factors(n: int) -> list[int]:
 
 def fanouts(arch: Architecture) -> tuple[np.ndarray, np.ndarray]:
     """Per level (innermost = 0), the X and Y fan-out from it to the next inner level."""
-    inner = list(reversed(arch.levels))
-    fx, fy = [], []
-    for li, lv in enumerate(inner):
-        child = arch.compute if li == 0 else inner[li - 1]
-        fx.append(max(1, child.mesh_x // max(1, lv.mesh_x)))
-        fy.append(max(1, child.mesh_y // max(1, lv.mesh_y)))
+    fx, fy = zip(*(arch.fanout(i) for i in reversed(range(len(arch.levels)))))
     return np.array(fx), np.array(fy)
 
 

@@ -140,6 +140,12 @@ class Architecture:
     def level_names(self) -> list[str]:
         return [lv.name for lv in self.levels]
 
+    def fanout(self, i: int) -> tuple[int, int]:
+        """X and Y fan-out from storage level i (0 = the backing store) to the next inner level."""
+        lv = self.levels[i]
+        child = self.levels[i + 1] if i + 1 < len(self.levels) else self.compute
+        return max(1, child.mesh_x // max(1, lv.mesh_x)), max(1, child.mesh_y // max(1, lv.mesh_y))
+
     @property
     def all_levels(self) -> list[Level]:
         return self.levels + [self.compute]

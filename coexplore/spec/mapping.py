@@ -362,7 +362,7 @@ def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: 
             raise CoexploreError(f"dimension {d} is split over both X and Y at level {name}, which a "
                                  "Timeloop mapping cannot express", key="mapping",
                                  expected="one spatial factor per dimension and level")
-        if (sxv > 1).any() or (syv > 1).any():
+        if (sxv > 1).any() or (syv > 1).any():     # as timeloop-mapper: an unused fan-out gets none
             if arrays.spatial_perm is not None:
                 order = [dims[int(i)] for i in arrays.spatial_perm[index, li]]
             else:
