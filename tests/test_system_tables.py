@@ -77,7 +77,7 @@ def test_builder_uses_the_cost_callable_and_derives_bandwidth(tmp_path):
     np.testing.assert_array_equal(back.bandwidth, t.bandwidth)
     np.testing.assert_array_equal(back.energy, t.energy)
     assert back.cores == ["big", "little"] and [j.name for j in back.jobs] == ["conv1", "fc"]
-    assert [(j.dnn, j.dims) for j in back.jobs] == [("net", (("K", "64"),)), ("net", (("K", "10"),))]
+    assert [(j.dnn, j.dims) for j in back.jobs] == [("net", (("K", 64),)), ("net", (("K", 10),))]
 
 
 def test_builder_rejects_negative_traffic_and_zero_latency():
@@ -116,3 +116,16 @@ def test_a_large_job_table_prints_as_one_short_line():
     t = JobTable([Job(name=f"j{i}", dnn="d", layer=f"l{i}") for i in range(n)], [f"c{k}" for k in range(12)],
                  np.ones((n, 12)), np.zeros((n, 12)))
     assert repr(t).startswith("JobTable(20000 jobs x 12 cores: c0, c1") and len(repr(t)) < 200
+
+
+def test_a_saved_job_table_reads_back_with_its_jobs(tmp_path):
+    """save_table -> load_table: the same jobs (name, DNN, layer, kind, integer dimensions) and numbers."""
+    jobs = [Job(name="r.conv1", dnn="r", layer="conv1", kind="CONV", dims=(("C", 3), ("M", 64), ("R", 7))),
+            Job(name="b.qkv", dnn="b", layer="qkv", kind="GEMM", dims=(("C", 768), ("M", 2304), ("R", 1)))]
+    t = JobTable(jobs, ["a", "b"], np.array([[10.0, 20.0], [30.0, 40.0]]), np.array([[1.0, 2.0], [3.0, 4.5]]),
+                 np.array([[5.0, 6.0], [7.0, 8.0]]))
+    save_table(t, tmp_path / "jobs.csv")
+    back = load_table(tmp_path / "jobs.csv")
+    assert back.jobs == jobs and back.cores == ["a", "b"]
+    for x, y in ((t.latency, back.latency), (t.bandwidth, back.bandwidth), (t.energy, back.energy)):
+        assert np.array_equal(x, y)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +82,8 @@ def load_table(path: str | Path) -> JobTable:
         raise CoexploreError("the job table has no job rows (empty workload)", file=path,
                              expected="at least one job row")
     col = {h: i for i, h in enumerate(header)}
-    desc_cols = [h for h in header if not h.startswith(("lat_", "bw_", "en_")) and h not in ("job", "dnn", "layer")]
+    desc_cols = [h for h in header if not h.startswith(("lat_", "bw_", "en_"))
+                 and h not in ("job", "dnn", "layer", "kind")]
     n, m = len(body), len(lat_cores)
     lat = np.empty((n, m))
     bw = np.empty((n, m))
@@ -106,14 +108,20 @@ def load_table(path: str | Path) -> JobTable:
                                  file=path, key="job",
                                  expected="each job name once (or no job column: rows are numbered from 0)")
         first_line[name] = rownum
-        dims = tuple((h, row[col[h]].strip()) for h in desc_cols)
-        kind = _KIND.get(row[col["T"]].strip(), "") if "T" in col else ""
+        dims = tuple((h, _dim(row[col[h]])) for h in desc_cols)
+        kind = row[col["kind"]].strip() if "kind" in col else _KIND.get(row[col["T"]].strip(), "") if "T" in col else ""
         jobs.append(Job(name=name, dnn=row[col["dnn"]].strip() if "dnn" in col else "",
                         layer=row[col["layer"]].strip() if "layer" in col else "", kind=kind, dims=dims))
     try:
         return JobTable(jobs, lat_cores, lat, bw, en)
     except CoexploreError as exc:
         raise exc.with_file(path) from None
+
+
+def _dim(cell: str):
+    """A descriptive cell: an integer as an int (a layer's dimension), anything else as text."""
+    text = cell.strip()
+    return int(text) if re.fullmatch(r"[-+]?\d+", text) else text
 
 
 def save_table(table: JobTable, path: str | Path) -> None:
@@ -126,7 +134,7 @@ def save_table(table: JobTable, path: str | Path) -> None:
         for k, _ in job.dims:
             if k not in dim_names:
                 dim_names.append(k)
-    named = [k for k in ("dnn", "layer") if any(getattr(job, k) for job in table.jobs)]
+    named = [k for k in ("dnn", "layer", "kind") if any(getattr(job, k) for job in table.jobs)]
     header = ["job", *named, *dim_names, *(f"lat_{c}" for c in table.cores),
               *(f"bw_{c}" for c in table.cores)]
     energy = table.has_energy()
