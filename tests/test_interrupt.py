@@ -308,3 +308,13 @@ def test_a_signal_during_shutdown_keeps_the_exit_code(sig):
             "m.entry()\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, (r.returncode, r.stderr)
+
+
+def test_a_ctrl_c_while_starting_names_the_command(monkeypatch, capsys):
+    import coexplore.cli.main as cli_main
+
+    def stop():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli_main, "build_parser", stop)
+    assert cli_main.main(["map", "simba", "resnet50"]) == 130
+    assert capsys.readouterr().err.strip() == "coexplore map: interrupted"

@@ -63,7 +63,9 @@ def _terminate(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    command = "coexplore"
+    args_given = sys.argv[1:] if argv is None else list(argv)
+    named = next((a for a in args_given if not a.startswith("-")), None)
+    command = f"coexplore {named}" if named in COMMANDS else "coexplore"   # named before parsing: a Ctrl-C there
     CREATED.clear()
     CLAIMED.clear()
     try:
