@@ -104,3 +104,13 @@ def test_schedule_system_without_workloads(tmp_path):
 def test_schedule_needs_system_or_table():
     r = cli("schedule")
     assert r.returncode == 2 and "SYSTEM.yaml" in r.stderr
+
+
+def test_schedule_says_how_many_jobs_a_large_table_has(system, tmp_path, monkeypatch, capsys):
+    import coexplore.cli.schedule as schedule_cli
+    from coexplore.cli.main import main
+    monkeypatch.setattr(schedule_cli, "LARGE_TABLE", 3)
+    rc = main(["schedule", str(system), "--layer-searcher", "random", "--layer-budget", "200", "--budget", "100",
+               "--no-cache", "--no-progress", "--no-plot", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert rc == 0 and "note: 3 jobs to schedule (mini 3)" in err, err

@@ -256,6 +256,9 @@ def _system_mapper(args):
     return SystemMapperSpec()
 
 
+LARGE_TABLE = 2_000   # jobs from which schedule says how many there are, per DNN, before searching
+
+
 def _system_table(args, progress: bool):
     """Job table of a system YAML + workloads, through the layer mapper and the cache."""
     from coexplore.system.from_system import system_job_table
@@ -290,5 +293,12 @@ def _system_table(args, progress: bool):
     for name, cm in core_models(system).items():
         for w in cm.warnings:
             print(f"coexplore: warning: {args.system} core {name}: {w}", file=sys.stderr)
+    if table.num_jobs >= LARGE_TABLE:       # e.g. MobileNet-V2's depthwise layers: one job per channel
+        per_dnn: dict = {}
+        for job in table.jobs:
+            per_dnn[job.dnn] = per_dnn.get(job.dnn, 0) + 1
+        print(f"coexplore schedule: note: {table.num_jobs:,} jobs to schedule ("
+              + ", ".join(f"{d} {n:,}" for d, n in sorted(per_dnn.items(), key=lambda kv: -kv[1]))
+              + "): each search sample simulates them all", file=sys.stderr)
     bandwidth = args.bandwidth if args.bandwidth is not None else system.offchip_bytes_per_cycle
     return table, bandwidth
