@@ -138,17 +138,20 @@ def test_constraints_inside_a_parsed_processed_input_apply():
     assert sizes["v4_ex05_mapper_conv1d_oc_3level_null"] > 3
 
 
+# a GEMM whose dimension names are longer than one letter
+GEMM_LONG_NAMES = {"problem": {"version": 0.4, "shape": {
+    "name": "GEMM", "dimensions": ["Mm", "Nn", "Kk"],
+    "data_spaces": [{"name": "A", "projection": [[["Mm"]], [["Kk"]]]},
+                    {"name": "B", "projection": [[["Kk"]], [["Nn"]]]},
+                    {"name": "Z", "projection": [[["Mm"]], [["Nn"]]], "read_write": True}]},
+    "instance": {"Mm": 8, "Nn": 12, "Kk": 6}}}
+
+
 def test_map_notes_that_timeloop_cannot_read_multi_letter_permutations(tmp_path, capsys):
     """Timeloop reads a permutation one letter per dimension: `coexplore map` says so when the layer
     has longer dimension names (the mapping is still written, and coexplore reads it)."""
     from coexplore.cli.main import main
-    prob = {"problem": {"version": 0.4, "shape": {
-        "name": "GEMM", "dimensions": ["Mm", "Nn", "Kk"],
-        "data_spaces": [{"name": "A", "projection": [[["Mm"]], [["Kk"]]]},
-                        {"name": "B", "projection": [[["Kk"]], [["Nn"]]]},
-                        {"name": "Z", "projection": [[["Mm"]], [["Nn"]]], "read_write": True}]},
-        "instance": {"Mm": 8, "Nn": 12, "Kk": 6}}}
-    (tmp_path / "gemm.yaml").write_text(yaml.safe_dump(prob))
+    (tmp_path / "gemm.yaml").write_text(yaml.safe_dump(GEMM_LONG_NAMES))
     adir = CORPUS / "arches" / "simple_weight_stationary"
     (tmp_path / "none.yaml").write_text("architecture_constraints: {targets: []}\n")
     rc = main(["map", str(adir / "processed.yaml"), str(tmp_path / "gemm.yaml"), "--constraints",
@@ -163,13 +166,7 @@ def test_multi_letter_dimensions_round_trip_through_a_written_mapping(tmp_path):
     """Dimension names longer than one letter: the written mapping (space-separated loop order)
     reads back to the same mapping and the same numbers."""
     from coexplore.spec.mapping import save_mapping, to_arrays
-    prob = {"problem": {"version": 0.4, "shape": {
-        "name": "GEMM", "dimensions": ["Mm", "Nn", "Kk"],
-        "data_spaces": [{"name": "A", "projection": [[["Mm"]], [["Kk"]]]},
-                        {"name": "B", "projection": [[["Kk"]], [["Nn"]]]},
-                        {"name": "Z", "projection": [[["Mm"]], [["Nn"]]], "read_write": True}]},
-        "instance": {"Mm": 8, "Nn": 12, "Kk": 6}}}
-    (tmp_path / "gemm.yaml").write_text(yaml.safe_dump(prob))
+    (tmp_path / "gemm.yaml").write_text(yaml.safe_dump(GEMM_LONG_NAMES))
     adir = CORPUS / "arches" / "simple_weight_stationary"
     ctx = load_context(adir / "processed.yaml", tmp_path / "gemm.yaml", adir / "ERT.yaml")
     ms = MapSpace(ctx.arch, ctx.problem, {})
