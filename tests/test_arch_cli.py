@@ -155,3 +155,14 @@ def test_a_core_size_too_large_for_the_model_is_refused(run, tmp_path, capsys):
     assert run("arch", "generate", f, "--out", tmp_path / "o") == 2
     err = capsys.readouterr().err
     assert "system.cores[1].params.glb_depth" in err and "too large" in err and "Traceback" not in err
+
+
+def test_tables_priced_from_a_generated_arch_yaml_fit_the_generated_core(monkeypatch, tmp_path, capsys):
+    """arch generate -> energy tables of its v0.4 arch.yaml -> arch generate --ert-from those tables:
+    the tables are named after the top container (System_top_level), as the core's levels are."""
+    monkeypatch.setattr(cli_main, "COMMANDS", ("arch", "energy"))
+    run = lambda *argv: cli_main.main([str(a) for a in argv])      # noqa: E731
+    assert run("arch", "generate", ROOT / "arch" / "simba.yaml", "--out", tmp_path / "gen") == 0
+    assert run("energy", "tables", tmp_path / "gen" / "simba" / "arch.yaml", "--out", tmp_path / "tables") == 0
+    assert run("arch", "generate", ROOT / "arch" / "simba.yaml", "--out", tmp_path / "again",
+               "--ert-from", tmp_path / "tables") == 0, capsys.readouterr().err
