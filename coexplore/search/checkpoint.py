@@ -123,7 +123,7 @@ def snapshot_key(path: str | Path) -> str | None:
             data = unpickler.load()
     except Exception:
         return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("coexplore") != coexplore.__version__:
+    if _unusable(data):
         return None
     key = data.get("key")
     return key if isinstance(key, str) else None
@@ -137,13 +137,21 @@ def _shared(searcher) -> dict:
     return {name: getattr(searcher, name) for name in SHARED_ATTRIBUTES if hasattr(searcher, name)}
 
 
-def _mismatch(data, key: str, searcher) -> str | None:
+def _unusable(data) -> str | None:
+    """Why no run of this coexplore can resume the snapshot `data` (None: it can)."""
     if not isinstance(data, dict) or "format" not in data:
         return "not a coexplore checkpoint"
     if data.get("format") != FORMAT:
         return f"checkpoint format {data.get('format')}, this coexplore writes {FORMAT}"
     if data.get("coexplore") != coexplore.__version__:
         return f"written by coexplore {data.get('coexplore')}, this is {coexplore.__version__}"
+    return None
+
+
+def _mismatch(data, key: str, searcher) -> str | None:
+    why = _unusable(data)
+    if why:
+        return why
     if data.get("key") != key:
         return "it belongs to another run"
     if data.get("searcher_class") != _class_name(searcher):

@@ -200,9 +200,9 @@ def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, res
     `counted`: the distinct mappings the searcher counted (exhaustive), when the mapspace's own
     size estimate did not count them."""
     arrays = ms.decode(result.best_x[None, :])
-    log10 = ms.log10_size()                  # counts small spaces exactly (size_exact)
+    log10 = ms.log10_size()                  # counts small spaces exactly (size_exact), else a bound
     size = ms.size_exact if ms.size_exact is not None else counted
-    if ms.size_exact is None and size is not None:
+    if size is not None:
         log10 = math.log10(size) if size else float("-inf")
     res = ctx.evaluate(arrays)
     return MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
