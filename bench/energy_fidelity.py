@@ -32,10 +32,11 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from coexplore.energy import (build_tables, components_from_processed, ert_lookup,  # noqa: E402
+from coexplore.energy import (build_tables, components_from_processed,  # noqa: E402
                               read_art, read_ert)
 from coexplore.energy.check import CheckResult, check_rows, format_table, rel_err  # noqa: E402
 from coexplore.energy.components import estimate_component  # noqa: E402
+from coexplore.spec.ert import parse_ert  # noqa: E402
 from coexplore.energy.fit import (build_sram_dataset, fit_model, packaged_hypers,  # noqa: E402
                                   point_key)
 from coexplore.energy.grid import read_grid  # noqa: E402
@@ -108,7 +109,7 @@ def live_designs(corpus: Path) -> dict:
             continue
         arch = yaml.safe_load((arch_dir / "processed.yaml").read_text())
         ert, art = build_tables(components_from_processed(arch))
-        ours, ref = ert_lookup(ert), ert_lookup(read_ert(arch_dir / "ERT.yaml"))
+        ours, ref = parse_ert(ert).actions(read_ert(arch_dir / "ERT.yaml"))
         errs = {f"{lv}.{a}": rel_err(ours.get(lv, {}).get(a, float("nan")), v)
                 for lv, acts in ref.items() for a, v in acts.items()}
         ref_area = {t["name"]: t["area"] for t in read_art(arch_dir / "ART.yaml")["ART"]["tables"]}

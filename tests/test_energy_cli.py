@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from coexplore.cli import main as cli_main
-from coexplore.energy import build_tables, ert_lookup
+from coexplore.energy import build_tables
 from coexplore.energy.accelergy_backend import accelergy_estimate
+from coexplore.spec.ert import parse_ert
 
 DATA = Path(__file__).parent / "data" / "energy"
 GRID = DATA / "grid_subset.csv"
@@ -61,7 +62,7 @@ def test_tables_command(monkeypatch, capsys, tmp_path):
     arch = DATA / "simba_like_pe8_glb4k" / "processed.yaml"
     assert run(["energy", "tables", str(arch), "--out", str(tmp_path)], monkeypatch) == 0
     ert = yaml.safe_load((tmp_path / "ERT.yaml").read_text())
-    assert "GlobalBuffer" in ert_lookup(ert)
+    assert "GlobalBuffer" in parse_ert(ert).actions
     out = capsys.readouterr().out
     assert "estimator: coexplore-builtin" in out
     # the total area printed is each ART entry's area x its [1..N] instance count, summed
@@ -101,7 +102,7 @@ def test_accelergy_backend_runs_the_executable(monkeypatch, tmp_path):
                               {"width": 64, "depth": 1024, "technology": "45nm"})],
                             estimator="accelergy")
     assert ert["estimator"].startswith("accelergy")
-    assert ert_lookup(ert)["buf"]["read"] == 42.0
+    assert parse_ert(ert).actions["buf"]["read"] == 42.0
     assert art["ART"]["tables"][0]["area"] == 7.0
     est = accelergy_estimate("smartbuffer_SRAM", {"width": 64, "depth": 1024, "technology": "45nm"})
     assert est.actions["read"] == 42.0 and est.estimator.startswith("accelergy")

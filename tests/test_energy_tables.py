@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from coexplore.energy import (build_tables, components_from_processed, ert_lookup, read_art,
+from coexplore.energy import (build_tables, components_from_processed, read_art,
                               read_ert, write_art, write_ert)
 from coexplore.errors import CoexploreError
+from coexplore.spec.ert import parse_ert
 
 DATA = Path(__file__).parent / "data" / "energy"
 DESIGNS = ("simba_like_pe8_glb4k", "eyeriss_like_45nm_pe8x16_glb8k")
@@ -25,7 +26,7 @@ def test_tables_match_live_accelergy(design):
     ert, art = _tables(design)
     ref_ert = read_ert(DATA / design / "ERT.yaml")
     ref_art = read_art(DATA / design / "ART.yaml")
-    ours, ref = ert_lookup(ert), ert_lookup(ref_ert)
+    ours, ref = parse_ert(ert).actions, parse_ert(ref_ert).actions
     assert set(ours) == set(ref)
     for level, actions in ref.items():
         assert set(ours[level]) == set(actions), level
@@ -80,7 +81,7 @@ def test_tuple_components_and_errors():
              ("system_top_level.mac[1..4]", "intmac",
               {"multiplier_width": 8, "adder_width": 16, "technology": "45nm"}, ["compute"])]
     ert, art = build_tables(comps)
-    acts = ert_lookup(ert)
+    acts = parse_ert(ert).actions
     assert set(acts["buf"]) == {"read", "write", "update", "leak"}
     assert set(acts["mac"]) == {"compute", "leak"}   # compound: every action of the class
     with pytest.raises(CoexploreError, match="bad"):

@@ -12,12 +12,15 @@ PKG = Path(__file__).resolve().parents[1] / "coexplore"
 FORBIDDEN = {
     "spec": {"model", "mapspace", "search", "system", "arch", "cli", "energy", "matplotlib"},
     "model": {"mapspace", "search", "system", "arch", "cli", "matplotlib"},
-    "energy": {"mapspace", "search", "system", "cli", "matplotlib"},
+    "energy": {"model", "arch", "mapspace", "search", "system", "cli", "matplotlib"},
     "mapspace": {"search", "system", "cli", "matplotlib"},
     "search": {"system", "cli", "matplotlib"},
-    "arch": {"mapspace", "search", "system", "cli"},
+    "arch": {"model", "mapspace", "search", "system", "cli", "matplotlib"},
     "system": {"cli"},
 }
+SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "cli"}
+# the package's top-level modules serve every layer, so they import none of the sub-packages
+TOP_LEVEL = ("errors.py", "progress.py", "bundled.py", "__init__.py")
 # modules that are interfaces, not implementations: the searchers' parameter-space type is what a
 # mapspace encodes into (as an environment imports gymnasium.spaces)
 ALLOWED = {"mapspace": {"coexplore.search.space"}}
@@ -30,8 +33,12 @@ def imported(path: Path, allowed: set[str] = frozenset()) -> set[str]:
         names = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
+        elif isinstance(node, ast.ImportFrom):      # relative: resolved against the module's package
+            pkg = path.resolve().parent.relative_to(PKG.parent).parts
+            base = ".".join(pkg[:len(pkg) - node.level + 1])
+            names = [f"{base}.{node.module}" if node.module else base]
         for n in names:
             if n in allowed:
                 continue
@@ -48,6 +55,19 @@ def test_no_upward_imports(package):
         if hits:
             bad[str(path.relative_to(PKG))] = sorted(hits)
     assert not bad, f"upward imports: {bad}"
+
+
+@pytest.mark.parametrize("module", TOP_LEVEL)
+def test_top_level_modules_import_no_subpackage(module):
+    assert not imported(PKG / module) & SUBPACKAGES
+
+
+def test_the_checker_sees_relative_imports():
+    f = PKG / "search" / "_layering_probe.py"      # resolved against coexplore/search, never written
+    tree = "from ..system import schedule\nfrom . import base\n"
+    import unittest.mock
+    with unittest.mock.patch.object(Path, "read_text", return_value=tree):
+        assert imported(f) == {"system", "search"}
 
 
 def test_the_checker_sees_late_imports(tmp_path):

@@ -75,6 +75,30 @@ def test_bundled_magma_yaml_is_magma_with_its_defaults():
     assert spec.searcher == "magma" and spec.budget == 10_000 and spec.config == MagmaConfig()
 
 
+def test_a_searcher_name_reads_its_bundled_mapper_file(tmp_path, capsys, monkeypatch):
+    """`--searcher magma` reads mappers/magma.yaml, as `map --searcher marl` reads mappers/marl.yaml
+    (here a bundled folder whose magma.yaml asks for a small population and budget); a layer
+    mapper's file of a system searcher's name (mappers/random.yaml) is not read."""
+    import coexplore.bundled
+    from coexplore.system.magma import MagmaConfig
+    from coexplore.system.schedule import search_schedule
+    folder = tmp_path / "mappers"
+    folder.mkdir()
+    (folder / "magma.yaml").write_text("searcher: magma\nbudget: 300\nconfig: {pop_size: 20, islands: 1}\n")
+    (folder / "random.yaml").write_text((ROOT / "mappers" / "random.yaml").read_text())
+    monkeypatch.setattr(coexplore.bundled, "bundled_dir", lambda kind: tmp_path / kind)
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", "magma", "--json",
+               "--out", str(tmp_path / "o"), "--no-plot"])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    want = search_schedule(load_table(TABLE), 16, "magma", 300, 0, config=MagmaConfig(pop_size=20, islands=1))
+    assert data["samples"] == 300 and data["makespan"] == want.makespan
+    assert data["history"] == [[int(s), float(b)] for s, b in want.history]
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", "random", "--json",
+               "--out", str(tmp_path / "r"), "--no-plot", "--budget", "50"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["searcher"] == "random"
+
+
 def test_schedule_takes_a_mapper_yaml_and_its_config_takes_effect(tmp_path, capsys):
     from coexplore.system.magma import MagmaConfig
     from coexplore.system.schedule import search_schedule
@@ -123,6 +147,11 @@ def test_system_yaml_mappers_system_is_used(tmp_path, capsys):
     ("searcher: magma\nconfig: 3\n", "key 'config'"),
     ("searcher: marl\nconfig: {lr: 0.3}\n", "a layer mapper"),
     ("searcher: magma\nconfig: {p_mutation_start: 0}\n", "config.p_mutation_start"),
+    # options the run would ignore
+    ("searcher: magma\nconfig: {original_quirks: true, islands: 2}\n", "config.islands"),
+    ("searcher: magma\nconfig: {original_quirks: true, dedup: true}\n", "config.dedup"),
+    ("searcher: magma\nconfig: {original_quirks: true, merge_at: 0.5}\n", "config.merge_at"),
+    ("searcher: magma\nconfig: {islands: 1, merge_at: 0.5}\n", "one island"),
 ])
 def test_bad_system_mapper_yaml(tmp_path, capsys, text, msg):
     y = tmp_path / "m.yaml"

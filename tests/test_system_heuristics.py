@@ -9,6 +9,8 @@ import pytest
 from coexplore.errors import CoexploreError
 from coexplore.system.evaluator import evaluate
 from coexplore.system.heuristics import HEURISTICS, HeuristicSearcher, heuristic_schedule, sjf_order
+from coexplore.search.base import run_search
+from coexplore.system.encoding import MakespanObjective
 from coexplore.system.tables import load_table
 
 DATA = Path(__file__).parent / "data" / "magma"
@@ -40,10 +42,14 @@ def test_heuristic_properties():
 
 def test_heuristic_searcher_budget():
     t = load_table(DATA / "tables" / "batch_recom" / "S3" / "insts0.csv")
-    assert HeuristicSearcher(t.latency, "sjf-heft").max_samples == 1
+    det = HeuristicSearcher(t.latency, "sjf-heft")
+    assert det.size == 1
+    # run directly (not through search_schedule): one sample, then the searcher has nothing left
+    res = run_search(det, MakespanObjective(t, 25.6), 50)
+    assert res.samples == 1 and len(det.ask(5)) == 0
     # three identical cores -> MET has ties and can keep proposing tie-breaks
     met = HeuristicSearcher(t.latency, "fcfs-met", seed=0)
-    assert met.max_samples is None
+    assert met.size is None
     x = met.ask(3)
     assert x.shape == (3, 2 * t.num_jobs) and not np.array_equal(x[0], x[1])
 

@@ -266,3 +266,16 @@ def test_magma_config_out_of_range_is_refused(option, value, says):
     with pytest.raises(CoexploreError, match=option) as e:
         check_magma_config(MagmaConfig(**{option: value}))
     assert says in str(e.value)
+
+
+def test_magma_options_that_would_do_nothing_are_refused():
+    from coexplore.errors import CoexploreError
+    from coexplore.system.magma import MagmaConfig
+    from coexplore.system.schedule import check_magma_config
+    for cfg, key in ((MagmaConfig(original_quirks=True, islands=3), "islands"),
+                     (MagmaConfig(original_quirks=True, merge_at=0.5), "merge_at"),
+                     (MagmaConfig(islands=1, merge_at=0.5), "merge_at")):
+        with pytest.raises(CoexploreError, match=key):
+            check_magma_config(cfg)
+    check_magma_config(MagmaConfig.original())          # its islands / dedup ask for nothing
+    check_magma_config(MagmaConfig(original_quirks=True))

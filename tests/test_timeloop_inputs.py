@@ -60,6 +60,33 @@ def test_bare_nothing_and_disabled_components_are_skipped(tmp_path):
     assert load_architecture(disabled).level_names() == base
 
 
+@pytest.mark.parametrize("cls", ["aladdin_register", "dram", "Compute"])
+def test_components_of_classes_timeloop_ignores_are_dropped_with_a_warning(tmp_path, cls):
+    """Timeloop's topology keeps a component only when its class contains a buffer name (DRAM,
+    SRAM, regfile, smartbuffer, storage) or a compute name (mac, compute), case-sensitive; it
+    ignores any other, so the numbers are those of the architecture without it."""
+    text = (ADIR / "processed.yaml").read_text().replace(
+        "    local:\n    - name: DRAM[1..1]",
+        f"    local:\n    - name: pipe_reg[1..1]\n      class: {cls}\n      attributes: {{depth: 4, width: 8}}\n"
+        "    - name: DRAM[1..1]", 1)
+    f = tmp_path / "processed.yaml"
+    f.write_text(text)
+    with pytest.warns(CoexploreWarning, match=f"pipe_reg: class '{cls}'.*Timeloop ignores"):
+        ctx = load_context(f, LAYER, ADIR / "ERT.yaml")
+    assert ctx.arch.level_names() == load_architecture(ADIR / "processed.yaml").level_names()
+    rec = ctx.record(ctx.evaluate_mappings(str(CASE / "mapping.yaml")), 0)
+    exp = json.loads((CASE / "expected.json").read_text())
+    assert rec["cycles"] == exp["cycles"]
+    assert rec["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-12)
+    v4 = _v4_variant(tmp_path, lambda t: t.replace(
+        "  - !Container # Each PE works",
+        f"  - !Component\n    name: pipe_reg\n    class: {cls}\n    attributes: {{depth: 8, width: 8}}\n"
+        "  - !Container # Each PE works", 1))
+    arch = load_architecture(v4)
+    assert arch.level_names() == load_architecture(ADIR / "arch.yaml").level_names()
+    assert any("pipe_reg" in w for w in arch.warnings)
+
+
 def test_spatial_mesh_on_a_component_is_refused(tmp_path):
     f = _v4_variant(tmp_path, lambda t: t.replace("    name: GlobalBuffer\n",
                                                   "    name: GlobalBuffer\n    spatial: {meshX: 4}\n", 1))

@@ -30,13 +30,12 @@ from typing import Any
 
 from coexplore.arch.timeloop_yaml import Component, Container, Nothing, Parallel
 from coexplore.errors import CoexploreError
+from coexplore.spec.architecture import timeloop_kind
 
 # the CNN_Layer problem shape every coexplore workload uses (GEMMs are R=S=Q=1 layers)
 DIMENSIONS = ("C", "M", "R", "S", "N", "P", "Q")
 DATASPACES = ("Weights", "Inputs", "Outputs")
 
-STORAGE_KEYS = ("dram", "sram", "regfile", "smartbuffer", "storage", "dummy")
-COMPUTE_KEYS = ("mac", "compute")
 
 # defaults timeloopfe writes into every storage level, in its order (meshX/meshY follow)
 _STORAGE_DEFAULTS = (("has_power_gating", False), ("n_banks", 2), ("cluster_size", 1),
@@ -54,18 +53,6 @@ class Flattened:
     top_name: str
     levels: tuple[str, ...]
     instances: tuple[int, ...]
-
-
-def level_kind(cls: str) -> str:
-    """'storage' or 'compute' from a component class, by substring as Timeloop does."""
-    low = cls.lower()
-    if any(k in low for k in STORAGE_KEYS):
-        return "storage"
-    if any(k in low for k in COMPUTE_KEYS):
-        return "compute"
-    raise CoexploreError(f"component class '{cls}' is neither storage nor compute",
-                         key="class", expected="a class containing one of "
-                         + ", ".join(STORAGE_KEYS + COMPUTE_KEYS))
 
 
 def _joined(value: Any, sep: str) -> str:
@@ -155,7 +142,9 @@ class _Walker:
 
     def component(self, node: Component) -> None:
         name = node["name"]
-        kind = level_kind(str(node["class"]))
+        kind = timeloop_kind(str(node["class"]))
+        if kind is None:      # a class Timeloop does not model: it ignores the component (so does the reader)
+            return
         entry: dict = {"class": node["class"]}
         if "subclass" in node:
             entry["subclass"] = node["subclass"]

@@ -235,15 +235,12 @@ def _layer_seed(args) -> int:
 
 def _system_mapper(args):
     """--searcher (a name or a mapper YAML), else the system YAML's mappers.system, else magma."""
-    from coexplore.system.schedule import SEARCHERS, SystemMapperSpec, load_system_mapper
+    from coexplore.system.schedule import load_system_mapper, system_mapper
 
     if args.searcher:
         if args.searcher.endswith((".yaml", ".yml")) or Path(args.searcher).exists():   # a folder: read_text says so
             return load_system_mapper(args.searcher)
-        if args.searcher.lower() not in SEARCHERS:
-            raise CoexploreError(f"unknown searcher '{args.searcher}'", key="--searcher",
-                                 expected="one of " + ", ".join(SEARCHERS) + ", or a mapper YAML")
-        return SystemMapperSpec(args.searcher.lower())
+        return system_mapper(args.searcher)
     if args.system:
         from coexplore.spec.system import load_system
         path = load_system(args.system).mappers.get("system")
@@ -253,7 +250,7 @@ def _system_mapper(args):
                                      expected="the path of a system mapper YAML (e.g. ../mappers/magma.yaml), "
                                               "relative to the system YAML")
             return load_system_mapper(path)
-    return SystemMapperSpec()
+    return system_mapper("magma")
 
 
 LARGE_TABLE = 2_000   # jobs from which schedule says how many there are, per DNN, before searching

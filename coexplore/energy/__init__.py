@@ -11,10 +11,10 @@ primitives and the example designs' compound classes; a fitted model of CACTI fo
 
 from coexplore.energy.components import (CLASSES, ESTIMATOR, ComponentEstimate,
                                          estimate_component)
-from coexplore.energy.tables import (build_tables, components_from_processed, ert_lookup,
+from coexplore.energy.tables import (build_tables, components_from_processed,
                                      format_art, format_ert, read_art, read_ert, write_art,
                                      write_ert)
 
 __all__ = ["CLASSES", "ESTIMATOR", "ComponentEstimate", "estimate_component", "build_tables",
-           "components_from_processed", "ert_lookup", "format_art", "format_ert", "read_art",
+           "components_from_processed", "format_art", "format_ert", "read_art",
            "read_ert", "write_art", "write_ert"]

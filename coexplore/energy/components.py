@@ -23,7 +23,6 @@ from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import MAX_HARDWARE_VALUE
 
 ESTIMATOR = "coexplore-builtin"
-STORAGE_ACTIONS = ("read", "write", "update", "leak")
 CLASSES = ("SRAM", "DRAM", "smartbuffer_SRAM", "smartbuffer_RF", "regfile", "intmac",
            "aladdin_register", "reg", "dummy_storage", "storage")
 CLASS_SETS = ("example_designs", "primitives")

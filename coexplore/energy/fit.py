@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.energy.grid import GridRow, read_grid
-from coexplore.energy.primitives import NS, _cacti_rounding
+from coexplore.energy.primitives import NS, cacti_rounding
 from coexplore.energy.sram_model import (CACTI_NODES, DATA_FILE, QUANTITIES, Hyper, SramModel,
                                          Surface, _features, hypers_from_json,
                                          hypers_to_json)
@@ -65,7 +65,7 @@ def build_sram_dataset(rows: list[GridRow]) -> list[dict]:
             vals["area"] = float(m.group(1)) if m else None
         if any(vals.get(q) is None for q in QUANTITIES):
             continue
-        w, d, nbr, dyn, lin = _cacti_rounding(width, depth, nb)
+        w, d, nbr, dyn, lin = cacti_rounding(width, depth, nb)
         native = {"read": vals["read"] / dyn, "write": vals["write"] / dyn,
                   "leak": vals["leak"] / lin / (gcs / NS), "area": vals["area"] / lin}
         raw[(tech, w, d, nbr)].append((cid, native))

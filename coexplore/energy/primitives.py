@@ -169,7 +169,7 @@ def dummy(action_names=("read", "write", "update", "leak")) -> Priced:
     return Priced({a: (0.0 if a == "leak" else 1.0) for a in action_names}, 1.0, "dummy")
 
 
-def _cacti_rounding(width: float, depth: float, n_banks: float):
+def cacti_rounding(width: float, depth: float, n_banks: float):
     """The CACTI plug-in's rounding of the requested size and the factors that undo it."""
     nb = 2 ** math.ceil(math.log2(max(1.0, n_banks)))
     w = max(32, 8 * math.ceil(width / 8))
@@ -229,7 +229,7 @@ def cacti_sram(width: float, depth: float, n_banks: float, tech: float, gcs: flo
     if width * depth == 0:
         return Priced({"read": 0.0, "write": 0.0, "update": 0.0, "leak": 0.0}, 0.0, "CactiSRAM-fit")
     model = model or sram_model.default_model()
-    w, d, nb, dyn, lin = _cacti_rounding(width, depth, n_banks)
+    w, d, nb, dyn, lin = cacti_rounding(width, depth, n_banks)
     raw, notes, ok = _cacti_native(model, w, d, nb, tech)
     read, write = raw["read"] * dyn, raw["write"] * dyn
     return Priced({"read": read, "write": write, "update": write,

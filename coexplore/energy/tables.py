@@ -253,15 +253,3 @@ def read_ert(path: str | Path) -> dict:
 def read_art(path: str | Path) -> dict:
     """An ART.yaml as the plain dict `write_art` writes."""
     return _load(path, "ART")
-
-
-def ert_lookup(ert: dict) -> dict:
-    """{level name: {action: max energy over argument variants}}, as Timeloop reads an ERT
-    (level name = last '.'-segment of the table name without '[a..b]')."""
-    out: dict = {}
-    for table in ert["ERT"]["tables"]:
-        level = re.sub(r"\[\d+\.\.\d+\]$", "", str(table["name"])).split(".")[-1]
-        acts = out.setdefault(level, {})
-        for act in table.get("actions", []):
-            acts[act["name"]] = max(acts.get(act["name"], float("-inf")), float(act["energy"]))
-    return out

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coexplore.search.losses import LossTransform
-from coexplore.search.rl import PolicySearcher, _Adam
+from coexplore.search.rl import PolicySearcher, Adam
 from coexplore.search.space import DiscreteSpace
 
 
@@ -63,7 +63,7 @@ class PPOLearner:
             gain = 0.01 if i == len(sizes) - 2 else np.sqrt(2.0)
             self.weights.append(rng.normal(0.0, gain / np.sqrt(max(a, 1)), (a, b)))
             self.biases.append(np.zeros(b))
-        self.opt = [_Adam(p.shape, config.lr) for p in self.weights + self.biases]
+        self.opt = [Adam(p.shape, config.lr) for p in self.weights + self.biases]
         self.obs = np.ones((1, 1))
         self.rng = rng                 # the searcher's generator (minibatch shuffles): same seed, same run
 
@@ -122,7 +122,7 @@ class PPOLearner:
             if norm > cfg.max_grad_norm:
                 grads = [g * (cfg.max_grad_norm / norm) for g in grads]
         for param, g, opt in zip(self.weights + self.biases, grads, self.opt):
-            opt.step(param, -g)                                        # _Adam ascends: descend on the loss
+            opt.step(param, -g)                                        # Adam ascends: descend on the loss
 
     def gradients(self, cols: np.ndarray, adv: np.ndarray, logp_old: np.ndarray) -> list[np.ndarray]:
         """Gradient of PPO's loss -mean(min(ratio A, clip(ratio) A)) - entropy x H(policy) with

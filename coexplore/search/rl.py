@@ -83,7 +83,9 @@ def check_policy_size(space: DiscreteSpace, who: str) -> None:
                              "(another searcher, e.g. ga, sa or random, for larger spaces)")
 
 
-class _Adam:
+class Adam:
+    """Adam on one parameter array; `step` ascends (adds the scaled gradient)."""
+
     def __init__(self, shape, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
         self.m = np.zeros(shape)
         self.v = np.zeros(shape)
@@ -172,7 +174,7 @@ class _Block:
         seg = np.repeat(np.arange(len(params)), cards)
         self.mask = (seg[:, None] < seg[None, :]).astype(float)     # earlier -> later only
         self.W = np.zeros((size, size))
-        self.opt = _Adam((size, size), lr)
+        self.opt = Adam((size, size), lr)
 
     def rows(self, x: np.ndarray) -> np.ndarray:
         """Row of W for each chosen value, [n, k] (x: the agent's columns)."""
@@ -215,7 +217,7 @@ class TeamLearner:
             self.agent_of[c] = k
         self.seg = np.repeat(np.arange(d), self.cards)          # flat entry -> parameter
         self.b = np.zeros(size)
-        self.opt_b = _Adam(size, config.lr)
+        self.opt_b = Adam(size, config.lr)
         self.blocks: list[_Block | None] = []
         for c in clusters:
             cards = self.cards[c]

@@ -18,8 +18,12 @@ from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import TAG_KEY, load_yaml, name_from_path
 
 _RANGE = re.compile(r"^(?P<base>.*?)\[(?P<lo>\d+)\.\.(?P<hi>\d+)\]$")
-COMPUTE_HINTS = ("mac", "compute", "multiplier", "alu", "adder_tree")
-STORAGE_HINTS = ("dram", "sram", "regfile", "smartbuffer", "storage", "buffer", "reg", "dummy", "cache")
+# Timeloop's topology (isBufferClass / isComputeClass): a component is a buffer when its class
+# contains one of BUFFER_CLASSES (case-sensitive, tested first), else an arithmetic unit when it
+# contains one of COMPUTE_CLASSES (Timeloop also lists intmac and fpmac, which contain mac); any
+# other component is ignored
+BUFFER_CLASSES = ("DRAM", "SRAM", "regfile", "smartbuffer", "storage")
+COMPUTE_CLASSES = ("mac", "compute")
 
 # attributes whose value Timeloop reads (aliases, hyphens turned into underscores)
 _ALIASES = {
@@ -120,6 +124,7 @@ class Level:
     min_utilization: float = 0.0       # a mapping must fill at least this share of effective_size
     is_dummy: bool = False
     from_container: bool = False       # the dummy level a v0.4 container's mesh adds (as timeloopfe does)
+    ignored: bool = False              # a class Timeloop does not model (`timeloop_kind`): dropped on parsing
 
     @property
     def accelergy_class(self) -> str:
@@ -170,11 +175,18 @@ def split_range(name: str, file: str | None = None, key: str = "name") -> tuple[
 
 
 
-def _is_compute_class(cls: str) -> bool:
-    low = cls.lower()
-    if any(h in low for h in ("dram", "sram", "regfile", "smartbuffer", "storage", "dummy")):
-        return False
-    return any(h in low for h in COMPUTE_HINTS)
+def timeloop_kind(cls: str) -> str | None:
+    """'storage', 'compute', or None for a component Timeloop ignores, from its class name."""
+    if any(b in cls for b in BUFFER_CLASSES):
+        return "storage"
+    if any(c in cls for c in COMPUTE_CLASSES):
+        return "compute"
+    return None
+
+
+def ignored_class_note(name: str, cls: str) -> str:
+    return (f"{name}: class '{cls}' names no buffer ({', '.join(BUFFER_CLASSES)}) and no compute unit "
+            f"({', '.join(COMPUTE_CLASSES)}; case matters), so Timeloop ignores the component, and so does coexplore")
 
 
 def _derive_storage(level: Level, file: str | None) -> None:
@@ -305,8 +317,9 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     if level.cls.lower() in NETWORK_CLASSES:
         raise _no_networks(f"'{level.cls}' is a network", file, f"{where}.class",
                            "storage and compute components")
-    level.is_compute = _is_compute_class(level.accelergy_class if level.subclass else level.cls)
-    if not level.is_compute:
+    kind = timeloop_kind(level.cls)
+    level.is_compute, level.ignored = kind == "compute", kind is None
+    if kind == "storage":
         _derive_storage(level, file)
     return level
 
@@ -432,6 +445,9 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
                 _, n = split_range(cname, file, f"{here}.local[{j}].name")
                 inst = m * n        # a ranged local inside ranged subtrees: Timeloop multiplies (PE[0..15] x [0..3])
                 lv = _make_level(comp, attrs, inst, 1, 1, file, f"{here}.local[{j}]")
+                if lv.ignored:
+                    levels.append(lv)
+                    continue
                 if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
                     lv.mesh_x = inst
                 lv.mesh_y = int(lv.attributes.get("meshY", max(1, inst // max(1, lv.mesh_x))) or 1)
@@ -461,6 +477,8 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     else:
         raise CoexploreError("missing key", file=file, key="architecture.nodes",
                              expected="'nodes' (v0.4) or 'subtree' (v0.3)")
+    ignored = [ignored_class_note(lv.name, lv.cls) for lv in levels if lv.ignored]
+    levels = [lv for lv in levels if not lv.ignored]
     if not levels:
         raise CoexploreError("no components", file=file, key="architecture",
                              expected="at least one storage level and a compute level")
@@ -494,7 +512,8 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError(f"duplicate level names {sorted(dup)}", file=file, key="architecture",
                              expected="unique component names")
     return Architecture(name=name or (name_from_path(file, "arch") if file else "arch"), levels=storage,
-                        compute=compute, attributes=attrs, source=file, warnings=_suspicious(storage))
+                        compute=compute, attributes=attrs, source=file,
+                        warnings=ignored + _suspicious(storage))
 
 
 # attributes Timeloop reads from a storage level (others are Accelergy's business)

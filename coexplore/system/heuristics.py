@@ -83,7 +83,7 @@ def heuristic_schedule(latency: np.ndarray, name: str, rng=None) -> tuple[np.nda
 class HeuristicSearcher(Searcher):
     """A one-shot heuristic behind ask/tell: its first sample is the heuristic's schedule.
 
-    Deterministic heuristics have nothing more to propose (`max_samples` = 1); MET with tied
+    A deterministic heuristic proposes its one schedule (`size` = 1), then nothing; MET with tied
     minimum-latency cores (homogeneous systems) proposes a fresh random tie-break per sample.
     """
 
@@ -100,12 +100,16 @@ class HeuristicSearcher(Searcher):
         return ScheduleSpace(*np.shape(self.latency))
 
     @property
-    def max_samples(self) -> int | None:
+    def size(self) -> int | None:
         lat = np.asarray(self.latency)
         ties = np.sum(lat == lat.min(axis=1, keepdims=True), axis=1)
         return None if self.heuristic.endswith("-MET") and ties.max() > 1 else 1
 
     def ask(self, n: int) -> np.ndarray:
+        if self.size is not None:
+            n = max(0, min(n, self.size - self.samples))
+            if n == 0:
+                return np.empty((0, 2 * np.shape(self.latency)[0]))
         if not hasattr(self, "_ties"):  # MAGMA's convention: a RandomState seeded per schedule
             seed = int(self.rng.integers(2**31)) if self.seed is None else int(self.seed)
             # RandomState takes seeds below 2^32 as they are (MAGMA's); a larger one as its 32-bit words

@@ -78,16 +78,49 @@ def load_system_mapper(path) -> SystemMapperSpec:
         if name != "magma":
             raise CoexploreError(f"'{name}' takes no config", file=f, key="config",
                                  expected="config only with searcher: magma")
-        config = check_magma_config(config_from_dict(MagmaConfig, data["config"], f), f)
+        config = check_magma_config(config_from_dict(MagmaConfig, data["config"], f), f, given=set(data["config"]))
     return SystemMapperSpec(name, budget, config, str(Path(f).resolve()))
+
+
+def system_mapper(name: str) -> SystemMapperSpec:
+    """A system searcher by name. The one with settings (magma) reads its bundled
+    mappers/magma.yaml, as `coexplore map --searcher marl` reads mappers/marl.yaml; the others have
+    no settings (a bundled file of their name, e.g. mappers/random.yaml, is a layer mapper's).
+    Unknown names are refused."""
+    from coexplore.bundled import resolve
+
+    key = name.lower() if isinstance(name, str) else name
+    if key not in SEARCHERS:
+        raise CoexploreError(f"unknown searcher '{name}'", key="--searcher",
+                             expected="one of " + ", ".join(SEARCHERS) + ", or a mapper YAML")
+    found = resolve("mappers", key)
+    if key == "magma" and found.is_file():
+        return load_system_mapper(found)
+    return SystemMapperSpec(key)
 
 
 MAX_POP = 100_000      # a population is asked as one batch: as the layer mappers' batch cap
 
 
-def check_magma_config(cfg: MagmaConfig, file=None) -> MagmaConfig:
+def check_magma_config(cfg: MagmaConfig, file=None, given: set[str] | None = None) -> MagmaConfig:
     """Refuse populations too small to breed (every island needs two parents) or too large to hold,
-    rates outside [0, 1], and a mutation floor above the rate (it would do nothing)."""
+    rates outside [0, 1], and options that would do nothing: a mutation floor above the rate,
+    islands / dedup / merge_at with original_quirks (the original code breeds one population and
+    never de-duplicates), merge_at with one island. `given`: the options a file set (default: those
+    off their defaults)."""
+    defaults = MagmaConfig()
+    if given is None:
+        given = {k for k in ("islands", "dedup", "merge_at") if getattr(cfg, k) != getattr(defaults, k)}
+    idle = {"islands": 1, "dedup": False}          # the values that ask for nothing
+    if cfg.original_quirks:
+        for key in ("islands", "dedup", "merge_at"):
+            if key in given and getattr(cfg, key) != idle.get(key, object()):
+                raise CoexploreError(f"option '{key}' does nothing with original_quirks: true (the original "
+                                     "code breeds one population and never de-duplicates)", file=file,
+                                     key=f"config.{key}", expected="original_quirks: false, or the option left out")
+    elif cfg.islands <= 1 and "merge_at" in given:
+        raise CoexploreError("option 'merge_at' does nothing with one island", file=file, key="config.merge_at",
+                             expected="islands >= 2, or merge_at left out")
     islands = 1 if cfg.original_quirks else max(1, cfg.islands)
     if cfg.pop_size < 2 * islands:
         raise CoexploreError(f"pop_size {cfg.pop_size} is too small for {islands} island(s)", file=file,
@@ -110,7 +143,7 @@ def check_magma_config(cfg: MagmaConfig, file=None) -> MagmaConfig:
 
 def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
                   config: MagmaConfig | None = None) -> Searcher:
-    """Searcher `name` (see SEARCHERS) for `table`; budget is needed by nevergrad only; `config`
+    """Searcher `name` (see SEARCHERS) for `table`; `budget` sizes nevergrad and MAGMA's annealing; `config`
     replaces magma's defaults."""
     key = name.lower()
     space = space_of(table)
@@ -210,9 +243,7 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # overflowing makespans are inf: refused below
             s = make_searcher(searcher, table, budget, seed, config)
-            cap = getattr(s, "max_samples", None)
-            n = budget if cap is None else min(budget, cap)
-            res = run_search(s, objective, n, batch_size=batch, progress=progress, desc=searcher,
+            res = run_search(s, objective, budget, batch_size=batch, progress=progress, desc=searcher,
                              checkpoint=checkpoint)
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
         if exc.result.best_x is None:
