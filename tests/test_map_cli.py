@@ -399,4 +399,7 @@ def test_map_under_the_pre2025_stride_rule_is_reproduced_by_evaluate(tmp_path):
         got[rule] = json.loads(ev.stdout)
     assert (got["pre2025"]["energy_pJ"], got["pre2025"]["cycles"]) == (out["best"]["energy_pJ"], out["best"]["cycles"])
     assert got["current"]["energy_pJ"] != out["best"]["energy_pJ"]     # the rule mattered here
-    assert json.loads((tmp_path / "m" / "result.json").read_text())["run"]["stride_rule"] == "pre2025"
+    run = json.loads((tmp_path / "m" / "result.json").read_text())["run"]
+    assert run["stride_rule"] == "pre2025"
+    import coexplore
+    assert run["coexplore_version"] == coexplore.__version__       # which coexplore made the result

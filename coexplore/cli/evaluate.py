@@ -64,7 +64,9 @@ def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None =
     def line(r):
         return "".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(r, widths)))
     hdr = line(head)
-    lines += ["", hdr, "-" * len(hdr), *map(line, rows)]
+    lines += ["", hdr, "-" * len(hdr), *map(line, rows),
+              "(reads, fills, updates, energy: totals over the utilized instances (inst); capacity: words "
+              "per instance. Timeloop's stats.txt gives the counts per instance.)"]
     lines += ["", f"Computes      : {rec['computes']:,}", f"Cycles        : {rec['cycles']:,}",
               f"Utilization   : {rec['utilization']:.4f}",
               f"Energy        : {_uj(rec['energy_pJ'])} uJ  ({rec['energy_pJ'] / rec['computes']:.4f} pJ/MAC)",

@@ -115,7 +115,8 @@ def run(args) -> int:
     label = f"{Path(args.problem).stem}-{ctx.problem.name}" if is_workload(args.problem) else ctx.problem.name
     def where(x):            # a file as an absolute path, a bundled name as given
         return x if x is None or not Path(x).exists() else str(Path(x).resolve())
-    run_desc = {"arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
+    import coexplore
+    run_desc = {"coexplore_version": coexplore.__version__, "arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
                 "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None, "mapper": spec.to_dict(),
                 "budget": args.budget, "seed": args.seed,
                 **({"stride_rule": args.stride_rule} if args.stride_rule != "current" else {}),

@@ -21,6 +21,8 @@ from coexplore.search.space import DiscreteSpace
 
 @dataclass
 class SAConfig:
+    """Settings of `sa` (a mapper YAML's `config:`): parallel Metropolis chains over the parameters."""
+
     chains: int = 16               # parallel chains
     t_start: float = 0.05          # start temperature, in units of the initial spread of log-losses
     t_end: float = 0.002           # end temperature, same units

@@ -21,6 +21,8 @@ from coexplore.search.space import DiscreteSpace
 
 @dataclass
 class GAConfig:
+    """Settings of `ga` (a mapper YAML's `config:`): a (mu + lambda) genetic algorithm."""
+
     population: int = 100          # mu: survivors kept between generations
     tournament: int = 3            # tournament size for parent selection
     crossover_rate: float = 0.9    # probability a child is a crossover of two parents

@@ -37,6 +37,9 @@ from coexplore.search.space import DiscreteSpace
 
 @dataclass
 class MARLConfig(RLConfig):
+    """Settings of `marl` / `marl_noclust`: the learner's (RLConfig) plus clustering, critic and
+    stall handling (README: MARL's clustering, when the team stalls)."""
+
     critic: bool = True            # additive critic: each agent's baseline is the others' choices
     critic_window: int = 3000      # recent samples the critic is fitted on
     critic_shrink: float = 2.0     # pseudo-count shrinking critic table entries to 0

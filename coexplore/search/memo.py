@@ -13,6 +13,8 @@ from coexplore.search.space import DiscreteSpace
 
 
 class Memo:
+    """Losses of the points evaluated so far and the points asked but not yet told, by key."""
+
     def __init__(self, space: DiscreteSpace):
         self.space = space
         self.losses: dict = {}

@@ -32,6 +32,8 @@ from coexplore.search.space import DiscreteSpace
 
 @dataclass
 class PPOConfig:
+    """Settings of `ppo`, the MARL paper's single-agent baseline (an MLP policy, clipped updates)."""
+
     hidden: int = 32               # units per hidden layer (the paper's MLP: 32, 32, 32)
     layers: int = 3                # hidden layers
     lr: float = 3e-4               # Adam step size (the paper's range: 2e-5 to 3e-4)

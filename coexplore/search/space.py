@@ -21,6 +21,10 @@ from coexplore.errors import CoexploreError
 
 @dataclass
 class DiscreteSpace:
+    """What searchers search: one integer parameter per entry, 0 <= x[i] < cardinalities[i];
+    `ordinal` marks parameters whose values are ordered (steps of +-1 mean something), `groups`
+    parameters that belong together (a mapspace's own grouping)."""
+
     cardinalities: np.ndarray
     names: list[str]
     ordinal: np.ndarray | None = None

@@ -17,6 +17,9 @@ from coexplore.system.jobs import JobTable
 
 @dataclass(frozen=True)
 class ScheduleSpace:
+    """A schedule as a real vector (MAGMA's encoding): per job its core (a number in
+    [0, num_cores], floored into range), then per job its priority in [0, 1]."""
+
     num_jobs: int
     num_cores: int
 
