@@ -98,7 +98,7 @@ def test_a_resumed_layer_search_ends_as_an_uninterrupted_one(name, layer, tmp_pa
     assert np.array_equal(np.concatenate(asked), np.concatenate(ref_asked))
 
 
-@pytest.mark.parametrize("name", ["magma", "stdga", "pso", "random", "sjf-heft"])
+@pytest.mark.parametrize("name", ["magma", "stdga", "pso", "random", "sjf-met"])
 def test_a_resumed_schedule_search_ends_as_an_uninterrupted_one(name, tmp_path, ctrl_c):
     table = load_table(TABLE)
     objective = MakespanObjective(table, 16.0)

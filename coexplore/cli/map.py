@@ -49,6 +49,9 @@ def register(sub) -> None:
                                  "run's result)")
     add_cache_option(p, no_cache=True)
     p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
+    p.add_argument("--all-layers", action="store_true",
+                   help="map every distinct layer of the workload PROBLEM (each in its own sub-folder of the "
+                        "result folder) and write the network's table layers.csv and totals summary.json")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_restart_option(p)
@@ -93,18 +96,28 @@ def resolve_spec_overrides(spec: registry.MapperSpec, objective: str | None, bat
     return spec
 
 
-def run(args) -> int:
-    if args.budget < 1:
-        raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
-                             expected="a positive integer")
+def mapper_of(args) -> registry.MapperSpec:
+    """The mapper a run uses: --searcher, else a system YAML's `mappers.layer`, else marl; with
+    --objective and --batch-size applied."""
     spec = resolve_spec(args.searcher, args.objective, args.batch_size)
-    ctx, constraints = load_inputs(args, with_constraints=True)
-    ctx.stride_rule = args.stride_rule
     if args.searcher is None and "system" in top_keys(args.arch):   # the system's `mappers.layer`
         from coexplore.arch.system import load_system_arch
         from coexplore.system.from_system import system_layer_mapper
         spec = system_layer_mapper(load_system_arch(args.arch)) or spec
         spec = resolve_spec_overrides(spec, args.objective, args.batch_size)
+    return spec
+
+
+def run(args) -> int:
+    if args.budget < 1:
+        raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
+                             expected="a positive integer")
+    if getattr(args, "all_layers", False):
+        from coexplore.cli.map_workload import run_all_layers
+        return run_all_layers(args, run)
+    ctx, constraints = load_inputs(args, with_constraints=True)
+    ctx.stride_rule = args.stride_rule
+    spec = mapper_of(args)
     for note in spec.notes:
         print(f"coexplore map: note: {note}", file=sys.stderr)
     if registry.SEARCHERS[spec.searcher][0].learns_between_batches and 2 * spec.batch_size > args.budget:

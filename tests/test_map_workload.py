@@ -1,0 +1,90 @@
+"""`coexplore map ARCH WORKLOAD --all-layers`: every distinct layer mapped, the network's totals."""
+
+import argparse
+import csv
+import json
+
+import pytest
+
+from coexplore.cli import map as map_cli
+from coexplore.cli.main import main
+from coexplore.cli.map_workload import run_all_layers
+from coexplore.spec.workload import find_workload, load_workload
+
+ARGS = ["map", "simba", "dlrm_mlp", "--budget", "200"]
+
+
+def _results(out, names):
+    return {n: json.loads((out / n / "result.json").read_text()) for n in names}
+
+
+def test_every_distinct_layer_is_mapped_and_counted(tmp_path, capsys):
+    out = tmp_path / "w"
+    rc = main([*ARGS, "--all-layers", "--out", str(out), "--json", "--cache", str(tmp_path / "c.sqlite")])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    wl = load_workload(find_workload("dlrm_mlp"))
+    distinct = wl.unique_layers()
+    names = [layer.name for layer, _ in distinct]
+    assert len(distinct) < len(wl.layers)          # the bundled MLP repeats a layer shape: mapped once
+    assert summary["complete"] and summary["distinct_layers"] == len(distinct)
+    assert summary["layers_run"] == sum(layer.count for layer in wl.layers)
+    assert summary["macs"] == wl.total_macs
+    res = _results(out, names)
+    counts = dict((layer.name, n) for layer, n in distinct)
+    assert summary["cycles"] == sum(counts[n] * r["best"]["cycles"] for n, r in res.items())
+    energy_pj = sum(counts[n] * r["best"]["energy_pJ"] for n, r in res.items())
+    assert summary["energy_uJ"] == pytest.approx(energy_pj / 1e6, rel=1e-12)
+    assert summary["edp_J_cycle"] == pytest.approx(energy_pj * 1e-12 * summary["cycles"], rel=1e-12)
+    with open(out / "layers.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["layer"] for r in rows] == names
+    assert [int(r["cycles"]) for r in rows] == [res[n]["best"]["cycles"] for n in names]
+    # a layer's folder holds what `coexplore map --layer NAME` gives on its own
+    one = tmp_path / "one"
+    assert main([*ARGS, "--layer", names[1], "--out", str(one), "--json", "--no-cache"]) == 0
+    single = json.loads(capsys.readouterr().out)
+    assert single["best"] == res[names[1]]["best"]
+    assert (one / "mapping.yaml").read_text() == (out / names[1] / "mapping.yaml").read_text()
+
+
+def test_an_interrupted_network_keeps_its_layers_and_resumes(tmp_path, capsys):
+    """A stop at the third layer writes the table of the layers done (exit 130); the same command
+    again finishes the network, and the layers done are unchanged."""
+    parser = argparse.ArgumentParser()
+    map_cli.register(parser.add_subparsers())
+    cache = str(tmp_path / "c.sqlite")
+    args = parser.parse_args([*ARGS, "--all-layers", "--out", str(tmp_path / "w"), "--cache", cache,
+                              "--no-progress"])
+    calls = []
+
+    def stopping(sub):
+        calls.append(sub.layer)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return map_cli.run(sub)
+
+    assert run_all_layers(args, stopping) == 130
+    first = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert first["mapped"] == 2 and not first["complete"]
+    done = _results(tmp_path / "w", calls[:2])
+    assert run_all_layers(args, map_cli.run) == 0
+    second = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert second["complete"] and second["layers"][:2] == first["layers"]
+    again = _results(tmp_path / "w", calls[:2])
+    assert all(again[n]["best"] == done[n]["best"] and again[n]["cached"] for n in calls[:2])
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--layer", "fc1"], "--layer"),
+    (None, "workload"),
+])
+def test_all_layers_needs_a_workload_and_no_layer(tmp_path, capsys, extra, says):
+    from conftest import CORPUS
+    argv = [*ARGS, "--all-layers", "--out", str(tmp_path / "w")] + (extra or [])
+    if extra is None:        # a single Timeloop problem is not a network
+        argv = ["map", str(CORPUS / "arches" / "simba_like" / "processed.yaml"),
+                str(CORPUS / "layers" / "tiny_conv.yaml"), "--all-layers", "--out", str(tmp_path / "w")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
