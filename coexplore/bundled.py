@@ -27,9 +27,17 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
     """A path as given if it is a file, else the bundled `<kind>/<name>.yaml` of that name if there
     is one (`simba` -> arch/simba.yaml; also when a folder of that name is in the way, e.g. the one
     `coexplore arch generate simba --out simba` writes: a folder is never an input file), else the
-    path as given (its reader reports it missing, or a folder)."""
+    path as given (its reader reports it missing, or a folder). A missing relative `<kind>/<file>`
+    is the bundled file of that name too (`mappers/marl.yaml`, `arch/simba_2x2.yaml`: the README's
+    paths work outside a checkout)."""
     p = Path(name_or_path)
-    if p.is_file() or p.suffix:
+    if p.is_file():
+        return p
+    if not p.is_absolute() and len(p.parts) == 2 and p.parts[0] == kind and not p.exists():
+        cand = bundled_dir(kind) / p.parts[1]
+        if cand.is_file():
+            return cand
+    if p.suffix:
         return p
     cand = bundled_dir(kind) / f"{p.name}.yaml"
     return cand if cand.is_file() and len(p.parts) == 1 else p

@@ -202,6 +202,22 @@ def test_a_folder_named_like_a_bundled_input_does_not_hide_it(tmp_path, monkeypa
     assert data["searcher"] == "marl" and data["run"]["arch"].endswith("arch/simba.yaml")
 
 
+def test_the_readmes_relative_paths_work_outside_a_checkout(tmp_path, monkeypatch, capsys):
+    """`arch/simba.yaml`, `problems/alexnet.yaml`, `mappers/ga.yaml` where no such folders are: the
+    bundled files, as their bare names are (a user of a pip install follows the README)."""
+    monkeypatch.chdir(tmp_path)
+    runs = []
+    for argv in (["arch/simba.yaml", "problems/alexnet.yaml", "--searcher", "mappers/ga.yaml"],
+                 ["simba", "alexnet", "--searcher", "ga"]):
+        rc = main(["map", *argv, "--layer", "fc8", "--budget", "200", "--no-cache", "--no-progress", "--json",
+                   "--out", f"o{len(runs)}"])
+        assert rc == 0, capsys.readouterr().err
+        runs.append(json.loads(capsys.readouterr().out))
+    assert runs[0]["searcher"] == "ga" and runs[0]["best"] == runs[1]["best"]
+    from coexplore.search.registry import load_mapper
+    assert load_mapper("mappers/marl.yaml") == load_mapper("marl")
+
+
 def test_json_of_an_interrupted_rerun_that_keeps_the_earlier_result(tmp_path, monkeypatch, capsys):
     out = tmp_path / "o"
     argv = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "300", "--no-cache", "--no-progress",

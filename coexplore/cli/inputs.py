@@ -46,7 +46,7 @@ def add_arguments(p) -> None:
 def is_workload(path: str | Path) -> bool:
     """PROBLEM names a coexplore workload (a file with `workload:`, or a bundled name such as
     resnet50), not a single Timeloop problem."""
-    p = Path(path)
+    p = resolve("problems", path)
     return "workload" in top_keys(p) or (not p.exists() and not p.suffix)
 
 
