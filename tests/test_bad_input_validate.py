@@ -103,6 +103,8 @@ def _del_count(d, key="utilized_instances"):
 
 
 @pytest.mark.parametrize("change, key, words", [
+    (lambda d: d.pop("cycles"), "'cycles'", "missing key"),
+    (lambda d: d.pop("energy_pJ"), "'energy_pJ'", "missing key"),
     (lambda d: d.update(cycles="abc"), "'cycles'", "'abc'"),
     (lambda d: d.update(cycles=12.5), "'cycles'", "12.5"),
     (lambda d: d.update(cycles=True), "'cycles'", "True"),
@@ -268,3 +270,43 @@ def test_timeloop_mapper_good_settings_still_translate(tmp_path):
     assert (spec.searcher, spec.objective) == ("random_pruned", "latency")
     assert spec.config.max_permutations_per_if_visit == 4
     assert len(spec.notes) == 1 and "num-threads" in spec.notes[0]      # as the file spells it
+
+
+def test_an_architecture_given_only_as_arch_yaml_is_read(corpus_copy):
+    """A corpus whose arches/<arch>/ holds the user's v0.4 arch.yaml alone (no processed.yaml):
+    the same Timeloop numbers."""
+    (corpus_copy / "arches" / ARCH / "processed.yaml").unlink()
+    rc, out, err = run("validate", corpus_copy, "--no-progress", "--json")
+    assert rc == 0, err
+    s = json.loads(out)
+    assert s["cases"] == len(list(SRC_CASES.iterdir())) and s["counts_exact"] == s["valid_cases"] > 0
+
+
+def test_mismatches_are_listed_as_asked_and_the_json_is_strict(corpus_copy):
+    """Three valid cases off (two by a cycle, one with a count the reference has as 0): exit 1; `--failures 1` lists one of the three; --json
+    lists all three, in strict JSON (inf written as text), with the counts the table shows."""
+    tampered = cases(corpus_copy, True)[:3]
+    assert len(tampered) == 3
+    for case in tampered[:2]:
+        edit(case, lambda d: d.update(cycles=d["cycles"] + 1))
+    edit(tampered[2], lambda d: _set_count(d, 0))       # a count the model gives, 0 in the reference: error inf
+    rc, out, err = run("validate", corpus_copy, "--no-progress", "--failures", "1")
+    assert rc == 1, err
+    names = [str(c.relative_to(corpus_copy)) for c in tampered]
+    listed = [line for line in out.splitlines() if line.startswith("  public/")]
+    assert "mismatching cases (3, first 1)" in out and len(listed) == 1
+    assert any(listed[0].startswith(f"  {n}:") for n in names)
+    rc, js, _ = run("validate", corpus_copy, "--no-progress", "--json")
+
+    def strict(name):
+        raise AssertionError(f"{name} in --json output")
+    s = json.loads(js, parse_constant=strict)
+    assert rc == 1 and sorted(f["case"] for f in s["failures"]) == sorted(names)
+    n_cases = len(list(SRC_CASES.iterdir()))
+    assert s["per_arch"][ARCH]["cases"] == s["cases"] == n_cases
+    valid = s["valid_cases"]
+    assert s["cycles_exact"] == valid - 2 and s["counts_exact"] == valid - 1
+    assert [f["count_max_rel_err"] for f in s["failures"] if f["case"] == names[2]] == ["inf"]
+    pct = f"cycles exact    : {valid - 2}/{valid} ({100.0 * (valid - 2) / valid:.1f}%) of valid cases"
+    assert pct in out
+    assert any(line.startswith(ARCH) and f" {n_cases} " in line for line in out.splitlines())
