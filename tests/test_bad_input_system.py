@@ -66,3 +66,12 @@ def test_a_layer_search_the_layer_refuses_names_the_layer(jobs, tmp_path, capsys
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err, err
     assert "layer conv1 on core simba" in err and "too many for exhaustive search" in err, err
+
+
+@pytest.mark.parametrize("jobs", ["0", "257", "-1", "two"])
+def test_jobs_out_of_range_is_refused(jobs, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["schedule", "simba", "--workload", "alexnet", "--no-cache", "--out", str(tmp_path / "s"),
+              "--jobs", jobs])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--jobs" in err and "Traceback" not in err

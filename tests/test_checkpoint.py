@@ -98,6 +98,29 @@ def test_a_resumed_layer_search_ends_as_an_uninterrupted_one(name, layer, tmp_pa
     assert np.array_equal(np.concatenate(asked), np.concatenate(ref_asked))
 
 
+def test_a_resumed_exhaustive_search_walks_on_from_where_it_stopped(layer, tmp_path, ctrl_c, monkeypatch):
+    """The enumeration in small chunks (several taken before the stop): the resumed run asks the
+    rows the uninterrupted one asks, none twice."""
+    import coexplore.mapspace.enumerate as enum
+    real = enum.canonical_points
+    monkeypatch.setattr(enum, "canonical_points", lambda ms, chunk=0, **k: real(ms, chunk=256, **k))
+    ms, objective = layer
+    spec = registry.load_mapper("exhaustive")
+    spec.batch_size = 100
+    ref_asked, asked = [], []
+    ref = run_search(registry.make_searcher(spec, ms, seed=0), recording(objective, ref_asked), 2_000, 100)
+    path = tmp_path / "ck.pkl"
+    with pytest.raises(SearchInterrupted):
+        run_search(registry.make_searcher(spec, ms, seed=0), pressing_ctrl_c(recording(objective, asked), 9),
+                   2_000, 100, checkpoint=Checkpoint(path, key="run"))
+    searcher = registry.make_searcher(spec, ms, seed=0)
+    res = run_search(searcher, recording(objective, asked), 2_000, 100, checkpoint=Checkpoint(path, key="run"))
+    assert searcher._taken > 3                      # several chunks of the enumeration were walked
+    assert same_result(res, ref)
+    rows = np.concatenate(asked)
+    assert np.array_equal(rows, np.concatenate(ref_asked)) and len(np.unique(rows, axis=0)) == len(rows)
+
+
 @pytest.mark.parametrize("name", ["magma", "stdga", "pso", "random", "sjf-met"])
 def test_a_resumed_schedule_search_ends_as_an_uninterrupted_one(name, tmp_path, ctrl_c):
     table = load_table(TABLE)
@@ -382,3 +405,48 @@ def test_a_resumed_search_of_a_space_too_large_to_index_ends_as_an_uninterrupted
     ck = Checkpoint(path, key="run")
     res = run_search(registry.make_searcher(spec, ms, seed=3), objective, 1_500, 100, checkpoint=ck)
     assert ck.resumed_from == 700 and same_result(res, ref)
+
+
+def test_a_stop_during_the_last_batch_leaves_a_complete_search(layer, ctrl_c):
+    """Ctrl-C while the final batch is evaluated: the batch finishes and the budget is spent, so
+    the result is complete, not interrupted."""
+    ms, objective = layer
+    ref = run_search(registry.make_searcher("ga", ms, seed=1), objective, 500, 100)
+    res = run_search(registry.make_searcher("ga", ms, seed=1), pressing_ctrl_c(objective, 5), 500, 100)
+    assert not res.interrupted and same_result(res, ref)
+
+
+def test_a_searcher_run_again_with_a_larger_budget_plans_for_it(layer):
+    ms, objective = layer
+    s = registry.make_searcher("marl", ms, seed=0)
+    run_search(s, objective, 300, 100)
+    assert s.budget == 300
+    run_search(s, objective, 900, 100)
+    assert s.budget == 900 and s.samples == 900
+
+
+def test_snapshot_bookkeeping(layer, tmp_path, monkeypatch):
+    """The time spent before a resume counts in the resumed run; a snapshot of another coexplore
+    version has no usable key (a folder holding one is not another run's); discarding removes
+    what a killed save left too."""
+    import coexplore
+    from coexplore.search.checkpoint import snapshot_key
+    ms, objective = layer
+    path = tmp_path / "ck.pkl"
+    ck = Checkpoint(path, key="run-a", every_s=0)
+    s = registry.make_searcher("ga", ms, seed=0)
+    run_search(s, objective, 200, 100)
+    ck.elapsed_before = 12.5                   # as if 12.5 s were spent before this part of the run
+    ck.save(s, {"best_x": s.best_x, "best_loss": s.best_loss, "best_tie": np.inf, "lexicographic": False,
+                "history": []})
+    assert snapshot_key(path) == "run-a"
+    again = Checkpoint(path, key="run-a")
+    assert again.restore(registry.make_searcher("ga", ms, seed=0)) is not None
+    assert again.elapsed() >= 12.5 and again.resumed_from == 200
+    monkeypatch.setattr(coexplore, "__version__", "0.0.0-other")
+    assert snapshot_key(path) is None
+    monkeypatch.undo()
+    stray = path.with_name(f"{path.name}.4242.tmp")
+    stray.write_bytes(b"half a snapshot")
+    Checkpoint(path, key="run-a").discard()
+    assert not path.exists() and not stray.exists()

@@ -72,6 +72,20 @@ def test_factor_bounds_hold_for_every_mapping_the_searchers_can_return(ex5):
     assert fac["P"] <= 4 and fac["K"] >= 4
 
 
+def test_encode_refuses_a_mapping_that_breaks_a_factor_bound(ex5):
+    """Decoded points outside the bounds (which decode can give) are no mapping of the space: encode
+    refuses them, and takes those inside."""
+    ms = _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors": "P<=4 K>=4"}])
+    m = _samples(ms, 400)
+    ok = ms.satisfies(m)
+    assert ok.any() and not ok.all()
+    inside = np.flatnonzero(ok)[:20]
+    assert np.array_equal(ms.decode(ms.encode(m.take(inside))).temporal, m.take(inside).temporal)
+    for b in np.flatnonzero(~ok)[:20]:
+        with pytest.raises(CoexploreError, match="factor bounds"):
+            ms.encode(m.take([b]))
+
+
 def test_exhaustive_enumeration_and_size_respect_the_bounds(ex5):
     free = MapSpace(ex5.arch, ex5.problem, load_constraints(ex5.arch))
     ms = _space(ex5, [{"target": "GlobalBuffer", "type": "temporal", "factors": "P<=2"}])

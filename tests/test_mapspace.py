@@ -306,3 +306,16 @@ def test_encoding_a_corpus_mapping_keeps_its_numbers_or_refuses_it():
     assert kept > 100
     case = CORPUS / "public" / "eyeriss_like_45nm_pe8x16_glb8k" / "tiny_conv" / "019"
     assert any(f == case and "spatial loops at inter_PE_spatial as CS" in m for f, m in refused), refused
+
+
+@pytest.mark.parametrize("arch", ["simple_weight_stationary", "eyeriss_like"])
+def test_a_dimension_is_split_over_x_or_y_never_both(arch):
+    """Timeloop's mapping has one spatial factor per (level, dimension), on X or on Y: decoded
+    points of the unconstrained space (whose primes may land on either axis) merge them so."""
+    ctx = load_context(CORPUS / "arches" / arch / "processed.yaml", CORPUS / "layers" / "alexnet_conv3.yaml")
+    ms = MapSpace(ctx.arch, ctx.problem)
+    m = ms.decode(ms.sample(np.random.default_rng(0), 2000))
+    assert ((m.spatial_x > 1) | (m.spatial_y > 1)).any()
+    assert not ((m.spatial_x > 1) & (m.spatial_y > 1)).any()
+    t, sx, sy = ms.decode_factors(ms.sample(np.random.default_rng(0), 2000))
+    assert np.array_equal(sx, m.spatial_x) and np.array_equal(sy, m.spatial_y)

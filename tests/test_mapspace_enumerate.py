@@ -91,3 +91,17 @@ def test_exhaustive_refuses_large_layer():
     from coexplore.errors import CoexploreError
     with pytest.raises(CoexploreError, match="too"):
         s.ask(10)
+
+
+def test_exhaustive_takes_a_space_of_exactly_its_limit_and_refuses_one_more():
+    from coexplore.errors import CoexploreError
+    from coexplore.search.space import DiscreteSpace
+    _, ms = _small("eyeriss_like")
+    n = count_canonical(ms)
+    ExhaustiveSearch(ms, ExhaustiveConfig(max_size=n)).ask(10)
+    with pytest.raises(CoexploreError, match="exhaustive"):
+        ExhaustiveSearch(ms, ExhaustiveConfig(max_size=n - 1)).ask(10)
+    space = DiscreteSpace(np.array([3, 4, 5]), ["a", "b", "c"])
+    ExhaustiveSearch(space, ExhaustiveConfig(max_size=60)).ask(10)
+    with pytest.raises(CoexploreError, match="exhaustive"):
+        ExhaustiveSearch(space, ExhaustiveConfig(max_size=59)).ask(10)

@@ -185,3 +185,14 @@ def test_cli_stride_rule_option(case, capsys):
     e_ref = summ["energy_pJ_from_per_compute"]
     assert abs(out["pre2025"]["energy_pJ"] - e_ref) <= 1e-5 * e_ref
     assert out["current"]["energy_pJ"] < e_ref * (1 - 1e-6)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reading_a_reference_run_warns_of_nothing(case):
+    """timeloopfe's processed inputs carry hardware keys Timeloop does not read as attributes
+    (H/W descriptions, area shares): reading a reference run gives no typo warning for them."""
+    import warnings
+    from coexplore.errors import CoexploreWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CoexploreWarning)
+        load_reference_run(EXERCISES / case)

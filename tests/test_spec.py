@@ -328,3 +328,18 @@ def test_evaluate_and_encode_take_mapping_objects_or_refuse_clearly():
             ctx.evaluate(bad)
         with pytest.raises(CoexploreError, match="MappingArrays"):
             ms.encode(bad)
+
+
+def test_result_files_are_written_with_the_users_umask(tmp_path):
+    """Atomic writes go through a private temporary file: the result gets the mode a plain open()
+    would give it (0644 under umask 022), not the temporary file's 0600."""
+    import os
+    import stat
+    from coexplore.spec.yamlio import write_text
+    old = os.umask(0o022)
+    try:
+        write_text(tmp_path / "r.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]          # no temporary file left

@@ -61,6 +61,12 @@ def test_job_table_from_system(system):
         rec = map_layer(Context(cm.context_arch, prob, cm.ert, cm.costs), cm.constraints,
                         registry.mapper_spec("random"), 300, 0).best
         assert table.latency[0, col] == rec["cycles"] and table.energy[0, col] == pytest.approx(rec["energy_pJ"])
+        # bandwidth: every word moved at the backing store (reads, fills and the outputs' updates) per cycle
+        top = cm.context_arch.levels[0]
+        moved = rec["levels"][top.name]["dataspaces"]
+        assert moved["Outputs"]["updates"] > 0
+        words = sum(d["reads"] + d["fills"] + d["updates"] for d in moved.values())
+        assert table.bandwidth[0, col] == pytest.approx(words * top.word_bits / 8 / rec["cycles"], rel=1e-12)
 
 
 def test_job_table_mapped_in_parallel_is_the_same(system, tmp_path):
@@ -74,6 +80,39 @@ def test_job_table_mapped_in_parallel_is_the_same(system, tmp_path):
     for a, b in ((one.latency, two.latency), (one.bandwidth, two.bandwidth), (one.energy, two.energy)):
         assert np.array_equal(a, b)
     assert cache.stats().entries == 4                 # 2 distinct layers x 2 core designs, cached by the workers
+
+
+def test_with_workers_the_searches_run_in_the_workers(system, monkeypatch):
+    """workers=2: no layer search runs in this process (each pair is searched once, by a worker)."""
+    import coexplore.system.from_system as fs
+
+    def here(*a, **k):
+        raise AssertionError("a layer search ran in the parent process")
+    monkeypatch.setattr(fs, "map_layer", here)
+    table, _ = system_job_table(system, layer_mapper=registry.mapper_spec("random"), layer_budget=200, workers=2)
+    assert np.isfinite(table.latency).all()
+
+
+def test_the_same_network_twice_is_two_tenants(tmp_path):
+    (tmp_path / "wl.yaml").write_text(WORKLOAD)
+    path = tmp_path / "sys.yaml"
+    path.write_text(SYSTEM.replace("workloads: [wl.yaml]", "workloads: [wl.yaml, wl.yaml]"))
+    table, _ = system_job_table(path, layer_mapper=registry.mapper_spec("random"), layer_budget=200)
+    names = [j.name for j in table.jobs]
+    assert len(set(names)) == len(names) == 6
+    assert names[3:] == ["mini@2.a", "mini@2.b#0", "mini@2.b#1"]
+    assert {j.dnn for j in table.jobs} == {"mini", "mini@2"}
+
+
+def test_too_many_jobs_are_refused_before_any_search(tmp_path):
+    from coexplore.errors import CoexploreError
+    from coexplore.system.from_system import MAX_JOBS
+    (tmp_path / "wl.yaml").write_text(WORKLOAD.replace("count: 2", f"count: {MAX_JOBS}"))
+    path = tmp_path / "sys.yaml"
+    path.write_text(SYSTEM)
+    with pytest.raises(CoexploreError, match="jobs") as e:
+        system_job_table(path, layer_mapper=registry.mapper_spec("random"), layer_budget=200)
+    assert e.value.key == "layers[].count"
 
 
 def cli(*args):
