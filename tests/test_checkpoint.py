@@ -450,3 +450,21 @@ def test_snapshot_bookkeeping(layer, tmp_path, monkeypatch):
     stray.write_bytes(b"half a snapshot")
     Checkpoint(path, key="run-a").discard()
     assert not path.exists() and not stray.exists()
+
+
+@pytest.mark.parametrize("earlier_interrupted", [True, False])
+def test_a_kept_earlier_result_keeps_the_search_state_only_while_it_can_still_improve(tmp_path, capsys,
+                                                                                       earlier_interrupted):
+    """A rerun stopped before the result already there: that result stays; the saved search state
+    stays too when that result was itself interrupted (the run can still be finished), and goes when
+    it was complete (continuing would repeat a finished search)."""
+    import json as _json
+    from coexplore.cli.paths import keeps_earlier
+    run = {"budget": 2000, "seed": 0}
+    result = tmp_path / "result.json"
+    result.write_text(_json.dumps({"run": run, "samples": 1000, "interrupted": earlier_interrupted}))
+    ck = Checkpoint(tmp_path / ".checkpoint.pkl", key="run")
+    ck.path.write_bytes(b"state")
+    assert keeps_earlier(result, run, 500, "map", ck)
+    assert ck.path.exists() == earlier_interrupted
+    assert "kept" in capsys.readouterr().err

@@ -250,3 +250,30 @@ def test_node_permutations_are_completed_as_timeloopfe_does():
     MapSpace(ctx.arch, ctx.problem, constraints_from_nodes(arch, ctx.problem)).encode(m)
     with pytest.raises(CoexploreError, match="factor of C"):
         MapSpace(ctx.arch, ctx.problem, constraints_from_nodes(arch)).encode(m)     # the split over [C, M] alone
+
+
+def test_encode_checks_the_loop_order_at_an_innermost_level_with_a_fan_out_below(tmp_path):
+    """With MACs fanned out below the innermost buffer its loop order is a mapspace parameter (as
+    in timeloop-mapper): encode refuses an order that breaks the level's permutation constraint."""
+    src = (CORPUS / "arches" / "simple_weight_stationary" / "processed.yaml").read_text()
+    head, tail = src.split("    - name: mac[1..256]")
+    tail = tail.replace("meshX: 16", "meshX: 32", 1).replace("meshY: 16", "meshY: 32", 1)
+    arch_file = tmp_path / "processed.yaml"
+    arch_file.write_text(head + "    - name: mac[1..1024]" + tail)
+    ctx = load_context(arch_file, CORPUS / "layers" / "alexnet_conv3.yaml",
+                       CORPUS / "arches" / "simple_weight_stationary" / "ERT.yaml")
+    ms = _space(ctx, [{"target": "output_activation_reg", "type": "temporal", "permutation": "MC"}])
+    assert not ms.canonical_innermost
+    m = _samples(ms, 2000)
+    li = _level(ctx, "output_activation_reg")
+    M, C = ctx.problem.dims.index("M"), ctx.problem.dims.index("C")
+    both = np.flatnonzero((m.temporal[:, li, M] > 1) & (m.temporal[:, li, C] > 1))
+    assert len(both)
+    one = m.take(both[:1])
+    ms.encode(one)                                   # decode's own order: M inside C, as constrained
+    perm = list(one.perm[0, li])
+    i, j = perm.index(M), perm.index(C)
+    perm[i], perm[j] = perm[j], perm[i]
+    one.perm[0, li] = perm
+    with pytest.raises(CoexploreError, match="orders the loops"):
+        ms.encode(one)
