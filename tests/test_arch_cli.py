@@ -142,6 +142,11 @@ def test_generate_json_lists_each_core_and_its_files(run, tmp_path, capsys):
         levels = yaml.safe_load(Path(core["files"]["processed"]).read_text())["architecture"]["subtree"][0]["local"]
         mac = levels[-1]["name"]
         assert core["macs"] == int(mac.split("..")[1].rstrip("]")) and core["ert_art"] == "built-in estimator"
+        # area of one copy: every ART entry's area times the instances its [1..N] name gives
+        tables = yaml.safe_load(Path(core["files"]["ART"]).read_text())["ART"]["tables"]
+        um2 = sum(t["area"] * (int(t["name"].rsplit("..", 1)[1].rstrip("]")) if ".." in t["name"] else 1)
+                  for t in tables)
+        assert core["area_mm2"] == pytest.approx(um2 / 1e6, rel=1e-12) and core["area_mm2"] > 0
     assert data["offchip_bytes_per_cycle"] == pytest.approx(data["offchip_GBps"] / data["clock_GHz"])
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from coexplore.arch.system import load_system_arch
 from coexplore.arch.tables import find_given_tables, price_core
-from coexplore.energy.tables import write_art, write_ert
+from coexplore.energy.tables import area_breakdown, read_art, write_art, write_ert
 from coexplore.bundled import resolve
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
@@ -79,7 +79,8 @@ def run(args) -> int:
             warned += [f"{name}: {w}" for w in ert.get("warnings") or ()]
             source = "built-in estimator" if args.energy == "builtin" else "accelergy"
         count = system.spec.core(name).count
-        rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source))
+        area = sum(n * a for _, n, a in area_breakdown(read_art(core_dir / "ART.yaml"))) / 1e6
+        rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source, area))
     spec = system.spec
     if args.json:
         files = ("arch", "processed", "constraints", "ERT", "ART")
@@ -89,17 +90,21 @@ def run(args) -> int:
             "offchip_bytes_per_cycle": system.offchip_bytes_per_cycle,
             "dram": {"type": spec.dram.type, "width": spec.dram.width},
             "cores": [{"name": name, "template": template, "copies": count, "macs": macs, "levels": levels,
-                       "ert_art": source, "files": {f: str(out / name / f"{f}.yaml") for f in files}}
-                      for name, template, count, macs, levels, source in rows],
+                       "area_mm2": area, "ert_art": source,
+                       "files": {f: str(out / name / f"{f}.yaml") for f in files}}
+                      for name, template, count, macs, levels, source, area in rows],
             "warnings": warned}, indent=1))
         return 0
     print(f"system {spec.name}: {spec.n_cores} core{'s' if spec.n_cores != 1 else ''}, off-chip "
           f"{spec.dram.bandwidth_GBps_at(spec.clock_GHz):g} GB/s "
           f"({system.offchip_bytes_per_cycle:g} B/cycle at {spec.clock_GHz:g} GHz), "
           f"DRAM {spec.dram.type} x{spec.dram.width}")
-    print(f"{'core':<14} {'template':<9} {'copies':>6} {'MACs':>6} {'levels':>6}  ERT/ART")
-    for name, template, count, macs, levels, source in rows:
-        print(f"{name:<14} {template:<9} {count:>6} {macs:>6} {levels:>6}  {source}")
+    w = max(14, *(len(r[0]) for r in rows))
+    print(f"{'core':<{w}} {'template':<9} {'copies':>6} {'MACs':>6} {'levels':>6} {'area mm^2':>10}  ERT/ART")
+    for name, template, count, macs, levels, source, area in rows:
+        print(f"{name:<{w}} {template:<9} {count:>6} {macs:>6} {levels:>6} {area:>10.4g}  {source}")
+    print("(levels: storage levels and the compute level; area: one copy, instances x per-instance area "
+          "from its ART.yaml)")
     print(f"wrote {out}/<core>/{{arch,processed,constraints,ERT,ART}}.yaml")
     for w in warned:
         print(f"coexplore: warning: {w}", file=sys.stderr)
