@@ -211,7 +211,7 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
               f"{plural(res.samples, 'sample')}{' (from cache)' if res.cached else ''}, mapspace {size}")
         uj = b['energy_pJ'] / 1e6
         energy = f"{uj:,.3f} uJ" if uj >= 1 else f"{b['energy_pJ']:,.6g} pJ"   # tiny layers keep their digits
-        print(f"best {spec.objective}: energy {energy}, cycles {b['cycles']:,}, "
+        print(f"best {spec.objective}: energy {energy} ({b['energy_pJ'] / b['computes']:.4g} pJ/MAC), cycles {b['cycles']:,}, "
               f"utilization {b['utilization']:.3f}, EDP {b['edp_J_cycle']:.6g} J*cycle")
         if res.exhausted is True:
             print("every distinct mapping was evaluated: this is the optimum")
