@@ -153,3 +153,24 @@ def test_schedule_says_how_many_jobs_a_large_table_has(system, tmp_path, monkeyp
                "--no-cache", "--no-progress", "--no-plot", "--out", str(tmp_path / "s")])
     err = capsys.readouterr().err
     assert rc == 0 and "note: 3 jobs to schedule (mini 3)" in err, err
+
+
+def test_the_gantt_chart_colours_jobs_by_dnn_with_a_legend(tmp_path, monkeypatch):
+    """Two tenants of one network: their jobs get one colour per DNN, named in the chart's legend."""
+    import matplotlib.pyplot as plt
+    from coexplore.system.evaluator import trace
+    from coexplore.system.plot import plot_schedule
+    (tmp_path / "wl.yaml").write_text(WORKLOAD)
+    path = tmp_path / "sys.yaml"
+    path.write_text(SYSTEM.replace("workloads: [wl.yaml]", "workloads: [wl.yaml, wl.yaml]"))
+    table, _ = system_job_table(path, layer_mapper=registry.mapper_spec("random"), layer_budget=200)
+    figures = []
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
+    core = np.arange(table.num_jobs) % table.num_cores
+    tr = trace(table.latency, table.bandwidth, 8.0, core, np.linspace(0, 1, table.num_jobs))
+    plot_schedule(table, tr, tmp_path / "g.png")
+    assert (tmp_path / "g.png").stat().st_size > 0
+    legend = figures[0].axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["mini", "mini@2"]
+    colours = {tuple(p.get_facecolor()) for p in legend.get_patches()}
+    assert len(colours) == 2

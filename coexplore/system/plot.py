@@ -15,8 +15,9 @@ from coexplore.system.jobs import JobTable
 
 
 def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "") -> Path:
-    """Write a PNG: top = one row per core with its jobs; bottom = stacked allocated
-    bandwidth per core over time with the system bandwidth as a line."""
+    """Write a PNG: top = one row per core with its jobs (coloured by DNN, with a legend, when the
+    table holds several); bottom = stacked allocated bandwidth per core over time with the system
+    bandwidth as a line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,13 +29,21 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     cmap = plt.get_cmap("tab20")
     fig, (ax, axb) = plt.subplots(2, 1, figsize=(11, 2.0 + min(0.45 * N, 60.0) + 2.5), sharex=True,
                                   gridspec_kw={"height_ratios": [max(N, 2), 3]})
+    # several DNNs (up to 20): a colour per DNN, named in a legend; else a colour per job
+    dnns = list(dict.fromkeys(j.dnn for j in table.jobs))
+    by_dnn = 1 < len(dnns) <= 20
+    colour = [dnns.index(j.dnn) % 20 if by_dnn else i % 20 for i, j in enumerate(table.jobs)]
     # one broken_barh call per core (a barh per job took a minute for 50,000 jobs)
     for c in range(N):
         jobs = np.flatnonzero(tr.job_core == c)
         if len(jobs):
             spans = list(zip(tr.job_start[jobs], tr.job_end[jobs] - tr.job_start[jobs]))
-            ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=[cmap(j % 20) for j in jobs],
+            ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=[cmap(colour[j]) for j in jobs],
                            edgecolor="black", linewidth=0.3 if len(jobs) < 2000 else 0)
+    if by_dnn:
+        from matplotlib.patches import Patch
+        ax.legend(handles=[Patch(facecolor=cmap(k % 20), edgecolor="black", label=d) for k, d in enumerate(dnns)],
+                  loc="upper right", fontsize=7, ncol=min(len(dnns), 5), title="DNN", title_fontsize=7)
     ax.set_yticks(range(N))
     ax.set_yticklabels(table.cores)
     ax.invert_yaxis()
