@@ -43,7 +43,8 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     if by_dnn:
         from matplotlib.patches import Patch
         ax.legend(handles=[Patch(facecolor=cmap(k % 20), edgecolor="black", label=d) for k, d in enumerate(dnns)],
-                  loc="upper right", fontsize=7, ncol=min(len(dnns), 5), title="DNN", title_fontsize=7)
+                  loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, title="DNN", title_fontsize=7,
+                  borderaxespad=0.0)             # beside the chart: never over a job
     ax.set_yticks(range(N))
     ax.set_yticklabels(table.cores)
     ax.invert_yaxis()
