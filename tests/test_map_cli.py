@@ -403,3 +403,19 @@ def test_map_under_the_pre2025_stride_rule_is_reproduced_by_evaluate(tmp_path):
     assert run["stride_rule"] == "pre2025"
     import coexplore
     assert run["coexplore_version"] == coexplore.__version__       # which coexplore made the result
+
+
+def test_a_workload_layer_is_written_as_a_timeloop_problem_beside_its_mapping(tmp_path, capsys):
+    """problem.yaml + mapping.yaml + the core's files from `arch generate`: the Timeloop inputs of
+    the result, which `coexplore evaluate` reproduces exactly."""
+    from coexplore.cli.main import main
+    assert main(["map", "simba", "alexnet", "--layer", "conv2", "--budget", "200", "--no-cache", "--no-progress",
+                 "--json", "--out", str(tmp_path / "m")]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    assert main(["arch", "generate", "simba", "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "a" / "simba" / "processed.yaml"), str(tmp_path / "m" / "problem.yaml"),
+                 str(tmp_path / "m" / "mapping.yaml"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["cycles"] == best["cycles"] and got["energy_pJ"] == pytest.approx(best["energy_pJ"], rel=1e-12)
+    assert got["levels"] == best["levels"]

@@ -182,6 +182,13 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
     write_yaml(mapping_file, {"mapping": res.mapping},
                header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"
                       f"searcher {spec.searcher}, {plural(res.samples, 'sample')}, seed {args.seed}")
+    problem_file = None
+    if is_workload(args.problem):     # the layer as a Timeloop problem file, for timeloop-model
+        from coexplore.spec.workload import find_workload, load_workload, problem_yaml
+        from coexplore.bundled import resolve
+        layer = load_workload(find_workload(resolve("problems", args.problem))).layer(ctx.problem.name)
+        problem_file = out / "problem.yaml"
+        write_text(problem_file, problem_yaml(layer))
     long_names = [d for d in ctx.problem.dims if len(d) > 1]
     if long_names:     # Timeloop's permutation parser takes one character per dimension
         print(f"coexplore map: note: {mapping_file} writes the permutations of dimensions "
@@ -226,7 +233,9 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
         if res.interrupted:
             print(f"interrupted after {res.samples:,} of {args.budget:,} samples: this is the best so far "
                   "(not cached)")
-        print(f"wrote {mapping_file}, {out / 'map.txt'} (loop nest) and {out / 'result.json'}")
+        print(f"wrote {mapping_file}, {out / 'map.txt'} (loop nest)"
+              + (f", {problem_file} (the layer as a Timeloop problem)" if problem_file else "")
+              + f" and {out / 'result.json'}")
     if res.interrupted:
         interrupted_note("map", checkpoint)
     return 130 if res.interrupted else 0
