@@ -109,7 +109,7 @@ def live_designs(corpus: Path) -> dict:
             continue
         arch = yaml.safe_load((arch_dir / "processed.yaml").read_text())
         ert, art = build_tables(components_from_processed(arch))
-        ours, ref = parse_ert(ert).actions(read_ert(arch_dir / "ERT.yaml"))
+        ours, ref = parse_ert(ert).actions, parse_ert(read_ert(arch_dir / "ERT.yaml")).actions
         errs = {f"{lv}.{a}": rel_err(ours.get(lv, {}).get(a, float("nan")), v)
                 for lv, acts in ref.items() for a, v in acts.items()}
         ref_area = {t["name"]: t["area"] for t in read_art(arch_dir / "ART.yaml")["ART"]["tables"]}

@@ -99,6 +99,18 @@ def test_a_searcher_name_reads_its_bundled_mapper_file(tmp_path, capsys, monkeyp
     assert rc == 0 and json.loads(capsys.readouterr().out)["searcher"] == "random"
 
 
+def test_the_bundled_magma_yaml_edited_to_the_original_quirks_is_accepted(tmp_path, capsys):
+    """Its islands / dedup / merge_at are spelled out at their defaults: flipping original_quirks
+    alone asks for nothing the run would ignore."""
+    y = tmp_path / "m1.yaml"
+    y.write_text((ROOT / "mappers" / "magma.yaml").read_text().replace("original_quirks: false",
+                                                                     "original_quirks: true"))
+    assert "original_quirks: true" in y.read_text()
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", str(y), "--budget", "200",
+               "--json", "--out", str(tmp_path / "o"), "--no-plot"])
+    assert rc == 0, capsys.readouterr().err
+
+
 def test_schedule_takes_a_mapper_yaml_and_its_config_takes_effect(tmp_path, capsys):
     from coexplore.system.magma import MagmaConfig
     from coexplore.system.schedule import search_schedule
@@ -148,8 +160,7 @@ def test_system_yaml_mappers_system_is_used(tmp_path, capsys):
     ("searcher: marl\nconfig: {lr: 0.3}\n", "a layer mapper"),
     ("searcher: magma\nconfig: {p_mutation_start: 0}\n", "config.p_mutation_start"),
     # options the run would ignore
-    ("searcher: magma\nconfig: {original_quirks: true, islands: 2}\n", "config.islands"),
-    ("searcher: magma\nconfig: {original_quirks: true, dedup: true}\n", "config.dedup"),
+    ("searcher: magma\nconfig: {original_quirks: true, islands: 3}\n", "config.islands"),
     ("searcher: magma\nconfig: {original_quirks: true, merge_at: 0.5}\n", "config.merge_at"),
     ("searcher: magma\nconfig: {islands: 1, merge_at: 0.5}\n", "one island"),
 ])

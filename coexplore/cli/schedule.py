@@ -239,7 +239,7 @@ def _system_mapper(args):
 
     if args.searcher:
         if args.searcher.endswith((".yaml", ".yml")) or Path(args.searcher).exists():   # a folder: read_text says so
-            return load_system_mapper(args.searcher)
+            return load_system_mapper(resolve("mappers", args.searcher))     # mappers/magma.yaml anywhere
         return system_mapper(args.searcher)
     if args.system:
         from coexplore.spec.system import load_system

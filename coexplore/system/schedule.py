@@ -106,11 +106,12 @@ def check_magma_config(cfg: MagmaConfig, file=None, given: set[str] | None = Non
     """Refuse populations too small to breed (every island needs two parents) or too large to hold,
     rates outside [0, 1], and options that would do nothing: a mutation floor above the rate,
     islands / dedup / merge_at with original_quirks (the original code breeds one population and
-    never de-duplicates), merge_at with one island. `given`: the options a file set (default: those
-    off their defaults)."""
+    never de-duplicates), merge_at with one island: each when set off its default (`given`: the
+    options a file set; default: all)."""
     defaults = MagmaConfig()
-    if given is None:
-        given = {k for k in ("islands", "dedup", "merge_at") if getattr(cfg, k) != getattr(defaults, k)}
+    # an option at its default asks for nothing (the bundled mappers/magma.yaml spells them all out)
+    given = {k for k in ("islands", "dedup", "merge_at") if (given is None or k in given)
+             and getattr(cfg, k) != getattr(defaults, k)}
     idle = {"islands": 1, "dedup": False}          # the values that ask for nothing
     if cfg.original_quirks:
         for key in ("islands", "dedup", "merge_at"):
