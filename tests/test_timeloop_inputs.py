@@ -87,6 +87,51 @@ def test_components_of_classes_timeloop_ignores_are_dropped_with_a_warning(tmp_p
     assert any("pipe_reg" in w for w in arch.warnings)
 
 
+def test_network_classes_as_timeloop_tells_them(tmp_path):
+    """Timeloop's isNetworkClass: a class containing XY_NoC, Legacy, ReductionTree or
+    SimpleMulticast (case matters) is a network, which coexplore refuses; `legacy` is no class
+    Timeloop knows, so it is dropped with a warning like any other."""
+    def variant(cls):
+        text = (ADIR / "processed.yaml").read_text().replace(
+            "    local:\n    - name: DRAM[1..1]",
+            f"    local:\n    - name: noc[1..1]\n      class: {cls}\n    - name: DRAM[1..1]", 1)
+        f = tmp_path / f"{cls}.yaml"
+        f.write_text(text)
+        return f
+    with pytest.raises(CoexploreError, match="is a network"):
+        load_architecture(variant("XY_NoC_mesh"))
+    arch = load_architecture(variant("legacy"))
+    assert any("noc: class 'legacy'" in w for w in arch.warnings)
+
+
+def test_the_compute_unit_may_be_listed_before_buffers_of_its_subtree(tmp_path):
+    """Timeloop's topology makes the compute unit level 0 wherever its `local` list has it (the
+    official v3 simple weight-stationary design lists the MAC before the PE's registers): the
+    same levels and Timeloop's numbers as with the MAC listed last."""
+    wdir = CORPUS / "arches" / "simple_weight_stationary"
+    text = (wdir / "processed.yaml").read_text()
+    head, mac = text.split("    - name: mac[1..256]")
+    moved = head.replace("    - name: weight_reg[1..256]", "    - name: mac[1..256]" + mac.rstrip("\n") +
+                         "\n    - name: weight_reg[1..256]", 1)
+    f = tmp_path / "processed.yaml"
+    f.write_text(moved)
+    assert load_architecture(f).level_names() == load_architecture(wdir / "processed.yaml").level_names()
+    case = CORPUS / "public" / "simple_weight_stationary" / "alexnet_conv3"
+    case = next(c for c in sorted(case.iterdir()) if json.loads((c / "expected.json").read_text())["valid"])
+    ctx = load_context(f, CORPUS / "layers" / "alexnet_conv3.yaml", wdir / "ERT.yaml")
+    rec = ctx.record(ctx.evaluate_mappings(str(case / "mapping.yaml")), 0)
+    exp = json.loads((case / "expected.json").read_text())
+    assert rec["cycles"] == exp["cycles"] and rec["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-12)
+
+
+def test_a_dropped_mac_is_named_where_the_compute_unit_is_missing(tmp_path):
+    text = (ADIR / "processed.yaml").read_text().replace("class: intmac", "class: MAC")
+    f = tmp_path / "processed.yaml"
+    f.write_text(text)
+    with pytest.raises(CoexploreError, match="not a compute unit.*mac: class 'MAC'.*Timeloop ignores"):
+        load_architecture(f)
+
+
 def test_spatial_mesh_on_a_component_is_refused(tmp_path):
     f = _v4_variant(tmp_path, lambda t: t.replace("    name: GlobalBuffer\n",
                                                   "    name: GlobalBuffer\n    spatial: {meshX: 4}\n", 1))

@@ -314,10 +314,10 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     level = Level(name=name, cls=str(node["class"]), subclass=node.get("subclass"), attributes=attrs,
                   instances=instances, mesh_x=mx, mesh_y=my,
                   constraints=node.get("constraints") or {})
-    if level.cls.lower() in NETWORK_CLASSES:
+    kind = timeloop_kind(level.cls)
+    if kind is None and any(n in level.cls for n in NETWORK_CLASSES):     # Timeloop's isNetworkClass
         raise _no_networks(f"'{level.cls}' is a network", file, f"{where}.class",
                            "storage and compute components")
-    kind = timeloop_kind(level.cls)
     level.is_compute, level.ignored = kind == "compute", kind is None
     if kind == "storage":
         _derive_storage(level, file)
@@ -325,7 +325,8 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
 
 
 V4_TAGS = ("Container", "Component", "Parallel", "Hierarchical", "Nothing")
-NETWORK_CLASSES = ("xy_noc", "legacy", "reductiontree", "reduction_tree", "simplemulticast", "simple_multicast")
+# Timeloop's network classes (isNetworkClass: a case-sensitive substring, tested after buffer and compute)
+NETWORK_CLASSES = ("XY_NoC", "Legacy", "ReductionTree", "SimpleMulticast")
 
 
 # keys timeloopfe accepts on a v0.4 node and in its constraints (timeloopfe refuses others too: a
@@ -479,13 +480,17 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
                              expected="'nodes' (v0.4) or 'subtree' (v0.3)")
     ignored = [ignored_class_note(lv.name, lv.cls) for lv in levels if lv.ignored]
     levels = [lv for lv in levels if not lv.ignored]
+    computes = [lv for lv in levels if lv.is_compute]
+    if len(computes) == 1:     # Timeloop's topology makes the compute unit level 0 wherever it is listed
+        levels = [lv for lv in levels if not lv.is_compute] + computes
     if not levels:
         raise CoexploreError("no components", file=file, key="architecture",
                              expected="at least one storage level and a compute level")
     compute = levels[-1]
     if not compute.is_compute:
+        dropped = f" ({'; '.join(ignored)})" if ignored else ""
         raise CoexploreError(f"the innermost component '{compute.name}' (class {compute.cls}) is not a "
-                             "compute unit", file=file, key="architecture",
+                             f"compute unit{dropped}", file=file, key="architecture",
                              expected="the last component to be a MAC (class containing 'mac' or 'compute')")
     storage = levels[:-1]
     for lv in storage:
