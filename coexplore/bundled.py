@@ -28,12 +28,13 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
     is one (`simba` -> arch/simba.yaml; also when a folder of that name is in the way, e.g. the one
     `coexplore arch generate simba --out simba` writes: a folder is never an input file), else the
     path as given (its reader reports it missing, or a folder). A missing relative `<kind>/<file>`
-    is the bundled file of that name too (`mappers/marl.yaml`, `arch/simba_2x2.yaml`: the README's
-    paths work outside a checkout)."""
+    is the bundled file of that name too when the working directory has no `<kind>/` folder
+    (`mappers/marl.yaml`, `arch/simba_2x2.yaml`: the README's paths work outside a checkout)."""
     p = Path(name_or_path)
     if p.is_file():
         return p
-    if not p.is_absolute() and len(p.parts) == 2 and p.parts[0] == kind and not p.exists():
+    # (not when the working directory has a folder of that name: a typo there is the user's file missing)
+    if not p.is_absolute() and len(p.parts) == 2 and p.parts[0] == kind and not Path(kind).exists():
         cand = bundled_dir(kind) / p.parts[1]
         if cand.is_file():
             return cand

@@ -216,6 +216,11 @@ def test_the_readmes_relative_paths_work_outside_a_checkout(tmp_path, monkeypatc
     assert runs[0]["searcher"] == "ga" and runs[0]["best"] == runs[1]["best"]
     from coexplore.search.registry import load_mapper
     assert load_mapper("mappers/marl.yaml") == load_mapper("marl")
+    # a folder of that name here is the user's: a file missing from it is not replaced by a bundled one
+    (tmp_path / "arch").mkdir()
+    rc = main(["map", "arch/simba.yaml", "alexnet", "--layer", "fc8", "--budget", "100", "--no-cache", "--out", "o3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "arch/simba.yaml" in err and "Traceback" not in err
 
 
 def test_json_of_an_interrupted_rerun_that_keeps_the_earlier_result(tmp_path, monkeypatch, capsys):

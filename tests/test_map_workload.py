@@ -88,3 +88,62 @@ def test_all_layers_needs_a_workload_and_no_layer(tmp_path, capsys, extra, says)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+
+
+def _parsed(argv):
+    parser = argparse.ArgumentParser()
+    map_cli.register(parser.add_subparsers())
+    return parser.parse_args(argv)
+
+
+def test_a_stop_after_a_layer_stops_the_network(tmp_path, capsys):
+    """A stop request (Ctrl-C, SIGTERM) that lands after a layer's search has finished still stops
+    the network after that layer (exit 130), with the layers done in its table."""
+    from coexplore.search.base import request_stop
+    args = _parsed([*ARGS, "--all-layers", "--out", str(tmp_path / "w"), "--no-cache", "--no-progress"])
+    calls = []
+
+    def then_stop(sub):
+        rc = map_cli.run(sub)
+        calls.append(sub.layer)
+        if len(calls) == 2:
+            assert request_stop("SIGTERM")
+        return rc
+
+    assert run_all_layers(args, then_stop) == 130
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert len(calls) == 2 and summary["mapped"] == 2 and not summary["complete"]
+
+
+def test_bad_input_only_a_later_layer_meets_names_that_layer(tmp_path):
+    from coexplore.errors import CoexploreError
+    args = _parsed([*ARGS, "--all-layers", "--out", str(tmp_path / "w"), "--no-cache", "--no-progress"])
+    calls = []
+
+    def refusing_the_third(sub):
+        calls.append(sub.layer)
+        if len(calls) == 3:
+            raise CoexploreError("constraint P=5 does not divide 27", file="c.yaml", key="pe_spad.temporal.factors")
+        return map_cli.run(sub)
+
+    with pytest.raises(CoexploreError) as e:
+        run_all_layers(args, refusing_the_third)
+    assert e.value.message.startswith(f"layer {calls[2]}: constraint P=5") and "c.yaml" in str(e.value)
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert summary["mapped"] == 2 and not summary["complete"]      # the layers done are kept
+
+
+def test_an_edited_input_is_another_run_with_its_own_default_folder(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+    monkeypatch.chdir(tmp_path)
+    arch = tmp_path / "mine.yaml"
+    arch.write_text((Path(map_cli.__file__).parents[2] / "arch" / "simba.yaml").read_text())
+    argv = ["map", str(arch), "dlrm_mlp", "--all-layers", "--budget", "150", "--no-cache", "--no-progress"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("more than half the budget") == 1          # a note said once, not once per layer
+    arch.write_text(arch.read_text() + "\n# edited\n")
+    assert main(argv) == 0
+    folders = sorted(p.name for p in (tmp_path / "results" / "map").iterdir())
+    assert len(folders) == 2 and folders[1] == folders[0] + "-2"
+    assert "replacing" not in capsys.readouterr().err

@@ -63,8 +63,9 @@ def _choose(names: list[str], wanted: str | None, what: str, file: str, key: str
     if wanted is None:
         if len(names) == 1:
             return names[0]
+        also = " (coexplore map: or --all-layers for every one)" if what == "layer" else ""
         raise CoexploreError(f"it has {len(names)} {what}s; choose one", file=file, key=key,
-                             expected=f"{key} NAME, one of: {shown}")
+                             expected=f"{key} NAME, one of: {shown}{also}")
     if wanted not in names:
         raise CoexploreError(f"no {what} {wanted!r}", file=file, key=key, expected=f"one of: {shown}")
     return wanted

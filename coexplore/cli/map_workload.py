@@ -25,8 +25,9 @@ def run_all_layers(args, map_one) -> int:
     """Map every distinct layer of the workload PROBLEM with `map_one` (the one-layer `map`), then
     write layers.csv and summary.json; the exit code is the worst of the layers' (130 stops)."""
     from coexplore.cli.inputs import is_workload, load_inputs
-    from coexplore.cli.paths import chosen_dir, default_run_dir
     from coexplore.cli.map import mapper_of
+    from coexplore.search.base import finishing
+    from coexplore.spec.yamlio import write_text
     from coexplore.spec.workload import find_workload, load_workload
 
     if args.layer is not None:
@@ -41,59 +42,106 @@ def run_all_layers(args, map_one) -> int:
     first = argparse.Namespace(**{**vars(args), "layer": layers[0][0].name})
     ctx, _ = load_inputs(first)                       # the design's name (and early input errors)
     searcher = mapper_of(args).searcher
-    desc = {k: v for k, v in sorted(vars(args).items()) if k not in
-            ("func", "out", "json", "no_progress", "restart", "cache", "no_cache", "command")}
-    desc = json.loads(json.dumps({**desc, "all_layers": True, "workload": str(wl.path)}, default=str))
-    base = Path("results") / "map" / f"{ctx.arch.name}-{wl.name}-{searcher}-seed{args.seed}"
-    out = chosen_dir(args.out, "summary.json", desc, "map") if args.out else \
-        default_run_dir(base, "summary.json", desc)
-    rows, failed, code = [], [], 0
+    out = _result_folder(args, wl, ctx.arch.name, searcher)
+    rows, failed, code, error = [], [], 0, None
     bar = None
     if not (args.no_progress or args.json):
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(layers), desc=f"{wl.name} layers", unit="layer")
+    said: set = set()
     try:
-        for layer, n in layers:
-            if bar is not None:
-                bar.set_postfix_str(layer.name)
-            sub = argparse.Namespace(**{**vars(args), "layer": layer.name, "out": str(out / layer.name),
-                                        "json": False, "all_layers": False, "no_progress": True})
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):    # the layer's summary: in its result.json
-                    rc = map_one(sub)
-            except KeyboardInterrupt:       # stopped before the layer had a result: the others are kept
-                rc = 130
-            if rc == 130:
-                code = 130
-                break
-            result = json.loads((out / layer.name / "result.json").read_text())
-            if rc != 0 or result.get("best") is None:
-                failed.append(layer.name)
-                code = max(code, rc or 1)
-            else:
-                rows.append(_row(layer, n, result))
-            if bar is not None:
-                bar.update(1)
+        with finishing("the layer being mapped") as guard:
+            for layer, n in layers:
+                if bar is not None:
+                    bar.set_postfix_str(layer.name)
+                sub = argparse.Namespace(**{**vars(args), "layer": layer.name, "out": str(out / layer.name),
+                                            "json": False, "all_layers": False, "no_progress": True})
+                notes = io.StringIO()
+                try:
+                    # the layer's summary is in its result.json; its notes are said once per network
+                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(notes):
+                        rc = map_one(sub)
+                except KeyboardInterrupt:   # stopped before the layer had a result: the others are kept
+                    rc = 130
+                except CoexploreError as exc:          # bad input that only this layer meets
+                    exc.message = f"layer {layer.name}: {exc.message}"
+                    exc.args = (exc.format(),)
+                    error = exc
+                finally:
+                    _say_once(notes.getvalue(), said, bar)
+                if error is not None:
+                    break
+                if rc == 130:                          # the layer's search was cut short
+                    code = 130
+                    break
+                result = json.loads((out / layer.name / "result.json").read_text())
+                if rc != 0 or result.get("best") is None:
+                    failed.append(layer.name)
+                    code = max(code, rc or 1)
+                else:
+                    rows.append(_row(layer, n, result))
+                if bar is not None:
+                    bar.update(1)
+                if guard.asked and len(rows) + len(failed) < len(layers):   # a stop after this layer's search
+                    code = 130
+                    break
     finally:
         if bar is not None:
             bar.close()
-    summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), desc)
+    summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), _run_record(args, wl))
     with open(out / "layers.csv", "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    write_text(out / "summary.json", json.dumps(summary, indent=1))
+    if error is not None:
+        raise error
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
         _print(summary, rows, out)
     if code == 130:
-        print(f"coexplore map: interrupted after {len(rows) + len(failed)} of {len(layers)} layers; rerunning "
+        print(f"coexplore map: stopped after {len(rows) + len(failed)} of {len(layers)} layers; rerunning "
               "the same command resumes (finished layers come from the cache)", file=sys.stderr)
     for name in failed:
         print(f"coexplore map: layer {name}: no valid mapping found (see {out / name / 'result.json'})",
               file=sys.stderr)
     return code
+
+
+def _run_record(args, wl) -> dict:
+    """What the network's result depends on: the settings and the digests of the input files (an
+    edited input is another run, so a default folder is never reused for it)."""
+    import coexplore
+    from coexplore.cli.paths import digests
+    from coexplore.bundled import resolve
+    desc = {k: v for k, v in sorted(vars(args).items()) if k not in
+            ("func", "out", "json", "no_progress", "restart", "cache", "no_cache", "command")}
+    files = [resolve("arch", args.arch), wl.path, args.ert, *(args.constraints or []),
+             resolve("mappers", args.searcher) if args.searcher else None]
+    desc.update(all_layers=True, workload=str(wl.path), coexplore_version=coexplore.__version__,
+                inputs_sha256=digests(*[f for f in files if f and Path(f).is_file()]))
+    return json.loads(json.dumps(desc, default=str))
+
+
+def _result_folder(args, wl, arch: str, searcher: str) -> Path:
+    from coexplore.cli.paths import chosen_dir, default_run_dir
+    desc = _run_record(args, wl)
+    if args.out:
+        return chosen_dir(args.out, "summary.json", desc, "map")
+    return default_run_dir(Path("results") / "map" / f"{arch}-{wl.name}-{searcher}-seed{args.seed}",
+                           "summary.json", desc)
+
+
+def _say_once(text: str, said: set, bar) -> None:
+    """A layer's notes and warnings, each said once for the whole network (not once per layer)."""
+    for line in text.splitlines():
+        if line.strip() and line not in said:
+            said.add(line)
+            if bar is not None:
+                bar.write(line, file=sys.stderr)
+            else:
+                print(line, file=sys.stderr)
 
 
 def _row(layer, n: int, result: dict) -> dict:
@@ -124,6 +172,9 @@ def _print(summary: dict, rows: list[dict], out: Path) -> None:
     for r in rows:
         print(f"{r['layer']:<28}{r['count']:>6}{r['cycles']:>16,}{r['energy_uJ']:>14,.3f}"
               f"{r['pJ_per_mac']:>9.3f}{r['utilization']:>7.3f}")
+    if not rows:
+        print("no layer mapped: no totals")
+        return
     what = "network" if summary["complete"] else "mapped layers only"
     print(f"total ({what}, each layer x its count, one after another): {summary['cycles']:,} cycles, "
           f"{summary['energy_uJ']:,.3f} uJ, EDP {summary['edp_J_cycle']:.6g} J*cycle"

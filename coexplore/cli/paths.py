@@ -43,17 +43,20 @@ def open_cache(path, command: str):
 def remove_empty_created() -> None:
     """After a failed run: drop this run's claims on folders that hold nothing else, and remove the
     folders output_dir created that are then empty (no empty result folder is left behind)."""
+    def rmdir_created():
+        for p in reversed(CREATED):
+            try:
+                p.rmdir()            # only succeeds on an empty folder
+            except OSError:
+                pass
+    rmdir_created()                  # first the empty sub-folders (a network's layer folders) ...
     for p in CLAIMED:
         try:
             if [q.name for q in p.iterdir()] == [CLAIM]:
                 (p / CLAIM).unlink()
         except OSError:
             pass
-    for p in reversed(CREATED):
-        try:
-            p.rmdir()                # only succeeds on an empty folder
-        except OSError:
-            pass
+    rmdir_created()                  # ... then the folders they leave holding nothing
     CREATED.clear()
     CLAIMED.clear()
 
