@@ -8,6 +8,7 @@ carries the spatial loops into the container, exactly as Timeloop's front-end (t
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -532,20 +533,27 @@ TIMELOOP_ATTRIBUTES = ("depth", "width", "datawidth", "word_bits", "word_width",
 def _suspicious(storage: list[Level]) -> list[str]:
     """What Timeloop accepts silently but is most likely a typo: an unknown attribute one letter
     away from a Timeloop one (`dpeth`), and an on-chip buffer without any size (unbounded)."""
-    import difflib
-
     out = []
     for lv in storage:
         for key in lv.attributes:
             if key in TIMELOOP_ATTRIBUTES:
                 continue
-            close = difflib.get_close_matches(str(key), TIMELOOP_ATTRIBUTES, n=1, cutoff=0.8)
-            if close and close[0] not in lv.attributes:
-                out.append(f"{lv.name}: attribute '{key}' is not one Timeloop reads (did you mean '{close[0]}'?)")
+            close = _close_attribute(str(key))
+            if close and close not in lv.attributes:
+                out.append(f"{lv.name}: attribute '{key}' is not one Timeloop reads (did you mean '{close}'?)")
         if math.isinf(lv.size) and not lv.is_dummy and "dram" not in lv.cls.lower() and \
                 "dram" not in lv.accelergy_class.lower():
             out.append(f"{lv.name}: no depth, entries or sizeKB, so its capacity is unlimited")
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _close_attribute(key: str) -> str | None:
+    """The Timeloop attribute one letter or so away from `key` (difflib, cached: the same keys
+    come back in every level of every architecture a sweep builds)."""
+    import difflib
+    close = difflib.get_close_matches(key, TIMELOOP_ATTRIBUTES, n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def load_architecture(path: str | Path) -> Architecture:
