@@ -419,3 +419,21 @@ def test_a_workload_layer_is_written_as_a_timeloop_problem_beside_its_mapping(tm
     got = json.loads(capsys.readouterr().out)
     assert got["cycles"] == best["cycles"] and got["energy_pJ"] == pytest.approx(best["energy_pJ"], rel=1e-12)
     assert got["levels"] == best["levels"]
+
+
+def test_map_layer_takes_a_custom_objective():
+    """A function of the metrics: energy under a cycle cap. With no cap it is the energy objective
+    (the same search, the same best); with a cap the best keeps it, at no less energy."""
+    ctx = load_context(ARCH, LAYER)
+    cons = load_constraints(ctx.arch)
+    uncapped = map_layer(ctx, cons, "ga", 1500, seed=2, objective=lambda m: m["energy"])
+    energy = map_layer(ctx, cons, "ga", 1500, seed=2, objective="energy")
+    assert uncapped.best == energy.best and uncapped.objective == "custom"
+    assert [h[1] for h in uncapped.history] == [h[1] for h in energy.history]
+    cap = int(energy.best["cycles"] * 0.5)
+    capped = map_layer(ctx, cons, "ga", 1500, seed=2,
+                       objective=lambda m: np.where(m["cycles"] <= cap, m["energy"], np.inf))
+    assert capped.best["cycles"] <= cap and capped.best["energy_pJ"] >= energy.best["energy_pJ"]
+    from coexplore.errors import CoexploreError
+    with pytest.raises(CoexploreError, match="losses for"):
+        map_layer(ctx, cons, "ga", 200, seed=0, objective=lambda m: m["energy"][:3])

@@ -103,15 +103,38 @@ def metric_arrays(res) -> dict:
     return {"energy": res.energy_pJ, "latency": res.cycles, "cycles": res.cycles, "edp": res.edp}
 
 
-def make_objective(ctx: Context, ms: MapSpace, objective: str):
-    """Batch of parameter vectors -> losses (inf for invalid mappings)."""
+def make_objective(ctx: Context, ms: MapSpace, objective):
+    """Batch of parameter vectors -> losses (inf for invalid mappings and for mappings that break
+    the constraints' factor bounds). `objective`: a name (registry.OBJECTIVES) or a function of
+    the batch's metrics {'energy' (pJ), 'cycles', 'latency' (= cycles), 'edp' (J*cycle),
+    'utilization'}, numpy arrays with inf for invalid mappings, giving one loss per mapping."""
     def f(X: np.ndarray) -> np.ndarray:
         arrays = ms.decode(X)
-        loss = registry.objective_loss(metric_arrays(ctx.evaluate(arrays)), objective)
+        res = ctx.evaluate(arrays)
+        metrics = metric_arrays(res)
+        if callable(objective):
+            loss = _custom_losses(objective, {**metrics, "utilization": np.asarray(res.utilization, float)},
+                                  len(X))
+            loss[~np.isfinite(metrics["energy"])] = np.inf           # an invalid mapping stays invalid
+        else:
+            loss = registry.objective_loss(metrics, objective)
         if ms.has_bounds:            # factor bounds / min parallelism: outside the mapspace
             loss[~ms.satisfies(arrays)] = np.inf
         return loss
     return f
+
+
+def _custom_losses(objective, metrics: dict, n: int) -> np.ndarray:
+    out = objective(metrics)
+    try:
+        loss = np.array(out, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise CoexploreError(f"the objective returned {type(out).__name__}", key="objective",
+                             expected="one number per mapping (a numpy array of shape [n])") from None
+    if loss.shape != (n,):
+        raise CoexploreError(f"the objective returned {loss.size} losses for {n} mappings", key="objective",
+                             expected="one number per mapping (a numpy array of shape [n])")
+    return np.where(np.isnan(loss), np.inf, loss)
 
 
 def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed, budget: int,
@@ -136,12 +159,17 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
 
 
 def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec | str, budget: int,
-              seed: int | None = 0, progress: bool = False, cache=None, objective: str | None = None,
+              seed: int | None = 0, progress: bool = False, cache=None, objective=None,
               batch_size: int | None = None, checkpoint=None) -> MapResult:
     """Search the best mapping of ctx's layer; spec is a MapperSpec or a name / mapper YAML
-    (`registry.load_mapper`); `objective` / `batch_size` override the spec's. An unseeded run
-    (seed None) is not cached. A `checkpoint` (`search.checkpoint`) resumes an interrupted search
-    of this run and is saved as it goes (`run_search`)."""
+    (`registry.load_mapper`); `objective` / `batch_size` override the spec's. `objective` may also
+    be a function of the metrics (see `make_objective`; e.g. energy under a cycle cap), which the
+    result's `history` then records (`objective` "custom"; not cached). An unseeded run (seed None)
+    is not cached. A `checkpoint` (`search.checkpoint`) resumes an interrupted search of this run
+    and is saved as it goes (`run_search`)."""
+    custom = objective if callable(objective) else None
+    if custom is not None:
+        objective, cache = None, None        # a function has no cache key
     if isinstance(spec, (str, Path)):
         spec = registry.load_mapper(spec)
     if not isinstance(spec, registry.MapperSpec):
@@ -177,17 +205,17 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     def wall():                 # search seconds, those before a resumed checkpoint included
         return checkpoint.elapsed() if checkpoint is not None else time.perf_counter() - t0
     try:
-        result = run_search(searcher, make_objective(ctx, ms, spec.objective), budget, spec.batch_size,
+        result = run_search(searcher, make_objective(ctx, ms, custom or spec.objective), budget, spec.batch_size,
                             progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})",
-                            best_label=BEST_LABELS[spec.objective], checkpoint=checkpoint)
+                            best_label="loss" if custom else BEST_LABELS[spec.objective], checkpoint=checkpoint)
     except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
         part = exc.result
         found = part.best_x is not None and math.isfinite(part.best_loss)
-        raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size)
+        raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size, custom)
                              if found else None) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
         raise NoValidMapping(result.samples, why_invalid(ctx, ms))
-    out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size)
+    out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size, custom)
     if cache is not None:
         cache.put(key, json.loads(json.dumps(out.to_dict())),
                   {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
@@ -195,7 +223,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
 
 
 def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, result: SearchResult,
-                wall: float, exhausted: bool | None, counted: int | None = None) -> MapResult:
+                wall: float, exhausted: bool | None, counted: int | None = None, custom=None) -> MapResult:
     """The best candidate of a search, re-evaluated into a full result record and mapping;
     `counted`: the distinct mappings the searcher counted (exhaustive), when the mapspace's own
     size estimate did not count them."""
@@ -208,7 +236,7 @@ def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, res
     return MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
                      mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
                      history=[[int(s), float(v)] for s, v in result.history],
-                     objective=spec.objective,
+                     objective="custom" if custom is not None else spec.objective,
                      seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=log10,
                      mapspace_size=size,
                      exhausted=exhausted, interrupted=result.interrupted)
