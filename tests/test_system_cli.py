@@ -29,6 +29,18 @@ def test_schedule_json_and_files(tmp_path, capsys):
     assert json.loads((tmp_path / "o" / "schedule.json").read_text())["makespan"] == data["makespan"]
     png = (tmp_path / "o" / "gantt.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    # timeline.csv: every job once, by start time, with the core and times of schedule.json
+    import csv
+    with open(tmp_path / "o" / "timeline.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert sorted(r["job"] for r in rows) == sorted(data["jobs"])
+    starts = [float(r["start_cycle"]) for r in rows]
+    assert starts == sorted(starts)
+    for r in rows:
+        j = data["jobs"].index(r["job"])
+        assert (r["core"], float(r["start_cycle"]), float(r["end_cycle"])) == (data["core"][j], data["start"][j],
+                                                                                data["end"][j])
+    assert max(float(r["end_cycle"]) for r in rows) == pytest.approx(data["makespan"], rel=1e-12)
 
 
 def test_schedule_summary_and_no_plot(tmp_path, capsys):
@@ -182,7 +194,8 @@ def test_default_output_folder_never_overwrites_another_run(tmp_path, capsys, mo
     outs = []
     for table, bw in runs:
         assert main(["schedule", "--table", str(table), "--bandwidth", bw, "--budget", "100", "--no-plot"]) == 0
-        outs.append(capsys.readouterr().out.strip().splitlines()[-1].split()[-1])
+        outs.append(next(line.split()[-1] for line in capsys.readouterr().out.splitlines()
+                         if line.startswith("schedule ")))
     assert outs[0] == outs[2] != outs[1]
     first, second = (json.loads(Path(o).read_text()) for o in outs[:2])
     assert first["run"]["table"] == str(TABLE.resolve()) and first["run"]["bandwidth"] == 16

@@ -10,7 +10,8 @@ SYSTEM.yaml describes the cores and the shared off-chip bandwidth (arch/simba_2x
 distinct layer of the workloads is mapped once per core design with the layer mapper (cached in
 SQLite) to build the job table. TABLE.csv is a job table in the format of MAGMA's tables
 (lat_<core>/bw_<core> columns).
-Writes DIR/schedule.json and DIR/gantt.png (Gantt chart + bandwidth timeline) and prints a
+Writes DIR/schedule.json, DIR/timeline.csv (per job: core, start, end) and DIR/gantt.png (Gantt
+chart + bandwidth timeline) and prints a
 summary, or with --json the schedule as JSON on stdout.
 """
 
@@ -69,7 +70,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the schedule as JSON on stdout instead of the summary")
     p.add_argument("--out", metavar="DIR",
-                   help="write schedule.json and gantt.png (and jobs.csv, the job table of a system) "
+                   help="write schedule.json, timeline.csv and gantt.png (and jobs.csv, the job table of a system) "
                         "here (default results/schedule/<table or system>-<searcher>-s<seed>, or "
                         "<...>-2, -3 ... when that folder holds another run's schedule)")
     p.add_argument("--no-plot", action="store_true", help="do not draw gantt.png")
@@ -157,6 +158,7 @@ def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dic
     if args.system:
         data["job_table"] = str(out / "jobs.csv")
     write_text(out / "schedule.json", json.dumps(data, indent=1) + "\n")
+    write_text(out / "timeline.csv", _timeline_csv(table, data))
     if not result.interrupted:
         checkpoint.discard()          # the schedule is stored: nothing to resume
     stale = out / "jobs.csv"              # another run's job table would not match this schedule
@@ -175,7 +177,8 @@ def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dic
         print(json.dumps(data))
     else:
         print("\n".join(summary_lines(table, result)))
-        print(f"schedule   {out / 'schedule.json'}" + (f"\njob table  {out / 'jobs.csv'}" if args.system else "")
+        print(f"schedule   {out / 'schedule.json'}\ntimeline   {out / 'timeline.csv'}"
+              + (f"\njob table  {out / 'jobs.csv'}" if args.system else "")
               + (f"\ngantt      {png}" if png else ""))
     if result.interrupted:
         print(f"coexplore schedule: interrupted after {result.samples:,} of {budget:,} samples; "
@@ -231,6 +234,21 @@ def _layer_budget(args) -> int:
 
 def _layer_seed(args) -> int:
     return 0 if args.layer_seed is None else args.layer_seed
+
+
+def _timeline_csv(table, data: dict) -> str:
+    """One row per job, by start time: its DNN, layer, core and start / end (cycles)."""
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["job", "dnn", "layer", "core", "start_cycle", "end_cycle", "priority"])
+    rows = sorted(range(table.num_jobs), key=lambda j: (data["start"][j], j))
+    for j in rows:
+        job = table.jobs[j]
+        w.writerow([job.name, job.dnn, job.layer, data["core"][j], f"{data['start'][j]:.17g}",
+                    f"{data['end'][j]:.17g}", f"{data['priority'][j]:.17g}"])
+    return buf.getvalue()
 
 
 def _system_mapper(args):
