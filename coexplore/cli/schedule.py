@@ -246,8 +246,8 @@ def _timeline_csv(table, data: dict) -> str:
     rows = sorted(range(table.num_jobs), key=lambda j: (data["start"][j], j))
     for j in rows:
         job = table.jobs[j]
-        w.writerow([job.name, job.dnn, job.layer, data["core"][j], f"{data['start'][j]:.17g}",
-                    f"{data['end'][j]:.17g}", f"{data['priority'][j]:.17g}"])
+        w.writerow([job.name, job.dnn, job.layer, data["core"][j], float(data["start"][j]),
+                    float(data["end"][j]), float(data["priority"][j])])     # shortest exact text
     return buf.getvalue()
 
 
