@@ -128,7 +128,7 @@ def test_bad_input_only_a_later_layer_meets_names_that_layer(tmp_path):
 
     with pytest.raises(CoexploreError) as e:
         run_all_layers(args, refusing_the_third)
-    assert e.value.message.startswith(f"layer {calls[2]}: constraint P=5") and "c.yaml" in str(e.value)
+    assert e.value.message.startswith(f"mapping layer {calls[2]}: constraint P=5") and "c.yaml" in str(e.value)
     summary = json.loads((tmp_path / "w" / "summary.json").read_text())
     assert summary["mapped"] == 2 and not summary["complete"]      # the layers done are kept
 
@@ -146,4 +146,34 @@ def test_an_edited_input_is_another_run_with_its_own_default_folder(tmp_path, mo
     assert main(argv) == 0
     folders = sorted(p.name for p in (tmp_path / "results" / "map").iterdir())
     assert len(folders) == 2 and folders[1] == folders[0] + "-2"
+    assert "replacing" not in capsys.readouterr().err
+
+
+def test_bad_input_of_the_whole_network_leaves_no_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "badc.yaml"
+    bad.write_text("architecture_constraints:\n  targets:\n  - type: temporal\n    target: NoSuchLevel\n"
+                   "    factors: M=1\n")
+    assert main(["map", "simba", "dlrm_mlp", "--all-layers", "--budget", "100", "--no-cache",
+                 "--constraints", str(bad)]) == 2
+    assert "NoSuchLevel" in capsys.readouterr().err
+    assert not (tmp_path / "results" / "map").exists() or not any((tmp_path / "results" / "map").iterdir())
+
+
+def test_an_edited_energy_table_beside_the_architecture_is_another_run(tmp_path, monkeypatch, capsys):
+    """The ERT found beside ARCH is part of what the result depends on, as for one layer."""
+    import shutil
+    from conftest import CORPUS
+    monkeypatch.chdir(tmp_path)
+    design = tmp_path / "design"
+    shutil.copytree(CORPUS / "arches" / "simba_like", design)
+    argv = ["map", str(design / "processed.yaml"), "dlrm_mlp", "--all-layers", "--budget", "100", "--no-cache",
+            "--no-progress"]
+    assert main(argv) == 0
+    ert = design / "ERT.yaml"
+    text = ert.read_text()
+    i = text.index("energy:")
+    ert.write_text(text[:i] + "energy: 1" + text[text.index("\n", i):])       # one action's energy changed
+    assert main(argv) == 0
+    assert len(list((tmp_path / "results" / "map").iterdir())) == 2
     assert "replacing" not in capsys.readouterr().err

@@ -289,3 +289,20 @@ def test_written_mappings_have_spatial_directives_where_timeloop_mapper_writes_t
     ours = from_arrays(arrays, 0, ctx.arch, ctx.problem)
     spatial = [sorted(e["target"] for e in m if e["type"] == "spatial") for m in (ours, ref)]
     assert spatial[0] == spatial[1] and spatial[0]
+
+
+def test_a_compute_unit_outside_the_fan_out_of_the_buffers_below_it_is_refused(tmp_path):
+    """Listed before the 16x16 PE container, the MAC has 1 instance under 256 registers: Timeloop's
+    FloorPlan asserts on it; coexplore names the levels (listed inside the PE, it is fine)."""
+    src = (CORPUS / "arches" / "simple_weight_stationary" / "arch.yaml").read_text()
+    mac = src[src.index("  - !Component # MAC unit"):]
+    base = src[:src.index("  - !Component # MAC unit")]
+    i = base.index("  - !Container # Array of PEs")
+    f = tmp_path / "arch.yaml"
+    f.write_text(base[:i] + mac.rstrip("\n") + "\n\n" + base[i:])
+    with pytest.raises(CoexploreError, match="not a multiple of the 256"):
+        load_architecture(f)
+    i = base.index("  - !Component # PE Scratchpad")
+    f.write_text(base[:i] + mac.rstrip("\n") + "\n\n" + base[i:])
+    arch = load_architecture(f)
+    assert arch.compute.name == "mac" and arch.compute.instances == 256

@@ -40,9 +40,13 @@ def run_all_layers(args, map_one) -> int:
     wl = load_workload(find_workload(args.problem))
     layers = wl.unique_layers()
     first = argparse.Namespace(**{**vars(args), "layer": layers[0][0].name})
-    ctx, _ = load_inputs(first)                       # the design's name (and early input errors)
-    searcher = mapper_of(args).searcher
-    out = _result_folder(args, wl, ctx.arch.name, searcher)
+    try:        # the design's name, what the results depend on, and the inputs' errors before any folder
+        ctx, constraints = load_inputs(first, with_constraints=True)
+        spec = mapper_of(args)
+    except CoexploreError as exc:
+        raise _in_layer(exc, layers[0][0].name) from None
+    ctx.stride_rule = args.stride_rule
+    out = _result_folder(args, wl, ctx, constraints, spec)
     rows, failed, code, error = [], [], 0, None
     bar = None
     if not (args.no_progress or args.json):
@@ -64,9 +68,7 @@ def run_all_layers(args, map_one) -> int:
                 except KeyboardInterrupt:   # stopped before the layer had a result: the others are kept
                     rc = 130
                 except CoexploreError as exc:          # bad input that only this layer meets
-                    exc.message = f"layer {layer.name}: {exc.message}"
-                    exc.args = (exc.format(),)
-                    error = exc
+                    error = _in_layer(exc, layer.name)
                 finally:
                     _say_once(notes.getvalue(), said, bar)
                 if error is not None:
@@ -88,11 +90,14 @@ def run_all_layers(args, map_one) -> int:
     finally:
         if bar is not None:
             bar.close()
-    summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), _run_record(args, wl))
-    with open(out / "layers.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
+    if error is not None and not rows and not failed:
+        raise error                  # nothing done: no table (the empty folder is removed)
+    summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), _run_record(args, wl, ctx, constraints, spec))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    write_text(out / "layers.csv", buf.getvalue())
     write_text(out / "summary.json", json.dumps(summary, indent=1))
     if error is not None:
         raise error
@@ -101,35 +106,47 @@ def run_all_layers(args, map_one) -> int:
     else:
         _print(summary, rows, out)
     if code == 130:
+        again = "searched again (--no-cache)" if args.no_cache else "from the cache"
         print(f"coexplore map: stopped after {len(rows) + len(failed)} of {len(layers)} layers; rerunning "
-              "the same command resumes (finished layers come from the cache)", file=sys.stderr)
-    for name in failed:
-        print(f"coexplore map: layer {name}: no valid mapping found (see {out / name / 'result.json'})",
-              file=sys.stderr)
+              f"the same command resumes (finished layers {again})", file=sys.stderr)
     return code
 
 
-def _run_record(args, wl) -> dict:
-    """What the network's result depends on: the settings and the digests of the input files (an
-    edited input is another run, so a default folder is never reused for it)."""
+def _in_layer(exc: CoexploreError, name: str) -> CoexploreError:
+    """The error of one layer's run, saying which layer was being mapped."""
+    exc.message = f"mapping layer {name}: {exc.message}"
+    exc.args = (exc.format(),)
+    return exc
+
+
+def _run_record(args, wl, ctx, constraints, spec) -> dict:
+    """What the network's result depends on: the settings, the digests of the files given, and the
+    content key a one-layer `map` computes (architecture, ERT and constraints as found, also beside
+    ARCH, searcher settings, budget, seed). An edited input is another run (another default folder)."""
     import coexplore
     from coexplore.cli.paths import digests
-    from coexplore.bundled import resolve
+    from coexplore.model.cache import cache_key
+    from coexplore.search.layer import cache_parts
     desc = {k: v for k, v in sorted(vars(args).items()) if k not in
             ("func", "out", "json", "no_progress", "restart", "cache", "no_cache", "command")}
-    files = [resolve("arch", args.arch), wl.path, args.ert, *(args.constraints or []),
+    parts = cache_parts(ctx, constraints, spec, args.seed, args.budget)
+    parts["layer"] = None                                # the workload's digest stands for the layers
+    parts.pop("encoding", None)                          # (the first layer's mapspace layout)
+    from coexplore.bundled import resolve
+    given = [resolve("arch", args.arch), wl.path, args.ert, *(args.constraints or []),
              resolve("mappers", args.searcher) if args.searcher else None]
     desc.update(all_layers=True, workload=str(wl.path), coexplore_version=coexplore.__version__,
-                inputs_sha256=digests(*[f for f in files if f and Path(f).is_file()]))
+                inputs_sha256=digests(*[f for f in given if f and Path(f).is_file()]),
+                content_key=cache_key(**parts))
     return json.loads(json.dumps(desc, default=str))
 
 
-def _result_folder(args, wl, arch: str, searcher: str) -> Path:
+def _result_folder(args, wl, ctx, constraints, spec) -> Path:
     from coexplore.cli.paths import chosen_dir, default_run_dir
-    desc = _run_record(args, wl)
+    desc = _run_record(args, wl, ctx, constraints, spec)
     if args.out:
         return chosen_dir(args.out, "summary.json", desc, "map")
-    return default_run_dir(Path("results") / "map" / f"{arch}-{wl.name}-{searcher}-seed{args.seed}",
+    return default_run_dir(Path("results") / "map" / f"{ctx.arch.name}-{wl.name}-{spec.searcher}-seed{args.seed}",
                            "summary.json", desc)
 
 
@@ -172,6 +189,8 @@ def _print(summary: dict, rows: list[dict], out: Path) -> None:
     for r in rows:
         print(f"{r['layer']:<28}{r['count']:>6}{r['cycles']:>16,}{r['energy_uJ']:>14,.3f}"
               f"{r['pJ_per_mac']:>9.3f}{r['utilization']:>7.3f}")
+    if summary["failed"]:
+        print(f"no valid mapping found: {', '.join(summary['failed'])} (see their result.json)")
     if not rows:
         print("no layer mapped: no totals")
         return

@@ -113,9 +113,11 @@ def make_objective(ctx: Context, ms: MapSpace, objective):
         res = ctx.evaluate(arrays)
         metrics = metric_arrays(res)
         if callable(objective):
-            loss = _custom_losses(objective, {**metrics, "utilization": np.asarray(res.utilization, float)},
-                                  len(X))
-            loss[~np.isfinite(metrics["energy"])] = np.inf           # an invalid mapping stays invalid
+            valid = np.isfinite(np.asarray(metrics["energy"], float))
+            given = {k: np.where(valid, np.asarray(v, float), np.inf)             # inf where invalid
+                     for k, v in {**metrics, "utilization": res.utilization}.items()}
+            loss = _custom_losses(objective, given, len(X))
+            loss[~valid] = np.inf                                       # an invalid mapping stays invalid
         else:
             loss = registry.objective_loss(metrics, objective)
         if ms.has_bounds:            # factor bounds / min parallelism: outside the mapspace
@@ -214,7 +216,11 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size, custom)
                              if found else None) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
-        raise NoValidMapping(result.samples, why_invalid(ctx, ms))
+        reasons = why_invalid(ctx, ms)
+        if custom is not None:       # the model may have found valid mappings the function refused
+            reasons = [("the objective function gave no finite loss to any mapping it was given",
+                        result.samples)] + reasons
+        raise NoValidMapping(result.samples, reasons)
     out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size, custom)
     if cache is not None:
         cache.put(key, json.loads(json.dumps(out.to_dict())),

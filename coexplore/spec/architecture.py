@@ -493,6 +493,12 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError(f"the innermost component '{compute.name}' (class {compute.cls}) is not a "
                              f"compute unit{dropped}", file=file, key="architecture",
                              expected="the last component to be a MAC (class containing 'mac' or 'compute')")
+    for outer, inner in zip(levels, levels[1:]):   # Timeloop's FloorPlan asserts each level's fan-out is whole
+        if inner.instances % outer.instances:
+            raise CoexploreError(f"'{inner.name}' has {inner.instances} instances, not a multiple of the "
+                                 f"{outer.instances} of '{outer.name}' above it", file=file, key="architecture",
+                                 expected="instance counts that divide inward (Timeloop asserts it): "
+                                          "the compute unit inside the containers of the buffers below it")
     storage = levels[:-1]
     for lv in storage:
         if lv.is_compute:

@@ -30,9 +30,9 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     fig, (ax, axb) = plt.subplots(2, 1, figsize=(11, 2.0 + min(0.45 * N, 60.0) + 2.5), sharex=True,
                                   gridspec_kw={"height_ratios": [max(N, 2), 3]})
     # several DNNs (up to 20): a colour per DNN, named in a legend; else a colour per job
-    dnns = list(dict.fromkeys(j.dnn for j in table.jobs))
+    dnns = list(dict.fromkeys(j.dnn or "(none)" for j in table.jobs))
     by_dnn = 1 < len(dnns) <= 20
-    colour = [dnns.index(j.dnn) % 20 if by_dnn else i % 20 for i, j in enumerate(table.jobs)]
+    colour = [dnns.index(j.dnn or "(none)") % 20 if by_dnn else i % 20 for i, j in enumerate(table.jobs)]
     # one broken_barh call per core (a barh per job took a minute for 50,000 jobs)
     for c in range(N):
         jobs = np.flatnonzero(tr.job_core == c)
@@ -44,7 +44,7 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
         from matplotlib.patches import Patch
         ax.legend(handles=[Patch(facecolor=cmap(k % 20), edgecolor="black", label=d) for k, d in enumerate(dnns)],
                   loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, title="DNN", title_fontsize=7,
-                  borderaxespad=0.0)             # beside the chart: never over a job
+                  borderaxespad=0.0, ncol=1 + (len(dnns) - 1) // 10)   # beside the chart: never over a job
     ax.set_yticks(range(N))
     ax.set_yticklabels(table.cores)
     ax.invert_yaxis()
