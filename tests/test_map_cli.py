@@ -437,3 +437,23 @@ def test_map_layer_takes_a_custom_objective():
     from coexplore.errors import CoexploreError
     with pytest.raises(CoexploreError, match="losses for"):
         map_layer(ctx, cons, "ga", 200, seed=0, objective=lambda m: m["energy"][:3])
+
+
+def test_a_custom_objective_sees_inf_for_invalid_mappings_and_a_refusal_is_named():
+    from coexplore.search.layer import NoValidMapping
+    ctx = load_context(ARCH, LAYER)
+    cons = load_constraints(ctx.arch)
+    seen = []
+
+    def record(m):
+        seen.append({k: np.asarray(v, float).copy() for k, v in m.items()})
+        return m["energy"]
+    map_layer(ctx, cons, "random", 500, seed=0, objective=record)
+    invalid = np.concatenate([b["energy"] for b in seen]) == np.inf
+    assert invalid.any() and not invalid.all()
+    for b in seen:
+        for v in b.values():
+            assert not np.isnan(v).any() and np.all(np.isinf(v[b["energy"] == np.inf]))
+    with pytest.raises(NoValidMapping) as e:
+        map_layer(ctx, cons, "random", 200, seed=0, objective=lambda m: np.full(len(m["energy"]), np.inf))
+    assert e.value.reasons[0][0].startswith("the objective function gave no finite loss")
