@@ -177,3 +177,18 @@ def test_an_edited_energy_table_beside_the_architecture_is_another_run(tmp_path,
     assert main(argv) == 0
     assert len(list((tmp_path / "results" / "map").iterdir())) == 2
     assert "replacing" not in capsys.readouterr().err
+
+
+def test_layers_mapped_in_worker_processes_give_the_same_network(tmp_path, capsys):
+    runs = []
+    for jobs in ("1", "2"):
+        assert main([*ARGS, "--all-layers", "--jobs", jobs, "--out", str(tmp_path / jobs), "--json",
+                     "--no-cache"]) == 0
+        runs.append(json.loads(capsys.readouterr().out))
+    one, two = runs
+    for key in ("cycles", "energy_uJ", "edp_J_cycle", "macs", "layers_run"):
+        assert one[key] == two[key]
+    strip = [{k: v for k, v in r.items() if k != "mapping_file"} for r in one["layers"]]
+    assert strip == [{k: v for k, v in r.items() if k != "mapping_file"} for r in two["layers"]]
+    assert main([*ARGS, "--layer", "bottom_fc1", "--jobs", "2", "--out", str(tmp_path / "x")]) == 2
+    assert "--all-layers" in capsys.readouterr().err

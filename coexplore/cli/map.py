@@ -9,7 +9,7 @@ from pathlib import Path
 from coexplore.errors import CoexploreError
 from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, top_keys
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
-                                 interrupted_note, keeps_earlier, open_cache, run_checkpoint, seed)
+                                 interrupted_note, keeps_earlier, open_cache, processes, run_checkpoint, seed)
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES
@@ -52,6 +52,9 @@ def register(sub) -> None:
     p.add_argument("--all-layers", action="store_true",
                    help="map every distinct layer of the workload PROBLEM (each in its own sub-folder of the "
                         "result folder) and write the network's table layers.csv and totals summary.json")
+    p.add_argument("--jobs", type=processes, default=1,
+                   help="with --all-layers: map that many layers at once, in worker processes (default 1; "
+                        "the same results)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_restart_option(p)
@@ -115,6 +118,9 @@ def run(args) -> int:
     if getattr(args, "all_layers", False):
         from coexplore.cli.map_workload import run_all_layers
         return run_all_layers(args, run)
+    if getattr(args, "jobs", 1) > 1:
+        raise CoexploreError(f"--jobs {args.jobs} maps several layers at once", key="--jobs",
+                             expected="--all-layers with it, or --jobs 1 for one layer")
     ctx, constraints = load_inputs(args, with_constraints=True)
     ctx.stride_rule = args.stride_rule
     spec = mapper_of(args)

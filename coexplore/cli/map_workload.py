@@ -47,49 +47,43 @@ def run_all_layers(args, map_one) -> int:
         raise _in_layer(exc, layers[0][0].name) from None
     ctx.stride_rule = args.stride_rule
     out = _result_folder(args, wl, ctx, constraints, spec)
-    rows, failed, code, error = [], [], 0, None
+    results: dict[int, dict] = {}                # layer index -> its result.json (finished layers)
+    failed, code, error = [], 0, None
     bar = None
     if not (args.no_progress or args.json):
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(layers), desc=f"{wl.name} layers", unit="layer")
     said: set = set()
+    subs = [argparse.Namespace(**{**vars(args), "layer": layer.name, "out": str(out / layer.name), "json": False,
+                                  "all_layers": False, "no_progress": True, "jobs": 1}) for layer, _ in layers]
     try:
-        with finishing("the layer being mapped") as guard:
-            for layer, n in layers:
-                if bar is not None:
-                    bar.set_postfix_str(layer.name)
-                sub = argparse.Namespace(**{**vars(args), "layer": layer.name, "out": str(out / layer.name),
-                                            "json": False, "all_layers": False, "no_progress": True})
-                notes = io.StringIO()
-                try:
-                    # the layer's summary is in its result.json; its notes are said once per network
-                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(notes):
-                        rc = map_one(sub)
-                except KeyboardInterrupt:   # stopped before the layer had a result: the others are kept
-                    rc = 130
-                except CoexploreError as exc:          # bad input that only this layer meets
-                    error = _in_layer(exc, layer.name)
-                finally:
-                    _say_once(notes.getvalue(), said, bar)
-                if error is not None:
+        with finishing("the layer being mapped" if args.jobs <= 1 else
+                       "the next layer to finish (the others running resume from their last periodic save)"
+                       ) as guard, contextlib.closing(_outcomes(subs, map_one, args.jobs, bar, guard)) as outcomes:
+            for i, rc, notes, exc in outcomes:
+                _say_once(notes, said, bar)
+                if exc is not None:                    # bad input that only this layer meets
+                    error = _in_layer(exc, layers[i][0].name)
                     break
                 if rc == 130:                          # the layer's search was cut short
                     code = 130
                     break
-                result = json.loads((out / layer.name / "result.json").read_text())
+                result = json.loads((out / layers[i][0].name / "result.json").read_text())
                 if rc != 0 or result.get("best") is None:
-                    failed.append(layer.name)
+                    failed.append(layers[i][0].name)
                     code = max(code, rc or 1)
                 else:
-                    rows.append(_row(layer, n, result))
+                    results[i] = result
                 if bar is not None:
                     bar.update(1)
-                if guard.asked and len(rows) + len(failed) < len(layers):   # a stop after this layer's search
+                if guard.asked and len(results) + len(failed) < len(layers):   # a stop after this layer
                     code = 130
                     break
     finally:
         if bar is not None:
             bar.close()
+    rows = [_row(layers[i][0], layers[i][1], results[i]) for i in sorted(results)]   # in the network's order
+    failed = [layer.name for layer, _ in layers if layer.name in failed]
     if error is not None and not rows and not failed:
         raise error                  # nothing done: no table (the empty folder is removed)
     summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), _run_record(args, wl, ctx, constraints, spec))
@@ -112,6 +106,56 @@ def run_all_layers(args, map_one) -> int:
     return code
 
 
+def _map_quietly(map_one, sub) -> tuple[int, str, CoexploreError | None]:
+    """One layer's `map`: (exit code, its notes, its bad-input error); its summary goes to its
+    result.json, not to the console (130: stopped before it had a result)."""
+    notes = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(notes):
+            return map_one(sub), notes.getvalue(), None
+    except KeyboardInterrupt:
+        return 130, notes.getvalue(), None
+    except CoexploreError as exc:
+        return 2, notes.getvalue(), exc
+
+
+def _map_in_worker(task) -> tuple:
+    """A layer's `map` in a worker process (the error as its parts: exceptions with keyword-only
+    arguments do not unpickle)."""
+    from coexplore.cli.map import run
+    i, fields = task
+    rc, notes, exc = _map_quietly(run, argparse.Namespace(**fields))
+    parts = None if exc is None else (exc.message, exc.file, exc.key, exc.expected)
+    return i, rc, notes, parts
+
+
+def _outcomes(subs: list, map_one, jobs: int, bar, guard):
+    """(layer index, exit code, notes, error) of each layer as it finishes: in order in this
+    process, or in `jobs` worker processes (each search as it would run alone; a stop ends the
+    searches running, which resume from their last periodic save)."""
+    if jobs <= 1 or len(subs) < 2:
+        for i, sub in enumerate(subs):
+            if bar is not None:
+                bar.set_postfix_str(sub.layer)
+            yield (i, *_map_quietly(map_one, sub))
+        return
+    import multiprocessing
+    from coexplore.system.from_system import ignore_ctrl_c
+    tasks = [(i, {k: v for k, v in vars(sub).items() if k != "func"}) for i, sub in enumerate(subs)]
+    pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(subs)), initializer=ignore_ctrl_c)
+    try:
+        for i, rc, notes, parts in pool.imap_unordered(_map_in_worker, tasks):
+            exc = None if parts is None else CoexploreError(parts[0], file=parts[1], key=parts[2],
+                                                             expected=parts[3])
+            yield i, rc, notes, exc
+            if guard.asked:
+                break
+        pool.close()
+    finally:
+        pool.terminate()                  # a stop, an error or the end: no worker outlives the run
+        pool.join()
+
+
 def _in_layer(exc: CoexploreError, name: str) -> CoexploreError:
     """The error of one layer's run, saying which layer was being mapped."""
     exc.message = f"mapping layer {name}: {exc.message}"
@@ -128,7 +172,7 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     from coexplore.model.cache import cache_key
     from coexplore.search.layer import cache_parts
     desc = {k: v for k, v in sorted(vars(args).items()) if k not in
-            ("func", "out", "json", "no_progress", "restart", "cache", "no_cache", "command")}
+            ("func", "out", "json", "no_progress", "restart", "cache", "no_cache", "command", "jobs")}
     parts = cache_parts(ctx, constraints, spec, args.seed, args.budget)
     parts["layer"] = None                                # the workload's digest stands for the layers
     parts.pop("encoding", None)                          # (the first layer's mapspace layout)

@@ -86,7 +86,8 @@ def layer_context(cm: CoreModel, layer) -> Context:
     return Context(cm.context_arch, parse_problem(layer_problem(layer), name=layer.name), cm.ert, cm.costs)
 
 
-def _ignore_ctrl_c() -> None:
+def ignore_ctrl_c() -> None:
+    """A worker process's initializer: the parent process handles Ctrl-C."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent process handles Ctrl-C
 
@@ -112,7 +113,7 @@ def _map_in_parallel(pairs: list, models: dict, spec, budget: int, seed: int, ca
     cache_path = None if cache is None else str(cache.path)
     tasks = [(i, models[design], layer, spec, budget, seed, cache_path) for i, (layer, design) in enumerate(pairs)]
     records = {}
-    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(tasks)), initializer=_ignore_ctrl_c)
+    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(tasks)), initializer=ignore_ctrl_c)
     try:
         for i, rec in pool.imap_unordered(_map_in_worker, tasks):
             layer, design = pairs[i]
