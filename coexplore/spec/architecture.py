@@ -493,12 +493,6 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError(f"the innermost component '{compute.name}' (class {compute.cls}) is not a "
                              f"compute unit{dropped}", file=file, key="architecture",
                              expected="the last component to be a MAC (class containing 'mac' or 'compute')")
-    for outer, inner in zip(levels, levels[1:]):   # Timeloop's FloorPlan asserts each level's fan-out is whole
-        if inner.instances % outer.instances:
-            raise CoexploreError(f"'{inner.name}' has {inner.instances} instances, not a multiple of the "
-                                 f"{outer.instances} of '{outer.name}' above it", file=file, key="architecture",
-                                 expected="instance counts that divide inward (Timeloop asserts it): "
-                                          "the compute unit inside the containers of the buffers below it")
     storage = levels[:-1]
     for lv in storage:
         if lv.is_compute:
@@ -518,6 +512,12 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
             raise CoexploreError(f"instances {given!r}, but its name range and containers give {lv.instances}",
                                  file=file, key=f"{lv.name}.attributes.instances",
                                  expected=f"{lv.instances} (or no instances attribute)")
+    for outer, inner in zip(levels, levels[1:]):   # Timeloop's FloorPlan asserts each level's fan-out is whole
+        if inner.instances % outer.instances:
+            raise CoexploreError(f"'{inner.name}' has {inner.instances} instances, not a multiple of the "
+                                 f"{outer.instances} of '{outer.name}' above it", file=file, key="architecture",
+                                 expected="instance counts that divide inward (Timeloop asserts it): "
+                                          "the compute unit inside the containers of the buffers below it")
     names = [lv.name for lv in levels]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
