@@ -46,7 +46,8 @@ def run_all_layers(args, map_one) -> int:
     except CoexploreError as exc:
         raise _in_layer(exc, layers[0][0].name) from None
     ctx.stride_rule = args.stride_rule
-    out = _result_folder(args, wl, ctx, constraints, spec)
+    record = _run_record(args, wl, ctx, constraints, spec)
+    out = _result_folder(args, wl, ctx.arch.name, spec.searcher, record)
     results: dict[int, dict] = {}                # layer index -> its result.json (finished layers)
     failed, code, error = [], 0, None
     bar = None
@@ -86,7 +87,7 @@ def run_all_layers(args, map_one) -> int:
     failed = [layer.name for layer, _ in layers if layer.name in failed]
     if error is not None and not rows and not failed:
         raise error                  # nothing done: no table (the empty folder is removed)
-    summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), _run_record(args, wl, ctx, constraints, spec))
+    summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), record)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -185,13 +186,13 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     return json.loads(json.dumps(desc, default=str))
 
 
-def _result_folder(args, wl, ctx, constraints, spec) -> Path:
+def _result_folder(args, wl, arch: str, searcher: str, record: dict) -> Path:
+    """--out, else results/map/<arch>-<workload>-<searcher>-seed<S> (numbered when another run's)."""
     from coexplore.cli.paths import chosen_dir, default_run_dir
-    desc = _run_record(args, wl, ctx, constraints, spec)
     if args.out:
-        return chosen_dir(args.out, "summary.json", desc, "map")
-    return default_run_dir(Path("results") / "map" / f"{ctx.arch.name}-{wl.name}-{spec.searcher}-seed{args.seed}",
-                           "summary.json", desc)
+        return chosen_dir(args.out, "summary.json", record, "map")
+    return default_run_dir(Path("results") / "map" / f"{arch}-{wl.name}-{searcher}-seed{args.seed}",
+                           "summary.json", record)
 
 
 def _say_once(text: str, said: set, bar) -> None:

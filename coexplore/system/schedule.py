@@ -105,21 +105,20 @@ MAX_POP = 100_000      # a population is asked as one batch: as the layer mapper
 def check_magma_config(cfg: MagmaConfig, file=None, given: set[str] | None = None) -> MagmaConfig:
     """Refuse populations too small to breed (every island needs two parents) or too large to hold,
     rates outside [0, 1], and options that would do nothing: a mutation floor above the rate,
-    islands / dedup / merge_at with original_quirks (the original code breeds one population and
-    never de-duplicates), merge_at with one island: each when set off its default (`given`: the
-    options a file set; default: all)."""
+    more islands or a merge point with original_quirks (the original code breeds one population),
+    a merge point with one island; each only when set off its default (`given`: the options a file
+    set; default: all)."""
     defaults = MagmaConfig()
-    # an option at its default asks for nothing (the bundled mappers/magma.yaml spells them all out)
-    given = {k for k in ("islands", "dedup", "merge_at") if (given is None or k in given)
-             and getattr(cfg, k) != getattr(defaults, k)}
-    idle = {"islands": 1, "dedup": False}          # the values that ask for nothing
-    if cfg.original_quirks:
-        for key in ("islands", "dedup", "merge_at"):
-            if key in given and getattr(cfg, key) != idle.get(key, object()):
-                raise CoexploreError(f"option '{key}' does nothing with original_quirks: true (the original "
-                                     "code breeds one population and never de-duplicates)", file=file,
-                                     key=f"config.{key}", expected="original_quirks: false, or the option left out")
-    elif cfg.islands <= 1 and "merge_at" in given:
+    # an option at its default asks for nothing (the bundled mappers/magma.yaml spells them all out),
+    # nor do one island or no de-duplication
+    asked = {k for k in ("islands", "merge_at") if (given is None or k in given)
+             and getattr(cfg, k) != getattr(defaults, k) and not (k == "islands" and cfg.islands == 1)}
+    if cfg.original_quirks and asked:
+        key = sorted(asked)[0]
+        raise CoexploreError(f"option '{key}' does nothing with original_quirks: true (the original code breeds "
+                             "one population)", file=file, key=f"config.{key}",
+                             expected="original_quirks: false, or the option left out")
+    elif cfg.islands <= 1 and "merge_at" in asked:
         raise CoexploreError("option 'merge_at' does nothing with one island", file=file, key="config.merge_at",
                              expected="islands >= 2, or merge_at left out")
     islands = 1 if cfg.original_quirks else max(1, cfg.islands)
