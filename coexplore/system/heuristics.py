@@ -15,8 +15,8 @@ Job order (also the order in which cores are chosen, and the priority = position
         numpy's unstable sort, which can differ between CPUs' SIMD sort kernels).
 Core choice for each job in that order:
 * GREEDY: the least busy core; RR: position mod #cores; MET: the core with the minimum
-  latency for the job (ties, e.g. identical cores: a uniformly random one of them drawn
-  with `rng.choice`; the default `RandomState(0)` per schedule is what reproduces MAGMA's
+  latency for the job (ties, e.g. identical cores: a uniformly random one of them, the draws of
+  MAGMA's `rng.choice` per job made at once; the default `RandomState(0)` per schedule is what reproduces MAGMA's
   published numbers);
   HEFT: the core where the job would finish first (busy + latency).
 """
@@ -64,15 +64,20 @@ def heuristic_schedule(latency: np.ndarray, name: str, rng=None) -> tuple[np.nda
     if rng is None:
         rng = np.random.RandomState(0)
     core = np.empty(J, dtype=np.int64)
+    if core_rule == "MET":     # no busy times: every job's tie-break drawn at once, in job order
+        ties = lat == lat.min(axis=1, keepdims=True)
+        k = ties[seq].sum(axis=1)
+        # one bounded draw per job, in `seq` order: the same stream as a rng.choice(cand, 1) per job
+        pick = rng.randint(0, k) if isinstance(rng, np.random.RandomState) else rng.integers(0, k)
+        nth = np.cumsum(ties[seq], axis=1) - 1          # rank of each tied core within its row
+        core[seq] = np.argmax(ties[seq] & (nth == np.asarray(pick)[:, None]), axis=1)
+        return core, priority
     busy = np.zeros(N)
     for pos, j in enumerate(seq):
         if core_rule == "GREEDY":
             c = int(np.argmin(busy))
         elif core_rule == "RR":
             c = pos % N
-        elif core_rule == "MET":
-            cand = np.flatnonzero(lat[j] == lat[j].min())
-            c = int(np.ravel(rng.choice(cand, 1))[0])
         else:
             c = int(np.argmin(busy + lat[j]))
         core[j] = c
