@@ -65,3 +65,22 @@ def test_heuristic_searcher_takes_any_seed_the_cli_accepts(seed):
     for x in runs[0]:
         assert np.all(lat[jobs, x[:t.num_jobs].astype(int)] == lat.min(axis=1))   # still MET
     assert not np.array_equal(runs[0], HeuristicSearcher(lat, "fcfs-met", seed=seed + 1).ask(4))
+
+
+@pytest.mark.parametrize("rule", ["FCFS-MET", "SJF-MET", "HEFT-MET"])
+def test_met_tie_breaks_are_magmas_draws_one_job_at_a_time(rule):
+    """MET's tie-breaks are drawn for all jobs at once; they are the draws MAGMA's code makes with
+    one rng.choice per job in job order (RandomState and Generator alike, several schedules in a row)."""
+    t = load_table(DATA / "tables" / "batch_recom" / "S3" / "insts0.csv")
+    lat = t.latency
+    seq = sjf_order(lat) if rule.startswith("SJF") else np.arange(t.num_jobs)
+
+    def one_at_a_time(rng):
+        core = np.empty(t.num_jobs, dtype=np.int64)
+        for j in seq:
+            core[j] = int(np.ravel(rng.choice(np.flatnonzero(lat[j] == lat[j].min()), 1))[0])
+        return core
+    for make in (np.random.RandomState, np.random.default_rng):
+        ref_rng, rng = make(5), make(5)
+        for _ in range(3):
+            assert np.array_equal(heuristic_schedule(lat, rule, rng)[0], one_at_a_time(ref_rng))
