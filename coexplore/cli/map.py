@@ -45,8 +45,9 @@ def register(sub) -> None:
     p.add_argument("--batch-size", type=int, default=None,
                    help="candidates per ask/tell round (default: the mapper's, 100)")
     p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>-<searcher>-seed<S>, "
-                                 "<layer> being <workload>-<layer> for a workload's layer; numbered -2, -3, ... when it holds another "
-                                 "run's result)")
+                                 "<layer> being <workload>-<layer> for a workload's layer; with --all-layers "
+                                 "results/map/<arch>-<workload>-<searcher>-seed<S>, a sub-folder per layer; numbered -2, -3, "
+                                 "... when it holds another run's result)")
     add_cache_option(p, no_cache=True)
     p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
     p.add_argument("--all-layers", action="store_true",
