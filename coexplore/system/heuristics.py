@@ -23,6 +23,8 @@ Core choice for each job in that order:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from coexplore.errors import CoexploreError
@@ -104,7 +106,7 @@ class HeuristicSearcher(Searcher):
         from coexplore.system.encoding import ScheduleSpace
         return ScheduleSpace(*np.shape(self.latency))
 
-    @property
+    @functools.cached_property
     def size(self) -> int | None:
         lat = np.asarray(self.latency)
         ties = np.sum(lat == lat.min(axis=1, keepdims=True), axis=1)

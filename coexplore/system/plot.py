@@ -32,7 +32,8 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     # several DNNs (up to 20): a colour per DNN, named in a legend; else a colour per job
     dnns = list(dict.fromkeys(j.dnn or "(none)" for j in table.jobs))
     by_dnn = 1 < len(dnns) <= 20
-    colour = [dnns.index(j.dnn or "(none)") % 20 if by_dnn else i % 20 for i, j in enumerate(table.jobs)]
+    at = {d: k for k, d in enumerate(dnns)}
+    colour = [at[j.dnn or "(none)"] % 20 if by_dnn else i % 20 for i, j in enumerate(table.jobs)]
     # one broken_barh call per core (a barh per job took a minute for 50,000 jobs)
     for c in range(N):
         jobs = np.flatnonzero(tr.job_core == c)
