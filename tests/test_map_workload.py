@@ -75,6 +75,58 @@ def test_an_interrupted_network_keeps_its_layers_and_resumes(tmp_path, capsys):
     assert all(again[n]["best"] == done[n]["best"] and again[n]["cached"] for n in calls[:2])
 
 
+def test_a_rerun_stopped_sooner_keeps_the_layers_an_earlier_run_did(tmp_path, capsys):
+    """The table of a rerun stopped at its first layer still lists the layers the first run
+    finished (same settings); a run of other settings in the same --out does not inherit them."""
+    cache = str(tmp_path / "c.sqlite")
+    argv = [*ARGS, "--all-layers", "--out", str(tmp_path / "w"), "--cache", cache, "--no-progress"]
+    calls = []
+
+    def stop_at(k):
+        def stopping(sub):
+            calls.append(sub.layer)
+            if len(calls) == k:
+                raise KeyboardInterrupt
+            return map_cli.run(sub)
+        return stopping
+
+    assert run_all_layers(_parsed(argv), stop_at(3)) == 130
+    first = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert [r["layer"] for r in first["layers"]] == calls[:2]
+    calls.clear()
+    assert run_all_layers(_parsed(argv), stop_at(1)) == 130          # stopped before any layer
+    again = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert again["layers"] == first["layers"] and again["mapped"] == 2 and not again["complete"]
+    with open(tmp_path / "w" / "layers.csv", newline="") as f:
+        assert [r["layer"] for r in csv.DictReader(f)] == [r["layer"] for r in first["layers"]]
+    calls.clear()
+    other = [a if a != "200" else "150" for a in argv]                  # another budget: another run
+    assert run_all_layers(_parsed(other), stop_at(1)) == 130
+    assert json.loads((tmp_path / "w" / "summary.json").read_text())["mapped"] == 0
+
+
+def test_rows_say_whether_the_layer_is_the_optimum(tmp_path, capsys):
+    """`exhausted` in layers.csv: True when exhaustive search saw every mapping of the layer, False
+    when its budget ended first, empty for a searcher that cannot tell."""
+    from conftest import CORPUS
+    wl = tmp_path / "tiny.yaml"
+    wl.write_text("workload:\n  layers:\n"
+                  "  - {name: a, instance: {C: 2, M: 2, P: 2, Q: 1, R: 1, S: 1, N: 1}}\n"
+                  "  - {name: b, instance: {C: 4, M: 2, P: 3, Q: 1, R: 1, S: 1, N: 1}}\n")
+    arch = str(CORPUS / "arches" / "eyeriss_like" / "processed.yaml")
+
+    def flags(searcher, budget):
+        out = tmp_path / f"{searcher}{budget}"
+        assert main(["map", arch, str(wl), "--all-layers", "--searcher", searcher, "--budget", budget,
+                     "--out", str(out), "--no-cache", "--no-progress"]) == 0
+        with open(out / "layers.csv", newline="") as f:
+            return [r["exhausted"] for r in csv.DictReader(f)]
+
+    assert flags("exhaustive", "1000000") == ["True", "True"]
+    assert flags("exhaustive", "3") == ["False", "False"]
+    assert flags("random", "3") == ["", ""]
+
+
 @pytest.mark.parametrize("extra, says", [
     (["--layer", "fc1"], "--layer"),
     (None, "workload"),

@@ -18,7 +18,7 @@ from pathlib import Path
 from coexplore.errors import CoexploreError
 
 COLUMNS = ("layer", "count", "macs", "cycles", "energy_uJ", "edp_J_cycle", "pJ_per_mac", "utilization",
-           "samples", "mapping_file")
+           "samples", "exhausted", "mapping_file")
 
 
 def run_all_layers(args, map_one) -> int:
@@ -83,7 +83,10 @@ def run_all_layers(args, map_one) -> int:
     finally:
         if bar is not None:
             bar.close()
-    rows = [_row(layers[i][0], layers[i][1], results[i]) for i in sorted(results)]   # in the network's order
+    rows = {layers[i][0].name: _row(layers[i][0], layers[i][1], results[i]) for i in results}
+    if len(rows) + len(failed) < len(layers):    # stopped: layers an earlier run of these settings did
+        rows, failed = _with_earlier(out / "summary.json", record, rows, failed)
+    rows = [rows[layer.name] for layer, _ in layers if layer.name in rows]    # in the network's order
     failed = [layer.name for layer, _ in layers if layer.name in failed]
     if error is not None and not rows and not failed:
         raise error                  # nothing done: no table (the empty folder is removed)
@@ -102,7 +105,7 @@ def run_all_layers(args, map_one) -> int:
         _print(summary, rows, out)
     if code == 130:
         again = "searched again (--no-cache)" if args.no_cache else "from the cache"
-        print(f"coexplore map: stopped after {len(rows) + len(failed)} of {len(layers)} layers; rerunning "
+        print(f"coexplore map: stopped with {len(rows) + len(failed)} of {len(layers)} layers done; rerunning "
               f"the same command resumes (finished layers {again})", file=sys.stderr)
     return code
 
@@ -206,12 +209,26 @@ def _say_once(text: str, said: set, bar) -> None:
                 print(line, file=sys.stderr)
 
 
+def _with_earlier(path: Path, record: dict, rows: dict, failed: list) -> tuple[dict, list]:
+    """The layers of a stopped run, plus those an earlier run of the same settings (the same run
+    record) finished and this one had not reached: a stop on a rerun never shrinks the table."""
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return rows, failed
+    if not isinstance(earlier, dict) or earlier.get("run") != record:
+        return rows, failed
+    rows = {**{r["layer"]: r for r in earlier.get("layers", []) if r["layer"] not in failed}, **rows}
+    return rows, [*failed, *(n for n in earlier.get("failed", []) if n not in rows and n not in failed)]
+
+
 def _row(layer, n: int, result: dict) -> dict:
     b = result["best"]
     return {"layer": layer.name, "count": n, "macs": layer.macs, "cycles": b["cycles"],
             "energy_uJ": b["energy_pJ"] / 1e6, "edp_J_cycle": b["edp_J_cycle"],
             "pJ_per_mac": b["energy_pJ"] / b["computes"], "utilization": b["utilization"],
-            "samples": result["samples"], "mapping_file": result["mapping_file"]}
+            "samples": result["samples"], "exhausted": result.get("exhausted"),   # True: the optimum
+            "mapping_file": result["mapping_file"]}
 
 
 def _summary(arch: str, wl, rows: list[dict], failed: list[str], n_layers: int, desc: dict) -> dict:
