@@ -75,3 +75,4 @@ def test_jobs_out_of_range_is_refused(jobs, tmp_path, capsys):
               "--jobs", jobs])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "--jobs" in err and "Traceback" not in err
+    assert ("not an integer" if jobs == "two" else "must be 1 to 256") in err    # the range it takes

@@ -268,7 +268,7 @@ def seed(text: str) -> int:
 
 def processes(text: str) -> int:
     """argparse type for --jobs: 1 to 256 processes."""
-    value = nonnegative(text)
+    value = _integer(text)
     if not 1 <= value <= 256:
         raise argparse.ArgumentTypeError(f"must be 1 to 256, got {value}")
     return value
@@ -276,10 +276,14 @@ def processes(text: str) -> int:
 
 def nonnegative(text: str) -> int:
     """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    value = _integer(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
