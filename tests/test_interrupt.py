@@ -276,13 +276,34 @@ def test_ctrl_c_after_the_schedule_search_still_writes_the_complete_schedule(tmp
     assert not (tmp_path / "o" / ".checkpoint.pkl").exists()
 
 
-def test_second_ctrl_c_after_the_schedule_search_stops_at_once(tmp_path, monkeypatch, capsys, default_sigint):
+@pytest.mark.parametrize("budget, interrupted", [(500, False), (100_000, True)])
+def test_second_ctrl_c_while_the_schedule_is_made_writes_it_and_stops(tmp_path, monkeypatch, capsys,
+                                                                      default_sigint, budget, interrupted):
+    """Two Ctrl-C on the lower bound (the second would stop at once): the schedule the search ended
+    with is still written (complete after a finished search; the best so far when the first Ctrl-C
+    had stopped it), then the command stops (exit 130) without drawing the chart."""
     import coexplore.system.schedule as sched
     _sigint_during(monkeypatch, sched, "lower_bound", presses=2)
-    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "500", "--no-plot",
+    if interrupted:                 # the first Ctrl-C stops the search after a few batches
+        real = sched.run_search
+
+        def stopped_early(searcher, objective, budget, **kw):
+            def obj(batch, n=[0]):
+                n[0] += 1
+                if n[0] == 3:
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(0.05)
+                return objective(batch)
+            return real(searcher, obj, budget, **kw)
+        monkeypatch.setattr(sched, "run_search", stopped_early)
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", str(budget),
                "--no-progress", "--out", str(tmp_path / "o")])
-    assert rc == 130 and "interrupted" in capsys.readouterr().err
-    assert not (tmp_path / "o" / "schedule.json").exists()
+    assert rc == 130
+    data = json.loads((tmp_path / "o" / "schedule.json").read_text())
+    table = load_table(TABLE)
+    assert sorted(data["jobs"]) == sorted(j.name for j in table.jobs)
+    assert (data["samples"] < budget) == interrupted and data.get("interrupted", False) == interrupted
+    assert (tmp_path / "o" / "timeline.csv").exists() and not (tmp_path / "o" / "gantt.png").exists()
 
 
 def test_ctrl_c_after_the_map_search_still_writes_the_complete_result(tmp_path, monkeypatch, capsys,
@@ -318,3 +339,16 @@ def test_a_ctrl_c_while_starting_names_the_command(monkeypatch, capsys):
     monkeypatch.setattr(cli_main, "build_parser", stop)
     assert cli_main.main(["map", "simba", "resnet50"]) == 130
     assert capsys.readouterr().err.strip() == "coexplore map: interrupted"
+
+
+def test_second_ctrl_c_while_the_map_result_is_written_keeps_it(tmp_path, monkeypatch, capsys, default_sigint):
+    """Two Ctrl-C while the loop nest is formatted: the complete result's files are written all the
+    same, then the command stops (exit 130)."""
+    import coexplore.cli.map as map_cli
+    _sigint_during(monkeypatch, map_cli, "format_loop_nest", presses=2)
+    rc = main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "300", "--no-progress",
+               "--no-cache", "--out", str(tmp_path / "o")])
+    assert rc == 130 and "the complete result" in capsys.readouterr().err
+    data = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert data["samples"] == 300 and "interrupted" not in data
+    assert (tmp_path / "o" / "mapping.yaml").exists() and (tmp_path / "o" / "map.txt").exists()

@@ -13,7 +13,7 @@ from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_di
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES
-from coexplore.search.base import finishing
+from coexplore.search.base import finishing, holding_stops
 from coexplore.search.layer import MapInterrupted, NoValidMapping, cache_parts, map_layer
 from coexplore.spec.loopnest import format_loop_nest
 from coexplore.spec.mapping import parse_mapping, to_arrays
@@ -183,35 +183,36 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
         if args.json:                 # the result kept is this run's best: a script gets it as usual
             print((out / "result.json").read_text())
         return 130
-    mapping_file = out / "mapping.yaml"
-    arrays = to_arrays([parse_mapping({"mapping": res.mapping}, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)
-    write_text(out / "map.txt", format_loop_nest(arrays, 0, ctx.arch, ctx.problem, res.best))
-    write_yaml(mapping_file, {"mapping": res.mapping},
-               header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"
-                      f"searcher {spec.searcher}, {plural(res.samples, 'sample')}, seed {args.seed}")
-    problem_file = None
-    if is_workload(args.problem):     # the layer as a Timeloop problem file, for timeloop-model
-        from coexplore.spec.workload import find_workload, load_workload, problem_yaml
-        from coexplore.bundled import resolve
-        layer = load_workload(find_workload(resolve("problems", args.problem))).layer(ctx.problem.name)
-        problem_file = out / "problem.yaml"
-        write_text(problem_file, problem_yaml(layer))
-    long_names = [d for d in ctx.problem.dims if len(d) > 1]
-    if long_names:     # Timeloop's permutation parser takes one character per dimension
-        print(f"coexplore map: note: {mapping_file} writes the permutations of dimensions "
-              f"{', '.join(long_names)} space-separated, which coexplore reads but timeloop-model cannot "
-              "(it reads a permutation one letter per dimension)", file=sys.stderr)
-    payload = {"searcher": spec.searcher, "samples": res.samples, "best": res.best,
-               "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
-               "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,
-               "mapspace_log10_size": res.mapspace_log10, "mapspace_size": res.mapspace_size, "run": run_desc}
-    if res.exhausted is not None:
-        payload["exhausted"] = res.exhausted
-    if res.interrupted:
-        payload["interrupted"] = True
-    write_text(out / "result.json", json.dumps(payload, indent=1))
-    if not res.interrupted:
-        checkpoint.discard()          # the result is stored (and cached): nothing to resume
+    with holding_stops() as hold:     # a second Ctrl-C here still leaves the result's files
+        mapping_file = out / "mapping.yaml"
+        arrays = to_arrays([parse_mapping({"mapping": res.mapping}, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)
+        write_text(out / "map.txt", format_loop_nest(arrays, 0, ctx.arch, ctx.problem, res.best))
+        write_yaml(mapping_file, {"mapping": res.mapping},
+                   header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"
+                          f"searcher {spec.searcher}, {plural(res.samples, 'sample')}, seed {args.seed}")
+        problem_file = None
+        if is_workload(args.problem):     # the layer as a Timeloop problem file, for timeloop-model
+            from coexplore.spec.workload import find_workload, load_workload, problem_yaml
+            from coexplore.bundled import resolve
+            layer = load_workload(find_workload(resolve("problems", args.problem))).layer(ctx.problem.name)
+            problem_file = out / "problem.yaml"
+            write_text(problem_file, problem_yaml(layer))
+        long_names = [d for d in ctx.problem.dims if len(d) > 1]
+        if long_names:     # Timeloop's permutation parser takes one character per dimension
+            print(f"coexplore map: note: {mapping_file} writes the permutations of dimensions "
+                  f"{', '.join(long_names)} space-separated, which coexplore reads but timeloop-model cannot "
+                  "(it reads a permutation one letter per dimension)", file=sys.stderr)
+        payload = {"searcher": spec.searcher, "samples": res.samples, "best": res.best,
+                   "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
+                   "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,
+                   "mapspace_log10_size": res.mapspace_log10, "mapspace_size": res.mapspace_size, "run": run_desc}
+        if res.exhausted is not None:
+            payload["exhausted"] = res.exhausted
+        if res.interrupted:
+            payload["interrupted"] = True
+        write_text(out / "result.json", json.dumps(payload, indent=1))
+        if not res.interrupted:
+            checkpoint.discard()          # the result is stored (and cached): nothing to resume
     if args.json:
         print(json.dumps(payload, indent=1))
         if res.interrupted:
@@ -245,4 +246,7 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
               + f" and {out / 'result.json'}")
     if res.interrupted:
         interrupted_note("map", checkpoint)
-    return 130 if res.interrupted else 0
+    elif hold.stop_now:
+        print(f"coexplore map: stopped after the search had ended: the complete result is in {out}",
+              file=sys.stderr)
+    return 130 if res.interrupted or hold.stop_now else 0

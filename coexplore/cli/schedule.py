@@ -138,34 +138,40 @@ def run(args) -> int:
 def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dict, out: Path, checkpoint,
                       progress: bool) -> int:
     """The search, then schedule.json, gantt.png and the summary; the exit code (130: interrupted)."""
+    from coexplore.search.base import holding_stops
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
 
+    stop_now = False          # a stop-at-once while the result was made: it is written, no chart
     try:
         result = search_schedule(table, bandwidth, mapper.searcher, budget, args.seed, progress=progress,
                                  config=mapper.config, checkpoint=checkpoint)
     except ScheduleInterrupted as exc:   # Ctrl-C: write the best schedule so far, then exit 130
         result = exc.result
-        if keeps_earlier(out / "schedule.json", run_desc, result.samples, "schedule", checkpoint):
+        stop_now = exc.stop_now
+        if result.interrupted and keeps_earlier(out / "schedule.json", run_desc, result.samples, "schedule",
+                                                checkpoint):
             if args.json:             # the schedule kept is this run's best: a script gets it as usual
                 print(json.dumps(json.loads((out / "schedule.json").read_text())))
             return 130
     except KeyboardInterrupt:
         interrupted_note("schedule", checkpoint)
         raise
-    data = result.to_json(table)
-    data["table" if args.table else "system"] = str(args.table or args.system)
-    data["run"] = run_desc
-    if args.system:
-        data["job_table"] = str(out / "jobs.csv")
-    write_text(out / "schedule.json", json.dumps(data, indent=1) + "\n")
-    write_text(out / "timeline.csv", _timeline_csv(table, data))
-    if not result.interrupted:
-        checkpoint.discard()          # the schedule is stored: nothing to resume
-    stale = out / "jobs.csv"              # another run's job table would not match this schedule
-    if args.table and stale.exists() and stale.resolve() != Path(args.table).resolve():
-        stale.unlink()
+    with holding_stops() as hold:     # a second Ctrl-C here still leaves schedule.json and timeline.csv
+        data = result.to_json(table)
+        data["table" if args.table else "system"] = str(args.table or args.system)
+        data["run"] = run_desc
+        if args.system:
+            data["job_table"] = str(out / "jobs.csv")
+        write_text(out / "schedule.json", json.dumps(data, indent=1) + "\n")
+        write_text(out / "timeline.csv", _timeline_csv(table, data))
+        if not result.interrupted:
+            checkpoint.discard()          # the schedule is stored: nothing to resume
+        stale = out / "jobs.csv"              # another run's job table would not match this schedule
+        if args.table and stale.exists() and stale.resolve() != Path(args.table).resolve():
+            stale.unlink()
+    stop_now = stop_now or hold.stop_now
     png = None
-    if not args.no_plot:
+    if not (args.no_plot or stop_now):
         from coexplore.system.plot import plot_schedule
 
         png = plot_schedule(table, schedule_trace(table, result), out / "gantt.png",
@@ -184,6 +190,10 @@ def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dic
         print(f"coexplore schedule: interrupted after {result.samples:,} of {budget:,} samples; "
               f"wrote the best schedule so far to {out / 'schedule.json'}", file=sys.stderr)
         interrupted_note("schedule", checkpoint)
+        return 130
+    if stop_now:
+        print(f"coexplore schedule: stopped after the search had ended: the complete schedule is in "
+              f"{out / 'schedule.json'}" + ("" if args.no_plot else " (no gantt.png)"), file=sys.stderr)
         return 130
     return 0
 

@@ -369,6 +369,39 @@ def request_stop(what: str = "SIGTERM") -> bool:
     return True
 
 
+class holding_stops:
+    """A block that a Ctrl-C or SIGTERM does not cut short: making and writing the result of a
+    search that has ended (a second or so), so that a stop-at-once still leaves that result. A
+    stop that arrives meanwhile is acted on when the block ends: as a first request (`request_stop`)
+    if a command's search could still be asked to stop, else `.stop_now` turns True and the caller
+    stops once the result is written. Main thread only; signals that are ignored stay ignored."""
+
+    def __init__(self):
+        self.stop_now = False
+        self._got: list[str] = []
+        self._old: dict = {}
+
+    def __enter__(self):
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            for sig, name in ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")):
+                old = signal.getsignal(sig)
+                if callable(old):            # a Python handler (SIGINT's default is one), not SIG_IGN/SIG_DFL
+                    self._old[sig] = signal.signal(sig, lambda *_, name=name: self._got.append(name))
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old = {}
+        for name in self._got:
+            if not request_stop(name):
+                self.stop_now = True
+        self._got = []
+
+
 class _DeferredInterrupt:
     """While the outermost one is active (main thread only), the first SIGINT (or `request_stop`)
     only sets the class-wide `requested`, which every running search loop, nested ones too, checks

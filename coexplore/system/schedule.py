@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.search.base import SearchInterrupted, Searcher, positive_int, run_search
+from coexplore.search.base import SearchInterrupted, Searcher, holding_stops, positive_int, run_search
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
 from coexplore.system.bounds import lower_bound
 from coexplore.system.encoding import MakespanObjective, space_of
@@ -240,6 +240,7 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
                              expected="config only with searcher 'magma'")
     objective = MakespanObjective(table, bandwidth)
     batch = BATCH["nevergrad"] if searcher.lower() in NEVERGRAD else BATCH["default"]
+    stopped = False
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # overflowing makespans are inf: refused below
             s = make_searcher(searcher, table, budget, seed, config)
@@ -248,16 +249,23 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
         if exc.result.best_x is None:
             raise KeyboardInterrupt from None
-        raise ScheduleInterrupted(_result(searcher, seed, bandwidth, objective, exc.result)) from None
-    return _result(searcher, seed, bandwidth, objective, res)
+        res, stopped = exc.result, True
+    with holding_stops() as hold:      # a second Ctrl-C while the bound is computed keeps the schedule
+        result = _result(searcher, seed, bandwidth, objective, res)
+    if stopped or hold.stop_now:
+        raise ScheduleInterrupted(result, stop_now=hold.stop_now)
+    return result
 
 
 class ScheduleInterrupted(KeyboardInterrupt):
-    """Ctrl-C during `search_schedule`; `.result` is the best schedule so far (interrupted=True)."""
+    """Ctrl-C during `search_schedule`; `.result` is the best schedule so far (interrupted=True),
+    or the complete one when a stop-at-once came after the search had ended (interrupted=False);
+    `.stop_now`: a stop-at-once came while the result was made (write it, then stop)."""
 
-    def __init__(self, result: ScheduleResult):
+    def __init__(self, result: ScheduleResult, stop_now: bool = False):
         super().__init__()
         self.result = result
+        self.stop_now = stop_now
 
 
 def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective, res) -> ScheduleResult:
