@@ -202,6 +202,21 @@ def test_missing_file_and_missing_workloads(tmp_path):
     assert info.value.key == "workloads[0]"
 
 
+def test_a_bundled_workload_name_works_in_a_system_as_on_the_command_line(tmp_path):
+    """`workloads: [bert_base]` is the bundled problems/bert_base.yaml (as `--workload bert_base`);
+    a file of that name beside the system wins; an unknown name is reported missing."""
+    from coexplore.bundled import bundled_dir
+    path = tmp_path / "w.yaml"
+    path.write_text(GOOD + "workloads: [bert_base, nosuchnet]\n")
+    spec = load_system(path)
+    assert spec.workloads == (bundled_dir("problems") / "bert_base.yaml", tmp_path / "nosuchnet")
+    with pytest.raises(CoexploreError) as info:
+        load_system(path, check_files=True)
+    assert info.value.key == "workloads[1]"
+    (tmp_path / "bert_base").write_text("workload: {layers: []}\n")
+    assert load_system(path).workloads[0] == tmp_path / "bert_base"
+
+
 def test_core_override_of_technology():
     doc = yaml.safe_load(GOOD)
     doc["system"]["cores"][1]["params"] = {"technology": "32nm"}

@@ -14,7 +14,7 @@
         template: simba           # simba | eyeriss
         params: {glb_depth: 4096} # template parameters (see coexplore.arch); optional
         grid: [2, 2]              # rows x columns of identical cores; or `count: 4`; default count 1
-    workloads: [../problems/resnet50.yaml]     # optional; paths relative to this file
+    workloads: [../problems/resnet50.yaml]     # optional; paths relative to this file, or bundled names (bert_base)
     sweep:                        # optional; Cartesian product of the axes
       axes:
         cores.simba.params.glb_depth: [1024, 2048, 4096]   # paths inside `system:`;
@@ -193,11 +193,12 @@ def _string(value, file, key: str) -> str:
 
 def _bundled_fallback(kind: str, path: Path) -> Path:
     """`path` if it exists, else the bundled file of that name (a system YAML copied out of arch/
-    keeps finding ../mappers/marl.yaml), else `path` (reported missing where it is read)."""
+    keeps finding ../mappers/marl.yaml; a bare name such as `bert_base` is problems/bert_base.yaml,
+    as on the command line), else `path` (reported missing where it is read)."""
     from coexplore.bundled import bundled_dir
     if path.exists():
         return path
-    cand = bundled_dir(kind) / path.name
+    cand = bundled_dir(kind) / (path.name if path.suffix else f"{path.name}.yaml")
     return cand if cand.is_file() else path
 
 
