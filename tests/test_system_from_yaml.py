@@ -174,3 +174,42 @@ def test_the_gantt_chart_colours_jobs_by_dnn_with_a_legend(tmp_path, monkeypatch
     assert [t.get_text() for t in legend.get_texts()] == ["mini", "mini@2"]
     colours = {tuple(p.get_facecolor()) for p in legend.get_patches()}
     assert len(colours) == 2
+
+
+def test_schedule_gives_times_at_the_systems_clock_and_when_each_dnn_is_done(tmp_path, capsys):
+    """At 0.5 GHz the makespan in seconds is cycles / 5e8; `units` names each number's unit; with
+    two tenants the summary says when each finishes (the dnn_end of the timeline)."""
+    import csv
+    from coexplore.cli.main import main
+    (tmp_path / "wl.yaml").write_text(WORKLOAD)
+    path = tmp_path / "sys.yaml"
+    path.write_text(SYSTEM.replace("workloads: [wl.yaml]", "workloads: [wl.yaml, wl.yaml]")
+                    .replace("  name: tiny\n", "  name: tiny\n  clock_GHz: 0.5\n"))
+    rc = main(["schedule", str(path), "--layer-searcher", "random", "--layer-budget", "200", "--budget", "100",
+               "--no-cache", "--no-progress", "--no-plot", "--out", str(tmp_path / "s")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    data = json.loads((tmp_path / "s" / "schedule.json").read_text())
+    assert data["clock_GHz"] == 0.5 and data["makespan_s"] == pytest.approx(data["makespan"] / 0.5e9, rel=1e-12)
+    assert data["units"]["bandwidth"] == "bytes/cycle" and data["units"]["makespan"] == "cycles"
+    assert set(data["units"]) >= {k for k, v in data.items() if isinstance(v, (int, float)) and k != "seed"
+                                  and k != "samples"}
+    ms = data["makespan"] / 0.5e9 * 1e3
+    assert f"= {ms:.4g} ms at 0.5 GHz" in out or f"= {ms * 1e3:.4g} us at 0.5 GHz" in out
+    with open(tmp_path / "s" / "timeline.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    ends = {d: max(float(r["end_cycle"]) for r in rows if r["dnn"] == d) for d in ("mini", "mini@2")}
+    line = next(x for x in out.splitlines() if x.startswith("DNNs done"))
+    first, second = sorted(ends, key=ends.get)
+    assert line.index(first) < line.index(second)
+    assert f"{first} {ends[first]:.6g}" in line and f"{second} {ends[second]:.6g}" in line
+
+
+def test_a_table_run_has_no_clock(tmp_path, capsys):
+    from coexplore.cli.main import main
+    from conftest import DATA
+    table = DATA / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
+    assert main(["schedule", "--table", str(table), "--bandwidth", "1", "--budget", "100", "--no-progress",
+                 "--no-plot", "--out", str(tmp_path / "s")]) == 0
+    data = json.loads((tmp_path / "s" / "schedule.json").read_text())
+    assert "clock_GHz" not in data and "makespan_s" not in data and " at " not in capsys.readouterr().out

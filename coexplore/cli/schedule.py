@@ -117,9 +117,10 @@ def run(args) -> int:
         table, bandwidth = load_table(args.table), args.bandwidth
     run_desc = _run_description(args, mapper, budget)
     out = _out_dir(args, mapper, run_desc)
+    clock = None                                # GHz: the system's (a table has no clock)
     if args.system:
         try:
-            table, bandwidth = _system_table(args, progress)
+            table, bandwidth, clock = _system_table(args, progress)
         except NoValidMapping as exc:    # a failed layer search, not bad input: exit 1, as `coexplore map`
             print(f"coexplore schedule: {exc.format()}", file=sys.stderr)
             remove_empty_created()
@@ -128,15 +129,15 @@ def run(args) -> int:
     checkpoint = run_checkpoint(out, run_desc, "schedule", args.restart)
     # a Ctrl-C after the search (lower bound, writing, plotting) waits for the schedule to be written
     with finishing("the schedule is written") as guard:
-        code = _search_and_write(args, table, bandwidth, mapper, budget, run_desc, out, checkpoint, progress)
+        code = _search_and_write(args, table, bandwidth, clock, mapper, budget, run_desc, out, checkpoint, progress)
     if guard.asked and code == 0:
         print("coexplore schedule: the stop came after the search had finished; the complete schedule "
               f"is in {out / 'schedule.json'}", file=sys.stderr)
     return code
 
 
-def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dict, out: Path, checkpoint,
-                      progress: bool) -> int:
+def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budget: int, run_desc: dict,
+                      out: Path, checkpoint, progress: bool) -> int:
     """The search, then schedule.json, gantt.png and the summary; the exit code (130: interrupted)."""
     from coexplore.search.base import holding_stops
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
@@ -157,7 +158,7 @@ def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dic
         interrupted_note("schedule", checkpoint)
         raise
     with holding_stops() as hold:     # a second Ctrl-C here still leaves schedule.json and timeline.csv
-        data = result.to_json(table)
+        data = result.to_json(table, clock)
         data["table" if args.table else "system"] = str(args.table or args.system)
         data["run"] = run_desc
         if args.system:
@@ -182,7 +183,7 @@ def _search_and_write(args, table, bandwidth, mapper, budget: int, run_desc: dic
     if args.json:
         print(json.dumps(data))
     else:
-        print("\n".join(summary_lines(table, result)))
+        print("\n".join(summary_lines(table, result, clock)))
         print(f"schedule   {out / 'schedule.json'}\ntimeline   {out / 'timeline.csv'}"
               + (f"\njob table  {out / 'jobs.csv'}" if args.system else "")
               + (f"\ngantt      {png}" if png else ""))
@@ -326,4 +327,4 @@ def _system_table(args, progress: bool):
               + ", ".join(f"{d} {n:,}" for d, n in sorted(per_dnn.items(), key=lambda kv: -kv[1]))
               + "): each search sample simulates them all", file=sys.stderr)
     bandwidth = args.bandwidth if args.bandwidth is not None else system.offchip_bytes_per_cycle
-    return table, bandwidth
+    return table, bandwidth, system.spec.clock_GHz

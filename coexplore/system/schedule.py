@@ -190,16 +190,17 @@ class ScheduleResult:
         lat = table.latency[np.arange(table.num_jobs), self.core]
         return np.bincount(self.core, weights=lat, minlength=table.num_cores)
 
-    def to_json(self, table: JobTable) -> dict:
+    def to_json(self, table: JobTable, clock_GHz: float | None = None) -> dict:
+        """The schedule as JSON (times in cycles; with the system's clock also in seconds)."""
         util = self.busy / self.makespan if self.makespan > 0 else np.zeros_like(self.busy)
         compute = self.compute_cycles(table)
         tr = schedule_trace(table, self)
-        by_dnn: dict[str, float] = {}
-        for j, job in enumerate(table.jobs):
-            if job.dnn:
-                by_dnn[job.dnn] = max(by_dnn.get(job.dnn, 0.0), float(tr.job_end[j]))
+        by_dnn = dnn_ends(table, tr.job_end)
         extra = {"interrupted": True} if self.interrupted else {}
+        if clock_GHz is not None:
+            extra.update(clock_GHz=clock_GHz, makespan_s=float(self.makespan) / (clock_GHz * 1e9))
         return {
+            "units": UNITS,
             "searcher": self.searcher,
             "seed": self.seed,
             "samples": int(self.samples),
@@ -286,20 +287,29 @@ def schedule_trace(table: JobTable, result: ScheduleResult) -> Trace:
     return trace(table.latency, table.bandwidth, result.bandwidth, result.core, result.priority)
 
 
-def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
-    """Human-readable summary: makespan, throughput, energy, per-core utilisation."""
+CYCLES = ("makespan", "lower_bound", "start", "end", "dnn_end", "busy_cycles", "compute_cycles")
+UNITS = {"bandwidth": "bytes/cycle", **{k: "cycles" for k in CYCLES},
+         "throughput_jobs_per_cycle": "jobs/cycle", "energy_pJ": "pJ (the jobs' energy from the job table)",
+         "clock_GHz": "GHz (the system's; not known for a --table run)", "makespan_s": "seconds"}
+
+
+def summary_lines(table: JobTable, result: ScheduleResult, clock_GHz: float | None = None) -> list[str]:
+    """Human-readable summary: makespan (also in time, given the clock), throughput, energy, when
+    each DNN is done, per-core utilisation."""
     util = result.busy / result.makespan
+    at_clock = "" if clock_GHz is None else f" = {_time(result.makespan / (clock_GHz * 1e9))} at {clock_GHz:g} GHz"
     lines = [
         f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples)",
         f"jobs       {table.num_jobs} on {table.num_cores} core{'s' if table.num_cores != 1 else ''}, "
         f"bandwidth {result.bandwidth:g} bytes/cycle",
-        f"makespan   {result.makespan:.6g} cycles (lower bound "
+        f"makespan   {result.makespan:.6g} cycles{at_clock} (lower bound "
         f"{result.lower_bound:.6g}: no schedule is shorter)",
         f"throughput {table.num_jobs / result.makespan:.4g} jobs/cycle "
         f"({table.num_jobs / result.makespan * 1e6:.4g} jobs per 1e6 cycles)",
         "energy     " + (f"{result.energy:.6g} pJ ({result.energy / 1e9:.4g} mJ)" if np.isfinite(result.energy)
                          else "n/a (the table has no energy columns)"),
     ]
+    lines += _dnn_lines(table, result)
     w = max(8, *(len(str(name)) for name in table.cores))
     compute = result.compute_cycles(table) / result.makespan
     lines.append(f"{'core':<{w + 2}} {'jobs':>5}   {'busy (cycles)':>13}   {'busy':>6}   {'computing':>9}")
@@ -318,3 +328,31 @@ def summary_lines(table: JobTable, result: ScheduleResult) -> list[str]:
 
 
 SUMMARY_CORES = 32   # more cores than this: the summary lists the first ones, schedule.json all
+SUMMARY_DNNS = 8     # more DNNs than this: the summary names the first ones, schedule.json all
+
+
+def _dnn_lines(table: JobTable, result: ScheduleResult) -> list[str]:
+    """With several DNNs: when each one's last layer ends (cycles), in the order they finish."""
+    ends = dnn_ends(table, schedule_trace(table, result).job_end)
+    if len(ends) < 2:
+        return []
+    done = sorted(ends.items(), key=lambda kv: kv[1])
+    text = ", ".join(f"{d} {t:.6g}" for d, t in done[:SUMMARY_DNNS])
+    more = f", ... {len(done) - SUMMARY_DNNS} more (dnn_end in schedule.json)" if len(done) > SUMMARY_DNNS else ""
+    return [f"DNNs done  {text}{more} (cycles)"]
+
+
+def dnn_ends(table: JobTable, job_end) -> dict[str, float]:
+    """Per DNN instance of the table: when its last job ends (cycles)."""
+    ends: dict[str, float] = {}
+    for j, job in enumerate(table.jobs):
+        if job.dnn:
+            ends[job.dnn] = max(ends.get(job.dnn, 0.0), float(job_end[j]))
+    return ends
+
+
+def _time(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
