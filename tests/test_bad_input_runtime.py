@@ -88,7 +88,7 @@ def test_a_bad_table_replaces_nothing_and_announces_nothing(tmp_path, capsys):
     bad.write_text(TABLE.read_text().replace("\n", "\nx,", 1))        # a short first data row
     rc = main(["schedule", "--table", str(bad), "--bandwidth", "16", "--budget", "50", "--out", str(out)])
     err = one_error(capsys, rc, str(bad))
-    assert "replacing" not in err and (out / "schedule.json").read_text() == before
+    assert "will replace it" not in err and (out / "schedule.json").read_text() == before
 
 
 @pytest.mark.parametrize("argv", [["schedule", "--table", "{d}", "--bandwidth", "16"],
@@ -145,14 +145,11 @@ def test_out_never_discards_another_runs_saved_search_state(tmp_path, capsys):
     assert (out / ".checkpoint.pkl").read_bytes() == b"its state"
 
 
-def test_out_refuses_a_folder_whose_checkpoint_is_another_runs(tmp_path, monkeypatch, capsys):
-    """A folder given with --out has no claim file: the checkpoint itself says whose it is. Another
-    seed or budget into that folder is refused (the state is kept); the same command resumes it."""
+def _stopped_after_3_batches(args, monkeypatch, capsys):
+    """Run `coexplore map` with a stop request (as a first Ctrl-C) in its third batch: exit 130,
+    the search state saved."""
     import coexplore.search.layer as layer_mod
     from coexplore.search.base import request_stop
-    out = tmp_path / "o"
-    args = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "2000", "--batch-size", "50",
-            "--out", str(out), "--no-cache", "--no-progress"]
     real = layer_mod.make_objective
 
     def stopping(*a):
@@ -168,10 +165,36 @@ def test_out_refuses_a_folder_whose_checkpoint_is_another_runs(tmp_path, monkeyp
     assert main(args) == 130
     monkeypatch.undo()
     capsys.readouterr()
+
+
+def test_a_refused_folder_names_the_input_edited_since(tmp_path, monkeypatch, capsys):
+    """The same command after its layer file was edited is another run: the refusal says which
+    file changed and how to discard the old state."""
+    layer = tmp_path / "layer.yaml"
+    layer.write_text(LAYER.read_text())
+    out = tmp_path / "o"
+    args = ["map", str(ARCH), str(layer), "--searcher", "random", "--budget", "2000", "--batch-size", "50",
+            "--out", str(out), "--no-cache", "--no-progress"]
+    _stopped_after_3_batches(args, monkeypatch, capsys)
+    layer.write_text(LAYER.read_text() + "# edited\n")
+    err = one_error(capsys, main(args), str(out), "saved search state")
+    assert "input files layer.yaml" in err and "settings" not in err.split("differs")[1].split(")")[0] \
+        and f"delete {out / '.checkpoint.pkl'}" in err
+
+
+def test_out_refuses_a_folder_whose_checkpoint_is_another_runs(tmp_path, monkeypatch, capsys):
+    """A folder given with --out has no claim file: the checkpoint itself says whose it is. Another
+    seed or budget into that folder is refused (the state is kept); the same command resumes it."""
+    out = tmp_path / "o"
+    args = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "2000", "--batch-size", "50",
+            "--out", str(out), "--no-cache", "--no-progress"]
+    _stopped_after_3_batches(args, monkeypatch, capsys)
     saved = (out / ".checkpoint.pkl").read_bytes()
     assert not (out / ".run.json").exists()
-    for other in (["--seed", "5"], ["--budget", "3000"], ["--restart", "--seed", "5"]):
-        one_error(capsys, main(args + other), str(out), "saved search state")
+    for other, differs in ((["--seed", "5"], "settings content_key, seed"), (["--budget", "3000"], "budget"),
+                           (["--restart", "--seed", "5"], "seed")):
+        err = one_error(capsys, main(args + other), str(out), "saved search state")
+        assert "differs from this run in settings" in err and differs in err     # says what is not the same
         assert (out / ".checkpoint.pkl").read_bytes() == saved
     assert main(args) == 0
     assert "resuming the interrupted run from its checkpoint at 150 samples" in capsys.readouterr().err
@@ -185,7 +208,7 @@ def test_out_takes_over_a_finished_runs_folder_and_its_claim(tmp_path, monkeypat
     assert _map(tmp_path) == 0
     default = next((tmp_path / "results" / "map").iterdir())
     assert _map(tmp_path, "--out", str(default), seed="4") == 0
-    assert "replacing" in capsys.readouterr().err
+    assert "will replace it" in capsys.readouterr().err
     assert _map(tmp_path) == 0                      # the first run again: not into the seed-4 result
     assert json.loads((default / "result.json").read_text())["seed"] == 4
     assert json.loads((default.with_name(default.name + "-2") / "result.json").read_text())["seed"] == 0

@@ -96,19 +96,23 @@ def digests(*paths) -> dict[str, str]:
 
 def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> Path:
     """An explicit --out folder (see `output_dir`); its result is replaced as asked, with a note
-    when it records another run (the default folders are numbered instead)."""
+    when it records another run (the default folders are numbered instead). The saved search state
+    of another run (also of this command before an input was edited) is never overwritten."""
     out = output_dir(path)
     want = json.loads(json.dumps(run, sort_keys=True))
     claim = _owner(out / CLAIM)
-    if (out / CHECKPOINT).is_file() and (claim is not None and claim != want or _other_runs_snapshot(out, run)):
-        raise CoexploreError("holds the saved search state of another run, interrupted (its .checkpoint.pkl): "
-                             "writing here would lose it", file=str(out), key="--out",
-                             expected="another --out folder (rerunning that run's own command resumes it; remove "
-                                      "the folder to discard it)")
     owner = _owner(out / result_file, key="run") if (out / result_file).exists() else None
+    if (out / CHECKPOINT).is_file() and (claim is not None and claim != want or _other_runs_snapshot(out, run)):
+        other = claim if claim is not None else owner
+        raise CoexploreError("holds the saved search state of another run, interrupted (its .checkpoint.pkl)"
+                             + (f" {differences(other, want)}" if isinstance(other, dict) else "")
+                             + ": writing here would lose it", file=str(out), key="--out",
+                             expected=f"another --out folder, or delete {out / CHECKPOINT} to discard that state "
+                                      "(the command of that run, with its inputs as they were, resumes it)")
     if (out / result_file).exists() and owner != want:
-        print(f"coexplore {command}: note: replacing {out / result_file}, the result of "
-              f"{'another run' if owner else 'an earlier run'} (--out is written as given)", file=sys.stderr)
+        print(f"coexplore {command}: note: {out / result_file} holds the result of "
+              f"{'another run' if owner else 'an earlier run'}; this run's will replace it (--out is written "
+              "as given)", file=sys.stderr)
     if claim is not None and claim != want:    # the folder is this run's now: a rerun of the other goes elsewhere
         try:
             (out / CLAIM).write_text(json.dumps(want, sort_keys=True), encoding="utf-8")
@@ -118,6 +122,17 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> P
 
 
 CHECKPOINT = ".checkpoint.pkl"   # in a result folder: the search state of an interrupted run
+
+
+def differences(other: dict, this: dict) -> str:
+    """What sets two run records apart, in words: the settings that differ and the input files
+    edited since (their digests differ)."""
+    keys = sorted(k for k in set(other) | set(this) if other.get(k) != this.get(k) and k != "inputs_sha256")
+    a, b = other.get("inputs_sha256") or {}, this.get("inputs_sha256") or {}
+    files = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
+    parts = ([f"settings {', '.join(keys)}"] if keys else []) + \
+        ([f"input files {', '.join(Path(f).name for f in files)} (edited since, or other files)"] if files else [])
+    return f"(it differs from this run in {'; '.join(parts)})" if parts else ""
 
 
 def add_restart_option(parser: argparse.ArgumentParser) -> None:
