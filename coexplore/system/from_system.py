@@ -145,7 +145,7 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     def load(i: int, p) -> Workload:
         if named and not Path(p).is_file():
             raise CoexploreError(f"no such workload file {p}", file=system.spec.file, key=f"workloads[{i}]",
-                                 expected="a path relative to the system file, or --workload NAME")
+                                 expected="a path relative to the system file, a bundled name (bert_base), or --workload NAME")
         return load_workload(find_workload(p))
     wls: list[Workload] = [load(i, p) for i, p in enumerate(paths)]
     total = sum(layer.count for w in wls for layer in w.layers)
