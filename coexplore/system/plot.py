@@ -32,18 +32,23 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     # several DNNs (up to 20): a colour per DNN, named in a legend; else a colour per job
     dnns = list(dict.fromkeys(j.dnn or "(none)" for j in table.jobs))
     by_dnn = 1 < len(dnns) <= 20
-    at = {d: k for k, d in enumerate(dnns)}
-    colour = [at[j.dnn or "(none)"] % 20 if by_dnn else i % 20 for i, j in enumerate(table.jobs)]
+    # tab20 pairs a dark and a light shade of each hue: the first 10 DNNs get the 10 dark hues
+    hue = [*range(0, 20, 2), *range(1, 20, 2)]
+    at = {d: hue[k] for k, d in enumerate(dnns[:20])}
+    colour = [at[j.dnn or "(none)"] if by_dnn else i % 20 for i, j in enumerate(table.jobs)]
     # one broken_barh call per core (a barh per job took a minute for 50,000 jobs)
     for c in range(N):
         jobs = np.flatnonzero(tr.job_core == c)
+        jobs = jobs[np.argsort(tr.job_start[jobs], kind="stable")]
         if len(jobs):
             spans = list(zip(tr.job_start[jobs], tr.job_end[jobs] - tr.job_start[jobs]))
-            ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=[cmap(colour[j]) for j in jobs],
+            # jobs of one DNN back to back alternate in shade: each job stays visible without borders
+            faces = [cmap(colour[j], alpha=1.0 if k % 2 == 0 or not by_dnn else 0.7) for k, j in enumerate(jobs)]
+            ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=faces,
                            edgecolor="black", linewidth=0.3 if len(jobs) < 2000 else 0)
     if by_dnn:
         from matplotlib.patches import Patch
-        ax.legend(handles=[Patch(facecolor=cmap(k % 20), edgecolor="black", label=d) for k, d in enumerate(dnns)],
+        ax.legend(handles=[Patch(facecolor=cmap(at[d]), edgecolor="black", label=d) for d in dnns],
                   loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, title="DNN", title_fontsize=7,
                   borderaxespad=0.0, ncol=1 + (len(dnns) - 1) // 10)   # beside the chart: never over a job
     ax.set_yticks(range(N))
@@ -64,7 +69,8 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     axb.set_ylabel("bandwidth (B/cycle)")
     axb.set_xlabel("time (cycles)")
     axb.set_xlim(0, tr.makespan)
-    axb.legend(loc="upper right", fontsize=7, ncol=min(N + 1, 6))
+    axb.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, borderaxespad=0.0,
+               ncol=1 + N // 12)                # beside the chart, as the DNN legend: never over the data
     fig.tight_layout()
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp.png")
