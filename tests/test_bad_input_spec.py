@@ -75,6 +75,19 @@ def test_the_unmutated_inputs_are_accepted(capsys, tmp_path):
     assert rc == 0, err
 
 
+def test_energy_tables_warns_of_a_node_timeloop_ignores(capsys, tmp_path):
+    """A v0.4 component whose class names no buffer or compute unit is dropped, as Timeloop drops
+    it; `energy tables` says so, as `evaluate` does."""
+    def add(d):
+        d["architecture"]["nodes"].insert(1, {"!": "Component", "name": "addr_gen", "class": "aladdin_adder",
+                                              "attributes": {"width": 16}})
+    v4 = arch_copy(tmp_path, add, "arch.yaml")
+    for args in (["energy", "tables", v4, "--out", tmp_path / "et"], ["evaluate", v4, LAYER, MAPPING]):
+        rc, out, err = run(capsys, *args)
+        assert rc == 0, err
+        assert "addr_gen: class 'aladdin_adder'" in err and "Timeloop ignores" in err, err
+
+
 # 1. every coefficient of a problem (strides, dilations) is a positive integer, like the bounds
 @pytest.mark.parametrize("key, value", [("Wstride", -1), ("Hstride", 0), ("Wdilation", 0),
                                         ("Hdilation", -3), ("Wstride", 1.5), ("Wstride", "two")])

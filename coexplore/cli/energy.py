@@ -70,7 +70,7 @@ def run_check(args) -> int:
 
 
 def run_tables(args) -> int:
-    ert, art, _ = price_architecture(args.arch, args.classes, args.energy)
+    ert, art, _ = price_architecture(args.arch, args.classes, args.energy, reader_warnings=True)
     out = output_dir(args.out)
     write_ert(out / "ERT.yaml", ert)
     write_art(out / "ART.yaml", art)

@@ -47,9 +47,10 @@ def is_node_list(path: str | Path) -> bool:
     return _is_nodes(load_yaml(path))
 
 
-def price_architecture(path: str | Path, classes: str | None = None, estimator: str = "builtin"
-                       ) -> tuple[dict, dict, str]:
-    """(ERT, ART, class set) of the architecture file at `path`; warnings of the pricing printed."""
+def price_architecture(path: str | Path, classes: str | None = None, estimator: str = "builtin",
+                       reader_warnings: bool = False) -> tuple[dict, dict, str]:
+    """(ERT, ART, class set) of the architecture file at `path`; warnings of the pricing printed,
+    and with `reader_warnings` those of reading a node list (components Timeloop ignores, typos)."""
     path = Path(path)
     data = load_yaml(path)
     if not isinstance(data, dict):
@@ -62,7 +63,10 @@ def price_architecture(path: str | Path, classes: str | None = None, estimator: 
         first = data["architecture"]["nodes"][0] if data["architecture"].get("nodes") else {}
         top = first.get("name") if isinstance(first, dict) and first.get(TAG_KEY, "Container") == "Container" \
             and "class" not in first else None
-        flat = architecture_to_v3(load_architecture(path), top=str(top) if top else "system")
+        arch = load_architecture(path)
+        for w in arch.warnings if reader_warnings else ():
+            print(f"coexplore: warning: {path}: {w}", file=sys.stderr)
+        flat = architecture_to_v3(arch, top=str(top) if top else "system")
     try:
         ert, art = build_tables(components_from_processed(flat, file=str(path)), classes=classes,
                                 estimator=estimator)
