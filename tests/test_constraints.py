@@ -202,6 +202,31 @@ def test_map_cli_takes_several_constraint_files(tmp_path):
     assert fac["MainMemory"] == {"K": 1, "R": 1, "P": 1}
 
 
+def test_extra_constraints_add_to_a_v04_architectures_own(tmp_path):
+    """--constraints with a v0.4 node list adds to the nodes' constraints (timeloopfe's extra
+    mapping constraints): the Eyeriss-like scratchpads keep their dataspaces and the DRAM order is
+    the file's; the design's own flattened constraints.yaml says the same again and is accepted; a
+    file that contradicts a node is refused, naming the level."""
+    d = CORPUS / "arches" / "eyeriss_like"
+    arch = load_architecture(d / "arch.yaml")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("mapspace_constraints:\n  targets:\n"
+                     "  - {target: DRAM, type: temporal, permutation: [R, S, P, Q, N, C, M]}\n")
+    nodes = constraints_from_nodes(arch)
+    both = load_constraints(arch, extra)
+    assert both["DRAM"].temporal_permutation == list("RSPQNCM")
+    for level in ("ifmap_spad", "weights_spad", "psum_spad", "shared_glb"):
+        assert both[level].keep == nodes[level].keep and both[level].temporal_factors == nodes[level].temporal_factors
+    assert both["weights_spad"].keep == {"Weights"}
+    flat = load_constraints(arch, d / "constraints.yaml")
+    assert flat["psum_spad"].keep == {"Outputs"} and flat["inter_PE_spatial"].split == 0
+    clash = tmp_path / "clash.yaml"
+    clash.write_text("mapspace_constraints:\n  targets:\n"
+                     "  - {target: weights_spad, type: bypass, bypass: [Weights], keep: [Inputs]}\n")
+    with pytest.raises(CoexploreError, match="weights_spad"):
+        load_constraints(arch, clash)
+
+
 def test_bounds_with_factors_only_and_conflicts(ex5):
     """factors_only fixes the unlisted dimensions to 1, not those it bounds; a bound on a dimension
     the layer lacks, or one no mapping can meet, is refused up front."""

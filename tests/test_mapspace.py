@@ -319,3 +319,65 @@ def test_a_dimension_is_split_over_x_or_y_never_both(arch):
     assert not ((m.spatial_x > 1) & (m.spatial_y > 1)).any()
     t, sx, sy = ms.decode_factors(ms.sample(np.random.default_rng(0), 2000))
     assert np.array_equal(sx, m.spatial_x) and np.array_equal(sy, m.spatial_y)
+
+
+_ARCH_2D = """architecture:
+  version: 0.3
+  subtree:
+  - name: sys
+    local:
+    - name: DRAM
+      class: DRAM
+      attributes: {width: 64, word-bits: 8}
+    subtree:
+    - name: PE[0..15]
+      local:
+      - name: buf
+        class: regfile
+        attributes: {depth: 64, width: 8, word-bits: 8, meshX: MESHX}
+      - name: mac
+        class: intmac
+        attributes: {datawidth: 8, meshX: MESHX}
+"""
+_GEMM = """problem:
+  shape: {name: GEMM, dimensions: [C, M, P], data-spaces: [{name: A, projection: [[[C]], [[P]]]},
+          {name: B, projection: [[[C]], [[M]]]}, {name: Z, projection: [[[M]], [[P]]], read-write: true}]}
+  instance: {C: 4, M: 4, P: 2}
+"""
+
+
+def _fixed_spatial(tmp_path, mesh_x: int):
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.problem import load_problem
+    tmp_path.mkdir()
+    (tmp_path / "arch.yaml").write_text(_ARCH_2D.replace("MESHX", str(mesh_x)))
+    (tmp_path / "prob.yaml").write_text(_GEMM)
+    (tmp_path / "c.yaml").write_text("mapspace_constraints:\n  targets:\n"
+                                     "  - {target: DRAM, type: spatial, factors: C=4 M=4}\n")
+    arch = load_architecture(tmp_path / "arch.yaml")
+    return MapSpace(arch, load_problem(tmp_path / "prob.yaml"), load_constraints(arch, tmp_path / "c.yaml"))
+
+
+def test_fixed_spatial_factors_without_a_split_go_on_either_axis_as_timeloop_tries(tmp_path):
+    """Spatial factors C=4 M=4 with no permutation/split on a 4x4 fan-out: Timeloop's mapper tries
+    every split, so C on X with M on Y (the only way both fit) is in the mapspace, and such a
+    mapping encodes and decodes to itself. With only a Y fan-out the factor goes on Y."""
+    from coexplore.mapspace.enumerate import canonical_points, count_canonical
+    from coexplore.mapspace.sampling import fanouts
+    ms = _fixed_spatial(tmp_path / "a", 4)
+    fx, fy = fanouts(ms.arch)
+    li = 1                                                   # DRAM (innermost first: buf, DRAM)
+    assert fx[li] == 4 and fy[li] == 4
+    pts = np.concatenate(list(canonical_points(ms)))
+    a = ms.decode(pts)
+    C, M = ms.problem.dims.index("C"), ms.problem.dims.index("M")
+    fits = (a.spatial_x[:, li].prod(axis=1) <= 4) & (a.spatial_y[:, li].prod(axis=1) <= 4)
+    assert fits.any() and len(pts) == count_canonical(ms)
+    split = (a.spatial_x[:, li, C] == 4) & (a.spatial_y[:, li, M] == 4)
+    assert split.any() and ((a.spatial_y[:, li, C] == 4) & (a.spatial_x[:, li, M] == 4)).any()
+    assert np.array_equal(ms.canonical(ms.encode(a.take(np.flatnonzero(fits)))), ms.canonical(pts[fits]))
+    only_y = _fixed_spatial(tmp_path / "b", 1)
+    fx, fy = fanouts(only_y.arch)
+    assert fx[li] == 1 and fy[li] == 16 and not only_y.axis_index
+    b = only_y.decode(only_y.sample(np.random.default_rng(0), 20))
+    assert (b.spatial_y[:, li, C] == 4).all() and (b.spatial_x[:, li, C] == 1).all()

@@ -31,8 +31,9 @@ def register(sub) -> None:
     p.add_argument("--constraints", action="append", default=None,
                    help="mapspace constraints file; repeat it for several (e.g. architecture and mapspace "
                         "constraints), combined with the architecture_constraints inside ARCH as "
-                        "timeloop-mapper combines them (default: those inside ARCH, else constraints.yaml "
-                        "beside ARCH, else the v0.4 nodes' constraints)")
+                        "timeloop-mapper combines them, or added to a v0.4 node list's own constraints "
+                        "(default: those inside ARCH, else constraints.yaml beside ARCH, else the v0.4 "
+                        "nodes' constraints)")
     p.add_argument("--searcher", default=None,
                    help=f"searcher name, mapper YAML (mappers/<name>.yaml) or a timeloop-mapper YAML (its mapper: "
                         f"section); default: a system YAML's mappers.layer, else marl. "

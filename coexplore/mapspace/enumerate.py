@@ -26,7 +26,8 @@ COUNT_CHUNK = 4096
 
 
 def _factor_groups(ms) -> list[tuple[list[int], np.ndarray]]:
-    """Per (dimension, prime): its parameter columns and every multiset of slot choices."""
+    """Per (dimension, prime): its parameter columns and every multiset of slot choices; per
+    fixed spatial factor with a choice of axis: its column and both choices."""
     groups: dict[tuple[int, int], list[int]] = {}
     for i, fp in enumerate(ms.factor_params):
         groups.setdefault((fp.dim, fp.prime), []).append(i)
@@ -35,6 +36,8 @@ def _factor_groups(ms) -> list[tuple[list[int], np.ndarray]]:
         n_slots = len(ms.factor_params[cols[0]].slots)
         combos = np.array(list(itertools.combinations_with_replacement(range(n_slots), len(cols))), np.int64)
         out.append((cols, combos))
+    for pi, _, _, _ in ms.axis_index:      # a fixed spatial factor on X or on Y: part of the factorisation
+        out.append(([pi], np.array([[0], [1]], np.int64)))
     return out
 
 

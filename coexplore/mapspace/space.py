@@ -130,6 +130,9 @@ class MapSpace:
         self.s_min = self.t_min.copy()
         self.min_parallelism = 0.0
         remaining = list(problem.bounds)
+        # fixed spatial factors that the constraints put on no axis, at a level with X and Y
+        # fan-outs: (level, dim, factor), each a parameter (0: on X, 1: on Y)
+        self.axis_choices: list[tuple[int, int, int]] = []
         t_allowed = np.zeros((L, D), bool)
         x_allowed = np.zeros((L, D), bool)
         y_allowed = np.zeros((L, D), bool)
@@ -166,7 +169,10 @@ class MapSpace:
                 if sop == "=" and sn is not None:
                     sn = exact(sn, d)
                     if sn > 1:
-                        axis_x = self._on_x(c, name)
+                        axis = self._axis(c, name)
+                        if axis == "any" and fx[li] > 1 and fy[li] > 1:   # Timeloop's split decides: a choice
+                            self.axis_choices.append((li, d, sn))
+                        axis_x = axis == "x" or (axis == "any" and not (fy[li] > 1 and fx[li] <= 1))
                         (self.base_x if axis_x else self.base_y)[li, d] = sn
                         if remaining[d] % sn:
                             raise _not_dividing(c, lv.name, name, sn, remaining[d], problem.bounds[d], "spatial")
@@ -263,11 +269,9 @@ class MapSpace:
         return ok
 
     @staticmethod
-    def _on_x(c: LevelConstraints, name: str) -> bool:
-        return MapSpace._axis(c, name) != "y"
-
-    @staticmethod
     def _axis(c: LevelConstraints, name: str) -> str:
+        """'x' or 'y' where the spatial permutation and split place the dimension, else 'any'
+        (Timeloop's mapper then tries every split of the level's spatial loops)."""
         if c.split is None or not c.spatial_permutation:
             return "any"
         perm = c.spatial_permutation
@@ -303,6 +307,13 @@ class MapSpace:
             self.keep_index.append((len(card), li, s))
             card.append(2)
             names.append(f"keep:{inner[li].name}:{self.problem.dataspaces[s].name}")
+            ordinal.append(False)
+            groups.append([len(card) - 1])
+        self.axis_index: list[tuple[int, int, int, int]] = []   # (param, level, dim, factor)
+        for li, d, n in self.axis_choices:
+            self.axis_index.append((len(card), li, d, n))
+            card.append(2)
+            names.append(f"axis:{inner[li].name}:{dims[d]}")
             ordinal.append(False)
             groups.append([len(card) - 1])
         if not card:   # a fully fixed mapspace still has one (trivial) parameter
@@ -347,7 +358,7 @@ class MapSpace:
             movable = [d for d in free if self.base_t[li, d] > 1 or any(
                 fp.dim == d and (li, KIND_T) in fp.slots for fp in self.factor_params)]
             total += math.log10(math.factorial(len(movable)))
-        total += len(self.keep_params) * math.log10(2)
+        total += (len(self.keep_params) + len(self.axis_index)) * math.log10(2)
         return total
 
     # ------------------------------------------------------------------ decode / encode
@@ -391,6 +402,10 @@ class MapSpace:
         offsets = self._slot_kind * (B * L * D) + self._slot_level * D
         for i, fp in enumerate(self.factor_params):
             flat[rows + offsets[i, X[:, i]] + fp.dim] *= fp.prime
+        for pi, li, d, n in self.axis_index:          # a fixed factor moved from X to Y
+            on_y = X[:, pi] == 1
+            bounds[KIND_X, on_y, li, d] //= n
+            bounds[KIND_Y, on_y, li, d] *= n
         t, sx, sy = bounds
         merge_split_axes(sx, sy, self.x_allowed[None, :, :])
         return t, sx, sy
@@ -434,9 +449,15 @@ class MapSpace:
         B = len(m)
         X = np.zeros((B, self.n_params), np.int64)
         for b in range(B):
+            base_x, base_y = self.base_x.copy(), self.base_y.copy()
+            for pi, li, d, n in self.axis_index:        # a fixed factor the mapping has on Y
+                if m.spatial_y[b, li, d] % n == 0 and m.spatial_x[b, li, d] % n:
+                    X[b, pi] = 1
+                    base_x[li, d] //= n
+                    base_y[li, d] *= n
             left = {k: a[b].copy() // base for k, a, base in
-                    ((KIND_T, m.temporal, self.base_t), (KIND_X, m.spatial_x, self.base_x),
-                     (KIND_Y, m.spatial_y, self.base_y))}
+                    ((KIND_T, m.temporal, self.base_t), (KIND_X, m.spatial_x, base_x),
+                     (KIND_Y, m.spatial_y, base_y))}
             for i, fp in enumerate(self.factor_params):
                 for c, (li, k) in enumerate(fp.slots):
                     if left[k][li, fp.dim] % fp.prime == 0:

@@ -123,7 +123,11 @@ def _respecified(what: str, level: str, file, key):
                           file=file, key=key, expected="each constraint given once per level")
 
 
-def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "?", last: bool = False) -> None:
+def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "?", last: bool = False,
+           same_ok: bool = False) -> None:
+    """Add one directive to a level's constraints; one that says again what is already there is
+    refused, unless `same_ok` (extra constraints on a v0.4 architecture's own, as timeloopfe
+    combines them) and it says the same (a permutation may be the other's completion)."""
     if kind not in TYPES:
         raise CoexploreError(f"unrecognized constraint type '{kind}'", file=file, key=f"{key}.type",
                              expected=" | ".join(TYPES))
@@ -138,6 +142,8 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         for op, attr in (("=", f"{kind}_factors"), ("<=", f"{kind}_max"), (">=", f"{kind}_min")):
             have = getattr(c, attr)
             for dim, n in factors[op].items():
+                if dim in have and same_ok and have[dim] == (("=", n) if op == "=" else n):
+                    continue
                 if dim in have:
                     raise _respecified(f"{'max ' if op == '<=' else 'min ' if op == '>=' else ''}factor for "
                                        f"dimension {dim}", level, file, f"{key}.factors")
@@ -145,7 +151,10 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         if body.get("permutation") is not None:
             perm = _perm(body["permutation"])
             if perm:
-                if getattr(c, f"{kind}_permutation"):
+                have = getattr(c, f"{kind}_permutation")
+                if have and same_ok and (perm[-len(have):] == have or have[-len(perm):] == perm):
+                    perm = max(have, perm, key=len)           # the completed one (unit loops first)
+                elif have:
                     raise _respecified(f"{kind} permutation", level, file, f"{key}.permutation")
                 setattr(c, f"{kind}_permutation", perm)
     if kind == "spatial" and body.get("split") is not None:
@@ -153,7 +162,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         if isinstance(split, bool) or not isinstance(split, int) or split < 0:
             raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
                                  expected="a non-negative integer (v0.4 expressions are not evaluated)")
-        if c.split is not None:
+        if c.split is not None and not (same_ok and c.split == split):
             raise _respecified("spatial split", level, file, f"{key}.split")
         c.split = split
     elif kind in ("bypass", "bypassing", "dataspace", "datatype"):
@@ -164,6 +173,8 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         said = (c.keep or set()) | (c.bypass or set())
         for k in ("keep", "keep_only", "bypass"):
             again = set(body.get(k) or []) & said
+            if same_ok:                          # only a flag set the other way is said again
+                again &= (c.keep or set()) if k == "bypass" else (c.bypass or set())
             if again and not last:
                 raise _respecified(f"dataspace {k.split('_')[0]} flag ({', '.join(sorted(again))})", level,
                                    file, f"{key}.{k}")
@@ -179,7 +190,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         v = body.get("min")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
             raise CoexploreError(f"got {v!r}", file=file, key=f"{key}.min", expected="a number in [0, 1]")
-        if c.min_parallelism is not None:
+        if c.min_parallelism is not None and not (same_ok and c.min_parallelism == float(v)):
             raise _respecified("min parallelism/utilization", level, file, key)
         c.min_parallelism = float(v)
     elif kind in NOT_APPLIED_TYPES:
@@ -211,10 +222,13 @@ def _directives(targets: list, file) -> list[tuple[str, dict, str]]:
     return out
 
 
-def constraints_from_targets(targets: list, arch: Architecture, file=None) -> dict[str, LevelConstraints]:
+def constraints_from_targets(targets: list, arch: Architecture, file=None,
+                             base: dict[str, LevelConstraints] | None = None) -> dict[str, LevelConstraints]:
     """Per-level constraints from Timeloop constraint directives. `targets` may be a list of
-    (directives, file) pairs (several files combined, as timeloop-mapper combines its inputs)."""
-    out = {lv.name: LevelConstraints(source=None if file is None else str(file)) for lv in arch.levels}
+    (directives, file) pairs (several files combined, as timeloop-mapper combines its inputs);
+    `base`: constraints they add to (a v0.4 architecture's own node constraints)."""
+    out = base if base is not None else \
+        {lv.name: LevelConstraints(source=None if file is None else str(file)) for lv in arch.levels}
     groups = targets if targets and isinstance(targets[0], tuple) else [(targets, file)]
     last = arch.levels[0].name if arch.levels else None
     for body, f in groups:
@@ -232,7 +246,7 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None) -> di
             if "type" not in t:                    # Timeloop asserts a type
                 raise CoexploreError("a constraint without a type", file=f, key=key,
                                      expected="type: " + " | ".join(TYPES))
-            _apply(out[level], t["type"], t, f, key, level, last=level == last)
+            _apply(out[level], t["type"], t, f, key, level, last=level == last, same_ok=base is not None)
     return out
 
 
@@ -309,8 +323,9 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
                      ) -> dict[str, LevelConstraints]:
     """Constraints from constraints files (one path or several, combined with the
     architecture_constraints inside the architecture's own file as timeloop-mapper combines its
-    inputs; a directive given twice for one level is refused, as there), else those in the
-    architecture's own file (timeloopfe's parsed-processed-input carries them), else a
+    inputs, or with the constraints of a v0.4 architecture's nodes as timeloopfe adds extra
+    constraints to them; a directive given twice for one level is refused, as there), else those in
+    the architecture's own file (timeloopfe's parsed-processed-input carries them), else a
     constraints.yaml beside it, else its v0.4 nodes (completed as timeloopfe completes them when the
     layer is given: `constraints_from_nodes`)."""
     paths = [] if path is None else [path] if isinstance(path, (str, Path)) else list(path)
@@ -329,7 +344,10 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
                                      expected="a list of {target, type, factors|permutation|keep|bypass}, under "
                                               "architecture_constraints, mapspace_constraints or targets")
             groups.append((body, str(p)))
-        return constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None)
+        nodes = None if inline else constraints_from_nodes(arch, problem) if any(
+            lv.constraints for lv in arch.levels) else None
+        return constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None,
+                                        base=nodes)
     if inline is not None:
         return constraints_from_targets(inline, arch, str(arch.source))
     if arch.source and Path(arch.source).is_file():
