@@ -115,6 +115,8 @@ def load_inputs(args, with_constraints: bool = False
         elif ert is None:
             ert = find_ert(args.arch, args.ert)
         ctx = Context(arch, problem, ert, level_costs(arch, ert))
+        for w in ctx.costs.notes:
+            print(f"coexplore: warning: {ert.source}: {w}", file=sys.stderr)
         return ctx, _warn_ignored(load_constraints(arch, cons_path, problem)) if with_constraints else None
     from coexplore.arch.system import load_system_arch
     from coexplore.system.from_system import core_model
@@ -131,6 +133,8 @@ def load_inputs(args, with_constraints: bool = False
         from coexplore.spec.ert import load_ert
         ert = load_ert(args.ert)
     ctx = Context(cm.context_arch, problem, ert, level_costs(cm.context_arch, ert))
+    for w in ctx.costs.notes:
+        print(f"coexplore: warning: {ert.source}: {w}", file=sys.stderr)
     if not with_constraints:
         return ctx, None
     return ctx, _warn_ignored(load_constraints(ctx.arch, cons_path) if cons_path else cm.constraints)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coexplore.energy.timeloop_pat import vector_access_energy
 from coexplore.errors import CoexploreError
 from coexplore.model.nest import NestResult, analyse, take_rows, tile_extents, tile_sizes
 from coexplore.model.validity import Validity, check
@@ -31,10 +32,15 @@ class LevelCosts:
     block: np.ndarray     # words per vector access
     clusters: np.ndarray  # instances / cluster_size: energy is charged per utilized cluster
     compute: float
+    notes: tuple[str, ...] = ()   # what the ERT did not price and Timeloop's estimate stands in for
+
 
 
 def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
-    """Look up every level's action energies in the ERT (missing entries are an error)."""
+    """Look up every level's action energies in the ERT. A buffer's table that prices no read, fill
+    or update (e.g. an `access` action only) gets Timeloop's own estimate for it, as timeloop-model
+    does (said in `notes`); a buffer or compute unit with no table at all is an error."""
+    notes = []
     L = len(arch.levels)
     arrays = {op: np.zeros(L) for op in ("read", "fill", "update", "leak")}
     block = np.ones(L)
@@ -47,20 +53,28 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
         if not ert.has_level(lv.name):
             raise CoexploreError(f"no energy table for level '{lv.name}'", file=ert.source, key="ERT.tables",
                                  expected=f"a table named like '...{lv.name}[1..{lv.instances}]'")
+        estimated = []
         for op in arrays:
             e = ert.energy(lv.name, op)
             if e is None and op == "leak":
                 e = 0.0          # Accelergy 0.3 tables have no leak action: no leakage, as Timeloop then
+            if e is None and (e := vector_access_energy(lv)) is not None:
+                estimated.append(op)
             if e is None:
                 raise CoexploreError(f"no action that prices its {op}s for level '{lv.name}'", file=ert.source,
                                      key=f"ERT.tables[{lv.name}].actions",
                                      expected=f"one of the actions {', '.join(OPERATIONS[op])} (Timeloop's names)")
             arrays[op][li] = e
+        if estimated:
+            notes.append(f"{lv.name}: the ERT prices no {', '.join(estimated)} (no action named "
+                         f"{' / '.join(sorted({n for op in estimated for n in OPERATIONS[op]}))}): Timeloop's built-in "
+                         f"estimate, {vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model")
     ce = ert.energy(arch.compute.name, "compute")
     if ce is None:
         raise CoexploreError(f"no compute action for '{arch.compute.name}'", file=ert.source,
                              key=f"ERT.tables[{arch.compute.name}].actions", expected="a 'compute' (or mac) action")
-    return LevelCosts(arrays["read"], arrays["fill"], arrays["update"], arrays["leak"], block, clusters, ce)
+    return LevelCosts(arrays["read"], arrays["fill"], arrays["update"], arrays["leak"], block, clusters, ce,
+                      tuple(notes))
 
 
 @dataclass

@@ -116,4 +116,7 @@ def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str 
     for w in [f"{arch_path}: {w}" for w in arch.warnings] + problem_warnings(problem, problem_path):
         warnings.warn(w, CoexploreWarning, stacklevel=2)
     ert = find_ert(arch_path, ert_path)
-    return Context(arch, problem, ert, level_costs(arch, ert))
+    costs = level_costs(arch, ert)
+    for w in costs.notes:
+        warnings.warn(f"{ert.source}: {w}", CoexploreWarning, stacklevel=2)
+    return Context(arch, problem, ert, costs)

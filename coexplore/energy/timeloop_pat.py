@@ -1,0 +1,48 @@
+"""Timeloop's built-in access-energy estimate (its `pat` model), used where an ERT prices no read,
+fill or update of a buffer.
+
+timeloop-model starts every buffer's read, fill and update energy at its "vector access energy"
+and lets ERT actions named `random_read`/`read`, `random_fill`/`write`, `random_update`/`write`
+replace them (`BufferLevel::ParseSpecs`, `UpdateOpEnergyViaERT`). That default is the
+`vector-access-energy` attribute when given, else `pat::DRAMEnergy` for a DRAM (200 pJ per 16 bits
+of the vector) or `pat::SRAMEnergy` (a straight line through Eyeriss' 0.5 KB = 1 and 100 KB = 6
+units per 16-bit access, scaled by the access width) divided over the cluster, and 0 for a buffer
+of size 0. An ERT action such as `access` is none of those names, so such a table leaves a buffer
+at this estimate in Timeloop too.
+"""
+
+from __future__ import annotations
+
+import math
+
+from coexplore.spec.architecture import Level
+
+
+def sram_energy(height: int, width: int) -> float:
+    """pJ per access of a height x width-bit SRAM (Timeloop's `pat::SRAMEnergy`)."""
+    x0, y0, x1, y1 = 0.5, 1.0, 100.0, 6.0          # KB -> units of a 16-bit access
+    kb = width * height / (8 * 1024)
+    return ((y1 - y0) / (x1 - x0) * (kb - x0) + y0) * width / 16
+
+
+def dram_energy(width: int) -> float:
+    """pJ per access of `width` bits of DRAM (Timeloop's `pat::DRAMEnergy`)."""
+    return 200.0 * width / 16
+
+
+def vector_access_energy(level: Level) -> float | None:
+    """Timeloop's default energy of one vector access of `level` (pJ), or None where Timeloop
+    has none (a buffer of no stated size, which it cannot estimate)."""
+    a = level.attributes
+    given = a.get("vector-access-energy", a.get("vector_access_energy"))
+    if isinstance(given, (int, float)) and not isinstance(given, bool):
+        return float(given)
+    if "DRAM" in level.cls or str(a.get("technology", "")) == "DRAM":
+        return dram_energy(level.word_bits * level.block_size)
+    if not math.isfinite(level.size):
+        return None
+    if level.size == 0:
+        return 0.0
+    height = math.ceil(level.size / level.block_size)
+    width = level.word_bits * level.block_size * level.cluster_size
+    return sram_energy(height, width) / level.cluster_size
