@@ -88,6 +88,16 @@ def test_energy_tables_warns_of_a_node_timeloop_ignores(capsys, tmp_path):
         assert "addr_gen: class 'aladdin_adder'" in err and "Timeloop ignores" in err, err
 
 
+def test_sparse_optimizations_are_said_to_change_nothing(capsys, tmp_path):
+    def add(d):
+        v4_node(d, "GlobalBuffer")["sparse_optimizations"] = {"targets": [{"name": "GlobalBuffer"}]}
+    v4 = arch_copy(tmp_path, add, "arch.yaml")
+    rc, out, err = run(capsys, "evaluate", v4, LAYER, MAPPING)
+    assert rc == 0 and "GlobalBuffer: sparse_optimizations ignored" in err, err
+    plain = run(capsys, "evaluate", arch_copy(tmp_path / "plain", lambda d: None, "arch.yaml"), LAYER, MAPPING)[1]
+    assert out.splitlines()[2:] == plain.splitlines()[2:]   # the same numbers as without them
+
+
 # 1. every coefficient of a problem (strides, dilations) is a positive integer, like the bounds
 @pytest.mark.parametrize("key, value", [("Wstride", -1), ("Hstride", 0), ("Wdilation", 0),
                                         ("Hdilation", -3), ("Wstride", 1.5), ("Wstride", "two")])

@@ -140,6 +140,12 @@ def test_tables_follow_a_file_without_compound_classes(monkeypatch, capsys, tmp_
     assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o2"),
                 "--classes", "primitives"], monkeypatch) == 0
     assert "does not read compound classes" in capsys.readouterr().err
+    # the v0.4 name of the section (`components:`) is told the same
+    arch.write_text(EX04.replace("compound_components:", "components:")
+                    .replace("CLASSES", "[{name: intmac, attributes: {}, subcomponents: []}]"))
+    assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o3"),
+                "--classes", "primitives"], monkeypatch) == 0
+    assert "define intmac; coexplore does not read compound classes" in capsys.readouterr().err
 
 
 def test_tables_refuse_sizes_that_are_not_positive_whole_counts(monkeypatch, capsys, tmp_path):

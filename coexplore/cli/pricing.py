@@ -20,13 +20,13 @@ def class_set(arch: dict, chosen: str | None, path: Path) -> str:
     """The compound-class set to price with. The file's own `compound_components` are not read
     (coexplore prices classes with its built-in set): say so; a file that empties them
     (`classes: []`, Accelergy then prices regfile/intmac as primitives) defaults to primitives."""
-    cc = arch.get("compound_components")
+    cc = arch.get("compound_components", arch.get("components"))     # v0.3 / v0.4 names
     if cc is None and isinstance(arch.get("architecture"), dict):
         cc = arch["architecture"].get("compound_components")
     defined = cc.get("classes") if isinstance(cc, dict) else None
     if isinstance(defined, list) and defined:
         names = ", ".join(str(c.get("name", "?")) for c in defined if isinstance(c, dict))
-        print(f"coexplore: warning: {path}: compound_components defines {names}; coexplore does not read "
+        print(f"coexplore: warning: {path}: compound components define {names}; coexplore does not read "
               "compound classes and prices these classes with its built-in set (or refuses unknown ones)",
               file=sys.stderr)
     if chosen is not None:

@@ -50,6 +50,8 @@ def _number(value, *, file, key, expected="a number"):
     try:
         return float(value) if any(c in str(value) for c in ".eE") else int(value)
     except (TypeError, ValueError):
+        if isinstance(value, str) and re.search(r"[A-Za-z_][A-Za-z_0-9]*|[*/+()-]", value.strip()):
+            expected += " (v0.4 expressions and variables are not evaluated: write the number)"
         raise CoexploreError(f"got {value!r}", file=file, key=key, expected=expected) from None
 
 
@@ -425,6 +427,17 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
     return levels, inherited
 
 
+def _sparse_nodes(nodes) -> list[str]:
+    """Names of the v0.4 nodes that carry sparse_optimizations (Sparseloop's, not modelled)."""
+    out = []
+    for node in nodes if isinstance(nodes, list) else []:
+        if isinstance(node, dict):
+            if node.get("sparse_optimizations"):
+                out.append(str(node.get("name", "?")))
+            out += _sparse_nodes(node.get("nodes"))
+    return out
+
+
 def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
     levels: list[Level] = []
     top_attrs: dict = {}
@@ -480,6 +493,8 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError("missing key", file=file, key="architecture.nodes",
                              expected="'nodes' (v0.4) or 'subtree' (v0.3)")
     ignored = [ignored_class_note(lv.name, lv.cls) for lv in levels if lv.ignored]
+    ignored += [f"{name}: sparse_optimizations ignored: coexplore models dense tensors (no Sparseloop), so "
+                "formats, skipping and gating change nothing" for name in _sparse_nodes(arch.get("nodes"))]
     levels = [lv for lv in levels if not lv.ignored]
     computes = [lv for lv in levels if lv.is_compute]
     if len(computes) == 1:     # Timeloop's topology makes the compute unit level 0 wherever it is listed

@@ -73,8 +73,13 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
                     warnings.append(f"{key}: {d}0 read as the whole dimension {d}={n} (as Timeloop does)")
             out[d] = n
         if item[pos:].strip(" ,\t"):
-            raise CoexploreError(f"cannot read factor {item[pos:].strip()!r}", file=file, key=key,
-                                 expected="factors like 'C4 M2' or 'C=4'")
+            rest = item[pos:].strip()
+            residual = re.match(r",\s*\d", rest) is not None     # Timeloop's residual factor `K=3,2`
+            raise CoexploreError(f"cannot read factor {rest!r}" + (
+                                 ": a residual factor (imperfect factorisation), which coexplore does not model"
+                                 if residual else ""), file=file, key=key,
+                                 expected="factors like 'C4 M2' or 'C=4'" + (
+                                     ", each dividing what the levels below leave" if residual else ""))
     return out
 
 

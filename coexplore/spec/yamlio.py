@@ -51,6 +51,11 @@ class _Loader(_RefuseRepeatedKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _tagged(loader: yaml.Loader, tag_suffix: str, node: yaml.Node):
+    if tag_suffix.startswith("Include"):       # timeloopfe's !Include / !IncludeJinja: files it pastes in
+        raise yaml.constructor.ConstructorError(
+            None, None, f"!{tag_suffix} pulls in another file, which timeloopfe does and coexplore does not "
+            "(give the one file timeloopfe writes, parsed-processed-input.yaml, or paste the included text)",
+            node.start_mark)
     if isinstance(node, yaml.MappingNode):
         value = loader.construct_mapping(node, deep=True)
         value = dict(value)
@@ -118,8 +123,11 @@ def loads_yaml(text: str, path: str | Path | None = None) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CoexploreError(f"malformed YAML{where}: {problem}",
-                             file=None if path is None else str(path)) from None
+        jinja = "{{" in text or "{%" in text
+        raise CoexploreError(f"malformed YAML{where}: {problem}", file=None if path is None else str(path),
+                             expected="plain YAML; this looks like a Jinja2 template ({{ }} / {% %}), which "
+                                      "timeloopfe renders and coexplore does not: give the rendered file "
+                                      "(timeloopfe's parsed-processed-input.yaml)" if jinja else None) from None
 
 
 def dump_yaml(data: Any) -> str:
