@@ -174,6 +174,14 @@ def test_the_gantt_chart_colours_jobs_by_dnn_with_a_legend(tmp_path, monkeypatch
     assert [t.get_text() for t in legend.get_texts()] == ["mini", "mini@2"]
     colours = {tuple(p.get_facecolor()) for p in legend.get_patches()}
     assert len(colours) == 2
+    # the two DNNs in different hues (not a dark and a light shade of one), and back-to-back jobs
+    # on a core alternate in shade, so each stays visible when borders are dropped
+    import colorsys
+    h1, h2 = (colorsys.rgb_to_hsv(*c[:3])[0] for c in colours)
+    assert min(abs(h1 - h2), 1 - abs(h1 - h2)) > 0.1
+    for bars in figures[0].axes[0].collections:
+        alphas = [round(float(c[3]), 2) for c in bars.get_facecolor()]
+        assert all(a != b for a, b in zip(alphas, alphas[1:])), alphas
 
 
 def test_schedule_gives_times_at_the_systems_clock_and_when_each_dnn_is_done(tmp_path, capsys):
