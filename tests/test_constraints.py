@@ -227,6 +227,35 @@ def test_extra_constraints_add_to_a_v04_architectures_own(tmp_path):
         load_constraints(arch, clash)
 
 
+def test_extra_constraints_complete_and_compare_as_timeloopfe_does(tmp_path):
+    """simple_weight_stationary's PE container says `permutation: [C, M], split: 1`. Given instead
+    through an extra file that names the container (`target: PE`), the completed constraint is the
+    same; an extra permutation that only lists unit loops first says the same again, one that
+    orders the loops of factor > 1 otherwise contradicts the node and is refused."""
+    from coexplore.spec.problem import load_problem
+    d = CORPUS / "arches" / "simple_weight_stationary"
+    problem = load_problem(CORPUS / "layers" / "alexnet_conv3.yaml")      # N = 1, S = 3
+    want = constraints_from_nodes(load_architecture(d / "arch.yaml"), problem)["inter_PE_spatial"]
+    text = (d / "arch.yaml").read_text()
+    assert "        permutation: [C, M]\n        split: 1\n" in text
+    bare = tmp_path / "arch.yaml"
+    bare.write_text(text.replace("        permutation: [C, M]\n        split: 1\n", ""))
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("targets:\n- {target: PE, type: spatial, permutation: [C, M], split: 1}\n")
+    got = load_constraints(load_architecture(bare), extra, problem)["inter_PE_spatial"]
+    assert got.spatial_permutation == want.spatial_permutation and got.split == want.split == 1
+    arch = load_architecture(d / "arch.yaml")
+    extra.write_text("targets:\n- {target: PE, type: spatial, permutation: [N, C, M]}\n")
+    same = load_constraints(arch, extra, problem)["inter_PE_spatial"].spatial_permutation
+    assert sorted(same) == sorted(want.spatial_permutation) and same[-2:] == ["C", "M"]   # units first
+    extra.write_text("targets:\n- {target: PE, type: spatial, permutation: [M, C]}\n")
+    with pytest.raises(CoexploreError, match="spatial permutation at level inter_PE_spatial"):
+        load_constraints(arch, extra, problem)
+    extra.write_text("targets:\n- {target: PE, type: spatial, permutation: [N, C, M]}\n")
+    with pytest.raises(CoexploreError, match="spatial permutation at level inter_PE_spatial"):
+        load_constraints(arch, extra, load_problem(CORPUS / "layers" / "tiny_conv.yaml"))   # N = 2 there
+
+
 def test_bounds_with_factors_only_and_conflicts(ex5):
     """factors_only fixes the unlisted dimensions to 1, not those it bounds; a bound on a dimension
     the layer lacks, or one no mapping can meet, is refused up front."""
@@ -263,7 +292,8 @@ def test_node_permutations_are_completed_as_timeloopfe_does():
         completed = constraints_from_nodes(arch, ctx.problem)
         assert completed["inter_PE_spatial"].spatial_permutation[-2:] == ["C", "M"]
         MapSpace(ctx.arch, ctx.problem, completed).encode(m)          # raises if a constraint is broken
-        MapSpace(ctx.arch, ctx.problem, load_constraints(arch, d / "constraints.yaml")).encode(m)
+        flat = load_architecture(d / "processed.yaml")                # the flattened design, same level names
+        MapSpace(ctx.arch, ctx.problem, load_constraints(flat, d / "constraints.yaml")).encode(m)
     # the exercise's own mapper result (its default problem) has C and M on Y: only the completed
     # reading keeps it
     ex = DATA / "exercises_v4" / "v4_ed_simple_weight_stationary"

@@ -346,14 +346,14 @@ _GEMM = """problem:
 """
 
 
-def _fixed_spatial(tmp_path, mesh_x: int):
+def _fixed_spatial(tmp_path, mesh_x: int, directive: str = "factors: C=4 M=4"):
     from coexplore.spec.architecture import load_architecture
     from coexplore.spec.problem import load_problem
     tmp_path.mkdir()
     (tmp_path / "arch.yaml").write_text(_ARCH_2D.replace("MESHX", str(mesh_x)))
     (tmp_path / "prob.yaml").write_text(_GEMM)
     (tmp_path / "c.yaml").write_text("mapspace_constraints:\n  targets:\n"
-                                     "  - {target: DRAM, type: spatial, factors: C=4 M=4}\n")
+                                     f"  - {{target: DRAM, type: spatial, {directive}}}\n")
     arch = load_architecture(tmp_path / "arch.yaml")
     return MapSpace(arch, load_problem(tmp_path / "prob.yaml"), load_constraints(arch, tmp_path / "c.yaml"))
 
@@ -381,3 +381,24 @@ def test_fixed_spatial_factors_without_a_split_go_on_either_axis_as_timeloop_tri
     assert fx[li] == 1 and fy[li] == 16 and not only_y.axis_index
     b = only_y.decode(only_y.sample(np.random.default_rng(0), 20))
     assert (b.spatial_y[:, li, C] == 4).all() and (b.spatial_x[:, li, C] == 1).all()
+
+
+@pytest.mark.parametrize("directive, allowed", [
+    # the permutation fixed, the split enumerated: C (listed first) on X before M on Y, never M on X with C on Y
+    ("factors: C=2 M=2, permutation: [C, M]", {("X", "X"), ("X", "Y"), ("Y", "Y")}),
+    # the split fixed, the permutation enumerated: one loop on X at most
+    ("factors: C=2 M=2, split: 1", {("X", "Y"), ("Y", "X"), ("Y", "Y")}),
+    ("factors: C=2 M=2", {("X", "X"), ("X", "Y"), ("Y", "X"), ("Y", "Y")}),
+])
+def test_a_given_permutation_or_split_limits_the_axes_as_timeloop_mapper_does(tmp_path, directive, allowed):
+    """On a 4x4 fan-out with fixed C=2 M=2, the mapspace (its enumeration, counted and listed)
+    holds exactly the X/Y placements timeloop-mapper can make from the constraint."""
+    from coexplore.mapspace.enumerate import canonical_points, count_canonical
+    ms = _fixed_spatial(tmp_path / "s", 4, directive)
+    pts = np.concatenate(list(canonical_points(ms)))
+    assert len(pts) == count_canonical(ms)
+    a = ms.decode(pts)
+    li, C, M = 1, ms.problem.dims.index("C"), ms.problem.dims.index("M")
+    got = {("X" if a.spatial_x[i, li, C] > 1 else "Y", "X" if a.spatial_x[i, li, M] > 1 else "Y")
+           for i in range(len(pts))}
+    assert got == allowed

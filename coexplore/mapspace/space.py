@@ -191,9 +191,10 @@ class MapSpace:
                                      file=next((c.source for c in self.constraints.values() if c.source), None),
                                      key="constraints", expected="fixed factors of each dimension that multiply "
                                      "to its bound, or a level left free")
+        self._axis_rules(inner, fx, fy)
         self.has_bounds = bool((self.t_max < np.iinfo(np.int64).max).any() or (self.t_min > 1).any()
                                or (self.s_max < np.iinfo(np.int64).max).any() or (self.s_min > 1).any()
-                               or self.min_parallelism > 0)
+                               or self.min_parallelism > 0 or self.split_order or self.split_count)
         self.t_allowed, self.x_allowed, self.y_allowed = t_allowed, x_allowed, y_allowed
         self.factor_params: list[FactorParam] = []
         for d in range(D):
@@ -249,9 +250,30 @@ class MapSpace:
             raise misplaced_parallelism(lv.name, inner[innermost].name, c.source, f"constraints of {lv.name}")
         self.min_parallelism = float(c.min_parallelism)
 
+    def _axis_rules(self, inner, fx, fy) -> None:
+        """Where a level fans out in X and Y and the constraints give a spatial permutation or a
+        split but not both, timeloop-mapper enumerates the other: with the permutation fixed, the
+        split point (the loops with a factor > 1 on X come before those on Y in the permutation,
+        unlisted ones last); with the split fixed, every permutation (at most `split` loops on X and
+        the others on Y). Kept as rules on decoded mappings (`bounds_kept`)."""
+        D = self.D
+        self.split_order: list[tuple[int, np.ndarray, int]] = []   # (level, rank per dim, unlisted rank)
+        self.split_count: list[tuple[int, int, int]] = []          # (level, at most on X, at most on Y)
+        for li, lv in enumerate(inner):
+            c = self.constraints.get(lv.name)
+            if c is None or not (fx[li] > 1 and fy[li] > 1):
+                continue
+            perm = c.spatial_permutation
+            if perm and c.split is None:
+                rank = np.array([perm.index(n) if n in perm else len(perm) for n in self.problem.dims], np.int64)
+                self.split_order.append((li, rank, len(perm)))
+            elif c.split is not None and not perm:
+                self.split_count.append((li, min(c.split, D), D - min(c.split, D)))
+
     def satisfies(self, m: MappingArrays) -> np.ndarray:
-        """[B] bool: the mappings keep the constraints' factor bounds (X<=n, X>=n) and min
-        parallelism, which prime-factor assignment cannot encode (decode may break them)."""
+        """[B] bool: the mappings keep the constraints' factor bounds (X<=n, X>=n), min
+        parallelism and the X/Y split rules (`_axis_rules`), which prime-factor assignment cannot
+        encode (decode may break them)."""
         return self.bounds_kept(m.temporal, m.spatial_x, m.spatial_y)
 
     def bounds_kept(self, t: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
@@ -266,6 +288,14 @@ class MapSpace:
         if self.min_parallelism > 0:
             used = np.prod(sp.reshape(B, -1).astype(float), axis=1)
             ok &= used >= self.min_parallelism * self.arch.compute.instances * (1 - 1e-12)
+        big = np.iinfo(np.int64).max
+        for li, rank, unlisted in self.split_order:
+            on_x, on_y = sx[:, li] > 1, sy[:, li] > 1
+            last_x = np.where(on_x, rank, -1).max(axis=1)
+            first_y = np.where(on_y, rank, big).min(axis=1)
+            ok &= (last_x < first_y) | ((last_x == first_y) & (last_x == unlisted))
+        for li, most_x, most_y in self.split_count:
+            ok &= ((sx[:, li] > 1).sum(axis=1) <= most_x) & ((sy[:, li] > 1).sum(axis=1) <= most_y)
         return ok
 
     @staticmethod

@@ -124,10 +124,11 @@ def _respecified(what: str, level: str, file, key):
 
 
 def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "?", last: bool = False,
-           same_ok: bool = False) -> None:
+           same_ok: bool = False, problem=None) -> None:
     """Add one directive to a level's constraints; one that says again what is already there is
-    refused, unless `same_ok` (extra constraints on a v0.4 architecture's own, as timeloopfe
-    combines them) and it says the same (a permutation may be the other's completion)."""
+    refused, unless `same_ok` (extra constraints on a v0.4 architecture's own) and it says the
+    same: the same values, a permutation that differs only by unit loops listed first (the
+    completion timeloopfe writes; `problem` tells which loops are 1)."""
     if kind not in TYPES:
         raise CoexploreError(f"unrecognized constraint type '{kind}'", file=file, key=f"{key}.type",
                              expected=" | ".join(TYPES))
@@ -152,7 +153,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
             perm = _perm(body["permutation"])
             if perm:
                 have = getattr(c, f"{kind}_permutation")
-                if have and same_ok and (perm[-len(have):] == have or have[-len(perm):] == perm):
+                if have and same_ok and _same_order(have, perm, c, kind, problem):
                     perm = max(have, perm, key=len)           # the completed one (unit loops first)
                 elif have:
                     raise _respecified(f"{kind} permutation", level, file, f"{key}.permutation")
@@ -197,6 +198,18 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         c.ignored.append(f"{key} (type {kind}: not modelled by the mapspace)")
 
 
+def _same_order(a: list, b: list, c: LevelConstraints, kind: str, problem=None) -> bool:
+    """Two permutations of one level are the same loop order: the longer is the shorter with
+    loops of factor 1 there (fixed to 1, or of bound 1 in the layer) listed first."""
+    short, long = sorted((a, b), key=len)
+    if long[len(long) - len(short):] != short:
+        return False
+    fixed, only = getattr(c, f"{kind}_factors"), getattr(c, f"{kind}_factors_only")
+    bound = dict(zip(problem.dims, problem.bounds)) if problem is not None else {}
+    return all(fixed.get(d) == ("=", 1) or bound.get(d) == 1 or (only and d not in fixed)
+               for d in long[:len(long) - len(short)])
+
+
 def _directives(targets: list, file) -> list[tuple[str, dict, str]]:
     """(level name, directive, key) for every directive, in the layouts Timeloop reads: flat
     entries with `target` (or `name`) and `type`, or a target with a `constraints:` list; a
@@ -223,16 +236,20 @@ def _directives(targets: list, file) -> list[tuple[str, dict, str]]:
 
 
 def constraints_from_targets(targets: list, arch: Architecture, file=None,
-                             base: dict[str, LevelConstraints] | None = None) -> dict[str, LevelConstraints]:
+                             base: dict[str, LevelConstraints] | None = None,
+                             problem=None) -> dict[str, LevelConstraints]:
     """Per-level constraints from Timeloop constraint directives. `targets` may be a list of
     (directives, file) pairs (several files combined, as timeloop-mapper combines its inputs);
-    `base`: constraints they add to (a v0.4 architecture's own node constraints)."""
+    `base`: constraints they add to (a v0.4 architecture's own node constraints, not yet
+    completed; a target may then name a container, as timeloopfe's extra constraints do)."""
     out = base if base is not None else \
         {lv.name: LevelConstraints(source=None if file is None else str(file)) for lv in arch.levels}
     groups = targets if targets and isinstance(targets[0], tuple) else [(targets, file)]
     last = arch.levels[0].name if arch.levels else None
     for body, f in groups:
         for level, t, key in _directives(body, f):
+            if level not in out and base is not None and f"inter_{level}_spatial" in out:
+                level = f"inter_{level}_spatial"       # a v0.4 container, as timeloopfe names its level
             if level not in out:
                 if level == arch.compute.name and t.get("type") not in ("utilization", "parallelism"):
                     continue                       # nothing of the compute level is mapped
@@ -246,7 +263,8 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
             if "type" not in t:                    # Timeloop asserts a type
                 raise CoexploreError("a constraint without a type", file=f, key=key,
                                      expected="type: " + " | ".join(TYPES))
-            _apply(out[level], t["type"], t, f, key, level, last=level == last, same_ok=base is not None)
+            _apply(out[level], t["type"], t, f, key, level, last=level == last, same_ok=base is not None,
+                   problem=problem)
     return out
 
 
@@ -344,10 +362,15 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
                                      expected="a list of {target, type, factors|permutation|keep|bypass}, under "
                                               "architecture_constraints, mapspace_constraints or targets")
             groups.append((body, str(p)))
-        nodes = None if inline else constraints_from_nodes(arch, problem) if any(
+        nodes = None if inline else constraints_from_nodes(arch) if any(
             lv.constraints for lv in arch.levels) else None
-        return constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None,
-                                        base=nodes)
+        out = constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None,
+                                       base=nodes, problem=problem)
+        if nodes is not None and problem is not None:   # timeloopfe completes after adding the extras
+            for c in out.values():
+                for kind in ("temporal", "spatial"):
+                    _complete_permutation(c, kind, problem)
+        return out
     if inline is not None:
         return constraints_from_targets(inline, arch, str(arch.source))
     if arch.source and Path(arch.source).is_file():
