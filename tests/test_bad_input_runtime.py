@@ -191,7 +191,7 @@ def test_out_refuses_a_folder_whose_checkpoint_is_another_runs(tmp_path, monkeyp
     _stopped_after_3_batches(args, monkeypatch, capsys)
     saved = (out / ".checkpoint.pkl").read_bytes()
     assert not (out / ".run.json").exists()
-    for other, differs in ((["--seed", "5"], "settings content_key, seed"), (["--budget", "3000"], "budget"),
+    for other, differs in ((["--seed", "5"], "settings seed)"), (["--budget", "3000"], "budget"),
                            (["--restart", "--seed", "5"], "seed")):
         err = one_error(capsys, main(args + other), str(out), "saved search state")
         assert "differs from this run in settings" in err and differs in err     # says what is not the same

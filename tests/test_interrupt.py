@@ -352,3 +352,31 @@ def test_second_ctrl_c_while_the_map_result_is_written_keeps_it(tmp_path, monkey
     data = json.loads((tmp_path / "o" / "result.json").read_text())
     assert data["samples"] == 300 and "interrupted" not in data
     assert (tmp_path / "o" / "mapping.yaml").exists() and (tmp_path / "o" / "map.txt").exists()
+
+
+def test_second_ctrl_c_while_the_map_result_is_made_keeps_and_caches_it(tmp_path, monkeypatch, capsys,
+                                                                        default_sigint):
+    """Two Ctrl-C while map_layer re-evaluates the best mapping: the complete result is cached and
+    written all the same, then the command stops (exit 130); a rerun takes it from the cache."""
+    _sigint_during(monkeypatch, layer_mod, "_map_result", presses=2)
+    args = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "300", "--no-progress",
+            "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "o")]
+    assert main(args) == 130 and "the complete result" in capsys.readouterr().err
+    data = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert data["samples"] == 300 and "interrupted" not in data and not data["cached"]
+    monkeypatch.undo()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    assert main(args) == 0
+    again = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert again["cached"] and again["best"] == data["best"]
+
+
+def test_holding_stops_nested_leaves_the_holding_to_the_outer_block(default_sigint):
+    """A Ctrl-C inside a nested block is held until the outer block ends, which then reports it."""
+    from coexplore.search.base import holding_stops
+    with holding_stops() as outer:
+        with holding_stops() as inner:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        assert not inner.stop_now and signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    assert outer.stop_now and signal.getsignal(signal.SIGINT) is signal.default_int_handler

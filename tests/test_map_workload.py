@@ -105,6 +105,27 @@ def test_a_rerun_stopped_sooner_keeps_the_layers_an_earlier_run_did(tmp_path, ca
     assert json.loads((tmp_path / "w" / "summary.json").read_text())["mapped"] == 0
 
 
+def test_a_layer_completed_before_a_stop_at_once_is_in_the_table(tmp_path, capsys):
+    """A second Ctrl-C while a layer's result is written still writes it whole (exit 130): the
+    network's table lists that layer; one whose search was cut short (interrupted) is not."""
+    args = _parsed([*ARGS, "--all-layers", "--out", str(tmp_path / "w"), "--no-cache", "--no-progress"])
+    calls = []
+
+    def stopped_at_once_after_writing(sub):
+        calls.append(sub.layer)
+        assert map_cli.run(sub) == 0
+        return 130                              # what `map` returns for a stop-at-once while writing
+
+    assert run_all_layers(args, stopped_at_once_after_writing) == 130
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert [r["layer"] for r in summary["layers"]] == calls[:1] and summary["mapped"] == 1
+    res = tmp_path / "w" / calls[0] / "result.json"
+    res.write_text(json.dumps({**json.loads(res.read_text()), "interrupted": True}))
+    (tmp_path / "w" / "summary.json").unlink()
+    assert run_all_layers(args, lambda sub: 130) == 130       # stopped during the first layer's search
+    assert json.loads((tmp_path / "w" / "summary.json").read_text())["mapped"] == 0
+
+
 def test_rows_say_whether_the_layer_is_the_optimum(tmp_path, capsys):
     """`exhausted` in layers.csv: True when exhaustive search saw every mapping of the layer, False
     when its budget ended first, empty for a searcher that cannot tell."""

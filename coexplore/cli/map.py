@@ -166,11 +166,12 @@ def run(args) -> int:
 
 def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, cache, checkpoint) -> int:
     """The search, then mapping.yaml, map.txt, result.json and the summary; the exit code."""
+    stop_now = False                # a stop-at-once while the result was made: written, then exit 130
     try:
         res = map_layer(ctx, constraints, spec, args.budget, args.seed,
                         progress=not (args.no_progress or args.json), cache=cache, checkpoint=checkpoint)
     except MapInterrupted as exc:   # Ctrl-C: write the best mapping so far, then exit 130
-        res = exc.result
+        res, stop_now = exc.result, exc.stop_now
         if res is None:
             interrupted_note("map", checkpoint)
             raise KeyboardInterrupt from None
@@ -245,9 +246,10 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
         print(f"wrote {mapping_file}, {out / 'map.txt'} (loop nest)"
               + (f", {problem_file} (the layer as a Timeloop problem)" if problem_file else "")
               + f" and {out / 'result.json'}")
+    stop_now = stop_now or hold.stop_now
     if res.interrupted:
         interrupted_note("map", checkpoint)
-    elif hold.stop_now:
+    elif stop_now:
         print(f"coexplore map: stopped after the search had ended: the complete result is in {out}",
               file=sys.stderr)
-    return 130 if res.interrupted or hold.stop_now else 0
+    return 130 if res.interrupted or stop_now else 0

@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import sys
+import time
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
@@ -55,6 +56,7 @@ def run_all_layers(args, map_one) -> int:
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(layers), desc=f"{wl.name} layers", unit="layer")
     said: set = set()
+    started = time.time()                      # result files written since are this run's
     subs = [argparse.Namespace(**{**vars(args), "layer": layer.name, "out": str(out / layer.name), "json": False,
                                   "all_layers": False, "no_progress": True, "jobs": 1}) for layer, _ in layers]
     try:
@@ -66,7 +68,10 @@ def run_all_layers(args, map_one) -> int:
                 if exc is not None:                    # bad input that only this layer meets
                     error = _in_layer(exc, layers[i][0].name)
                     break
-                if rc == 130:                          # the layer's search was cut short
+                if rc == 130:                          # stopped: the layer's result only if complete
+                    done = _complete_result(out / layers[i][0].name / "result.json", started)
+                    if done is not None:
+                        results[i] = done
                     code = 130
                     break
                 result = json.loads((out / layers[i][0].name / "result.json").read_text())
@@ -207,6 +212,19 @@ def _say_once(text: str, said: set, bar) -> None:
                 bar.write(line, file=sys.stderr)
             else:
                 print(line, file=sys.stderr)
+
+
+def _complete_result(path: Path, since: float) -> dict | None:
+    """A layer's result.json when this run wrote it (at or after `since`) and it holds a complete
+    search (a stop that came after the search had ended still writes it), else None."""
+    try:
+        if path.stat().st_mtime < since:
+            return None
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(result, dict) and result.get("best") is not None and not result.get("interrupted")
+    return result if ok else None
 
 
 def _with_earlier(path: Path, record: dict, rows: dict, failed: list) -> tuple[dict, list]:

@@ -127,11 +127,14 @@ CHECKPOINT = ".checkpoint.pkl"   # in a result folder: the search state of an in
 def differences(other: dict, this: dict) -> str:
     """What sets two run records apart, in words: the settings that differ and the input files
     edited since (their digests differ)."""
-    keys = sorted(k for k in set(other) | set(this) if other.get(k) != this.get(k) and k != "inputs_sha256")
+    derived = ("inputs_sha256", "content_key")       # what the settings and files make, not set by hand
+    keys = sorted(k for k in set(other) | set(this) if other.get(k) != this.get(k) and k not in derived)
     a, b = other.get("inputs_sha256") or {}, this.get("inputs_sha256") or {}
     files = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
     parts = ([f"settings {', '.join(keys)}"] if keys else []) + \
         ([f"input files {', '.join(Path(f).name for f in files)} (edited since, or other files)"] if files else [])
+    if not parts and other.get("content_key") != this.get("content_key"):
+        parts = ["files found beside the architecture (ERT, constraints) or the model version"]
     return f"(it differs from this run in {'; '.join(parts)})" if parts else ""
 
 

@@ -374,17 +374,25 @@ class holding_stops:
     search that has ended (a second or so), so that a stop-at-once still leaves that result. A
     stop that arrives meanwhile is acted on when the block ends: as a first request (`request_stop`)
     if a command's search could still be asked to stop, else `.stop_now` turns True and the caller
-    stops once the result is written. Main thread only; signals that are ignored stay ignored."""
+    stops once the result is written. Main thread only; signals that are ignored stay ignored; a
+    block inside another one leaves the holding to the outer one."""
+
+    _depth = 0                                   # blocks open (main thread)
 
     def __init__(self):
         self.stop_now = False
         self._got: list[str] = []
         self._old: dict = {}
+        self._counted = False
 
     def __enter__(self):
         import signal
         import threading
         if threading.current_thread() is threading.main_thread():
+            self._counted = True
+            holding_stops._depth += 1
+            if holding_stops._depth > 1:         # the outer block holds them
+                return self
             for sig, name in ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")):
                 old = signal.getsignal(sig)
                 if callable(old):            # a Python handler (SIGINT's default is one), not SIG_IGN/SIG_DFL
@@ -393,6 +401,9 @@ class holding_stops:
 
     def __exit__(self, *exc):
         import signal
+        if self._counted:
+            holding_stops._depth -= 1
+            self._counted = False
         for sig, old in self._old.items():
             signal.signal(sig, old)
         self._old = {}

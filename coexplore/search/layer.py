@@ -22,7 +22,7 @@ from coexplore.errors import CoexploreError
 from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
 from coexplore.search import registry
-from coexplore.search.base import SearchInterrupted, SearchResult, run_search
+from coexplore.search.base import SearchInterrupted, SearchResult, holding_stops, run_search
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.constraints import LevelConstraints
 from coexplore.spec.mapping import from_arrays
@@ -92,11 +92,13 @@ def why_invalid(ctx: Context, ms: MapSpace, n: int = 1000, seed: int = 0) -> lis
 
 
 class MapInterrupted(KeyboardInterrupt):
-    """Ctrl-C during `map_layer`; `.result` is the best mapping so far (None if none was valid)."""
+    """Ctrl-C during `map_layer`; `.result` is the best mapping so far (None if none was valid),
+    or the complete result when a stop-at-once came while it was made (`.stop_now`)."""
 
-    def __init__(self, result: MapResult | None):
+    def __init__(self, result: MapResult | None, stop_now: bool = False):
         super().__init__()
         self.result = result
+        self.stop_now = stop_now
 
 
 def metric_arrays(res) -> dict:
@@ -157,7 +159,16 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
             "encoding": {"names": list(ms.space.names), "cardinalities": [int(c) for c in ms.space.cardinalities]},
             "backend": "builtin", "backend_version": MODEL_VERSION,
             # the stride rule changes counts; named only when not the default, so earlier keys hold
-            **({"stride_rule": ctx.stride_rule} if ctx.stride_rule != "current" else {})}
+            **({"stride_rule": ctx.stride_rule} if ctx.stride_rule != "current" else {}),
+            # X/Y choices of fixed spatial factors and split rules (2026-12-01): spaces with them are
+            # other spaces than before; named only where they exist, so other keys hold
+            **({"axis_rules": _axis_rules(ms)} if ms.axis_index or ms.split_order or ms.split_count else {})}
+
+
+def _axis_rules(ms: MapSpace) -> dict:
+    return {"choices": [[li, d, n] for _, li, d, n in ms.axis_index],
+            "order": [[li, [int(r) for r in rank]] for li, rank, _ in ms.split_order],
+            "count": [list(x) for x in ms.split_count]}
 
 
 def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec | str, budget: int,
@@ -221,10 +232,14 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             reasons = [("the objective function gave no finite loss to any mapping it was given",
                         result.samples)] + reasons
         raise NoValidMapping(result.samples, reasons)
-    out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size, custom)
-    if cache is not None:
-        cache.put(key, json.loads(json.dumps(out.to_dict())),
-                  {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
+    with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
+        out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size,
+                          custom)
+        if cache is not None:
+            cache.put(key, json.loads(json.dumps(out.to_dict())),
+                      {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
+    if hold.stop_now:
+        raise MapInterrupted(out, stop_now=True)
     return out
 
 
