@@ -250,7 +250,8 @@ def test_ert_without_a_write_action_gets_timeloops_own_estimate(tmp_path):
     d = tmp_path / "eyeriss_like"
     shutil.copytree(ARCH_DIR, d)
     ert = d / "ERT.yaml"
-    ert.write_text(ert.read_text().replace("name: write", "name: wrte").replace("name: random_write", "name: rnd_wrte"))
+    ert.write_text(ert.read_text().replace("name: write", "name: wrte").replace("name: random_write", "name: rnd_wrte")
+                   .replace("name: update", "name: updte"))
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         ctx = load_context(d / "processed.yaml", LAYER)
@@ -268,6 +269,7 @@ def test_ert_without_a_write_action_gets_timeloops_own_estimate(tmp_path):
             want = (5 / 99.5 * (kb - 0.5) + 1) * width / 16 / lv.cluster_size
         if ctx.costs.fill[li] != ref.costs.fill[li]:
             assert ctx.costs.fill[li] == pytest.approx(want, rel=1e-12) and f"{lv.name}: the ERT prices no" in text
+    assert "the ERT prices no fill, update" in text                # both missing operations named
     checked = [lv.name for li, lv in enumerate(reversed(ctx.arch.levels)) if ctx.costs.fill[li] != ref.costs.fill[li]]
     assert "DRAM" in checked and "shared_glb" in checked         # the estimate stood in for both kinds
     r = cli("evaluate", d / "processed.yaml", LAYER, CORPUS / "public" / "eyeriss_like" / "tiny_conv" / "007" /

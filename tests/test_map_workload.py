@@ -265,3 +265,18 @@ def test_layers_mapped_in_worker_processes_give_the_same_network(tmp_path, capsy
     assert strip == [{k: v for k, v in r.items() if k != "mapping_file"} for r in two["layers"]]
     assert main([*ARGS, "--layer", "bottom_fc1", "--jobs", "2", "--out", str(tmp_path / "x")]) == 2
     assert "--all-layers" in capsys.readouterr().err
+
+
+def test_earlier_rows_fill_in_only_what_this_run_did_not_do(tmp_path):
+    """A stopped run's table: its own rows and failures win over the earlier run's; the earlier
+    run's rows fill in the layers this one did not reach; no layer is both a row and a failure."""
+    from coexplore.cli.map_workload import _with_earlier
+    record = {"run": "same"}
+    earlier = {"run": record, "layers": [{"layer": "a", "v": 1}, {"layer": "b", "v": 1}, {"layer": "c", "v": 1}],
+               "failed": ["d", "e"]}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(earlier))
+    rows, failed = _with_earlier(path, record, {"a": {"layer": "a", "v": 2}, "e": {"layer": "e", "v": 2}}, ["b"])
+    assert rows == {"a": {"layer": "a", "v": 2}, "c": {"layer": "c", "v": 1}, "e": {"layer": "e", "v": 2}}
+    assert sorted(failed) == ["b", "d"] and not set(rows) & set(failed)
+    assert _with_earlier(path, {"run": "other"}, {}, []) == ({}, [])

@@ -402,3 +402,13 @@ def test_a_given_permutation_or_split_limits_the_axes_as_timeloop_mapper_does(tm
     got = {("X" if a.spatial_x[i, li, C] > 1 else "Y", "X" if a.spatial_x[i, li, M] > 1 else "Y")
            for i in range(len(pts))}
     assert got == allowed
+
+
+def test_the_size_bound_holds_with_axis_choices(tmp_path, monkeypatch):
+    """Above the exact-count limit, log10_size is an upper bound: it counts the X/Y choices too."""
+    import coexplore.mapspace.space as space_mod
+    from coexplore.mapspace.enumerate import count_canonical
+    ms = _fixed_spatial(tmp_path / "s", 4)
+    exact = count_canonical(ms)
+    monkeypatch.setattr(space_mod, "EXACT_SIZE_LIMIT", 0)
+    assert ms.log10_size() >= math.log10(exact) - 1e-9 and ms.size_exact is None

@@ -179,8 +179,17 @@ def test_the_gantt_chart_colours_jobs_by_dnn_with_a_legend(tmp_path, monkeypatch
     import colorsys
     h1, h2 = (colorsys.rgb_to_hsv(*c[:3])[0] for c in colours)
     assert min(abs(h1 - h2), 1 - abs(h1 - h2)) > 0.1
-    for bars in figures[0].axes[0].collections:
-        alphas = [round(float(c[3]), 2) for c in bars.get_facecolor()]
+    legend_rgb = {t.get_text(): tuple(p.get_facecolor()[:3]) for t, p in zip(legend.get_texts(), legend.get_patches())}
+    bars = figures[0].axes[0].collections
+    assert len(bars) == table.num_cores
+    for c, coll in enumerate(bars):
+        jobs = np.flatnonzero(tr.job_core == c)
+        jobs = jobs[np.argsort(tr.job_start[jobs], kind="stable")]          # the bars, by start time
+        faces = coll.get_facecolor()
+        assert len(faces) == len(jobs)
+        for j, face in zip(jobs, faces):              # each bar in its DNN's colour, as the legend says
+            assert tuple(face[:3]) == pytest.approx(legend_rgb[table.jobs[j].dnn])
+        alphas = [round(float(f[3]), 2) for f in faces]
         assert all(a != b for a, b in zip(alphas, alphas[1:])), alphas
 
 

@@ -277,11 +277,13 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
     for lv in arch.levels:
         c = LevelConstraints(source=arch.source)
         raw = lv.constraints or {}
-        for kind in ("temporal", "spatial", "dataspace"):
+        for kind in ("temporal", "spatial", "dataspace", "utilization"):
             if isinstance(raw.get(kind), dict):
                 if lv.is_dummy and kind != "spatial":
                     continue
                 _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}", lv.name)
+        if raw.get("max_overbooked_proportion") is not None:
+            c.ignored.append(f"{lv.name}.constraints.max_overbooked_proportion (sparse: not modelled)")
         if c.keep is not None and c.bypass is None:
             c.keep_only = True          # timeloopfe writes the complement as the bypass list
         if lv.is_dummy:

@@ -200,7 +200,7 @@ class ScheduleResult:
         if clock_GHz is not None:
             extra.update(clock_GHz=clock_GHz, makespan_s=float(self.makespan) / (clock_GHz * 1e9))
         return {
-            "units": UNITS,
+            "units": {**UNITS, **(CLOCK_UNITS if clock_GHz is not None else {})},
             "searcher": self.searcher,
             "seed": self.seed,
             "samples": int(self.samples),
@@ -290,7 +290,9 @@ def schedule_trace(table: JobTable, result: ScheduleResult) -> Trace:
 CYCLES = ("makespan", "lower_bound", "start", "end", "dnn_end", "busy_cycles", "compute_cycles")
 UNITS = {"bandwidth": "bytes/cycle", **{k: "cycles" for k in CYCLES},
          "throughput_jobs_per_cycle": "jobs/cycle", "energy_pJ": "pJ (the jobs' energy from the job table)",
-         "clock_GHz": "GHz (the system's; not known for a --table run)", "makespan_s": "seconds"}
+         "utilization": "busy_cycles / makespan", "compute_utilization": "compute_cycles / makespan",
+         "history": "[samples, best makespan in cycles]"}
+CLOCK_UNITS = {"clock_GHz": "GHz (the system's)", "makespan_s": "seconds"}
 
 
 def summary_lines(table: JobTable, result: ScheduleResult, clock_GHz: float | None = None) -> list[str]:

@@ -1,0 +1,200 @@
+"""Edges of Timeloop-input handling and of the result files (added after a mutation review):
+Timeloop's built-in energy estimate, messages that name what a Timeloop user wrote, extra
+constraints that contradict a v0.4 node, held stops, the schedule's units and summary."""
+
+import math
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.architecture import Level
+
+from conftest import CORPUS
+
+
+# ----------------------------------------------------------------- Timeloop's pat estimate
+def _sram(height, width):          # pat::SRAMEnergy, from Timeloop's src/pat/pat.cpp
+    kb = width * height / (8 * 1024)
+    return ((6.0 - 1.0) / (100.0 - 0.5) * (kb - 0.5) + 1.0) * width / 16
+
+
+@pytest.mark.parametrize("kw, want", [
+    (dict(cls="regfile", size=64, word_bits=8, block_size=1, cluster_size=1), _sram(64, 8)),
+    (dict(cls="regfile", size=64, word_bits=8, block_size=2, cluster_size=2), _sram(32, 32) / 2),
+    (dict(cls="SRAM", size=0, word_bits=8), 0.0),
+    (dict(cls="DRAM", word_bits=8, block_size=8), 200.0 * 64 / 16),
+    (dict(cls="SRAM", size=64, word_bits=16, attributes={"technology": "DRAM"}), 200.0),
+    (dict(cls="SRAM", size=64, attributes={"vector-access-energy": 3.5}), 3.5),
+    (dict(cls="SRAM", size=64, attributes={"vector_access_energy": 2.25}), 2.25),
+    (dict(cls="SRAM"), None),                      # no size: Timeloop cannot estimate it either
+])
+def test_timeloops_own_access_energy(kw, want):
+    from coexplore.energy.timeloop_pat import vector_access_energy
+    attrs = kw.pop("attributes", {})
+    lv = Level(name="b", attributes=attrs, **kw)
+    got = vector_access_energy(lv)
+    assert got == want if want is None else got == pytest.approx(want, rel=1e-12)
+
+
+# ----------------------------------------------------------------- messages naming what was written
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_include_tags_are_refused_with_file_and_line(tmp_path):
+    from coexplore.spec.yamlio import load_yaml
+    f = _write(tmp_path, "a.yaml", "architecture:\n  nodes: !Include rf_node.yaml\n")
+    with pytest.raises(CoexploreError) as e:
+        load_yaml(f)
+    assert e.value.file == str(f) and "line 2" in str(e.value) and "!Include" in str(e.value)
+
+
+def test_jinja_templates_are_named_as_such(tmp_path):
+    from coexplore.spec.yamlio import load_yaml
+    f = _write(tmp_path, "t.yaml", "architecture:\n  depth: {{ depth }}\n")
+    with pytest.raises(CoexploreError, match="Jinja2"):
+        load_yaml(f)
+    g = _write(tmp_path, "bad.yaml", "architecture:\n  depth: [1, 2\n")       # malformed, not a template
+    with pytest.raises(CoexploreError) as e:
+        load_yaml(g)
+    assert "Jinja2" not in str(e.value)
+
+
+@pytest.mark.parametrize("value, hinted", [("2*1024", True), ("DEPTH", True), ("12x", True), ("", False)])
+def test_expressions_are_said_not_to_be_evaluated(value, hinted):
+    from coexplore.spec.architecture import _positive
+    with pytest.raises(CoexploreError) as e:
+        _positive(value, file="a.yaml", key="buf.attributes.depth")
+    assert ("expressions and variables are not evaluated" in str(e.value)) == hinted
+
+
+@pytest.mark.parametrize("factors, residual", [("K=3,2 C=1", True), ("C4 @", False)])
+def test_residual_factors_are_named(factors, residual):
+    from coexplore.spec.mapping import _parse_factors
+    with pytest.raises(CoexploreError) as e:
+        _parse_factors(factors, file="m.yaml", key="mapping[0].factors", dims=["C", "K"])
+    assert ("residual factor" in str(e.value)) == residual
+
+
+def test_sparse_optimizations_of_a_nested_node_are_warned():
+    from coexplore.spec.architecture import _sparse_nodes
+    nodes = [{"name": "top", "nodes": [{"name": "PE", "nodes": [{"name": "buf", "sparse_optimizations": {"x": 1}}]}]},
+             {"name": "dram", "sparse_optimizations": {}}]
+    assert _sparse_nodes(nodes) == ["buf"]
+
+
+def test_differences_name_settings_and_files():
+    from coexplore.cli.paths import differences
+    a = {"seed": 0, "budget": 10, "content_key": "k1", "inputs_sha256": {"/x/arch.yaml": "1"}}
+    b = {"seed": 5, "budget": 10, "content_key": "k2", "inputs_sha256": {"/x/arch.yaml": "2", "/x/c.yaml": "3"}}
+    text = differences(a, b)
+    assert "settings seed" in text and "arch.yaml" in text and "c.yaml" in text and "content_key" not in text
+    assert "beside the architecture" in differences({"content_key": "k1"}, {"content_key": "k2"})
+    assert differences(a, dict(a)) == ""
+
+
+# ----------------------------------------------------------------- extra constraints against v0.4 nodes
+@pytest.mark.parametrize("directive, what", [
+    ("{target: weights_spad, type: temporal, factors: M=2}", "factor for dimension M"),
+    ("{target: PE, type: spatial, split: 3}", "spatial split"),
+    ("{target: weights_spad, type: temporal, permutation: [C, R, N, M, P, Q, S]}", "temporal permutation"),
+])
+def test_extra_constraints_that_contradict_a_node_are_refused(tmp_path, directive, what):
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.constraints import load_constraints
+    arch = load_architecture(CORPUS / "arches" / "eyeriss_like" / "arch.yaml")
+    extra = _write(tmp_path, "extra.yaml", f"targets:\n- {directive}\n")
+    with pytest.raises(CoexploreError, match=what):
+        load_constraints(arch, extra)
+
+
+def test_a_nodes_min_utilization_applies_and_an_extra_one_must_agree(tmp_path):
+    """`utilization: {min: 0.5}` in a v0.4 node's constraints bounds the mapspace (it was accepted
+    and not applied before); an extra file may repeat it, not change it."""
+    from coexplore.mapspace.space import MapSpace
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.constraints import load_constraints
+    from coexplore.spec.problem import load_problem
+    text = (CORPUS / "arches" / "eyeriss_like" / "arch.yaml").read_text()
+    old = "        dataspace: {keep: [Outputs]}\n"
+    assert old in text
+    arch_file = _write(tmp_path, "arch.yaml", text.replace(old, old + "        utilization: {min: 0.5}\n"))
+    arch = load_architecture(arch_file)
+    problem = load_problem(CORPUS / "layers" / "tiny_conv.yaml")
+    own = load_constraints(arch, None, problem)
+    assert own["psum_spad"].min_parallelism == 0.5
+    ms = MapSpace(arch, problem, own)
+    sp = ms.decode(ms.sample(np.random.default_rng(0), 400))
+    used = (sp.spatial_x * sp.spatial_y).reshape(400, -1).prod(axis=1)
+    assert (ms.satisfies(sp) == (used >= 0.5 * arch.compute.instances)).all()
+    same = _write(tmp_path, "same.yaml", "targets:\n- {target: psum_spad, type: utilization, min: 0.5}\n")
+    assert load_constraints(arch, same, problem)["psum_spad"].min_parallelism == 0.5
+    other = _write(tmp_path, "other.yaml", "targets:\n- {target: psum_spad, type: utilization, min: 0.8}\n")
+    with pytest.raises(CoexploreError, match="min parallelism"):
+        load_constraints(arch, other, problem)
+
+
+# ----------------------------------------------------------------- held stops, real handlers
+@pytest.fixture
+def handlers():
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, h in saved.items():
+        signal.signal(s, h)
+
+
+def test_a_hold_restores_the_handlers_and_holds_sigterm_too(handlers):
+    from coexplore.search.base import holding_stops
+
+    def term(signum, frame):
+        raise AssertionError("SIGTERM reached its handler inside the block")
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, term)
+    with holding_stops() as hold:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        finished = True
+    assert finished and hold.stop_now                     # no search to ask: a stop-at-once
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) is term
+
+
+def test_an_ignored_ctrl_c_stays_ignored_in_a_hold(handlers):
+    from coexplore.search.base import holding_stops
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with holding_stops() as hold:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+    assert not hold.stop_now and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+# ----------------------------------------------------------------- the schedule's times
+@pytest.mark.parametrize("seconds, text", [(4.2e-7, "420 ns"), (3.5e-6, "3.5 us"), (0.0125, "12.5 ms"),
+                                           (2.0, "2 s")])
+def test_times_are_printed_in_a_fitting_unit(seconds, text):
+    from coexplore.system.schedule import _time
+    assert _time(seconds) == text
+
+
+def test_the_dnns_are_listed_by_when_they_finish():
+    """Two DNNs, the first listed finishing last: the summary names the second first, at the end
+    times the trace gives (units: cycles)."""
+    from coexplore.system.jobs import Job, build_job_table
+    from coexplore.system.schedule import ScheduleResult, dnn_ends, schedule_trace, summary_lines
+    jobs = [Job("big.a", dnn="big", layer="a"), Job("small.a", dnn="small", layer="a")]
+    table = build_job_table(jobs, ["c0", "c1"], lambda job, core: (1000.0 if job.dnn == "big" else 10.0, 1.0, 0.0))
+    res = ScheduleResult("fcfs-greedy", 0, 16.0, 1, np.array([0, 1]), np.array([0.0, 1.0]), 1000.0, 2.0,
+                         np.array([1000.0, 10.0]))
+    ends = dnn_ends(table, schedule_trace(table, res).job_end)
+    assert ends == {"big": 1000.0, "small": 10.0}
+    line = next(x for x in summary_lines(table, res) if x.startswith("DNNs done"))
+    assert line.index("small 10") < line.index("big 1000")
+    data = res.to_json(table)
+    assert all(data["units"][k] == "cycles" for k in ("start", "end", "dnn_end", "makespan"))
+    assert "clock_GHz" not in data["units"] and data["units"] is not res.to_json(table)["units"]
