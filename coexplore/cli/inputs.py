@@ -114,9 +114,7 @@ def load_inputs(args, with_constraints: bool = False
                                   "the architecture is not a node list (give --ert ERT.yaml)")
         elif ert is None:
             ert = find_ert(args.arch, args.ert)
-        ctx = Context(arch, problem, ert, level_costs(arch, ert))
-        for w in ctx.costs.notes:
-            print(f"coexplore: warning: {ert.source}: {w}", file=sys.stderr)
+        ctx = _context(arch, problem, ert)
         return ctx, _warn_ignored(load_constraints(arch, cons_path, problem)) if with_constraints else None
     from coexplore.arch.system import load_system_arch
     from coexplore.system.from_system import core_model
@@ -132,12 +130,19 @@ def load_inputs(args, with_constraints: bool = False
     if args.ert is not None:
         from coexplore.spec.ert import load_ert
         ert = load_ert(args.ert)
-    ctx = Context(cm.context_arch, problem, ert, level_costs(cm.context_arch, ert))
-    for w in ctx.costs.notes:
-        print(f"coexplore: warning: {ert.source}: {w}", file=sys.stderr)
+    ctx = _context(cm.context_arch, problem, ert)
     if not with_constraints:
         return ctx, None
     return ctx, _warn_ignored(load_constraints(ctx.arch, cons_path) if cons_path else cm.constraints)
+
+
+def _context(arch, problem, ert) -> Context:
+    """The evaluation context; what the ERT does not price and Timeloop's estimate stands in for is
+    said on stderr."""
+    ctx = Context(arch, problem, ert, level_costs(arch, ert))
+    for w in ctx.costs.notes:
+        print(f"coexplore: warning: {ert.source}: {w}", file=sys.stderr)
+    return ctx
 
 
 def _classes_unused(arch: str, why: str) -> CoexploreError:
