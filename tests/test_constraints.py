@@ -256,6 +256,48 @@ def test_extra_constraints_complete_and_compare_as_timeloopfe_does(tmp_path):
         load_constraints(arch, extra, load_problem(CORPUS / "layers" / "tiny_conv.yaml"))   # N = 2 there
 
 
+def test_a_nodes_flattened_constraints_beside_it_replace_them(tmp_path):
+    """arch.yaml with the design's flattened constraints.yaml beside it (the corpus layout): that
+    file is the nodes' constraints flattened for one layer, so it is read instead of them, for
+    any layer (tiny_conv's N = 2 would contradict the flattened order if both were merged)."""
+    from coexplore.spec.problem import load_problem
+    d = CORPUS / "arches" / "simple_weight_stationary"
+    arch = load_architecture(d / "arch.yaml")
+    flat = load_constraints(load_architecture(d / "processed.yaml"), d / "constraints.yaml")
+    for layer in ("alexnet_conv3", "tiny_conv"):
+        got = load_constraints(arch, None, load_problem(CORPUS / "layers" / f"{layer}.yaml"))
+        assert got["inter_PE_spatial"].spatial_permutation == flat["inter_PE_spatial"].spatial_permutation
+        assert got["inter_PE_spatial"].split == flat["inter_PE_spatial"].split == 1
+
+
+def test_extra_permutations_are_read_letter_by_letter_before_completing(tmp_path):
+    """`permutation: CM RSPQN` (Timeloop reads it letter by letter) in an extra file for a v0.4
+    container completes like [C, M, R, S, P, Q, N]: C first, so `split: 1` puts C on X."""
+    from coexplore.spec.problem import load_problem
+    d = CORPUS / "arches" / "simple_weight_stationary"
+    text = (d / "arch.yaml").read_text()
+    bare = tmp_path / "arch.yaml"
+    bare.write_text(text.replace("        permutation: [C, M]\n        split: 1\n", ""))
+    problem = load_problem(CORPUS / "layers" / "alexnet_conv3.yaml")
+    perms = []
+    for written in ("CM RSPQN", "CMRSPQN", "[C, M, R, S, P, Q, N]"):
+        extra = tmp_path / "extra.yaml"
+        extra.write_text(f"targets:\n- {{target: PE, type: spatial, permutation: {written}, split: 1}}\n")
+        c = load_constraints(load_architecture(bare), extra, problem)["inter_PE_spatial"]
+        perms.append(c.spatial_permutation)
+    assert perms[0] == perms[1] == perms[2] and perms[0][0] == "C" and len(perms[0]) == 7
+
+
+def test_a_bounded_factors_only_loop_is_not_a_unit_loop(tmp_path):
+    """`factors_only: [C<=16, M<=16]` leaves M free up to 16: a permutation that lists M before the
+    node's C is another order, refused; one listing a loop pinned to 1 by factors_only is the same."""
+    from coexplore.spec.constraints import LevelConstraints, _apply, _same_order
+    c = LevelConstraints()
+    _apply(c, "temporal", {"factors_only": "C<=16 M<=16", "permutation": ["C"]}, "a.yaml", "t", "buf")
+    assert not _same_order(["C"], ["M", "C"], c, "temporal")
+    assert _same_order(["C"], ["K", "C"], c, "temporal")            # K: not listed, so pinned to 1
+
+
 def test_bounds_with_factors_only_and_conflicts(ex5):
     """factors_only fixes the unlisted dimensions to 1, not those it bounds; a bound on a dimension
     the layer lacks, or one no mapping can meet, is refused up front."""

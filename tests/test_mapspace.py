@@ -389,6 +389,8 @@ def test_fixed_spatial_factors_without_a_split_go_on_either_axis_as_timeloop_tri
     # the split fixed, the permutation enumerated: one loop on X at most
     ("factors: C=2 M=2, split: 1", {("X", "Y"), ("Y", "X"), ("Y", "Y")}),
     ("factors: C=2 M=2", {("X", "X"), ("X", "Y"), ("Y", "X"), ("Y", "Y")}),
+    # a split with a partial permutation: C listed at position 0 (< split: X); M unlisted, after it (Y)
+    ("factors: C=2 M=2, permutation: [C], split: 1", {("X", "Y")}),
 ])
 def test_a_given_permutation_or_split_limits_the_axes_as_timeloop_mapper_does(tmp_path, directive, allowed):
     """On a 4x4 fan-out with fixed C=2 M=2, the mapspace (its enumeration, counted and listed)
@@ -412,3 +414,13 @@ def test_the_size_bound_holds_with_axis_choices(tmp_path, monkeypatch):
     exact = count_canonical(ms)
     monkeypatch.setattr(space_mod, "EXACT_SIZE_LIMIT", 0)
     assert ms.log10_size() >= math.log10(exact) - 1e-9 and ms.size_exact is None
+
+
+def test_a_split_on_a_one_axis_array_still_counts(tmp_path):
+    """`split: 1` on a 16-wide X-only array: the loops after the first position go to Y, which
+    does not fan out, so at most one loop of factor > 1 is spread over X."""
+    ms = _fixed_spatial(tmp_path / "s", 16, "split: 1")
+    a = ms.decode(ms.sample(np.random.default_rng(0), 3000))
+    ok = ms.satisfies(a)
+    on_x = (a.spatial_x[:, 1] > 1).sum(axis=1)
+    assert ok.any() and (on_x[ok] <= 1).all() and (on_x > 1).any() and not ok[on_x > 1].any()

@@ -251,24 +251,29 @@ class MapSpace:
         self.min_parallelism = float(c.min_parallelism)
 
     def _axis_rules(self, inner, fx, fy) -> None:
-        """Where a level fans out in X and Y and the constraints give a spatial permutation or a
-        split but not both, timeloop-mapper enumerates the other: with the permutation fixed, the
-        split point (the loops with a factor > 1 on X come before those on Y in the permutation,
-        unlisted ones last); with the split fixed, every permutation (at most `split` loops on X and
-        the others on Y). Kept as rules on decoded mappings (`bounds_kept`)."""
+        """The X/Y placements timeloop-mapper can make where the constraints fix only part of them
+        (uber.cpp: a split given keeps every loop in the permutation, unit ones included, and the
+        first `split` positions are X; without one, unit loops are pruned and the split enumerated):
+        - a level fanning out in X and Y with a spatial permutation but no split: the loops of
+          factor > 1 on X come before those on Y in the permutation (unlisted ones last);
+        - a level with a split: the listed loops sit where `_axis` puts them; the unlisted ones take
+          the positions after the listed, so at most max(0, split - listed) of them are on X and at
+          most D - max(split, listed) on Y.
+        Kept as rules on decoded mappings (`bounds_kept`)."""
         D = self.D
         self.split_order: list[tuple[int, np.ndarray, int]] = []   # (level, rank per dim, unlisted rank)
-        self.split_count: list[tuple[int, int, int]] = []          # (level, at most on X, at most on Y)
+        self.split_count: list[tuple[int, np.ndarray, int, int]] = []   # (level, unlisted, most on X, on Y)
         for li, lv in enumerate(inner):
             c = self.constraints.get(lv.name)
-            if c is None or not (fx[li] > 1 and fy[li] > 1):
+            if c is None or not (fx[li] > 1 or fy[li] > 1):
                 continue
-            perm = c.spatial_permutation
-            if perm and c.split is None:
+            perm = [n for n in (c.spatial_permutation or []) if n in self.problem.dims]
+            if perm and c.split is None and fx[li] > 1 and fy[li] > 1:
                 rank = np.array([perm.index(n) if n in perm else len(perm) for n in self.problem.dims], np.int64)
                 self.split_order.append((li, rank, len(perm)))
-            elif c.split is not None and not perm:
-                self.split_count.append((li, min(c.split, D), D - min(c.split, D)))
+            elif c.split is not None and len(perm) < D:       # a full permutation: `_axis` places all
+                unlisted = np.array([n not in perm for n in self.problem.dims])
+                self.split_count.append((li, unlisted, max(0, c.split - len(perm)), max(0, D - max(c.split, len(perm)))))
 
     def satisfies(self, m: MappingArrays) -> np.ndarray:
         """[B] bool: the mappings keep the constraints' factor bounds (X<=n, X>=n), min
@@ -294,8 +299,9 @@ class MapSpace:
             last_x = np.where(on_x, rank, -1).max(axis=1)
             first_y = np.where(on_y, rank, big).min(axis=1)
             ok &= (last_x < first_y) | ((last_x == first_y) & (last_x == unlisted))
-        for li, most_x, most_y in self.split_count:
-            ok &= ((sx[:, li] > 1).sum(axis=1) <= most_x) & ((sy[:, li] > 1).sum(axis=1) <= most_y)
+        for li, unlisted, most_x, most_y in self.split_count:
+            ok &= (((sx[:, li] > 1) & unlisted).sum(axis=1) <= most_x) & \
+                  (((sy[:, li] > 1) & unlisted).sum(axis=1) <= most_y)
         return ok
 
     @staticmethod

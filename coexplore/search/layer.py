@@ -168,7 +168,7 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
 def _axis_rules(ms: MapSpace) -> dict:
     return {"choices": [[li, d, n] for _, li, d, n in ms.axis_index],
             "order": [[li, [int(r) for r in rank]] for li, rank, _ in ms.split_order],
-            "count": [list(x) for x in ms.split_count]}
+            "count": [[li, [bool(u) for u in unlisted], mx, my] for li, unlisted, mx, my in ms.split_count]}
 
 
 def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec | str, budget: int,

@@ -201,13 +201,12 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
 def _same_order(a: list, b: list, c: LevelConstraints, kind: str, problem=None) -> bool:
     """Two permutations of one level are the same loop order: the longer is the shorter with
     loops of factor 1 there (fixed to 1, or of bound 1 in the layer) listed first."""
+    if problem is not None:                       # 'CM RSPQN' is read letter by letter, as Timeloop does
+        a, b = resolve_permutation(a, problem.dims), resolve_permutation(b, problem.dims)
     short, long = sorted((a, b), key=len)
     if long[len(long) - len(short):] != short:
         return False
-    fixed, only = getattr(c, f"{kind}_factors"), getattr(c, f"{kind}_factors_only")
-    bound = dict(zip(problem.dims, problem.bounds)) if problem is not None else {}
-    return all(fixed.get(d) == ("=", 1) or bound.get(d) == 1 or (only and d not in fixed)
-               for d in long[:len(long) - len(short)])
+    return all(_is_unit(c, kind, d, problem) for d in long[:len(long) - len(short)])
 
 
 def _directives(targets: list, file) -> list[tuple[str, dict, str]]:
@@ -297,14 +296,20 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
     return out
 
 
+def _is_unit(c: LevelConstraints, kind: str, d: str, problem=None) -> bool:
+    """Dimension d has factor 1 at this level in every mapping: fixed to 1, of bound 1 in the
+    layer, or left out of `factors_only` without a bound (as the mapspace reads them)."""
+    fixed, only = getattr(c, f"{kind}_factors"), getattr(c, f"{kind}_factors_only")
+    bounded = d in getattr(c, f"{kind}_max") or d in getattr(c, f"{kind}_min")
+    bound = dict(zip(problem.dims, problem.bounds)) if problem is not None else {}
+    return fixed.get(d) == ("=", 1) or bound.get(d) == 1 or (only and d not in fixed and not bounded)
+
+
 def _complete_permutation(c: LevelConstraints, kind: str, problem) -> None:
-    perm = getattr(c, f"{kind}_permutation")
+    perm = resolve_permutation(getattr(c, f"{kind}_permutation") or [], problem.dims)
     if not perm:
         return
-    fixed, only = getattr(c, f"{kind}_factors"), getattr(c, f"{kind}_factors_only")
-    bound = dict(zip(problem.dims, problem.bounds))
-    units = [d for d in problem.dims if d not in perm and (
-        fixed.get(d) == ("=", 1) or bound[d] == 1 or (only and d not in fixed))]
+    units = [d for d in problem.dims if d not in perm and _is_unit(c, kind, d, problem)]
     setattr(c, f"{kind}_permutation", units + list(perm))
 
 
@@ -339,15 +344,15 @@ def constraint_targets(data, file=None) -> list | None:
     return body if found else None
 
 
-def load_constraints(arch: Architecture, path: str | Path | list | tuple | None = None, problem=None
-                     ) -> dict[str, LevelConstraints]:
+def load_constraints(arch: Architecture, path: str | Path | list | tuple | None = None, problem=None,
+                     add_to_nodes: bool = True) -> dict[str, LevelConstraints]:
     """Constraints from constraints files (one path or several, combined with the
     architecture_constraints inside the architecture's own file as timeloop-mapper combines its
     inputs, or with the constraints of a v0.4 architecture's nodes as timeloopfe adds extra
     constraints to them; a directive given twice for one level is refused, as there), else those in
     the architecture's own file (timeloopfe's parsed-processed-input carries them), else a
-    constraints.yaml beside it, else its v0.4 nodes (completed as timeloopfe completes them when the
-    layer is given: `constraints_from_nodes`)."""
+    constraints.yaml beside it (the nodes' flattened form, instead of them), else its v0.4 nodes
+    (completed as timeloopfe completes them when the layer is given: `constraints_from_nodes`)."""
     paths = [] if path is None else [path] if isinstance(path, (str, Path)) else list(path)
     inline = None
     if arch.source and Path(arch.source).is_file():
@@ -364,7 +369,7 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
                                      expected="a list of {target, type, factors|permutation|keep|bypass}, under "
                                               "architecture_constraints, mapspace_constraints or targets")
             groups.append((body, str(p)))
-        nodes = None if inline else constraints_from_nodes(arch) if any(
+        nodes = None if inline or not add_to_nodes else constraints_from_nodes(arch) if any(
             lv.constraints for lv in arch.levels) else None
         out = constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None,
                                        base=nodes, problem=problem)
@@ -378,5 +383,5 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
     if arch.source and Path(arch.source).is_file():
         cand = Path(arch.source).parent / "constraints.yaml"
         if cand.exists() and any(lv.constraints == {} for lv in arch.levels):
-            return load_constraints(arch, cand)
+            return load_constraints(arch, cand, problem, add_to_nodes=False)   # the nodes' flattened form
     return constraints_from_nodes(arch, problem)
