@@ -288,6 +288,25 @@ def test_extra_permutations_are_read_letter_by_letter_before_completing(tmp_path
     assert perms[0] == perms[1] == perms[2] and perms[0][0] == "C" and len(perms[0]) == 7
 
 
+def test_extra_constraints_on_a_node_list_without_its_own_are_completed(tmp_path):
+    """A v0.4 node list whose nodes carry no constraints, with an extra file naming the container:
+    accepted (timeloopfe's name) and completed with the layer as timeloopfe completes, so
+    `permutation: [C, M], split: 1` with R, S, P, Q fixed to 1 puts C and M on Y."""
+    import re
+    from coexplore.spec.problem import load_problem
+    d = CORPUS / "arches" / "simple_weight_stationary"
+    text = re.sub(r"\n( *)constraints:\n(\1 .*\n)+", "\n", (d / "arch.yaml").read_text())
+    assert "constraints" not in text
+    bare = tmp_path / "arch.yaml"
+    bare.write_text(text)
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("targets:\n- {target: PE, type: spatial, permutation: [C, M], split: 1, "
+                     "factors: [R=1, S=1, P=1, Q=1]}\n")
+    problem = load_problem(CORPUS / "layers" / "alexnet_conv3.yaml")
+    c = load_constraints(load_architecture(bare), extra, problem)["inter_PE_spatial"]
+    assert c.spatial_permutation[-2:] == ["C", "M"] and c.spatial_permutation.index("C") >= c.split == 1
+
+
 def test_a_bounded_factors_only_loop_is_not_a_unit_loop(tmp_path):
     """`factors_only: [C<=16, M<=16]` leaves M free up to 16: a permutation that lists M before the
     node's C is another order, refused; one listing a loop pinned to 1 by factors_only is the same."""
@@ -296,6 +315,10 @@ def test_a_bounded_factors_only_loop_is_not_a_unit_loop(tmp_path):
     _apply(c, "temporal", {"factors_only": "C<=16 M<=16", "permutation": ["C"]}, "a.yaml", "t", "buf")
     assert not _same_order(["C"], ["M", "C"], c, "temporal")
     assert _same_order(["C"], ["K", "C"], c, "temporal")            # K: not listed, so pinned to 1
+    from coexplore.spec.constraints import _is_unit
+    d = LevelConstraints()
+    _apply(d, "spatial", {"factors": "Q<=1 C>=1 M<=4"}, "a.yaml", "s", "PE")
+    assert _is_unit(d, "spatial", "Q") and _is_unit(d, "spatial", "C") and not _is_unit(d, "spatial", "M")
 
 
 def test_bounds_with_factors_only_and_conflicts(ex5):

@@ -424,3 +424,13 @@ def test_a_split_on_a_one_axis_array_still_counts(tmp_path):
     ok = ms.satisfies(a)
     on_x = (a.spatial_x[:, 1] > 1).sum(axis=1)
     assert ok.any() and (on_x[ok] <= 1).all() and (on_x > 1).any() and not ok[on_x > 1].any()
+
+
+def test_a_split_without_a_permutation_on_a_one_axis_array_keeps_the_canonical_order(tmp_path):
+    """timeloop-mapper gives a 1-D level without a permutation the canonical order, so `split: 2`
+    puts exactly the first two dimensions (C, M) on X: a factor of P > 1 cannot spread there."""
+    ms = _fixed_spatial(tmp_path / "s", 16, "split: 2")
+    a = ms.decode(ms.sample(np.random.default_rng(1), 3000))
+    ok = ms.satisfies(a)
+    P = ms.problem.dims.index("P")
+    assert ok.any() and (a.spatial_x[ok, 1, P] == 1).all() and (a.spatial_x[:, 1, P] > 1).any()

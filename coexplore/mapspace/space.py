@@ -194,7 +194,8 @@ class MapSpace:
         self._axis_rules(inner, fx, fy)
         self.has_bounds = bool((self.t_max < np.iinfo(np.int64).max).any() or (self.t_min > 1).any()
                                or (self.s_max < np.iinfo(np.int64).max).any() or (self.s_min > 1).any()
-                               or self.min_parallelism > 0 or self.split_order or self.split_count)
+                               or self.min_parallelism > 0 or self.split_order or self.split_count
+                               or self.split_place)
         self.t_allowed, self.x_allowed, self.y_allowed = t_allowed, x_allowed, y_allowed
         self.factor_params: list[FactorParam] = []
         for d in range(D):
@@ -263,12 +264,16 @@ class MapSpace:
         D = self.D
         self.split_order: list[tuple[int, np.ndarray, int]] = []   # (level, rank per dim, unlisted rank)
         self.split_count: list[tuple[int, np.ndarray, int, int]] = []   # (level, unlisted, most on X, on Y)
+        self.split_place: list[tuple[int, np.ndarray]] = []        # (level, on X allowed per dim)
         for li, lv in enumerate(inner):
             c = self.constraints.get(lv.name)
             if c is None or not (fx[li] > 1 or fy[li] > 1):
                 continue
             perm = [n for n in (c.spatial_permutation or []) if n in self.problem.dims]
-            if perm and c.split is None and fx[li] > 1 and fy[li] > 1:
+            if not perm and c.split is not None and not (fx[li] > 1 and fy[li] > 1):
+                # a 1-D level keeps the canonical order: the first `split` dimensions are X (uber.cpp)
+                self.split_place.append((li, np.arange(D) < c.split))
+            elif perm and c.split is None and fx[li] > 1 and fy[li] > 1:
                 rank = np.array([perm.index(n) if n in perm else len(perm) for n in self.problem.dims], np.int64)
                 self.split_order.append((li, rank, len(perm)))
             elif c.split is not None and len(perm) < D:       # a full permutation: `_axis` places all
@@ -299,6 +304,8 @@ class MapSpace:
             last_x = np.where(on_x, rank, -1).max(axis=1)
             first_y = np.where(on_y, rank, big).min(axis=1)
             ok &= (last_x < first_y) | ((last_x == first_y) & (last_x == unlisted))
+        for li, x_ok in self.split_place:
+            ok &= ~((sx[:, li] > 1) & ~x_ok).any(axis=1) & ~((sy[:, li] > 1) & x_ok).any(axis=1)
         for li, unlisted, most_x, most_y in self.split_count:
             ok &= (((sx[:, li] > 1) & unlisted).sum(axis=1) <= most_x) & \
                   (((sy[:, li] > 1) & unlisted).sum(axis=1) <= most_y)

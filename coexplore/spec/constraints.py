@@ -297,12 +297,14 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
 
 
 def _is_unit(c: LevelConstraints, kind: str, d: str, problem=None) -> bool:
-    """Dimension d has factor 1 at this level in every mapping: fixed to 1, of bound 1 in the
-    layer, or left out of `factors_only` without a bound (as the mapspace reads them)."""
+    """Dimension d counts as a loop of factor 1 at this level, as timeloopfe's completion counts
+    them: a factor constraint of value 1 whatever its operator (`Q=1`, `Q<=1`, also `Q>=1`), bound 1
+    in the layer, or left out of `factors_only` without a bound (as the mapspace reads them)."""
     fixed, only = getattr(c, f"{kind}_factors"), getattr(c, f"{kind}_factors_only")
-    bounded = d in getattr(c, f"{kind}_max") or d in getattr(c, f"{kind}_min")
+    hi, lo = getattr(c, f"{kind}_max"), getattr(c, f"{kind}_min")
     bound = dict(zip(problem.dims, problem.bounds)) if problem is not None else {}
-    return fixed.get(d) == ("=", 1) or bound.get(d) == 1 or (only and d not in fixed and not bounded)
+    return (fixed.get(d) == ("=", 1) or hi.get(d) == 1 or lo.get(d) == 1 or bound.get(d) == 1
+            or (only and d not in fixed and d not in hi and d not in lo))
 
 
 def _complete_permutation(c: LevelConstraints, kind: str, problem) -> None:
@@ -344,6 +346,14 @@ def constraint_targets(data, file=None) -> list | None:
     return body if found else None
 
 
+def _is_node_list(arch: Architecture) -> bool:
+    """The architecture was written as v0.4 nodes (timeloopfe's input), not flattened."""
+    if not (arch.source and Path(arch.source).is_file()):
+        return any(lv.constraints for lv in arch.levels)
+    doc = load_yaml(arch.source)
+    return isinstance(doc, dict) and isinstance(doc.get("architecture"), dict) and "nodes" in doc["architecture"]
+
+
 def load_constraints(arch: Architecture, path: str | Path | list | tuple | None = None, problem=None,
                      add_to_nodes: bool = True) -> dict[str, LevelConstraints]:
     """Constraints from constraints files (one path or several, combined with the
@@ -369,8 +379,7 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
                                      expected="a list of {target, type, factors|permutation|keep|bypass}, under "
                                               "architecture_constraints, mapspace_constraints or targets")
             groups.append((body, str(p)))
-        nodes = None if inline or not add_to_nodes else constraints_from_nodes(arch) if any(
-            lv.constraints for lv in arch.levels) else None
+        nodes = constraints_from_nodes(arch) if add_to_nodes and not inline and _is_node_list(arch) else None
         out = constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None,
                                        base=nodes, problem=problem)
         if nodes is not None and problem is not None:   # timeloopfe completes after adding the extras
