@@ -259,7 +259,8 @@ class MapSpace:
           factor > 1 on X come before those on Y in the permutation (unlisted ones last);
         - a level with a split: the listed loops sit where `_axis` puts them; the unlisted ones take
           the positions after the listed, so at most max(0, split - listed) of them are on X and at
-          most D - max(split, listed) on Y.
+          most D - max(split, listed) on Y; a level fanning out one way with a split and no
+          permutation keeps the canonical order: exactly its first `split` dimensions are X.
         Kept as rules on decoded mappings (`bounds_kept`)."""
         D = self.D
         self.split_order: list[tuple[int, np.ndarray, int]] = []   # (level, rank per dim, unlisted rank)
