@@ -198,3 +198,20 @@ def test_the_dnns_are_listed_by_when_they_finish():
     data = res.to_json(table)
     assert all(data["units"][k] == "cycles" for k in ("start", "end", "dnn_end", "makespan"))
     assert "clock_GHz" not in data["units"] and data["units"] is not res.to_json(table)["units"]
+
+
+def test_a_quoted_whole_number_is_a_bound_as_in_timeloop(tmp_path):
+    """`P: '112'` reads as 112 (Timeloop's YAML reader converts it), as a quoted buffer depth does;
+    `P: '1e2'` or `'two'` are still refused."""
+    import yaml
+    from coexplore.spec.problem import parse_problem
+    doc = yaml.safe_load((CORPUS / "layers" / "tiny_conv.yaml").read_text())
+    plain = parse_problem(doc, "l.yaml")
+    doc["problem"]["instance"]["P"] = str(doc["problem"]["instance"]["P"])
+    doc["problem"]["instance"]["Wstride"] = "1"
+    quoted = parse_problem(doc, "l.yaml")
+    assert quoted.bounds == plain.bounds and quoted.coefficients["Wstride"] == 1
+    for bad in ("two", "1e2", "-3"):
+        doc["problem"]["instance"]["P"] = bad
+        with pytest.raises(CoexploreError, match="problem.instance.P"):
+            parse_problem(doc, "l.yaml")

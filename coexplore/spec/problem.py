@@ -71,10 +71,16 @@ class Problem:
 MAX_OPERATIONS = 2 ** 53    # per-level counts stay exact in int64 and in float64 energies
 
 
+def _int_text(value: Any) -> Any:
+    """'112' as 112: Timeloop's YAML reader takes a quoted whole number as the number."""
+    return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
+
 def _coefficient(value: Any, file: str | None, key: str) -> int:
     """A stride, dilation or other projection coefficient: Timeloop's shapes multiply a dimension's
     index by it, so it is a positive integer (0 or less gives negative or empty tensors, and
     numbers for no real layer)."""
+    value = _int_text(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise CoexploreError(f"got {value!r}", file=file, key=key,
                              expected="a positive integer (strides, dilations and other coefficients are >= 1)")
@@ -122,7 +128,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
             coeffs[k] = _coefficient(v, file, f"problem.instance.{k}")
     bounds = []
     for d in dims:
-        v = instance.get(d, 1)
+        v = _int_text(instance.get(d, 1))
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise CoexploreError(f"got {v!r}", file=file, key=f"problem.instance.{d}",
                                  expected="a positive integer bound")
