@@ -215,3 +215,37 @@ def test_a_quoted_whole_number_is_a_bound_as_in_timeloop(tmp_path):
         doc["problem"]["instance"]["P"] = bad
         with pytest.raises(CoexploreError, match="problem.instance.P"):
             parse_problem(doc, "l.yaml")
+
+
+@pytest.mark.parametrize("attributes, want", [({}, 1.0), ({"datawidth": 8}, 0.25), ({"word-bits": 32}, 4.0),
+                                              ({"energy": 0.7, "datawidth": 8}, 0.7)])
+def test_timeloops_own_compute_energy(attributes, want):
+    """pat::MultiplierEnergy(word bits, word bits) = (bits / 16)^2, word bits 16 by default; an
+    `energy` attribute overrides it (ArithmeticUnits::ParseSpecs)."""
+    from coexplore.energy.timeloop_pat import compute_energy
+    assert compute_energy(Level(name="mac", cls="intmac", attributes=attributes, is_compute=True)) == \
+        pytest.approx(want, rel=1e-12)
+
+
+def test_an_ert_without_a_compute_action_gets_timeloops_estimate(tmp_path):
+    """The MAC's table with its `compute` action renamed: the estimate for its datawidth stands in,
+    with a warning naming the level; the buffers keep the ERT's numbers."""
+    import shutil
+    import warnings
+    from coexplore.errors import CoexploreWarning
+    from coexplore.model.inputs import load_context
+    d = tmp_path / "eyeriss_like"
+    shutil.copytree(CORPUS / "arches" / "eyeriss_like", d)
+    ert = d / "ERT.yaml"
+    assert ert.read_text().count("name: compute") == 1
+    ert.write_text(ert.read_text().replace("name: compute", "name: compte"))
+    layer = CORPUS / "layers" / "tiny_conv.yaml"
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ctx = load_context(d / "processed.yaml", layer)
+    ref = load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", layer)
+    bits = ctx.arch.compute.attributes.get("datawidth", ctx.arch.compute.attributes.get("word-bits", 16))
+    assert ctx.costs.compute == pytest.approx((bits / 16) ** 2) and ctx.costs.compute != ref.costs.compute
+    assert np.array_equal(ctx.costs.read, ref.costs.read)
+    assert any("prices no compute" in str(w.message) and "mac" in str(w.message) for w in said
+               if issubclass(w.category, CoexploreWarning))

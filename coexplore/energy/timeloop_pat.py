@@ -1,5 +1,5 @@
-"""Timeloop's built-in access-energy estimate (its `pat` model), used where an ERT prices no read,
-fill or update of a buffer.
+"""Timeloop's built-in energy estimates (its `pat` model), used where an ERT prices no read, fill or
+update of a buffer, or no compute of the arithmetic units.
 
 timeloop-model starts every buffer's read, fill and update energy at its "vector access energy"
 and lets ERT actions named `random_read`/`read`, `random_fill`/`write`, `random_update`/`write`
@@ -8,7 +8,9 @@ replace them (`BufferLevel::ParseSpecs`, `UpdateOpEnergyViaERT`). That default i
 of the vector) or `pat::SRAMEnergy` (a straight line through Eyeriss' 0.5 KB = 1 and 100 KB = 6
 units per 16-bit access, scaled by the access width) divided over the cluster, and 0 for a buffer
 of size 0. An ERT action such as `access` is none of those names, so such a table leaves a buffer
-at this estimate in Timeloop too.
+at this estimate in Timeloop too. The arithmetic units likewise start at their `energy` attribute,
+else `pat::MultiplierEnergy` of their word bits (`word-bits` / `datawidth`, default 16), which an
+ERT action `mac_random` / `mac` (or `compute`) replaces (`ArithmeticUnits::ParseSpecs`).
 """
 
 from __future__ import annotations
@@ -46,3 +48,19 @@ def vector_access_energy(level: Level) -> float | None:
     height = math.ceil(level.size / level.block_size)
     width = level.word_bits * level.block_size * level.cluster_size
     return sram_energy(height, width) / level.cluster_size
+
+
+def multiplier_energy(bits_a: int, bits_b: int) -> float:
+    """pJ per multiply of bits_a x bits_b (Timeloop's `pat::MultiplierEnergy`)."""
+    return (bits_a / 16.0) * (bits_b / 16.0)
+
+
+def compute_energy(level: Level) -> float:
+    """Timeloop's default energy of one compute of the arithmetic level (pJ)."""
+    a = level.attributes
+    given = a.get("energy")
+    if isinstance(given, (int, float)) and not isinstance(given, bool):
+        return float(given)
+    bits = next((a[k] for k in ("word-bits", "word_bits", "datawidth") if a.get(k) is not None), 16)
+    bits = int(bits) if isinstance(bits, (int, float)) and not isinstance(bits, bool) else 16
+    return multiplier_energy(bits, bits)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coexplore.energy.timeloop_pat import vector_access_energy
+from coexplore.energy import timeloop_pat
 from coexplore.errors import CoexploreError
 from coexplore.model.nest import NestResult, analyse, take_rows, tile_extents, tile_sizes
 from coexplore.model.validity import Validity, check
@@ -38,8 +38,9 @@ class LevelCosts:
 
 def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
     """Look up every level's action energies in the ERT. A buffer's table that prices no read, fill
-    or update (e.g. an `access` action only) gets Timeloop's own estimate for it, as timeloop-model
-    does (said in `notes`); a buffer or compute unit with no table at all is an error."""
+    or update (e.g. an `access` action only), or a compute unit's that prices no compute, gets
+    Timeloop's own estimate for it, as timeloop-model does (said in `notes`); a buffer or compute
+    unit with no table at all is an error."""
     notes = []
     L = len(arch.levels)
     arrays = {op: np.zeros(L) for op in ("read", "fill", "update", "leak")}
@@ -58,7 +59,7 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
             e = ert.energy(lv.name, op)
             if e is None and op == "leak":
                 e = 0.0          # Accelergy 0.3 tables have no leak action: no leakage, as Timeloop then
-            if e is None and (e := vector_access_energy(lv)) is not None:
+            if e is None and (e := timeloop_pat.vector_access_energy(lv)) is not None:
                 estimated.append(op)
             if e is None:
                 raise CoexploreError(f"no action that prices its {op}s for level '{lv.name}'", file=ert.source,
@@ -68,8 +69,13 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
         if estimated:
             notes.append(f"{lv.name}: the ERT prices no {', '.join(estimated)} (no action named "
                          f"{' / '.join(sorted({n for op in estimated for n in OPERATIONS[op]}))}): Timeloop's built-in "
-                         f"estimate, {vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model")
+                         f"estimate, {timeloop_pat.vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model")
     ce = ert.energy(arch.compute.name, "compute")
+    if ce is None and ert.has_level(arch.compute.name):   # a table without a compute action: Timeloop's estimate
+        ce = timeloop_pat.compute_energy(arch.compute)
+        notes.append(f"{arch.compute.name}: the ERT prices no compute (no action named "
+                     f"{' / '.join(OPERATIONS['compute'])}): Timeloop's built-in estimate, {ce:.6g} pJ per compute, "
+                     "stands in, as in timeloop-model")
     if ce is None:
         raise CoexploreError(f"no compute action for '{arch.compute.name}'", file=ert.source,
                              key=f"ERT.tables[{arch.compute.name}].actions", expected="a 'compute' (or mac) action")
