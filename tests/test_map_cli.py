@@ -269,6 +269,11 @@ def test_a_timeloop_mapper_file_is_translated(tmp_path):
     assert (spec.searcher, spec.objective) == ("linear_pruned", "latency")
     assert spec.config.max_permutations_per_if_visit == 4
     assert all(k in spec.notes[0] for k in ("num-threads", "timeout", "victory-condition"))   # as written
+    assert len(spec.notes) == 1                                   # no misspelling among them
+    f.write_text("mapper:\n  algorthm: linear-pruned\n  optimization-metrics: [delay, energy]\n  timout: 10\n")
+    notes = resolve_spec(str(f), None, None).notes
+    assert any("'algorthm' is not a timeloop-mapper setting; did you mean 'algorithm'" in n for n in notes)
+    assert any("'timout'" in n and "'timeout'" in n for n in notes)
     for text, objective in (("optimization_metric: [delay, energy]\n  optimization_metrics: []\n", "latency"),
                             ("optimization-metric: energy\n", "energy"), ("optimization_metrics: []\n", "edp")):
         f.write_text("mapper:\n  algorithm: random-pruned\n  " + text)     # timeloopfe dumps both keys

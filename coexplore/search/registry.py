@@ -10,6 +10,7 @@ A mapper file:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,7 +216,19 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     used_not = sorted(spelled[k] for k in sec if k not in quiet)          # as the file spells them
     spec.notes = [f"timeloop-mapper settings not used: {', '.join(used_not)} (coexplore stops after --budget "
                   "samples, single-threaded)"] if used_not else []
+    known = {*quiet, *fields, "algorithm", "optimization_metric", "optimization_metrics", *_TIMELOOP_NOT_USED}
+    for k in sorted(sec):                 # a misspelt key: Timeloop ignores it too, and its default applies
+        close = difflib.get_close_matches(k, sorted(known - {k}), n=1, cutoff=0.8)
+        if k not in known and close:
+            spec.notes.append(f"'{spelled[k]}' is not a timeloop-mapper setting; did you mean "
+                              f"'{close[0]}'? (its default applies, as in Timeloop)")
     return spec
+
+
+# timeloop-mapper settings coexplore reads but does not use (the search stops after --budget)
+_TIMELOOP_NOT_USED = ("timeout", "victory_condition", "search_size", "num_threads", "sync_interval",
+                      "min_utilization", "filter_revisits", "penalize_consecutive_bypass_fails",
+                      "emit_whoop_nest", "max_temporal_loops_in_a_mapping")
 
 
 def _as_timeloop_key(exc: CoexploreError, spelled: Mapping[str, str], file) -> CoexploreError:
