@@ -281,6 +281,16 @@ class MapSpace:
                 unlisted = np.array([n not in perm for n in self.problem.dims])
                 self.split_count.append((li, unlisted, max(0, c.split - len(perm)), max(0, D - max(c.split, len(perm)))))
 
+    def axis_rules(self) -> dict:
+        """The X/Y choices of fixed spatial factors and the split rules of this space, as plain
+        data ({} where there are none): what sets it apart from the space before them (cache keys)."""
+        if not (self.axis_index or self.split_order or self.split_count or self.split_place):
+            return {}
+        return {"choices": [[li, d, n] for _, li, d, n in self.axis_index],
+                "order": [[li, [int(r) for r in rank]] for li, rank, _ in self.split_order],
+                "count": [[li, [bool(u) for u in unl], mx, my] for li, unl, mx, my in self.split_count],
+                "place": [[li, [bool(x) for x in x_ok]] for li, x_ok in self.split_place]}
+
     def satisfies(self, m: MappingArrays) -> np.ndarray:
         """[B] bool: the mappings keep the constraints' factor bounds (X<=n, X>=n), min
         parallelism and the X/Y split rules (`_axis_rules`), which prime-factor assignment cannot

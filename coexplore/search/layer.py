@@ -162,15 +162,7 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
             **({"stride_rule": ctx.stride_rule} if ctx.stride_rule != "current" else {}),
             # X/Y choices of fixed spatial factors and split rules (2026-12-01): spaces with them are
             # other spaces than before; named only where they exist, so other keys hold
-            **({"axis_rules": _axis_rules(ms)} if ms.axis_index or ms.split_order or ms.split_count
-               or ms.split_place else {})}
-
-
-def _axis_rules(ms: MapSpace) -> dict:
-    return {"choices": [[li, d, n] for _, li, d, n in ms.axis_index],
-            "order": [[li, [int(r) for r in rank]] for li, rank, _ in ms.split_order],
-            "count": [[li, [bool(u) for u in unlisted], mx, my] for li, unlisted, mx, my in ms.split_count],
-            "place": [[li, [bool(x) for x in x_ok]] for li, x_ok in ms.split_place]}
+            **({"axis_rules": ms.axis_rules()} if ms.axis_rules() else {})}
 
 
 def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: registry.MapperSpec | str, budget: int,

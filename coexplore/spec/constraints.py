@@ -290,8 +290,7 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
             c.temporal_factors = {}
             c.keep, c.bypass, c.keep_only = set(), None, True
         if problem is not None:
-            for kind in ("temporal", "spatial"):
-                _complete_permutation(c, kind, problem)
+            _complete_permutations(c, problem)
         out[lv.name] = c
     return out
 
@@ -307,12 +306,14 @@ def _is_unit(c: LevelConstraints, kind: str, d: str, problem=None) -> bool:
             or (only and d not in fixed and d not in hi and d not in lo))
 
 
-def _complete_permutation(c: LevelConstraints, kind: str, problem) -> None:
-    perm = resolve_permutation(getattr(c, f"{kind}_permutation") or [], problem.dims)
-    if not perm:
-        return
-    units = [d for d in problem.dims if d not in perm and _is_unit(c, kind, d, problem)]
-    setattr(c, f"{kind}_permutation", units + list(perm))
+def _complete_permutations(c: LevelConstraints, problem) -> None:
+    """A level's temporal and spatial permutations with the layer's loops of factor 1 listed
+    first, as timeloopfe writes them for Timeloop (a split counts those positions)."""
+    for kind in ("temporal", "spatial"):
+        perm = resolve_permutation(getattr(c, f"{kind}_permutation") or [], problem.dims)
+        if perm:
+            units = [d for d in problem.dims if d not in perm and _is_unit(c, kind, d, problem)]
+            setattr(c, f"{kind}_permutation", units + list(perm))
 
 
 def constraint_targets(data, file=None) -> list | None:
@@ -346,11 +347,11 @@ def constraint_targets(data, file=None) -> list | None:
     return body if found else None
 
 
-def _is_node_list(arch: Architecture) -> bool:
-    """The architecture was written as v0.4 nodes (timeloopfe's input), not flattened."""
-    if not (arch.source and Path(arch.source).is_file()):
+def _is_node_list(arch: Architecture, doc) -> bool:
+    """The architecture was written as v0.4 nodes (timeloopfe's input), not flattened; `doc` is its
+    file's content (None without a file)."""
+    if doc is None:
         return any(lv.constraints for lv in arch.levels)
-    doc = load_yaml(arch.source)
     return isinstance(doc, dict) and isinstance(doc.get("architecture"), dict) and "nodes" in doc["architecture"]
 
 
@@ -364,9 +365,10 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
     constraints.yaml beside it (the nodes' flattened form, instead of them), else its v0.4 nodes
     (completed as timeloopfe completes them when the layer is given: `constraints_from_nodes`)."""
     paths = [] if path is None else [path] if isinstance(path, (str, Path)) else list(path)
-    inline = None
+    inline = own = None
     if arch.source and Path(arch.source).is_file():
-        inline = constraint_targets(load_yaml(arch.source), arch.source)
+        own = load_yaml(arch.source)
+        inline = constraint_targets(own, arch.source)
     if paths and arch.source and any(Path(p).resolve() == Path(arch.source).resolve() for p in paths):
         inline = None                      # the architecture's own file given again: read once
     if paths:
@@ -379,13 +381,12 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
                                      expected="a list of {target, type, factors|permutation|keep|bypass}, under "
                                               "architecture_constraints, mapspace_constraints or targets")
             groups.append((body, str(p)))
-        nodes = constraints_from_nodes(arch) if add_to_nodes and not inline and _is_node_list(arch) else None
+        nodes = constraints_from_nodes(arch) if add_to_nodes and not inline and _is_node_list(arch, own) else None
         out = constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None,
                                        base=nodes, problem=problem)
         if nodes is not None and problem is not None:   # timeloopfe completes after adding the extras
             for c in out.values():
-                for kind in ("temporal", "spatial"):
-                    _complete_permutation(c, kind, problem)
+                _complete_permutations(c, problem)
         return out
     if inline is not None:
         return constraints_from_targets(inline, arch, str(arch.source))
