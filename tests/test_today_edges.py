@@ -249,3 +249,58 @@ def test_an_ert_without_a_compute_action_gets_timeloops_estimate(tmp_path):
     assert np.array_equal(ctx.costs.read, ref.costs.read)
     assert any("prices no compute" in str(w.message) and "mac" in str(w.message) for w in said
                if issubclass(w.category, CoexploreWarning))
+
+
+def _eyeriss_with_ert(tmp_path, edit):
+    import shutil
+    import yaml
+    d = tmp_path / "eyeriss_like"
+    shutil.copytree(CORPUS / "arches" / "eyeriss_like", d)
+    doc = yaml.safe_load((d / "ERT.yaml").read_text())
+    edit(doc["ERT"]["tables"])
+    (d / "ERT.yaml").write_text(yaml.safe_dump(doc))
+    return d / "processed.yaml"
+
+
+def test_a_level_the_ert_does_not_name_gets_timeloops_estimate(tmp_path):
+    """timeloop-model replaces the energies of the levels its ERT names and keeps its `pat`
+    estimates for the others (Topology::Specs::ParseAccelergyERT): a buffer and the MAC whose
+    tables are removed get them, with a warning each; the other levels keep the ERT's numbers."""
+    import warnings
+    from coexplore.energy.timeloop_pat import compute_energy, vector_access_energy
+    from coexplore.errors import CoexploreWarning
+    from coexplore.model.inputs import load_context
+    layer = CORPUS / "layers" / "tiny_conv.yaml"
+    ref = load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", layer)
+    names = [lv.name for lv in reversed(ref.arch.levels)]          # model order, innermost first
+    gone = "shared_glb" if "shared_glb" in names else names[1]
+
+    def drop(tables):
+        tables[:] = [x for x in tables if x["name"].split("[")[0].split(".")[-1] not in (gone, ref.arch.compute.name)]
+    arch = _eyeriss_with_ert(tmp_path, drop)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ctx = load_context(arch, layer)
+    i = names.index(gone)
+    lv = next(lv for lv in ref.arch.levels if lv.name == gone)
+    want = vector_access_energy(lv)
+    assert want is not None and want != ref.costs.read[i]
+    assert ctx.costs.read[i] == ctx.costs.fill[i] == ctx.costs.update[i] == pytest.approx(want, rel=1e-12)
+    assert ctx.costs.leak[i] == 0.0
+    assert ctx.costs.compute == pytest.approx(compute_energy(ref.arch.compute), rel=1e-12)
+    others = [j for j in range(len(names)) if j != i]
+    assert np.array_equal(ctx.costs.read[others], ref.costs.read[others])
+    texts = [str(w.message) for w in said if issubclass(w.category, CoexploreWarning)]
+    assert any(gone in t and "no table" in t for t in texts)
+    assert any(ref.arch.compute.name in t and "no table" in t for t in texts)
+
+
+def test_an_ert_naming_no_level_is_refused(tmp_path):
+    from coexplore.model.inputs import load_context
+
+    def rename(tables):
+        for k, x in enumerate(tables):
+            x["name"] = f"other.thing{k}"
+    arch = _eyeriss_with_ert(tmp_path, rename)
+    with pytest.raises(CoexploreError, match="none of the architecture's levels"):
+        load_context(arch, CORPUS / "layers" / "tiny_conv.yaml")

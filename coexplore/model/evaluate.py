@@ -37,10 +37,12 @@ class LevelCosts:
 
 
 def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
-    """Look up every level's action energies in the ERT. A buffer's table that prices no read, fill
-    or update (e.g. an `access` action only), or a compute unit's that prices no compute, gets
-    Timeloop's own estimate for it, as timeloop-model does (said in `notes`); a buffer or compute
-    unit with no table at all is an error."""
+    """Look up every level's action energies in the ERT. What the ERT does not price, a buffer's
+    read, fill or update (a table with an `access` action only, or no table for the buffer) or the
+    compute unit's compute, gets Timeloop's own estimate, as timeloop-model does: it replaces only
+    the energies of the levels its ERT names (Topology::Specs::ParseAccelergyERT), the others keep
+    their `pat` estimates (said in `notes`). An ERT that names none of the levels is refused: it
+    is another architecture's."""
     notes = []
     L = len(arch.levels)
     arrays = {op: np.zeros(L) for op in ("read", "fill", "update", "leak")}
@@ -51,9 +53,6 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
         clusters[li] = max(1, lv.instances // max(1, lv.cluster_size))
         if lv.is_dummy:
             continue
-        if not ert.has_level(lv.name):
-            raise CoexploreError(f"no energy table for level '{lv.name}'", file=ert.source, key="ERT.tables",
-                                 expected=f"a table named like '...{lv.name}[1..{lv.instances}]'")
         estimated = []
         for op in arrays:
             e = ert.energy(lv.name, op)
@@ -61,24 +60,34 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
                 e = 0.0          # Accelergy 0.3 tables have no leak action: no leakage, as Timeloop then
             if e is None and (e := timeloop_pat.vector_access_energy(lv)) is not None:
                 estimated.append(op)
+            if e is None and not ert.has_level(lv.name):
+                raise CoexploreError(f"no energy table for level '{lv.name}', and no size for Timeloop's estimate",
+                                     file=ert.source, key="ERT.tables",
+                                     expected=f"a table named like '...{lv.name}[1..{lv.instances}]'")
             if e is None:
                 raise CoexploreError(f"no action that prices its {op}s for level '{lv.name}'", file=ert.source,
                                      key=f"ERT.tables[{lv.name}].actions",
                                      expected=f"one of the actions {', '.join(OPERATIONS[op])} (Timeloop's names)")
             arrays[op][li] = e
-        if estimated:
+        if estimated and not ert.has_level(lv.name):
+            notes.append(f"{lv.name}: the ERT has no table for it: Timeloop's built-in estimate, "
+                         f"{timeloop_pat.vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model")
+        elif estimated:
             notes.append(f"{lv.name}: the ERT prices no {', '.join(estimated)} (no action named "
                          f"{' / '.join(sorted({n for op in estimated for n in OPERATIONS[op]}))}): Timeloop's built-in "
                          f"estimate, {timeloop_pat.vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model")
+    named = [lv.name for lv in arch.levels if not lv.is_dummy and ert.has_level(lv.name)]
+    if not named and not ert.has_level(arch.compute.name):
+        raise CoexploreError("the ERT has a table for none of the architecture's levels (another architecture's?)",
+                             file=ert.source, key="ERT.tables",
+                             expected=f"tables named like '...{arch.compute.name}[1..{arch.compute.instances}]'")
     ce = ert.energy(arch.compute.name, "compute")
-    if ce is None and ert.has_level(arch.compute.name):   # a table without a compute action: Timeloop's estimate
+    if ce is None:       # no table, or a table without a compute action: Timeloop's estimate
         ce = timeloop_pat.compute_energy(arch.compute)
-        notes.append(f"{arch.compute.name}: the ERT prices no compute (no action named "
-                     f"{' / '.join(OPERATIONS['compute'])}): Timeloop's built-in estimate, {ce:.6g} pJ per compute, "
+        why = ("has no table for it" if not ert.has_level(arch.compute.name) else
+               f"prices no compute (no action named {' / '.join(OPERATIONS['compute'])})")
+        notes.append(f"{arch.compute.name}: the ERT {why}: Timeloop's built-in estimate, {ce:.6g} pJ per compute, "
                      "stands in, as in timeloop-model")
-    if ce is None:
-        raise CoexploreError(f"no compute action for '{arch.compute.name}'", file=ert.source,
-                             key=f"ERT.tables[{arch.compute.name}].actions", expected="a 'compute' (or mac) action")
     return LevelCosts(arrays["read"], arrays["fill"], arrays["update"], arrays["leak"], block, clusters, ce,
                       tuple(notes))
 
