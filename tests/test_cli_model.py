@@ -105,7 +105,8 @@ def test_missing_ert_entry(tmp_path):
     ert = tmp_path / "ERT.yaml"
     ert.write_text((ARCH / "ERT.yaml").read_text().replace("PEWeightRegs", "SomethingElse"))
     r = cli("evaluate", ARCH / "processed.yaml", LAYER, case / "mapping.yaml", "--ert", ert)
-    assert r.returncode == 2 and "PEWeightRegs" in r.stderr and str(ert) in r.stderr
+    # as timeloop-model: the level keeps Timeloop's own estimate, said in a warning naming it
+    assert r.returncode == 0 and "warning" in r.stderr and "PEWeightRegs: the ERT has no table" in r.stderr
     assert "Traceback" not in r.stderr
 
 

@@ -19,6 +19,7 @@ from coexplore.energy.grid import read_grid
 from coexplore.energy.tables import area_breakdown, write_art, write_ert
 from coexplore.cli.pricing import CLASS_SETS, CLASSES_HELP, price_architecture
 from coexplore.cli.paths import output_dir
+from coexplore.cli.inputs import add_var_argument
 from coexplore.spec.yamlio import read_text
 
 ESTIMATORS = ("builtin", "accelergy")
@@ -44,6 +45,7 @@ def register(subparsers) -> None:
     tab.add_argument("--energy", choices=ESTIMATORS, default="builtin",
                      help="estimator (default builtin; accelergy: the real tool, must be on PATH)")
     tab.add_argument("--classes", choices=CLASS_SETS, default=None, help=CLASSES_HELP)
+    add_var_argument(tab)
     tab.add_argument("--json", action="store_true",
                      help="print one JSON object (files, table counts, estimator, area per component)")
     tab.set_defaults(func=run_tables)

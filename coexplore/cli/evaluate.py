@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs
+from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs, problem_in_arch
 from coexplore.model.nest import STRIDE_RULES
 
 
@@ -13,7 +13,7 @@ def register(sub) -> None:
     p = sub.add_parser("evaluate", help="evaluate one mapping with the Timeloop-compatible model",
                        description="Evaluate one Timeloop mapping of one layer on one architecture. Exit code 0: valid mapping; 1: the mapping is invalid on this architecture (the reason is printed, and --json has valid: false); 2: bad input.")
     p.add_argument("arch", help=ARCH_HELP)
-    p.add_argument("problem", help=PROBLEM_HELP)
+    p.add_argument("problem", nargs="?", default=None, help=PROBLEM_HELP)
     p.add_argument("mapping", help="Timeloop mapping YAML")
     p.add_argument("--ert", help=ERT_HELP)
     add_arguments(p)
@@ -75,6 +75,7 @@ def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None =
 
 
 def run(args) -> int:
+    problem_in_arch(args)
     check = bool(args.constraints) or args.check_constraints
     ctx, constraints = load_inputs(args, with_constraints=check)
     ctx.stride_rule = args.stride_rule

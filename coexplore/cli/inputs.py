@@ -25,7 +25,8 @@ from coexplore.spec.yamlio import load_yaml
 ARCH_HELP = ("architecture: Timeloop v0.4 arch.yaml, flattened processed.yaml, or a coexplore system "
              "YAML (arch/simba.yaml, or a bundled name like simba; --core picks the core design)")
 PROBLEM_HELP = ("layer: Timeloop problem YAML, or a coexplore workload (problems/resnet50.yaml or a "
-                "bundled name like resnet50; --layer picks the layer)")
+                "bundled name like resnet50; --layer picks the layer); default: the problem inside ARCH "
+                "(a whole Timeloop spec, such as timeloopfe's top.yaml.jinja2)")
 ERT_HELP = ("energy reference table (default: ERT.yaml beside ARCH; for a system YAML, or a v0.4 node "
             "list with no ERT beside it, the built-in estimator)")
 STRIDE_HELP = ("how Timeloop counts the input window of a strided convolution: current (Timeloop since "
@@ -41,6 +42,44 @@ def add_arguments(p) -> None:
     p.add_argument("--classes", choices=CLASS_SETS, default=None,
                    help="for a v0.4 node-list ARCH without an ERT, priced with the built-in estimator: "
                         + CLASSES_HELP)
+    add_var_argument(p)
+
+
+def add_var_argument(p) -> None:
+    """--var NAME=VALUE: the names Jinja2 templates (timeloopfe's top.yaml.jinja2) are rendered with."""
+    p.add_argument("--var", action="append", default=None, metavar="NAME=VALUE",
+                   help="a name for Jinja2 templates among the inputs (timeloopfe's jinja_parse_data), e.g. "
+                        "--var architecture=eyeriss_like for the exercises' top.yaml.jinja2; VALUE is read as "
+                        "YAML (16, true, text); repeatable")
+
+
+def template_names(given: list[str] | None) -> dict:
+    """The --var NAME=VALUE pairs as a dict (values read as YAML scalars, as Python would pass them)."""
+    import yaml
+    out = {}
+    for item in given or []:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise CoexploreError(f"--var {item!r}: expected NAME=VALUE", key="--var",
+                                 expected="NAME=VALUE with NAME a Python identifier, e.g. architecture=eyeriss_like")
+        try:
+            v = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError:
+            v = value
+        out[name.strip()] = v if isinstance(v, (str, int, float, bool)) else value
+    return out
+
+
+def problem_in_arch(args) -> None:
+    """No PROBLEM given: the `problem:` of ARCH when ARCH is a whole Timeloop spec (problem,
+    architecture, mapper... in one file, as timeloopfe's top.yaml.jinja2 renders)."""
+    if args.problem is not None:
+        return
+    if "problem" not in top_keys(resolve("arch", args.arch)):
+        raise CoexploreError("no PROBLEM given and ARCH holds no problem", file=str(args.arch), key="problem",
+                             expected="PROBLEM (a Timeloop problem YAML or a workload) after ARCH, or an ARCH "
+                                      "with a top-level problem: key")
+    args.problem = args.arch
 
 
 def is_workload(path: str | Path) -> bool:

@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, _terminate)
         args = build_parser().parse_args(argv)
         command = f"coexplore {args.command}"
+        from coexplore.cli.inputs import template_names
+        from coexplore.spec import template
+        template.set_data(template_names(getattr(args, "var", None)))
         return int(args.func(args) or 0)
     except CoexploreError as exc:
         print(f"{command}: error: {exc.format()}", file=sys.stderr)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
-from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, top_keys
+from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, problem_in_arch, top_keys
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, processes, run_checkpoint, seed)
 from coexplore.search import registry
@@ -25,7 +25,7 @@ def register(sub) -> None:
                        description="Search the mapspace of one layer on one architecture (under the "
                                    "architecture's constraints) and write the best Timeloop mapping.")
     p.add_argument("arch", help=ARCH_HELP)
-    p.add_argument("problem", help=PROBLEM_HELP)
+    p.add_argument("problem", nargs="?", default=None, help=PROBLEM_HELP)
     p.add_argument("--ert", help=ERT_HELP)
     add_arguments(p)
     p.add_argument("--constraints", action="append", default=None,
@@ -114,6 +114,7 @@ def mapper_of(args) -> registry.MapperSpec:
 
 
 def run(args) -> int:
+    problem_in_arch(args)
     if args.budget < 1:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
                              expected="a positive integer")

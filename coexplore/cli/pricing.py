@@ -24,6 +24,8 @@ def class_set(arch: dict, chosen: str | None, path: Path) -> str:
     if cc is None and isinstance(arch.get("architecture"), dict):
         cc = arch["architecture"].get("compound_components")
     defined = cc.get("classes") if isinstance(cc, dict) else None
+    if isinstance(defined, list):           # include_all() of several files gives a list per file
+        defined = [c for item in defined for c in (item if isinstance(item, list) else [item])]
     if isinstance(defined, list) and defined:
         names = ", ".join(str(c.get("name", "?")) for c in defined if isinstance(c, dict))
         print(f"coexplore: warning: {path}: compound components define {names}; coexplore does not read "

@@ -355,6 +355,16 @@ def _is_node_list(arch: Architecture, doc) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("architecture"), dict) and "nodes" in doc["architecture"]
 
 
+def _extra_constraints(doc, arch: Architecture) -> list | None:
+    """A whole v0.4 spec's `extra_mapping_constraints` (timeloopfe's top.yaml.jinja2 adds an
+    architecture's mapping.yaml there): added to the nodes' constraints, as timeloopfe adds them."""
+    extra = doc.get("extra_mapping_constraints") if isinstance(doc, dict) and _is_node_list(arch, doc) else None
+    if extra is None:
+        return None
+    body = constraint_targets(extra if isinstance(extra, dict) else {"targets": extra}, arch.source)
+    return body or None
+
+
 def load_constraints(arch: Architecture, path: str | Path | list | tuple | None = None, problem=None,
                      add_to_nodes: bool = True) -> dict[str, LevelConstraints]:
     """Constraints from constraints files (one path or several, combined with the
@@ -371,8 +381,10 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
         inline = constraint_targets(own, arch.source)
     if paths and arch.source and any(Path(p).resolve() == Path(arch.source).resolve() for p in paths):
         inline = None                      # the architecture's own file given again: read once
-    if paths:
+    extra = _extra_constraints(own, arch)
+    if paths or extra:
         groups = [(inline, str(arch.source))] if inline else []
+        groups += [(extra, f"{arch.source}: extra_mapping_constraints")] if extra else []
         for p in paths:
             body = constraint_targets(load_yaml(p), str(p))
             if body is None:
@@ -382,8 +394,8 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
                                               "architecture_constraints, mapspace_constraints or targets")
             groups.append((body, str(p)))
         nodes = constraints_from_nodes(arch) if add_to_nodes and not inline and _is_node_list(arch, own) else None
-        out = constraints_from_targets(groups, arch, str(paths[0]) if len(paths) == 1 and not inline else None,
-                                       base=nodes, problem=problem)
+        alone = str(paths[0]) if len(paths) == 1 and not inline and not extra else None
+        out = constraints_from_targets(groups, arch, alone, base=nodes, problem=problem)
         if nodes is not None and problem is not None:   # timeloopfe completes after adding the extras
             for c in out.values():
                 _complete_permutations(c, problem)

@@ -51,11 +51,11 @@ class _Loader(_RefuseRepeatedKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _tagged(loader: yaml.Loader, tag_suffix: str, node: yaml.Node):
-    if tag_suffix.startswith("Include"):       # timeloopfe's !Include / !IncludeJinja: files it pastes in
-        raise yaml.constructor.ConstructorError(
-            None, None, f"!{tag_suffix} pulls in another file, which timeloopfe does and coexplore does not "
-            "(give the one file timeloopfe writes, parsed-processed-input.yaml, or paste the included text)",
-            node.start_mark)
+    if tag_suffix == "included" and isinstance(node, yaml.ScalarNode) and hasattr(loader, "objects"):
+        from coexplore.spec.template import included     # what a template's include() pasted in
+        return included(loader.objects, loader.construct_scalar(node))
+    if tag_suffix.lower() in ("include", "includejinja", "includedir"):
+        return _include(loader, tag_suffix.lower(), node)
     if isinstance(node, yaml.MappingNode):
         value = loader.construct_mapping(node, deep=True)
         value = dict(value)
@@ -91,6 +91,27 @@ def _represent_dict(dumper: yaml.Dumper, data: dict):
 _Dumper.add_representer(dict, _represent_dict)
 
 
+def _include(loader: yaml.Loader, how: str, node: yaml.Node):
+    """Accelergy's `!include FILE` (the file's content, rendered if a template) and `!includedir
+    DIR` (a list of the contents of DIR/*.yaml); relative paths from the including file's folder."""
+    source = getattr(loader, "source", None)
+    name = str(loader.construct_scalar(node)).strip() if isinstance(node, yaml.ScalarNode) else ""
+    target = Path(source or ".").parent / name
+
+    def fail(what: str, expected: str):
+        raise CoexploreError(f"line {node.start_mark.line + 1}: !{how} {name}: {what}", file=source,
+                             expected=expected)
+    if not name:
+        fail("no file name", "a file name after the tag")
+    if how == "includedir":
+        if not target.is_dir():
+            fail(f"no folder {target}", "a folder of .yaml files, relative to this file's folder")
+        return [load_yaml(f) for f in sorted(target.glob("*.yaml"))]
+    if not target.is_file():
+        fail(f"no file {target}", "a YAML file, relative to this file's folder")
+    return load_yaml(target)
+
+
 def read_text(path: str | Path) -> str:
     """A user's text file; missing, unreadable or not UTF-8 -> a CoexploreError naming the file."""
     path = Path(path)
@@ -108,13 +129,65 @@ def read_text(path: str | Path) -> str:
 
 
 def load_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; any failure becomes a CoexploreError naming the file."""
-    return loads_yaml(read_text(path), path)
+    """Parse a YAML file; any failure becomes a CoexploreError naming the file. A Jinja2 template
+    (`.jinja2`, or `{{ }}` / `{% %}` in it) is rendered first, as timeloopfe renders it
+    (`coexplore.spec.template`)."""
+    text = read_text(path)
+    from coexplore.spec import template
+    doc = template.render(path, text) if template.is_template(path, text) else loads_yaml(text, path)
+    return merge_keys(doc) if "<<<" in text else doc
 
 
-def loads_yaml(text: str, path: str | Path | None = None) -> Any:
+def merge_keys(doc: Any) -> Any:
+    """Accelergy's `<<<:` merge key, as timeloopfe reads it: a mapping's `<<<` (a mapping or a list
+    of them) is merged in recursively; keys the mapping has win, nested mappings merge, lists
+    join (the mapping's own items first); a value tagged `!nomerge` is taken as it is."""
+    return _untag_nomerge(_resolve_merges(doc))
+
+
+def _resolve_merges(doc: Any) -> Any:
+    if isinstance(doc, list):
+        return [_resolve_merges(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    out = {k: _resolve_merges(v) for k, v in doc.items() if k != "<<<"}
+    if "<<<" in doc:
+        for base in doc["<<<"] if isinstance(doc["<<<"], list) else [doc["<<<"]]:
+            out = _merged(out, _resolve_merges(base))
+    return out
+
+
+def _merged(own: Any, base: Any) -> Any:
+    if isinstance(own, dict) and own.get(TAG_KEY) == "nomerge":
+        return own
+    if isinstance(own, dict) and isinstance(base, dict):
+        out = dict(own)
+        for k, v in base.items():
+            out[k] = _merged(own[k], v) if k in own else v
+        return out
+    if isinstance(own, list) and isinstance(base, list):
+        return own + base
+    return own
+
+
+def _untag_nomerge(doc: Any) -> Any:
+    if isinstance(doc, list):
+        return [_untag_nomerge(v) for v in doc]
+    if isinstance(doc, dict):
+        return {k: _untag_nomerge(v) for k, v in doc.items() if not (k == TAG_KEY and v == "nomerge")}
+    return doc
+
+
+def loads_yaml_with(text: str, path: str | Path | None, objects: dict[str, Any]) -> Any:
+    """`loads_yaml` of a rendered template whose `!included NAME` tags stand for `objects`."""
+    return loads_yaml(text, path, type("_Rendered", (_Loader,), {"objects": objects}))
+
+
+def loads_yaml(text: str, path: str | Path | None = None, loader: type = _Loader) -> Any:
+    if "!include" in text.lower():      # includes are found from the including file's folder
+        loader = type("_Including", (loader,), {"source": None if path is None else str(path)})
     try:
-        return yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         try:                    # malformed: the Python parser says more precisely what is wrong
             yaml.load(text, Loader=_PyLoader)
@@ -123,11 +196,9 @@ def loads_yaml(text: str, path: str | Path | None = None) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        jinja = "{{" in text or "{%" in text
-        raise CoexploreError(f"malformed YAML{where}: {problem}", file=None if path is None else str(path),
-                             expected="plain YAML; this looks like a Jinja2 template ({{ }} / {% %}), which "
-                                      "timeloopfe renders and coexplore does not: give the rendered file "
-                                      "(timeloopfe's parsed-processed-input.yaml)" if jinja else None) from None
+        rendered = " (as the template renders it)" if hasattr(loader, "objects") else ""
+        raise CoexploreError(f"malformed YAML{rendered}{where}: {problem}",
+                             file=None if path is None else str(path)) from None
 
 
 def dump_yaml(data: Any) -> str:
@@ -180,7 +251,7 @@ def require(mapping: Any, key: str, *, file: str | None, where: str, expected: s
 # file stems and folder names that say what a file is, not which design or layer it holds
 _GENERIC = {"arch", "architecture", "processed", "parsed-processed-input", "flattened_architecture",
             "timeloop-mapper.flattened_architecture", "arch_dir", "inputs", "input", "ref", "outputs", "output",
-            "problem", "prob", "layer", "workload", "mapping", "map", "design"}
+            "problem", "prob", "layer", "workload", "mapping", "map", "design", "top", "main", "spec"}
 
 
 def name_from_path(file: str | Path, default: str) -> str:
@@ -191,7 +262,7 @@ def name_from_path(file: str | Path, default: str) -> str:
     -> <exercise>)."""
     p = Path(file)
     stem = p.name
-    for suffix in (".yaml", ".yml"):
+    for suffix in (".jinja2", ".jinja", ".j2", ".yaml", ".yml"):      # top.yaml.jinja2 -> top
         stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
     for suffix in (".arch", ".architecture", ".prob", ".problem", ".layer", ".mapping", ".map"):
         stem = stem[: -len(suffix)] if stem.endswith(suffix) and len(stem) > len(suffix) else stem

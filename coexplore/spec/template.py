@@ -1,0 +1,165 @@
+"""Jinja2 templates as timeloopfe renders them (`top.yaml.jinja2` of the official exercises).
+
+timeloopfe hands every input file to Accelergy's YAML reader, which renders it with Jinja2 (the
+file's folder as the loader's, undefined names an error unless `| default(...)` gives one) and
+these functions:
+- `cwd()`: the template's folder; `add_to_path(p)`: more folders where relative paths are
+  looked up (after the template's own); `find_path(p)`, `find_paths(p)`, `path_exists(p)`;
+- `include(p, key)`: the YAML file `p` (itself rendered), or its subtree at the dotted `key`,
+  pasted in as the object it is (its `!Component` / `!Container` tags kept), not as text;
+- `include_all(glob, key)`: that for every matching file, as a list (one file: its subtree);
+- `include_text(p)`: the rendered text of `p`, pasted in as it is.
+
+`render` returns the document; `yamlio.load_yaml` calls it for a `.jinja` / `.jinja2` / `.j2`
+file or one with `{{ }}` / `{% %}` in it, with the names set by `set_data` (`--var NAME=VALUE`).
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import os
+from pathlib import Path
+from typing import Any
+
+from coexplore.errors import CoexploreError
+
+SUFFIXES = (".jinja", ".jinja2", ".j2")
+_DATA: dict[str, Any] = {}
+
+
+def set_data(data: dict[str, Any]) -> None:
+    """The names templates are rendered with (timeloopfe's `jinja_parse_data`)."""
+    _DATA.clear()
+    _DATA.update(data)
+
+
+def data() -> dict[str, Any]:
+    return dict(_DATA)
+
+
+def is_template(path: str | Path, text: str) -> bool:
+    return Path(path).suffix in SUFFIXES or "{{" in text or "{%" in text
+
+
+class _Files:
+    """Path lookup of one template: relative paths against its folder, then the added ones;
+    absolute ones as they are; glob patterns expanded (regular files and folders alike)."""
+
+    def __init__(self, path: Path, extra: list[str]):
+        self.here = path.parent.resolve()
+        self.extra = list(extra)
+
+    def find_all(self, p: str) -> list[str]:
+        p = str(p)
+        roots = [""] if os.path.isabs(p) else [str(self.here), *self.extra]
+        seen, out = set(), []
+        for root in roots:
+            for m in sorted(glob.glob(os.path.join(root, p) if root else p)):
+                real = os.path.realpath(m)
+                if real not in seen:
+                    seen.add(real)
+                    out.append(real)
+        return out
+
+    def find(self, p: str) -> list[str]:
+        found = self.find_all(p)
+        if not found:
+            tried = ", ".join([str(self.here), *self.extra]) if not os.path.isabs(str(p)) else "as given"
+            raise _Failure(f"no file '{p}' (looked in {tried})")
+        return found
+
+
+class _Failure(Exception):
+    """A template function's failure, reported with the template's file and line."""
+
+
+def render(path: str | Path, text: str, names: dict[str, Any] | None = None,
+           extra: list[str] | None = None) -> Any:
+    """The document the template at `path` (whose text is `text`) renders to."""
+    objects: dict[str, Any] = {}
+    rendered = render_text(path, text, names, extra, objects)
+    from coexplore.spec.yamlio import loads_yaml_with
+    return loads_yaml_with(rendered, path, objects)
+
+
+def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra: list[str] | None,
+                objects: dict[str, Any]) -> str:
+    """The template's text with its Jinja evaluated; what `include` pastes in is put in `objects`
+    and referred to in the text by a `!included NAME` tag."""
+    import jinja2
+
+    path = Path(path)
+    names = dict(_DATA if names is None else names)
+    files = _Files(path, extra or [])
+
+    def add_to_path(p):
+        files.extra.extend(m for m in files.find(p) if m not in files.extra)
+        return ""
+
+    def load(p: str) -> Any:
+        from coexplore.spec.yamlio import read_text
+        t = read_text(p)
+        if not is_template(p, t):
+            from coexplore.spec.yamlio import load_yaml
+            return load_yaml(p)
+        inner: dict[str, Any] = {}
+        body = render_text(p, t, names, files.extra, inner)
+        from coexplore.spec.yamlio import loads_yaml_with
+        return loads_yaml_with(body, p, inner)
+
+    def subtree(doc: Any, key: str, p: str) -> Any:
+        for part in [k for k in str(key).split(".") if k]:
+            if not isinstance(doc, dict) or part not in doc:
+                raise _Failure(f"'{p}' has no key '{key}'")
+            doc = doc[part]
+        return doc
+
+    def paste(value: Any) -> str:
+        name = f"o{len(objects)}"
+        objects[name] = value
+        return f"!included {name}"
+
+    def include(p, key=""):
+        found = files.find(p)
+        if len(found) > 1:
+            raise _Failure(f"'{p}' matches {len(found)} files; include takes one (include_all takes several)")
+        return paste(subtree(load(found[0]), key, found[0]))
+
+    def include_all(p, key=""):
+        found = files.find(p)
+        parts = [subtree(load(f), key, f) for f in found]
+        return paste(parts[0] if len(parts) == 1 else parts)
+
+    def include_text(p):
+        from coexplore.spec.yamlio import read_text
+        out = []
+        for f in files.find(p):
+            t = read_text(f)
+            out.append(render_text(f, t, names, files.extra, objects) if is_template(f, t) else t)
+        return "\n".join(out)
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(path.parent)), undefined=jinja2.StrictUndefined)
+    env.globals.update(cwd=lambda: str(files.here), add_to_path=add_to_path,
+                       find_path=lambda p: files.find(p)[0], find_paths=files.find_all,
+                       path_exists=lambda p: bool(files.find_all(p)), include=include,
+                       include_all=include_all, include_text=include_text)
+    try:
+        return env.from_string(text).render(**names)
+    except jinja2.UndefinedError as exc:
+        raise CoexploreError(f"template: {exc.message}", file=str(path),
+                             expected="its value given with --var NAME=VALUE (timeloopfe's jinja_parse_data)"
+                             ) from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise CoexploreError(f"template syntax at line {exc.lineno}: {exc.message}", file=str(path)) from None
+    except _Failure as exc:
+        raise CoexploreError(f"template: {exc}", file=str(path)) from None
+    except CoexploreError:
+        raise
+    except Exception as exc:          # an error inside the template's own expressions
+        raise CoexploreError(f"template: {type(exc).__name__}: {exc}", file=str(path)) from None
+
+
+def included(objects: dict[str, Any], name: str) -> Any:
+    """The object an `!included NAME` tag stands for (a copy: one object may be pasted twice)."""
+    return copy.deepcopy(objects[name])

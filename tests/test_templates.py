@@ -1,0 +1,152 @@
+"""timeloopfe's input conventions: Jinja2 templates (the exercises' top.yaml.jinja2), Accelergy's
+`!include` / `!includedir` tags and `<<<` merge keys, a whole spec as ARCH (PROBLEM and extra
+mapping constraints inside it)."""
+
+import json
+import shutil
+
+import pytest
+
+from coexplore.cli.main import main
+from coexplore.errors import CoexploreError
+from coexplore.spec import template
+from coexplore.spec.yamlio import load_yaml
+
+from conftest import DATA
+
+T = DATA / "timeloop_templates"
+TOP = T / "v4_ed_eyeriss_like" / "top.yaml.jinja2"
+REF = DATA / "exercises_v4" / "v4_ed_eyeriss_like"
+
+
+@pytest.fixture(autouse=True)
+def _no_names():
+    yield
+    template.set_data({})
+
+
+def test_the_exercises_top_template_renders_the_files_it_includes():
+    template.set_data({"architecture": "arch_dir"})
+    doc = load_yaml(TOP)
+    arch = load_yaml(T / "v4_ed_eyeriss_like" / "arch_dir" / "arch.yaml")
+    problem = load_yaml(T / "v4_ed_eyeriss_like" / "_include" / "default_problem.yaml")
+    mapper = load_yaml(T / "v4_ed_eyeriss_like" / "_include" / "mapper.yaml")
+    assert doc["architecture"] == arch["architecture"]      # the nodes with their !Container tags
+    assert doc["problem"] == problem["problem"] and doc["mapper"] == mapper["mapper"]
+    assert doc["variables"]["global_cycle_seconds"] == 1e-9
+    classes = doc["components"]["classes"]                     # include_all: one list per file
+    names = sorted(c["name"] for per_file in classes for c in per_file)
+    assert names == sorted(c["name"] for f in (T / "v4_ed_eyeriss_like" / "_components").glob("*.yaml")
+                           for c in load_yaml(f)["compound_components"]["classes"])
+    assert "extra_mapping_constraints" not in doc            # no arch_dir/mapping.yaml
+
+
+def test_a_name_the_template_needs_is_asked_for():
+    with pytest.raises(CoexploreError) as e:
+        load_yaml(TOP)
+    assert "'architecture' is undefined" in str(e.value) and "--var" in str(e.value)
+    assert e.value.file == str(TOP)
+
+
+def test_an_optional_name_changes_what_is_included(tmp_path):
+    """`problem` has a default in the template (`_include/default_problem.yaml`); given, it wins."""
+    other = tmp_path / "p.yaml"
+    other.write_text("problem:\n  shape: {name: x, dimensions: [K], data_spaces: [{name: A, projection: [[[K]]]}]}\n"
+                     "  instance: {K: 7}\n")
+    template.set_data({"architecture": "arch_dir", "problem": str(other)})
+    assert load_yaml(TOP)["problem"]["instance"] == {"K": 7}
+
+
+def test_a_template_reproduces_timeloops_result_for_the_mapping_it_found(capsys):
+    """evaluate the exercise's timeloop-mapper mapping on the rendered spec (ARCH only: the problem is
+    inside it) with the reference's ERT: Timeloop's cycles and energy."""
+    ref = json.loads((REF / "reference.json").read_text())["summary"]
+    rc = main(["evaluate", str(TOP), str(REF / "timeloop-mapper.map.yaml"), "--var", "architecture=arch_dir",
+               "--ert", str(REF / "timeloop-mapper.ERT.yaml"), "--stride-rule", "pre2025", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["cycles"] == ref["cycles"]
+    assert out["energy_pJ"] == pytest.approx(ref["energy_pJ_from_per_compute"], rel=1e-4)
+
+
+def test_map_on_a_template_without_problem(tmp_path, capsys):
+    rc = main(["map", str(TOP), "--var", "architecture=arch_dir", "--budget", "200", "--out", str(tmp_path / "o"),
+               "--ert", str(REF / "timeloop-mapper.ERT.yaml"), "--json", "--no-progress"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["samples"] == 200 and out["best"]["computes"] == json.loads(
+        (REF / "reference.json").read_text())["summary"]["computes"]
+
+
+def test_no_problem_anywhere_is_a_clear_error(capsys):
+    rc = main(["map", str(T / "v4_ed_eyeriss_like" / "arch_dir" / "arch.yaml"), "--budget", "10"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no PROBLEM given and ARCH holds no problem" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("bad", ["architecture", "=x", "1a=x"])
+def test_bad_var_arguments(bad, capsys):
+    rc = main(["evaluate", str(TOP), "m.yaml", "--var", bad])
+    assert rc == 2 and "NAME=VALUE" in capsys.readouterr().err
+
+
+def test_include_text_and_merge_keys_of_the_exercises_layer_shapes():
+    doc = load_yaml(T / "_layer_shapes" / "alexnet" / "0.yaml")
+    base = load_yaml(T / "_layer_shapes" / "problem_base.yaml")["problem_base_ignore"]
+    inst = doc["problem"]["instance"]
+    assert inst["C"] == 3 and inst["M"] == 64 and inst["R"] == 11             # the layer's own values win
+    assert inst["N"] == base["instance"]["N"] and inst["Hstride"] == 1        # the rest from the base
+    assert doc["problem"]["shape"] == base["shape"]
+
+
+def test_merge_key_rules(tmp_path):
+    f = tmp_path / "m.yaml"
+    f.write_text("base: &b {a: 1, l: [x], d: {p: 1, q: 2}, keep: !nomerge {z: 1}}\n"
+                 "got:\n  <<<: *b\n  a: 2\n  l: [y]\n  d: {q: 3}\n  keep: !nomerge {w: 2}\n")
+    got = load_yaml(f)["got"]
+    assert got == {"a": 2, "l": ["y", "x"], "d": {"q": 3, "p": 1}, "keep": {"w": 2}}
+
+
+def test_include_tags(tmp_path):
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "a.yaml").write_text("- !Component\n  name: buf\n")
+    (tmp_path / "parts" / "b.yaml").write_text("k: 1\n")
+    f = tmp_path / "top.yaml"
+    f.write_text("nodes: !include parts/a.yaml\nall: !includedir parts\n")
+    doc = load_yaml(f)
+    assert doc["nodes"] == [{"name": "buf", "!": "Component"}]
+    assert doc["all"] == [[{"name": "buf", "!": "Component"}], {"k": 1}]
+    g = tmp_path / "bad.yaml"
+    g.write_text("x: 1\nnodes: !include parts/none.yaml\n")
+    with pytest.raises(CoexploreError) as e:
+        load_yaml(g)
+    assert e.value.file == str(g) and "line 2" in str(e.value) and "none.yaml" in str(e.value)
+
+
+def test_template_errors_name_the_file(tmp_path):
+    f = tmp_path / "t.yaml.jinja2"
+    f.write_text("a: {{ include('missing.yaml', 'a') }}\n")
+    with pytest.raises(CoexploreError, match="no file 'missing.yaml'"):
+        load_yaml(f)
+    f.write_text("a: {% if %}\n")
+    with pytest.raises(CoexploreError, match="template syntax at line 1"):
+        load_yaml(f)
+    (tmp_path / "x.yaml").write_text("a: {b: 1}\n")
+    f.write_text("a: {{ include('x.yaml', 'a.c') }}\n")
+    with pytest.raises(CoexploreError, match="has no key 'a.c'"):
+        load_yaml(f)
+
+
+def test_extra_mapping_constraints_of_a_spec_add_to_the_nodes(tmp_path):
+    """A design folder with a mapping.yaml: the template adds it as extra_mapping_constraints, and
+    the mapspace keeps them (fixed factors at the global buffer) with the nodes' own."""
+    d = tmp_path / "v4_ed_eyeriss_like"
+    shutil.copytree(T / "v4_ed_eyeriss_like", d)
+    (d / "arch_dir" / "mapping.yaml").write_text(
+        "mapping:\n- target: shared_glb\n  type: temporal\n  factors: [M=2]\n")
+    template.set_data({"architecture": "arch_dir"})
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import load_constraints
+    top = d / "top.yaml.jinja2"
+    ctx = load_context(top, top, REF / "timeloop-mapper.ERT.yaml")
+    cons = load_constraints(ctx.arch, None, ctx.problem)
+    assert cons["shared_glb"].temporal_factors.get("M") == ("=", 2)
+    assert cons["inter_PE_column_spatial"].split == 999        # the nodes' own are kept
