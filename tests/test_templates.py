@@ -150,3 +150,82 @@ def test_extra_mapping_constraints_of_a_spec_add_to_the_nodes(tmp_path):
     cons = load_constraints(ctx.arch, None, ctx.problem)
     assert cons["shared_glb"].temporal_factors.get("M") == ("=", 2)
     assert cons["inter_PE_column_spatial"].split == 999        # the nodes' own are kept
+
+
+# ----------------------------------------------------------------- v0.4 expressions and variables
+TUT = T / "v4_tut02_dse_matmul_like"
+TUT_REF = DATA / "exercises_v4" / "v4_tut02_dse_matmul_like"
+
+
+def test_the_tutorials_expressions_give_timeloops_result(capsys):
+    """tut02's architecture writes `datawidth: DATAWIDTH` (a variable of variables.yaml, itself
+    `{{datawidth_jinja|default(8)}}`), `width: datawidth * 3` and `split: len(spec.problem.instance)`;
+    its reference run left the register out (`reg_enabled=False`)."""
+    ref = json.loads((TUT_REF / "reference.json").read_text())["summary"]
+    rc = main(["evaluate", str(TUT / "top.yaml.jinja"), str(TUT_REF / "timeloop-mapper.map.yaml"),
+               "--var", "reg_enabled=false", "--ert", str(TUT_REF / "timeloop-mapper.ERT.yaml"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["cycles"] == ref["cycles"] and out["computes"] == ref["computes"]
+    assert out["energy_pJ"] == pytest.approx(ref["energy_pJ_from_per_compute"], rel=1e-5)
+
+
+def test_variables_reach_every_component_and_expressions_are_computed():
+    from coexplore.spec.architecture import parse_architecture
+    template.set_data({"datawidth_jinja": 16})
+    doc = load_yaml(TUT / "top.yaml.jinja")
+    arch = parse_architecture(doc, "top.yaml.jinja")
+    reg = next(lv for lv in arch.levels if lv.name == "reg")
+    mac = arch.compute
+    assert reg.attributes["datawidth"] == 16 and reg.attributes["width"] == 48       # datawidth * 3
+    assert mac.attributes["adder_width"] == 32 and mac.attributes["technology"] == "45nm"
+    pe = next(lv for lv in arch.levels if lv.name == "inter_PE_spatial")
+    assert pe.constraints["spatial"]["split"] == len(doc["problem"]["instance"]) + 1   # + timeloopfe's densities
+
+
+@pytest.mark.parametrize("text, scope, want", [
+    ("datawidth * 3", {"datawidth": 8}, 24),
+    ("max(64, depth)", {"depth": 16}, 64),
+    ("max(1, ceil(log2(depth))) if depth >= 1 else 1", {"depth": 1000}, 10),
+    ("widthscale * (depthscale ** (1.56 / 2))", {"widthscale": 2, "depthscale": 4}, 2 * 4 ** 0.78),
+    ("LPDDR4", {}, "LPDDR4"),          # a word naming nothing: text
+    ("SET ME", {}, "SET ME"),
+    ("32nm", {}, "32nm"),
+    ("1e-9", {}, 1e-9),
+])
+def test_expressions(text, scope, want):
+    from coexplore.spec.expressions import resolve
+    got, why = resolve(text, scope)
+    assert why is None and (got == pytest.approx(want) if isinstance(want, float) else got == want)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("width * 2", "name 'width' is not defined"),
+    ("__import__('os')", "function '__import__'"),
+    ("__import__('os').system('true')", "not arithmetic"),
+    ("(1).__class__", "names nothing in the spec"),
+    ("depth / 0", "ZeroDivisionError"),
+    ("[x for x in depth]", "not arithmetic"),
+])
+def test_expressions_that_cannot_be_computed(text, says):
+    from coexplore.spec.expressions import resolve
+    got, why = resolve(text, {"depth": 4})
+    assert got == text and says in why
+
+
+def test_an_uncomputable_size_is_refused_saying_why(tmp_path):
+    from coexplore.spec.architecture import load_architecture
+    f = tmp_path / "a.yaml"
+    f.write_text("variables: {version: 0.4, DW: 8}\narchitecture:\n  version: 0.4\n  nodes:\n"
+                 "  - !Container {name: system}\n"
+                 "  - !Component {name: DRAM, class: DRAM, attributes: {width: 64, datawidth: DW}}\n"
+                 "  - !Component {name: buf, class: SRAM, attributes: {depth: dpth * 2, width: 64, datawidth: DW}}\n"
+                 "  - !Component {name: mac, class: intmac, attributes: {datawidth: DW}}\n")
+    with pytest.raises(CoexploreError) as e:
+        load_architecture(f)
+    assert "name 'dpth' is not defined" in str(e.value) and "depth" in str(e.value)
+    f.write_text(f.read_text().replace("dpth * 2", "DW * 2"))
+    arch = load_architecture(f)
+    assert next(lv for lv in arch.levels if lv.name == "buf").attributes["depth"] == 16
+    f.write_text(f.read_text().replace("DW: 8}", "DW: 8, B: DW * nope}"))
+    with pytest.raises(CoexploreError, match="variables.B.*'nope' is not defined"):
+        load_architecture(f)

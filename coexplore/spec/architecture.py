@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from coexplore.errors import CoexploreError
+from coexplore.spec import expressions
 from coexplore.spec.yamlio import TAG_KEY, load_yaml, name_from_path
 
 _RANGE = re.compile(r"^(?P<base>.*?)\[(?P<lo>\d+)\.\.(?P<hi>\d+)\]$")
@@ -50,8 +51,13 @@ def _number(value, *, file, key, expected="a number"):
     try:
         return float(value) if any(c in str(value) for c in ".eE") else int(value)
     except (TypeError, ValueError):
-        if isinstance(value, str) and re.search(r"[A-Za-z_][A-Za-z_0-9]*|[*/+()-]", value.strip()):
-            expected += " (v0.4 expressions and variables are not evaluated: write the number)"
+        why = expressions.FAILED.get(value) if isinstance(value, str) else None
+        if why:
+            expected += (f" ('{value}' is a v0.4 expression that cannot be computed: {why}; names come from "
+                         "the spec's variables: and the attributes of the node and the containers around it)")
+        elif isinstance(value, str) and re.search(r"[A-Za-z_][A-Za-z_0-9]*|[*/+()-]", value.strip()):
+            expected += (" (expressions and variables are evaluated in a v0.4 node's attributes, mesh and "
+                         "split only: write the number)")
         raise CoexploreError(f"got {value!r}", file=file, key=key, expected=expected) from None
 
 
@@ -295,8 +301,41 @@ def _refuse_unmodelled(a: dict, file, key: str) -> None:
             raise _no_networks(f"'{a[net]}' names a network", file, f"{key}.{net}", "no network_* attributes")
 
 
+def _resolved(attrs: dict, scope: dict) -> dict:
+    """A v0.4 node's attributes with expressions computed as timeloopfe computes them: over the
+    variables, the containers' attributes and the node's own earlier attributes."""
+    done: dict = {}
+    for k, v in attrs.items():
+        done[k], _ = expressions.resolve(v, {**scope, **done})
+    return done
+
+
+def _variables(data: dict, file: str | None) -> dict:
+    """The spec's top-level `variables:` (or the architecture's), each computed in order over the
+    earlier ones, as timeloopfe does; an expression that cannot be computed is refused here."""
+    problem = data.get("problem") if isinstance(data.get("problem"), dict) else {}
+    instance = problem.get("instance") if isinstance(problem.get("instance"), dict) else {}
+    spec = {**data, "problem": {**problem, "instance": {**instance, "densities": instance.get("densities", {})}}}
+    scope: dict = {"spec": expressions.Namespace(spec)}   # timeloopfe's spec (its problem instance has densities)
+    for where, block in (("variables", data.get("variables")),
+                         ("architecture.variables", (data.get("architecture") or {}).get("variables"))):
+        if block is None:
+            continue
+        for k, v in _mapping(block, file=file, key=where).items():
+            if k == "version":
+                continue
+            scope[str(k)], why = expressions.resolve(v, scope)
+            if str(k) == "spec":
+                raise CoexploreError("a variable named spec hides timeloopfe's spec", file=file,
+                                     key=f"{where}.{k}", expected="another name")
+            if why:
+                raise CoexploreError(f"'{v}' cannot be computed: {why}", file=file, key=f"{where}.{k}",
+                                     expected="a number, text, or an expression over the variables before it")
+    return scope
+
+
 def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y: int,
-                file: str | None, where: str) -> Level:
+                file: str | None, where: str, scope: dict | None = None) -> Level:
     if not isinstance(node, dict):
         raise CoexploreError(f"got {type(node).__name__}", file=file, key=where,
                              expected="a component mapping with name and class")
@@ -309,14 +348,24 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     own = node.get("attributes") or {}
     if not isinstance(own, dict):
         raise CoexploreError("not a mapping", file=file, key=f"{where}.attributes", expected="a mapping")
-    attrs.update({str(k).replace("-", "_"): v for k, v in own.items()})
+    own = {str(k).replace("-", "_"): v for k, v in own.items()}
+    attrs.update(_resolved(own, {**(scope or {}), **inherited}) if scope is not None else own)
     name, _ = split_range(node["name"], file, f"{where}.name")
     mx, my = (attrs.get(k) for k in ("meshX", "meshY"))
     mx = _positive(mesh_x if mx is None else mx, file=file, key=f"{where}.attributes.meshX")
     my = _positive(mesh_y if my is None else my, file=file, key=f"{where}.attributes.meshY")
+    constraints = node.get("constraints") or {}
+    split = (constraints.get("spatial") or {}).get("split") if isinstance(constraints, dict) else None
+    if scope is not None and isinstance(split, str):     # timeloopfe computes a split written as an expression
+        value, why = expressions.resolve(split, {**scope, **attrs})
+        if why:
+            raise CoexploreError(f"split '{split}' cannot be computed: {why}", file=file,
+                                 key=f"{where}.constraints.spatial.split",
+                                 expected="a number, or an expression over the variables, attributes and "
+                                          "spec (spec.problem.instance...)")
+        constraints = {**constraints, "spatial": {**constraints["spatial"], "split": value}}
     level = Level(name=name, cls=str(node["class"]), subclass=node.get("subclass"), attributes=attrs,
-                  instances=instances, mesh_x=mx, mesh_y=my,
-                  constraints=node.get("constraints") or {})
+                  instances=instances, mesh_x=mx, mesh_y=my, constraints=constraints)
     kind = timeloop_kind(level.cls)
     if kind is None and any(n in level.cls for n in NETWORK_CLASSES):     # Timeloop's isNetworkClass
         raise _no_networks(f"'{level.cls}' is a network", file, f"{where}.class",
@@ -367,9 +416,11 @@ def _check_v4_keys(node: dict, here: str, file) -> None:
                                      expected="keys of a v0.4 spatial mesh: " + ", ".join(V4_SPATIAL_KEYS))
 
 
-def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
+def _from_v4_nodes(nodes: list, file: str | None, scope: dict | None = None) -> tuple[list[Level], dict]:
     levels: list[Level] = []
-    inherited: dict = {}
+    scope = {} if scope is None else scope
+    # timeloopfe makes the variables the top level's attributes: every component inherits them
+    inherited: dict = {k: v for k, v in scope.items() if k != "spec"}
     mesh_x = mesh_y = 1
 
     def walk(items, where):
@@ -397,19 +448,21 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                 if node.get("networks"):
                     raise _no_networks("a networks list", file, f"{here}.networks", "no networks")
                 inherited = dict(inherited)
-                inherited.update({str(k).replace("-", "_"): v for k, v in
-                                  _mapping(node.get("attributes"), file=file, key=f"{here}.attributes").items()})
+                own = {str(k).replace("-", "_"): v for k, v in
+                       _mapping(node.get("attributes"), file=file, key=f"{here}.attributes").items()}
+                inherited.update(_resolved(own, {**scope, **inherited}))
                 spatial = node.get("spatial") or {}
                 if not isinstance(spatial, dict):
                     raise CoexploreError(f"got {spatial!r}", file=file, key=f"{here}.spatial",
                                          expected="a mapping {meshX: n, meshY: m}")
+                spatial = _resolved(spatial, {**scope, **inherited})
                 sx = _positive(spatial.get("meshX", 1), file=file, key=f"{here}.spatial.meshX")
                 sy = _positive(spatial.get("meshY", 1), file=file, key=f"{here}.spatial.meshY")
                 if spatial:
                     dummy = {"name": f"inter_{node['name']}_spatial", "class": "dummy_storage",
                              "attributes": {"width": 1, "depth": 1, "datawidth": 1, "technology": -1},
                              "constraints": node.get("constraints") or {}}
-                    lv = _make_level(dummy, {}, mesh_x * mesh_y, mesh_x, mesh_y, file, here)
+                    lv = _make_level(dummy, {}, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope)
                     lv.from_container = True
                     lv.attributes.update({"meshX": mesh_x, "meshY": mesh_y})
                     levels.append(lv)
@@ -417,7 +470,7 @@ def _from_v4_nodes(nodes: list, file: str | None) -> tuple[list[Level], dict]:
                 if "nodes" in node:
                     walk(node["nodes"], f"{here}.nodes")
                 continue
-            lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here)
+            lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope)
             lv.mesh_x, lv.mesh_y, lv.instances = mesh_x, mesh_y, mesh_x * mesh_y
             if not lv.is_compute:
                 lv.attributes.setdefault("n_banks", 2)       # timeloopfe's default for a v0.4 storage node
@@ -486,7 +539,8 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     if not isinstance(arch, dict):
         raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
     if "nodes" in arch:
-        levels, attrs = _from_v4_nodes(arch["nodes"], file)
+        expressions.FAILED.clear()
+        levels, attrs = _from_v4_nodes(arch["nodes"], file, _variables(data, file))
     elif "subtree" in arch:
         levels, attrs = _from_v3_tree(arch["subtree"], file)
     else:

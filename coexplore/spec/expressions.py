@@ -1,0 +1,129 @@
+"""v0.4 expressions: `variables:` and architecture attributes written as arithmetic on names.
+
+timeloopfe evaluates these as Python (`width: datawidth * 3`, `datawidth: DATAWIDTH` with
+`DATAWIDTH` a top-level variable) before Timeloop sees the numbers. Here an expression is
+evaluated by walking its syntax tree, allowing only arithmetic, comparisons, conditionals,
+literals, the names in scope and the math functions timeloopfe offers: no attribute access, no
+other calls, so an input file cannot run code.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Any, Mapping
+
+FUNCTIONS = {name: getattr(math, name) for name in (
+    "ceil", "floor", "sqrt", "exp", "log", "log2", "log10", "pow", "sin", "cos", "tan", "trunc", "fabs")}
+FUNCTIONS.update(min=min, max=max, abs=abs, round=round, int=int, float=float, sum=sum, len=len, bool=bool)
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "True": True, "False": False, "None": None}
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Not: operator.not_}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
+class Namespace(dict):
+    """A part of the spec an expression may read by attribute (`spec.problem.instance`), as
+    timeloopfe's `spec` object offers it; read-only."""
+
+
+class ExpressionError(Exception):
+    """An expression that names something undefined or cannot be computed."""
+
+
+# why the last architecture's text values that look like expressions were not computed (text ->
+# reason), so that a number that is still text can be refused saying why
+FAILED: dict[str, str] = {}
+
+
+def parse(text: str) -> ast.expr | None:
+    """The expression's tree, or None when the text is not a Python expression (`SET ME`, `32nm`,
+    which are plain text)."""
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
+def names_in(tree: ast.expr) -> set[str]:
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+
+
+def evaluate(tree: ast.expr, scope: Mapping[str, Any]) -> Any:
+    """The value of an expression tree over `scope` (names -> values)."""
+    if isinstance(tree, ast.Constant):
+        return tree.value
+    if isinstance(tree, ast.Name):
+        if tree.id in scope:
+            return scope[tree.id]
+        if tree.id in CONSTANTS:
+            return CONSTANTS[tree.id]
+        raise ExpressionError(f"name '{tree.id}' is not defined")
+    if isinstance(tree, ast.BinOp) and type(tree.op) in _BINARY:
+        return _apply(_BINARY[type(tree.op)], evaluate(tree.left, scope), evaluate(tree.right, scope))
+    if isinstance(tree, ast.UnaryOp) and type(tree.op) in _UNARY:
+        return _apply(_UNARY[type(tree.op)], evaluate(tree.operand, scope))
+    if isinstance(tree, ast.BoolOp):
+        values = [evaluate(v, scope) for v in tree.values]
+        return all(values) if isinstance(tree.op, ast.And) else any(values)
+    if isinstance(tree, ast.Compare) and all(type(op) in _COMPARE for op in tree.ops):
+        left = evaluate(tree.left, scope)
+        for op, right_tree in zip(tree.ops, tree.comparators):
+            right = evaluate(right_tree, scope)
+            if not _apply(_COMPARE[type(op)], left, right):
+                return False
+            left = right
+        return True
+    if isinstance(tree, ast.IfExp):
+        return evaluate(tree.body if evaluate(tree.test, scope) else tree.orelse, scope)
+    if isinstance(tree, ast.Attribute):
+        obj = evaluate(tree.value, scope)
+        if not isinstance(obj, Namespace) or tree.attr not in obj:
+            raise ExpressionError(f"'{ast.unparse(tree)}' names nothing in the spec")
+        value = obj[tree.attr]
+        return Namespace(value) if isinstance(value, dict) else value
+    if isinstance(tree, ast.Subscript):
+        obj, key = evaluate(tree.value, scope), evaluate(tree.slice, scope)
+        try:
+            value = obj[key]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ExpressionError(f"'{ast.unparse(tree)}': {type(exc).__name__}: {exc}") from None
+        return Namespace(value) if isinstance(value, dict) else value
+    if isinstance(tree, (ast.List, ast.Tuple)):
+        return [evaluate(v, scope) for v in tree.elts]
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and not tree.keywords:
+        if tree.func.id not in FUNCTIONS:
+            raise ExpressionError(f"function '{tree.func.id}' is not one of {', '.join(sorted(FUNCTIONS))}")
+        return _apply(FUNCTIONS[tree.func.id], *(evaluate(a, scope) for a in tree.args))
+    raise ExpressionError(f"'{ast.unparse(tree)}' is not arithmetic on names and numbers")
+
+
+def _apply(fn, *args):
+    try:
+        return fn(*args)
+    except (ArithmeticError, TypeError, ValueError) as exc:
+        raise ExpressionError(f"{type(exc).__name__}: {exc}") from None
+
+
+def resolve(value: Any, scope: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """A YAML value as timeloopfe reads it: a string that is an expression over defined names is
+    computed; a bare word that names nothing in scope (`LPDDR4`) and text that is no expression
+    (`SET ME`, `32nm`) stay text. Returns (value, why it cannot be computed) where the second is
+    not None for an expression that names something undefined or fails."""
+    if not isinstance(value, str):
+        return value, None
+    tree = parse(value)
+    if tree is None or (isinstance(tree, ast.Name) and tree.id not in scope and tree.id not in CONSTANTS):
+        return value, None
+    if isinstance(tree, ast.Constant) and not isinstance(tree.value, (int, float)):
+        return value, None
+    try:
+        return evaluate(tree, scope), None
+    except ExpressionError as exc:
+        FAILED[value] = str(exc)
+        return value, str(exc)
