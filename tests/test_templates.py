@@ -205,6 +205,9 @@ def test_expressions(text, scope, want):
     ("(1).__class__", "names nothing in the spec"),
     ("depth / 0", "ZeroDivisionError"),
     ("[x for x in depth]", "not arithmetic"),
+    ("9**9**9", "too large"),                 # would take minutes and gigabytes
+    ("pow(2, 10**6)", "too large"),
+    ("'a' * 10**9", "not numbers"),
 ])
 def test_expressions_that_cannot_be_computed(text, says):
     from coexplore.spec.expressions import resolve

@@ -73,11 +73,12 @@ def test_jinja_templates_need_their_names(tmp_path):
 
 
 @pytest.mark.parametrize("value, hinted", [("2*1024", True), ("DEPTH", True), ("12x", True), ("", False)])
-def test_expressions_are_said_not_to_be_evaluated(value, hinted):
+def test_expressions_outside_v4_nodes_are_said_not_to_be_evaluated(value, hinted):
+    """(in a v0.4 node's attributes they are: tests/test_templates.py)"""
     from coexplore.spec.architecture import _positive
     with pytest.raises(CoexploreError) as e:
         _positive(value, file="a.yaml", key="buf.attributes.depth")
-    assert ("expressions and variables are not evaluated" in str(e.value)) == hinted
+    assert ("evaluated in a v0.4 node's attributes, mesh and split only" in str(e.value)) == hinted
 
 
 @pytest.mark.parametrize("factors, residual", [("K=3,2 C=1", True), ("C4 @", False)])

@@ -15,12 +15,21 @@ import operator
 from typing import Any, Mapping
 
 FUNCTIONS = {name: getattr(math, name) for name in (
-    "ceil", "floor", "sqrt", "exp", "log", "log2", "log10", "pow", "sin", "cos", "tan", "trunc", "fabs")}
-FUNCTIONS.update(min=min, max=max, abs=abs, round=round, int=int, float=float, sum=sum, len=len, bool=bool)
+    "ceil", "floor", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "trunc", "fabs")}
+FUNCTIONS.update(min=min, max=max, abs=abs, round=round, int=int, float=float, sum=sum, len=len, bool=bool,
+                 pow=lambda a, b: _power(a, b))
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "True": True, "False": False, "None": None}
 
+def _power(base, exponent):
+    """`**` with a bound: a huge integer power (`9**9**9`) would take minutes and gigabytes."""
+    if isinstance(exponent, (int, float)) and abs(exponent) > 4096 and isinstance(base, (int, float)) \
+            and abs(base) not in (0, 1):
+        raise OverflowError(f"{base} ** {exponent} is too large")
+    return operator.pow(base, exponent)
+
+
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _power}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Not: operator.not_}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}
@@ -65,7 +74,11 @@ def evaluate(tree: ast.expr, scope: Mapping[str, Any]) -> Any:
             return CONSTANTS[tree.id]
         raise ExpressionError(f"name '{tree.id}' is not defined")
     if isinstance(tree, ast.BinOp) and type(tree.op) in _BINARY:
-        return _apply(_BINARY[type(tree.op)], evaluate(tree.left, scope), evaluate(tree.right, scope))
+        left, right = evaluate(tree.left, scope), evaluate(tree.right, scope)
+        if not all(isinstance(v, (int, float)) for v in (left, right)):    # no 'a' * 10**9
+            raise ExpressionError(f"'{ast.unparse(tree)}': arithmetic on {type(left).__name__} and "
+                                  f"{type(right).__name__}, not numbers")
+        return _apply(_BINARY[type(tree.op)], left, right)
     if isinstance(tree, ast.UnaryOp) and type(tree.op) in _UNARY:
         return _apply(_UNARY[type(tree.op)], evaluate(tree.operand, scope))
     if isinstance(tree, ast.BoolOp):
