@@ -39,4 +39,10 @@ class CoexploreError(Exception):
 
 class CoexploreWarning(UserWarning):
     """What Timeloop accepts silently but is most likely a typo (an unknown problem instance key, a
-    misspelt buffer attribute), raised by the library loaders; the CLI prints the same lines."""
+    misspelt buffer attribute), raised by the library loaders; the CLI prints them as
+    `coexplore: warning: ...` lines."""
+
+
+class CoexploreNote(CoexploreWarning):
+    """Information on a choice made for the user (no ERT given: the built-in estimator prices the
+    file), not a problem; the CLI prints it as a `coexplore: note: ...` line."""

@@ -232,3 +232,21 @@ def test_an_uncomputable_size_is_refused_saying_why(tmp_path):
     f.write_text(f.read_text().replace("DW: 8}", "DW: 8, B: DW * nope}"))
     with pytest.raises(CoexploreError, match="variables.B.*'nope' is not defined"):
         load_architecture(f)
+
+
+def test_python_route_prices_a_node_list_without_ert_as_the_cli_does(tmp_path):
+    """load_context on the rendered spec (no ERT anywhere): the built-in estimator's table, said
+    in a CoexploreNote; the same table `coexplore energy tables` writes for it."""
+    import warnings
+    from coexplore.errors import CoexploreNote
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.ert import load_ert
+    template.set_data({"architecture": "arch_dir"})
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ctx = load_context(TOP, TOP)
+    assert any(issubclass(w.category, CoexploreNote) and "built-in estimator" in str(w.message) for w in said)
+    template.set_data({})
+    assert main(["energy", "tables", str(TOP), "--var", "architecture=arch_dir", "--out", str(tmp_path / "t")]) == 0
+    written = load_ert(tmp_path / "t" / "ERT.yaml")
+    assert written.actions and all(ctx.ert.actions[k] == v for k, v in written.actions.items())

@@ -17,9 +17,9 @@ from coexplore.progress import progress_bar
 from coexplore.energy.check import builtin_estimator, check_rows, format_table
 from coexplore.energy.grid import read_grid
 from coexplore.energy.tables import area_breakdown, write_art, write_ert
-from coexplore.cli.pricing import CLASS_SETS, CLASSES_HELP, price_architecture
+from coexplore.energy.pricing import CLASS_SETS, price_architecture
 from coexplore.cli.paths import output_dir
-from coexplore.cli.inputs import add_var_argument
+from coexplore.cli.inputs import CLASSES_HELP, add_var_argument
 from coexplore.spec.yamlio import read_text
 
 ESTIMATORS = ("builtin", "accelergy")

@@ -15,7 +15,7 @@ from pathlib import Path
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import level_costs
-from coexplore.cli.pricing import CLASS_SETS, CLASSES_HELP, builtin_ert, is_node_list
+from coexplore.energy.pricing import CLASS_SETS, builtin_ert, is_node_list
 from coexplore.model.inputs import Context, find_ert, locate_ert, problem_warnings
 from coexplore.spec.architecture import load_architecture
 from coexplore.spec.constraints import LevelConstraints, load_constraints
@@ -24,6 +24,8 @@ from coexplore.spec.yamlio import load_yaml
 
 ARCH_HELP = ("architecture: Timeloop v0.4 arch.yaml, flattened processed.yaml, or a coexplore system "
              "YAML (arch/simba.yaml, or a bundled name like simba; --core picks the core design)")
+CLASSES_HELP = ("regfile/intmac as the example designs' compound classes (default) or as Aladdin primitives "
+                "(default when the file says compound_components: {classes: []})")
 PROBLEM_HELP = ("layer: Timeloop problem YAML, or a coexplore workload (problems/resnet50.yaml or a "
                 "bundled name like resnet50; --layer picks the layer); default: the problem inside ARCH "
                 "(a whole Timeloop spec, such as timeloopfe's top.yaml.jinja2)")

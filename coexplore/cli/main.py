@@ -12,9 +12,10 @@ import importlib
 import signal
 import sys
 import threading
+import warnings
 
 from coexplore.cli.paths import CLAIMED, CREATED, remove_empty_created
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreWarning
 
 # sub-command modules under coexplore.cli, in the order `--help` lists them
 COMMANDS = (
@@ -62,6 +63,19 @@ def _terminate(signum, frame):
         raise KeyboardInterrupt
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """The library's CoexploreWarnings as the CLI's one-line `coexplore: warning:` / `note:` lines."""
+    from coexplore.errors import CoexploreNote
+    if issubclass(category, CoexploreWarning):
+        kind = "note" if issubclass(category, CoexploreNote) else "warning"
+        print(f"coexplore: {kind}: {message}", file=sys.stderr)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     args_given = sys.argv[1:] if argv is None else list(argv)
     named = next((a for a in args_given if not a.startswith("-")), None)
@@ -76,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         from coexplore.cli.inputs import template_names
         from coexplore.spec import template
         template.set_data(template_names(getattr(args, "var", None)))
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            warnings.simplefilter("always", CoexploreWarning)
+            return int(args.func(args) or 0)
     except CoexploreError as exc:
         print(f"{command}: error: {exc.format()}", file=sys.stderr)
         remove_empty_created()

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.errors import CoexploreError
+from coexplore.energy.pricing import builtin_ert, is_node_list
 from coexplore.model.evaluate import BatchResult, LevelCosts, evaluate_batch, level_costs, result_record
 from coexplore.spec.architecture import Architecture, load_architecture
 from coexplore.spec.ert import EnergyTable, load_ert, parse_ert
@@ -107,7 +108,8 @@ def problem_warnings(problem: Problem, path) -> list[str]:
 
 def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str | Path | None = None) -> Context:
     """The evaluation context of a Timeloop architecture file and a problem file (the ERT given,
-    else found as `find_ert` does). What Timeloop would accept silently but is most likely a typo
+    else found as `find_ert` does, else for a v0.4 node list the built-in estimator's, as
+    `coexplore energy tables` writes it: timeloop-model runs Accelergy on such a file). What Timeloop would accept silently but is most likely a typo
     (a misspelt buffer attribute, an unknown problem instance key) is a `CoexploreWarning`."""
     import warnings
     from coexplore.errors import CoexploreWarning
@@ -115,7 +117,11 @@ def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str 
     problem = load_problem(problem_path)
     for w in [f"{arch_path}: {w}" for w in arch.warnings] + problem_warnings(problem, problem_path):
         warnings.warn(w, CoexploreWarning, stacklevel=2)
-    ert = find_ert(arch_path, ert_path)
+    ert = None if ert_path is not None else locate_ert(arch_path)
+    if ert is None and ert_path is None and is_node_list(arch_path):
+        ert = builtin_ert(Path(arch_path))          # as timeloop-model runs Accelergy on such a file
+    elif ert is None:
+        ert = find_ert(arch_path, ert_path)
     costs = level_costs(arch, ert)
     for w in costs.notes:
         warnings.warn(f"{ert.source}: {w}", CoexploreWarning, stacklevel=2)

@@ -1,19 +1,19 @@
-"""How the CLI prices an architecture with the energy estimator: the compound-class set a file
+"""Pricing a Timeloop architecture file with the energy estimator: the compound-class set the file
 asks for, and ERT/ART of a flattened architecture or a v0.4 node list (flattened as timeloopfe
-does). Shared by `coexplore energy tables` and by `evaluate`/`map` on a node list without an ERT."""
+does), as timeloop-model runs Accelergy on a node list without an ERT. Used by `coexplore energy
+tables`, and by `model.inputs.load_context` (and so `evaluate`/`map`) on a node list without an ERT.
+What the pricing has to say is a `CoexploreWarning` (a `CoexploreNote` when it is no problem)."""
 
 from __future__ import annotations
 
-import sys
+import warnings
 from pathlib import Path
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreNote, CoexploreWarning
 from coexplore.spec.ert import EnergyTable
 from coexplore.spec.yamlio import TAG_KEY, load_yaml
 
 CLASS_SETS = ("example_designs", "primitives")
-CLASSES_HELP = ("regfile/intmac as the example designs' compound classes (default) or as Aladdin primitives "
-                "(default when the file says compound_components: {classes: []})")
 
 
 def class_set(arch: dict, chosen: str | None, path: Path) -> str:
@@ -28,14 +28,15 @@ def class_set(arch: dict, chosen: str | None, path: Path) -> str:
         defined = [c for item in defined for c in (item if isinstance(item, list) else [item])]
     if isinstance(defined, list) and defined:
         names = ", ".join(str(c.get("name", "?")) for c in defined if isinstance(c, dict))
-        print(f"coexplore: warning: {path}: compound components define {names}; coexplore does not read "
-              "compound classes and prices these classes with its built-in set (or refuses unknown ones)",
-              file=sys.stderr)
+        warnings.warn(f"{path}: compound components define {names}; coexplore does not read compound "
+                      "classes and prices these classes with its built-in set (or refuses unknown ones)",
+                      CoexploreWarning, stacklevel=2)
     if chosen is not None:
         return chosen
     if isinstance(defined, list) and not defined:
-        print(f"coexplore: note: {path}: compound_components has no classes, so regfile/intmac are priced as "
-              "primitives, as Accelergy does (--classes example_designs to override)", file=sys.stderr)
+        warnings.warn(f"{path}: compound_components has no classes, so regfile/intmac are priced as "
+                      "primitives, as Accelergy does (--classes example_designs to override)", CoexploreNote,
+                      stacklevel=2)
         return "primitives"
     return "example_designs"
 
@@ -51,8 +52,8 @@ def is_node_list(path: str | Path) -> bool:
 
 def price_architecture(path: str | Path, classes: str | None = None, estimator: str = "builtin",
                        reader_warnings: bool = False) -> tuple[dict, dict, str]:
-    """(ERT, ART, class set) of the architecture file at `path`; warnings of the pricing printed,
-    and with `reader_warnings` those of reading a node list (components Timeloop ignores, typos)."""
+    """(ERT, ART, class set) of the architecture file at `path`; the pricing's warnings, and with
+    `reader_warnings` those of reading a node list (components Timeloop ignores, typos), warned."""
     path = Path(path)
     data = load_yaml(path)
     if not isinstance(data, dict):
@@ -67,7 +68,7 @@ def price_architecture(path: str | Path, classes: str | None = None, estimator: 
             and "class" not in first else None
         arch = load_architecture(path)
         for w in arch.warnings if reader_warnings else ():
-            print(f"coexplore: warning: {path}: {w}", file=sys.stderr)
+            warnings.warn(f"{path}: {w}", CoexploreWarning, stacklevel=2)
         flat = architecture_to_v3(arch, top=str(top) if top else "system")
     try:
         ert, art = build_tables(components_from_processed(flat, file=str(path)), classes=classes,
@@ -75,7 +76,7 @@ def price_architecture(path: str | Path, classes: str | None = None, estimator: 
     except CoexploreError as exc:
         raise exc.with_file(path)
     for w in ert.get("warnings") or ():
-        print(f"coexplore: warning: {w}", file=sys.stderr)
+        warnings.warn(str(w), CoexploreWarning, stacklevel=2)
     return ert, art, classes
 
 
@@ -91,6 +92,7 @@ def builtin_ert(path: Path, classes: str | None = None) -> EnergyTable:
         raise
     table = parse_ert(ert, str(path))
     table.source = f"{ert['estimator']}, no ERT given"
-    print(f"coexplore: note: {path}: no ERT given or beside it: energies from the built-in estimator "
-          f"({classes} classes), as `coexplore energy tables` writes them; --ert to use another", file=sys.stderr)
+    warnings.warn(f"{path}: no ERT given or beside it: energies from the built-in estimator ({classes} "
+                  "classes), as `coexplore energy tables` writes them; --ert to use another", CoexploreNote,
+                  stacklevel=2)
     return table
