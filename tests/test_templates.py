@@ -4,6 +4,7 @@ mapping constraints inside it)."""
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -250,3 +251,111 @@ def test_python_route_prices_a_node_list_without_ert_as_the_cli_does(tmp_path):
     assert main(["energy", "tables", str(TOP), "--var", "architecture=arch_dir", "--out", str(tmp_path / "t")]) == 0
     written = load_ert(tmp_path / "t" / "ERT.yaml")
     assert written.actions and all(ctx.ert.actions[k] == v for k, v in written.actions.items())
+
+
+def test_a_template_in_worker_processes(tmp_path, capsys):
+    """`map --all-layers --jobs 2` maps each layer in a fresh (spawned) process: the --var names go
+    with it, and each warning is said once for the network."""
+    import csv
+    wl = tmp_path / "tiny.yaml"
+    wl.write_text("workload:\n  layers:\n"
+                  "  - {name: a, instance: {C: 2, M: 2, P: 2, Q: 1, R: 1, S: 1, N: 1}}\n"
+                  "  - {name: b, instance: {C: 4, M: 2, P: 3, Q: 1, R: 1, S: 1, N: 1}}\n")
+    rc = main(["map", str(TOP), str(wl), "--all-layers", "--jobs", "2", "--var", "architecture=arch_dir",
+               "--budget", "40", "--batch-size", "20", "--out", str(tmp_path / "o"), "--no-cache", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    with open(tmp_path / "o" / "layers.csv", newline="") as f:
+        assert [r["layer"] for r in csv.DictReader(f)] == ["a", "b"]
+    assert err.count("compound components define") == 1 and err.count("no ERT given or beside it") == 1
+
+
+# ----------------------------------------------------------------- review findings
+def test_merge_keys_in_a_file_a_template_includes():
+    """--var problem= a layer-shape file (with `<<<: *problem_base`): merged as when read directly."""
+    layer = T / "_layer_shapes" / "alexnet" / "0.yaml"
+    template.set_data({"architecture": "arch_dir", "problem": str(layer)})
+    assert load_yaml(TOP)["problem"] == load_yaml(layer)["problem"]
+    assert "<<<" not in load_yaml(TOP)["problem"] and "G" in load_yaml(TOP)["problem"]["shape"]["dimensions"]
+
+
+def test_include_loops_are_refused(tmp_path):
+    (tmp_path / "a.yaml").write_text("x: !include b.yaml\n")
+    (tmp_path / "b.yaml").write_text("y: !include a.yaml\n")
+    with pytest.raises(CoexploreError, match="includes itself"):
+        load_yaml(tmp_path / "a.yaml")
+    (tmp_path / "t.yaml.jinja2").write_text("x: {{ include('t.yaml.jinja2', 'x') }}\n")
+    with pytest.raises(CoexploreError, match="includes itself"):
+        load_yaml(tmp_path / "t.yaml.jinja2")
+
+
+def test_templates_are_sandboxed(tmp_path):
+    f = tmp_path / "pw.yaml"
+    f.write_text("a: \"{{ cycler.__init__.__globals__.os.popen('echo PWNED').read() }}\"\n")
+    with pytest.raises(CoexploreError, match="not allowed"):
+        load_yaml(f)
+
+
+def test_nomerge_lists_and_dates(tmp_path):
+    f = tmp_path / "m.yaml"
+    f.write_text("b: &b {l: [1, 2]}\nc: {<<<: *b, l: !nomerge [9]}\nd: 2024-01-01\n")
+    doc = load_yaml(f)
+    assert doc["c"] == {"l": [9]} and type(doc["c"]["l"]) is list
+    assert doc["d"] == "2024-01-01"            # text, as in YAML 1.2 and Timeloop's reader
+
+
+@pytest.mark.parametrize("text, scope, want", [("0 or 64", {}, 64), ("d and 10 / d", {"d": 0}, 0),
+                                               ("d and 10 / d", {"d": 2}, 5.0), ("x > 1 and x", {"x": 3}, 3)])
+def test_and_or_are_pythons(text, scope, want):
+    from coexplore.spec.expressions import resolve
+    assert resolve(text, scope) == (want, None)
+
+
+def _tut_arch(tmp_path, edit):
+    """tut02's architecture as its own file (variables pasted in), edited."""
+    template.set_data({})
+    text = (TUT / "inputs" / "arch.yaml").read_text()
+    text = text.replace("    {% if reg_enabled|default(True) %}\n", "").replace("    {% endif %}\n", "")
+    text = "variables: {version: 0.4, technology: 45nm, global_cycle_seconds: 1e-9, DATAWIDTH: 8}\n" + text
+    f = tmp_path / "arch.yaml"
+    f.write_text(edit(text))
+    return f
+
+
+def test_a_split_over_the_problem_needs_the_problem(tmp_path):
+    from coexplore.spec.architecture import load_architecture
+    with pytest.raises(CoexploreError, match="holds no problem"):
+        load_architecture(_tut_arch(tmp_path, lambda t: t))
+
+
+def test_a_split_naming_nothing_is_refused(tmp_path):
+    from coexplore.spec.architecture import load_architecture
+    with pytest.raises(CoexploreError, match="name 'nsplit' is not defined"):
+        load_architecture(_tut_arch(tmp_path, lambda t: t.replace("len(spec.problem.instance)", "nsplit")))
+
+
+def test_a_containers_split_sees_the_variables_not_the_spatial_levels_own(tmp_path):
+    """(the spatial level coexplore makes of a container has datawidth 1: not a name for its split)"""
+    from coexplore.spec.architecture import load_architecture
+    arch = load_architecture(_tut_arch(tmp_path, lambda t: t.replace("len(spec.problem.instance)", "DATAWIDTH - 1")))
+    pe = next(lv for lv in arch.levels if lv.name == "inter_PE_spatial")
+    assert pe.constraints["spatial"]["split"] == 7
+    with pytest.raises(CoexploreError, match="name 'datawidth' is not defined"):
+        load_architecture(_tut_arch(tmp_path, lambda t: t.replace("len(spec.problem.instance)", "datawidth")))
+
+
+def test_an_undefined_name_in_a_size_says_so(tmp_path):
+    from coexplore.spec.architecture import load_architecture
+    f = _tut_arch(tmp_path, lambda t: t.replace("depth: 512", "depth: DEPTH").replace("len(spec.problem.instance)", "3"))
+    with pytest.raises(CoexploreError, match="name 'DEPTH' is not defined"):
+        load_architecture(f)
+
+
+def test_the_run_record_names_the_vars_and_the_files_the_template_read(tmp_path, capsys):
+    rc = main(["map", str(TOP), "--var", "architecture=arch_dir", "--budget", "20", "--batch-size", "10",
+               "--out", str(tmp_path / "o"), "--ert", str(REF / "timeloop-mapper.ERT.yaml"), "--no-cache", "--no-progress"])
+    assert rc == 0
+    rec = json.loads((tmp_path / "o" / "result.json").read_text())["run"]
+    assert rec["var"] == ["architecture=arch_dir"]
+    read = {Path(f).name for f in rec["inputs_sha256"]}
+    assert {"top.yaml.jinja2", "arch.yaml", "default_problem.yaml", "mapper.yaml", "intmac.yaml"} <= read

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs, problem_in_arch
+from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs, problem_in_arch, top_keys
+from coexplore.errors import CoexploreError
 from coexplore.model.nest import STRIDE_RULES
 
 
@@ -75,6 +76,11 @@ def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None =
 
 
 def run(args) -> int:
+    keys = top_keys(args.mapping)
+    if "mapping" not in keys and keys & {"problem", "architecture", "workload"}:
+        raise CoexploreError(f"MAPPING is a {'problem' if 'problem' in keys else 'workload' if 'workload' in keys else 'spec'} "
+                             "file, not a mapping", file=str(args.mapping), key="mapping",
+                             expected="coexplore evaluate ARCH [PROBLEM] MAPPING: the mapping last")
     problem_in_arch(args)
     check = bool(args.constraints) or args.check_constraints
     ctx, constraints = load_inputs(args, with_constraints=check)

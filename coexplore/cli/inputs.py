@@ -57,7 +57,7 @@ def add_var_argument(p) -> None:
 
 def template_names(given: list[str] | None) -> dict:
     """The --var NAME=VALUE pairs as a dict (values read as YAML scalars, as Python would pass them)."""
-    import yaml
+    from coexplore.spec.yamlio import loads_yaml
     out = {}
     for item in given or []:
         name, eq, value = item.partition("=")
@@ -65,8 +65,8 @@ def template_names(given: list[str] | None) -> dict:
             raise CoexploreError(f"--var {item!r}: expected NAME=VALUE", key="--var",
                                  expected="NAME=VALUE with NAME a Python identifier, e.g. architecture=eyeriss_like")
         try:
-            v = yaml.safe_load(value) if value.strip() else ""
-        except yaml.YAMLError:
+            v = loads_yaml(value) if value.strip() else ""          # (YAML 1.2 numbers: 1e-9)
+        except CoexploreError:
             v = value
         out[name.strip()] = v if isinstance(v, (str, int, float, bool)) else value
     return out

@@ -8,6 +8,7 @@ a CoexploreError into a message and exit code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import signal
 import sys
@@ -76,6 +77,22 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 _python_show_warning = warnings.showwarning
 
 
+@contextlib.contextmanager
+def command_settings(args):
+    """What every command runs under (also in a worker process of one): the template names of
+    --var, and the library's warnings shown as the CLI's lines."""
+    from coexplore.cli.inputs import template_names
+    from coexplore.spec import template
+    template.set_data(template_names(getattr(args, "var", None)))
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            warnings.simplefilter("always", CoexploreWarning)
+            yield
+    finally:
+        template.set_data({})          # (a library caller after main() starts without them)
+
+
 def main(argv: list[str] | None = None) -> int:
     args_given = sys.argv[1:] if argv is None else list(argv)
     named = next((a for a in args_given if not a.startswith("-")), None)
@@ -87,12 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, _terminate)
         args = build_parser().parse_args(argv)
         command = f"coexplore {args.command}"
-        from coexplore.cli.inputs import template_names
-        from coexplore.spec import template
-        template.set_data(template_names(getattr(args, "var", None)))
-        with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
-            warnings.simplefilter("always", CoexploreWarning)
+        with command_settings(args):
             return int(args.func(args) or 0)
     except CoexploreError as exc:
         print(f"{command}: error: {exc.format()}", file=sys.stderr)

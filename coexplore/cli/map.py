@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
+from coexplore.spec import template
 from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, problem_in_arch, top_keys
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, processes, run_checkpoint, seed)
@@ -142,8 +143,10 @@ def run(args) -> int:
                 "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None, "mapper": spec.to_dict(),
                 "budget": args.budget, "seed": args.seed,
                 **({"stride_rule": args.stride_rule} if args.stride_rule != "current" else {}),
+                **({"var": sorted(args.var)} if getattr(args, "var", None) else {}),
                 "inputs_sha256": digests(args.arch, args.problem, args.ert, *(args.constraints or []),
-                                         args.searcher if args.searcher and Path(args.searcher).is_file() else None),
+                                         args.searcher if args.searcher and Path(args.searcher).is_file() else None,
+                                         *template.files_read()),     # (what a template pulled in)
                 # everything the result depends on, wherever it was found (an ERT or constraints.yaml
                 # beside ARCH, a system's mapper): the cache key of the run
                 "content_key": cache_key(**cache_parts(ctx, constraints, spec, args.seed, args.budget))}

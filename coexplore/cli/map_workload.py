@@ -41,11 +41,16 @@ def run_all_layers(args, map_one) -> int:
     wl = load_workload(find_workload(args.problem))
     layers = wl.unique_layers()
     first = argparse.Namespace(**{**vars(args), "layer": layers[0][0].name})
+    said: set = set()
+    early = io.StringIO()                       # its warnings: said once, not again by the first layer
     try:        # the design's name, what the results depend on, and the inputs' errors before any folder
-        ctx, constraints = load_inputs(first, with_constraints=True)
-        spec = mapper_of(args)
+        with contextlib.redirect_stderr(early):
+            ctx, constraints = load_inputs(first, with_constraints=True)
+            spec = mapper_of(args)
     except CoexploreError as exc:
         raise _in_layer(exc, layers[0][0].name) from None
+    finally:
+        _say_once(early.getvalue(), said, None)
     ctx.stride_rule = args.stride_rule
     record = _run_record(args, wl, ctx, constraints, spec)
     out = _result_folder(args, wl, ctx.arch.name, spec.searcher, record)
@@ -55,7 +60,6 @@ def run_all_layers(args, map_one) -> int:
     if not (args.no_progress or args.json):
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(layers), desc=f"{wl.name} layers", unit="layer")
-    said: set = set()
     started = time.time()                      # result files written since are this run's
     subs = [argparse.Namespace(**{**vars(args), "layer": layer.name, "out": str(out / layer.name), "json": False,
                                   "all_layers": False, "no_progress": True, "jobs": 1}) for layer, _ in layers]
@@ -131,9 +135,12 @@ def _map_quietly(map_one, sub) -> tuple[int, str, CoexploreError | None]:
 def _map_in_worker(task) -> tuple:
     """A layer's `map` in a worker process (the error as its parts: exceptions with keyword-only
     arguments do not unpickle)."""
+    from coexplore.cli.main import command_settings
     from coexplore.cli.map import run
     i, fields = task
-    rc, notes, exc = _map_quietly(run, argparse.Namespace(**fields))
+    args = argparse.Namespace(**fields)
+    with command_settings(args):                # a fresh process: the --var names, the warning lines
+        rc, notes, exc = _map_quietly(run, args)
     parts = None if exc is None else (exc.message, exc.file, exc.key, exc.expected)
     return i, rc, notes, parts
 
@@ -186,8 +193,9 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     parts["layer"] = None                                # the workload's digest stands for the layers
     parts.pop("encoding", None)                          # (the first layer's mapspace layout)
     from coexplore.bundled import resolve
+    from coexplore.spec import template
     given = [resolve("arch", args.arch), wl.path, args.ert, *(args.constraints or []),
-             resolve("mappers", args.searcher) if args.searcher else None]
+             resolve("mappers", args.searcher) if args.searcher else None, *template.files_read()]
     desc.update(all_layers=True, workload=str(wl.path), coexplore_version=coexplore.__version__,
                 inputs_sha256=digests(*[f for f in given if f and Path(f).is_file()]),
                 content_key=cache_key(**parts))

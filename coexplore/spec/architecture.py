@@ -313,10 +313,11 @@ def _resolved(attrs: dict, scope: dict) -> dict:
 def _variables(data: dict, file: str | None) -> dict:
     """The spec's top-level `variables:` (or the architecture's), each computed in order over the
     earlier ones, as timeloopfe does; an expression that cannot be computed is refused here."""
-    problem = data.get("problem") if isinstance(data.get("problem"), dict) else {}
-    instance = problem.get("instance") if isinstance(problem.get("instance"), dict) else {}
-    spec = {**data, "problem": {**problem, "instance": {**instance, "densities": instance.get("densities", {})}}}
-    scope: dict = {"spec": expressions.Namespace(spec)}   # timeloopfe's spec (its problem instance has densities)
+    spec = dict(data)
+    problem = data.get("problem")
+    if isinstance(problem, dict) and isinstance(problem.get("instance"), dict):   # timeloopfe's has densities
+        spec["problem"] = {**problem, "instance": {"densities": {}, **problem["instance"]}}
+    scope: dict = {"spec": expressions.Namespace(spec)}   # timeloopfe's spec: the whole document
     for where, block in (("variables", data.get("variables")),
                          ("architecture.variables", (data.get("architecture") or {}).get("variables"))):
         if block is None:
@@ -332,6 +333,25 @@ def _variables(data: dict, file: str | None) -> dict:
                 raise CoexploreError(f"'{v}' cannot be computed: {why}", file=file, key=f"{where}.{k}",
                                      expected="a number, text, or an expression over the variables before it")
     return scope
+
+
+def _computed_split(constraints, scope: dict, file, where: str):
+    """Node constraints with a spatial `split` written as an expression computed, as timeloopfe
+    computes it (`split: len(spec.problem.instance)`)."""
+    spatial = constraints.get("spatial") if isinstance(constraints, dict) else None
+    split = spatial.get("split") if isinstance(spatial, dict) else None
+    if not isinstance(split, str):
+        return constraints
+    value, why = expressions.resolve(split, scope)
+    if isinstance(value, str):
+        why = why or expressions.FAILED.get(split) or "not an expression"
+        if "spec.problem" in split and "problem" not in scope["spec"]:
+            why += " (this file holds no problem: give the whole spec, with its problem, as ARCH)"
+        raise CoexploreError(f"split '{split}' cannot be computed: {why}", file=file,
+                             key=f"{where}.constraints.spatial.split",
+                             expected="a number, or an expression over the variables, attributes and "
+                                      "spec (spec.problem.instance...)")
+    return {**constraints, "spatial": {**spatial, "split": value}}
 
 
 def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y: int,
@@ -354,16 +374,8 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     mx, my = (attrs.get(k) for k in ("meshX", "meshY"))
     mx = _positive(mesh_x if mx is None else mx, file=file, key=f"{where}.attributes.meshX")
     my = _positive(mesh_y if my is None else my, file=file, key=f"{where}.attributes.meshY")
-    constraints = node.get("constraints") or {}
-    split = (constraints.get("spatial") or {}).get("split") if isinstance(constraints, dict) else None
-    if scope is not None and isinstance(split, str):     # timeloopfe computes a split written as an expression
-        value, why = expressions.resolve(split, {**scope, **attrs})
-        if why:
-            raise CoexploreError(f"split '{split}' cannot be computed: {why}", file=file,
-                                 key=f"{where}.constraints.spatial.split",
-                                 expected="a number, or an expression over the variables, attributes and "
-                                          "spec (spec.problem.instance...)")
-        constraints = {**constraints, "spatial": {**constraints["spatial"], "split": value}}
+    constraints = _computed_split(node.get("constraints") or {}, {**(scope or {}), **attrs}, file, where) \
+        if scope is not None else node.get("constraints") or {}
     level = Level(name=name, cls=str(node["class"]), subclass=node.get("subclass"), attributes=attrs,
                   instances=instances, mesh_x=mx, mesh_y=my, constraints=constraints)
     kind = timeloop_kind(level.cls)
@@ -461,7 +473,8 @@ def _from_v4_nodes(nodes: list, file: str | None, scope: dict | None = None) -> 
                 if spatial:
                     dummy = {"name": f"inter_{node['name']}_spatial", "class": "dummy_storage",
                              "attributes": {"width": 1, "depth": 1, "datawidth": 1, "technology": -1},
-                             "constraints": node.get("constraints") or {}}
+                             "constraints": _computed_split(node.get("constraints") or {}, {**scope, **inherited},
+                                                            file, here)}
                     lv = _make_level(dummy, {}, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope)
                     lv.from_container = True
                     lv.attributes.update({"meshX": mesh_x, "meshY": mesh_y})
@@ -538,8 +551,8 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     arch = data["architecture"]
     if not isinstance(arch, dict):
         raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
+    expressions.FAILED.clear()
     if "nodes" in arch:
-        expressions.FAILED.clear()
         levels, attrs = _from_v4_nodes(arch["nodes"], file, _variables(data, file))
     elif "subtree" in arch:
         levels, attrs = _from_v3_tree(arch["subtree"], file)

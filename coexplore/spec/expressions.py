@@ -44,6 +44,8 @@ class ExpressionError(Exception):
     """An expression that names something undefined or cannot be computed."""
 
 
+MAX_TEXT = 1000      # longer text is text, not an expression (a 3,000-term sum overflows Python's parser)
+
 # why the last architecture's text values that look like expressions were not computed (text ->
 # reason), so that a number that is still text can be refused saying why
 FAILED: dict[str, str] = {}
@@ -52,9 +54,11 @@ FAILED: dict[str, str] = {}
 def parse(text: str) -> ast.expr | None:
     """The expression's tree, or None when the text is not a Python expression (`SET ME`, `32nm`,
     which are plain text)."""
+    if len(text) > MAX_TEXT:
+        return None
     try:
         return ast.parse(text.strip(), mode="eval").body
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
@@ -81,9 +85,13 @@ def evaluate(tree: ast.expr, scope: Mapping[str, Any]) -> Any:
         return _apply(_BINARY[type(tree.op)], left, right)
     if isinstance(tree, ast.UnaryOp) and type(tree.op) in _UNARY:
         return _apply(_UNARY[type(tree.op)], evaluate(tree.operand, scope))
-    if isinstance(tree, ast.BoolOp):
-        values = [evaluate(v, scope) for v in tree.values]
-        return all(values) if isinstance(tree.op, ast.And) else any(values)
+    if isinstance(tree, ast.BoolOp):          # Python's: short-circuit, the deciding operand's value
+        value = None
+        for operand in tree.values:
+            value = evaluate(operand, scope)
+            if bool(value) is not isinstance(tree.op, ast.And):
+                return value
+        return value
     if isinstance(tree, ast.Compare) and all(type(op) in _COMPARE for op in tree.ops):
         left = evaluate(tree.left, scope)
         for op, right_tree in zip(tree.ops, tree.comparators):
@@ -131,12 +139,18 @@ def resolve(value: Any, scope: Mapping[str, Any]) -> tuple[Any, str | None]:
     if not isinstance(value, str):
         return value, None
     tree = parse(value)
-    if tree is None or (isinstance(tree, ast.Name) and tree.id not in scope and tree.id not in CONSTANTS):
+    if tree is None:
+        return value, None
+    if isinstance(tree, ast.Name) and tree.id not in scope and tree.id not in CONSTANTS:
+        FAILED[value] = f"name '{tree.id}' is not defined"     # (said only if a number was wanted)
         return value, None
     if isinstance(tree, ast.Constant) and not isinstance(tree.value, (int, float)):
         return value, None
     try:
         return evaluate(tree, scope), None
+    except RecursionError:
+        FAILED[value] = "nested too deeply"
+        return value, FAILED[value]
     except ExpressionError as exc:
         FAILED[value] = str(exc)
         return value, str(exc)

@@ -26,12 +26,19 @@ from coexplore.errors import CoexploreError
 
 SUFFIXES = (".jinja", ".jinja2", ".j2")
 _DATA: dict[str, Any] = {}
+_READ: set[str] = set()          # the files templates have read since set_data
 
 
 def set_data(data: dict[str, Any]) -> None:
     """The names templates are rendered with (timeloopfe's `jinja_parse_data`)."""
     _DATA.clear()
     _DATA.update(data)
+    _READ.clear()
+
+
+def files_read() -> list[str]:
+    """Every file a template pulled in since `set_data` (a run's result depends on them too)."""
+    return sorted(_READ)
 
 
 def data() -> dict[str, Any]:
@@ -88,6 +95,7 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
     """The template's text with its Jinja evaluated; what `include` pastes in is put in `objects`
     and referred to in the text by a `!included NAME` tag."""
     import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
 
     path = Path(path)
     names = dict(_DATA if names is None else names)
@@ -98,15 +106,15 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
         return ""
 
     def load(p: str) -> Any:
-        from coexplore.spec.yamlio import read_text
+        from coexplore.spec.yamlio import load_yaml, loading, loads_yaml_with, read_text
+        _READ.add(p)
         t = read_text(p)
         if not is_template(p, t):
-            from coexplore.spec.yamlio import load_yaml
             return load_yaml(p)
-        inner: dict[str, Any] = {}
-        body = render_text(p, t, names, files.extra, inner)
-        from coexplore.spec.yamlio import loads_yaml_with
-        return loads_yaml_with(body, p, inner)
+        with loading(p):                    # (a file that includes itself is refused)
+            inner: dict[str, Any] = {}
+            body = render_text(p, t, names, files.extra, inner)
+            return loads_yaml_with(body, p, inner)
 
     def subtree(doc: Any, key: str, p: str) -> Any:
         for part in [k for k in str(key).split(".") if k]:
@@ -132,14 +140,18 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
         return paste(parts[0] if len(parts) == 1 else parts)
 
     def include_text(p):
-        from coexplore.spec.yamlio import read_text
+        from coexplore.spec.yamlio import loading, read_text
         out = []
         for f in files.find(p):
+            _READ.add(f)
             t = read_text(f)
-            out.append(render_text(f, t, names, files.extra, objects) if is_template(f, t) else t)
+            with loading(f):
+                out.append(render_text(f, t, names, files.extra, objects) if is_template(f, t) else t)
         return "\n".join(out)
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(path.parent)), undefined=jinja2.StrictUndefined)
+    # sandboxed: a template reads files through the functions below and cannot reach Python's
+    # internals (`cycler.__init__.__globals__.os`) or build huge ranges
+    env = SandboxedEnvironment(loader=jinja2.FileSystemLoader(str(path.parent)), undefined=jinja2.StrictUndefined)
     env.globals.update(cwd=lambda: str(files.here), add_to_path=add_to_path,
                        find_path=lambda p: files.find(p)[0], find_paths=files.find_all,
                        path_exists=lambda p: bool(files.find_all(p)), include=include,
@@ -148,12 +160,15 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
         return env.from_string(text).render(**names)
     except jinja2.UndefinedError as exc:
         raise CoexploreError(f"template: {exc.message}", file=str(path),
-                             expected="its value given with --var NAME=VALUE (timeloopfe's jinja_parse_data)"
+                             expected="its value, given with --var NAME=VALUE (evaluate, map, energy tables; "
+                                      "timeloopfe's jinja_parse_data), or a | default(...) in the template"
                              ) from None
     except jinja2.TemplateSyntaxError as exc:
         raise CoexploreError(f"template syntax at line {exc.lineno}: {exc.message}", file=str(path)) from None
     except _Failure as exc:
         raise CoexploreError(f"template: {exc}", file=str(path)) from None
+    except jinja2.exceptions.SecurityError as exc:
+        raise CoexploreError(f"template: not allowed: {exc}", file=str(path)) from None
     except CoexploreError:
         raise
     except Exception as exc:          # an error inside the template's own expressions

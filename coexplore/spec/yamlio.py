@@ -7,6 +7,8 @@ lists only, and written back with the same tags.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -62,13 +64,16 @@ def _tagged(loader: yaml.Loader, tag_suffix: str, node: yaml.Node):
         value[TAG_KEY] = tag_suffix
         return value
     if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
+        items = loader.construct_sequence(node, deep=True)
+        return _NoMerge(items) if tag_suffix == "nomerge" else items
     value = loader.construct_scalar(node)
     return {TAG_KEY: tag_suffix} if value == "" else value   # a bare `- !Nothing`
 
 
 for _loader in (_PyLoader, _Loader):
     _loader.add_multi_constructor("!", _tagged)
+    # dates stay text, as in YAML 1.2 and Timeloop's reader (PyYAML's dates break cache keys and JSON)
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
     # YAML 1.2 floats: PyYAML (YAML 1.1) reads `5e1` or `1.5e3` (no dot, or no exponent sign) as
     # text, where Timeloop's YAML reader and a user see numbers
     _loader.add_implicit_resolver(
@@ -89,6 +94,10 @@ def _represent_dict(dumper: yaml.Dumper, data: dict):
 
 
 _Dumper.add_representer(dict, _represent_dict)
+
+
+class _NoMerge(list):
+    """A list tagged `!nomerge` (until `merge_keys` has used the mark)."""
 
 
 def _include(loader: yaml.Loader, how: str, node: yaml.Node):
@@ -132,10 +141,27 @@ def load_yaml(path: str | Path) -> Any:
     """Parse a YAML file; any failure becomes a CoexploreError naming the file. A Jinja2 template
     (`.jinja2`, or `{{ }}` / `{% %}` in it) is rendered first, as timeloopfe renders it
     (`coexplore.spec.template`)."""
-    text = read_text(path)
-    from coexplore.spec import template
-    doc = template.render(path, text) if template.is_template(path, text) else loads_yaml(text, path)
-    return merge_keys(doc) if "<<<" in text else doc
+    with loading(path):
+        text = read_text(path)
+        from coexplore.spec import template
+        return template.render(path, text) if template.is_template(path, text) else loads_yaml(text, path)
+
+
+_OPEN: list[str] = []          # the files being read, outermost first (an include loop is refused)
+
+
+@contextlib.contextmanager
+def loading(path: str | Path):
+    """Mark `path` as being read while its includes are read."""
+    real = os.path.realpath(path)
+    if real in _OPEN:
+        chain = " -> ".join(_OPEN[_OPEN.index(real):] + [real])
+        raise CoexploreError(f"includes itself ({chain})", file=str(path), expected="includes without a loop")
+    _OPEN.append(real)
+    try:
+        yield
+    finally:
+        _OPEN.pop()
 
 
 def merge_keys(doc: Any) -> Any:
@@ -147,7 +173,7 @@ def merge_keys(doc: Any) -> Any:
 
 def _resolve_merges(doc: Any) -> Any:
     if isinstance(doc, list):
-        return [_resolve_merges(v) for v in doc]
+        return type(doc)(_resolve_merges(v) for v in doc)
     if not isinstance(doc, dict):
         return doc
     out = {k: _resolve_merges(v) for k, v in doc.items() if k != "<<<"}
@@ -158,7 +184,7 @@ def _resolve_merges(doc: Any) -> Any:
 
 
 def _merged(own: Any, base: Any) -> Any:
-    if isinstance(own, dict) and own.get(TAG_KEY) == "nomerge":
+    if isinstance(own, _NoMerge) or (isinstance(own, dict) and own.get(TAG_KEY) == "nomerge"):
         return own
     if isinstance(own, dict) and isinstance(base, dict):
         out = dict(own)
@@ -171,7 +197,7 @@ def _merged(own: Any, base: Any) -> Any:
 
 
 def _untag_nomerge(doc: Any) -> Any:
-    if isinstance(doc, list):
+    if isinstance(doc, list):                 # (a _NoMerge becomes a plain list)
         return [_untag_nomerge(v) for v in doc]
     if isinstance(doc, dict):
         return {k: _untag_nomerge(v) for k, v in doc.items() if not (k == TAG_KEY and v == "nomerge")}
@@ -187,7 +213,8 @@ def loads_yaml(text: str, path: str | Path | None = None, loader: type = _Loader
     if "!include" in text.lower():      # includes are found from the including file's folder
         loader = type("_Including", (loader,), {"source": None if path is None else str(path)})
     try:
-        return yaml.load(text, Loader=loader)
+        doc = yaml.load(text, Loader=loader)
+        return merge_keys(doc) if "<<<" in text else doc
     except yaml.YAMLError as exc:
         try:                    # malformed: the Python parser says more precisely what is wrong
             yaml.load(text, Loader=_PyLoader)
