@@ -78,8 +78,9 @@ def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None =
 def run(args) -> int:
     keys = top_keys(args.mapping)
     if "mapping" not in keys and keys & {"problem", "architecture", "workload"}:
-        raise CoexploreError(f"MAPPING is a {'problem' if 'problem' in keys else 'workload' if 'workload' in keys else 'spec'} "
-                             "file, not a mapping", file=str(args.mapping), key="mapping",
+        what = ("a whole spec (architecture and problem)" if {"architecture", "problem"} <= keys else
+                "a problem" if "problem" in keys else "a workload" if "workload" in keys else "an architecture")
+        raise CoexploreError(f"MAPPING is {what} file, not a mapping", file=str(args.mapping), key="mapping",
                              expected="coexplore evaluate ARCH [PROBLEM] MAPPING: the mapping last")
     problem_in_arch(args)
     check = bool(args.constraints) or args.check_constraints

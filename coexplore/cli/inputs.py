@@ -62,7 +62,7 @@ def template_names(given: list[str] | None) -> dict:
     for item in given or []:
         name, eq, value = item.partition("=")
         if not eq or not name.strip().isidentifier():
-            raise CoexploreError(f"--var {item!r}: expected NAME=VALUE", key="--var",
+            raise CoexploreError(f"got {item!r}", key="--var",
                                  expected="NAME=VALUE with NAME a Python identifier, e.g. architecture=eyeriss_like")
         try:
             v = loads_yaml(value) if value.strip() else ""          # (YAML 1.2 numbers: 1e-9)

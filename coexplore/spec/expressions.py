@@ -20,15 +20,25 @@ FUNCTIONS.update(min=min, max=max, abs=abs, round=round, int=int, float=float, s
                  pow=lambda a, b: _power(a, b))
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "True": True, "False": False, "None": None}
 
+MAX_BITS = 4096     # the largest integer an expression may make (bits): larger ones take minutes and gigabytes, and Python cannot print them
+
+
 def _power(base, exponent):
-    """`**` with a bound: a huge integer power (`9**9**9`) would take minutes and gigabytes."""
-    if isinstance(exponent, (int, float)) and abs(exponent) > 4096 and isinstance(base, (int, float)) \
-            and abs(base) not in (0, 1):
-        raise OverflowError(f"{base} ** {exponent} is too large")
+    """`**` with a bound on the result's size (`9**9**9`, `(9**4000)**4000`)."""
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1 \
+            and (abs(base).bit_length() - 1) * exponent > MAX_BITS:
+        raise OverflowError(f"the power {'a ' + str(abs(base).bit_length()) + '-bit number' if abs(base) > 1e6 else base}"
+                            f" ** {exponent} is too large")
     return operator.pow(base, exponent)
 
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+def _times(a, b):
+    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_BITS:
+        raise OverflowError("the product is too large")
+    return operator.mul(a, b)
+
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _times, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _power}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Not: operator.not_}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,

@@ -46,7 +46,36 @@ def data() -> dict[str, Any]:
 
 
 def is_template(path: str | Path, text: str) -> bool:
-    return Path(path).suffix in SUFFIXES or "{{" in text or "{%" in text
+    """A `.jinja`/`.jinja2`/`.j2` file, or one with `{{ }}` / `{% %}` outside its `#` comments (a
+    generated file's comment may quote a template)."""
+    if Path(path).suffix in SUFFIXES:
+        return True
+    if "{{" not in text and "{%" not in text:
+        return False
+    return any("{{" in line.split("#", 1)[0] or "{%" in line.split("#", 1)[0] for line in text.splitlines())
+
+
+def _sandbox():
+    """Jinja2's sandbox (no access to Python's internals), with `**` and `*` bounded as in
+    `expressions` (no `9**9**9`, no `'a' * 10**9`)."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from coexplore.spec.expressions import _power, _times
+
+    class Bounded(SandboxedEnvironment):
+        intercepted_binops = frozenset(["**", "*"])
+
+        def call_binop(self, context, operator, left, right):
+            if operator == "**":
+                return _power(left, right)
+            if isinstance(left, (str, list, tuple)) or isinstance(right, (str, list, tuple)):
+                n = right if isinstance(left, (str, list, tuple)) else left
+                if isinstance(n, int) and n * len(left if isinstance(left, (str, list, tuple)) else right) > 10 ** 6:
+                    raise OverflowError("a repeated text or list of more than 10^6 items")
+                return left * right
+            return _times(left, right) if isinstance(left, int) and isinstance(right, int) else left * right
+
+    return Bounded
 
 
 class _Files:
@@ -72,8 +101,8 @@ class _Files:
     def find(self, p: str) -> list[str]:
         found = self.find_all(p)
         if not found:
-            tried = ", ".join([str(self.here), *self.extra]) if not os.path.isabs(str(p)) else "as given"
-            raise _Failure(f"no file '{p}' (looked in {tried})")
+            tried = f" (looked in {', '.join([str(self.here), *self.extra])})" if not os.path.isabs(str(p)) else ""
+            raise _Failure(f"no file '{p}'{tried}")
         return found
 
 
@@ -95,7 +124,6 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
     """The template's text with its Jinja evaluated; what `include` pastes in is put in `objects`
     and referred to in the text by a `!included NAME` tag."""
     import jinja2
-    from jinja2.sandbox import SandboxedEnvironment
 
     path = Path(path)
     names = dict(_DATA if names is None else names)
@@ -151,7 +179,7 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
 
     # sandboxed: a template reads files through the functions below and cannot reach Python's
     # internals (`cycler.__init__.__globals__.os`) or build huge ranges
-    env = SandboxedEnvironment(loader=jinja2.FileSystemLoader(str(path.parent)), undefined=jinja2.StrictUndefined)
+    env = _sandbox()(loader=jinja2.FileSystemLoader(str(path.parent)), undefined=jinja2.StrictUndefined)
     env.globals.update(cwd=lambda: str(files.here), add_to_path=add_to_path,
                        find_path=lambda p: files.find(p)[0], find_paths=files.find_all,
                        path_exists=lambda p: bool(files.find_all(p)), include=include,

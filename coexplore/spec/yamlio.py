@@ -214,7 +214,7 @@ def loads_yaml(text: str, path: str | Path | None = None, loader: type = _Loader
         loader = type("_Including", (loader,), {"source": None if path is None else str(path)})
     try:
         doc = yaml.load(text, Loader=loader)
-        return merge_keys(doc) if "<<<" in text else doc
+        return merge_keys(doc) if "<<<" in text or "!nomerge" in text else doc
     except yaml.YAMLError as exc:
         try:                    # malformed: the Python parser says more precisely what is wrong
             yaml.load(text, Loader=_PyLoader)
@@ -278,7 +278,7 @@ def require(mapping: Any, key: str, *, file: str | None, where: str, expected: s
 # file stems and folder names that say what a file is, not which design or layer it holds
 _GENERIC = {"arch", "architecture", "processed", "parsed-processed-input", "flattened_architecture",
             "timeloop-mapper.flattened_architecture", "arch_dir", "inputs", "input", "ref", "outputs", "output",
-            "problem", "prob", "layer", "workload", "mapping", "map", "design", "top", "main", "spec"}
+            "problem", "prob", "layer", "workload", "mapping", "map", "design", "top"}
 
 
 def name_from_path(file: str | Path, default: str) -> str:
