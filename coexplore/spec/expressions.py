@@ -14,16 +14,12 @@ import math
 import operator
 from typing import Any, Mapping
 
-FUNCTIONS = {name: getattr(math, name) for name in (
-    "ceil", "floor", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "trunc", "fabs")}
-FUNCTIONS.update(min=min, max=max, abs=abs, round=round, int=int, float=float, sum=sum, len=len, bool=bool,
-                 pow=lambda a, b: _power(a, b))
-CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "True": True, "False": False, "None": None}
-
-MAX_BITS = 4096     # the largest integer an expression may make (bits): larger ones take minutes and gigabytes, and Python cannot print them
+# the largest integer an expression may make, in bits: larger ones take minutes and gigabytes to
+# compute, and Python cannot print them
+MAX_BITS = 4096
 
 
-def _power(base, exponent):
+def bounded_power(base, exponent):
     """`**` with a bound on the result's size (`9**9**9`, `(9**4000)**4000`)."""
     if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1 \
             and (abs(base).bit_length() - 1) * exponent > MAX_BITS:
@@ -32,14 +28,21 @@ def _power(base, exponent):
     return operator.pow(base, exponent)
 
 
-def _times(a, b):
+def bounded_product(a, b):
+    """`*` with a bound on an integer product's size."""
     if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_BITS:
         raise OverflowError("the product is too large")
     return operator.mul(a, b)
 
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _times, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _power}
+FUNCTIONS = {name: getattr(math, name) for name in (
+    "ceil", "floor", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "trunc", "fabs")}
+FUNCTIONS.update(min=min, max=max, abs=abs, round=round, int=int, float=float, sum=sum, len=len, bool=bool,
+                 pow=bounded_power)
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "True": True, "False": False, "None": None}
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: bounded_product, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: bounded_power}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Not: operator.not_}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}

@@ -60,20 +60,18 @@ def _sandbox():
     `expressions` (no `9**9**9`, no `'a' * 10**9`)."""
     from jinja2.sandbox import SandboxedEnvironment
 
-    from coexplore.spec.expressions import _power, _times
+    from coexplore.spec.expressions import bounded_power, bounded_product
 
     class Bounded(SandboxedEnvironment):
         intercepted_binops = frozenset(["**", "*"])
 
         def call_binop(self, context, operator, left, right):
             if operator == "**":
-                return _power(left, right)
-            if isinstance(left, (str, list, tuple)) or isinstance(right, (str, list, tuple)):
-                n = right if isinstance(left, (str, list, tuple)) else left
-                if isinstance(n, int) and n * len(left if isinstance(left, (str, list, tuple)) else right) > 10 ** 6:
-                    raise OverflowError("a repeated text or list of more than 10^6 items")
-                return left * right
-            return _times(left, right) if isinstance(left, int) and isinstance(right, int) else left * right
+                return bounded_power(left, right)
+            seq, n = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
+            if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and n * len(seq) > 10 ** 6:
+                raise OverflowError("a repeated text or list of more than 10^6 items")
+            return bounded_product(left, right)
 
     return Bounded
 
