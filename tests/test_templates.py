@@ -492,3 +492,10 @@ def test_a_template_is_named_after_its_design_folder(capsys):
                  "--ert", str(REF / "timeloop-mapper.ERT.yaml"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["arch"] == "v4_ed_eyeriss_like" and out["layer"] == "v4_ed_eyeriss_like"
+
+
+def test_a_layer_picked_with_var_problem_is_named_after_its_file(capsys):
+    layer = T / "_layer_shapes" / "alexnet" / "0.yaml"
+    assert main(["evaluate", str(TOP), str(REF / "timeloop-mapper.map.yaml"), "--var", "architecture=arch_dir",
+                 "--var", f"problem={layer}", "--ert", str(REF / "timeloop-mapper.ERT.yaml"), "--json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["layer"] == "alexnet_0"

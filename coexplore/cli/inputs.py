@@ -121,6 +121,11 @@ def load_problem_arg(path: str | Path, layer: str | None) -> Problem:
         if layer is not None:
             raise CoexploreError("--layer picks a layer of a workload file; this is a single problem",
                                  file=str(p), key="--layer", expected="no --layer, or a workload YAML")
+        from coexplore.spec import template
+        chosen = template.data().get("problem")       # a template's problem picked with --var problem=FILE
+        if isinstance(chosen, str) and chosen and template.is_template(p, ""):
+            from coexplore.spec.yamlio import name_from_path
+            return parse_problem(load_yaml(p), str(p), name=name_from_path(chosen, "problem"))
         return load_problem(p)
     wl = load_workload(find_workload(p))
     name = _choose([lay.name for lay in wl.layers], layer, "layer", str(wl.path), "--layer")

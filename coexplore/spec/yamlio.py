@@ -286,13 +286,15 @@ def name_from_path(file: str | Path, default: str) -> str:
     (`3level.arch.yaml` -> 3level, `conv1d+oc.prob.yaml` -> conv1d+oc), or, for generic stems
     (`arch.yaml`, `processed.yaml`, `parsed-processed-input.yaml`), the nearest folder whose name is
     not generic (`arches/simba_like/processed.yaml` -> simba_like, `<exercise>/inputs/arch_dir/arch.yaml`
-    -> <exercise>)."""
+    -> <exercise>); a number is named with its folder (`layer_shapes/alexnet/0.yaml` -> alexnet_0)."""
     p = Path(file)
     stem = p.name
     for suffix in (".jinja2", ".jinja", ".j2", ".yaml", ".yml"):      # top.yaml.jinja2 -> top
         stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
     for suffix in (".arch", ".architecture", ".prob", ".problem", ".layer", ".mapping", ".map"):
         stem = stem[: -len(suffix)] if stem.endswith(suffix) and len(stem) > len(suffix) else stem
+    if stem.isdigit() and p.resolve().parent.name:       # layer_shapes/alexnet/0.yaml -> alexnet_0
+        return f"{p.resolve().parent.name}_{stem}"
     if stem and stem.lower() not in _GENERIC:
         return stem
     for parent in p.resolve().parents:
