@@ -499,3 +499,58 @@ def test_a_layer_picked_with_var_problem_is_named_after_its_file(capsys):
     assert main(["evaluate", str(TOP), str(REF / "timeloop-mapper.map.yaml"), "--var", "architecture=arch_dir",
                  "--var", f"problem={layer}", "--ert", str(REF / "timeloop-mapper.ERT.yaml"), "--json"]) in (0, 1)
     assert json.loads(capsys.readouterr().out)["layer"] == "alexnet_0"
+
+
+# ----------------------------------------------------------------- a user's study
+def test_the_yaml_cheatsheet_reads_as_it_says():
+    """Every `X` of the exercises' YAML cheatsheet reads as its `result_of_X` (its anchors defined
+    twice are read, as Accelergy reads them; of `<<: [*a, *b]` the first anchor wins). The one
+    exception is the cheatsheet's own slip: `merged_dict2` overrides `value2`, not `key2`."""
+    doc = load_yaml(T / "_cheatsheets" / "1_yaml_syntax.yaml")
+    pairs = [k[len("result_of_"):] for k in doc if k.startswith("result_of_")]
+    assert len(pairs) == 6
+    for k in pairs:
+        if k == "merged_dict2":
+            assert doc[k] == {**doc["result_of_merged_dict2"], "key2": "value2_dict1", "value2": "override_value2"}
+        else:
+            assert doc[k] == doc["result_of_" + k], k
+
+
+def test_merge_key_first_mapping_wins(tmp_path):
+    f = _files(tmp_path, {"m.yaml": "a: &a {key1: v1a, key2: v2a}\nb: &b {key2: v2b, key3: v3b}\n"
+                                    "m:\n  <<: [*a, *b]\n  own: 1\n  key3: mine\n"}) / "m.yaml"
+    assert load_yaml(f)["m"] == {"key1": "v1a", "key2": "v2a", "key3": "mine", "own": 1}
+
+
+def test_an_expression_python_cannot_read_is_named_as_such(tmp_path):
+    from coexplore.spec.architecture import load_architecture
+    f = _v4(tmp_path, "variables: {version: 0.4, N_PE: 4}\n", NODES.replace("depth: DEPTH", "depth: N_PE * 16 //"))
+    with pytest.raises(CoexploreError, match="neither a number nor an expression Python can read"):
+        load_architecture(f)
+
+
+def test_timeloopfes_input_size_keys_are_not_warned_about():
+    from coexplore.model.inputs import problem_warnings
+    from coexplore.spec.problem import parse_problem
+    template.set_data({})
+    doc = load_yaml(T / "_layer_shapes" / "alexnet" / "0.yaml")
+    said = problem_warnings(parse_problem(doc, "0.yaml"), "0.yaml")
+    assert len(said) == 1 and "HStride, WStride" in said[0] and " H," not in said[0]   # the real typos only
+
+
+def test_a_mapping_outside_the_constraints_names_the_level(tmp_path):
+    """Timeloop's mapping with a factor 2 of P moved to the PE columns, where the nodes allow P=1."""
+    from coexplore.mapspace import MapSpace
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import load_constraints
+    template.set_data({"architecture": "arch_dir"})
+    ctx = load_context(TOP, TOP, REF / "timeloop-mapper.ERT.yaml")
+    space = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, None, ctx.problem))
+    text = (REF / "timeloop-mapper.map.yaml").read_text()
+    space.encode(ctx.load_mapping(REF / "timeloop-mapper.map.yaml"))      # Timeloop's own is in the space
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("factors: C1 M1 R1 S1 N1 P1 Q14", "factors: C1 M1 R1 S1 N1 P2 Q7")
+                       .replace("factors: C1 M1 R1 S1 N1 P14 Q4", "factors: C1 M1 R1 S1 N1 P7 Q8"))
+    with pytest.raises(CoexploreError) as err:
+        space.encode(ctx.load_mapping(bad))
+    assert "the mapping puts a factor 2 of P at inter_PE_column_spatial (spatial Y)" in str(err.value)   # (split 1: Q on X)

@@ -519,8 +519,14 @@ class MapSpace:
                         X[b, i] = c
                         break
                 else:
-                    raise CoexploreError(f"mapping {b} puts a factor of {self.problem.dims[fp.dim]} where the "
-                                         "constraints allow none", key="mapping", expected="a mapping in the mapspace")
+                    inner = list(reversed(self.arch.levels))
+                    where = next((f"{inner[li].name} ({('temporal', 'spatial X', 'spatial Y')[k]})"
+                                  for k in (KIND_T, KIND_X, KIND_Y) for li in range(len(inner))
+                                  if left[k][li, fp.dim] % fp.prime == 0 and left[k][li, fp.dim] > 1), "a level")
+                    which = f"mapping {b + 1} of the batch" if B > 1 else "the mapping"
+                    raise CoexploreError(f"{which} puts a factor {fp.prime} of {self.problem.dims[fp.dim]} at "
+                                         f"{where}, where the constraints allow none", key="mapping",
+                                         expected="a mapping in the mapspace")
             for pi, li, d in self.perm_index:
                 order = list(m.perm[b, li])
                 free = self.perm_free[li]

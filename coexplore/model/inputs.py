@@ -93,14 +93,19 @@ def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> Energ
                                   "architecture file")
 
 
+# instance keys timeloopfe's problem files carry for the input size and padding (not typos: no warning)
+TIMELOOPFE_INSTANCE_KEYS = ("H", "W", "Hpad", "Wpad")
+
+
 def problem_warnings(problem: Problem, path) -> list[str]:
     """What a problem file has that Timeloop ignores silently (most likely a typo), one line each."""
     out = []
     if problem.instance.get("densities"):
         out.append(f"{path}: problem.instance.densities ignored: coexplore models dense tensors (no Sparseloop)")
-    if problem.ignored:
+    ignored = [k for k in problem.ignored if k not in TIMELOOPFE_INSTANCE_KEYS]
+    if ignored:
         missing = [d for d in problem.dims if d not in problem.instance]
-        out.append(f"{path}: problem.instance key(s) {', '.join(problem.ignored)} ignored (not a dimension or "
+        out.append(f"{path}: problem.instance key(s) {', '.join(ignored)} ignored (not a dimension or "
                    "coefficient of the shape, as in Timeloop)" + (f"; {', '.join(missing)} not given, so 1"
                                                                   if missing else ""))
     return out

@@ -153,6 +153,7 @@ def resolve(value: Any, scope: Mapping[str, Any]) -> tuple[Any, str | None]:
         return value, None
     tree = parse(value)
     if tree is None:
+        FAILED[value] = "neither a number nor an expression Python can read"   # (said only if a number was wanted)
         return value, None
     if isinstance(tree, ast.Name) and tree.id not in scope and tree.id not in CONSTANTS:
         FAILED[value] = f"name '{tree.id}' is not defined"     # (said only if a number was wanted)

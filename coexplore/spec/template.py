@@ -128,7 +128,7 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
     files = _Files(path, extra or [])
 
     def add_to_path(p):
-        files.extra.extend(m for m in files.find(p) if m not in files.extra)
+        files.extra.extend(m for m in files.find(p) if m not in files.extra and m != str(files.here))
         return ""
 
     def load(p: str) -> Any:
@@ -187,7 +187,8 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
     except jinja2.UndefinedError as exc:
         raise CoexploreError(f"template: {exc.message}", file=str(path),
                              expected="its value, given with --var NAME=VALUE (evaluate, map, energy tables; "
-                                      "timeloopfe's jinja_parse_data), or a | default(...) in the template"
+                                      "template.set_data in Python; timeloopfe's jinja_parse_data), or a "
+                                      "| default(...) in the template"
                              ) from None
     except jinja2.TemplateSyntaxError as exc:
         raise CoexploreError(f"template syntax at line {exc.lineno}: {exc.message}", file=str(path)) from None

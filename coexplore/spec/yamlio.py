@@ -43,11 +43,41 @@ class _RefuseRepeatedKeys:
         return super().construct_mapping(node, deep=deep)
 
 
-class _PyLoader(_RefuseRepeatedKeys, yaml.SafeLoader):
-    """The pure-Python parser: its messages on malformed text are the more precise ones."""
+class _MergeFirstWins:
+    """Loader mixin: YAML's `<<:` merge key as the YAML spec, Accelergy (ruamel) and Timeloop read
+    it: of `<<: [*a, *b]` the first mapping that has a key gives it, the mapping's own keys win.
+    (PyYAML 6.0.3-6.0.4 let the last one win for keys longer than a character: yaml/pyyaml#953.)"""
+
+    def flatten_mapping(self, node):
+        merged, seen, own = [], set(), []
+        for key_node, value_node in node.value:
+            if key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.tag == "tag:yaml.org,2002:value":
+                    key_node.tag = "tag:yaml.org,2002:str"
+                own.append((key_node, value_node))
+                continue
+            sources = [value_node] if isinstance(value_node, yaml.MappingNode) else \
+                value_node.value if isinstance(value_node, yaml.SequenceNode) else None
+            if sources is None or not all(isinstance(n, yaml.MappingNode) for n in sources):
+                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                        "expected a mapping or list of mappings for merging",
+                                                        value_node.start_mark)
+            for source in sources:
+                self.flatten_mapping(source)
+                for k, v in source.value:
+                    key = (k.tag, k.value) if isinstance(k, yaml.ScalarNode) else id(k)
+                    if key not in seen:
+                        seen.add(key)
+                        merged.append((k, v))
+        node.value = merged + own          # (later pairs win when the mapping is built)
 
 
-class _Loader(_RefuseRepeatedKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+class _PyLoader(_RefuseRepeatedKeys, _MergeFirstWins, yaml.SafeLoader):
+    """The pure-Python parser: its messages on malformed text are the more precise ones; it also
+    reads an anchor defined twice (`_redefinable`)."""
+
+
+class _Loader(_RefuseRepeatedKeys, _MergeFirstWins, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """libyaml's parser where PyYAML has it (its wheels do): the same documents 5-10x faster (a
     corpus `validate` spent 90% of its time parsing YAML)."""
 
@@ -209,11 +239,32 @@ def loads_yaml_with(text: str, path: str | Path | None, objects: dict[str, Any])
     return loads_yaml(text, path, type("_Rendered", (_Loader,), {"objects": objects}))
 
 
+def _redefinable(loader: type) -> type:
+    """The pure-Python counterpart of `loader` that reads an anchor defined a second time (YAML
+    1.2 allows it: later aliases refer to the later definition; Accelergy reads such files),
+    which libyaml refuses."""
+    class Redefinable(_PyLoader):
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if not isinstance(event, yaml.AliasEvent) and getattr(event, "anchor", None) is not None:
+                self.anchors.pop(event.anchor, None)
+            return super().compose_node(parent, index)
+    for attr in ("objects", "source"):
+        if hasattr(loader, attr):
+            setattr(Redefinable, attr, getattr(loader, attr))
+    return Redefinable
+
+
 def loads_yaml(text: str, path: str | Path | None = None, loader: type = _Loader) -> Any:
     if "!include" in text.lower():      # includes are found from the including file's folder
         loader = type("_Including", (loader,), {"source": None if path is None else str(path)})
     try:
-        doc = yaml.load(text, Loader=loader)
+        try:
+            doc = yaml.load(text, Loader=loader)
+        except yaml.composer.ComposerError as exc:
+            if "duplicate anchor" not in str(exc.context):
+                raise
+            doc = yaml.load(text, Loader=_redefinable(loader))
         return merge_keys(doc) if "<<<" in text or "!nomerge" in text else doc
     except yaml.YAMLError as exc:
         try:                    # malformed: the Python parser says more precisely what is wrong
@@ -223,6 +274,9 @@ def loads_yaml(text: str, path: str | Path | None = None, loader: type = _Loader
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        if context and not context.startswith("while "):      # ("while scanning ..." says nothing more)
+            problem = f"{context}: {problem}"
         rendered = " (as the template renders it)" if hasattr(loader, "objects") else ""
         raise CoexploreError(f"malformed YAML{rendered}{where}: {problem}",
                              file=None if path is None else str(path)) from None
