@@ -554,3 +554,12 @@ def test_a_mapping_outside_the_constraints_names_the_level(tmp_path):
     with pytest.raises(CoexploreError) as err:
         space.encode(ctx.load_mapping(bad))
     assert "the mapping puts a factor 2 of P at inter_PE_column_spatial (spatial Y)" in str(err.value)   # (split 1: Q on X)
+
+
+def test_a_var_no_template_asks_for_is_warned_about(capsys):
+    args = ["evaluate", str(TOP), str(REF / "timeloop-mapper.map.yaml"), "--var", "architecture=arch_dir",
+            "--ert", str(REF / "timeloop-mapper.ERT.yaml"), "--json"]
+    assert main(args + ["--var", f"problem={T / 'v4_ed_eyeriss_like' / '_include' / 'default_problem.yaml'}"]) == 0
+    assert "--var" not in capsys.readouterr().err                  # both asked for (problem has a default)
+    assert main(args + ["--var", "desgin=x"]) == 0
+    assert "--var desgin: no template among the inputs asks for it" in capsys.readouterr().err

@@ -78,9 +78,10 @@ _python_show_warning = warnings.showwarning
 
 
 @contextlib.contextmanager
-def command_settings(args):
+def command_settings(args, say_unused: bool = True):
     """What every command runs under (also in a worker process of one): the template names of
-    --var, and the library's warnings shown as the CLI's lines."""
+    --var, and the library's warnings shown as the CLI's lines; at the end, --var names no
+    template asked for (`say_unused`: not in a worker, whose command says it once)."""
     from coexplore.cli.inputs import template_names
     from coexplore.spec import template
     template.set_data(template_names(getattr(args, "var", None)))
@@ -89,6 +90,10 @@ def command_settings(args):
             warnings.showwarning = _show_warning
             warnings.simplefilter("always", CoexploreWarning)
             yield
+            unused = template.unused_names()
+            if unused and say_unused:
+                warnings.warn(f"--var {', '.join(unused)}: no template among the inputs asks for "
+                              f"{'it' if len(unused) == 1 else 'them'} (misspelt?)", CoexploreWarning)
     finally:
         template.set_data({})          # (a library caller after main() starts without them)
 

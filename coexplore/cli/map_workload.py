@@ -139,7 +139,7 @@ def _map_in_worker(task) -> tuple:
     from coexplore.cli.map import run
     i, fields = task
     args = argparse.Namespace(**fields)
-    with command_settings(args):                # a fresh process: the --var names, the warning lines
+    with command_settings(args, say_unused=False):       # a fresh process: the --var names, the warning lines
         rc, notes, exc = _map_quietly(run, args)
     parts = None if exc is None else (exc.message, exc.file, exc.key, exc.expected)
     return i, rc, notes, parts

@@ -27,6 +27,7 @@ from coexplore.errors import CoexploreError
 SUFFIXES = (".jinja", ".jinja2", ".j2")
 _DATA: dict[str, Any] = {}
 _READ: set[str] = set()          # the files templates have read since set_data
+_USED: set[str] = set()          # the names templates have asked for since set_data
 
 
 def set_data(data: dict[str, Any]) -> None:
@@ -34,6 +35,12 @@ def set_data(data: dict[str, Any]) -> None:
     _DATA.clear()
     _DATA.update(data)
     _READ.clear()
+    _USED.clear()
+
+
+def unused_names() -> list[str]:
+    """The names given that no template rendered since `set_data` refers to (a misspelt --var)."""
+    return sorted(set(_DATA) - _USED)
 
 
 def files_read() -> list[str]:
@@ -183,6 +190,8 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
                        path_exists=lambda p: bool(files.find_all(p)), include=include,
                        include_all=include_all, include_text=include_text)
     try:
+        from jinja2 import meta
+        _USED.update(meta.find_undeclared_variables(env.parse(text)))
         return env.from_string(text).render(**names)
     except jinja2.UndefinedError as exc:
         raise CoexploreError(f"template: {exc.message}", file=str(path),
