@@ -563,3 +563,27 @@ def test_a_var_no_template_asks_for_is_warned_about(capsys):
     assert "--var" not in capsys.readouterr().err                  # both asked for (problem has a default)
     assert main(args + ["--var", "desgin=x"]) == 0
     assert "--var desgin: no template among the inputs asks for it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("arch, idles", [("simple_weight_stationary", True), ("simple_output_stationary", True),
+                                         ("eyeriss_like", False), ("simba_like", False)])
+def test_a_fan_out_no_loop_may_use_is_noted(arch, idles):
+    """The corpus' simple designs (their constraints as timeloopfe flattened them) let only N spread
+    on the PE array's X axis: every batch-1 layer idles 15/16 of it, as in Timeloop (the exercise's
+    reference utilization is 0.047 and 0.0625); said once as a note. The other designs use theirs."""
+    import warnings
+    from coexplore.errors import CoexploreNote
+    from coexplore.mapspace import MapSpace
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import load_constraints
+    from conftest import CORPUS
+    ctx = load_context(CORPUS / "arches" / arch / "processed.yaml", CORPUS / "layers" / "resnet50_res3a_2b.yaml")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, None, ctx.problem))
+    notes = [str(w.message) for w in said if issubclass(w.category, CoexploreNote)]
+    assert bool(notes) == idles
+    if idles:
+        assert notes == ["inter_PE_spatial: its X fan-out of 16 idles for this layer: under the constraints only N "
+                         "may spread there, and this layer leaves it no factor (check the level's spatial "
+                         "permutation, split and factors)"]

@@ -64,12 +64,19 @@ def _terminate(signum, frame):
         raise KeyboardInterrupt
 
 
+_SAID: set[str] = set()        # the lines said by this command (each once)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    """The library's CoexploreWarnings as the CLI's one-line `coexplore: warning:` / `note:` lines."""
+    """The library's CoexploreWarnings as the CLI's one-line `coexplore: warning:` / `note:` lines,
+    each said once per command (the same mapspace is built more than once in a run)."""
     from coexplore.errors import CoexploreNote
     if issubclass(category, CoexploreWarning):
         kind = "note" if issubclass(category, CoexploreNote) else "warning"
-        print(f"coexplore: {kind}: {message}", file=sys.stderr)
+        text = f"coexplore: {kind}: {message}"
+        if text not in _SAID:
+            _SAID.add(text)
+            print(text, file=sys.stderr)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)
 
@@ -85,6 +92,7 @@ def command_settings(args, say_unused: bool = True):
     from coexplore.cli.inputs import template_names
     from coexplore.spec import template
     template.set_data(template_names(getattr(args, "var", None)))
+    _SAID.clear()
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreNote
 from coexplore.mapspace.sampling import fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
@@ -99,6 +100,24 @@ def _not_dividing(c: LevelConstraints, level: str, name: str, n: int, left: int,
     return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.source,
                           key=f"{level}.{kind}.factors", expected="fixed factors of each dimension whose product "
                           "divides the layer's dimension")
+
+
+def _idle_fanouts(inner, fx, fy, x_allowed, y_allowed, base_x, base_y, remaining, dims, chosen) -> list[str]:
+    """The spatial fan-outs this layer cannot use under the constraints (no loop may go there), in
+    words: a split or permutation that leaves an axis to dimensions of factor 1 is a common slip
+    (timeloopfe counts the unit loops first), and every mapping then idles that part of the array."""
+    out = []
+    for li, lv in enumerate(inner):
+        for axis, fan, allowed, base in (("X", fx, x_allowed, base_x), ("Y", fy, y_allowed, base_y)):
+            if fan[li] <= 1 or li in chosen or (base[li] > 1).any():
+                continue
+            free = [dims[d] for d in range(len(dims)) if allowed[li, d]]
+            if not any(remaining[d] > 1 for d in range(len(dims)) if allowed[li, d]):
+                why = (f"only {', '.join(free)} may spread there, and this layer leaves "
+                       f"{'it' if len(free) == 1 else 'them'} no factor") if free else "no dimension may spread there"
+                out.append(f"{lv.name}: its {axis} fan-out of {fan[li]} idles for this layer: under the constraints "
+                           f"{why} (check the level's spatial permutation, split and factors)")
+    return out
 
 
 @dataclass
@@ -192,6 +211,10 @@ class MapSpace:
                                      key="constraints", expected="fixed factors of each dimension that multiply "
                                      "to its bound, or a level left free")
         self._axis_rules(inner, fx, fy)
+        self.notes = _idle_fanouts(inner, fx, fy, x_allowed, y_allowed, self.base_x, self.base_y,
+                                   remaining, dims, {li for li, _, _ in self.axis_choices})
+        for note in self.notes:
+            warnings.warn(note, CoexploreNote, stacklevel=2)
         self.has_bounds = bool((self.t_max < np.iinfo(np.int64).max).any() or (self.t_min > 1).any()
                                or (self.s_max < np.iinfo(np.int64).max).any() or (self.s_min > 1).any()
                                or self.min_parallelism > 0 or self.split_order or self.split_count
