@@ -587,3 +587,21 @@ def test_a_fan_out_no_loop_may_use_is_noted(arch, idles):
         assert notes == ["inter_PE_spatial: its X fan-out of 16 idles for this layer: under the constraints only N "
                          "may spread there, and this layer leaves it no factor (check the level's spatial "
                          "permutation, split and factors)"]
+
+
+def test_an_error_in_an_included_file_names_that_file(tmp_path):
+    d = tmp_path / "v4_ed_eyeriss_like"
+    shutil.copytree(T / "v4_ed_eyeriss_like", d)
+    arch = d / "arch_dir" / "arch.yaml"
+    arch.write_text(arch.read_text().replace("depth: 16384", "depth: 16384x"))
+    template.set_data({"architecture": "arch_dir"})
+    from coexplore.spec.architecture import load_architecture
+    with pytest.raises(CoexploreError) as e:
+        load_architecture(d / "top.yaml.jinja2")
+    assert e.value.key == "shared_glb.attributes.depth"
+    assert f"its architecture comes from {arch.resolve()}, which the template includes" in str(e.value)
+    prob = d / "_include" / "default_problem.yaml"
+    prob.write_text(prob.read_text().replace("M: 32", "M: -32"))
+    from coexplore.spec.problem import load_problem
+    with pytest.raises(CoexploreError, match="its problem comes from .*default_problem.yaml"):
+        load_problem(d / "top.yaml.jinja2")

@@ -645,9 +645,22 @@ def _close_attribute(key: str) -> str | None:
 
 
 def load_architecture(path: str | Path) -> Architecture:
-    """Read a v0.4 arch.yaml or a flattened processed.yaml."""
+    """Read a v0.4 arch.yaml or a flattened processed.yaml (or a whole spec, also a template)."""
     data = load_yaml(path)
-    return parse_architecture(data, str(path))
+    try:
+        return parse_architecture(data, str(path))
+    except CoexploreError as exc:
+        raise included_from(exc, path, "architecture")
+
+
+def included_from(exc: CoexploreError, path, key: str) -> CoexploreError:
+    """`exc` about the template at `path`, saying which included file its `key` came from."""
+    from coexplore.spec import template
+    source = template.origin(path, key) if exc.file == str(path) else None
+    if source:
+        exc.message += f" (its {key} comes from {source}, which the template includes)"
+        exc.args = (exc.format(),)
+    return exc
 
 
 def architecture_to_v3(arch: Architecture, top: str = "system") -> dict:

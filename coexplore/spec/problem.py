@@ -203,4 +203,9 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
 def load_problem(path: str | Path) -> Problem:
     """`parse_problem` of a Timeloop problem YAML file (one layer; `spec.workload.read_problem` also
     takes a workload's layer)."""
-    return parse_problem(load_yaml(path), str(path))
+    data = load_yaml(path)
+    try:
+        return parse_problem(data, str(path))
+    except CoexploreError as exc:
+        from coexplore.spec.architecture import included_from
+        raise included_from(exc, path, "problem")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import glob
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -115,11 +116,25 @@ class _Failure(Exception):
     """A template function's failure, reported with the template's file and line."""
 
 
+_ORIGINS: dict[tuple[str, str], str] = {}   # (template, top-level key) -> the file include() took it from
+_SOURCES: dict[str, str] = {}                # pasted object's name -> its file
+_PASTED = itertools.count()
+
+
+def origin(path: str | Path, key: str) -> str | None:
+    """The file a rendered template's top-level `key` was included from (for messages)."""
+    return _ORIGINS.get((os.path.realpath(path), key))
+
+
 def render(path: str | Path, text: str, names: dict[str, Any] | None = None,
            extra: list[str] | None = None) -> Any:
     """The document the template at `path` (whose text is `text`) renders to."""
+    import re
     objects: dict[str, Any] = {}
     rendered = render_text(path, text, names, extra, objects)
+    for key, name in re.findall(r"^([A-Za-z_][\w-]*):[ \t]*!included (\w+)", rendered, flags=re.M):
+        if name in _SOURCES:
+            _ORIGINS[(os.path.realpath(path), key)] = _SOURCES[name]
     from coexplore.spec.yamlio import loads_yaml_with
     return loads_yaml_with(rendered, path, objects)
 
@@ -156,21 +171,22 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
             doc = doc[part]
         return doc
 
-    def paste(value: Any) -> str:
-        name = f"o{len(objects)}"
+    def paste(value: Any, source: str) -> str:
+        name = f"o{next(_PASTED)}"                # (unique across nested templates)
         objects[name] = value
+        _SOURCES[name] = source
         return f"!included {name}"
 
     def include(p, key=""):
         found = files.find(p)
         if len(found) > 1:
             raise _Failure(f"'{p}' matches {len(found)} files; include takes one (include_all takes several)")
-        return paste(subtree(load(found[0]), key, found[0]))
+        return paste(subtree(load(found[0]), key, found[0]), found[0])
 
     def include_all(p, key=""):
         found = files.find(p)
         parts = [subtree(load(f), key, f) for f in found]
-        return paste(parts[0] if len(parts) == 1 else parts)
+        return paste(parts[0] if len(parts) == 1 else parts, found[0] if len(found) == 1 else p)
 
     def include_text(p):
         from coexplore.spec.yamlio import loading, read_text
