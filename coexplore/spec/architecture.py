@@ -650,17 +650,8 @@ def load_architecture(path: str | Path) -> Architecture:
     try:
         return parse_architecture(data, str(path))
     except CoexploreError as exc:
-        raise included_from(exc, path, "architecture")
-
-
-def included_from(exc: CoexploreError, path, key: str) -> CoexploreError:
-    """`exc` about the template at `path`, saying which included file its `key` came from."""
-    from coexplore.spec import template
-    source = template.origin(path, key) if exc.file == str(path) else None
-    if source:
-        exc.message += f" (its {key} comes from {source}, which the template includes)"
-        exc.args = (exc.format(),)
-    return exc
+        from coexplore.spec.template import with_origin
+        raise with_origin(exc, path, "architecture")
 
 
 def architecture_to_v3(arch: Architecture, top: str = "system") -> dict:

@@ -207,5 +207,5 @@ def load_problem(path: str | Path) -> Problem:
     try:
         return parse_problem(data, str(path))
     except CoexploreError as exc:
-        from coexplore.spec.architecture import included_from
-        raise included_from(exc, path, "problem")
+        from coexplore.spec.template import with_origin
+        raise with_origin(exc, path, "problem")

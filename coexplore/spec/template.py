@@ -121,9 +121,13 @@ _SOURCES: dict[str, str] = {}                # pasted object's name -> its file
 _PASTED = itertools.count()
 
 
-def origin(path: str | Path, key: str) -> str | None:
-    """The file a rendered template's top-level `key` was included from (for messages)."""
-    return _ORIGINS.get((os.path.realpath(path), key))
+def with_origin(exc: CoexploreError, path: str | Path, key: str) -> CoexploreError:
+    """`exc` about the template at `path`, saying which included file its top-level `key` came from."""
+    source = _ORIGINS.get((os.path.realpath(path), key)) if exc.file == str(path) else None
+    if source:
+        exc.message += f" (its {key} comes from {source}, which the template includes)"
+        exc.args = (exc.format(),)
+    return exc
 
 
 def render(path: str | Path, text: str, names: dict[str, Any] | None = None,
@@ -207,8 +211,9 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
                        include_all=include_all, include_text=include_text)
     try:
         from jinja2 import meta
-        _USED.update(meta.find_undeclared_variables(env.parse(text)))
-        return env.from_string(text).render(**names)
+        tree = env.parse(text)                       # parsed once: the names it asks for, then rendered
+        _USED.update(meta.find_undeclared_variables(tree))
+        return env.from_string(tree).render(**names)
     except jinja2.UndefinedError as exc:
         raise CoexploreError(f"template: {exc.message}", file=str(path),
                              expected="its value, given with --var NAME=VALUE (evaluate, map, energy tables; "
