@@ -289,6 +289,19 @@ def test_include_loops_are_refused(tmp_path):
         load_yaml(tmp_path / "t.yaml.jinja2")
 
 
+def test_jinjas_own_include_is_recorded_and_its_loops_refused(tmp_path):
+    d = _files(tmp_path, {"top.yaml.jinja2": "{% include 'part.yaml' %}\n", "part.yaml": "k: 1\n",
+                          "self.yaml.j2": "{% include 'self.yaml.j2' %}\n",
+                          "miss.yaml.j2": "{% include 'nope.yaml' %}\n"})
+    template.set_data({})
+    assert load_yaml(d / "top.yaml.jinja2") == {"k": 1}
+    assert str((d / "part.yaml").resolve()) in template.files_read()
+    with pytest.raises(CoexploreError, match="loop"):
+        load_yaml(d / "self.yaml.j2")
+    with pytest.raises(CoexploreError, match="no file 'nope.yaml'"):
+        load_yaml(d / "miss.yaml.j2")
+
+
 def test_templates_are_sandboxed(tmp_path):
     f = tmp_path / "pw.yaml"
     f.write_text("a: \"{{ cycler.__init__.__globals__.os.popen('echo PWNED').read() }}\"\n")

@@ -112,6 +112,20 @@ class _Files:
         return found
 
 
+def _loader(folder: Path):
+    """Jinja's own `{% include %}` / `{% import %}` / `{% extends %}` loader (the template's folder),
+    recording the files it reads as `include()` does (a run's record lists their digests)."""
+    import jinja2
+
+    class Recording(jinja2.FileSystemLoader):
+        def get_source(self, environment, template):
+            source, filename, uptodate = super().get_source(environment, template)
+            _READ.add(os.path.realpath(filename))
+            return source, filename, uptodate
+
+    return Recording(str(folder))
+
+
 class _Failure(Exception):
     """A template function's failure, reported with the template's file and line."""
 
@@ -204,7 +218,7 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
 
     # sandboxed: a template reads files through the functions below and cannot reach Python's
     # internals (`cycler.__init__.__globals__.os`) or build huge ranges
-    env = _sandbox()(loader=jinja2.FileSystemLoader(str(path.parent)), undefined=jinja2.StrictUndefined)
+    env = _sandbox()(loader=_loader(path.parent), undefined=jinja2.StrictUndefined)
     env.globals.update(cwd=lambda: str(files.here), add_to_path=add_to_path,
                        find_path=lambda p: files.find(p)[0], find_paths=files.find_all,
                        path_exists=lambda p: bool(files.find_all(p)), include=include,
@@ -226,6 +240,12 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
         raise CoexploreError(f"template: {exc}", file=str(path)) from None
     except jinja2.exceptions.SecurityError as exc:
         raise CoexploreError(f"template: not allowed: {exc}", file=str(path)) from None
+    except jinja2.TemplateNotFound as exc:
+        raise CoexploreError(f"template: no file '{exc.name}' for {{% include %}} / {{% import %}} (looked in "
+                             f"{files.here})", file=str(path)) from None
+    except RecursionError:
+        raise CoexploreError("template: an {% include %} / {% import %} loop (a template that includes "
+                             "itself, directly or through others)", file=str(path)) from None
     except CoexploreError:
         raise
     except Exception as exc:          # an error inside the template's own expressions
