@@ -201,8 +201,8 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
 
 
 def load_problem(path: str | Path) -> Problem:
-    """`parse_problem` of a Timeloop problem YAML file (one layer; `spec.workload.read_problem` also
-    takes a workload's layer)."""
+    """`parse_problem` of a Timeloop problem YAML file (one layer; `spec.workload.read_problem` gives
+    it as a workload's Layer)."""
     data = load_yaml(path)
     try:
         return parse_problem(data, str(path))

@@ -177,19 +177,12 @@ def load_workload(path: str | Path) -> Workload:
 
 
 def read_problem(path: str | Path, name: str | None = None) -> Layer:
-    """Read a single Timeloop v0.4 problem file (`problem: {shape, instance}`) as a Layer."""
-    path = Path(path)
-    doc = load_yaml(path)
-    f = str(path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("problem"), dict):
-        raise CoexploreError("not a Timeloop problem file", file=f, key="problem",
-                             expected="problem: {version: 0.4, shape: {...}, instance: {...}}")
-    prob = doc["problem"]
-    _no_unknown(prob, ("version", "shape", "instance"), f, "problem")
-    _check_version(prob.get("version", PROBLEM_VERSION), f, "problem.version")
-    shape = check_shape(prob.get("shape", CNN_LAYER_SHAPE), f, "problem.shape")
-    instance = _instance(prob.get("instance"), shape, f, "problem.instance")
-    return Layer(name=name or path.stem, instance=instance, count=1, shape=shape)
+    """A Timeloop problem file (one layer, read as every command reads one: `problem.load_problem`)
+    as a Layer: every dimension's bound and every coefficient."""
+    from coexplore.spec.problem import load_problem
+    p = load_problem(path)
+    return Layer(name=name or Path(path).stem, instance={**dict(zip(p.dims, p.bounds)), **p.coefficients},
+                 count=1, shape=check_shape(p.shape, str(path), "problem.shape"))
 
 
 def bundled_workloads() -> list[Path]:
