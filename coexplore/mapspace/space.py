@@ -259,8 +259,11 @@ class MapSpace:
                                          key=f"constraints of {lv.name}", expected="one of keep or bypass")
                 elif c.keep is not None and (name in c.keep or c.keep_only):
                     self.base_keep[li, s] = name in c.keep      # Timeloop: keep '1'; keep_only: rest '0'
-                elif c.bypass is not None and name in c.bypass:
+                elif (c.bypass is not None and name in c.bypass) or (c.bypass_except is not None
+                                                                       and name not in c.bypass_except):
                     self.base_keep[li, s] = False
+                elif c.bypass_only:                              # timeloopfe's bypass_only: the rest kept
+                    self.base_keep[li, s] = True
                 else:                                            # Timeloop's 'X': the mapper chooses
                     self.keep_params.append((li, s))
         self.size_exact: int | None = None     # the exact count, once log10_size has counted it

@@ -132,7 +132,8 @@ class Level:
     shared_bandwidth: float = math.inf
     min_utilization: float = 0.0       # a mapping must fill at least this share of effective_size
     is_dummy: bool = False
-    from_container: bool = False       # the dummy level a v0.4 container's mesh adds (as timeloopfe does)
+    from_container: bool = False       # the dummy level a v0.4 node's mesh adds (as timeloopfe does)
+    keeps_only: set | None = None      # in a v0.4 !Parallel branch: the dataspaces it keeps (others bypass)
     ignored: bool = False              # a class Timeloop does not model (`timeloop_kind`): dropped on parsing
 
     @property
@@ -150,6 +151,7 @@ class Architecture:
     attributes: dict = field(default_factory=dict)
     source: str | None = None
     warnings: list[str] = field(default_factory=list)   # legal for Timeloop, but likely mistakes
+    meshless: tuple[str, ...] = ()     # v0.4 containers of fan-out 1: no level (as timeloopfe places them)
 
     def level_names(self) -> list[str]:
         return [lv.name for lv in self.levels]
@@ -428,14 +430,62 @@ def _check_v4_keys(node: dict, here: str, file) -> None:
                                      expected="keys of a v0.4 spatial mesh: " + ", ".join(V4_SPATIAL_KEYS))
 
 
-def _from_v4_nodes(nodes: list, file: str | None, scope: dict | None = None) -> tuple[list[Level], dict]:
+def _branch_keeps(node: Any) -> set[str]:
+    """The dataspaces a `!Parallel` branch keeps: every `keep` / `keep_only` in its subtree
+    (timeloopfe's Dataspace2BranchProcessor, which bypasses the rest everywhere in the branch)."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        ds = (node.get("constraints") or {}).get("dataspace") if isinstance(node.get("constraints"), dict) else None
+        for k in ("keep", "keep_only"):
+            v = ds.get(k) if isinstance(ds, dict) else None
+            out |= {str(x) for x in v} if isinstance(v, (list, tuple)) else set()
+        for child in node.get("nodes") or [] if isinstance(node.get("nodes"), list) else []:
+            out |= _branch_keeps(child)
+    return out
+
+
+def _enabled(node: dict, scope: dict, file, here: str) -> bool:
+    """A node's `enabled` (an expression too, as timeloopfe computes it): true or false."""
+    value = node.get("enabled", True)
+    if isinstance(value, str):
+        value, _ = expressions.resolve(value, scope)
+    if not isinstance(value, bool):
+        raise CoexploreError(f"got {value!r}", file=file, key=f"{here}.enabled", expected="true or false")
+    return value
+
+
+def _from_v4_nodes(nodes: list, file: str | None,
+                   scope: dict | None = None) -> tuple[list[Level], dict, tuple[str, ...]]:
+    """The levels of a v0.4 node list as timeloopfe's v4-to-v3 transpiler places them, the
+    attributes the top level passes down, and the containers that get no level (a fan-out of 1)."""
     levels: list[Level] = []
+    meshless: list[str] = []
     scope = {} if scope is None else scope
     # timeloopfe makes the variables the top level's attributes: every component inherits them
     inherited: dict = {k: v for k, v in scope.items() if k != "spec"}
     mesh_x = mesh_y = 1
 
-    def walk(items, where):
+    def dummy_level(name: str, constraints: dict, here: str) -> None:
+        """The dummy storage level timeloopfe places where a node fans out (`inter_<name>_spatial`):
+        it carries the node's spatial loops and keeps nothing."""
+        dummy = {"name": f"inter_{name}_spatial", "class": "dummy_storage",
+                 "attributes": {"width": 1, "depth": 1, "datawidth": 1, "technology": -1},
+                 "constraints": _computed_split(constraints, {**scope, **inherited}, file, here)}
+        lv = _make_level(dummy, {}, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope)
+        lv.from_container = True
+        lv.attributes.update({"meshX": mesh_x, "meshY": mesh_y})
+        levels.append(lv)
+
+    def mesh(node: dict, own: dict, here: str) -> tuple[int, int]:
+        spatial = node.get("spatial") or {}
+        if not isinstance(spatial, dict):
+            raise CoexploreError(f"got {spatial!r}", file=file, key=f"{here}.spatial",
+                                 expected="a mapping {meshX: n, meshY: m}")
+        spatial = _resolved(spatial, {**scope, **inherited, **own})
+        return (_positive(spatial.get("meshX", 1), file=file, key=f"{here}.spatial.meshX"),
+                _positive(spatial.get("meshY", 1), file=file, key=f"{here}.spatial.meshY"))
+
+    def walk(items, where, parallel: bool = False):
         nonlocal mesh_x, mesh_y, inherited
         for i, node in enumerate(yaml_list(items, file=file, key=where, what="nodes")):
             here = f"{where}[{i}]"
@@ -443,54 +493,56 @@ def _from_v4_nodes(nodes: list, file: str | None, scope: dict | None = None) -> 
                 raise CoexploreError(f"got {node!r}", file=file, key=here,
                                      expected="a !Container, !Component or !Parallel node")
             tag = node.get(TAG_KEY, "Component" if "class" in node else "Container")
+            tag = "Component" if tag == "Element" else tag        # the older timeloopfe's name for it
             if tag not in V4_TAGS:
                 raise CoexploreError(f"unknown tag !{tag}", file=file, key=here,
                                      expected="one of " + ", ".join("!" + t for t in V4_TAGS))
-            if tag == "Nothing" or node.get("enabled", True) is False:   # no hardware (timeloopfe)
+            if tag == "Nothing" or not _enabled(node, {**scope, **inherited}, file, here):   # no hardware
                 continue
             _check_v4_keys(node, here, file)
-            if tag == "Component" and node.get("spatial"):
-                raise CoexploreError("a spatial mesh on a !Component is not read by coexplore", file=file,
-                                     key=f"{here}.spatial",
-                                     expected="the mesh on a !Container around the component")
-            if tag == "Parallel" or ("nodes" in node and "class" not in node and tag != "Container"):
-                walk(node.get("nodes"), f"{here}.nodes")
-                continue
-            if tag in ("Container", "Hierarchical"):
+            start = len(levels)
+            if tag in ("Parallel", "Hierarchical") or ("nodes" in node and "class" not in node and tag != "Container"):
+                walk(node.get("nodes"), f"{here}.nodes", parallel=tag == "Parallel")
+            elif tag == "Container":
                 if node.get("networks"):
                     raise _no_networks("a networks list", file, f"{here}.networks", "no networks")
                 inherited = dict(inherited)
                 own = {str(k).replace("-", "_"): v for k, v in
                        _mapping(node.get("attributes"), file=file, key=f"{here}.attributes").items()}
                 inherited.update(_resolved(own, {**scope, **inherited}))
-                spatial = node.get("spatial") or {}
-                if not isinstance(spatial, dict):
-                    raise CoexploreError(f"got {spatial!r}", file=file, key=f"{here}.spatial",
-                                         expected="a mapping {meshX: n, meshY: m}")
-                spatial = _resolved(spatial, {**scope, **inherited})
-                sx = _positive(spatial.get("meshX", 1), file=file, key=f"{here}.spatial.meshX")
-                sy = _positive(spatial.get("meshY", 1), file=file, key=f"{here}.spatial.meshY")
-                if spatial:
-                    dummy = {"name": f"inter_{node['name']}_spatial", "class": "dummy_storage",
-                             "attributes": {"width": 1, "depth": 1, "datawidth": 1, "technology": -1},
-                             "constraints": _computed_split(node.get("constraints") or {}, {**scope, **inherited},
-                                                            file, here)}
-                    lv = _make_level(dummy, {}, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope)
-                    lv.from_container = True
-                    lv.attributes.update({"meshX": mesh_x, "meshY": mesh_y})
-                    levels.append(lv)
+                sx, sy = mesh(node, {}, here)
+                if sx * sy != 1:           # timeloopfe places no level for a fan-out of 1
+                    dummy_level(node["name"], node.get("constraints") or {}, here)
                     mesh_x, mesh_y = mesh_x * sx, mesh_y * sy
+                else:
+                    meshless.append(str(node.get("name")))
                 if "nodes" in node:
                     walk(node["nodes"], f"{here}.nodes")
-                continue
-            lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope)
-            lv.mesh_x, lv.mesh_y, lv.instances = mesh_x, mesh_y, mesh_x * mesh_y
-            if not lv.is_compute:
-                lv.attributes.setdefault("n_banks", 2)       # timeloopfe's default for a v0.4 storage node
-            levels.append(lv)
+            else:
+                sx, sy = mesh(node, {}, here)
+                if sx * sy != 1:           # a component's own mesh: a dummy level, then the copies
+                    if parallel:
+                        raise CoexploreError("a component with a spatial mesh inside a !Parallel", file=file,
+                                             key=f"{here}.spatial", expected="the mesh on a node around the "
+                                             "!Parallel (timeloopfe refuses it too)")
+                    dummy_level(node["name"], {"spatial": (node.get("constraints") or {}).get("spatial") or {}},
+                                here)
+                    mesh_x, mesh_y = mesh_x * sx, mesh_y * sy
+                    node = {k: v for k, v in node.items() if k != "spatial"}
+                    if isinstance(node.get("constraints"), dict):
+                        node["constraints"] = {k: v for k, v in node["constraints"].items() if k != "spatial"}
+                lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope)
+                lv.mesh_x, lv.mesh_y, lv.instances = mesh_x, mesh_y, mesh_x * mesh_y
+                if not lv.is_compute:
+                    lv.attributes.setdefault("n_banks", 2)       # timeloopfe's default for a v0.4 storage node
+                levels.append(lv)
+            if parallel:                   # a !Parallel branch: every other dataspace bypasses it
+                kept = _branch_keeps(node)
+                for lv in levels[start:]:
+                    lv.keeps_only = kept if lv.keeps_only is None else lv.keeps_only & kept
 
     walk(nodes, "architecture.nodes")
-    return levels, inherited
+    return levels, inherited, tuple(meshless)
 
 
 def _sparse_nodes(nodes) -> list[str]:
@@ -553,9 +605,10 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
     expressions.FAILED.clear()
     if "nodes" in arch:
-        levels, attrs = _from_v4_nodes(arch["nodes"], file, _variables(data, file))
+        levels, attrs, meshless = _from_v4_nodes(arch["nodes"], file, _variables(data, file))
     elif "subtree" in arch:
         levels, attrs = _from_v3_tree(arch["subtree"], file)
+        meshless = ()
     else:
         raise CoexploreError("missing key", file=file, key="architecture.nodes",
                              expected="'nodes' (v0.4) or 'subtree' (v0.3)")
@@ -607,7 +660,7 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
                              expected="unique component names")
     return Architecture(name=name or (name_from_path(file, "arch") if file else "arch"), levels=storage,
                         compute=compute, attributes=attrs, source=file,
-                        warnings=ignored + _suspicious(storage))
+                        warnings=ignored + _suspicious(storage), meshless=meshless)
 
 
 # attributes Timeloop reads from a storage level (others are Accelergy's business)

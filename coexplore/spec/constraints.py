@@ -37,10 +37,12 @@ class LevelConstraints:
     split: int | None = None
     keep: set[str] | None = None
     bypass: set[str] | None = None
-    # keep_only: the dataspaces not in `keep` are bypassed (v0.4 node constraints as timeloopfe
-    # flattens them, or a `keep_only` key); otherwise, as in Timeloop's constraints files, a
+    # keep_only: the dataspaces not in `keep` are bypassed (timeloopfe's `keep_only` macro);
+    # otherwise, as in Timeloop's constraints files and timeloopfe outside a !Parallel, a
     # dataspace named in neither list is left to the mapper
     keep_only: bool = False
+    bypass_only: bool = False                 # timeloopfe's `bypass_only`: the dataspaces not bypassed are kept
+    bypass_except: set[str] | None = None     # every other dataspace is bypassed (a v0.4 !Parallel branch)
     # factors_only (timeloopfe): the dimensions not listed get factor 1 at this level
     temporal_factors_only: bool = False
     spatial_factors_only: bool = False
@@ -112,7 +114,7 @@ def resolve_permutation(perm: list[str], dims: list[str]) -> list[str]:
 # keys of a constraint that the mapspace applies, per kind (others are recorded in `ignored`)
 _APPLIED = {"temporal": {"factors", "factors_only", "permutation"},
             "spatial": {"factors", "factors_only", "permutation", "split"},
-            "bypass": {"keep", "bypass", "keep_only"},
+            "bypass": {"keep", "bypass", "keep_only", "bypass_only"},
             "utilization": {"min"}, "parallelism": {"min"}, **{t: set() for t in NOT_APPLIED_TYPES}}
 _APPLIED["dataspace"] = _APPLIED["datatype"] = _APPLIED["bypassing"] = _APPLIED["bypass"]
 
@@ -167,15 +169,15 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
             raise _respecified("spatial split", level, file, f"{key}.split")
         c.split = split
     elif kind in ("bypass", "bypassing", "dataspace", "datatype"):
-        for k in ("keep", "keep_only", "bypass"):
+        for k in ("keep", "keep_only", "bypass", "bypass_only"):
             v = body.get(k)
             if v is not None and (isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple, set))):
                 raise CoexploreError(f"got {v!r}", file=file, key=f"{key}.{k}", expected="a list of dataspace names")
         said = (c.keep or set()) | (c.bypass or set())
-        for k in ("keep", "keep_only", "bypass"):
+        for k in ("keep", "keep_only", "bypass", "bypass_only"):
             again = set(body.get(k) or []) & said
             if same_ok:                          # only a flag set the other way is said again
-                again &= (c.keep or set()) if k == "bypass" else (c.bypass or set())
+                again &= (c.keep or set()) if k.startswith("bypass") else (c.bypass or set())
             if again and not last:
                 raise _respecified(f"dataspace {k.split('_')[0]} flag ({', '.join(sorted(again))})", level,
                                    file, f"{key}.{k}")
@@ -187,6 +189,9 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
             c.keep_only = True
         if body.get("bypass") is not None:
             c.bypass = (c.bypass or set()) | set(body["bypass"])
+        if body.get("bypass_only") is not None:
+            c.bypass = (c.bypass or set()) | set(body["bypass_only"])
+            c.bypass_only = True
     elif kind in ("utilization", "parallelism"):
         v = body.get("min")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
@@ -249,6 +254,8 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
         for level, t, key in _directives(body, f):
             if level not in out and base is not None and f"inter_{level}_spatial" in out:
                 level = f"inter_{level}_spatial"       # a v0.4 container, as timeloopfe names its level
+            if level not in out and base is not None and level in arch.meshless:
+                continue                               # a container of fan-out 1: no level (timeloopfe)
             if level not in out:
                 if level == arch.compute.name and t.get("type") not in ("utilization", "parallelism"):
                     continue                       # nothing of the compute level is mapped
@@ -283,8 +290,8 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
                 _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}", lv.name)
         if raw.get("max_overbooked_proportion") is not None:
             c.ignored.append(f"{lv.name}.constraints.max_overbooked_proportion (sparse: not modelled)")
-        if c.keep is not None and c.bypass is None:
-            c.keep_only = True          # timeloopfe writes the complement as the bypass list
+        if lv.keeps_only is not None:   # a !Parallel branch: timeloopfe bypasses what it does not keep
+            c.bypass_except = set(lv.keeps_only)
         if lv.is_dummy:
             # dummy spatial levels carry no temporal loops and keep nothing
             c.temporal_factors = {}

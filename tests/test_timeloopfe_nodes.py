@@ -1,0 +1,92 @@
+"""v0.4 node lists placed as timeloopfe's v4-to-v3 transpiler places them (timeloopfe's
+`transpile`, `Dataspace2BranchProcessor`, `ConstraintMacroProcessor`): which levels exist, their
+instances, and which dataspaces each level must keep or bypass."""
+
+import numpy as np
+import pytest
+
+from coexplore.errors import CoexploreError
+from coexplore.mapspace.space import MapSpace
+from coexplore.spec.architecture import load_architecture
+from coexplore.spec.constraints import load_constraints
+from coexplore.spec.problem import load_problem
+
+from conftest import CORPUS
+
+LAYER = CORPUS / "layers" / "alexnet_conv1.yaml"
+DS = ["Weights", "Inputs", "Outputs"]     # the CNN layer's dataspaces, in its order
+
+
+def _arch(tmp_path, body: str, variables: str = ""):
+    f = tmp_path / "arch.yaml"
+    f.write_text("architecture:\n  version: 0.4\n  nodes:\n" + body + variables)
+    return f
+
+
+DRAM = ("  - !Component\n    name: DRAM\n    class: DRAM\n    attributes: {width: 64, datawidth: 8}\n")
+MAC = "  - !Component\n    name: reg\n    class: regfile\n    attributes: {depth: 64, width: 8, datawidth: 8}\n" \
+      "  - !Component\n    name: mac\n    class: intmac\n    attributes: {datawidth: 8}\n"
+
+
+def _buf(name, cons="", indent="  ", extra=""):
+    text = (f"{indent}- !Component\n{indent}  name: {name}\n{indent}  class: SRAM\n"
+            f"{indent}  attributes: {{depth: 4096, width: 64, datawidth: 8}}\n")
+    return text + (f"{indent}  constraints: {{dataspace: {cons}}}\n" if cons else "") + extra
+
+
+def _keeps(f):
+    """Per storage level, per dataspace: True kept, False bypassed, None left to the mapper."""
+    arch, problem = load_architecture(f), load_problem(LAYER)
+    space = MapSpace(arch, problem, load_constraints(arch, None, problem))
+    free = set(space.keep_params)
+    return {lv.name: [None if (li, s) in free else bool(space.base_keep[li, s]) for s in range(3)]
+            for li, lv in enumerate(reversed(arch.levels))}      # (the mapspace counts from the innermost)
+
+
+def test_a_lone_keep_leaves_the_other_dataspaces_to_the_mapper(tmp_path):
+    f = _arch(tmp_path, DRAM + _buf("glb", "{keep: [Inputs]}") + MAC)
+    assert _keeps(f)["glb"] == [None, True, None]
+
+
+def test_a_parallel_branch_bypasses_what_it_does_not_keep(tmp_path):
+    body = (DRAM + "  - !Parallel\n    nodes:\n" + _buf("wbuf", "{keep: [Weights]}", "    ")
+            + _buf("obuf", "{keep: [Outputs]}", "    ") + "    - !Nothing {constraints: {dataspace: {keep: [Inputs]}}}\n"
+            + MAC)
+    keeps = _keeps(_arch(tmp_path, body))
+    assert keeps["wbuf"] == [True, False, False] and keeps["obuf"] == [False, False, True]
+
+
+def test_keep_only_and_bypass_only_macros(tmp_path):
+    keeps = _keeps(_arch(tmp_path, DRAM + _buf("a", "{keep_only: [Inputs]}") + _buf("b", "{bypass_only: [Weights]}")
+                         + MAC))
+    assert keeps["a"] == [False, True, False]
+    assert keeps["b"] == [False, True, True]
+
+
+def test_a_container_of_fan_out_one_places_no_level(tmp_path):
+    body = (DRAM + "  - !Container\n    name: PE\n    spatial: {meshX: MESH}\n" + _buf("rf") + MAC)
+    names = load_architecture(_arch(tmp_path, body, "variables: {MESH: 1}\n")).level_names()
+    assert names == ["DRAM", "rf", "reg"]
+    arch = load_architecture(_arch(tmp_path, body, "variables: {MESH: 4}\n"))
+    assert arch.level_names() == ["DRAM", "inter_PE_spatial", "rf", "reg"] and arch.levels[2].instances == 4
+
+
+def test_a_components_own_mesh_is_a_dummy_level_then_the_copies(tmp_path):
+    body = DRAM + _buf("rf", extra="    spatial: {meshX: 4, meshY: 2}\n") + MAC
+    arch = load_architecture(_arch(tmp_path, body))
+    assert arch.level_names() == ["DRAM", "inter_rf_spatial", "rf", "reg"]
+    dummy, rf = arch.levels[1], arch.levels[2]
+    assert dummy.instances == 1 and (rf.instances, rf.mesh_x, rf.mesh_y) == (8, 4, 2)
+    assert arch.compute.instances == 8
+    inside = DRAM + "  - !Parallel\n    nodes:\n" + _buf("rf", "{keep: [Weights]}", "    ",
+                                                     "      spatial: {meshX: 4}\n") + MAC
+    with pytest.raises(CoexploreError, match="inside a !Parallel"):
+        load_architecture(_arch(tmp_path, inside))
+
+
+def test_enabled_is_an_expression_and_element_is_a_component(tmp_path):
+    body = (DRAM + _buf("glb", extra="    enabled: USE_GLB\n").replace("!Component", "!Element") + MAC)
+    assert load_architecture(_arch(tmp_path, body, "variables: {USE_GLB: false}\n")).level_names() == ["DRAM", "reg"]
+    assert load_architecture(_arch(tmp_path, body, "variables: {USE_GLB: 1 == 1}\n")).level_names() == ["DRAM", "glb", "reg"]
+    with pytest.raises(CoexploreError, match="enabled"):
+        load_architecture(_arch(tmp_path, body, "variables: {USE_GLB: 0}\n"))
