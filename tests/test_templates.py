@@ -192,6 +192,9 @@ def test_variables_reach_every_component_and_expressions_are_computed():
     ("SET ME", {}, "SET ME"),
     ("32nm", {}, "32nm"),
     ("1e-9", {}, 1e-9),
+    ("prod([2, 3, 4]) + gcd(12, 18)", {}, 30),          # Accelergy's math functions
+    ("isqrt(depth) + comb(5, 2) + hypot(3, 4)", {"depth": 17}, 19.0),
+    ("tau / pi", {}, 2.0),
 ])
 def test_expressions(text, scope, want):
     from coexplore.spec.expressions import resolve
@@ -209,6 +212,8 @@ def test_expressions(text, scope, want):
     ("9**9**9", "too large"),                 # would take minutes and gigabytes
     ("pow(2, 10**6)", "too large"),
     ("'a' * 10**9", "not numbers"),
+    ("factorial(10**6)", "too large"),
+    ("prod([2**4000, 2**100])", "too large"),
 ])
 def test_expressions_that_cannot_be_computed(text, says):
     from coexplore.spec.expressions import resolve
@@ -618,3 +623,22 @@ def test_an_error_in_an_included_file_names_that_file(tmp_path):
     from coexplore.spec.problem import load_problem
     with pytest.raises(CoexploreError, match="its problem comes from .*default_problem.yaml"):
         load_problem(d / "top.yaml.jinja2")
+
+
+def test_quoted_strings_are_text_as_accelergy_keeps_them(tmp_path):
+    """Accelergy's `is_quoted_string`: a quoted value is never an expression (a quoted word naming
+    a variable stays the word); a quoted number is still that number for Timeloop's reader."""
+    from coexplore.spec.architecture import load_architecture
+    body = ("variables: {{GLB: 4096, LPDDR4: 7}}\narchitecture:\n  version: 0.4\n  nodes:\n"
+            "  - !Container {{name: system, attributes: {{datawidth: 8}}}}\n"
+            "  - !Component {{name: DRAM, class: DRAM, attributes: {{type: {t}, width: '64'}}}}\n"
+            "  - !Component {{name: buf, class: SRAM, attributes: {{depth: {d}, width: 64}}}}\n"
+            "  - !Component {{name: mac, class: intmac}}\n")
+    f = tmp_path / "a.yaml"
+    f.write_text(body.format(t='"LPDDR4"', d="GLB // 2"))
+    arch = load_architecture(f)
+    assert arch.levels[0].attributes["type"] == "LPDDR4" and arch.levels[0].attributes["width"] == 64
+    assert arch.levels[1].attributes["depth"] == 2048
+    f.write_text(body.format(t="LPDDR4", d="'GLB // 2'"))
+    with pytest.raises(CoexploreError, match="quoted: text"):
+        load_architecture(f)

@@ -133,11 +133,16 @@ def test_a_dropped_mac_is_named_where_the_compute_unit_is_missing(tmp_path):
         load_architecture(f)
 
 
-def test_spatial_mesh_on_a_component_is_refused(tmp_path):
+def test_spatial_mesh_on_a_component_replicates_it_below_a_dummy_level(tmp_path):
+    """timeloopfe's transpile: a component's own mesh places `inter_<name>_spatial`, then the copies."""
+    base = load_architecture(ADIR / "arch.yaml")
     f = _v4_variant(tmp_path, lambda t: t.replace("    name: GlobalBuffer\n",
                                                   "    name: GlobalBuffer\n    spatial: {meshX: 4}\n", 1))
-    with pytest.raises(CoexploreError, match="spatial mesh on a !Component"):
-        load_architecture(f)
+    arch = load_architecture(f)
+    names = base.level_names()
+    i = names.index("GlobalBuffer")
+    assert arch.level_names() == names[:i] + ["inter_GlobalBuffer_spatial"] + names[i:]
+    assert [lv.instances for lv in arch.levels[i + 1:]] == [4 * lv.instances for lv in base.levels[i:]]
 
 
 def test_api_misuse_gives_coexplore_errors():

@@ -90,3 +90,28 @@ def test_enabled_is_an_expression_and_element_is_a_component(tmp_path):
     assert load_architecture(_arch(tmp_path, body, "variables: {USE_GLB: 1 == 1}\n")).level_names() == ["DRAM", "glb", "reg"]
     with pytest.raises(CoexploreError, match="enabled"):
         load_architecture(_arch(tmp_path, body, "variables: {USE_GLB: 0}\n"))
+
+
+def _priced(tmp_path, name, glb_attrs, mac_attrs="{}", classes=None):
+    from coexplore.energy.pricing import price_architecture
+    f = tmp_path / name
+    f.write_text("architecture:\n  version: 0.4\n  nodes:\n  - !Container\n    name: system\n"
+                 "    attributes: {technology: 45nm, datawidth: 8}\n" + DRAM
+                 + f"  - !Component\n    name: glb\n    class: smartbuffer_SRAM\n    attributes: {glb_attrs}\n"
+                 + f"  - !Component\n    name: mac\n    class: intmac\n    attributes: {mac_attrs}\n")
+    return price_architecture(f, classes)[0]
+
+
+def test_memory_width_and_depth_price_as_width_and_depth(tmp_path):
+    """timeloopfe's examples size their buffers with memory_width/memory_depth (Timeloop reads them
+    as width and depth): the built-in estimator prices them the same."""
+    mac = "{multiplier_width: 8, adder_width: 16}"
+    a = _priced(tmp_path, "a.yaml", "{memory_depth: 2048, memory_width: 64}", mac)
+    b = _priced(tmp_path, "b.yaml", "{depth: 2048, width: 64}", mac)
+    glb = [[t for t in ert["ERT"]["tables"] if t["name"].endswith("glb[1..1]")] for ert in (a, b)]
+    assert glb[0] and glb[0] == glb[1]
+    with pytest.raises(CoexploreError, match="or --classes primitives"):
+        _priced(tmp_path, "c.yaml", "{depth: 2048, width: 64}")
+    with pytest.raises(CoexploreError) as err:       # given already: no hint to give it
+        _priced(tmp_path, "d.yaml", "{depth: 2048, width: 64}", "{datawidth: null}", classes="primitives")
+    assert "needs attribute" in str(err.value) and "--classes" not in str(err.value)

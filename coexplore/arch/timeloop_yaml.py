@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from coexplore.spec.yamlio import Quoted
+
 
 class Node(dict):
     """A tagged v0.4 architecture node; the mapping is the node's body, in order."""
@@ -67,6 +69,7 @@ for _cls in NODE_TYPES:
     TimeloopDumper.add_representer(_cls, _represent_node)
 TimeloopDumper.add_representer(list, _represent_list)
 TimeloopDumper.add_representer(dict, _represent_dict)
+TimeloopDumper.add_representer(Quoted, lambda dumper, data: dumper.represent_str(str(data)))
 
 
 class TimeloopLoader(yaml.SafeLoader):

@@ -49,12 +49,20 @@ class ComponentEstimate:
         return self.actions[action]
 
 
-INTEGRAL = ("depth", "n_banks")      # counts: whole numbers
+INTEGRAL = ("depth", "n_banks", "memory_depth", "data_storage_depth")      # counts: whole numbers
+# the names Timeloop also reads as a storage's width and depth (timeloopfe's examples write memory_*)
+_ALIASES = {"width": ("memory_width", "data_storage_width"), "depth": ("memory_depth", "data_storage_depth")}
 
 
 def _num(attrs: dict, key: str, cls: str, default=None) -> float:
     """A size/width/time attribute: a finite number > 0 (whole for counts)."""
-    value = attrs.get(key, default)
+    value = attrs.get(key)
+    for alias in _ALIASES.get(key, ()) if value is None else ():
+        value = attrs.get(alias)             # Timeloop reads these as the width/depth too
+        if value is not None:
+            key = alias
+            break
+    value = default if value is None else value
     if value is None:
         hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives)"
                 if cls in ("regfile", "intmac") else "")

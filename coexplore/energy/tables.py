@@ -85,6 +85,8 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
             est = estimate_component(cls, attrs, classes=classes)
         except CoexploreError as exc:
             exc.key = f"{name}: {exc.key}" if exc.key else name
+            if classes == "primitives" and exc.expected:       # (the hint to use them is moot)
+                exc.expected = exc.expected.split(" (or --classes primitives")[0]
             exc.args = (exc.format(),)
             raise
         notes = list(est.warnings) or (["the reference Accelergy setup refuses this component; the numbers "

@@ -35,11 +35,34 @@ def bounded_product(a, b):
     return operator.mul(a, b)
 
 
+def _bounded_count(fn, limit: int):
+    """A combinatorial function (factorial, comb, perm) refused above `limit`, where its result
+    passes MAX_BITS anyway and computing it takes seconds."""
+    def bounded(*args):
+        if any(isinstance(a, int) and a > limit for a in args):
+            raise OverflowError(f"{fn.__name__} of more than {limit} is too large")
+        return fn(*args)
+    return bounded
+
+
+def _bounded_prod(values, start=1):
+    out = start
+    for v in values:
+        out = bounded_product(out, v)
+    return out
+
+
+# the math functions Accelergy's expressions offer (its parsing_utils.MATH_FUNCS), numeric ones
 FUNCTIONS = {name: getattr(math, name) for name in (
-    "ceil", "floor", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "trunc", "fabs")}
+    "ceil", "floor", "sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin",
+    "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "trunc", "fabs", "copysign",
+    "fmod", "remainder", "frexp", "ldexp", "modf", "fsum", "gcd", "isqrt", "isclose", "isfinite", "isinf",
+    "isnan", "hypot", "dist", "degrees", "radians", "erf", "erfc", "gamma", "lgamma")}
 FUNCTIONS.update(min=min, max=max, abs=abs, round=round, int=int, float=float, sum=sum, len=len, bool=bool,
-                 pow=bounded_power)
-CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "True": True, "False": False, "None": None}
+                 pow=bounded_power, prod=_bounded_prod, factorial=_bounded_count(math.factorial, 700),
+                 comb=_bounded_count(math.comb, 10_000), perm=_bounded_count(math.perm, 10_000))
+CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan,
+             "True": True, "False": False, "None": None}
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: bounded_product, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: bounded_power}
@@ -151,6 +174,19 @@ def resolve(value: Any, scope: Mapping[str, Any]) -> tuple[Any, str | None]:
     not None for an expression that names something undefined or fails."""
     if not isinstance(value, str):
         return value, None
+    from coexplore.spec.yamlio import Quoted
+    if isinstance(value, Quoted):       # text, as Accelergy keeps it; Timeloop still reads "64" as 64
+        number = parse(value)
+        if isinstance(number, ast.UnaryOp) and isinstance(number.op, ast.USub):
+            number = number.operand if isinstance(number.operand, ast.Constant) else None
+            sign = -1
+        else:
+            sign = 1
+        if isinstance(number, ast.Constant) and isinstance(number.value, (int, float)) \
+                and not isinstance(number.value, bool):
+            return sign * number.value, None
+        FAILED[str(value)] = "quoted: text, not an expression (Accelergy and timeloopfe compute only unquoted ones)"
+        return str(value), None
     tree = parse(value)
     if tree is None:
         FAILED[value] = "neither a number nor an expression Python can read"   # (said only if a number was wanted)

@@ -20,6 +20,25 @@ from coexplore.errors import CoexploreError
 TAG_KEY = "!"
 
 
+class Quoted(str):
+    """A YAML string written in quotes (`type: "LPDDR4"`): Accelergy and timeloopfe take it as
+    text, never as an expression (`is_quoted_string`), so a quoted word that names a variable
+    stays the word."""
+
+
+def _text(loader: yaml.Loader, node: yaml.ScalarNode):
+    value = loader.construct_scalar(node)
+    return Quoted(value) if node.style in ('"', "'") else value
+
+
+def _represent_quoted(dumper: yaml.Dumper, data: Quoted):
+    return dumper.represent_str(str(data))
+
+
+for _dumper in (yaml.SafeDumper, yaml.Dumper):
+    _dumper.add_representer(Quoted, _represent_quoted)
+
+
 class _RefuseRepeatedKeys:
     """Loader mixin that refuses a key given twice in one mapping (PyYAML keeps the last silently,
     so a repeated `depth:` would quietly win over the first)."""
@@ -102,6 +121,7 @@ def _tagged(loader: yaml.Loader, tag_suffix: str, node: yaml.Node):
 
 for _loader in (_PyLoader, _Loader):
     _loader.add_multi_constructor("!", _tagged)
+    _loader.add_constructor("tag:yaml.org,2002:str", _text)
     # dates stay text, as in YAML 1.2 and Timeloop's reader (PyYAML's dates break cache keys and JSON)
     _loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
     # YAML 1.2 floats: PyYAML (YAML 1.1) reads `5e1` or `1.5e3` (no dot, or no exponent sign) as
@@ -114,6 +134,9 @@ for _loader in (_PyLoader, _Loader):
 
 class _Dumper(yaml.SafeDumper):
     pass
+
+
+_Dumper.add_representer(Quoted, _represent_quoted)
 
 
 def _represent_dict(dumper: yaml.Dumper, data: dict):
