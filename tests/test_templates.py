@@ -3,6 +3,8 @@
 mapping constraints inside it)."""
 
 import json
+import math
+import warnings
 import shutil
 from pathlib import Path
 
@@ -642,3 +644,36 @@ def test_quoted_strings_are_text_as_accelergy_keeps_them(tmp_path):
     f.write_text(body.format(t="LPDDR4", d="'GLB // 2'"))
     with pytest.raises(CoexploreError, match="quoted: text"):
         load_architecture(f)
+
+
+@pytest.mark.parametrize("reg", [True, False])
+def test_maximize_dims_gives_timeloopfes_factors(reg):
+    """tutorial 02's `maximize_dims: [[M, C]]` on the 8-wide PE mesh: the factors, permutation and
+    split timeloopfe wrote for Timeloop (its parsed-processed-input)."""
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import _factors, constraint_targets, load_constraints
+    top = T / "v4_tut02_dse_matmul_like" / "top.yaml.jinja"
+    ref = load_yaml(T / "v4_tut02_dse_matmul_like" / "ref" / "inter_PE_spatial.yaml")
+    [want] = constraint_targets(ref)
+    template.set_data({"reg_enabled": reg})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = load_context(top, top)
+    c = load_constraints(ctx.arch, None, ctx.problem)["inter_PE_spatial"]
+    assert c.spatial_factors == {d: ("=", n) for d, n in _factors(want["factors"], file=None, key="")["="].items()}
+    assert "".join(c.spatial_permutation) == want["permutation"] and c.split == want["split"]
+    assert not any("maximize" in i for i in c.ignored)
+
+
+@pytest.mark.parametrize("sizes, capacity", [((8, 4), 8), ((2, 16, 4), 32), ((64,), 16), ((4, 4), 64), ((1, 8), 4)])
+def test_maximize_dims_fills_the_capacity_with_whole_factors(sizes, capacity):
+    """With powers of two the greedy allocation fills min(capacity, sizes) exactly, each factor
+    dividing its dimension."""
+    from coexplore.spec.constraints import _greedy_allocation
+    dims = tuple((f"D{i}", n) for i, n in enumerate(sizes))
+    alloc, util = _greedy_allocation(dims, capacity, {})
+    got = {d: 1 for d, _ in dims}
+    for d, _, high in alloc:
+        got[d] *= high
+    assert math.prod(got.values()) == util == min(capacity, math.prod(sizes))
+    assert all(n % got[d] == 0 for d, n in dims)

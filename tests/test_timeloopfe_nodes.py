@@ -115,3 +115,16 @@ def test_memory_width_and_depth_price_as_width_and_depth(tmp_path):
     with pytest.raises(CoexploreError) as err:       # given already: no hint to give it
         _priced(tmp_path, "d.yaml", "{depth: 2048, width: 64}", "{datawidth: null}", classes="primitives")
     assert "needs attribute" in str(err.value) and "--classes" not in str(err.value)
+
+
+def test_iteration_macros_fix_the_dataspaces_dimensions(tmp_path):
+    """no_iteration_over_dataspaces: [Weights] -> C, M, R, S = 1; must_iterate_over_dataspaces:
+    [Outputs] -> every dimension Outputs does not use (C, R, S) = 1 (timeloopfe's macros)."""
+    temporal = ("    constraints:\n      temporal: {no_iteration_over_dataspaces: [Weights]}\n"
+                "      spatial: {must_iterate_over_dataspaces: [Outputs]}\n")
+    f = _arch(tmp_path, DRAM + _buf("glb", extra=temporal) + MAC)
+    arch, problem = load_architecture(f), load_problem(LAYER)
+    c = load_constraints(arch, None, problem)["glb"]
+    assert c.temporal_factors == {d: ("=", 1) for d in "CMRS"}
+    assert c.spatial_factors == {d: ("=", 1) for d in "CRS"}
+    assert not c.ignored

@@ -54,7 +54,13 @@ class LevelConstraints:
     # `type: utilization` / `parallelism` (innermost storage level): least fraction of the compute
     # units a mapping must use, as timeloop-mapper's min parallelism
     min_parallelism: float | None = None
-    ignored: list[str] = field(default_factory=list)   # keys read but not applied (e.g. maximize_dims)
+    ignored: list[str] = field(default_factory=list)   # keys read but not applied (e.g. no_reuse)
+    # timeloopfe's maximize_dims macro, per kind: (lists of dimensions, capacity or None), turned
+    # into fixed factors once the layer is known (`expand_macros`)
+    maximize: dict = field(default_factory=dict)
+    # timeloopfe's no_iteration_over_dataspaces / must_iterate_over_dataspaces, per kind: factors
+    # of 1 for the dimensions of the listed dataspaces / for the others, once the layer is known
+    iteration_rules: dict = field(default_factory=dict)
     source: str | None = field(default=None, compare=False)   # the file they were read from
 
 
@@ -112,8 +118,9 @@ def resolve_permutation(perm: list[str], dims: list[str]) -> list[str]:
 
 
 # keys of a constraint that the mapspace applies, per kind (others are recorded in `ignored`)
-_APPLIED = {"temporal": {"factors", "factors_only", "permutation"},
-            "spatial": {"factors", "factors_only", "permutation", "split"},
+_MACROS = {"maximize_dims", "maximize_dims_capacity", "no_iteration_over_dataspaces", "must_iterate_over_dataspaces"}
+_APPLIED = {"temporal": {"factors", "factors_only", "permutation", *_MACROS},
+            "spatial": {"factors", "factors_only", "permutation", "split", *_MACROS},
             "bypass": {"keep", "bypass", "keep_only", "bypass_only"},
             "utilization": {"min"}, "parallelism": {"min"}, **{t: set() for t in NOT_APPLIED_TYPES}}
 _APPLIED["dataspace"] = _APPLIED["datatype"] = _APPLIED["bypassing"] = _APPLIED["bypass"]
@@ -126,7 +133,7 @@ def _respecified(what: str, level: str, file, key):
 
 
 def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "?", last: bool = False,
-           same_ok: bool = False, problem=None) -> None:
+           same_ok: bool = False, problem=None, macros: bool = False) -> None:
     """Add one directive to a level's constraints; one that says again what is already there is
     refused, unless `same_ok` (extra constraints on a v0.4 architecture's own) and it says the
     same: the same values, a permutation that differs only by unit loops listed first (the
@@ -134,7 +141,17 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
     if kind not in TYPES:
         raise CoexploreError(f"unrecognized constraint type '{kind}'", file=file, key=f"{key}.type",
                              expected=" | ".join(TYPES))
-    c.ignored += [f"{key}.{k}" for k in body if k not in _APPLIED[kind] | {"target", "type", "name"}]
+    applied = _APPLIED[kind] if macros else _APPLIED[kind] - _MACROS    # (timeloopfe's, not Timeloop's)
+    c.ignored += [f"{key}.{k}" for k in body if k not in applied | {"target", "type", "name"}]
+    for rule in ("no_iteration_over_dataspaces", "must_iterate_over_dataspaces") if macros else ():
+        if kind in ("temporal", "spatial") and body.get(rule) is not None:
+            names = body[rule]
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise CoexploreError(f"got {names!r}", file=file, key=f"{key}.{rule}", expected="a list of dataspace names")
+            c.iteration_rules.setdefault(kind, []).append((rule, list(names), file, f"{key}.{rule}"))
+    if macros and kind in ("temporal", "spatial") and body.get("maximize_dims"):
+        c.maximize[kind] = (_dimension_lists(body["maximize_dims"], file, f"{key}.maximize_dims"),
+                            body.get("maximize_dims_capacity"), file, key)
     if kind in ("temporal", "spatial"):
         factors = _factors(body.get("factors"), file=file, key=f"{key}.factors")
         if body.get("factors_only") is not None:
@@ -270,7 +287,7 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
                 raise CoexploreError("a constraint without a type", file=f, key=key,
                                      expected="type: " + " | ".join(TYPES))
             _apply(out[level], t["type"], t, f, key, level, last=level == last, same_ok=base is not None,
-                   problem=problem)
+                   problem=problem, macros=base is not None)
     return out
 
 
@@ -287,7 +304,7 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
             if isinstance(raw.get(kind), dict):
                 if lv.is_dummy and kind != "spatial":
                     continue
-                _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}", lv.name)
+                _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}", lv.name, macros=True)
         if raw.get("max_overbooked_proportion") is not None:
             c.ignored.append(f"{lv.name}.constraints.max_overbooked_proportion (sparse: not modelled)")
         if lv.keeps_only is not None:   # a !Parallel branch: timeloopfe bypasses what it does not keep
@@ -296,10 +313,142 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
             # dummy spatial levels carry no temporal loops and keep nothing
             c.temporal_factors = {}
             c.keep, c.bypass, c.keep_only = set(), None, True
-        if problem is not None:
-            _complete_permutations(c, problem)
         out[lv.name] = c
+    if problem is not None:
+        expand_macros(out, arch, problem)
+        for c in out.values():
+            _complete_permutations(c, problem)
     return out
+
+
+def _dimension_lists(value, file, key) -> list[list[str]]:
+    """maximize_dims: a list of dimension names, or a list of such lists (timeloopfe's two forms)."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return [list(value)]
+    if isinstance(value, list) and all(isinstance(v, list) and all(isinstance(d, str) for d in v) for v in value):
+        return [list(v) for v in value]
+    raise CoexploreError(f"got {value!r}", file=file, key=key,
+                         expected="a list of dimensions, or a list of lists of them ([[M, C], [P]])")
+
+
+def _greedy_allocation(sizes: tuple[tuple[str, int], ...], capacity: int, memo: dict) -> tuple[list, float]:
+    """timeloopfe's greedy_allocate: how to spread dimensions of these (remaining) sizes over
+    `capacity` units for the highest utilization. Each dimension in turn, first an uneven split
+    (when it is larger than the capacity), then each of its primes (ascending) with the rest of
+    the capacity; a later candidate replaces the best only when strictly better. Returns
+    ([(dim, low, high), ...], utilization); memoized (the search is exponential otherwise)."""
+    if capacity <= 1:
+        return [], 1
+    if (sizes, capacity) in memo:
+        return memo[(sizes, capacity)]
+    best, best_util = [], 1
+    for i, (dim, v) in enumerate(sizes):
+        if v > capacity:
+            parts = -(-v // capacity)
+            alloc = -(-v // parts)
+            util = (alloc * (parts - 1) + v % alloc) / parts
+            if util > best_util:
+                best, best_util = [(dim, v % alloc, alloc)], util
+        for p in sorted(set(_primes(v))):
+            if p > capacity:
+                continue
+            rest = sizes[:i] + ((dim, v // p),) + sizes[i + 1:]
+            alloc, util = _greedy_allocation(rest, capacity // p, memo)
+            if util * p > best_util:
+                best, best_util = [(dim, p, p)] + alloc, util * p
+    memo[(sizes, capacity)] = (best, best_util)
+    return best, best_util
+
+
+def _primes(n: int) -> list[int]:
+    out, p = [], 2
+    while n > 1 and p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return out + ([n] if n > 1 else [])
+
+
+def _iteration_rules(out: dict[str, LevelConstraints], problem) -> None:
+    """no_iteration_over_dataspaces: [Weights] fixes the dimensions Weights' projection uses to 1;
+    must_iterate_over_dataspaces: [Weights] fixes every other dimension to 1 (timeloopfe's macros)."""
+    spaces = {ds.name: {problem.dims[i] for rank in ds.ranks for i, _ in rank} for ds in problem.dataspaces}
+    for name, c in out.items():
+        for kind, rules in c.iteration_rules.items():
+            fixed = getattr(c, f"{kind}_factors")
+            for rule, names, file, key in rules:
+                unknown = [n for n in names if n not in spaces and n != "*"]
+                if unknown:
+                    raise CoexploreError(f"unknown dataspace '{unknown[0]}'", file=file, key=key,
+                                         expected=f"one of {sorted(spaces)}")
+                used = set().union(*(spaces.values() if "*" in names else (spaces[n] for n in names)))
+                ones = used if rule.startswith("no_") else set(problem.dims) - used
+                for d in sorted(ones, key=problem.dims.index):
+                    if fixed.get(d, ("=", 1)) != ("=", 1):
+                        raise _respecified(f"factor for {d} ({rule})", name, file, key)
+                    fixed[d] = ("=", 1)
+
+
+def expand_macros(out: dict[str, LevelConstraints], arch: Architecture, problem) -> None:
+    """timeloopfe's iteration macros made fixed factors, as its ConstraintMacroProcessor does: first
+    `no_iteration_over_dataspaces` / `must_iterate_over_dataspaces`, then `maximize_dims`:
+    levels innermost first, every spatial constraint before every temporal one; each list of
+    dimensions gets the greedy allocation of what the fixed factors elsewhere leave of them within
+    the capacity (a spatial level's fan-out, else `maximize_dims_capacity`) over the level's own
+    fixed factors; every dimension of the list is fixed (1 where none went)."""
+    _iteration_rules(out, problem)
+    if not any(c.maximize for c in out.values()):
+        return
+    bounds = dict(zip(problem.dims, problem.bounds))
+    left = dict(bounds)
+    for c in out.values():
+        for kind in ("temporal", "spatial"):
+            for d, (op, n) in getattr(c, f"{kind}_factors").items():
+                if op == "=" and n > 0 and d in left:
+                    left[d] = -(-left[d] // n)
+    index = {lv.name: i for i, lv in enumerate(arch.levels)}
+    order = [lv.name for lv in reversed(arch.levels) if lv.name in out]
+    for kind in ("spatial", "temporal"):
+        for name in order:
+            c = out[name]
+            if kind not in c.maximize:
+                continue
+            lists, capacity, file, key = c.maximize[kind]
+            if capacity is None:
+                if kind == "temporal":
+                    raise CoexploreError("maximize_dims without maximize_dims_capacity", file=file,
+                                         key=f"{key}.maximize_dims_capacity",
+                                         expected="the number of loop iterations to fill (timeloopfe asks for it)")
+                x, y = arch.fanout(index[name])
+                capacity = x * y
+            if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+                raise CoexploreError(f"got {capacity!r}", file=file, key=f"{key}.maximize_dims_capacity",
+                                     expected="a positive integer")
+            fixed = getattr(c, f"{kind}_factors")
+            start = capacity
+            for dims in lists:
+                capacity = start
+                for d, (op, n) in fixed.items():
+                    if op == "=" and n > 0:
+                        capacity //= n
+                for d, n in getattr(c, f"{kind}_min").items():
+                    capacity //= max(1, n)
+                for d in dims:
+                    if d not in bounds:
+                        raise CoexploreError(f"cannot maximize '{d}': not a dimension of the layer", file=file,
+                                             key=f"{key}.maximize_dims", expected=f"one of {problem.dims}")
+                    only = getattr(c, f"{kind}_factors_only")
+                    if d in fixed or (only and d not in getattr(c, f"{kind}_max")):
+                        raise CoexploreError(f"cannot maximize '{d}': it already has a factor at {name}", file=file,
+                                             key=f"{key}.maximize_dims", expected="dimensions without factors here")
+                alloc, _ = _greedy_allocation(tuple((d, left[d]) for d in dims), capacity, {})
+                chosen = {d: 1 for d in dims}
+                for d, _, high in alloc:
+                    chosen[d] *= high
+                for d, n in chosen.items():
+                    fixed[d] = ("=", n)
+                    left[d] = -(-left[d] // n)
 
 
 def _is_unit(c: LevelConstraints, kind: str, d: str, problem=None) -> bool:
@@ -404,6 +553,7 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
         alone = str(paths[0]) if len(paths) == 1 and not inline and not extra else None
         out = constraints_from_targets(groups, arch, alone, base=nodes, problem=problem)
         if nodes is not None and problem is not None:   # timeloopfe completes after adding the extras
+            expand_macros(out, arch, problem)
             for c in out.values():
                 _complete_permutations(c, problem)
         return out
