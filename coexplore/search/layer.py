@@ -59,13 +59,22 @@ class NoValidMapping(CoexploreError):
     """A search whose samples were all invalid mappings: not bad input, a failed run.
     `reasons`: the commonest failures among random mappings of the space, with counts."""
 
-    def __init__(self, samples: int, reasons: list[tuple[str, int]]):
+    def __init__(self, samples: int, reasons: list[tuple[str, int]], custom: bool = False):
         why = "; ".join(f"{r} ({n})" for r, n in reasons)
-        super().__init__(f"no valid mapping found in {samples:,} samples"
-                         + (f"; of 1,000 random mappings of this space the commonest failures are: {why}"
-                            if why else ""),
-                         key="--budget", expected="a larger budget, another searcher, or a layer/architecture "
-                                                  "pair whose tiles fit")
+        if custom:           # the model's mappings may be valid: the function refused them all
+            super().__init__(f"the objective function gave no finite loss to any of the {samples:,} mappings "
+                             "it was given" + (f"; of 1,000 random mappings of this space the model refuses: {why}"
+                                               if why else ""),
+                             key="objective", expected="a function that gives some mappings a finite loss: a "
+                             "limit written as inf leaves the searcher nothing to learn from until a sample meets "
+                             "it; a penalty growing with the excess steers it there (e.g. energy * "
+                             "np.maximum(1, cycles / cap) ** 8), or a larger budget")
+        else:
+            super().__init__(f"no valid mapping found in {samples:,} samples"
+                             + (f"; of 1,000 random mappings of this space the commonest failures are: {why}"
+                                if why else ""),
+                             key="--budget", expected="a larger budget, another searcher, or a layer/architecture "
+                                                      "pair whose tiles fit")
         self.samples, self.reasons = samples, reasons
 
 
@@ -221,11 +230,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size, custom)
                              if found else None) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
-        reasons = why_invalid(ctx, ms)
-        if custom is not None:       # the model may have found valid mappings the function refused
-            reasons = [("the objective function gave no finite loss to any mapping it was given",
-                        result.samples)] + reasons
-        raise NoValidMapping(result.samples, reasons)
+        raise NoValidMapping(result.samples, why_invalid(ctx, ms), custom=custom is not None)
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
         out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size,
                           custom)
