@@ -9,6 +9,8 @@ import pytest
 
 from conftest import CORPUS
 
+from coexplore.cli.main import main
+
 ROOT = Path(__file__).resolve().parents[1]
 ARCH_DIR = CORPUS / "arches" / "eyeriss_like"
 LAYER = CORPUS / "layers" / "tiny_conv.yaml"
@@ -275,3 +277,11 @@ def test_ert_without_a_write_action_gets_timeloops_own_estimate(tmp_path):
     r = cli("evaluate", d / "processed.yaml", LAYER, CORPUS / "public" / "eyeriss_like" / "tiny_conv" / "007" /
             "mapping.yaml")
     assert r.returncode in (0, 1) and "Timeloop's built-in estimate" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_unknown_option_is_said_by_its_sub_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["evaluate", "arch.yaml", "mapping.yaml", "--no-progres"])
+    assert e.value.code == 2
+    assert "coexplore evaluate: error: unrecognized arguments: --no-progres (see coexplore evaluate --help)" \
+        in capsys.readouterr().err

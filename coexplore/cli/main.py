@@ -36,6 +36,15 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """An option the sub-command does not know is said by the sub-command (argparse says it
+        at the top level: `coexplore: error`, pointing at the wrong --help)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            subs = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
+            subs.get(getattr(parsed, "command", None), self).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
