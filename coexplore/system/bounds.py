@@ -60,7 +60,8 @@ def assignment_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth:
 
     lat = np.asarray(latency, dtype=float)
     need = np.asarray(bandwidth_need, dtype=float)
-    traffic = lat * need
+    with np.errstate(invalid="ignore"):
+        traffic = np.where(np.isfinite(lat), lat * need, np.inf)    # (inf: the job cannot run there)
     lat = _alone(lat, need, bandwidth)
     simple = _simple_bounds(lat, traffic, bandwidth)
     n_jobs, n_cores = lat.shape

@@ -7,7 +7,7 @@ job in [0, 1) (lower runs earlier on its core). Job index = table row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,10 +18,24 @@ from coexplore.system.jobs import JobTable
 @dataclass(frozen=True)
 class ScheduleSpace:
     """A schedule as a real vector (MAGMA's encoding): per job its core (a number in
-    [0, num_cores], floored into range), then per job its priority in [0, 1]."""
+    [0, num_cores], floored into range), then per job its priority in [0, 1]. `remap`: per job
+    and core, the core it runs on (the job's fastest core where it cannot run on the one chosen;
+    None when every job can run everywhere), so every searcher's candidates are feasible."""
 
     num_jobs: int
     num_cores: int
+    remap: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, latency: np.ndarray) -> "ScheduleSpace":
+        """The space of a latency table [J, N] (inf where a job cannot run on a core)."""
+        lat = np.asarray(latency, dtype=float)
+        J, N = lat.shape
+        ok = np.isfinite(lat)
+        if ok.all():
+            return cls(J, N)
+        remap = np.where(ok, np.arange(N)[None, :], np.argmin(lat, axis=1)[:, None])
+        return cls(J, N, remap)
 
     @property
     def dim(self) -> int:
@@ -39,6 +53,8 @@ class ScheduleSpace:
         batch = np.atleast_2d(np.asarray(batch, dtype=float))
         J = self.num_jobs
         core = np.clip(np.floor(batch[:, :J]), 0, self.num_cores - 1).astype(np.int64)
+        if self.remap is not None:
+            core = self.remap[np.arange(J)[None, :], core]
         return core, batch[:, J:]
 
     def check(self, batch) -> np.ndarray:
@@ -68,7 +84,7 @@ class ScheduleSpace:
 
 
 def space_of(table: JobTable) -> ScheduleSpace:
-    return ScheduleSpace(table.num_jobs, table.num_cores)
+    return ScheduleSpace.of(table.latency)
 
 
 class MakespanObjective:

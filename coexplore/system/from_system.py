@@ -10,12 +10,14 @@ over its latency.
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from coexplore.arch.system import SystemArch, load_system_arch
 from coexplore.arch.tables import price_core
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.model.evaluate import level_costs
 from coexplore.model.inputs import Context
 from coexplore.search import registry
@@ -210,12 +212,19 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
             bar.update(1)
         return res.best
 
+    failed: dict = {}                     # (layer key, design) -> why no mapping was found
+
     def cost(job: Job, instance: str):
         design = core_of[instance]
         layer = layer_of[job]
         key = (layer.key(), design)
         if key not in memo:               # searched in parallel, else here (a failed one is repeated here)
-            rec = searched.get(key) or search(layer, design)
+            try:
+                rec = searched.get(key) or search(layer, design)
+            except NoValidMapping as exc:       # the job cannot run on this core: inf, kept off it
+                failed[key] = exc
+                memo[key] = (math.inf, math.nan, 0.0)
+                return memo[key]
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, models[design].context_arch))
         return memo[key]
 
@@ -225,7 +234,16 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
             list(pairs.values()), models, spec, layer_budget, seed, cache, workers,
             lambda key: bar.update(1) if bar is not None else None)
         table = build_job_table(jobs, [i.name for i in instances], cost)
+    except CoexploreError as exc:
+        nowhere = [k for k in failed if all(k2 in failed for k2 in pairs if k2[0] == k[0])]
+        if nowhere:                       # a layer no core design can map: the first design's reason
+            raise failed[nowhere[0]] from None
+        raise exc
     finally:
         if bar is not None:
             bar.close()
+    for (lkey, design), exc in failed.items():
+        name = next(layer.name for (k, _), (layer, _) in pairs.items() if k == lkey)
+        warnings.warn(f"layer {name} has no valid mapping on core {design} ({exc.samples:,} samples): its jobs "
+                      "are scheduled on the other cores", CoexploreWarning, stacklevel=2)
     return table, system

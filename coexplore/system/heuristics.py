@@ -60,7 +60,8 @@ def heuristic_schedule(latency: np.ndarray, name: str, rng=None) -> tuple[np.nda
     seq = sjf_order(lat) if job_rule == "SJF" else np.arange(J)
     priority = np.empty(J)
     if job_rule == "HEFT":
-        priority[np.argsort(lat.mean(axis=1))] = np.arange(J) / J
+        mean = np.array([row[np.isfinite(row)].mean() for row in lat])    # (over the cores it can run on)
+        priority[np.argsort(mean)] = np.arange(J) / J
     else:
         priority[seq] = np.arange(J) / J
     if rng is None:
@@ -76,10 +77,10 @@ def heuristic_schedule(latency: np.ndarray, name: str, rng=None) -> tuple[np.nda
         return core, priority
     busy = np.zeros(N)
     for pos, j in enumerate(seq):
-        if core_rule == "GREEDY":
-            c = int(np.argmin(busy))
+        if core_rule == "GREEDY":           # (only among the cores the job can run on)
+            c = int(np.argmin(np.where(np.isfinite(lat[j]), busy, np.inf)))
         elif core_rule == "RR":
-            c = pos % N
+            c = next(c % N for c in range(pos, pos + N) if np.isfinite(lat[j, c % N]))
         else:
             c = int(np.argmin(busy + lat[j]))
         core[j] = c
@@ -104,7 +105,7 @@ class HeuristicSearcher(Searcher):
     def space(self):
         """The schedule space of the table (told batches are checked against it)."""
         from coexplore.system.encoding import ScheduleSpace
-        return ScheduleSpace(*np.shape(self.latency))
+        return ScheduleSpace.of(self.latency)
 
     @functools.cached_property
     def size(self) -> int | None:

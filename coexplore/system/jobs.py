@@ -34,7 +34,7 @@ class JobTable:
 
     jobs: list[Job]
     cores: list[str]
-    latency: np.ndarray          # [J, N] float, > 0
+    latency: np.ndarray          # [J, N] float, > 0; inf: the job cannot run on that core
     bandwidth: np.ndarray        # [J, N] float, >= 0
     energy: np.ndarray = field(default=None)  # [J, N] float, NaN = unknown
 
@@ -82,12 +82,17 @@ def validate_table(table: JobTable, file: str | None = None) -> None:
     if len(table.jobs) != lat.shape[0] or len(table.cores) != lat.shape[1]:
         raise CoexploreError(f"{len(table.jobs)} jobs x {len(table.cores)} cores named but the "
                              f"table is {lat.shape[0]} x {lat.shape[1]}", file=file)
-    bad = np.argwhere(~np.isfinite(lat) | (lat <= 0))
+    bad = np.argwhere(np.isnan(lat) | (lat <= 0) | (lat == -np.inf))
     if len(bad):
         j, c = bad[0]
         raise CoexploreError(f"latency of job {table.jobs[j].name} on core {table.cores[c]} is "
                              f"{lat[j, c]}", file=file, key=f"lat_{table.cores[c]}",
-                             expected="a finite number of cycles > 0")
+                             expected="a number of cycles > 0 (inf: the job cannot run on that core)")
+    nowhere = np.flatnonzero(~np.isfinite(lat).any(axis=1))
+    if len(nowhere):
+        raise CoexploreError(f"job {table.jobs[nowhere[0]].name} can run on no core (its latency is inf on "
+                             "every one)", file=file, key="lat_*",
+                             expected="at least one core with a finite latency per job")
     bad = np.argwhere(~np.isfinite(bw) | (bw < 0))
     if len(bad):
         j, c = bad[0]
@@ -96,10 +101,11 @@ def validate_table(table: JobTable, file: str | None = None) -> None:
                              key=f"bw_{table.cores[c]}", expected="a finite number >= 0 bytes/cycle")
     # every job on its slowest core, one after the other, with room for bandwidth stretching:
     # beyond this a makespan or its lower bound overflows to inf
+    finite = np.where(np.isfinite(lat), lat, 0.0)
     with np.errstate(over="ignore"):
-        total = lat.max(axis=1).sum() * 1e6
+        total = finite.max(axis=1).sum() * 1e6
     if not np.isfinite(total):
-        j, c = np.unravel_index(int(np.argmax(lat)), lat.shape)
+        j, c = np.unravel_index(int(np.argmax(finite)), lat.shape)
         raise CoexploreError(f"latencies too large to add up (job {table.jobs[j].name} on core "
                              f"{table.cores[c]}: {lat[j, c]:.3g} cycles)", file=file, key=f"lat_{table.cores[c]}",
                              expected="latencies whose sum over the jobs stays below ~1e300 cycles")
@@ -131,5 +137,5 @@ def build_job_table(jobs: Sequence[Job], cores: Sequence[str], cost: CostFn) -> 
         raise CoexploreError(f"the cost model gave {dram[j, c]} DRAM bytes for job "
                              f"{jobs[j].name} on core {cores[c]}", expected="bytes >= 0")
     with np.errstate(divide="ignore", invalid="ignore"):
-        bw = dram / lat
+        bw = np.where(np.isfinite(lat), dram / lat, 0.0)     # (a job that cannot run there needs none)
     return JobTable(jobs, cores, lat, bw, en)

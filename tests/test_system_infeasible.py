@@ -1,0 +1,78 @@
+"""A layer some core cannot run (no valid mapping there): its latency on that core is inf and
+every scheduler keeps its jobs off that core, instead of the whole schedule failing."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.system.encoding import MakespanObjective, ScheduleSpace, space_of
+from coexplore.system.heuristics import heuristic_schedule
+from coexplore.system.jobs import Job, JobTable
+from coexplore.system.schedule import search_schedule
+from coexplore.system.tables import load_table, save_table
+
+INF = np.inf
+LAT = np.array([[10.0, INF, 30.0], [5.0, 6.0, INF], [INF, INF, 7.0], [4.0, 4.0, 4.0]])
+
+
+def _table(lat=LAT):
+    jobs = [Job(name=f"j{i}", dnn="d", layer=f"l{i}") for i in range(len(lat))]
+    return JobTable(jobs, ["a", "b", "c"], lat, np.where(np.isfinite(lat), 1.0, 0.0))
+
+
+def test_every_candidate_runs_each_job_where_it_can():
+    space = space_of(_table())
+    x = space.random(np.random.default_rng(0), 500)
+    core, _ = space.split(x)
+    assert np.isfinite(LAT[np.arange(4)[None, :], core]).all()
+    # a core the job can run on is kept as chosen; the others go to the job's fastest core
+    assert set(core[:, 3]) == {0, 1, 2} and set(core[:, 2]) == {2}
+    assert space_of(_table(np.ones((2, 3)))).remap is None        # (nothing to remap: as before)
+
+
+@pytest.mark.parametrize("name", ["fcfs-met", "sjf-met", "fcfs-rr", "fcfs-greedy", "heft-heft", "sjf-rr",
+                                  "heft-greedy", "fcfs-heft"])
+def test_heuristics_put_no_job_where_it_cannot_run(name):
+    core, _ = heuristic_schedule(LAT, name)
+    assert np.isfinite(LAT[np.arange(4), core]).all()
+
+
+@pytest.mark.parametrize("searcher", ["magma", "random", "stdga", "cma", "fcfs-rr"])
+def test_schedules_are_finite_and_no_shorter_than_the_bound(searcher):
+    t = _table()
+    res = search_schedule(t, 100.0, searcher, 300, 0)
+    assert np.isfinite(res.makespan) and res.makespan >= res.lower_bound
+    assert np.isfinite(t.latency[np.arange(4), res.core]).all()
+    assert res.makespan >= 10                     # j0 on a (10) or c (30)
+
+
+def test_a_job_no_core_can_run_is_refused_and_inf_reads_back(tmp_path):
+    with pytest.raises(CoexploreError, match="can run on no core"):
+        _table(np.array([[INF, INF, INF], [1.0, 1.0, 1.0]]))
+    save_table(_table(), tmp_path / "t.csv")
+    assert np.array_equal(load_table(tmp_path / "t.csv").latency, LAT)
+
+
+def test_a_core_too_small_for_a_layer_keeps_it_off(tmp_path):
+    """A heterogeneous system whose tiny Simba-like core fits only the small layer: the job table
+    has inf there, the schedule puts the large layer on the Eyeriss-like core (a warning says so)."""
+    from coexplore.system.from_system import system_job_table
+    (tmp_path / "sys.yaml").write_text(
+        "system:\n  name: tiny2\n  technology: 45nm\n  dram: {bandwidth_GBps: 25.6}\n  cores:\n"
+        "  - {name: eyeriss, template: eyeriss, params: {}}\n"
+        "  - {name: tiny, template: simba, params: {glb_depth: 8, input_buffer_depth: 2, weight_buffer_depth: 2,"
+        " accu_buffer_depth: 1}}\n")
+    (tmp_path / "wl.yaml").write_text(
+        "workload:\n  name: two\n  layers:\n  - {name: big, instance: {C: 64, M: 64, R: 3, S: 3, P: 28, Q: 28}}\n"
+        "  - {name: small, instance: {C: 16, M: 16, R: 1, S: 1, P: 4, Q: 4}}\n")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        table, _ = system_job_table(tmp_path / "sys.yaml", [tmp_path / "wl.yaml"], layer_budget=200)
+    assert any("layer big has no valid mapping on core tiny" in str(w.message) for w in said
+               if issubclass(w.category, CoexploreWarning))
+    lat = dict(zip([j.layer for j in table.jobs], table.latency))
+    assert np.isfinite(lat["big"][0]) and lat["big"][1] == INF and np.isfinite(lat["small"]).all()
+    res = search_schedule(table, 25.6, "magma", 200, 0)
+    assert table.cores[res.core[[j.layer for j in table.jobs].index("big")]] == "eyeriss"
