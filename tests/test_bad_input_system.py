@@ -76,3 +76,23 @@ def test_jobs_out_of_range_is_refused(jobs, tmp_path, capsys):
     err = capsys.readouterr().err
     assert e.value.code == 2 and "--jobs" in err and "Traceback" not in err
     assert ("not an integer" if jobs == "two" else "must be 1 to 256") in err    # the range it takes
+
+
+@pytest.mark.parametrize("field, value, says", [("clock_GHz", 1000, "MHz"), ("clock_GHz", 0.001, "MHz"),
+                                                ("dram", {"bandwidth_GBps": 25600}, "MB/s")])
+def test_values_in_another_unit_are_warned_about(tmp_path, field, value, says):
+    import warnings
+    import yaml
+    from coexplore.errors import CoexploreWarning
+    from coexplore.spec.system import load_system
+    doc = {"system": {"name": "s", "clock_GHz": 1.0, "dram": {"bandwidth_GBps": 25.6},
+                      "cores": [{"name": "e", "template": "eyeriss", "params": {}}]}}
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CoexploreWarning)
+        load_system(f)                                   # plausible: nothing said
+    doc["system"][field] = value
+    f.write_text(yaml.safe_dump(doc))
+    with pytest.warns(CoexploreWarning, match=says):
+        load_system(f)

@@ -340,6 +340,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
         raise _err("missing key 'dram'", file, "system.dram",
                    "dram: {type, width, bandwidth_GBps or bytes_per_cycle}")
     dram = _parse_dram(s["dram"], file)
+    _say_implausible(clock, dram, file)
     cores_raw = s.get("cores")
     if not isinstance(cores_raw, list) or not cores_raw:
         raise _err(f"got {_kind(cores_raw)}", file, "system.cores",
@@ -414,6 +415,24 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
             for value in values:
                 spec.with_value(path, value, key=f"sweep.axes.{path}")
     return spec
+
+
+# beyond these a value is almost surely in another unit (MHz for GHz, MB/s for GB/s): legal, but said
+PLAUSIBLE_CLOCK_GHZ = (0.01, 10.0)
+PLAUSIBLE_GBPS = 10_000.0            # several HBM stacks together stay below this
+
+
+def _say_implausible(clock: float, dram: "DramSpec", file) -> None:
+    import warnings
+    from coexplore.errors import CoexploreWarning
+    where = f"{file}: " if file else ""
+    if not PLAUSIBLE_CLOCK_GHZ[0] <= clock <= PLAUSIBLE_CLOCK_GHZ[1]:
+        warnings.warn(f"{where}system.clock_GHz is {clock:g} GHz, outside {PLAUSIBLE_CLOCK_GHZ[0]:g}-"
+                      f"{PLAUSIBLE_CLOCK_GHZ[1]:g} GHz: is it in another unit (MHz)?", CoexploreWarning, stacklevel=3)
+    gbps = dram.bandwidth_GBps_at(clock)
+    if gbps > PLAUSIBLE_GBPS:
+        warnings.warn(f"{where}the DRAM bandwidth is {gbps:g} GB/s, more than {PLAUSIBLE_GBPS:,.0f} GB/s: is it in "
+                      "another unit (MB/s)?", CoexploreWarning, stacklevel=3)
 
 
 def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
