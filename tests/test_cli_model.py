@@ -166,6 +166,9 @@ def _edited_case_matches_timeloop(tmp_path, old, new):
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: C0 M48 R0 S1 N1 P0 Q5"),       # 0 = the whole dimension
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: [C3, M48, R11, S1, N1, P55, Q5]"),
     ("{target: DRAM, type: temporal", "{target: 8, type: temporal"),               # storage level id (0 = innermost)
+    ("{target: PEWeightRegs, type: temporal", "{target: 0, type: temporal"),
+    ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: 'C3 M48 R11 S1 N1 P55 Q5 # a note'"),   # text after '#'
+    ("permutation: QPSRNMC}", "permutation: 'QPS RNMC'}"),      # read letter by letter, blanks skipped
     ("{target: inter_PE_spatial, type: spatial", "{target: PE, type: spatial"),    # v0.4 container name
     ("mapping:\n", "mapping:\n- {target: mac, type: temporal, factors: C1 M1 R1 S1 N1 P1 Q1}\n"),  # compute level
 ])
@@ -347,3 +350,27 @@ def test_evaluate_prices_a_v04_node_list_without_ert(tmp_path):
     # --classes where coexplore does not price the architecture is refused, not ignored
     given = cli("evaluate", arch, prob, mapping, "--ert", tmp_path / "ERT.yaml", "--classes", "primitives")
     assert given.returncode == 2 and "--classes" in given.stderr
+
+
+def test_a_directive_without_a_type_is_refused(tmp_path):
+    """Timeloop asserts a directive's type (it used to be read as temporal here)."""
+    m = tmp_path / "mapping.yaml"
+    m.write_text((EDIT_CASE / "mapping.yaml").read_text().replace("{target: DRAM, type: temporal,", "{target: DRAM,", 1))
+    r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m)
+    assert r.returncode == 2 and "without a type" in r.stderr and "mapping[" in r.stderr
+
+
+def test_a_kept_dataspace_at_a_containers_level_is_kept_there():
+    """The dummy level a v0.4 container adds keeps nothing unless the mapping keeps it there."""
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.mapping import parse_mapping, to_arrays
+    from coexplore.spec.problem import load_problem
+    arch, problem = load_architecture(ARCH / "arch.yaml"), load_problem(CORPUS / "layers" / "alexnet_conv1.yaml")
+    li = [lv.name for lv in reversed(arch.levels)].index("inter_PE_spatial")
+    w = [ds.name for ds in problem.dataspaces].index("Weights")
+    kept = []
+    for extra in ([], [{"target": "PE", "type": "datatype", "keep": ["Weights"]}]):
+        m = parse_mapping({"mapping": extra}, arch, problem)
+        kept.append(to_arrays([m], arch, problem).keep[0, li])
+    assert not kept[0].any()
+    assert kept[1][w] and kept[1].sum() == 1

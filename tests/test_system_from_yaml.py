@@ -230,3 +230,16 @@ def test_a_table_run_has_no_clock(tmp_path, capsys):
                  "--no-plot", "--out", str(tmp_path / "s")]) == 0
     data = json.loads((tmp_path / "s" / "schedule.json").read_text())
     assert "clock_GHz" not in data and "makespan_s" not in data and " at " not in capsys.readouterr().out
+
+
+def test_the_systems_layer_mapper_is_the_one_used(system):
+    """`mappers: {layer: random.yaml}` in the system YAML maps the layers as passing that mapper
+    does (and not as the default MARL)."""
+    from coexplore.bundled import resolve
+    random_yaml = resolve("mappers", "random")
+    system.write_text(SYSTEM + f"mappers: {{layer: {random_yaml}}}\n")
+    named, _ = system_job_table(system, layer_budget=120)
+    given, _ = system_job_table(system, layer_mapper=registry.load_mapper(random_yaml), layer_budget=120)
+    marl, _ = system_job_table(system, layer_mapper=registry.mapper_spec("marl"), layer_budget=120)
+    assert np.array_equal(named.latency, given.latency) and np.array_equal(named.energy, given.energy)
+    assert not np.array_equal(named.energy, marl.energy)

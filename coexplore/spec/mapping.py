@@ -86,8 +86,11 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
 def _parse_perm(value, *, file, key, dims) -> list[str]:
     if value is None:
         return []
-    if isinstance(value, str):
+    if isinstance(value, str):      # Timeloop reads it character by character, skipping blanks
         toks = value.split() if " " in value.strip() else list(value.strip())
+        letters = [ch for ch in value if not ch.isspace()]
+        if not all(t in dims for t in toks) and all(ch in dims for ch in letters):
+            toks = letters             # 'NSP MQRC'; multi-letter names stay words ('K1 K2')
     elif isinstance(value, list):
         toks = [str(v) for v in value]
     else:
@@ -137,7 +140,10 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                 continue
             raise CoexploreError(f"unknown level '{target}'", file=file, key=f"{key}.target",
                                  expected=f"one of {names}")
-        kind = entry.get("type", "temporal")
+        if "type" not in entry:          # Timeloop asserts a type
+            raise CoexploreError("a directive without a type", file=file, key=f"{key}.type",
+                                 expected="type: temporal | spatial | datatype | bypass")
+        kind = entry["type"]
         _check_directive_keys(entry, key, file, mapping.warnings)
         lm = mapping.levels[target]
         bounds = dict(zip(dims, problem.bounds))

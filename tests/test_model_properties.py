@@ -1,0 +1,51 @@
+"""Properties of the model's building blocks, checked against brute force or the documented
+rules, for inputs the reference corpus does not reach (from a mutation review)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from coexplore.model.nest import _distinct_offsets
+from coexplore.system.bounds import LP_SLACK, lower_bound
+from coexplore.system.evaluator import evaluate
+
+
+def _brute(P, n, stride):
+    total = 1
+    for r in range(P.shape[0]):
+        dims = [d for d in range(P.shape[1]) if P[r, d]]
+        vals = {sum(P[r, d] * stride[d] * i for d, i in zip(dims, combo))
+                for combo in itertools.product(*(range(n[d]) for d in dims))}
+        total *= len(vals)
+    return total
+
+
+def test_distinct_offsets_of_a_fan_out_match_enumeration():
+    """The multicast groups of a fan-out: distinct a*i + b*j (+ ...) per tensor rank, closed form
+    for two terms, enumerated for more; ranks use disjoint dimensions (CNN-like shapes)."""
+    rng = np.random.default_rng(0)
+    for _ in range(600):
+        D = 5
+        order = rng.permutation(D)
+        cut = sorted(rng.choice(np.arange(1, D), size=1, replace=False))
+        groups = [order[:cut[0]], order[cut[0]:]]
+        P = np.zeros((2, D), np.int64)
+        for r, g in enumerate(groups):
+            for d in g[:3]:
+                P[r, d] = rng.integers(1, 4)
+        n = rng.integers(1, 6, size=D)
+        stride = rng.integers(1, 5, size=D)
+        got = _distinct_offsets(P, n[None, :], stride[None, :])[0]
+        assert got == _brute(P, n, stride), (P.tolist(), n.tolist(), stride.tolist())
+    # the example the closed form must get right: 1*i + 2*j, i < 3, j < 2 -> {0, 1, 2, 3, 4}
+    assert _distinct_offsets(np.array([[1, 2]]), np.array([[3, 2]]), np.ones((1, 2), np.int64))[0] == 5
+
+
+def test_a_job_needing_more_than_the_whole_bandwidth_is_stretched_in_the_bound_too():
+    """One core, two jobs of 100 cycles; the first needs 20 bytes/cycle of a 10 bytes/cycle DRAM,
+    so it takes 200 cycles: the makespan is 300, and so is the bound (less its documented slack)."""
+    lat, need = np.array([[100.0], [100.0]]), np.array([[20.0], [0.0]])
+    ev = evaluate(lat, need, 10.0, np.zeros((1, 2), np.int64), np.array([[0.0, 0.5]]))
+    assert ev.makespan[0] == pytest.approx(300.0)
+    assert lower_bound(lat, need, 10.0) == pytest.approx(300.0 * (1 - LP_SLACK), rel=1e-12)
