@@ -49,3 +49,14 @@ def test_a_job_needing_more_than_the_whole_bandwidth_is_stretched_in_the_bound_t
     ev = evaluate(lat, need, 10.0, np.zeros((1, 2), np.int64), np.array([[0.0, 0.5]]))
     assert ev.makespan[0] == pytest.approx(300.0)
     assert lower_bound(lat, need, 10.0) == pytest.approx(300.0 * (1 - LP_SLACK), rel=1e-12)
+
+
+def test_mesh_links_join_neighbours_only_without_wrap_around():
+    """A 2x2 mesh whose children hold offsets (x, y) = their mesh position: a translation by one
+    column or row is served by the two neighbours that differ so; the end of a row and the start
+    of the next are not neighbours (Timeloop's mesh has no toroidal links by default)."""
+    from coexplore.model.nest import _link_table
+    n, step, key = np.array([2, 2]), np.array([[1, 0], [0, 1]]), np.array([0, 1])
+    for t, linked in (([1, 0], 2), ([0, 1], 2), ([-1, 1], 0), ([1, 1], 0)):
+        G, F, _, Lk = _link_table(n, step, key, 2, 2, np.array([t]))
+        assert (G, F, int(Lk[0])) == (4, 4, linked), t
