@@ -604,7 +604,8 @@ def test_a_fan_out_no_loop_may_use_is_noted(arch, idles):
     notes = [str(w.message) for w in said if issubclass(w.category, CoexploreNote)]
     assert bool(notes) == idles
     if idles:
-        assert notes == ["inter_PE_spatial: its X fan-out of 16 idles for this layer: under the constraints only N "
+        assert notes == ["inter_PE_spatial: its X fan-out of 16 idles for layer resnet50_res3a_2b: under the "
+                         "constraints only N "
                          "may spread there, and this layer leaves it no factor (check the level's spatial "
                          "permutation, split and factors)"]
 
@@ -677,3 +678,13 @@ def test_maximize_dims_fills_the_capacity_with_whole_factors(sizes, capacity):
         got[d] *= high
     assert math.prod(got.values()) == util == min(capacity, math.prod(sizes))
     assert all(n % got[d] == 0 for d, n in dims)
+
+
+def test_notes_naming_a_layer_are_said_for_the_first_and_counted_for_the_others():
+    from coexplore.cli.main import NoteGroups
+    g = NoteGroups()
+    line = "coexplore: note: X: its X fan-out of 16 idles for layer {}: under the constraints only N may spread"
+    said = [g.admit(line.format(n)) for n in ("conv1", "res2a", "conv1", "res2b", "res2a")]
+    assert said == [True, False, False, False, False]
+    assert g.admit("coexplore: note: something else") and g.admit("coexplore: warning: for layer a: b")
+    assert g.summary() == ["coexplore: note: the note on layer conv1 above holds for 2 more layers too: res2a, res2b"]

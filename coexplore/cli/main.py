@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import re
 import signal
 import sys
 import threading
@@ -74,6 +75,46 @@ def _terminate(signum, frame):
 
 
 _SAID: set[str] = set()        # the lines said by this command (each once)
+_LAYER_NOTE = re.compile(r"^coexplore: note: .* for layer (\S+?): ")   # a note about one layer of many
+
+
+class NoteGroups:
+    """Notes that differ only in the layer they name (`... idles for layer conv1: ...`): said for
+    the first layer, the others counted and listed once at the end (`summary`)."""
+
+    def __init__(self):
+        self.first: dict[str, str] = {}
+        self.others: dict[str, list[str]] = {}
+
+    def admit(self, line: str) -> bool:
+        """Whether to say `line` (False: the same note for another layer, now counted)."""
+        m = _LAYER_NOTE.match(line)
+        if m is None:
+            return True
+        key, layer = line[:m.start(1)] + "*" + line[m.end(1):], m.group(1)
+        if key not in self.first:
+            self.first[key] = layer
+            return True
+        if layer != self.first[key] and layer not in self.others.setdefault(key, []):
+            self.others[key].append(layer)
+        return False
+
+    def summary(self) -> list[str]:
+        out = []
+        for key, layers in self.others.items():
+            if layers:
+                shown = ", ".join(layers[:8]) + (f", ... ({len(layers) - 8} more)" if len(layers) > 8 else "")
+                out.append(f"coexplore: note: the note on layer {self.first[key]} above holds for {len(layers)} "
+                           f"more layer{'s' if len(layers) > 1 else ''} too: {shown}")
+        return out
+
+
+_GROUPS = NoteGroups()
+
+
+def note_groups() -> NoteGroups:
+    """This command's notes grouped by layer (`map --all-layers` passes its layers' notes through it)."""
+    return _GROUPS
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
@@ -83,7 +124,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     if issubclass(category, CoexploreWarning):
         kind = "note" if issubclass(category, CoexploreNote) else "warning"
         text = f"coexplore: {kind}: {message}"
-        if text not in _SAID:
+        if text not in _SAID and _GROUPS.admit(text):
             _SAID.add(text)
             print(text, file=sys.stderr)
     else:
@@ -102,11 +143,16 @@ def command_settings(args, say_unused: bool = True):
     from coexplore.spec import template
     template.set_data(template_names(getattr(args, "var", None)))
     _SAID.clear()
+    _GROUPS.__init__()
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             warnings.simplefilter("always", CoexploreWarning)
-            yield
+            try:
+                yield
+            finally:
+                for line in _GROUPS.summary():
+                    print(line, file=sys.stderr)
             unused = template.unused_names()
             if unused and say_unused:
                 warnings.warn(f"--var {', '.join(unused)}: no template among the inputs asks for "

@@ -26,6 +26,7 @@ def run_all_layers(args, map_one) -> int:
     """Map every distinct layer of the workload PROBLEM with `map_one` (the one-layer `map`), then
     write layers.csv and summary.json; the exit code is the worst of the layers' (130 stops)."""
     from coexplore.cli.inputs import is_workload, load_inputs
+    from coexplore.cli.main import note_groups
     from coexplore.cli.map import mapper_of
     from coexplore.search.base import finishing
     from coexplore.spec.yamlio import write_text
@@ -42,6 +43,7 @@ def run_all_layers(args, map_one) -> int:
     layers = wl.unique_layers()
     first = argparse.Namespace(**{**vars(args), "layer": layers[0][0].name})
     said: set = set()
+    groups = note_groups()      # notes naming a layer: the first said, the others counted (said at the end)
     early = io.StringIO()                       # its warnings: said once, not again by the first layer
     try:        # the design's name, what the results depend on, and the inputs' errors before any folder
         with contextlib.redirect_stderr(early):
@@ -50,7 +52,7 @@ def run_all_layers(args, map_one) -> int:
     except CoexploreError as exc:
         raise _in_layer(exc, layers[0][0].name) from None
     finally:
-        _say_once(early.getvalue(), said, None)
+        _say_once(early.getvalue(), said, None, groups)
     ctx.stride_rule = args.stride_rule
     record = _run_record(args, wl, ctx, constraints, spec)
     out = _result_folder(args, wl, ctx.arch.name, spec.searcher, record)
@@ -68,7 +70,7 @@ def run_all_layers(args, map_one) -> int:
                        "the next layer to finish (the others running resume from their last periodic save)"
                        ) as guard, contextlib.closing(_outcomes(subs, map_one, args.jobs, bar, guard)) as outcomes:
             for i, rc, notes, exc in outcomes:
-                _say_once(notes, said, bar)
+                _say_once(notes, said, bar, groups)
                 if exc is not None:                    # bad input that only this layer meets
                     error = _in_layer(exc, layers[i][0].name)
                     break
@@ -211,10 +213,11 @@ def _result_folder(args, wl, arch: str, searcher: str, record: dict) -> Path:
                            "summary.json", record)
 
 
-def _say_once(text: str, said: set, bar) -> None:
-    """A layer's notes and warnings, each said once for the whole network (not once per layer)."""
+def _say_once(text: str, said: set, bar, groups) -> None:
+    """A layer's notes and warnings, each said once for the whole network (not once per layer; a
+    note naming its layer for the first such layer, the others counted in `groups`)."""
     for line in text.splitlines():
-        if line.strip() and line not in said:
+        if line.strip() and line not in said and groups.admit(line):
             said.add(line)
             if bar is not None:
                 bar.write(line, file=sys.stderr)

@@ -102,7 +102,8 @@ def _not_dividing(c: LevelConstraints, level: str, name: str, n: int, left: int,
                           "divides the layer's dimension")
 
 
-def _idle_fanouts(inner, fx, fy, x_allowed, y_allowed, base_x, base_y, remaining, dims, chosen) -> list[str]:
+def _idle_fanouts(inner, fx, fy, x_allowed, y_allowed, base_x, base_y, remaining, dims, chosen,
+                  layer: str) -> list[str]:
     """The spatial fan-outs this layer cannot use under the constraints (no loop may go there), in
     words: a split or permutation that leaves an axis to dimensions of factor 1 is a common slip
     (timeloopfe counts the unit loops first), and every mapping then idles that part of the array."""
@@ -115,7 +116,7 @@ def _idle_fanouts(inner, fx, fy, x_allowed, y_allowed, base_x, base_y, remaining
             if not any(remaining[d] > 1 for d in range(len(dims)) if allowed[li, d]):
                 why = (f"only {', '.join(free)} may spread there, and this layer leaves "
                        f"{'it' if len(free) == 1 else 'them'} no factor") if free else "no dimension may spread there"
-                out.append(f"{lv.name}: its {axis} fan-out of {fan[li]} idles for this layer: under the constraints "
+                out.append(f"{lv.name}: its {axis} fan-out of {fan[li]} idles for layer {layer}: under the constraints "
                            f"{why} (check the level's spatial permutation, split and factors)")
     return out
 
@@ -212,8 +213,8 @@ class MapSpace:
                                      "to its bound, or a level left free")
         self._axis_rules(inner, fx, fy)
         self.notes = _idle_fanouts(inner, fx, fy, x_allowed, y_allowed, self.base_x, self.base_y,
-                                   remaining, dims, {li for li, _, _ in self.axis_choices})
-        for note in self.notes:
+                                   remaining, dims, {li for li, _, _ in self.axis_choices}, problem.name)
+        for note in self.notes:          # (the CLI says it for a network's first such layer, counts the others)
             warnings.warn(note, CoexploreNote, stacklevel=2)
         self.has_bounds = bool((self.t_max < np.iinfo(np.int64).max).any() or (self.t_min > 1).any()
                                or (self.s_max < np.iinfo(np.int64).max).any() or (self.s_min > 1).any()
