@@ -285,3 +285,6 @@ def test_an_unknown_option_is_said_by_its_sub_command(capsys):
     assert e.value.code == 2
     assert "coexplore evaluate: error: unrecognized arguments: --no-progres (see coexplore evaluate --help)" \
         in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["cache", "stats", "--bogus"])
+    assert "coexplore cache stats: error: unrecognized arguments: --bogus" in capsys.readouterr().err

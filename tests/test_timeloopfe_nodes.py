@@ -128,3 +128,39 @@ def test_iteration_macros_fix_the_dataspaces_dimensions(tmp_path):
     assert c.temporal_factors == {d: ("=", 1) for d in "CMRS"}
     assert c.spatial_factors == {d: ("=", 1) for d in "CRS"}
     assert not c.ignored
+
+
+def test_a_branch_with_bypass_only_keeps_all_but_what_it_lists(tmp_path):
+    """timeloopfe expands bypass_only before it resolves the branches: the branch keeps the rest."""
+    body = (DRAM + "  - !Parallel\n    nodes:\n" + _buf("wbuf", "{keep: [Weights]}", "    ")
+            + _buf("iobuf", "{bypass_only: [Weights]}", "    ") + MAC)
+    keeps = _keeps(_arch(tmp_path, body))
+    assert keeps["wbuf"] == [True, False, False] and keeps["iobuf"] == [False, True, True]
+
+
+@pytest.mark.parametrize("branches, says", [
+    (_buf("a", "{keep: [Weights, Inputs]}", "    ") + _buf("b", "{keep: [Outputs, Inputs]}", "    "),
+     "Inputs kept in two branches"),
+    ("    - !Container\n      name: PE\n" + _buf("b", "{keep: [Outputs]}", "    "), "inside a !Parallel"),
+])
+def test_parallel_nodes_timeloopfe_refuses_are_refused(tmp_path, branches, says):
+    with pytest.raises(CoexploreError, match=says):
+        load_architecture(_arch(tmp_path, DRAM + "  - !Parallel\n    nodes:\n" + branches + MAC))
+
+
+def _maximized(tmp_path, glb_temporal, pe_spatial):
+    body = (DRAM + _buf("glb", extra=f"    constraints: {{temporal: {glb_temporal}}}\n")
+            + f"  - !Container\n    name: PE\n    spatial: {{meshX: 16}}\n    constraints: {{spatial: {pe_spatial}}}\n"
+            + MAC)
+    f = _arch(tmp_path, body)
+    arch, problem = load_architecture(f), load_problem(LAYER)
+    return load_constraints(arch, None, problem)["inter_PE_spatial"].spatial_factors
+
+
+def test_maximize_dims_counts_a_factor_0_as_the_whole_dimension(tmp_path):
+    """alexnet_conv1's M is 96: with M=0 (all of it) at the buffer above, nothing of M is left to
+    spread; without it, 16 of M's 96 fill the 16-wide mesh."""
+    assert _maximized(tmp_path, "{factors: [N=1]}", "{maximize_dims: [[M]]}")["M"] == ("=", 16)
+    assert _maximized(tmp_path, "{factors: [M=0]}", "{maximize_dims: [[M]]}")["M"] == ("=", 1)
+    with pytest.raises(CoexploreError, match="already has a factor"):
+        _maximized(tmp_path, "{factors: [N=1]}", "{factors: [M<=4], maximize_dims: [[M]]}")

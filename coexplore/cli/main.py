@@ -42,8 +42,14 @@ class _Parser(argparse.ArgumentParser):
         at the top level: `coexplore: error`, pointing at the wrong --help)."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            subs = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
-            subs.get(getattr(parsed, "command", None), self).error(f"unrecognized arguments: {' '.join(extras)}")
+            parser = self                  # the deepest sub-command chosen (`cache stats`)
+            while True:
+                action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+                chosen = action.choices.get(getattr(parsed, action.dest, None)) if action is not None else None
+                if chosen is None:
+                    break
+                parser = chosen
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
 
 

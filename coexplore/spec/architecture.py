@@ -9,6 +9,7 @@ carries the spatial loops into the container, exactly as Timeloop's front-end (t
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -134,6 +135,7 @@ class Level:
     is_dummy: bool = False
     from_container: bool = False       # the dummy level a v0.4 node's mesh adds (as timeloopfe does)
     keeps_only: set | None = None      # in a v0.4 !Parallel branch: the dataspaces it keeps (others bypass)
+    branch_bypass: set | None = None   # in a branch keeping all but these (a bypass_only there): bypassed
     ignored: bool = False              # a class Timeloop does not model (`timeloop_kind`): dropped on parsing
 
     @property
@@ -430,18 +432,25 @@ def _check_v4_keys(node: dict, here: str, file) -> None:
                                      expected="keys of a v0.4 spatial mesh: " + ", ".join(V4_SPATIAL_KEYS))
 
 
-def _branch_keeps(node: Any) -> set[str]:
-    """The dataspaces a `!Parallel` branch keeps: every `keep` / `keep_only` in its subtree
-    (timeloopfe's Dataspace2BranchProcessor, which bypasses the rest everywhere in the branch)."""
-    out: set[str] = set()
+def _branch_keeps(node: Any) -> tuple[set[str], list[set[str]]]:
+    """What a `!Parallel` branch keeps, as timeloopfe's Dataspace2BranchProcessor counts it after
+    the constraint macros: the `keep` / `keep_only` lists in its subtree, and each `bypass_only`
+    list (which keeps every other dataspace)."""
+    keeps: set[str] = set()
+    others: list[set[str]] = []
     if isinstance(node, dict):
-        ds = (node.get("constraints") or {}).get("dataspace") if isinstance(node.get("constraints"), dict) else None
-        for k in ("keep", "keep_only"):
+        cons = node.get("constraints")
+        ds = cons.get("dataspace") if isinstance(cons, dict) else None
+        for k in ("keep", "keep_only", "bypass_only"):
             v = ds.get(k) if isinstance(ds, dict) else None
-            out |= {str(x) for x in v} if isinstance(v, (list, tuple)) else set()
-        for child in node.get("nodes") or [] if isinstance(node.get("nodes"), list) else []:
-            out |= _branch_keeps(child)
-    return out
+            names = {str(x) for x in v} if isinstance(v, (list, tuple)) else None
+            if names is not None:
+                (others.append(names) if k == "bypass_only" else keeps.update(names))
+        for child in node.get("nodes") if isinstance(node.get("nodes"), list) else []:
+            k, o = _branch_keeps(child)
+            keeps |= k
+            others += o
+    return keeps, others
 
 
 def _enabled(node: dict, scope: dict, file, here: str) -> bool:
@@ -487,7 +496,14 @@ def _from_v4_nodes(nodes: list, file: str | None,
 
     def walk(items, where, parallel: bool = False):
         nonlocal mesh_x, mesh_y, inherited
-        for i, node in enumerate(yaml_list(items, file=file, key=where, what="nodes")):
+        items = yaml_list(items, file=file, key=where, what="nodes")
+        branch = [_branch_keeps(node) for node in items] if parallel else []
+        for a, b in itertools.combinations(range(len(branch)), 2):
+            shared = branch[a][0] & branch[b][0]
+            if shared:                     # timeloopfe's Dataspace2BranchProcessor refuses it
+                raise CoexploreError(f"{', '.join(sorted(shared))} kept in two branches of a !Parallel", file=file,
+                                     key=f"{where}[{b}]", expected="each dataspace kept in one branch at most")
+        for i, node in enumerate(items):
             here = f"{where}[{i}]"
             if not isinstance(node, dict):
                 raise CoexploreError(f"got {node!r}", file=file, key=here,
@@ -504,6 +520,10 @@ def _from_v4_nodes(nodes: list, file: str | None,
             if tag in ("Parallel", "Hierarchical") or ("nodes" in node and "class" not in node and tag != "Container"):
                 walk(node.get("nodes"), f"{here}.nodes", parallel=tag == "Parallel")
             elif tag == "Container":
+                if parallel:               # timeloopfe's transpiler refuses it
+                    raise CoexploreError("a !Container directly inside a !Parallel", file=file, key=here,
+                                         expected="components, !Nothing or !Hierarchical branches (timeloopfe "
+                                                  "refuses containers under a !Parallel too)")
                 if node.get("networks"):
                     raise _no_networks("a networks list", file, f"{here}.networks", "no networks")
                 inherited = dict(inherited)
@@ -537,9 +557,12 @@ def _from_v4_nodes(nodes: list, file: str | None,
                     lv.attributes.setdefault("n_banks", 2)       # timeloopfe's default for a v0.4 storage node
                 levels.append(lv)
             if parallel:                   # a !Parallel branch: every other dataspace bypasses it
-                kept = _branch_keeps(node)
+                kept, all_but = branch[i]
                 for lv in levels[start:]:
-                    lv.keeps_only = kept if lv.keeps_only is None else lv.keeps_only & kept
+                    if all_but:            # (a bypass_only: the branch keeps all but what every one lists)
+                        lv.branch_bypass = (lv.branch_bypass or set()) | (set.intersection(*all_but) - kept)
+                    else:
+                        lv.keeps_only = kept if lv.keeps_only is None else lv.keeps_only & kept
 
     walk(nodes, "architecture.nodes")
     return levels, inherited, tuple(meshless)

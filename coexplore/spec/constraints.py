@@ -309,6 +309,8 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
             c.ignored.append(f"{lv.name}.constraints.max_overbooked_proportion (sparse: not modelled)")
         if lv.keeps_only is not None:   # a !Parallel branch: timeloopfe bypasses what it does not keep
             c.bypass_except = set(lv.keeps_only)
+        if lv.branch_bypass:
+            c.bypass = (c.bypass or set()) | lv.branch_bypass
         if lv.is_dummy:
             # dummy spatial levels carry no temporal loops and keep nothing
             c.temporal_factors = {}
@@ -334,7 +336,7 @@ def _dimension_lists(value, file, key) -> list[list[str]]:
 def _greedy_allocation(sizes: tuple[tuple[str, int], ...], capacity: int, memo: dict) -> tuple[list, float]:
     """timeloopfe's greedy_allocate: how to spread dimensions of these (remaining) sizes over
     `capacity` units for the highest utilization. Each dimension in turn, first an uneven split
-    (when it is larger than the capacity), then each of its primes (ascending) with the rest of
+    (when it is larger than the capacity), then each of its distinct primes with the rest of
     the capacity; a later candidate replaces the best only when strictly better. Returns
     ([(dim, low, high), ...], utilization); memoized (the search is exponential otherwise)."""
     if capacity <= 1:
@@ -349,7 +351,7 @@ def _greedy_allocation(sizes: tuple[tuple[str, int], ...], capacity: int, memo: 
             util = (alloc * (parts - 1) + v % alloc) / parts
             if util > best_util:
                 best, best_util = [(dim, v % alloc, alloc)], util
-        for p in sorted(set(_primes(v))):
+        for p in set(_primes(v)):          # (in a set's order, as timeloopfe iterates them: ties go alike)
             if p > capacity:
                 continue
             rest = sizes[:i] + ((dim, v // p),) + sizes[i + 1:]
@@ -402,11 +404,11 @@ def expand_macros(out: dict[str, LevelConstraints], arch: Architecture, problem)
         return
     bounds = dict(zip(problem.dims, problem.bounds))
     left = dict(bounds)
-    for c in out.values():
+    for c in out.values():                 # (a factor 0 is the whole dimension, as timeloopfe reads it)
         for kind in ("temporal", "spatial"):
             for d, (op, n) in getattr(c, f"{kind}_factors").items():
-                if op == "=" and n > 0 and d in left:
-                    left[d] = -(-left[d] // n)
+                if op == "=" and d in left:
+                    left[d] = -(-left[d] // (n or bounds[d]))
     index = {lv.name: i for i, lv in enumerate(arch.levels)}
     order = [lv.name for lv in reversed(arch.levels) if lv.name in out]
     for kind in ("spatial", "temporal"):
@@ -430,16 +432,17 @@ def expand_macros(out: dict[str, LevelConstraints], arch: Architecture, problem)
             for dims in lists:
                 capacity = start
                 for d, (op, n) in fixed.items():
-                    if op == "=" and n > 0:
-                        capacity //= n
+                    if op == "=":
+                        capacity //= n or bounds.get(d, 1)
                 for d, n in getattr(c, f"{kind}_min").items():
-                    capacity //= max(1, n)
+                    capacity //= n or bounds.get(d, 1)
                 for d in dims:
                     if d not in bounds:
                         raise CoexploreError(f"cannot maximize '{d}': not a dimension of the layer", file=file,
                                              key=f"{key}.maximize_dims", expected=f"one of {problem.dims}")
                     only = getattr(c, f"{kind}_factors_only")
-                    if d in fixed or (only and d not in getattr(c, f"{kind}_max")):
+                    bounded = d in getattr(c, f"{kind}_max") or d in getattr(c, f"{kind}_min")
+                    if d in fixed or bounded or only:
                         raise CoexploreError(f"cannot maximize '{d}': it already has a factor at {name}", file=file,
                                              key=f"{key}.maximize_dims", expected="dimensions without factors here")
                 alloc, _ = _greedy_allocation(tuple((d, left[d]) for d in dims), capacity, {})
