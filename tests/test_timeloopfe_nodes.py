@@ -84,6 +84,12 @@ def test_a_components_own_mesh_is_a_dummy_level_then_the_copies(tmp_path):
         load_architecture(_arch(tmp_path, inside))
 
 
+def test_hierarchical_and_pipelined_branches_are_their_nodes_in_order(tmp_path):
+    for tag in ("Hierarchical", "Pipelined"):
+        body = DRAM + f"  - !{tag}\n    nodes:\n" + _buf("a", indent="    ") + _buf("b", indent="    ") + MAC
+        assert load_architecture(_arch(tmp_path, body)).level_names() == ["DRAM", "a", "b", "reg"]
+
+
 def test_enabled_is_an_expression_and_element_is_a_component(tmp_path):
     body = (DRAM + _buf("glb", extra="    enabled: USE_GLB\n").replace("!Component", "!Element") + MAC)
     assert load_architecture(_arch(tmp_path, body, "variables: {USE_GLB: false}\n")).level_names() == ["DRAM", "reg"]

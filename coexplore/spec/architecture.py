@@ -392,7 +392,7 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     return level
 
 
-V4_TAGS = ("Container", "Component", "Parallel", "Hierarchical", "Nothing")
+V4_TAGS = ("Container", "Component", "Parallel", "Hierarchical", "Pipelined", "Nothing")
 # Timeloop's network classes (isNetworkClass: a case-sensitive substring, tested after buffer and compute)
 NETWORK_CLASSES = ("XY_NoC", "Legacy", "ReductionTree", "SimpleMulticast")
 
@@ -517,7 +517,8 @@ def _from_v4_nodes(nodes: list, file: str | None,
                 continue
             _check_v4_keys(node, here, file)
             start = len(levels)
-            if tag in ("Parallel", "Hierarchical") or ("nodes" in node and "class" not in node and tag != "Container"):
+            if tag in ("Parallel", "Hierarchical", "Pipelined") or ("nodes" in node and "class" not in node
+                                                                     and tag != "Container"):
                 walk(node.get("nodes"), f"{here}.nodes", parallel=tag == "Parallel")
             elif tag == "Container":
                 if parallel:               # timeloopfe's transpiler refuses it
