@@ -33,10 +33,11 @@ def test_every_bundled_file_loads():
         wl = load_workload(path)
         assert wl.name == path.stem and len(wl) > 0 and wl.source
         assert len({layer.name for layer in wl}) == len(wl)
+        grouped = wl.name.endswith("_grouped")          # the CNN shape with a G dimension (the exercises')
         for layer in wl:
-            assert layer.shape == CNN_LAYER_SHAPE
-            assert list(layer.instance) == ["C", "M", "R", "S", "N", "P", "Q", "Wstride",
-                                            "Hstride", "Wdilation", "Hdilation"]
+            assert layer.shape == CNN_LAYER_SHAPE or grouped
+            assert list(layer.instance) == ["C", "M", "R", "S", "N", "P", "Q", *(["G"] if grouped else []),
+                                            "Wstride", "Hstride", "Wdilation", "Hdilation"]
 
 
 # Published multiply-accumulate counts at 224x224, batch 1:
@@ -50,6 +51,7 @@ def test_every_bundled_file_loads():
     ("resnet50", 3.9e9, 0.02),
     ("resnet50_v1_5", 4.09e9, 0.01),
     ("mobilenet_v2", 300e6, 0.01),
+    ("mobilenet_v2_grouped", 300e6, 0.01),
 ])
 def test_macs_match_published_figures(name, published, rel):
     assert _wl(name).total_macs == pytest.approx(published, rel=rel)
@@ -61,7 +63,7 @@ def test_macs_match_published_figures(name, published, rel):
 # bvlc_alexnet) 60,965,224 (Sze et al.: 61M).
 @pytest.mark.parametrize("name,published", [
     ("resnet50", 25_557_032), ("resnet50_v1_5", 25_557_032), ("vgg16", 138_357_544),
-    ("mobilenet_v2", 3_504_872), ("alexnet", 60_965_224),
+    ("mobilenet_v2", 3_504_872), ("mobilenet_v2_grouped", 3_504_872), ("alexnet", 60_965_224),
 ])
 def test_weight_counts_match_published_parameter_counts(name, published):
     wl = _wl(name)
@@ -258,3 +260,39 @@ def test_defaults_fill_dimensions_and_coefficients(tmp_path):
     assert wl.layers[0].instance == {"C": 3, "M": 8, "R": 1, "S": 1, "N": 1, "P": 4, "Q": 4,
                                      "Wstride": 1, "Hstride": 1, "Wdilation": 1, "Hdilation": 1}
     assert wl.total_macs == 3 * 8 * 4 * 4
+
+
+def test_grouped_mobilenet_is_the_same_network_with_its_depthwise_channels_as_groups():
+    """Each depthwise layer of `count` single-channel copies is one layer of G = count groups:
+    the same layers, MACs and weights."""
+    per_channel, grouped = _wl("mobilenet_v2"), _wl("mobilenet_v2_grouped")
+    assert [lay.name for lay in per_channel] == [lay.name for lay in grouped]
+    for a, b in zip(per_channel, grouped):
+        if a.name.endswith("_dw"):
+            assert (a.instance["C"], a.instance["M"], b.count, b.instance["G"]) == (1, 1, 1, a.count)
+        else:
+            assert (b.count, b.instance["G"]) == (a.count, 1)
+        assert {k: v for k, v in b.instance.items() if k != "G"} == a.instance
+        assert _weights(a) == _weights(b)
+    assert grouped.total_macs == per_channel.total_macs
+
+
+def test_a_grouped_depthwise_layer_spreads_its_channels_over_the_pe_array(tmp_path):
+    """On the Simba-like core (whose constraints spread only C and M over the PEs) a single-channel
+    copy can use one PE lane of 256; the grouped layer spreads its G channels."""
+    import warnings
+    from coexplore.model.inputs import load_context
+    from coexplore.search.layer import map_layer
+    from coexplore.spec.constraints import load_constraints
+    from conftest import CORPUS
+    arch = CORPUS / "arches" / "simba_like" / "processed.yaml"
+    util = {}
+    for name in ("mobilenet_v2", "mobilenet_v2_grouped"):
+        layer = _wl(name).layer("block2_2_dw")
+        f = tmp_path / f"{name}.yaml"
+        write_problem(layer, f)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ctx = load_context(arch, f)
+            util[name] = map_layer(ctx, load_constraints(ctx.arch), "random", 500, seed=0).best["utilization"]
+    assert util["mobilenet_v2"] <= 1 / 256 + 1e-12 < 0.1 < util["mobilenet_v2_grouped"]
