@@ -172,6 +172,23 @@ def test_the_tutorials_expressions_give_timeloops_result(capsys):
     assert out["energy_pJ"] == pytest.approx(ref["energy_pJ_from_per_compute"], rel=1e-5)
 
 
+def test_separate_input_files_through_a_three_line_template(tmp_path, capsys):
+    """The README's recipe for timeloopfe's from_yaml_files(arch, problem, variables): the same
+    result as the tutorial's own template."""
+    for name in ("variables.yaml", "arch.yaml", "problem.yaml"):
+        shutil.copy(TUT / "inputs" / name, tmp_path / name)
+    top = tmp_path / "top.yaml.jinja2"
+    top.write_text("variables: {{include('variables.yaml', 'variables')}}\n"
+                   "architecture: {{include('arch.yaml', 'architecture')}}\n"
+                   "problem: {{include('problem.yaml', 'problem')}}\n")
+    ref = json.loads((TUT_REF / "reference.json").read_text())["summary"]
+    rc = main(["evaluate", str(top), str(TUT_REF / "timeloop-mapper.map.yaml"), "--var", "reg_enabled=false",
+               "--ert", str(TUT_REF / "timeloop-mapper.ERT.yaml"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["cycles"] == ref["cycles"]
+    assert out["energy_pJ"] == pytest.approx(ref["energy_pJ_from_per_compute"], rel=1e-5)
+
+
 def test_variables_reach_every_component_and_expressions_are_computed():
     from coexplore.spec.architecture import parse_architecture
     template.set_data({"datawidth_jinja": 16})
@@ -688,3 +705,24 @@ def test_notes_naming_a_layer_are_said_for_the_first_and_counted_for_the_others(
     assert said == [True, False, False, False, False]
     assert g.admit("coexplore: note: something else") and g.admit("coexplore: warning: for layer a: b")
     assert g.summary() == ["coexplore: note: the note on layer conv1 above holds for 2 more layers too: res2a, res2b"]
+
+
+def test_variables_only_accelergy_computes_stay_text_unless_a_size_uses_them(tmp_path):
+    """raella's variables (list arithmetic, comprehensions) feed plug-in attributes only: kept as text with
+    a warning; a size that uses one is refused saying why."""
+    from coexplore.errors import CoexploreWarning
+    from coexplore.spec.architecture import load_architecture
+    f = tmp_path / "a.yaml"
+    body = ("variables:\n  BITS: 8\n  LIST: ([0.2] * BITS)\n  PICK: max([x for x in [BITS]])\n"
+            "architecture:\n  version: 0.4\n  nodes:\n"
+            "  - !Container {{name: system, attributes: {{datawidth: 8}}}}\n"
+            "  - !Component {{name: DRAM, class: DRAM, attributes: {{width: 64}}}}\n"
+            "  - !Component {{name: buf, class: SRAM, attributes: {{depth: {d}, width: 64}}}}\n"
+            "  - !Component {{name: mac, class: intmac}}\n")
+    f.write_text(body.format(d="1024"))                       # unquoted: expressions, as raella writes them
+    with pytest.warns(CoexploreWarning, match="variables.LIST.*kept as text"):
+        arch = load_architecture(f)
+    assert arch.levels[1].attributes["depth"] == 1024
+    f.write_text(body.format(d="LIST"))
+    with pytest.raises(CoexploreError, match="depth.*not numbers"):
+        load_architecture(f)

@@ -170,3 +170,27 @@ def test_maximize_dims_counts_a_factor_0_as_the_whole_dimension(tmp_path):
     assert _maximized(tmp_path, "{factors: [M=0]}", "{maximize_dims: [[M]]}")["M"] == ("=", 1)
     with pytest.raises(CoexploreError, match="already has a factor"):
         _maximized(tmp_path, "{factors: [N=1]}", "{factors: [M<=4], maximize_dims: [[M]]}")
+
+
+def test_a_specs_own_constraints_and_mapping_lists_add_to_the_nodes(tmp_path):
+    """timeloopfe's ConstraintAttacherProcessor: `constraints: {targets: [...]}` and `mapping: [...]`
+    beside the node list are attached to the named nodes, which keep their own constraints."""
+    body = (DRAM + _buf("glb", "{keep: [Inputs], bypass: [Weights]}")
+            + "  - !Container\n    name: PE\n    spatial: {meshX: 4}\n" + MAC)
+    extra = ("constraints:\n  targets:\n  - {target: glb, type: temporal, factors: [N=1]}\n"
+             "mapping:\n- {target: PE, type: spatial, factors: [M=1]}\n")
+    f = _arch(tmp_path, body, extra)
+    arch, problem = load_architecture(f), load_problem(LAYER)
+    cons = load_constraints(arch, None, problem)
+    assert cons["glb"].keep == {"Inputs"} and cons["glb"].bypass == {"Weights"}
+    assert cons["glb"].temporal_factors == {"N": ("=", 1)}
+    assert cons["inter_PE_spatial"].spatial_factors["M"] == ("=", 1)
+
+
+def test_a_dummy_storage_component_of_its_own_is_a_buffer(tmp_path):
+    """Only timeloopfe's fan-out placeholders (`inter_<node>_spatial`) keep nothing; a component
+    whose class is dummy_storage (raella's buffers) keeps what its constraints say."""
+    body = (DRAM + _buf("glb", "{keep: [Inputs]}").replace("class: SRAM", "class: dummy_storage")
+            + "  - !Container\n    name: PE\n    spatial: {meshX: 4}\n" + MAC)
+    keeps = _keeps(_arch(tmp_path, body))
+    assert keeps["glb"] == [None, True, None] and keeps["inter_PE_spatial"] == [False, False, False]

@@ -12,11 +12,12 @@ import functools
 import itertools
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.spec import expressions
 from coexplore.spec.yamlio import TAG_KEY, load_yaml, name_from_path
 
@@ -272,7 +273,10 @@ def _derive_storage(level: Level, file: str | None) -> None:
         if a.get(attr) is not None:
             setattr(level, attr, _bandwidth(a[attr], file=file, key=f"{key}.{attr}"))
     _refuse_unmodelled(a, file, key)
-    level.is_dummy = "dummy" in level.cls.lower()
+    # timeloopfe's placeholder for a fan-out (`inter_<node>_spatial`, class dummy_storage), which it
+    # gives no temporal loops and lets keep nothing; a component of its own whose class is
+    # dummy_storage is a buffer like any other, for Timeloop and here
+    level.is_dummy = "dummy" in level.cls.lower() and re.fullmatch(r"inter_.+_spatial", level.name) is not None
 
 
 def _no_networks(what: str, file, key: str, expected: str) -> CoexploreError:
@@ -316,7 +320,9 @@ def _resolved(attrs: dict, scope: dict) -> dict:
 
 def _variables(data: dict, file: str | None) -> dict:
     """The spec's top-level `variables:` (or the architecture's), each computed in order over the
-    earlier ones, as timeloopfe does; an expression that cannot be computed is refused here."""
+    earlier ones, as timeloopfe does; one that names something undefined or fails is refused (as
+    Accelergy refuses it), one this evaluator does not compute (a lambda, list arithmetic) stays
+    text (warned)."""
     spec = dict(data)
     problem = data.get("problem")
     if isinstance(problem, dict) and isinstance(problem.get("instance"), dict):   # timeloopfe's has densities
@@ -333,9 +339,12 @@ def _variables(data: dict, file: str | None) -> dict:
             if str(k) == "spec":
                 raise CoexploreError("a variable named spec hides timeloopfe's spec", file=file,
                                      key=f"{where}.{k}", expected="another name")
-            if why:
+            if why and not expressions.unsupported(why):
                 raise CoexploreError(f"'{v}' cannot be computed: {why}", file=file, key=f"{where}.{k}",
                                      expected="a number, text, or an expression over the variables before it")
+            if why:     # (Accelergy computes any Python; only what a size or mesh uses must be arithmetic here)
+                warnings.warn(f"{file}: {where}.{k}: '{v}' cannot be computed here ({why}); kept as text, which "
+                              "no size, mesh or factor may use", CoexploreWarning, stacklevel=2)
     return scope
 
 

@@ -515,12 +515,17 @@ def _is_node_list(arch: Architecture, doc) -> bool:
 
 
 def _extra_constraints(doc, arch: Architecture) -> list | None:
-    """A whole v0.4 spec's `extra_mapping_constraints` (timeloopfe's top.yaml.jinja2 adds an
-    architecture's mapping.yaml there): added to the nodes' constraints, as timeloopfe adds them."""
-    extra = doc.get("extra_mapping_constraints") if isinstance(doc, dict) and _is_node_list(arch, doc) else None
-    if extra is None:
+    """The constraint targets a whole v0.4 spec lists beside its node list, which timeloopfe's
+    ConstraintAttacherProcessor adds to the nodes' own: `constraints: {targets: [...]}` (also a
+    bare list, or the older `architecture_constraints` / `mapspace_constraints`), and `mapping:`
+    or any key naming a mapping (`extra_mapping_constraints`: the example designs' top.yaml.jinja2
+    puts a design's mapping.yaml there)."""
+    if not isinstance(doc, dict) or not _is_node_list(arch, doc):
         return None
-    body = constraint_targets(extra if isinstance(extra, dict) else {"targets": extra}, arch.source)
+    body = constraint_targets({k: v for k, v in doc.items() if k != "mapspace"}, arch.source) or []
+    for key, value in doc.items():
+        if "mapping" in str(key) and value is not None:
+            body += constraint_targets(value if isinstance(value, dict) else {"targets": value}, arch.source) or []
     return body or None
 
 
@@ -537,13 +542,14 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
     inline = own = None
     if arch.source and Path(arch.source).is_file():
         own = load_yaml(arch.source)
-        inline = constraint_targets(own, arch.source)
+        # a flattened file's own targets are its constraints; a node list's add to its nodes' (extras)
+        inline = None if _is_node_list(arch, own) else constraint_targets(own, arch.source)
     if paths and arch.source and any(Path(p).resolve() == Path(arch.source).resolve() for p in paths):
         inline = None                      # the architecture's own file given again: read once
     extra = _extra_constraints(own, arch)
     if paths or extra:
         groups = [(inline, str(arch.source))] if inline else []
-        groups += [(extra, f"{arch.source}: extra_mapping_constraints")] if extra else []
+        groups += [(extra, f"{arch.source}: constraints added to the nodes'")] if extra else []
         for p in paths:
             body = constraint_targets(load_yaml(p), str(p))
             if body is None:

@@ -160,6 +160,17 @@ def evaluate(tree: ast.expr, scope: Mapping[str, Any]) -> Any:
     raise ExpressionError(f"'{ast.unparse(tree)}' is not arithmetic on names and numbers")
 
 
+# what `evaluate` says of Python it does not compute (Accelergy would): lambdas, comprehensions,
+# list arithmetic, functions beyond FUNCTIONS, attributes outside the spec
+_UNSUPPORTED = ("is not arithmetic on names and numbers", "not numbers", "is not one of", "names nothing in the spec")
+
+
+def unsupported(why: str | None) -> bool:
+    """Whether `resolve`'s reason is a construct only this evaluator refuses (Accelergy evaluates
+    any Python), rather than an error Accelergy makes too (an undefined name, a division by 0)."""
+    return why is not None and any(phrase in why for phrase in _UNSUPPORTED)
+
+
 def _apply(fn, *args):
     try:
         return fn(*args)
