@@ -726,3 +726,18 @@ def test_variables_only_accelergy_computes_stay_text_unless_a_size_uses_them(tmp
     f.write_text(body.format(d="LIST"))
     with pytest.raises(CoexploreError, match="depth.*not numbers"):
         load_architecture(f)
+
+
+def test_a_whole_specs_problem_bounds_may_use_its_variables(tmp_path):
+    """raella's problem writes `N: BATCH_SIZE`: timeloopfe computes the variables first."""
+    from coexplore.spec.problem import load_problem
+    f = tmp_path / "spec.yaml"
+    f.write_text("variables: {BATCH: 4, BITS: 8, HALF: BITS // 2}\nproblem:\n  version: 0.4\n  shape:\n"
+                 "    name: GEMM\n    dimensions: [M, N, K]\n    data_spaces:\n"
+                 "    - {name: A, projection: [[[M]], [[K]]]}\n    - {name: B, projection: [[[N]], [[K]]]}\n"
+                 "    - {name: Z, projection: [[[M]], [[N]]], read_write: true}\n"
+                 "  instance: {M: BATCH, N: HALF, K: 16}\n")
+    assert load_problem(f).bounds == [4, 4, 16]
+    f.write_text(f.read_text().replace("N: HALF", "N: NOPE"))
+    with pytest.raises(CoexploreError, match="problem.instance.N"):
+        load_problem(f)

@@ -76,6 +76,22 @@ def _int_text(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.strip().isdigit() else value
 
 
+def _with_variables(instance: Any, data: dict) -> Any:
+    """A whole spec's problem instance with the bounds written over its `variables:` computed
+    (`N: BATCH_SIZE`), as timeloopfe computes the variables before the problem."""
+    from coexplore.spec import expressions
+    from coexplore.spec.yamlio import Quoted
+    variables = data.get("variables")
+    if not isinstance(instance, dict) or not isinstance(variables, dict) or not any(
+            isinstance(v, str) and not isinstance(v, Quoted) and not v.strip().isdigit() for v in instance.values()):
+        return instance
+    scope: dict = {}
+    for k, v in variables.items():
+        scope[str(k)] = expressions.resolve(v, scope)[0]
+    return {k: expressions.resolve(v, scope)[0] if isinstance(v, str) and not isinstance(v, Quoted) else v
+            for k, v in instance.items()}
+
+
 def _coefficient(value: Any, file: str | None, key: str) -> int:
     """A stride, dilation or other projection coefficient: Timeloop's shapes multiply a dimension's
     index by it, so it is a positive integer (0 or less gives negative or empty tensors, and
@@ -102,7 +118,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     if not isinstance(shape, dict):
         raise CoexploreError(f"got {shape!r}", file=file, key="problem.shape",
                              expected="a mapping {name, dimensions, coefficients, data_spaces}")
-    instance = prob.get("instance")
+    instance = _with_variables(prob.get("instance"), data)
     if not isinstance(instance, dict):
         raise CoexploreError("missing key", file=file, key="problem.instance",
                              expected="a mapping of dimension bounds, e.g. {C: 64, M: 64, ...}")
