@@ -55,24 +55,78 @@ def test_a_job_no_core_can_run_is_refused_and_inf_reads_back(tmp_path):
     assert np.array_equal(load_table(tmp_path / "t.csv").latency, LAT)
 
 
-def test_a_core_too_small_for_a_layer_keeps_it_off(tmp_path):
-    """A heterogeneous system whose tiny Simba-like core fits only the small layer: the job table
-    has inf there, the schedule puts the large layer on the Eyeriss-like core (a warning says so)."""
-    from coexplore.system.from_system import system_job_table
+def _two_layer_system(tmp_path):
     (tmp_path / "sys.yaml").write_text(
         "system:\n  name: tiny2\n  technology: 45nm\n  dram: {bandwidth_GBps: 25.6}\n  cores:\n"
         "  - {name: eyeriss, template: eyeriss, params: {}}\n"
         "  - {name: tiny, template: simba, params: {glb_depth: 8, input_buffer_depth: 2, weight_buffer_depth: 2,"
         " accu_buffer_depth: 1}}\n")
     (tmp_path / "wl.yaml").write_text(
-        "workload:\n  name: two\n  layers:\n  - {name: big, instance: {C: 64, M: 64, R: 3, S: 3, P: 28, Q: 28}}\n"
-        "  - {name: small, instance: {C: 16, M: 16, R: 1, S: 1, P: 4, Q: 4}}\n")
+        "workload:\n  name: two\n  layers:\n  - {name: small, instance: {C: 16, M: 16, R: 1, S: 1, P: 4, Q: 4}}\n"
+        "  - {name: big, instance: {C: 64, M: 64, R: 3, S: 3, P: 28, Q: 28}}\n")
+    return tmp_path / "sys.yaml", tmp_path / "wl.yaml"
+
+
+def test_a_core_too_small_for_a_layer_keeps_it_off(tmp_path):
+    """A heterogeneous system whose tiny Simba-like core fits only the small layer: the job table
+    has inf there, the schedule puts the large layer on the Eyeriss-like core (a warning says so)."""
+    from coexplore.system.from_system import system_job_table
+    sys_file, wl = _two_layer_system(tmp_path)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
-        table, _ = system_job_table(tmp_path / "sys.yaml", [tmp_path / "wl.yaml"], layer_budget=200)
+        table, _ = system_job_table(sys_file, [wl], layer_budget=200)
     assert any("layer big has no valid mapping on core tiny" in str(w.message) for w in said
                if issubclass(w.category, CoexploreWarning))
     lat = dict(zip([j.layer for j in table.jobs], table.latency))
     assert np.isfinite(lat["big"][0]) and lat["big"][1] == INF and np.isfinite(lat["small"]).all()
     res = search_schedule(table, 25.6, "magma", 200, 0)
     assert table.cores[res.core[[j.layer for j in table.jobs].index("big")]] == "eyeriss"
+
+
+LAT2 = np.array([[np.inf, 2.0, 3.0], [1.0, np.inf, 1.0], [2.0, 2.0, np.inf], [1.0, 1.0, 1.0]])
+
+
+@pytest.mark.parametrize("name", ["fcfs-greedy", "sjf-greedy", "heft-greedy", "fcfs-rr", "fcfs-heft", "fcfs-met"])
+def test_heuristics_keep_a_job_off_a_core_it_cannot_run_on_even_when_that_core_is_idle(name):
+    """Mutant H2 (GREEDY picks the least busy core whatever the job): the first job cannot run on
+    core 0, which is idle when it is placed."""
+    from coexplore.system.heuristics import heuristic_schedule
+    core, _ = heuristic_schedule(LAT2, name)
+    assert np.isfinite(LAT2[np.arange(len(LAT2)), core]).all()
+
+
+def test_heft_ranks_jobs_by_their_mean_over_the_cores_they_can_run_on():
+    """Mutant H1 (mean over every core: inf for a job that cannot run somewhere): LAT2's means over
+    runnable cores are 2.5, 1, 2, 1 -> priorities in that order (ties in job order)."""
+    from coexplore.system.heuristics import heuristic_schedule
+    _, priority = heuristic_schedule(LAT2, "heft-heft")
+    assert list(np.argsort(priority, kind="stable")) == [1, 3, 2, 0]
+
+
+def test_a_nan_latency_is_refused():
+    """Mutant J1 (NaN no longer refused): inf now means 'cannot run there', NaN means nothing."""
+    from coexplore.system.jobs import Job, JobTable
+    jobs = [Job(name=f"j{i}", dnn="d", layer=f"l{i}") for i in range(2)]
+    with pytest.raises(CoexploreError, match="latency of job j0"):
+        JobTable(jobs, ["a", "b"], np.array([[np.nan, 1.0], [1.0, 1.0]]), np.zeros((2, 2)))
+
+
+def test_a_layer_no_core_can_map_is_named_not_one_another_core_runs(tmp_path, monkeypatch):
+    """Mutant F2 (`any` for `all`): `small` fails on core tiny only and runs on eyeriss; `big`
+    fails everywhere. The error names big, the layer no core can run, not small."""
+    from coexplore.search.layer import NoValidMapping
+    from coexplore.system import from_system
+    real = from_system.map_layer
+
+    def fake(ctx, *args, **kwargs):
+        name, core = ctx.problem.name, ctx.arch.name
+        if "big" in name or ("small" in name and "tiny" in core):
+            raise NoValidMapping(7, [])
+        return real(ctx, *args, **kwargs)
+    monkeypatch.setattr(from_system, "map_layer", fake)
+    sys_file, wl = _two_layer_system(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(NoValidMapping) as err:
+            from_system.system_job_table(sys_file, [wl], layer_budget=50)
+    assert "layer big" in str(err.value) and "layer small" not in str(err.value)

@@ -97,6 +97,10 @@ def _check_bounds(c: LevelConstraints, level: str, name: str, kind: str, bound: 
 def _not_dividing(c: LevelConstraints, level: str, name: str, n: int, left: int, bound: int, kind: str
                   ) -> CoexploreError:
     after = "" if left == bound else f" (what the factors fixed at other levels leave of {bound})"
+    if (kind, name) in c.maximized:       # (not the user's number: timeloopfe's uneven greedy split)
+        after += (f"; maximize_dims chose it, as timeloopfe's greedy allocation does (an uneven split), "
+                  "and coexplore models whole factors only: a fan-out or maximize_dims_capacity that a "
+                  "factor of the dimension fills, or the factor itself")
     return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.source,
                           key=f"{level}.{kind}.factors", expected="fixed factors of each dimension whose product "
                           "divides the layer's dimension")

@@ -61,6 +61,7 @@ class LevelConstraints:
     # timeloopfe's no_iteration_over_dataspaces / must_iterate_over_dataspaces, per kind: factors
     # of 1 for the dimensions of the listed dataspaces / for the others, once the layer is known
     iteration_rules: dict = field(default_factory=dict)
+    maximized: set = field(default_factory=set)    # (kind, dimension) factors maximize_dims chose
     source: str | None = field(default=None, compare=False)   # the file they were read from
 
 
@@ -451,6 +452,7 @@ def expand_macros(out: dict[str, LevelConstraints], arch: Architecture, problem)
                     chosen[d] *= high
                 for d, n in chosen.items():
                     fixed[d] = ("=", n)
+                    c.maximized.add((kind, d))
                     left[d] = -(-left[d] // n)
 
 

@@ -35,18 +35,34 @@ def bounded_product(a, b):
     return operator.mul(a, b)
 
 
-def _bounded_count(fn, limit: int):
-    """A combinatorial function (factorial, comb, perm) refused above `limit`, where its result
-    passes MAX_BITS anyway and computing it takes seconds."""
+def _log2_count(name: str, args) -> float:
+    """log2 of factorial(n) / comb(n, k) / perm(n, k), from lgamma (without computing them)."""
+    lg = math.lgamma
+    n = args[0]
+    k = args[1] if len(args) > 1 and args[1] is not None else (n if name == "perm" else 0)
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in (n, k)) or n < 0 or k < 0 or k > n:
+        return 0.0                            # (math's own function says what is wrong)
+    if name == "factorial":
+        return lg(n + 1) / math.log(2)
+    if name == "comb":
+        return (lg(n + 1) - lg(k + 1) - lg(n - k + 1)) / math.log(2)
+    return (lg(n + 1) - lg(n - k + 1)) / math.log(2)
+
+
+def _bounded_count(fn):
+    """factorial / comb / perm, refused when the result would pass MAX_BITS (computing such a
+    number takes seconds and gigabytes; `comb(20000, 2)` is fine)."""
     def bounded(*args):
-        if any(isinstance(a, int) and a > limit for a in args):
-            raise OverflowError(f"{fn.__name__} of more than {limit} is too large")
+        if args and _log2_count(fn.__name__, args) > MAX_BITS:
+            raise OverflowError(f"{fn.__name__}({', '.join(map(str, args))}) is too large (more than {MAX_BITS} bits)")
         return fn(*args)
+    bounded.__name__ = fn.__name__
     return bounded
 
 
-def _bounded_prod(values, start=1):
-    out = start
+def _bounded_prod(values):
+    """Accelergy's prod (math.prod, whose start is keyword-only: one argument here)."""
+    out = 1
     for v in values:
         out = bounded_product(out, v)
     return out
@@ -59,8 +75,8 @@ FUNCTIONS = {name: getattr(math, name) for name in (
     "fmod", "remainder", "frexp", "ldexp", "modf", "fsum", "gcd", "isqrt", "isclose", "isfinite", "isinf",
     "isnan", "hypot", "dist", "degrees", "radians", "erf", "erfc", "gamma", "lgamma")}
 FUNCTIONS.update(min=min, max=max, abs=abs, round=round, int=int, float=float, sum=sum, len=len, bool=bool,
-                 pow=bounded_power, prod=_bounded_prod, factorial=_bounded_count(math.factorial, 700),
-                 comb=_bounded_count(math.comb, 10_000), perm=_bounded_count(math.perm, 10_000))
+                 pow=bounded_power, prod=_bounded_prod, factorial=_bounded_count(math.factorial),
+                 comb=_bounded_count(math.comb), perm=_bounded_count(math.perm))
 CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan,
              "True": True, "False": False, "None": None}
 
