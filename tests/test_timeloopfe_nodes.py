@@ -545,3 +545,41 @@ def test_an_uneven_maximize_dims_split_is_refused_naming_where_it_came_from(tmp_
     assert cons["inter_PE_spatial"].spatial_factors["M"] == ("=", 20)
     with pytest.raises(CoexploreError, match="M=20 at inter_PE_spatial does not divide 96.*maximize_dims chose it"):
         MapSpace(load_architecture(f), load_problem(LAYER), cons)
+
+
+def test_spec_keys_are_matched_by_part_of_their_name_as_timeloopfe_does(tmp_path):
+    """timeloopfe's Specification: a key naming `ignore` is ignored, then one naming `constraints`
+    or `mapping` holds targets for the nodes; an error names the list it comes from."""
+    body = DRAM + _buf("glb") + "  - !Container\n    name: PE\n    spatial: {meshX: 4}\n" + MAC
+    extra = ("extra_constraints: {targets: [{target: glb, type: temporal, factors: [N=1]}]}\n"
+             "ignore_mapping: [{target: PE, type: spatial, factors: [M=1]}]\n")
+    cons = _constraints(_arch(tmp_path, body, extra))
+    assert cons["glb"].temporal_factors == {"N": ("=", 1)} and "M" not in cons["inter_PE_spatial"].spatial_factors
+    clash = extra + "mapping: [{target: glb, type: temporal, factors: [N=2]}]\n"
+    with pytest.raises(CoexploreError) as err:
+        _constraints(_arch(tmp_path, body, clash))
+    assert ": mapping" in str(err.value) and "N" in str(err.value)
+    with pytest.raises(CoexploreError, match="key 'mapping'"):
+        _constraints(_arch(tmp_path, body, "mapping: mymap.yaml\n"))
+
+
+def test_a_dummy_storage_buffer_of_its_own_is_priced(tmp_path):
+    """The built-in estimator gives a dummy_storage component of its own (a buffer for Timeloop) a
+    table, at Accelergy's dummy energy; the fan-out placeholders get none."""
+    from coexplore.energy.pricing import price_architecture
+    f = tmp_path / "a.yaml"
+    f.write_text("architecture:\n  version: 0.4\n  nodes:\n"
+                 "  - !Container {name: system, attributes: {technology: 45nm, datawidth: 8}}\n"
+                 "  - !Component {name: DRAM, class: DRAM, attributes: {width: 64}}\n"
+                 "  - !Component {name: passthru, class: dummy_storage}\n"
+                 "  - !Container {name: PE, spatial: {meshX: 4}}\n"
+                 "  - !Component {name: mac, class: intmac, attributes: {multiplier_width: 8, adder_width: 16}}\n")
+    names = [t["name"] for t in price_architecture(f)[0]["ERT"]["tables"]]
+    assert any(n.endswith("passthru[1..1]") for n in names) and not any("inter_PE_spatial" in n for n in names)
+
+
+def test_combinatorics_of_huge_numbers_with_small_results_are_computed():
+    from coexplore.spec import expressions
+    assert expressions.resolve("comb(10**400, 1)", {}) == (10 ** 400, None)
+    for expr in ("comb(10**400, 20)", "factorial(10**400)"):
+        assert "too large" in expressions.resolve(expr, {})[1]

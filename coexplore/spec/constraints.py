@@ -516,19 +516,27 @@ def _is_node_list(arch: Architecture, doc) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("architecture"), dict) and "nodes" in doc["architecture"]
 
 
-def _extra_constraints(doc, arch: Architecture) -> list | None:
-    """The constraint targets a whole v0.4 spec lists beside its node list, which timeloopfe's
-    ConstraintAttacherProcessor adds to the nodes' own: `constraints: {targets: [...]}` (also a
-    bare list, or the older `architecture_constraints` / `mapspace_constraints`), and `mapping:`
-    or any key naming a mapping (`extra_mapping_constraints`: the example designs' top.yaml.jinja2
-    puts a design's mapping.yaml there)."""
+def _extra_constraints(doc, arch: Architecture) -> list[tuple[list, str]]:
+    """The constraint target lists a whole v0.4 spec holds beside its node list, which timeloopfe's
+    ConstraintAttacherProcessor adds to the nodes' own, each as (targets, where): top-level keys
+    matched as timeloopfe's Specification matches them, by part of their name (one naming
+    `ignore` is ignored, then `constraints`, then `mapping`: `constraints: {targets: [...]}`,
+    `mapping: [...]`, `extra_mapping_constraints` where the example designs' top.yaml.jinja2 puts a
+    design's mapping.yaml)."""
     if not isinstance(doc, dict) or not _is_node_list(arch, doc):
-        return None
-    body = constraint_targets({k: v for k, v in doc.items() if k != "mapspace"}, arch.source) or []
+        return []
+    out = []
     for key, value in doc.items():
-        if "mapping" in str(key) and value is not None:
-            body += constraint_targets(value if isinstance(value, dict) else {"targets": value}, arch.source) or []
-    return body or None
+        k = str(key)
+        if "ignore" in k or ("constraints" not in k and "mapping" not in k) or value is None:
+            continue
+        body = value.get("targets") if isinstance(value, dict) else value
+        if not isinstance(body, list):
+            raise CoexploreError(f"got {body!r}", file=arch.source, key=k + (".targets" if isinstance(value, dict) else ""),
+                                 expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
+        if body:
+            out.append((body, f"{arch.source}: {k}"))
+    return out
 
 
 def load_constraints(arch: Architecture, path: str | Path | list | tuple | None = None, problem=None,
@@ -551,7 +559,7 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
     extra = _extra_constraints(own, arch)
     if paths or extra:
         groups = [(inline, str(arch.source))] if inline else []
-        groups += [(extra, f"{arch.source}: constraints added to the nodes'")] if extra else []
+        groups += extra
         for p in paths:
             body = constraint_targets(load_yaml(p), str(p))
             if body is None:

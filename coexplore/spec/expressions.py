@@ -42,11 +42,16 @@ def _log2_count(name: str, args) -> float:
     k = args[1] if len(args) > 1 and args[1] is not None else (n if name == "perm" else 0)
     if not all(isinstance(a, int) and not isinstance(a, bool) for a in (n, k)) or n < 0 or k < 0 or k > n:
         return 0.0                            # (math's own function says what is wrong)
-    if name == "factorial":
-        return lg(n + 1) / math.log(2)
-    if name == "comb":
-        return (lg(n + 1) - lg(k + 1) - lg(n - k + 1)) / math.log(2)
-    return (lg(n + 1) - lg(n - k + 1)) / math.log(2)
+    try:
+        if name == "factorial":
+            return lg(n + 1) / math.log(2)
+        if name == "comb":
+            return (lg(n + 1) - lg(k + 1) - lg(n - k + 1)) / math.log(2)
+        return (lg(n + 1) - lg(n - k + 1)) / math.log(2)
+    except OverflowError:                     # n beyond floats: at most n ** (terms multiplied)
+        if name == "factorial":
+            return math.inf
+        return (min(k, n - k) if name == "comb" else k) * math.log2(n)
 
 
 def _bounded_count(fn):
@@ -54,7 +59,8 @@ def _bounded_count(fn):
     number takes seconds and gigabytes; `comb(20000, 2)` is fine)."""
     def bounded(*args):
         if args and _log2_count(fn.__name__, args) > MAX_BITS:
-            raise OverflowError(f"{fn.__name__}({', '.join(map(str, args))}) is too large (more than {MAX_BITS} bits)")
+            shown = ", ".join(str(a) if len(str(a)) <= 20 else f"a {len(str(a))}-digit number" for a in args)
+            raise OverflowError(f"{fn.__name__}({shown}) is too large (more than {MAX_BITS} bits)")
         return fn(*args)
     bounded.__name__ = fn.__name__
     return bounded
