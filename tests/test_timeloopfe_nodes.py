@@ -583,3 +583,17 @@ def test_combinatorics_of_huge_numbers_with_small_results_are_computed():
     assert expressions.resolve("comb(10**400, 1)", {}) == (10 ** 400, None)
     for expr in ("comb(10**400, 20)", "factorial(10**400)"):
         assert "too large" in expressions.resolve(expr, {})[1]
+
+
+def test_keeps_an_extra_file_adds_in_a_branch_change_what_the_branch_bypasses(tmp_path):
+    """timeloopfe attaches extra constraints before it resolves the branches: an extra keep of
+    Weights at w1 makes the branch [w1, w2] keep Weights, so w2 leaves it to the mapper."""
+    body = (DRAM + "  - !Parallel\n    nodes:\n    - !Hierarchical\n      nodes:\n"
+            + _buf("w1", indent="      ") + _buf("w2", indent="      ")
+            + _buf("iobuf", "{keep: [Inputs, Outputs]}", "    ") + MAC)
+    f = _arch(tmp_path, body)
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("targets:\n- {target: w1, type: dataspace, keep: [Weights]}\n")
+    keeps = _keeps(f, extra)
+    assert keeps["w1"] == [True, False, False] and keeps["w2"] == [None, False, False]
+    assert _keeps(f)["w2"] == [False, False, False]          # without it the branch keeps nothing

@@ -135,8 +135,7 @@ class Level:
     min_utilization: float = 0.0       # a mapping must fill at least this share of effective_size
     is_dummy: bool = False
     from_container: bool = False       # the dummy level a v0.4 node's mesh adds (as timeloopfe does)
-    keeps_only: set | None = None      # in a v0.4 !Parallel branch: the dataspaces it keeps (others bypass)
-    branch_bypass: set | None = None   # in a branch keeping all but these (a bypass_only there): bypassed
+    branches: tuple = ()               # the v0.4 !Parallel branches it is in, outermost first (`Architecture.branches`)
     ignored: bool = False              # a class Timeloop does not model (`timeloop_kind`): dropped on parsing
 
     @property
@@ -155,6 +154,10 @@ class Architecture:
     source: str | None = None
     warnings: list[str] = field(default_factory=list)   # legal for Timeloop, but likely mistakes
     meshless: tuple[str, ...] = ()     # v0.4 containers of fan-out 1: no level (as timeloopfe places them)
+    # each v0.4 !Parallel branch, (parallel, branch index) -> what its nodes keep as written: the
+    # `keep`/`keep_only` names and the `bypass_only` lists (the constraints add what extra
+    # constraint files say before the branch's bypasses are worked out)
+    branches: dict = field(default_factory=dict)
 
     def level_names(self) -> list[str]:
         return [lv.name for lv in self.levels]
@@ -473,11 +476,14 @@ def _enabled(node: dict, scope: dict, file, here: str) -> bool:
 
 
 def _from_v4_nodes(nodes: list, file: str | None,
-                   scope: dict | None = None) -> tuple[list[Level], dict, tuple[str, ...]]:
+                   scope: dict | None = None) -> tuple[list[Level], dict, tuple[str, ...], dict]:
     """The levels of a v0.4 node list as timeloopfe's v4-to-v3 transpiler places them, the
-    attributes the top level passes down, and the containers that get no level (a fan-out of 1)."""
+    attributes the top level passes down, the containers that get no level (a fan-out of 1) and
+    the !Parallel branches (`Architecture.branches`)."""
     levels: list[Level] = []
     meshless: list[str] = []
+    branches: dict = {}
+    parallels = itertools.count()                  # (numbers the !Parallel nodes)
     scope = {} if scope is None else scope
     # timeloopfe makes the variables the top level's attributes: every component inherits them
     inherited: dict = {k: v for k, v in scope.items() if k != "spec"}
@@ -507,6 +513,7 @@ def _from_v4_nodes(nodes: list, file: str | None,
         nonlocal mesh_x, mesh_y, inherited
         items = yaml_list(items, file=file, key=where, what="nodes")
         branch = [_branch_keeps(node) for node in items] if parallel else []
+        pid = next(parallels) if parallel else None
         for a, b in itertools.combinations(range(len(branch)), 2):
             shared = branch[a][0] & branch[b][0]
             if shared:                     # timeloopfe's Dataspace2BranchProcessor refuses it
@@ -567,15 +574,12 @@ def _from_v4_nodes(nodes: list, file: str | None,
                     lv.attributes.setdefault("n_banks", 2)       # timeloopfe's default for a v0.4 storage node
                 levels.append(lv)
             if parallel:                   # a !Parallel branch: every other dataspace bypasses it
-                kept, all_but = branch[i]
+                branches[(pid, i)] = branch[i]
                 for lv in levels[start:]:
-                    if all_but:            # (a bypass_only: the branch keeps all but what every one lists)
-                        lv.branch_bypass = (lv.branch_bypass or set()) | (set.intersection(*all_but) - kept)
-                    else:
-                        lv.keeps_only = kept if lv.keeps_only is None else lv.keeps_only & kept
+                    lv.branches = ((pid, i), *lv.branches)
 
     walk(nodes, "architecture.nodes")
-    return levels, inherited, tuple(meshless)
+    return levels, inherited, tuple(meshless), branches
 
 
 def _sparse_nodes(nodes) -> list[str]:
@@ -638,10 +642,10 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
     expressions.FAILED.clear()
     if "nodes" in arch:
-        levels, attrs, meshless = _from_v4_nodes(arch["nodes"], file, _variables(data, file))
+        levels, attrs, meshless, branches = _from_v4_nodes(arch["nodes"], file, _variables(data, file))
     elif "subtree" in arch:
         levels, attrs = _from_v3_tree(arch["subtree"], file)
-        meshless = ()
+        meshless, branches = (), {}
     else:
         raise CoexploreError("missing key", file=file, key="architecture.nodes",
                              expected="'nodes' (v0.4) or 'subtree' (v0.3)")
@@ -693,7 +697,7 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
                              expected="unique component names")
     return Architecture(name=name or (name_from_path(file, "arch") if file else "arch"), levels=storage,
                         compute=compute, attributes=attrs, source=file,
-                        warnings=ignored + _suspicious(storage), meshless=meshless)
+                        warnings=ignored + _suspicious(storage), meshless=meshless, branches=branches)
 
 
 # attributes Timeloop reads from a storage level (others are Accelergy's business)

@@ -292,7 +292,27 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
     return out
 
 
-def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelConstraints]:
+def branch_bypasses(out: dict[str, LevelConstraints], arch: Architecture) -> None:
+    """What each level in a v0.4 !Parallel branch bypasses, as timeloopfe's Dataspace2BranchProcessor
+    decides it once the nodes' constraints (extra ones included) and macros are in place: every
+    dataspace the branch does not keep (with a bypass_only there, the branch keeps all but what each
+    such list names)."""
+    for bid, (written, all_but) in arch.branches.items():
+        members = [out[lv.name] for lv in arch.levels if bid in lv.branches and lv.name in out]
+        keeps, lists = set(written), list(all_but)
+        for c in members:
+            if c.bypass_only:
+                lists.append(set(c.bypass or ()))
+            else:
+                keeps |= c.keep or set()
+        for c in members:
+            if lists:
+                c.bypass = (c.bypass or set()) | (set.intersection(*lists) - keeps - (c.keep or set()))
+            else:
+                c.bypass_except = set(keeps) if c.bypass_except is None else c.bypass_except & keeps
+
+
+def constraints_from_nodes(arch: Architecture, problem=None, branches: bool = True) -> dict[str, LevelConstraints]:
     """Constraints from the v0.4 nodes. With the layer (`problem`), each permutation is completed as
     timeloopfe flattens it for Timeloop: the dimensions it does not list but that are 1 at that
     level (fixed to 1 there, or of bound 1 in the layer) go first, so a spatial `split` counts them
@@ -308,15 +328,13 @@ def constraints_from_nodes(arch: Architecture, problem=None) -> dict[str, LevelC
                 _apply(c, kind, raw[kind], arch.source, f"{lv.name}.constraints.{kind}", lv.name, macros=True)
         if raw.get("max_overbooked_proportion") is not None:
             c.ignored.append(f"{lv.name}.constraints.max_overbooked_proportion (sparse: not modelled)")
-        if lv.keeps_only is not None:   # a !Parallel branch: timeloopfe bypasses what it does not keep
-            c.bypass_except = set(lv.keeps_only)
-        if lv.branch_bypass:
-            c.bypass = (c.bypass or set()) | lv.branch_bypass
         if lv.is_dummy:
             # dummy spatial levels carry no temporal loops and keep nothing
             c.temporal_factors = {}
             c.keep, c.bypass, c.keep_only = set(), None, True
         out[lv.name] = c
+    if branches:           # (not yet when extra constraints are to be added: `load_constraints`)
+        branch_bypasses(out, arch)
     if problem is not None:
         expand_macros(out, arch, problem)
         for c in out.values():
@@ -568,10 +586,13 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
                                      expected="a list of {target, type, factors|permutation|keep|bypass}, under "
                                               "architecture_constraints, mapspace_constraints or targets")
             groups.append((body, str(p)))
-        nodes = constraints_from_nodes(arch) if add_to_nodes and not inline and _is_node_list(arch, own) else None
+        nodes = constraints_from_nodes(arch, branches=False) if add_to_nodes and not inline and _is_node_list(arch, own) \
+            else None
         alone = str(paths[0]) if len(paths) == 1 and not inline and not extra else None
         out = constraints_from_targets(groups, arch, alone, base=nodes, problem=problem)
-        if nodes is not None and problem is not None:   # timeloopfe completes after adding the extras
+        if nodes is not None:                  # timeloopfe resolves the branches after adding the extras
+            branch_bypasses(out, arch)
+        if nodes is not None and problem is not None:   # and completes after adding them
             expand_macros(out, arch, problem)
             for c in out.values():
                 _complete_permutations(c, problem)
