@@ -597,3 +597,9 @@ def test_keeps_an_extra_file_adds_in_a_branch_change_what_the_branch_bypasses(tm
     keeps = _keeps(f, extra)
     assert keeps["w1"] == [True, False, False] and keeps["w2"] == [None, False, False]
     assert _keeps(f)["w2"] == [False, False, False]          # without it the branch keeps nothing
+
+
+def test_a_star_in_keep_or_bypass_names_every_dataspace(tmp_path):
+    """timeloopfe expands `*` in every dataspace list (ConstraintMacroProcessor)."""
+    keeps = _keeps(_arch(tmp_path, DRAM + _buf("a", "{keep: ['*']}") + _buf("b", "{bypass: ['*']}") + MAC))
+    assert keeps["a"] == [True, True, True] and keeps["b"] == [False, False, False]

@@ -65,15 +65,21 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
                                  expected=f"dataspaces of {problem.name}: {names}")
 
 
-def _resolved(constraints: dict[str, LevelConstraints], dims: list[str]) -> dict[str, LevelConstraints]:
+def _resolved(constraints: dict[str, LevelConstraints], problem: Problem) -> dict[str, LevelConstraints]:
     """Constraints with their permutations read against the layer's dimensions ('QRSC PNM' is
-    letter by letter, as Timeloop reads it, when the dimensions are single letters)."""
+    letter by letter, as Timeloop reads it, when the dimensions are single letters) and `*` in a
+    keep/bypass list read as every dataspace (as timeloopfe expands it)."""
+    dims, every = problem.dims, {ds.name for ds in problem.dataspaces}
     out = {}
     for level, c in constraints.items():
         tp = resolve_permutation(c.temporal_permutation or [], dims)
         sp = resolve_permutation(c.spatial_permutation or [], dims)
         if tp != (c.temporal_permutation or []) or sp != (c.spatial_permutation or []):
             c = dataclasses.replace(c, temporal_permutation=tp, spatial_permutation=sp)
+        star = {k: (getattr(c, k) - {"*"}) | every for k in ("keep", "bypass", "bypass_except")
+                if getattr(c, k) is not None and "*" in getattr(c, k)}
+        if star:
+            c = dataclasses.replace(c, **star)
         out[level] = c
     return out
 
@@ -137,7 +143,7 @@ class MapSpace:
 
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
         self.arch, self.problem = arch, problem
-        self.constraints = _resolved(constraints or {}, problem.dims)
+        self.constraints = _resolved(constraints or {}, problem)
         _check_constraint_dims(self.constraints, problem, [lv.name for lv in arch.levels])
         L, D, S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
         self.L, self.D, self.S = L, D, S
