@@ -36,6 +36,12 @@ def _buf(name, cons="", indent="  ", extra=""):
     return text + (f"{indent}  constraints: {{dataspace: {cons}}}\n" if cons else "") + extra
 
 
+def _container(name, mesh, spatial=""):
+    """A container node with a mesh (`meshX: 4`) and, optionally, spatial constraints."""
+    return (f"  - !Container\n    name: {name}\n    spatial: {{{mesh}}}\n"
+            + (f"    constraints: {{spatial: {spatial}}}\n" if spatial else ""))
+
+
 def _constraints(f, extra=None):
     """The constraints of the architecture file `f` (plus an extra constraints file) for LAYER."""
     arch = load_architecture(f)
@@ -72,7 +78,7 @@ def test_keep_only_and_bypass_only_macros(tmp_path):
 
 
 def test_a_container_of_fan_out_one_places_no_level(tmp_path):
-    body = (DRAM + "  - !Container\n    name: PE\n    spatial: {meshX: MESH}\n" + _buf("rf") + MAC)
+    body = (DRAM + _container("PE", "meshX: MESH") + _buf("rf") + MAC)
     names = load_architecture(_arch(tmp_path, body, "variables: {MESH: 1}\n")).level_names()
     assert names == ["DRAM", "rf", "reg"]
     arch = load_architecture(_arch(tmp_path, body, "variables: {MESH: 4}\n"))
@@ -184,7 +190,7 @@ def test_a_specs_own_constraints_and_mapping_lists_add_to_the_nodes(tmp_path):
     """timeloopfe's ConstraintAttacherProcessor: `constraints: {targets: [...]}` and `mapping: [...]`
     beside the node list are attached to the named nodes, which keep their own constraints."""
     body = (DRAM + _buf("glb", "{keep: [Inputs], bypass: [Weights]}")
-            + "  - !Container\n    name: PE\n    spatial: {meshX: 4}\n" + MAC)
+            + _container("PE", "meshX: 4") + MAC)
     extra = ("constraints:\n  targets:\n  - {target: glb, type: temporal, factors: [N=1]}\n"
              "mapping:\n- {target: PE, type: spatial, factors: [M=1]}\n")
     f = _arch(tmp_path, body, extra)
@@ -199,7 +205,7 @@ def test_a_dummy_storage_component_of_its_own_is_a_buffer(tmp_path):
     """Only timeloopfe's fan-out placeholders (`inter_<node>_spatial`) keep nothing; a component
     whose class is dummy_storage (raella's buffers) keeps what its constraints say."""
     body = (DRAM + _buf("glb", "{keep: [Inputs]}").replace("class: SRAM", "class: dummy_storage")
-            + "  - !Container\n    name: PE\n    spatial: {meshX: 4}\n" + MAC)
+            + _container("PE", "meshX: 4") + MAC)
     keeps = _keeps(_arch(tmp_path, body))
     assert keeps["glb"] == [None, True, None] and keeps["inter_PE_spatial"] == [False, False, False]
 
@@ -209,7 +215,7 @@ def test_a_dummy_storage_component_of_its_own_is_a_buffer(tmp_path):
 def test_extra_constraints_on_a_container_of_fan_out_one_are_dropped_with_its_level(tmp_path):
     """Mutant A5 (meshless not recorded) / C8: timeloopfe places no level for a container of
     fan-out 1, so an extra constraint targeting it has nothing to constrain (not an unknown level)."""
-    body = DRAM + "  - !Container\n    name: PE\n    spatial: {meshX: 1}\n" + _buf("rf") + MAC
+    body = DRAM + _container("PE", "meshX: 1") + _buf("rf") + MAC
     f = _arch(tmp_path, body)
     extra = tmp_path / "cons.yaml"
     extra.write_text("constraints:\n  targets:\n  - {target: PE, type: spatial, factors: [M=1]}\n")
@@ -397,8 +403,8 @@ def test_maximize_dims_spreads_what_a_non_dividing_factor_leaves_rounded_up(tmp_
     ceil(55 / 4) = 14 iterations, which fill 14 of the 16-wide mesh (2 * 7); floored it would
     be 13."""
     body = (DRAM + _buf("glb", extra="    constraints: {temporal: {factors: [P=4]}}\n")
-            + "  - !Container\n    name: PE\n    spatial: {meshX: 16}\n"
-            + "    constraints: {spatial: {maximize_dims: [[P]]}}\n" + MAC)
+            + _container("PE", "meshX: 16", "{maximize_dims: [[P]]}")
+            + MAC)
     arch, problem = load_architecture(_arch(tmp_path, body)), load_problem(LAYER)
     assert dict(zip(problem.dims, problem.bounds))["P"] == 55
     assert load_constraints(arch, None, problem)["inter_PE_spatial"].spatial_factors["P"] == ("=", 14)
@@ -409,8 +415,8 @@ def test_maximize_dims_serves_the_innermost_level_first(tmp_path):
     M = 96 first; the outer 16-wide mesh then gets all 12 left (outermost first would give the
     outer 16 and leave the inner 6)."""
     body = (DRAM + _buf("glb")
-            + "  - !Container\n    name: CL\n    spatial: {meshX: 16}\n    constraints: {spatial: {maximize_dims: [[M]]}}\n"
-            + "  - !Container\n    name: PE\n    spatial: {meshY: 8}\n    constraints: {spatial: {maximize_dims: [[M]]}}\n"
+            + _container("CL", "meshX: 16", "{maximize_dims: [[M]]}")
+            + _container("PE", "meshY: 8", "{maximize_dims: [[M]]}")
             + MAC)
     cons = _constraints(_arch(tmp_path, body))
     assert cons["inter_PE_spatial"].spatial_factors["M"] == ("=", 8)
@@ -421,7 +427,7 @@ def test_maximize_dims_serves_every_spatial_constraint_before_the_temporal_ones(
     """Mutant C27 (temporal first): the PE mesh's spatial maximize_dims takes 16 of M = 96 before
     the buffer's temporal one (capacity 16), which gets the 6 left."""
     body = (DRAM + _buf("glb", extra="    constraints: {temporal: {maximize_dims: [[M]], maximize_dims_capacity: 16}}\n")
-            + "  - !Container\n    name: PE\n    spatial: {meshX: 16}\n    constraints: {spatial: {maximize_dims: [[M]]}}\n"
+            + _container("PE", "meshX: 16", "{maximize_dims: [[M]]}")
             + MAC)
     cons = _constraints(_arch(tmp_path, body))
     assert cons["inter_PE_spatial"].spatial_factors["M"] == ("=", 16)
@@ -480,8 +486,8 @@ def test_an_extra_bypass_only_against_the_nodes_keep_is_refused(tmp_path):
 def test_maximize_dims_leaves_room_for_a_whole_dimension_factor_at_its_level(tmp_path):
     """Mutant C30 (a factor 0 at the same level counted as 1): C=0 spreads all of C (3) over the
     16-wide mesh, so M may take at most 16 // 3 = 5 of it."""
-    body = (DRAM + _buf("glb") + "  - !Container\n    name: PE\n    spatial: {meshX: 16}\n"
-            + "    constraints: {spatial: {factors: [C=0], maximize_dims: [[M]]}}\n" + MAC)
+    body = (DRAM + _buf("glb") + _container("PE", "meshX: 16", "{factors: [C=0], maximize_dims: [[M]]}")
+            + MAC)
     arch, problem = load_architecture(_arch(tmp_path, body)), load_problem(LAYER)
     m = load_constraints(arch, None, problem)["inter_PE_spatial"].spatial_factors["M"][1]
     assert 1 < m and m * 3 <= 16
@@ -504,8 +510,8 @@ def test_iteration_macros_in_an_extra_file_for_a_v04_architecture_are_applied(tm
 def test_maximize_dims_leaves_room_for_a_minimum_factor_at_its_level(tmp_path):
     """Mutant C31 (a >= factor at the same level not counted): C>=3 takes at least 3 of the
     16-wide mesh, so M may take at most 16 // 3 = 5."""
-    body = (DRAM + _buf("glb") + "  - !Container\n    name: PE\n    spatial: {meshX: 16}\n"
-            + "    constraints: {spatial: {factors: [C>=3], maximize_dims: [[M]]}}\n" + MAC)
+    body = (DRAM + _buf("glb") + _container("PE", "meshX: 16", "{factors: [C>=3], maximize_dims: [[M]]}")
+            + MAC)
     arch, problem = load_architecture(_arch(tmp_path, body)), load_problem(LAYER)
     m = load_constraints(arch, None, problem)["inter_PE_spatial"].spatial_factors["M"][1]
     assert 1 < m and m * 3 <= 16
@@ -516,8 +522,8 @@ def test_maximize_dims_lists_each_start_from_the_whole_capacity(tmp_path):
     gives C its 3, then P the greedy allocation of 55 within 64 // (2 * 3) = 10: 55 in
     ceil(55 / 10) = 6 rounds of ceil(55 / 6) = 10 (docstring's uneven split), so P = 10, not the
     5 a capacity divided twice by M would leave."""
-    body = (DRAM + _buf("glb") + "  - !Container\n    name: PE\n    spatial: {meshX: 64}\n"
-            + "    constraints: {spatial: {factors: [M=2], maximize_dims: [[C], [P]]}}\n" + MAC)
+    body = (DRAM + _buf("glb") + _container("PE", "meshX: 64", "{factors: [M=2], maximize_dims: [[C], [P]]}")
+            + MAC)
     arch, problem = load_architecture(_arch(tmp_path, body)), load_problem(LAYER)
     f = load_constraints(arch, None, problem)["inter_PE_spatial"].spatial_factors
     assert (f["M"], f["C"], f["P"]) == (("=", 2), ("=", 3), ("=", 10))
@@ -538,8 +544,8 @@ def test_memory_depth_is_a_count_and_named_in_its_error():
 def test_an_uneven_maximize_dims_split_is_refused_naming_where_it_came_from(tmp_path):
     """timeloopfe's greedy allocation may split a dimension unevenly (M=20 of 96 on a 20-wide mesh);
     coexplore models whole factors only, and says the factor came from maximize_dims."""
-    body = (DRAM + _buf("glb") + "  - !Container\n    name: PE\n    spatial: {meshX: 20}\n"
-            + "    constraints: {spatial: {maximize_dims: [[M]]}}\n" + MAC)
+    body = (DRAM + _buf("glb") + _container("PE", "meshX: 20", "{maximize_dims: [[M]]}")
+            + MAC)
     f = _arch(tmp_path, body)
     cons = _constraints(f)
     assert cons["inter_PE_spatial"].spatial_factors["M"] == ("=", 20)
@@ -550,7 +556,7 @@ def test_an_uneven_maximize_dims_split_is_refused_naming_where_it_came_from(tmp_
 def test_spec_keys_are_matched_by_part_of_their_name_as_timeloopfe_does(tmp_path):
     """timeloopfe's Specification: a key naming `ignore` is ignored, then one naming `constraints`
     or `mapping` holds targets for the nodes; an error names the list it comes from."""
-    body = DRAM + _buf("glb") + "  - !Container\n    name: PE\n    spatial: {meshX: 4}\n" + MAC
+    body = DRAM + _buf("glb") + _container("PE", "meshX: 4") + MAC
     extra = ("extra_constraints: {targets: [{target: glb, type: temporal, factors: [N=1]}]}\n"
              "ignore_mapping: [{target: PE, type: spatial, factors: [M=1]}]\n")
     cons = _constraints(_arch(tmp_path, body, extra))

@@ -18,7 +18,7 @@ from typing import Iterable
 
 from coexplore.energy.components import ESTIMATOR, ComponentEstimate, estimate_component
 from coexplore.errors import CoexploreError
-from coexplore.spec.architecture import split_range, yaml_list
+from coexplore.spec.architecture import is_fanout_level, split_range, yaml_list
 from coexplore.spec.yamlio import load_yaml, write_text
 
 VERSION = "0.4"
@@ -53,15 +53,15 @@ def _component_tuple(entry, index: int):
     return str(name), str(cls), attrs, (list(required) if required is not None else None)
 
 
-def _actions_for(est: ComponentEstimate, cls: str, required, placeholder: bool = False) -> list[str]:
+def _actions_for(est: ComponentEstimate, cls: str, required, fanout_level: bool = False) -> list[str]:
     """The actions of a component's ERT table: the required ones, else every one its class
-    defines; a dummy (timeloopfe's `inter_*_spatial` fan-out placeholder, a technology -1 table)
-    only the required ones, as Accelergy emits them; a dummy_storage component of its own (a
-    buffer for Timeloop) every one, at Accelergy's dummy energy."""
+    defines; a dummy (timeloopfe's `inter_*_spatial` fan-out level, a technology -1 table) only
+    the required ones, as Accelergy emits them; a dummy_storage component of its own (a buffer
+    for Timeloop) every one, at Accelergy's dummy energy."""
     compound = all(args == {} for args in est.arguments.values())
-    if cls == "dummy_storage" and required is None and not placeholder:
+    if cls == "dummy_storage" and required is None and not fanout_level:
         return list(est.actions)          # a buffer of its own: every action, at the dummy energy
-    if placeholder or cls == "dummy_storage" or est.primitives == ("self=dummy",):
+    if fanout_level or cls == "dummy_storage" or est.primitives == ("self=dummy",):
         return [a for a in (required or []) if a in est.actions]
     if required is None or compound:   # Accelergy emits every action a compound class defines
         return list(est.actions)
@@ -101,8 +101,7 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
         warnings += [(w, short) for w in notes]
         # Accelergy lists plug-in-priced (primitive) components first, then compound ones
         compound = bool(est.arguments) and all(a == {} for a in est.arguments.values())
-        placeholder = re.fullmatch(r"inter_.+_spatial", short) is not None and "dummy" in est.class_name
-        actions = _actions_for(est, est.class_name, required, placeholder)
+        actions = _actions_for(est, est.class_name, required, is_fanout_level(short, est.class_name))
         if actions:
             ert_tables.append((compound, {"name": name, "actions": [
                 {"name": a, "arguments": dict(est.arguments.get(a, {})), "energy": as_written(est.actions[a])}

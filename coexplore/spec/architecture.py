@@ -276,10 +276,14 @@ def _derive_storage(level: Level, file: str | None) -> None:
         if a.get(attr) is not None:
             setattr(level, attr, _bandwidth(a[attr], file=file, key=f"{key}.{attr}"))
     _refuse_unmodelled(a, file, key)
-    # timeloopfe's placeholder for a fan-out (`inter_<node>_spatial`, class dummy_storage), which it
-    # gives no temporal loops and lets keep nothing; a component of its own whose class is
-    # dummy_storage is a buffer like any other, for Timeloop and here
-    level.is_dummy = "dummy" in level.cls.lower() and re.fullmatch(r"inter_.+_spatial", level.name) is not None
+    level.is_dummy = is_fanout_level(level.name, level.cls)
+
+
+def is_fanout_level(name: str, cls: str) -> bool:
+    """timeloopfe's level for a fan-out (`inter_<node>_spatial`, class dummy_storage), which it gives
+    no temporal loops, lets keep nothing and prices not at all; a component of its own whose class
+    is dummy_storage is a buffer like any other, for Timeloop and here."""
+    return "dummy" in cls.lower() and re.fullmatch(r"inter_.+_spatial", name) is not None
 
 
 def _no_networks(what: str, file, key: str, expected: str) -> CoexploreError:
