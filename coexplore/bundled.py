@@ -42,3 +42,8 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
         return p
     cand = bundled_dir(kind) / f"{p.name}.yaml"
     return cand if cand.is_file() and len(p.parts) == 1 else p
+
+
+def bundled_names(kind: str) -> str:
+    """The bundled `<kind>/` files' names, for a message about a name that is none of them."""
+    return ", ".join(sorted(q.stem for q in bundled_dir(kind).glob("*.yaml"))) or "none found"

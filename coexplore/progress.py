@@ -41,6 +41,17 @@ class _LogLines:
         self.stream.flush()
 
 
+class _LogBar(tqdm):
+    """A bar written as log lines: a forced redraw (a new total, a new postfix) waits for the next
+    due line like an update does, so a short run still writes none."""
+
+    def refresh(self, nolock=False, lock_args=None):
+        now, start = self._time(), getattr(self, "start_t", None)    # none yet: tqdm's first draw (delay 0)
+        if start is not None and (now < start + self.delay or now - self.last_print_t < self.mininterval):
+            return False
+        return super().refresh(nolock=nolock, lock_args=lock_args)
+
+
 def _log_interval() -> float:
     try:
         return max(0.0, float(os.environ.get("TQDM_MININTERVAL", LOG_INTERVAL_S)))
@@ -50,8 +61,9 @@ def _log_interval() -> float:
 
 def progress_bar(iterable=None, **kwargs) -> tqdm:
     kwargs.setdefault("file", sys.stderr)
-    if not getattr(kwargs["file"], "isatty", lambda: False)():
-        every = _log_interval()
-        kwargs.update(file=_LogLines(kwargs["file"]), mininterval=max(every, kwargs.get("mininterval", 0.0)),
-                      delay=every, dynamic_ncols=False, ncols=kwargs.get("ncols", 100))
-    return tqdm(iterable, **kwargs)
+    if getattr(kwargs["file"], "isatty", lambda: False)():
+        return tqdm(iterable, **kwargs)
+    every = _log_interval()
+    kwargs.update(file=_LogLines(kwargs["file"]), mininterval=max(every, kwargs.get("mininterval", 0.0)),
+                  delay=every, dynamic_ncols=False, ncols=kwargs.get("ncols", 100))
+    return _LogBar(iterable, **kwargs)

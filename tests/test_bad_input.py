@@ -288,3 +288,24 @@ def test_an_unknown_option_is_said_by_its_sub_command(capsys):
     with pytest.raises(SystemExit):
         main(["cache", "stats", "--bogus"])
     assert "coexplore cache stats: error: unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_a_mistyped_architecture_name_lists_the_bundled_systems(tmp_path):
+    """As `arch generate` and a mistyped workload do: the names that would have worked."""
+    bundled = sorted(p.stem for p in (ROOT / "arch").glob("*.yaml"))
+    for cmd in (("map", "simbaa", "resnet50", "--layer", "res3a_branch2b"), ("evaluate", "simbaa", LAYER, "m.yaml")):
+        one_line_error(cli(*cmd, cwd=tmp_path), "simbaa: file not found", ", ".join(bundled))
+
+
+def test_a_width_that_is_not_whole_words_is_refused(tmp_path):
+    """Timeloop's BufferLevel::ParseSpecs asserts width % (word bits x block size) == 0 (with a block
+    size of 1 when none is given); a 60-bit row of 8-bit words is not floored to 7 words."""
+    text = (ARCH_DIR / "processed.yaml").read_text()
+    start = text.index("name: shared_glb")
+    at = text.index("width: 64", start)
+    d = tmp_path / "arch"
+    d.mkdir()
+    (d / "ERT.yaml").write_text((ARCH_DIR / "ERT.yaml").read_text())
+    (d / "processed.yaml").write_text(text[:at] + "width: 60" + text[at + len("width: 64"):])
+    one_line_error(cli("evaluate", d / "processed.yaml", LAYER, "m.yaml"), "shared_glb.attributes.width",
+                   "width 60 is not a multiple of datawidth = 8")

@@ -292,3 +292,19 @@ def test_instance_count_too_large_for_counts(capsys, tmp_path):
         del dram["attributes"]["meshX"], dram["attributes"]["meshY"]
     arch = arch_copy(tmp_path, change)
     refused(capsys, ["evaluate", arch, LAYER, MAPPING], arch, "DRAM.name", "too many")
+
+
+def _pe_input_buffer(d):
+    comp = d["architecture"]["subtree"][0]["local"][3]
+    assert comp["name"] == "PEInputBuffer[1..16]"
+    return comp["attributes"]
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda a: (a.update(meshX=5), a.pop("meshY")), "PEInputBuffer: its 16 instances are not divisible by meshX 5"),
+    (lambda a: a.update(meshX=4, meshY=2), "PEInputBuffer: meshX 4 x meshY 2 is not its 16 instances")])
+def test_a_mesh_that_does_not_fit_the_instances_says_what_was_written(capsys, tmp_path, change, says):
+    """Timeloop's ValidateTopology: with meshY not written, the instances must divide by meshX (a
+    message naming a meshY the user never wrote would mislead)."""
+    arch = arch_copy(tmp_path, lambda d: change(_pe_input_buffer(d)))
+    refused(capsys, ["evaluate", arch, LAYER, MAPPING], says, "meshX")

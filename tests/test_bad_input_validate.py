@@ -171,6 +171,15 @@ def test_incomplete_case_folder_is_an_error_not_a_dropped_case(corpus_copy, miss
     one_line_error(rc, err, str(a), str(b), "1 more incomplete case folder")
 
 
+def test_a_corpus_of_incomplete_folders_only_names_one(corpus_copy):
+    """Not 'no cases found': the folder and the file it lacks."""
+    for case in (corpus_copy / "public" / ARCH / LAYER).iterdir():
+        (case / "expected.json").unlink()
+    rc, out, err = run("validate", corpus_copy, "--no-progress")
+    first = sorted((corpus_copy / "public" / ARCH / LAYER).iterdir())[0]
+    one_line_error(rc, err, str(first), "has mapping.yaml but no expected.json")
+
+
 def test_level_left_out_of_the_reference_is_a_mismatch(corpus_copy):
     """compare_records walks the reference's levels; a level the reference omits must not pass."""
     case = cases(corpus_copy, True)[0]

@@ -40,6 +40,16 @@ def test_evaluate_json_matches_timeloop():
                 assert got["levels"][lv]["dataspaces"][ds][k] == v[k]
 
 
+def test_options_may_sit_between_the_positionals():
+    """`evaluate ARCH PROBLEM --json MAPPING` reads MAPPING as the mapping (not an unknown argument)."""
+    case, exp = _valid_case()
+    r = cli("evaluate", ARCH / "processed.yaml", LAYER, "--json", case / "mapping.yaml")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cycles"] == exp["cycles"]
+    r = cli("evaluate", ARCH / "processed.yaml", "--json", LAYER, case / "mapping.yaml", "extra.yaml")
+    assert r.returncode == 2 and "coexplore evaluate: error: unrecognized arguments: extra.yaml" in r.stderr
+
+
 def test_evaluate_v04_arch_with_explicit_ert_and_table():
     case, exp = _valid_case()
     r = cli("evaluate", ARCH / "arch.yaml", LAYER, case / "mapping.yaml", "--ert", ARCH / "ERT.yaml")

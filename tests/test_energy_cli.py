@@ -206,6 +206,9 @@ def _edit_grid(tmp_path, column, value, line=1):
     ("attributes_json", "{x", "not JSON"), ("energy_pJ_full", "nan", "key 'energy_pJ_full'"),
     ("energy_pJ_full", "inf", "finite"), ("area_um2_full", "-3", "key 'area_um2_full'"),
     ("energy_pJ_full", "abc", "not a number"),
+    # the rounded columns are read too, and must be the full ones rounded (a hand-edited cell)
+    ("energy_pJ", "abc", "key 'energy_pJ'"), ("energy_pJ", "inf", "key 'energy_pJ'"),
+    ("area_um2", "-1", "key 'area_um2'"), ("energy_pJ", "9999", "not energy_pJ_full = 512 rounded"),
     pytest.param("energy_pJ_full", "0" * 200_000, "field larger than field limit", id="huge-cell")])
 def test_a_malformed_grid_cell_is_one_line_naming_its_column(monkeypatch, capsys, tmp_path, column, value, says):
     f = _edit_grid(tmp_path, column, value)

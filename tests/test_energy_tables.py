@@ -95,3 +95,15 @@ def test_read_ert_rejects_non_tables(tmp_path):
     p.write_text("foo: 1\n")
     with pytest.raises(CoexploreError, match="ERT.tables"):
         read_ert(p)
+
+
+def test_area_counts_every_range_in_a_components_full_name():
+    """Accelergy names a v0.3 component inside a ranged subtree `system.PE[0..15].MAC[0..15]`:
+    256 MACs; a range on the subtree only (`PE[0..255].MAC`) is 256 too."""
+    from coexplore.energy.tables import area_breakdown
+    art = {"ART": {"tables": [{"name": "system.DRAM", "area": 0.0},
+                              {"name": "system.tpu.PE[0..15].MAC[0..15]", "area": 2.0},
+                              {"name": "system.tpu.PE[0..255].WeightReg", "area": 3.0},
+                              {"name": "system.pe_spad[0..167]", "area": 4.0}]}}
+    assert area_breakdown(art) == [("DRAM", 1, 0.0), ("MAC", 256, 2.0), ("WeightReg", 256, 3.0),
+                                   ("pe_spad", 168, 4.0)]

@@ -17,6 +17,26 @@ def test_a_bar_into_a_file_refreshes_rarely_and_a_short_run_writes_nothing(monke
     assert out.getvalue() == ""          # no "0%" line, no blanked line
 
 
+def test_forced_redraws_in_a_short_run_write_nothing_either(monkeypatch):
+    """A new total (an exhaustive space smaller than the budget) or a new postfix (the layer a
+    network's run maps) redraws a terminal bar at once; in a log it waits for the next due line."""
+    monkeypatch.delenv("TQDM_MININTERVAL", raising=False)
+    out = io.StringIO()
+    bar = progress_bar(total=100, file=out, leave=False)
+    bar.total = 50
+    bar.refresh()
+    for layer in ("conv1", "conv2"):
+        bar.set_postfix_str(layer)
+        bar.update(25)
+    bar.close()
+    assert out.getvalue() == ""
+    monkeypatch.setenv("TQDM_MININTERVAL", "0")
+    bar = progress_bar(total=10, file=out, desc="map", leave=False)
+    bar.set_postfix_str("conv1")
+    bar.close()
+    assert "conv1" in out.getvalue()      # once due, a forced redraw is written
+
+
 def test_log_lines_each_on_a_line_of_their_own(monkeypatch):
     """With TQDM_MININTERVAL set, a bar into a file writes whole lines: a message after it starts on
     a line of its own, and no carriage return or blanked line is left in the log."""

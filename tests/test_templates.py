@@ -590,7 +590,12 @@ def test_a_mapping_outside_the_constraints_names_the_level(tmp_path):
                        .replace("factors: C1 M1 R1 S1 N1 P14 Q4", "factors: C1 M1 R1 S1 N1 P7 Q8"))
     with pytest.raises(CoexploreError) as err:
         space.encode(ctx.load_mapping(bad))
-    assert "the mapping puts a factor 2 of P at inter_PE_column_spatial (spatial Y)" in str(err.value)   # (split 1: Q on X)
+    assert "the mapping puts P=2 at inter_PE_column_spatial (spatial Y)" in str(err.value)   # (split 1: Q on X)
+    bad.write_text(text.replace("factors: C1 M1 R1 S1 N1 P1 Q14", "factors: C1 M1 R1 S1 N1 P14 Q1")
+                       .replace("factors: C1 M1 R1 S1 N1 P14 Q4", "factors: C1 M1 R1 S1 N1 P1 Q56"))
+    with pytest.raises(CoexploreError) as err:
+        space.encode(ctx.load_mapping(bad))
+    assert "the mapping puts P=14 at inter_PE_column_spatial (spatial Y)" in str(err.value)   # the factor given
 
 
 def test_a_var_no_template_asks_for_is_warned_about(capsys):

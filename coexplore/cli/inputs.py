@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from coexplore.bundled import resolve
+from coexplore.bundled import bundled_names, resolve
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import level_costs
 from coexplore.energy.pricing import CLASS_SETS, builtin_ert, is_node_list
@@ -140,6 +140,10 @@ def load_inputs(args, with_constraints: bool = False
     Timeloop ARCH (constraints.yaml) or in its v0.4 nodes.
     """
     args.arch = str(resolve("arch", args.arch))     # a bundled system name such as `simba`
+    if not Path(args.arch).exists():
+        raise CoexploreError("file not found", file=args.arch,
+                             expected="a Timeloop architecture or system YAML file, or a bundled system "
+                                      f"({bundled_names('arch')})")
     problem = load_problem_arg(args.problem, args.layer)
     for w in problem_warnings(problem, args.problem):
         print(f"coexplore: warning: {w}", file=sys.stderr)

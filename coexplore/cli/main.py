@@ -37,6 +37,19 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        """A sub-command's positionals may sit on both sides of its options (`evaluate ARCH PROBLEM
+        --layer L MAPPING`), as argparse's intermixed parsing reads them."""
+        if self._intermixing or any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
     def parse_args(self, args=None, namespace=None):
         """An option the sub-command does not know is said by the sub-command (argparse says it
         at the top level: `coexplore: error`, pointing at the wrong --help)."""

@@ -58,6 +58,22 @@ def _float(text: str | None, n: int, column: str, file: str) -> float | None:
     return value
 
 
+ROUNDING = 1e-4    # the grid's rounded column (6 significant digits) against its full-precision one
+
+
+def _value(rec: dict, column: str, n: int, file: str) -> float | None:
+    """A row's reference value: its `<column>_full` when the grid has one, else `<column>`; both
+    are read, and a rounded value that is not the full one rounded is refused (an edited cell)."""
+    rounded = _float(rec[column], n, column, file)
+    full = _float(rec.get(column + "_full"), n, column + "_full", file)
+    if full is None:
+        return rounded
+    if rounded is not None and abs(rounded - full) > ROUNDING * max(abs(full), 1e-12):
+        raise CoexploreError(f"row {n}: {rounded:g} is not {column}_full = {full:g} rounded", file=file, key=column,
+                             expected=f"{column} and {column}_full the same number (one rounded)")
+    return full
+
+
 def read_grid(path: str | Path) -> list[GridRow]:
     """Parse a grid CSV; raise CoexploreError naming the file and column on bad input."""
     path = Path(path)
@@ -97,12 +113,7 @@ def _grid_row(rec: dict, n: int, file: str) -> GridRow:
     if not isinstance(attributes, dict):
         raise CoexploreError(f"row {n}: {type(attributes).__name__}", file=file, key="attributes_json",
                              expected="a JSON object of the component's attributes")
-    energy = _float(rec.get("energy_pJ_full"), n, "energy_pJ_full", file)
-    if energy is None:
-        energy = _float(rec["energy_pJ"], n, "energy_pJ", file)
-    area = _float(rec.get("area_um2_full"), n, "area_um2_full", file)
-    if area is None:
-        area = _float(rec["area_um2"], n, "area_um2", file)
+    energy, area = _value(rec, "energy_pJ", n, file), _value(rec, "area_um2", n, file)
     row = (rec.get("row") or "").strip()
     if row and not row.isdigit():
         raise CoexploreError(f"row {n}: {row[:40]!r}", file=file, key="row", expected="a whole number >= 0")

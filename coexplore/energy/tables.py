@@ -224,13 +224,16 @@ def write_ert(path: str | Path, ert: dict, estimator: str | None = None) -> Path
 
 def area_breakdown(art: dict) -> list[tuple[str, int, float]]:
     """(component, instances, um^2 per instance) of each ART entry; the instance count is the
-    `[1..N]` suffix Accelergy gives a component's full name (1 without one)."""
+    product of the `[a..b]` ranges in the component's full name, as Accelergy writes it (the
+    component's own and its v0.3 subtrees': `system.PE[0..15].MAC[0..15]` is 256 MACs)."""
     out = []
     for i, t in enumerate(art["ART"]["tables"]):
-        full, rng = re.fullmatch(r"(.*?)(\[[^\[\]]*\])?", str(t["name"])).groups()
-        short = full.split(".")[-1]
-        _, n = split_range(short + (rng or ""), key=f"ART.tables[{i}].name")   # refuses PE[16..1]
-        out.append((short, n, float(t["area"])))
+        parts = re.findall(r"([^.\[\]]+)(\[[^\[\]]*\])?", str(t["name"]))
+        n = 1
+        for part, rng in parts:
+            if rng:
+                n *= split_range(part + rng, key=f"ART.tables[{i}].name")[1]   # refuses PE[16..1]
+        out.append((parts[-1][0] if parts else str(t["name"]), n, float(t["area"])))
     return out
 
 

@@ -557,12 +557,16 @@ class MapSpace:
                         break
                 else:
                     inner = list(reversed(self.arch.levels))
-                    where = next((f"{inner[li].name} ({('temporal', 'spatial X', 'spatial Y')[k]})"
+                    given = {KIND_T: m.temporal, KIND_X: m.spatial_x, KIND_Y: m.spatial_y}
+                    dim = self.problem.dims[fp.dim]
+                    where = next((f"{dim}={given[k][b, li, fp.dim]} at {inner[li].name} "
+                                  f"({('temporal', 'spatial X', 'spatial Y')[k]})"
                                   for k in (KIND_T, KIND_X, KIND_Y) for li in range(len(inner))
-                                  if left[k][li, fp.dim] % fp.prime == 0 and left[k][li, fp.dim] > 1), "a level")
+                                  if left[k][li, fp.dim] % fp.prime == 0 and left[k][li, fp.dim] > 1),
+                                 f"a factor {fp.prime} of {dim} at a level")
                     which = f"mapping {b + 1} of the batch" if B > 1 else "the mapping"
-                    raise CoexploreError(f"{which} puts a factor {fp.prime} of {self.problem.dims[fp.dim]} at "
-                                         f"{where}, where the constraints allow none", key="mapping",
+                    raise CoexploreError(f"{which} puts {where}, which the constraints do not allow (a factor "
+                                         f"{fp.prime} of {dim} finds no place)", key="mapping",
                                          expected="a mapping in the mapspace")
             for pi, li, d in self.perm_index:
                 order = list(m.perm[b, li])

@@ -23,9 +23,10 @@ def validate(root, progress: bool = True, stride_rule: str = "current") -> dict:
     """Evaluate all cases (batched per (arch, layer)) and summarise the errors.
 
     stride_rule "pre2025" reproduces references made by Timeloop before 2025 (model.nest.analyse)."""
+    if Path(root).is_dir():
+        refuse_incomplete(root)     # first: a corpus of incomplete folders only names one of them
     cases = discover(root)
     t0 = time.perf_counter()
-    refuse_incomplete(root)
     no_arch = sorted({c.arch_file.parent for c in cases if not c.arch_file.is_file()})
     if no_arch:
         raise CoexploreError("no processed.yaml or arch.yaml", file=str(no_arch[0]),

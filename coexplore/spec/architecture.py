@@ -227,8 +227,9 @@ def _derive_storage(level: Level, file: str | None) -> None:
             # Timeloop: a given block size makes width set the cluster size (and must divide it)
             level.cluster_size = _derived(w, level.word_bits * level.block_size, file, f"{key}.width",
                                           "datawidth x block_size")
-        elif block is None:              # width sets the block size (cluster size given or 1)
-            level.block_size = max(1, w // (level.word_bits * level.cluster_size))
+        elif block is None:              # width sets the block size (cluster size given or 1; must divide)
+            level.block_size = _derived(w, level.word_bits * level.cluster_size, file, f"{key}.width",
+                                        "datawidth x cluster_size" if level.cluster_size != 1 else "datawidth")
     elif block is None:
         level.block_size = 1
     is_dram = "dram" in level.cls.lower() or str(a.get("technology", "")).upper() == "DRAM"
@@ -626,9 +627,13 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
                     lv.mesh_x = inst
                 lv.mesh_y = int(lv.attributes.get("meshY", max(1, inst // max(1, lv.mesh_x))) or 1)
                 if lv.mesh_x * lv.mesh_y != inst:            # Timeloop's ValidateTopology asserts
-                    raise CoexploreError(f"meshX {lv.mesh_x} x meshY {lv.mesh_y} is not its {inst} instances",
-                                         file=file, key=f"{here}.local[{j}].attributes.meshX",
-                                         expected="meshX x meshY = the number of instances")
+                    given_y = "meshY" in lv.attributes
+                    raise CoexploreError(
+                        f"{lv.name}: " + (f"meshX {lv.mesh_x} x meshY {lv.mesh_y} is not its {inst} instances"
+                                          if given_y else f"its {inst} instances are not divisible by meshX {lv.mesh_x}"),
+                        file=file, key=f"{here}.local[{j}].attributes.meshX",
+                        expected="meshX x meshY = the number of instances" if given_y
+                        else "a meshX dividing the number of instances (meshY is their quotient)")
                 levels.append(lv)
             walk(st.get("subtree"), attrs, m, f"{here}.subtree")
 

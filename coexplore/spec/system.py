@@ -440,10 +440,9 @@ def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
     files to exist (the sweep needs them; generating the architectures does not)."""
     p = resolve("arch", path)          # a bundled system name such as `simba_2x2` works too
     if not p.is_file():
-        from coexplore.bundled import bundled_dir
-        names = ", ".join(sorted(q.stem for q in bundled_dir("arch").glob("*.yaml"))) or "none found"
+        from coexplore.bundled import bundled_names
         raise CoexploreError("file not found", file=str(p),
-                             expected=f"a system YAML file or a bundled system ({names})")
+                             expected=f"a system YAML file or a bundled system ({bundled_names('arch')})")
     doc = load_yaml(p)                  # strict: a key given twice is refused
     spec = parse_system(doc, file=str(p))
     if check_files:
