@@ -249,7 +249,11 @@ def test_multiple_buffering(capsys, tmp_path, value, needle):
     (lambda d: d["architecture_constraints"].update(targets=5), "architecture_constraints.targets", "got 5"),
     (lambda d: d["architecture_constraints"]["targets"][0].update(factors=f"M<={BIG}"), "factors", "too large"),
     (lambda d: d["architecture_constraints"]["targets"][0].update(factors=f"M={BIG}"), "factors", "too large"),
-    (lambda d: d["architecture_constraints"]["targets"][0].update(target={"a": 1}), "targets[0].target", "got"),
+    (lambda d: d["architecture_constraints"]["targets"][0].update(target={"a": 1}),
+     "key 'architecture_constraints.targets[0].target'", "got"),
+    # a file with both blocks: the key says which block's entry (timeloop-mapper combines them)
+    (lambda d: d.update(mapspace_constraints={"targets": [{"target": "NoSuchLevel", "type": "temporal"}]}),
+     "key 'mapspace_constraints.targets[0].target'", "unknown level 'NoSuchLevel'"),
 ])
 def test_bad_constraints(capsys, tmp_path, change, key, needle):
     cons = mutated(CONSTRAINTS, tmp_path / "c.yaml", change)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coexplore.arch.core import CoreArch, build_core
+from coexplore.arch.file_core import FileCore
 from coexplore.errors import CoexploreError
 from coexplore.spec.system import CoreSpec, SystemSpec, load_system
 
@@ -34,7 +35,7 @@ class CoreInstance:
 class SystemArch:
     """A system with its distinct core architectures generated."""
     spec: SystemSpec
-    cores: dict[str, CoreArch]        # core name -> generated core, in file order
+    cores: dict[str, CoreArch | FileCore]   # core name -> generated core (or the user's files), in file order
 
     def instances(self) -> list[CoreInstance]:
         out = []
@@ -67,6 +68,10 @@ def build_system(spec: SystemSpec) -> SystemArch:
     """Generate every distinct core of `spec` (errors name the file and core key)."""
     cores = {}
     for c in spec.cores:
+        if c.template is None:          # a Timeloop architecture file of the user's own
+            cores[c.name] = FileCore(c.name, c.arch, c.ert, c.constraints, key=c.key)
+            cores[c.name].architecture       # read now: a bad file is said before any work
+            continue
         try:
             cores[c.name] = build_core(c.template, core_params(spec, c), c.name, file=spec.file,
                                        key=f"{c.key}.params")

@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from coexplore.arch.file_core import FileCore
 from coexplore.arch.system import load_system_arch
 from coexplore.arch.tables import find_given_tables, price_core
 from coexplore.energy.tables import area_breakdown, read_art, write_art, write_ert
@@ -56,7 +57,9 @@ def run(args) -> int:
     # folder as it was, never new architecture files beside old energy tables
     priced = {}
     for name, core in system.cores.items():
-        if args.ert_from:
+        if isinstance(core, FileCore):        # the user's own files: its tables given, beside it, or priced
+            priced[name] = ("files", core.tables(estimator=args.energy))
+        elif args.ert_from:
             priced[name] = ("given", find_given_tables(core, args.ert_from))
         else:
             try:
@@ -66,9 +69,19 @@ def run(args) -> int:
     warned = []
     for name, core in system.cores.items():
         core_dir = out / name
-        core.write(core_dir)
+        written = core.write(core_dir)
         how, what = priced[name]
-        if how == "given":
+        if how == "files":
+            for table, root, write in ((what[0], "ERT", write_ert), (what[1], "ART", write_art)):
+                if isinstance(table, Path):
+                    shutil.copyfile(table, core_dir / f"{root}.yaml")
+                else:
+                    write(core_dir / f"{root}.yaml", table)
+            said = [f"copied from {t}" if isinstance(t, Path) else
+                    "built-in estimator" if args.energy == "builtin" else "accelergy" for t in what]
+            source = said[0] if said[0] == said[1] else f"ERT {said[0]}, ART {said[1]}"
+            warned += [f"{name}: {w}" for t in what if isinstance(t, dict) for w in t.get("warnings") or ()]
+        elif how == "given":
             shutil.copyfile(what[0], core_dir / "ERT.yaml")
             shutil.copyfile(what[1], core_dir / "ART.yaml")
             source = f"copied from {what[0].parent}"
@@ -80,10 +93,15 @@ def run(args) -> int:
             source = "built-in estimator" if args.energy == "builtin" else "accelergy"
         count = system.spec.core(name).count
         area = sum(n * a for _, n, a in area_breakdown(read_art(core_dir / "ART.yaml"))) / 1e6
-        rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source, area))
+        if isinstance(core, FileCore):
+            arch = core.architecture
+            rows.append((name, None, count, arch.compute.instances, len(arch.all_levels), source, area,
+                         list(written)))
+        else:
+            rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source, area,
+                         list(written)))
     spec = system.spec
     if args.json:
-        files = ("arch", "processed", "constraints", "ERT", "ART")
         print(json.dumps({
             "system": spec.name, "file": str(args.system), "out": str(out), "cores_total": spec.n_cores,
             "clock_GHz": spec.clock_GHz, "offchip_GBps": spec.dram.bandwidth_GBps_at(spec.clock_GHz),
@@ -91,8 +109,8 @@ def run(args) -> int:
             "dram": {"type": spec.dram.type, "width": spec.dram.width},
             "cores": [{"name": name, "template": template, "copies": count, "macs": macs, "levels": levels,
                        "area_mm2": area, "ert_art": source,
-                       "files": {f: str(out / name / f"{f}.yaml") for f in files}}
-                      for name, template, count, macs, levels, source, area in rows],
+                       "files": {f: str(out / name / f"{f}.yaml") for f in (*written, "ERT", "ART")}}
+                      for name, template, count, macs, levels, source, area, written in rows],
             "warnings": warned}, indent=1))
         return 0
     print(f"system {spec.name}: {spec.n_cores} core{'s' if spec.n_cores != 1 else ''}, off-chip "
@@ -101,11 +119,13 @@ def run(args) -> int:
           f"DRAM {spec.dram.type} x{spec.dram.width}")
     w = max(14, *(len(r[0]) for r in rows))
     print(f"{'core':<{w}} {'template':<9} {'copies':>6} {'MACs':>6} {'levels':>6} {'area mm^2':>10}  ERT/ART")
-    for name, template, count, macs, levels, source, area in rows:
-        print(f"{name:<{w}} {template:<9} {count:>6} {macs:>6} {levels:>6} {area:>10.4g}  {source}")
+    for name, template, count, macs, levels, source, area, _ in rows:
+        print(f"{name:<{w}} {template or '(file)':<9} {count:>6} {macs:>6} {levels:>6} {area:>10.4g}  {source}")
     print("(levels: storage levels and the compute level; area: one copy, instances x per-instance area "
           "from its ART.yaml)")
-    print(f"wrote {out}/<core>/{{arch,processed,constraints,ERT,ART}}.yaml")
+    print(f"wrote {out}/<core>/{{arch,processed,constraints,ERT,ART}}.yaml"
+          + "".join(f"; {name}/: " + ", ".join(f"{f}.yaml" for f in (*written, "ERT", "ART")) + " (its own files)"
+                    for name, template, *_, written in rows if template is None))
     for w in warned:
         print(f"coexplore: warning: {w}", file=sys.stderr)
     return 0

@@ -80,7 +80,7 @@ def price_architecture(path: str | Path, classes: str | None = None, estimator: 
     return ert, art, classes
 
 
-def builtin_ert(path: Path, classes: str | None = None) -> EnergyTable:
+def builtin_ert(path: Path, classes: str | None = None, override: str = "--ert ERT.yaml") -> EnergyTable:
     """The energy table of a v0.4 node-list architecture without one: priced with the built-in
     estimator as `coexplore energy tables` prices it (timeloop-model runs Accelergy on such a file)."""
     from coexplore.spec.ert import parse_ert
@@ -88,11 +88,11 @@ def builtin_ert(path: Path, classes: str | None = None) -> EnergyTable:
         ert, _, classes = price_architecture(path, classes)
     except CoexploreError as exc:       # say why coexplore was pricing the file at all
         exc.expected = (f"{exc.expected}; " if exc.expected else "") + \
-            "no ERT was given or found, so coexplore priced the file itself: --ert ERT.yaml to use one"
+            f"no ERT was given or found, so coexplore priced the file itself: {override} to use one"
         raise
     table = parse_ert(ert, str(path))
     table.source = f"{ert['estimator']}, no ERT given"
     warnings.warn(f"{path}: no ERT given or beside it: energies from the built-in estimator ({classes} "
-                  "classes), as `coexplore energy tables` writes them; --ert to use another", CoexploreNote,
+                  f"classes), as `coexplore energy tables` writes them; {override} to use another", CoexploreNote,
                   stacklevel=2)
     return table

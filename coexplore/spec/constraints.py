@@ -240,8 +240,9 @@ def _directives(targets: list, file) -> list[tuple[str, dict, str]]:
     if targets is not None and not isinstance(targets, list):
         raise CoexploreError(f"got {targets!r}", file=file, key="targets",
                              expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
+    keys = getattr(targets, "keys", None)
     for i, t in enumerate(targets or []):
-        key = f"targets[{i}]"
+        key = keys[i] if keys and len(keys) == len(targets) else f"targets[{i}]"
         if not isinstance(t, dict) or ("target" not in t and "name" not in t):
             raise CoexploreError("missing target", file=file, key=key, expected="a mapping with target and type")
         level = t.get("target", t.get("name"))
@@ -495,6 +496,19 @@ def _complete_permutations(c: LevelConstraints, problem) -> None:
             setattr(c, f"{kind}_permutation", units + list(perm))
 
 
+class Directives(list):
+    """Constraint directives gathered from a document, each with the key it sits at in its file
+    (`mapspace_constraints.targets[2]`), so that a message names it where the user wrote it."""
+
+    def __init__(self, items=(), keys=()):
+        super().__init__(items)
+        self.keys = list(keys)
+
+    def add(self, items: list, where: str) -> None:
+        self.keys += [f"{where}[{i}]" for i in range(len(items))]
+        self.extend(items)
+
+
 def constraint_targets(data, file=None) -> list | None:
     """The constraint directives of a Timeloop input document: `architecture_constraints` and
     `mapspace_constraints` (or `mapspace` / `constraints`) together, as timeloop-mapper combines
@@ -503,7 +517,7 @@ def constraint_targets(data, file=None) -> list | None:
     if not isinstance(data, dict):
         return None
     found = False
-    body: list = []
+    body = Directives()
     for k in ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints"):
         v = data.get(k)
         where = k
@@ -515,14 +529,15 @@ def constraint_targets(data, file=None) -> list | None:
             raise CoexploreError(f"got {v!r}", file=file, key=where,
                                  expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
         found = True
-        body += list(v or [])
+        body.add(list(v or []), where)
         if k == "mapspace":
             break                          # mapspace and constraints: older names of one block
     if not found and "targets" in data:
         if data["targets"] is not None and not isinstance(data["targets"], list):
             raise CoexploreError(f"got {data['targets']!r}", file=file, key="targets",
                                  expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
-        return list(data["targets"] or [])
+        body.add(list(data["targets"] or []), "targets")
+        return body
     return body if found else None
 
 

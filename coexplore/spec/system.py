@@ -14,6 +14,11 @@
         template: simba           # simba | eyeriss
         params: {glb_depth: 4096} # template parameters (see coexplore.arch); optional
         grid: [2, 2]              # rows x columns of identical cores; or `count: 4`; default count 1
+      - name: tpu                 # or a core of your own: a Timeloop architecture file (v0.4 node
+        arch: tpu/arch.yaml       #   list, whole spec or flattened v0.3), relative to this file;
+        ert: tpu/ERT.yaml         #   optional: its energy table (default: beside it or inside it, else
+        constraints: tpu/c.yaml   #   priced with the built-in estimator) and mapspace constraints
+        count: 2                  #   (default: its nodes' or a constraints.yaml beside it)
     workloads: [../problems/resnet50.yaml]     # optional; paths relative to this file, or bundled names (bert_base)
     sweep:                        # optional; Cartesian product of the axes
       axes:
@@ -45,7 +50,7 @@ from coexplore.spec.yamlio import load_yaml
 TOP_KEYS = ("system", "workloads", "sweep", "objectives", "mappers")
 SYSTEM_KEYS = ("name", "description", "clock_GHz", "technology", "dram", "cores")
 DRAM_KEYS = ("type", "width", "bandwidth_GBps", "bytes_per_cycle")
-CORE_KEYS = ("name", "template", "params", "count", "grid")
+CORE_KEYS = ("name", "template", "arch", "ert", "constraints", "params", "count", "grid")
 MAX_CORES = 10_000     # cores in a system: the job table has a latency and a bandwidth column per core
 OBJECTIVES = ("latency", "energy", "edp", "area", "throughput")
 MAPPER_ROLES = ("layer", "system")   # an online (multi-tenant) scheduler is not part of coexplore yet
@@ -73,13 +78,17 @@ class DramSpec:
 
 @dataclass(frozen=True)
 class CoreSpec:
-    """One distinct core design and how many copies the system holds."""
+    """One distinct core design and how many copies the system holds: a template with parameters,
+    or (`template` None) a Timeloop architecture file with optional ERT and constraints files."""
     name: str
-    template: str
+    template: str | None
     params: dict = field(default_factory=dict)
     count: int = 1
     grid: tuple[int, int] | None = None
     key: str = "system.cores[0]"          # where it sits in the file (for error messages)
+    arch: Path | None = None
+    ert: Path | None = None
+    constraints: Path | None = None
 
     def instance_names(self) -> list[str]:
         """Names of the copies: `name` (one copy), `name_i` (count) or `name_r_c` (grid)."""
@@ -238,14 +247,43 @@ def _parse_dram(value, file) -> DramSpec:
         if has_bpc else None)
 
 
-def _parse_core(value, file, index: int) -> CoreSpec:
+def _core_name(c: dict):
+    """A core entry's name as written or defaulted: its template, or its architecture file's stem."""
+    if "name" in c:
+        return c["name"]
+    if "template" in c:
+        return c["template"]
+    return Path(str(c["arch"])).stem if isinstance(c.get("arch"), str) else None
+
+
+def _parse_core(value, file, index: int, base: Path) -> CoreSpec:
     key = f"system.cores[{index}]"
-    c = _mapping(value, file, key, CORE_KEYS, "template, params and count or grid")
-    if "template" not in c:
-        raise _err("missing key 'template'", file, f"{key}.template",
-                   "a core template name (simba, eyeriss)")
-    template = _string(c["template"], file, f"{key}.template")
-    name = _string(c.get("name", template), file, f"{key}.name")
+    c = _mapping(value, file, key, CORE_KEYS, "template and params, or arch (ert, constraints); count or grid")
+    if ("template" in c) == ("arch" in c):
+        raise _err("both 'template' and 'arch' given" if "template" in c else "missing key 'template'",
+                   file, f"{key}.template", "a core template name (simba, eyeriss), or arch: a Timeloop "
+                   "architecture file of your own (not both)")
+    files = {}
+    if "arch" in c:
+        for k in ("params",):
+            if k in c:
+                raise _err(f"'{k}' with 'arch'", file, f"{key}.{k}",
+                           "template parameters only with a template (edit the architecture file instead)")
+        for k in ("arch", "ert", "constraints"):
+            if k in c:
+                p = _join(base, _string(c[k], file, f"{key}.{k}"))
+                if not p.is_file():
+                    raise _err(f"no such file {p}", file, f"{key}.{k}",
+                               "a Timeloop architecture file" if k == "arch" else
+                               "an energy table (ERT.yaml)" if k == "ert" else "a Timeloop constraints file")
+                files[k] = p
+    else:
+        for k in ("ert", "constraints"):
+            if k in c:
+                raise _err(f"'{k}' with a template", file, f"{key}.{k}",
+                           f"{k} files only with arch: (a template's core is priced and constrained by coexplore)")
+    template = _string(c["template"], file, f"{key}.template") if "template" in c else None
+    name = _string(_core_name(c), file, f"{key}.name")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name):
         raise _err(f"core name {name!r} cannot be used in sweep paths and directory names",
                    file, f"{key}.name", "letters, digits, '_' and '-' (starting with a letter or '_')")
@@ -268,7 +306,7 @@ def _parse_core(value, file, index: int) -> CoreSpec:
     elif "count" in c:
         count = _number(c["count"], file, f"{key}.count", integer=True)
     return CoreSpec(name=name, template=template, params=dict(params), count=count, grid=grid,
-                    key=key)
+                    key=key, **files)
 
 
 def _split_path(path: str) -> list[str]:
@@ -292,11 +330,9 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
                 raise _err(f"path '{path}' stops at a core", file, key,
                            "cores.<name>.params.<parameter>, cores.<name>.count or .grid")
             name = parts[i + 1]
-            match = [c for c in node["cores"]
-                     if isinstance(c, dict) and c.get("name", c.get("template")) == name]
+            match = [c for c in node["cores"] if isinstance(c, dict) and _core_name(c) == name]
             if not match:
-                names = [c.get("name", c.get("template")) for c in node["cores"]
-                         if isinstance(c, dict)]
+                names = [str(_core_name(c)) for c in node["cores"] if isinstance(c, dict)]
                 raise _err(f"no core named '{name}'", file, key, "one of " + ", ".join(names))
             node = match[0]
             i += 2
@@ -304,6 +340,9 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
         if part not in node:
             if part == "params" and "template" in node:
                 node["params"] = {}
+            elif part == "params" and "arch" in node:
+                raise _err(f"path '{path}': core '{_core_name(node)}' is an architecture file of its own, with no "
+                           "template parameters", file, key, "cores.<name>.count or .grid for such a core")
             else:
                 raise _err(f"path '{path}': no key '{part}'", file, key, "an existing key")
         node = node[part]
@@ -345,7 +384,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
     if not isinstance(cores_raw, list) or not cores_raw:
         raise _err(f"got {_kind(cores_raw)}", file, "system.cores",
                    "a non-empty list of cores ({template, params, count | grid})")
-    cores = tuple(_parse_core(c, file, i) for i, c in enumerate(cores_raw))
+    cores = tuple(_parse_core(c, file, i, base) for i, c in enumerate(cores_raw))
     seen: dict[str, int] = {}
     for i, c in enumerate(cores):
         if c.name in seen:

@@ -15,6 +15,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from coexplore.arch.file_core import FileCore
 from coexplore.arch.system import SystemArch, load_system_arch
 from coexplore.arch.tables import price_core
 from coexplore.errors import CoexploreError, CoexploreWarning
@@ -23,8 +24,10 @@ from coexplore.model.inputs import Context
 from coexplore.search import registry
 from coexplore.search.layer import NoValidMapping, map_layer
 from coexplore.spec.architecture import parse_architecture
-from coexplore.spec.constraints import constraints_from_targets
-from coexplore.spec.ert import parse_ert
+from coexplore.energy.pricing import builtin_ert
+from coexplore.model.inputs import locate_ert
+from coexplore.spec.constraints import constraints_from_targets, load_constraints
+from coexplore.spec.ert import load_ert, parse_ert
 from coexplore.spec.problem import parse_problem
 from coexplore.spec.workload import Workload, find_workload, layer_problem, load_workload
 from coexplore.system.jobs import Job, JobTable, build_job_table
@@ -56,6 +59,8 @@ def system_layer_mapper(system) -> "registry.MapperSpec | None":
 def core_model(system: SystemArch, name: str) -> CoreModel:
     """Architecture, built-in ERT and constraints of the core design `name`."""
     core = system.cores[name]
+    if isinstance(core, FileCore):
+        return _file_core_model(core)
     flat = core.flattened()
     arch = parse_architecture(flat.processed, file=f"{system.spec.file}:{name}", name=name)
     try:
@@ -66,6 +71,22 @@ def core_model(system: SystemArch, name: str) -> CoreModel:
     targets = flat.constraints.get("architecture_constraints", {}).get("targets", [])
     cons = constraints_from_targets(targets, arch, f"{name} constraints")
     return CoreModel(name, arch, level_costs(arch, ert), ert, cons, tuple(ert_dict.get("warnings") or ()))
+
+
+def _file_core_model(core: FileCore) -> CoreModel:
+    """A core of the user's own files, found as `coexplore evaluate` / `map` find them: its ERT given,
+    else beside or inside the architecture file, else priced with the built-in estimator (a note says
+    so); its constraints given, else its nodes' or a constraints.yaml beside it."""
+    arch = core.architecture
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ert = load_ert(core.ert_file) if core.ert_file is not None else \
+            locate_ert(core.arch_file) or builtin_ert(core.arch_file, override=f"ert: FILE in {core.key}")
+        costs = level_costs(arch, ert)
+    told = [f"{core.arch_file}: {w}" for w in arch.warnings] + [str(w.message) for w in said] + \
+        [f"{ert.source}: {w}" for w in costs.notes]
+    cons = load_constraints(arch, core.constraints_file)
+    return CoreModel(core.name, arch, costs, ert, cons, tuple(told))
 
 
 def core_models(system: SystemArch) -> dict[str, CoreModel]:

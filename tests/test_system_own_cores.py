@@ -1,0 +1,119 @@
+"""A system core of the user's own: `cores: [{arch: FILE, ert: ..., constraints: ...}]` beside
+template cores, read as `coexplore evaluate` / `map` read an ARCH file."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS
+
+from coexplore.errors import CoexploreError
+from coexplore.search import registry
+from coexplore.spec.system import load_system
+from coexplore.system.from_system import core_model, system_job_table
+
+ARCHES = CORPUS / "arches"
+WORKLOAD = """
+workload:
+  name: mini
+  layers:
+  - {name: a, instance: {C: 16, M: 32, R: 3, S: 3, N: 1, P: 14, Q: 14}}
+"""
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "coexplore.cli.main", *map(str, args)],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.fixture()
+def system(tmp_path):
+    """simba (template) + the corpus' eyeriss_like v0.4 node list with its ERT/ART beside it."""
+    shutil.copytree(ARCHES / "eyeriss_like", tmp_path / "mine")
+    (tmp_path / "mine" / "constraints.yaml").unlink()        # the nodes' own constraints apply
+    (tmp_path / "wl.yaml").write_text(WORKLOAD)
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {template: simba}\n"
+                    "  - {arch: mine/arch.yaml, count: 2}\nworkloads: [wl.yaml]\n")
+    return path
+
+
+def test_evaluate_on_an_own_core_gives_timeloops_numbers(system):
+    """`evaluate SYSTEM --core NAME` on a corpus mapping of that architecture: the reference's numbers."""
+    case = next(c for c in sorted((CORPUS / "public" / "eyeriss_like" / "tiny_conv").iterdir())
+                if json.loads((c / "expected.json").read_text())["valid"])
+    exp = json.loads((case / "expected.json").read_text())
+    r = cli("evaluate", system, CORPUS / "layers" / "tiny_conv.yaml", case / "mapping.yaml", "--core", "arch",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["cycles"] == exp["cycles"] and got["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-9)
+
+
+def test_an_own_core_in_a_job_table(system):
+    spec = load_system(system)
+    assert [c.name for c in spec.cores] == ["simba", "arch"] and spec.cores[1].template is None
+    table, sysarch = system_job_table(system, layer_mapper=registry.mapper_spec("random"), layer_budget=200)
+    assert table.cores == ["simba", "arch_0", "arch_1"]
+    assert table.latency[0, 1] == table.latency[0, 2]              # copies of one design
+    assert table.latency[0, 1] >= 16 * 32 * 9 * 196 / 168           # at most 168 MACs a cycle
+    cm = core_model(sysarch, "arch")
+    assert cm.ert.source.endswith("ERT.yaml")                       # the ERT beside it, not the estimator's
+    assert cm.constraints["shared_glb"].bypass or cm.constraints["shared_glb"].keep   # the nodes' constraints
+    assert "inter_PE_spatial" in [lv.name for lv in cm.context_arch.levels]
+
+
+def test_arch_generate_copies_an_own_cores_files(system, tmp_path):
+    r = cli("arch", "generate", system, "--out", tmp_path / "gen", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    mine = next(c for c in out["cores"] if c["name"] == "arch")
+    assert mine["template"] is None and mine["copies"] == 2 and mine["macs"] == 168
+    assert (tmp_path / "gen" / "arch" / "arch.yaml").read_bytes() == (ARCHES / "eyeriss_like" / "arch.yaml").read_bytes()
+    assert (tmp_path / "gen" / "arch" / "ERT.yaml").read_bytes() == (ARCHES / "eyeriss_like" / "ERT.yaml").read_bytes()
+    from coexplore.energy.tables import area_breakdown, read_art
+    area = sum(n * a for _, n, a in area_breakdown(read_art(ARCHES / "eyeriss_like" / "ART.yaml"))) / 1e6
+    assert mine["area_mm2"] == pytest.approx(area) and "constraints" not in mine["files"]
+
+
+@pytest.mark.parametrize("core, key, says", [
+    ("{template: simba, arch: mine/arch.yaml}", "system.cores[0].template", "both 'template' and 'arch'"),
+    ("{arch: mine/arch.yaml, params: {glb_depth: 4}}", "system.cores[0].params", "'params' with 'arch'"),
+    ("{template: simba, constraints: c.yaml}", "system.cores[0].constraints", "with a template"),
+    ("{arch: mine/nothing.yaml}", "system.cores[0].arch", "no such file"),
+    ("{arch: mine/arch.yaml, ert: nothing.yaml}", "system.cores[0].ert", "no such file")])
+def test_bad_own_cores_are_named(tmp_path, core, key, says):
+    shutil.copytree(ARCHES / "eyeriss_like", tmp_path / "mine")
+    path = tmp_path / "sys.yaml"
+    path.write_text(f"system:\n  dram: {{bandwidth_GBps: 8}}\n  cores:\n  - {core}\n")
+    with pytest.raises(CoexploreError) as err:
+        load_system(path)
+    assert err.value.key == key and says in err.value.message
+
+
+def test_an_own_core_is_swept_by_count_not_by_params(system):
+    text = system.read_text()
+    system.write_text(text + "sweep: {axes: {cores.arch.count: [1, 3]}}\n")
+    spec = load_system(system)
+    assert spec.with_value("cores.arch.count", 3).cores[1].count == 3
+    system.write_text(text + "sweep: {axes: {cores.arch.params.glb_depth: [1, 3]}}\n")
+    with pytest.raises(CoexploreError, match="architecture file of its own"):
+        load_system(system)
+
+
+def test_an_own_core_without_an_ert_is_priced(tmp_path):
+    """No ERT given or beside it: the built-in estimator prices it, as `evaluate` does a node list."""
+    (tmp_path / "mine").mkdir()
+    shutil.copy(ARCHES / "eyeriss_like" / "arch.yaml", tmp_path / "mine" / "arch.yaml")
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {name: mine, arch: mine/arch.yaml}\n")
+    from coexplore.arch.system import load_system_arch
+    cm = core_model(load_system_arch(path), "mine")      # what it says is kept for the command to print
+    assert "no ERT given" in cm.ert.source and any("ert: FILE in system.cores[0]" in w for w in cm.warnings)
+    ert_beside = core_model(load_system_arch(path), "mine").ert
+    shutil.copy(ARCHES / "eyeriss_like" / "ERT.yaml", tmp_path / "mine" / "ERT.yaml")
+    assert core_model(load_system_arch(path), "mine").ert.source != ert_beside.source
