@@ -40,6 +40,14 @@ def test_every_distinct_layer_is_mapped_and_counted(tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert [r["layer"] for r in rows] == names
     assert [int(r["cycles"]) for r in rows] == [res[n]["best"]["cycles"] for n in names]
+    # dram_bytes: the DRAM level's reads + fills + updates of 8-bit words (bundled simba: datawidth 8)
+    moved = {n: sum(d["reads"] + d["fills"] + d["updates"] for d in r["best"]["levels"]["DRAM"]["dataspaces"].values())
+             for n, r in res.items()}
+    assert [float(r["dram_bytes"]) for r in rows] == [float(moved[n]) for n in names]
+    assert summary["dram_bytes"] == sum(counts[n] * moved[n] for n in names)
+    for layer, _ in distinct:                       # every weight comes from DRAM at least once
+        dims = layer.instance
+        assert moved[layer.name] >= dims["C"] * dims["M"] * dims.get("R", 1) * dims.get("S", 1)
     # a layer's folder holds what `coexplore map --layer NAME` gives on its own
     one = tmp_path / "one"
     assert main([*ARGS, "--layer", names[1], "--out", str(one), "--json", "--no-cache"]) == 0

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
+from coexplore.model.evaluate import dram_bytes
 
 COLUMNS = ("layer", "count", "macs", "cycles", "energy_uJ", "edp_J_cycle", "pJ_per_mac", "utilization",
-           "samples", "exhausted", "mapping_file")
+           "dram_bytes", "samples", "exhausted", "mapping_file")
 
 
 def run_all_layers(args, map_one) -> int:
@@ -94,7 +95,7 @@ def run_all_layers(args, map_one) -> int:
     finally:
         if bar is not None:
             bar.close()
-    rows = {layers[i][0].name: _row(layers[i][0], layers[i][1], results[i]) for i in results}
+    rows = {layers[i][0].name: _row(layers[i][0], layers[i][1], results[i], ctx.arch) for i in results}
     if len(rows) + len(failed) < len(layers):    # stopped: layers an earlier run of these settings did
         rows, failed = _with_earlier(out / "summary.json", record, rows, failed)
     rows = [rows[layer.name] for layer, _ in layers if layer.name in rows]    # in the network's order
@@ -251,11 +252,12 @@ def _with_earlier(path: Path, record: dict, rows: dict, failed: list) -> tuple[d
     return rows, [*failed, *(n for n in earlier.get("failed", []) if n not in rows and n not in failed)]
 
 
-def _row(layer, n: int, result: dict) -> dict:
+def _row(layer, n: int, result: dict, arch) -> dict:
     b = result["best"]
     return {"layer": layer.name, "count": n, "macs": layer.macs, "cycles": b["cycles"],
             "energy_uJ": b["energy_pJ"] / 1e6, "edp_J_cycle": b["edp_J_cycle"],
             "pJ_per_mac": b["energy_pJ"] / b["computes"], "utilization": b["utilization"],
+            "dram_bytes": dram_bytes(b, arch),          # off-chip traffic: a schedule's bandwidth need
             "samples": result["samples"], "exhausted": result.get("exhausted"),   # True: the optimum
             "mapping_file": result["mapping_file"]}
 
@@ -270,6 +272,8 @@ def _summary(arch: str, wl, rows: list[dict], failed: list[str], n_layers: int, 
             "failed": failed, "complete": complete, "layers_run": sum(r["count"] for r in rows),
             "macs": macs, "cycles": cycles, "energy_uJ": energy_uj,
             "edp_J_cycle": energy_uj * 1e-6 * cycles, "pJ_per_mac": energy_uj * 1e6 / macs if macs else None,
+            "dram_bytes": sum(r["count"] * r["dram_bytes"] for r in rows)
+            if all(r.get("dram_bytes") not in (None, "") for r in rows) else None,    # (an earlier run's rows lack it)
             "layers": rows, "run": desc}
 
 

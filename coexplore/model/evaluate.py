@@ -222,3 +222,12 @@ def result_record(arch: Architecture, problem: Problem, res: BatchResult, b: int
     return {"valid": True, "error": None, "energy_pJ": float(res.energy_pJ[b]), "cycles": int(res.cycles[b]),
             "computes": int(res.computes), "utilization": float(res.utilization[b]),
             "edp_J_cycle": float(res.edp[b]), "levels": levels}
+
+
+def dram_bytes(record: dict, arch) -> float:
+    """Bytes a mapping moves at the backing store (its outermost level: reads + fills + updates x
+    word size), from its expected.json-schema record: the off-chip traffic a shared DRAM sees."""
+    top = arch.levels[0]
+    word = top.word_bits / 8.0
+    lv = record["levels"].get(top.name, {})
+    return sum((d["reads"] + d["fills"] + d["updates"]) * word for d in lv.get("dataspaces", {}).values())

@@ -19,7 +19,7 @@ from coexplore.arch.file_core import FileCore
 from coexplore.arch.system import SystemArch, load_system_arch
 from coexplore.arch.tables import price_core
 from coexplore.errors import CoexploreError, CoexploreWarning
-from coexplore.model.evaluate import level_costs
+from coexplore.model.evaluate import dram_bytes, level_costs
 from coexplore.model.inputs import Context
 from coexplore.search import registry
 from coexplore.search.layer import NoValidMapping, map_layer
@@ -91,14 +91,6 @@ def _file_core_model(core: FileCore) -> CoreModel:
 
 def core_models(system: SystemArch) -> dict[str, CoreModel]:
     return {name: core_model(system, name) for name in system.cores}
-
-
-def dram_bytes(record: dict, arch) -> float:
-    """Bytes moved at the backing store (reads + fills + updates x word size)."""
-    top = arch.levels[0]
-    word = top.word_bits / 8.0
-    lv = record["levels"].get(top.name, {})
-    return sum((d["reads"] + d["fills"] + d["updates"]) * word for d in lv.get("dataspaces", {}).values())
 
 
 MAX_JOBS = 100_000   # a schedule genome has 2 genes per job: beyond this, the search is no use
