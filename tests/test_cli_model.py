@@ -384,3 +384,18 @@ def test_a_kept_dataspace_at_a_containers_level_is_kept_there():
         kept.append(to_arrays([m], arch, problem).keep[0, li])
     assert not kept[0].any()
     assert kept[1][w] and kept[1].sum() == 1
+
+
+def test_a_spatial_directive_where_nothing_fans_out_is_refused(tmp_path):
+    """timeloop-model's parser: a `type: spatial` entry at a level whose next-inner level has as many
+    instances (simba_like's PEInputBuffer over inter_distributed_buffers_spatial, 16 each) has no
+    spatial tiling level and stops, even with every factor 1."""
+    case, _ = _valid_case()
+    text = (case / "mapping.yaml").read_text()
+    bad = tmp_path / "m.yaml"
+    bad.write_text(text + "- target: PEInputBuffer\n  type: spatial\n  factors: C1 M1 R1 S1 N1 P1 Q1\n")
+    r = cli("evaluate", ARCH / "processed.yaml", LAYER, bad)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert ("cannot find spatial tiling level associated with storage level PEInputBuffer. This is because the "
+            "number of instances of the next-inner level (inter_distributed_buffers_spatial) is the same as this "
+            "level") in r.stderr

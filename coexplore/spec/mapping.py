@@ -6,6 +6,8 @@ into the integer arrays the batched model consumes, and `from_arrays` goes back.
 
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +154,14 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
             lm.temporal = _parse_factors(entry.get("factors"), **factors)
             lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
         elif kind == "spatial":
+            li = names.index(target)
+            if math.prod(arch.fanout(li)) == 1:     # Timeloop's parser: no spatial tiling level there
+                inner = f"({names[li + 1]}) " if li + 1 < len(names) else ""
+                raise CoexploreError(
+                    f"cannot find spatial tiling level associated with storage level {target}. This is because "
+                    f"the number of instances of the next-inner level {inner}is the same as this level, which "
+                    "means there cannot be a spatial fanout", file=file, key=f"{key}.target",
+                    expected="a spatial directive only at a level that fans out (as timeloop-model requires)")
             lm.spatial = _parse_factors(entry.get("factors"), **factors)
             lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
                                                  key=f"{key}.permutation", dims=dims)
