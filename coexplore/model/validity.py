@@ -28,6 +28,8 @@ class Validity:
     value: np.ndarray    # [B] int: mapped value
     limit: np.ndarray    # [B] int: what the hardware / problem allows
     products: np.ndarray | None = None   # [B, D] product of each dimension's factors
+    # a buffer over its capacity whose fan-out check fails too: Timeloop says both, one after the other
+    also: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # (kind, value, limit), kind OK if none
 
     def message(self, b: int, arch: Architecture, problem: Problem) -> str | None:
         kind = int(self.kind[b])
@@ -43,16 +45,24 @@ class Validity:
                 f"which is not equal to the dimension size of the workload {problem.bounds[d]}."
                 for d, g in zip(dims, got))
         name = arch.compute.name if where < 0 else arch.levels[len(arch.levels) - 1 - where].name
-        if kind == UNDERUSED:
-            lv = arch.levels[len(arch.levels) - 1 - where]
-            return (f"couldn't map level {name}: mapped tile size {value} is less than constrained minimum "
-                    f"utilization {lv.effective_size * lv.min_utilization:g}")
-        arith = "max Arithmetic " if where < 0 else ""
-        what = {X_EXPANSION: f"{arith}X expansion", Y_EXPANSION: f"{arith}Y expansion",
-                INSTANCES: f"{arith}instances", CAPACITY: "tile size"}[kind]
-        limit_what = ("buffer capacity" if kind == CAPACITY else
-                      "hardware instances" if where < 0 else "available hardware instances")
-        return f"couldn't map level {name}: mapped {what} {value} exceeds {limit_what} {limit}"
+        text = f"couldn't map level {name}: " + _reason(kind, where, value, limit, arch)
+        if self.also is not None and int(self.also[0][b]) != OK:      # appended without a separator, as Timeloop
+            text += _reason(int(self.also[0][b]), where, int(self.also[1][b]), int(self.also[2][b]), arch)
+        return text
+
+
+def _reason(kind: int, where: int, value: int, limit: int, arch: Architecture) -> str:
+    """Timeloop's fail_reason for one check at level `where` (-1: compute)."""
+    if kind == UNDERUSED:
+        lv = arch.levels[len(arch.levels) - 1 - where]
+        return (f"mapped tile size {value} is less than constrained minimum "
+                f"utilization {lv.effective_size * lv.min_utilization:g}")
+    arith = "max Arithmetic " if where < 0 else ""
+    what = {X_EXPANSION: f"{arith}X expansion", Y_EXPANSION: f"{arith}Y expansion",
+            INSTANCES: f"{arith}instances", CAPACITY: "tile size"}[kind]
+    limit_what = ("buffer capacity" if kind == CAPACITY else
+                  "hardware instances" if where < 0 else "available hardware instances")
+    return f"mapped {what} {value} exceeds {limit_what} {limit}"
 
 
 def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: np.ndarray,
@@ -89,14 +99,20 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
     units += [(li, lv, cx[:, li + 1] if li + 1 < L else ones, cy[:, li + 1] if li + 1 < L else ones)
               for li, lv in enumerate(inner)]
     used = tile_sizes.sum(axis=2)
+    also = (np.zeros(B, np.int64), np.zeros(B, np.int64), np.zeros(B, np.int64))
     for li, lv, x, y in units:
-        # Timeloop's order within a level: capacity (buffers), then instances, X, Y expansion
+        # Timeloop's order within a level: capacity (buffers), then instances, X, Y expansion; a buffer
+        # checks its capacity and its fan-out separately and reports both when both fail
+        before = kind == OK
         if li >= 0 and math.isfinite(lv.effective_size):
             fail(used[:, li] > lv.effective_size, CAPACITY, li, used[:, li], int(lv.effective_size))
             if lv.min_utilization > 0:        # Timeloop: tile < effective size x min_utilization
                 least = lv.effective_size * lv.min_utilization
                 fail(used[:, li] < least, UNDERUSED, li, used[:, li], math.ceil(least))
-        fail(x * y > lv.instances, INSTANCES, li, x * y, lv.instances)
-        fail(x > lv.mesh_x, X_EXPANSION, li, x, lv.mesh_x)
-        fail(y > lv.mesh_y, Y_EXPANSION, li, y, lv.mesh_y)
-    return Validity(kind == OK, kind, where, value, limit, prod)
+        sized = before & (kind != OK)         # failed its capacity check here
+        for k, bad, v, lim in ((INSTANCES, x * y > lv.instances, x * y, lv.instances),
+                               (X_EXPANSION, x > lv.mesh_x, x, lv.mesh_x), (Y_EXPANSION, y > lv.mesh_y, y, lv.mesh_y)):
+            second = sized & bad & (also[0] == OK)
+            also[0][second], also[1][second], also[2][second] = k, v[second], lim
+            fail(bad, k, li, v, lim)
+    return Validity(kind == OK, kind, where, value, limit, prod, also if (also[0] != OK).any() else None)
