@@ -46,6 +46,8 @@ class _LogBar(tqdm):
     due line like an update does, so a short run still writes none."""
 
     def refresh(self, nolock=False, lock_args=None):
+        if self.disable:                  # (a disabled bar, TQDM_DISABLE=1, has no clock)
+            return super().refresh(nolock=nolock, lock_args=lock_args)
         now, start = self._time(), getattr(self, "start_t", None)    # none yet: tqdm's first draw (delay 0)
         if start is not None and (now < start + self.delay or now - self.last_print_t < self.mininterval):
             return False

@@ -35,6 +35,10 @@ def test_forced_redraws_in_a_short_run_write_nothing_either(monkeypatch):
     bar.set_postfix_str("conv1")
     bar.close()
     assert "conv1" in out.getvalue()      # once due, a forced redraw is written
+    off = progress_bar(total=3, file=io.StringIO(), disable=True)      # TQDM_DISABLE=1: no clock, no crash
+    off.set_postfix_str("conv1")
+    off.refresh()
+    off.close()
 
 
 def test_log_lines_each_on_a_line_of_their_own(monkeypatch):

@@ -185,7 +185,6 @@ def _one_buffer(attrs: str) -> str:
     ("depth: 16, width: 64, datawidth: 8, cluster_size: 2", 4, 2),
     ("depth: 16, width: 64, datawidth: 8, block_size: 2", 2, 4),          # cluster from width
     ("depth: 16, width: 64, datawidth: 8, block_size: 2, cluster_size: 4", 2, 4),
-    ("depth: 16, width: 64, datawidth: 8, block_size: 2, cluster_size: 2", 2, 2),   # width not read
 ])
 def test_width_block_and_cluster_follow_timeloop(attrs, block, cluster):
     arch = parse_architecture(loads_yaml(_one_buffer(attrs)), "t.yaml")
@@ -347,3 +346,57 @@ def test_result_files_are_written_with_the_users_umask(tmp_path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]          # no temporary file left
+
+
+def _buffer_of(attrs: dict):
+    from coexplore.spec.architecture import parse_architecture
+    doc = {"architecture": {"version": 0.3, "subtree": [{"name": "s", "local": [
+        {"name": "Buf", "class": "SRAM", "attributes": {"depth": 64, **attrs}},
+        {"name": "mac", "class": "intmac", "attributes": {"datawidth": 8}}]}]}}
+    return parse_architecture(doc, "a.yaml").levels[0]
+
+
+@pytest.mark.parametrize("attrs, block, cluster", [
+    ({"width": 64, "datawidth": 8}, 8, 1),                                   # width sets the block
+    ({"memory_width": 64, "datawidth": 8}, 8, 1),
+    ({"width": 48, "datawidth": 16, "cluster_size": 2}, 1, 2),              # width / cluster / datawidth, floored
+    ({"width": 64, "datawidth": 8, "cluster_size": 1}, 8, 1),               # (timeloopfe's processed files)
+    ({"width": 64, "datawidth": 8, "block_size": 4}, 4, 2),                 # width sets the cluster
+    ({"memory_width": 64, "datawidth": 8, "block_size": 4}, 4, 2),          # under any of its names
+    ({"width": 64, "datawidth": 8, "block_size": 2, "cluster_size": 4}, 2, 4),
+    ({"datawidth": 8, "block_size": 2, "cluster_size": 3}, 2, 3)])         # no width: nothing to check
+def test_widths_blocks_and_clusters_as_timeloop_derives_them(attrs, block, cluster):
+    """Timeloop's BufferLevel::ParseSpecs (the version that reads memory_width / data_storage_width;
+    block_size 1 when not given). With block_size and cluster_size both given their product must be
+    the width: Timeloop stops otherwise (below)."""
+    lv = _buffer_of(attrs)
+    assert (lv.block_size, lv.cluster_size) == (block, cluster)
+
+
+@pytest.mark.parametrize("attrs, key, says", [
+    ({"width": 60, "datawidth": 8}, "Buf.attributes.width", "not a multiple of datawidth = 8"),
+    ({"memory_width": 20, "datawidth": 8, "block_size": 2}, "Buf.attributes.memory_width",
+     "not a multiple of datawidth x block_size = 16"),
+    ({"width": 17, "datawidth": 8, "block_size": 1, "cluster_size": 1}, "Buf.attributes.width", "not a multiple"),
+    ({"width": 64, "datawidth": 8, "block_size": 2, "cluster_size": 2}, "Buf.attributes.width",
+     "block_size x datawidth x cluster_size = 32 is not width 64"),
+    ({"width": 8, "datawidth": 8, "cluster_size": 2}, "Buf.attributes.width", "holds no 8-bit word")])
+def test_widths_timeloop_stops_on_are_refused(attrs, key, says):
+    with pytest.raises(CoexploreError) as err:
+        _buffer_of(attrs)
+    assert err.value.key == key and says in err.value.message and err.value.file == "a.yaml"
+
+
+def test_a_v03_mesh_given_by_meshy_alone_has_meshx_the_quotient():
+    """Timeloop's ValidateTopology: instances and meshY given, meshX = instances / meshY (must divide)."""
+    from coexplore.spec.architecture import parse_architecture
+
+    def arch(meshy):
+        return {"architecture": {"version": 0.3, "subtree": [{"name": "s", "local": [
+            {"name": "Buf[0..15]", "class": "SRAM", "attributes": {"depth": 64, "width": 8, "datawidth": 8,
+                                                                   "meshY": meshy}},
+            {"name": "mac[0..15]", "class": "intmac", "attributes": {"datawidth": 8, "meshY": meshy}}]}]}}
+    buf = parse_architecture(arch(4), "a.yaml").levels[0]
+    assert (buf.mesh_x, buf.mesh_y) == (4, 4)
+    with pytest.raises(CoexploreError, match="not divisible by meshY 5"):
+        parse_architecture(arch(5), "a.yaml")

@@ -209,29 +209,41 @@ def ignored_class_note(name: str, cls: str) -> str:
 def _derive_storage(level: Level, file: str | None) -> None:
     """Timeloop's BufferLevel::ParseSpecs: word, block and cluster sizes, capacity, bandwidths.
 
-    width = datawidth x block_size x cluster_size: without block_size, width sets the block size;
-    with block_size but no cluster_size, width sets the cluster size (and must divide: Timeloop
-    asserts); with both given, width is not read."""
+    width (or memory_width / data_storage_width) = datawidth x block_size x cluster_size, and must
+    be a multiple of datawidth x block_size (block_size 1 when not given; Timeloop asserts). Without
+    block_size and cluster_size, width sets the block size; with cluster_size only, block_size =
+    width / cluster_size / datawidth; with block_size only, width sets the cluster size; with both,
+    their product must be the width (Timeloop stops otherwise)."""
     a = level.attributes
     key = f"{level.name}.attributes"
     level.word_bits = _positive(_attr(a, "word_bits", 16), file=file, key=f"{key}.datawidth")
     cluster = a.get("cluster_size")
     level.cluster_size = 1 if cluster is None else _positive(cluster, file=file, key=f"{key}.cluster_size")
     block = _attr(a, "block_size")
-    width = _attr(a, "width")
-    w = None if width is None else _positive(width, file=file, key=f"{key}.width")
-    if block is not None:
-        level.block_size = _positive(block, file=file, key=f"{key}.block_size")
-    if w is not None:
-        if block is not None and cluster is None and "width" in a:
-            # Timeloop: a given block size makes width set the cluster size (and must divide it)
-            level.cluster_size = _derived(w, level.word_bits * level.block_size, file, f"{key}.width",
-                                          "datawidth x block_size")
-        elif block is None:              # width sets the block size (cluster size given or 1; must divide)
-            level.block_size = _derived(w, level.word_bits * level.cluster_size, file, f"{key}.width",
-                                        "datawidth x cluster_size" if level.cluster_size != 1 else "datawidth")
-    elif block is None:
-        level.block_size = 1
+    level.block_size = 1 if block is None else _positive(block, file=file, key=f"{key}.block_size")
+    written = next((k for k in _ALIASES["width"] if a.get(k) is not None), None)
+    if written is not None:
+        w, wkey = _positive(a[written], file=file, key=f"{key}.{written}"), f"{key}.{written}"
+        unit = level.word_bits * level.block_size
+        if w % unit:
+            what = "datawidth x block_size" if block is not None else "datawidth"
+            raise CoexploreError(f"{written} {w} is not a multiple of {what} = {unit}", file=file, key=wkey,
+                                 expected=f"a multiple of {unit} (Timeloop asserts it)")
+        if block is not None and cluster is not None:
+            if unit * level.cluster_size != w:
+                raise CoexploreError(f"block_size x datawidth x cluster_size = {unit * level.cluster_size} is not "
+                                     f"{written} {w}", file=file, key=wkey,
+                                     expected="the product of the three (Timeloop stops otherwise)")
+        elif cluster is not None:
+            level.block_size = w // level.cluster_size // level.word_bits
+            if level.block_size == 0:
+                raise CoexploreError(f"{written} {w} split into {level.cluster_size} clusters holds no "
+                                     f"{level.word_bits}-bit word", file=file, key=wkey,
+                                     expected="a width of at least cluster_size x datawidth")
+        elif block is not None:
+            level.cluster_size = w // unit
+        else:
+            level.block_size = w // level.word_bits
     is_dram = "dram" in level.cls.lower() or str(a.get("technology", "")).upper() == "DRAM"
     if is_dram and level.cluster_size != 1:
         raise CoexploreError(f"cluster_size {level.cluster_size} on a DRAM", file=file, key=f"{key}.cluster_size",
@@ -290,13 +302,6 @@ def is_fanout_level(name: str, cls: str) -> bool:
 def _no_networks(what: str, file, key: str, expected: str) -> CoexploreError:
     return CoexploreError(f"{what}: explicit networks are not modelled (coexplore models Timeloop's "
                           "default network only)", file=file, key=key, expected=expected)
-
-
-def _derived(width: int, unit: int, file, key: str, what: str) -> int:
-    if width % unit:
-        raise CoexploreError(f"width {width} is not a multiple of {what} = {unit}", file=file, key=key,
-                             expected=f"a multiple of {unit} (Timeloop asserts it)")
-    return width // unit
 
 
 def _refuse_unmodelled(a: dict, file, key: str) -> None:
@@ -623,11 +628,16 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
                 if lv.ignored:
                     levels.append(lv)
                     continue
+                given_y = "meshY" in lv.attributes
                 if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
-                    lv.mesh_x = inst
+                    y = int(lv.attributes.get("meshY") or 1) if given_y else 1
+                    if inst % y:                           # Timeloop: instances % meshY == 0, meshX the quotient
+                        raise CoexploreError(f"{lv.name}: its {inst} instances are not divisible by meshY {y}",
+                                             file=file, key=f"{here}.local[{j}].attributes.meshY",
+                                             expected="a meshY dividing the number of instances (meshX is their quotient)")
+                    lv.mesh_x = inst // y
                 lv.mesh_y = int(lv.attributes.get("meshY", max(1, inst // max(1, lv.mesh_x))) or 1)
                 if lv.mesh_x * lv.mesh_y != inst:            # Timeloop's ValidateTopology asserts
-                    given_y = "meshY" in lv.attributes
                     raise CoexploreError(
                         f"{lv.name}: " + (f"meshX {lv.mesh_x} x meshY {lv.mesh_y} is not its {inst} instances"
                                           if given_y else f"its {inst} instances are not divisible by meshX {lv.mesh_x}"),
