@@ -117,3 +117,25 @@ def test_an_own_core_without_an_ert_is_priced(tmp_path):
     ert_beside = core_model(load_system_arch(path), "mine").ert
     shutil.copy(ARCHES / "eyeriss_like" / "ERT.yaml", tmp_path / "mine" / "ERT.yaml")
     assert core_model(load_system_arch(path), "mine").ert.source != ert_beside.source
+
+
+def test_an_own_node_list_core_is_constrained_per_layer_as_map_constrains_its_file(tmp_path):
+    """simple_weight_stationary's PE array says `permutation: [C, M], split: 1`, which timeloopfe
+    completes per layer (the unit loops first, so C and M go to Y): inside a system the same
+    completion, so `schedule` and `map --core` search the space `map FILE` searches."""
+    from coexplore.arch.system import load_system_arch
+    from coexplore.mapspace import MapSpace
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import load_constraints
+    shutil.copytree(ARCHES / "simple_weight_stationary", tmp_path / "sws")
+    (tmp_path / "sws" / "constraints.yaml").unlink()
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {name: sws, arch: sws/arch.yaml}\n")
+    cm = core_model(load_system_arch(path), "sws")
+    for layer in ("resnet50_res3a_2b", "bert_qkv"):
+        ctx = load_context(tmp_path / "sws" / "arch.yaml", CORPUS / "layers" / f"{layer}.yaml")
+        direct = load_constraints(ctx.arch, None, ctx.problem)
+        mine = cm.constraints_for(ctx.problem)
+        assert mine == direct
+        assert mine["inter_PE_spatial"].spatial_permutation[-2:] == ["C", "M"]   # completed: C, M last
+        assert MapSpace(ctx.arch, ctx.problem, mine).n_params == MapSpace(ctx.arch, ctx.problem, direct).n_params

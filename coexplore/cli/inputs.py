@@ -183,7 +183,8 @@ def load_inputs(args, with_constraints: bool = False
     ctx = _context(cm.context_arch, problem, ert)
     if not with_constraints:
         return ctx, None
-    return ctx, _warn_ignored(load_constraints(ctx.arch, cons_path) if cons_path else cm.constraints)
+    return ctx, _warn_ignored(load_constraints(ctx.arch, cons_path, problem) if cons_path
+                              else cm.constraints_for(problem))
 
 
 def _context(arch, problem, ert) -> Context:

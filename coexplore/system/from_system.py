@@ -43,6 +43,16 @@ class CoreModel:
     ert: object
     constraints: dict
     warnings: tuple = ()     # where the built-in energy estimate is not what Accelergy would give
+    own: bool = False        # a core of the user's own files (system.cores[].arch)
+    constraints_file: Path | None = None
+
+    def constraints_for(self, problem) -> dict:
+        """The mapspace constraints of one layer on this core: a template core's are fixed (flattened
+        as timeloopfe writes them); an own core's are read as `coexplore map` reads its file, completed
+        for the layer as timeloopfe completes a node list's (unit loops, permutations, macros)."""
+        if not self.own:
+            return self.constraints
+        return load_constraints(self.context_arch, self.constraints_file, problem)
 
 
 def system_layer_mapper(system) -> "registry.MapperSpec | None":
@@ -85,8 +95,8 @@ def _file_core_model(core: FileCore) -> CoreModel:
         costs = level_costs(arch, ert)
     told = [f"{core.arch_file}: {w}" for w in arch.warnings] + [str(w.message) for w in said] + \
         [f"{ert.source}: {w}" for w in costs.notes]
-    cons = load_constraints(arch, core.constraints_file)
-    return CoreModel(core.name, arch, costs, ert, cons, tuple(told))
+    cons = load_constraints(arch, core.constraints_file)        # read now: a bad file is said at once
+    return CoreModel(core.name, arch, costs, ert, cons, tuple(told), own=True, constraints_file=core.constraints_file)
 
 
 def core_models(system: SystemArch) -> dict[str, CoreModel]:
@@ -114,7 +124,8 @@ def _map_in_worker(task) -> tuple:
     from coexplore.model.cache import ResultCache
     try:
         cache = ResultCache(cache_path) if cache_path is not None else None
-        return i, map_layer(layer_context(cm, layer), cm.constraints, spec, budget, seed, cache=cache).best
+        ctx = layer_context(cm, layer)
+        return i, map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache).best
     except Exception:
         return i, None
 
@@ -206,7 +217,8 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
         """The best mapping's record of one (layer, core design), searched here (cached)."""
         cm = models[design]
         try:
-            res = map_layer(layer_context(cm, layer), cm.constraints, spec, layer_budget, seed, cache=cache,
+            ctx = layer_context(cm, layer)
+            res = map_layer(ctx, cm.constraints_for(ctx.problem), spec, layer_budget, seed, cache=cache,
                             progress=bar is not None)      # a bar of its own under the layers'
         except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
             exc.message = f"layer {layer.name} on core {design}: {exc.message}"
