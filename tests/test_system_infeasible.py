@@ -53,6 +53,13 @@ def test_a_job_no_core_can_run_is_refused_and_inf_reads_back(tmp_path):
         _table(np.array([[INF, INF, INF], [1.0, 1.0, 1.0]]))
     save_table(_table(), tmp_path / "t.csv")
     assert np.array_equal(load_table(tmp_path / "t.csv").latency, LAT)
+    # energies: where a job cannot run it has none (nan); the others' are kept and read back
+    t = _table()
+    t = JobTable(t.jobs, t.cores, t.latency, t.bandwidth, np.where(np.isfinite(LAT), 2.0 * LAT, np.nan))
+    save_table(t, tmp_path / "e.csv")
+    back = load_table(tmp_path / "e.csv")
+    assert back.has_energy() and np.array_equal(np.isnan(back.energy), np.isinf(LAT))
+    assert np.array_equal(back.energy[np.isfinite(LAT)], 2.0 * LAT[np.isfinite(LAT)])
 
 
 def _two_layer_system(tmp_path):

@@ -139,3 +139,49 @@ def test_an_own_node_list_core_is_constrained_per_layer_as_map_constrains_its_fi
         assert mine == direct
         assert mine["inter_PE_spatial"].spatial_permutation[-2:] == ["C", "M"]   # completed: C, M last
         assert MapSpace(ctx.arch, ctx.problem, mine).n_params == MapSpace(ctx.arch, ctx.problem, direct).n_params
+
+
+def test_a_schedules_run_identity_covers_the_files_an_own_core_is_read_from(system):
+    """The ERT and constraints found beside an own core's file count as the run's inputs: editing
+    one makes another run (a new folder, no resumed checkpoint), as editing the arch file does."""
+    from coexplore.cli.main import build_parser
+    from coexplore.cli.schedule import _run_description, _system_mapper
+    args = build_parser().parse_args(["schedule", str(system)])
+    desc = lambda: _run_description(args, _system_mapper(args), 1000)["inputs_sha256"]   # noqa: E731
+    before = desc()
+    mine = system.parent / "mine"
+    assert any(str(mine / "ERT.yaml") in k for k in before)
+    with open(mine / "ERT.yaml", "a") as f:
+        f.write("# edited\n")
+    after = desc()
+    assert after != before
+    (mine / "constraints.yaml").write_text("architecture_constraints: {targets: []}\n")
+    assert desc() != after and any(str(mine / "constraints.yaml") in k for k in desc())
+
+
+def test_a_name_taken_from_the_arch_file_says_so(tmp_path):
+    shutil.copytree(ARCHES / "eyeriss_like", tmp_path / "a")
+    shutil.copytree(ARCHES / "simba_like", tmp_path / "b")
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {arch: a/arch.yaml}\n  - {arch: b/arch.yaml}\n")
+    with pytest.raises(CoexploreError, match=r"core name 'arch' \(the arch file's name: give the core a name:\) "
+                                             r"already used by system.cores\[0\]"):
+        load_system(path)
+
+
+def test_arch_generate_reads_an_own_core_as_schedule_does(tmp_path):
+    """A constraints.yaml beside the file is the one used (copied); an ERT that is no energy table
+    of the core is refused, not copied; --ert-from says it leaves own cores alone."""
+    shutil.copytree(ARCHES / "simba_like", tmp_path / "mine")
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {name: mine, arch: mine/arch.yaml}\n"
+                    "  - {template: eyeriss}\n")
+    r = cli("arch", "generate", path, "--out", tmp_path / "gen", "--ert-from", ARCHES / "eyeriss_like")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "gen" / "mine" / "constraints.yaml").read_bytes() == \
+        (ARCHES / "simba_like" / "constraints.yaml").read_bytes()
+    assert "core mine is priced from its own files, not --ert-from" in r.stderr
+    path.write_text(path.read_text().replace("arch: mine/arch.yaml}", "arch: mine/arch.yaml, ert: mine/ART.yaml}"))
+    r = cli("arch", "generate", path, "--out", tmp_path / "gen2")
+    assert r.returncode == 2 and "ART.yaml" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "gen2" / "mine").exists()

@@ -1,16 +1,21 @@
 """A core of the user's own in a system YAML (`cores: [{arch: FILE, ert: ..., constraints: ...}]`):
-a Timeloop architecture file (v0.4 node list, whole spec or flattened v0.3) standing beside the
-generated template cores. It is read as `coexplore evaluate` reads an ARCH file; the system's
-clock and DRAM settings do not rewrite it (its own DRAM and technology price it)."""
+a Timeloop architecture file (v0.4 node list, whole spec, template or flattened v0.3) standing beside
+the generated template cores. Its files are found as `coexplore evaluate` / `map` find an ARCH's
+(an ERT given, beside it or inside it; a constraints file given or beside it); the system's clock and
+DRAM settings do not rewrite it (its own DRAM and technology price it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from coexplore.spec.architecture import Architecture, load_architecture
+from coexplore.spec.ert import ert_file_beside
+from coexplore.spec.yamlio import load_yaml
 
 
 @dataclass(frozen=True, eq=False)
@@ -25,33 +30,71 @@ class FileCore:
 
     @cached_property
     def architecture(self) -> Architecture:
-        return load_architecture(self.arch_file)
+        """The architecture, named after the core (results and messages say `tpu`, not the file's name)."""
+        return dataclasses.replace(load_architecture(self.arch_file), name=self.name)
+
+    def ert_source(self) -> Path | dict | None:
+        """The energy table the core is priced with: the `ert:` given, else an ERT beside the file,
+        else the `ERT:` inside it; None: none anywhere (the built-in estimator prices it)."""
+        if self.ert_file is not None:
+            return self.ert_file
+        beside = ert_file_beside(self.arch_file)
+        if beside is not None:
+            return beside
+        data = load_yaml(self.arch_file)
+        return data["ERT"] if isinstance(data, dict) and isinstance(data.get("ERT"), dict) else None
+
+    def constraints_source(self) -> Path | None:
+        """The constraints file given, else a constraints.yaml beside the file (None: the nodes' own)."""
+        if self.constraints_file is not None:
+            return self.constraints_file
+        beside = self.arch_file.parent / "constraints.yaml"
+        return beside if beside.is_file() else None
 
     def files(self) -> list[Path]:
-        return [p for p in (self.arch_file, self.ert_file, self.constraints_file) if p is not None]
+        """Every file the core's results depend on (a run is the same run only if none changed)."""
+        ert = self.ert_source()
+        found = [self.arch_file, ert if isinstance(ert, Path) else None, self.constraints_source()]
+        return [p for p in found if p is not None]
 
-    def tables(self, estimator: str = "builtin") -> tuple:
-        """(ERT, ART), each a file to copy or a table priced by `estimator`: the ERT given, else
-        an ERT.yaml beside the architecture; the ART.yaml beside it; what is missing priced."""
-        beside = self.arch_file.parent
-        ert = self.ert_file or (beside / "ERT.yaml" if (beside / "ERT.yaml").is_file() else None)
-        art = beside / "ART.yaml" if (beside / "ART.yaml").is_file() else None
+    def tables(self, estimator: str = "builtin") -> tuple[tuple[str, object], tuple[str, object], list[str]]:
+        """(ERT, ART, warnings), each table as (how, what): ("copied", path), ("inside", the ERT: of the
+        architecture file) or ("built", a table priced by `estimator`). The ART is the ART.yaml beside
+        the ERT file used, else beside the architecture, else priced."""
+        found = self.ert_source()
+        ert = ("copied", found) if isinstance(found, Path) else ("inside", found) if found is not None else None
+        art = None
+        for folder in ([found.parent] if isinstance(found, Path) else []) + [self.arch_file.parent]:
+            if (folder / "ART.yaml").is_file():
+                art = ("copied", folder / "ART.yaml")
+                break
+        said: list[str] = []
         if ert is None or art is None:
             from coexplore.energy.pricing import price_architecture
-            built_ert, built_art, _ = price_architecture(self.arch_file, estimator=estimator)
-            ert, art = ert or built_ert, art or built_art
-        return ert, art
+            with warnings.catch_warnings():       # said once, by the caller
+                warnings.simplefilter("ignore")
+                built_ert, built_art, _ = price_architecture(self.arch_file, estimator=estimator)
+            if ert is None:
+                ert, said = ("built", built_ert), [str(w) for w in built_ert.get("warnings") or ()]
+            art = art or ("built", built_art)
+        return ert, art, said
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
-        """arch.yaml (the file as given: for a node list, the input timeloopfe reads, its constraints
-        in its nodes) and, when the core has a constraints file, constraints.yaml (copied)."""
+        """arch.yaml (the file as given; a template rendered) and, when the core has a constraints
+        file (given or beside it), constraints.yaml (copied) into `out_dir`."""
+        from coexplore.spec.template import is_template
+        from coexplore.spec.yamlio import dump_yaml, read_text
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         files = {"arch": out / "arch.yaml"}
-        files["arch"].write_bytes(self.arch_file.read_bytes())
-        if self.constraints_file is not None:
+        if is_template(self.arch_file, read_text(self.arch_file)):
+            files["arch"].write_text(f"# {self.arch_file} rendered\n" + dump_yaml(load_yaml(self.arch_file)))
+        else:
+            files["arch"].write_bytes(self.arch_file.read_bytes())
+        cons = self.constraints_source()
+        if cons is not None:
             files["constraints"] = out / "constraints.yaml"
-            files["constraints"].write_bytes(self.constraints_file.read_bytes())
+            files["constraints"].write_bytes(cons.read_bytes())
         return files
 
     def digest(self) -> str:

@@ -19,7 +19,7 @@ from coexplore.energy.tables import area_breakdown, read_art, write_art, write_e
 from coexplore.bundled import resolve
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import read_text
+from coexplore.spec.yamlio import dump_yaml, read_text, write_text
 
 
 def register(subparsers) -> None:
@@ -55,10 +55,15 @@ def run(args) -> int:
     rows = []
     # price (or find the given tables of) every core before writing anything: a failure leaves the
     # folder as it was, never new architecture files beside old energy tables
-    priced = {}
+    priced, notes = {}, []
     for name, core in system.cores.items():
         if isinstance(core, FileCore):        # the user's own files: its tables given, beside it, or priced
+            from coexplore.system.from_system import core_model
+            core_model(system, name)          # read as schedule reads it: an ERT or constraints that do not fit stop here
             priced[name] = ("files", core.tables(estimator=args.energy))
+            if args.ert_from:
+                notes.append(f"core {name} is priced from its own files, not --ert-from (which applies to the "
+                             "template cores)")
         elif args.ert_from:
             priced[name] = ("given", find_given_tables(core, args.ert_from))
         else:
@@ -72,15 +77,18 @@ def run(args) -> int:
         written = core.write(core_dir)
         how, what = priced[name]
         if how == "files":
-            for table, root, write in ((what[0], "ERT", write_ert), (what[1], "ART", write_art)):
-                if isinstance(table, Path):
+            ert, art, said = what
+            for (kind, table), root, write in ((ert, "ERT", write_ert), (art, "ART", write_art)):
+                if kind == "copied":
                     shutil.copyfile(table, core_dir / f"{root}.yaml")
+                elif kind == "inside":                   # the ERT: of the architecture file
+                    write_text(core_dir / "ERT.yaml", dump_yaml({"ERT": table}))
                 else:
                     write(core_dir / f"{root}.yaml", table)
-            said = [f"copied from {t}" if isinstance(t, Path) else
-                    "built-in estimator" if args.energy == "builtin" else "accelergy" for t in what]
-            source = said[0] if said[0] == said[1] else f"ERT {said[0]}, ART {said[1]}"
-            warned += [f"{name}: {w}" for t in what if isinstance(t, dict) for w in t.get("warnings") or ()]
+            told = [f"copied from {t}" if kind == "copied" else "inside the architecture file" if kind == "inside"
+                    else "built-in estimator" if args.energy == "builtin" else "accelergy" for kind, t in (ert, art)]
+            source = told[0] if told[0] == told[1] else f"ERT {told[0]}, ART {told[1]}"
+            warned += [f"{name}: {w}" for w in said]
         elif how == "given":
             shutil.copyfile(what[0], core_dir / "ERT.yaml")
             shutil.copyfile(what[1], core_dir / "ART.yaml")
@@ -128,4 +136,6 @@ def run(args) -> int:
                     for name, template, *_, written in rows if template is None))
     for w in warned:
         print(f"coexplore: warning: {w}", file=sys.stderr)
+    for n in notes:
+        print(f"coexplore arch: note: {n}", file=sys.stderr)
     return 0

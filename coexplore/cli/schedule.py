@@ -223,7 +223,9 @@ def _run_description(args, mapper, budget: int) -> dict:
         spec = load_system(args.system)
         files += [resolve("problems", w) for w in args.workload] if args.workload else list(spec.workloads)
         files += list(spec.mappers.values())
-        files += [p for c in spec.cores for p in (c.arch, c.ert, c.constraints) if p is not None]   # own cores
+        from coexplore.arch.file_core import FileCore      # own cores: every file they are read from
+        files += [p for c in spec.cores if c.template is None
+                  for p in FileCore(c.name, c.arch, c.ert, c.constraints).files()]
         if args.layer_searcher:
             files.append(resolve("mappers", args.layer_searcher))
     desc["inputs_sha256"] = digests(*[f for f in files if f and Path(f).is_file()])

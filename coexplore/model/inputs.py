@@ -15,7 +15,7 @@ from coexplore.errors import CoexploreError
 from coexplore.energy.pricing import builtin_ert, is_node_list
 from coexplore.model.evaluate import BatchResult, LevelCosts, evaluate_batch, level_costs, result_record
 from coexplore.spec.architecture import Architecture, load_architecture
-from coexplore.spec.ert import EnergyTable, load_ert, parse_ert
+from coexplore.spec.ert import EnergyTable, ert_file_beside, load_ert, parse_ert
 from coexplore.spec.mapping import Mapping, MappingArrays, load_mapping, to_arrays
 from coexplore.spec.problem import Problem, load_problem
 from coexplore.spec.yamlio import load_yaml
@@ -69,11 +69,9 @@ class Context:
 def locate_ert(arch_path: str | Path) -> EnergyTable | None:
     """An ERT.yaml (or timeloop-model/-mapper.ERT.yaml) beside the architecture, else an `ERT:` key
     inside it; None if neither."""
-    arch_path = Path(arch_path)
-    for name in ("ERT.yaml", "timeloop-model.ERT.yaml", "timeloop-mapper.ERT.yaml"):
-        cand = arch_path.parent / name
-        if cand.exists():
-            return load_ert(cand)
+    beside = ert_file_beside(arch_path)
+    if beside is not None:
+        return load_ert(beside)
     data = load_yaml(arch_path)
     if isinstance(data, dict) and "ERT" in data:
         return parse_ert(data["ERT"], str(arch_path))

@@ -106,3 +106,16 @@ def load_ert(path: str | Path) -> EnergyTable:
     """`parse_ert` of an ERT.yaml file."""
     return parse_ert(load_yaml(path), str(path))
 
+
+# the energy tables found beside an architecture file, in this order (Accelergy's, timeloop-model's
+# and timeloop-mapper's names)
+ERT_FILE_NAMES = ("ERT.yaml", "timeloop-model.ERT.yaml", "timeloop-mapper.ERT.yaml")
+
+
+def ert_file_beside(arch_path: str | Path) -> Path | None:
+    """The first of ERT_FILE_NAMES in the architecture file's folder, if any."""
+    for name in ERT_FILE_NAMES:
+        cand = Path(arch_path).parent / name
+        if cand.exists():
+            return cand
+    return None

@@ -256,6 +256,11 @@ def _core_name(c: dict):
     return Path(str(c["arch"])).stem if isinstance(c.get("arch"), str) else None
 
 
+def _from_file(c: dict) -> str:
+    """Where a core's name came from when the entry gives none but an arch file."""
+    return " (the arch file's name: give the core a name:)" if "name" not in c and "arch" in c else ""
+
+
 def _parse_core(value, file, index: int, base: Path) -> CoreSpec:
     key = f"system.cores[{index}]"
     c = _mapping(value, file, key, CORE_KEYS, "template and params, or arch (ert, constraints); count or grid")
@@ -285,7 +290,7 @@ def _parse_core(value, file, index: int, base: Path) -> CoreSpec:
     template = _string(c["template"], file, f"{key}.template") if "template" in c else None
     name = _string(_core_name(c), file, f"{key}.name")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name):
-        raise _err(f"core name {name!r} cannot be used in sweep paths and directory names",
+        raise _err(f"core name {name!r}{_from_file(c)} cannot be used in sweep paths and directory names",
                    file, f"{key}.name", "letters, digits, '_' and '-' (starting with a letter or '_')")
     params = c.get("params") or {}
     if not isinstance(params, dict):
@@ -342,7 +347,7 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
                 node["params"] = {}
             elif part == "params" and "arch" in node:
                 raise _err(f"path '{path}': core '{_core_name(node)}' is an architecture file of its own, with no "
-                           "template parameters", file, key, "cores.<name>.count or .grid for such a core")
+                           "template parameters", file, key, "cores.<name>.count, .grid or .arch for such a core")
             else:
                 raise _err(f"path '{path}': no key '{part}'", file, key, "an existing key")
         node = node[part]
@@ -388,7 +393,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
     seen: dict[str, int] = {}
     for i, c in enumerate(cores):
         if c.name in seen:
-            raise _err(f"core name '{c.name}' already used by system.cores[{seen[c.name]}]",
+            raise _err(f"core name '{c.name}'{_from_file(cores_raw[i])} already used by system.cores[{seen[c.name]}]",
                        file, f"system.cores[{i}].name", "a unique name per core entry")
         seen[c.name] = i
     total = sum(c.count for c in cores)

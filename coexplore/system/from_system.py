@@ -25,7 +25,6 @@ from coexplore.search import registry
 from coexplore.search.layer import NoValidMapping, map_layer
 from coexplore.spec.architecture import parse_architecture
 from coexplore.energy.pricing import builtin_ert
-from coexplore.model.inputs import locate_ert
 from coexplore.spec.constraints import constraints_from_targets, load_constraints
 from coexplore.spec.ert import load_ert, parse_ert
 from coexplore.spec.problem import parse_problem
@@ -88,10 +87,11 @@ def _file_core_model(core: FileCore) -> CoreModel:
     else beside or inside the architecture file, else priced with the built-in estimator (a note says
     so); its constraints given, else its nodes' or a constraints.yaml beside it."""
     arch = core.architecture
+    source = core.ert_source()
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
-        ert = load_ert(core.ert_file) if core.ert_file is not None else \
-            locate_ert(core.arch_file) or builtin_ert(core.arch_file, override=f"ert: FILE in {core.key}")
+        ert = load_ert(source) if isinstance(source, Path) else parse_ert(source, str(core.arch_file)) \
+            if source is not None else builtin_ert(core.arch_file, override=f"ert: FILE in {core.key}")
         costs = level_costs(arch, ert)
     told = [f"{core.arch_file}: {w}" for w in arch.warnings] + [str(w.message) for w in said] + \
         [f"{ert.source}: {w}" for w in costs.notes]
@@ -270,5 +270,6 @@ def system_job_table(system_path: str | Path, workloads: list[str | Path] | None
     for (lkey, design), exc in failed.items():
         name = next(layer.name for (k, _), (layer, _) in pairs.items() if k == lkey)
         warnings.warn(f"layer {name} has no valid mapping on core {design} ({exc.samples:,} samples): its jobs "
-                      "are scheduled on the other cores", CoexploreWarning, stacklevel=2)
+                      "are scheduled on the other cores (a core too small for its tiles, or valid mappings too "
+                      "rare for this budget: a larger --layer-budget may find one)", CoexploreWarning, stacklevel=2)
     return table, system

@@ -64,7 +64,9 @@ class JobTable:
         return self.latency * self.bandwidth
 
     def has_energy(self) -> bool:
-        return bool(np.all(np.isfinite(self.energy)))
+        """Every (job, core) a job can run on has its energy (where it cannot, latency inf, none is due)."""
+        runs = np.isfinite(self.latency)
+        return bool(np.all(np.isfinite(self.energy[runs])))
 
 
 def validate_table(table: JobTable, file: str | None = None) -> None:

@@ -99,7 +99,8 @@ def load_table(path: str | Path) -> JobTable:
             bw[r, c] = _number(row[col[f"bw_{core}"]], path, rownum, f"bw_{core}")
             if en_cores:
                 en[r, c] = _number(row[col[f"en_{core}"]], path, rownum, f"en_{core}")
-                if not (np.isfinite(en[r, c]) and en[r, c] >= 0):
+                unused = np.isinf(lat[r, c]) and np.isnan(en[r, c])   # a job that cannot run there: no energy
+                if not (np.isfinite(en[r, c]) and en[r, c] >= 0) and not unused:
                     raise CoexploreError(f"line {rownum}: energy {row[col[f'en_{core}']].strip()!r}", file=path,
                                          key=f"en_{core}", expected="a finite number of pJ >= 0")
         name = (row[col["job"]].strip() if "job" in col else "") or str(r)
