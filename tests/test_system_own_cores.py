@@ -185,3 +185,20 @@ def test_arch_generate_reads_an_own_core_as_schedule_does(tmp_path):
     r = cli("arch", "generate", path, "--out", tmp_path / "gen2")
     assert r.returncode == 2 and "ART.yaml" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "gen2" / "mine").exists()
+
+
+def test_ert_on_the_command_line_replaces_an_own_cores_pricing(tmp_path):
+    """`evaluate SYSTEM --core X --ert E`: E prices it, and the core is not priced first (no note
+    about the estimator, whose table it would not use)."""
+    (tmp_path / "mine").mkdir()
+    shutil.copy(ARCHES / "eyeriss_like" / "arch.yaml", tmp_path / "mine" / "arch.yaml")
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {name: mine, arch: mine/arch.yaml}\n")
+    case = next(c for c in sorted((CORPUS / "public" / "eyeriss_like" / "tiny_conv").iterdir())
+                if json.loads((c / "expected.json").read_text())["valid"])
+    exp = json.loads((case / "expected.json").read_text())
+    r = cli("evaluate", path, CORPUS / "layers" / "tiny_conv.yaml", case / "mapping.yaml", "--core", "mine",
+            "--ert", ARCHES / "eyeriss_like" / "ERT.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-9)
+    assert "built-in estimator" not in r.stderr and "no ERT given" not in r.stderr

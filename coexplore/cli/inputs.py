@@ -173,14 +173,10 @@ def load_inputs(args, with_constraints: bool = False
         raise _classes_unused(args.arch, "a system YAML's cores are priced from its own settings")
     system = load_system_arch(args.arch)
     name = _choose(list(system.cores), args.core, "core design", str(args.arch), "--core")
-    cm = core_model(system, name)
+    cm = core_model(system, name, ert=args.ert)     # with --ert the core is not priced
     for w in cm.warnings:
         print(f"coexplore: warning: {args.arch} core {name}: {w}", file=sys.stderr)
-    ert = cm.ert
-    if args.ert is not None:
-        from coexplore.spec.ert import load_ert
-        ert = load_ert(args.ert)
-    ctx = _context(cm.context_arch, problem, ert)
+    ctx = _context(cm.context_arch, problem, cm.ert)
     if not with_constraints:
         return ctx, None
     return ctx, _warn_ignored(load_constraints(ctx.arch, cons_path, problem) if cons_path

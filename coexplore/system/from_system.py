@@ -65,29 +65,34 @@ def system_layer_mapper(system) -> "registry.MapperSpec | None":
     return registry.load_mapper(path)
 
 
-def core_model(system: SystemArch, name: str) -> CoreModel:
-    """Architecture, built-in ERT and constraints of the core design `name`."""
+def core_model(system: SystemArch, name: str, ert: Path | str | None = None) -> CoreModel:
+    """Architecture, ERT and constraints of the core design `name`; `ert`: an energy table file to
+    use instead of the core's own (`--ert`: then the core is not priced at all)."""
     core = system.cores[name]
     if isinstance(core, FileCore):
-        return _file_core_model(core)
+        return _file_core_model(core, Path(ert) if ert is not None else None)
     flat = core.flattened()
     arch = parse_architecture(flat.processed, file=f"{system.spec.file}:{name}", name=name)
-    try:
-        ert_dict, _ = price_core(core)     # exactly as `coexplore arch generate` prices it
-    except CoexploreError as exc:       # a DRAM type or technology the estimator refuses
-        raise exc.with_file(system.spec.file) from None
-    ert = parse_ert(ert_dict, f"{name} (built-in estimator)")
+    told: tuple = ()
+    if ert is not None:
+        table = load_ert(ert)
+    else:
+        try:
+            ert_dict, _ = price_core(core)     # exactly as `coexplore arch generate` prices it
+        except CoexploreError as exc:       # a DRAM type or technology the estimator refuses
+            raise exc.with_file(system.spec.file) from None
+        table, told = parse_ert(ert_dict, f"{name} (built-in estimator)"), tuple(ert_dict.get("warnings") or ())
     targets = flat.constraints.get("architecture_constraints", {}).get("targets", [])
     cons = constraints_from_targets(targets, arch, f"{name} constraints")
-    return CoreModel(name, arch, level_costs(arch, ert), ert, cons, tuple(ert_dict.get("warnings") or ()))
+    return CoreModel(name, arch, level_costs(arch, table), table, cons, told)
 
 
-def _file_core_model(core: FileCore) -> CoreModel:
+def _file_core_model(core: FileCore, ert_file: Path | None = None) -> CoreModel:
     """A core of the user's own files, found as `coexplore evaluate` / `map` find them: its ERT given,
     else beside or inside the architecture file, else priced with the built-in estimator (a note says
     so); its constraints given, else its nodes' or a constraints.yaml beside it."""
     arch = core.architecture
-    source = core.ert_source()
+    source = ert_file if ert_file is not None else core.ert_source()
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         ert = load_ert(source) if isinstance(source, Path) else parse_ert(source, str(core.arch_file)) \
