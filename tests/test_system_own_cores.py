@@ -202,3 +202,25 @@ def test_ert_on_the_command_line_replaces_an_own_cores_pricing(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["energy_pJ"] == pytest.approx(exp["energy_pJ"], rel=1e-9)
     assert "built-in estimator" not in r.stderr and "no ERT given" not in r.stderr
+
+
+def test_an_own_core_with_its_ert_inside_its_file(tmp_path):
+    """A flattened architecture carrying its `ERT:` (as timeloop-model takes it): priced with it by
+    schedule and written out by arch generate."""
+    from coexplore.arch.system import load_system_arch
+    from coexplore.spec.ert import load_ert
+    from coexplore.spec.yamlio import dump_yaml, load_yaml
+    doc = load_yaml(ARCHES / "eyeriss_like" / "processed.yaml")
+    doc["ERT"] = load_yaml(ARCHES / "eyeriss_like" / "ERT.yaml")["ERT"]
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "whole.yaml").write_text(dump_yaml(doc))
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {name: mine, arch: mine/whole.yaml}\n")
+    cm = core_model(load_system_arch(path), "mine")
+    ref = load_ert(ARCHES / "eyeriss_like" / "ERT.yaml")
+    assert not cm.costs.notes and cm.ert.source == str(tmp_path / "mine" / "whole.yaml")
+    r = cli("arch", "generate", path, "--out", tmp_path / "gen", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cores"][0]["ert_art"].startswith("ERT inside the architecture file")
+    written = load_ert(tmp_path / "gen" / "mine" / "ERT.yaml")
+    assert written.actions == ref.actions and cm.ert.actions == ref.actions

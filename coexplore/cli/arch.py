@@ -77,18 +77,8 @@ def run(args) -> int:
         written = core.write(core_dir)
         how, what = priced[name]
         if how == "files":
-            ert, art, said = what
-            for (kind, table), root, write in ((ert, "ERT", write_ert), (art, "ART", write_art)):
-                if kind == "copied":
-                    shutil.copyfile(table, core_dir / f"{root}.yaml")
-                elif kind == "inside":                   # the ERT: of the architecture file
-                    write_text(core_dir / "ERT.yaml", dump_yaml({"ERT": table}))
-                else:
-                    write(core_dir / f"{root}.yaml", table)
-            told = [f"copied from {t}" if kind == "copied" else "inside the architecture file" if kind == "inside"
-                    else "built-in estimator" if args.energy == "builtin" else "accelergy" for kind, t in (ert, art)]
-            source = told[0] if told[0] == told[1] else f"ERT {told[0]}, ART {told[1]}"
-            warned += [f"{name}: {w}" for w in said]
+            source = _write_own_tables(core_dir, *what[:2], args.energy)
+            warned += [f"{name}: {w}" for w in what[2]]
         elif how == "given":
             shutil.copyfile(what[0], core_dir / "ERT.yaml")
             shutil.copyfile(what[1], core_dir / "ART.yaml")
@@ -101,13 +91,9 @@ def run(args) -> int:
             source = "built-in estimator" if args.energy == "builtin" else "accelergy"
         count = system.spec.core(name).count
         area = sum(n * a for _, n, a in area_breakdown(read_art(core_dir / "ART.yaml"))) / 1e6
-        if isinstance(core, FileCore):
-            arch = core.architecture
-            rows.append((name, None, count, arch.compute.instances, len(arch.all_levels), source, area,
-                         list(written)))
-        else:
-            rows.append((name, core.template, count, core.params.macs, len(core.flat.levels), source, area,
-                         list(written)))
+        own = core.architecture if isinstance(core, FileCore) else None
+        macs, levels = (own.compute.instances, len(own.all_levels)) if own else (core.params.macs, len(core.flat.levels))
+        rows.append((name, core.template, count, macs, levels, source, area, list(written)))
     spec = system.spec
     if args.json:
         print(json.dumps({
@@ -139,3 +125,18 @@ def run(args) -> int:
     for n in notes:
         print(f"coexplore arch: note: {n}", file=sys.stderr)
     return 0
+
+
+def _write_own_tables(core_dir: Path, ert: tuple, art: tuple, energy: str) -> str:
+    """ERT.yaml and ART.yaml of an own core (`FileCore.tables`: copied, the ERT: inside its file, or
+    priced); where they came from."""
+    for (kind, table), root, write in ((ert, "ERT", write_ert), (art, "ART", write_art)):
+        if kind == "copied":
+            shutil.copyfile(table, core_dir / f"{root}.yaml")
+        elif kind == "inside":
+            write_text(core_dir / "ERT.yaml", dump_yaml({"ERT": table}))
+        else:
+            write(core_dir / f"{root}.yaml", table)
+    told = [f"copied from {t}" if kind == "copied" else "inside the architecture file" if kind == "inside"
+            else "built-in estimator" if energy == "builtin" else "accelergy" for kind, t in (ert, art)]
+    return told[0] if told[0] == told[1] else f"ERT {told[0]}, ART {told[1]}"
