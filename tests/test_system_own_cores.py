@@ -2,6 +2,7 @@
 template cores, read as `coexplore evaluate` / `map` read an ARCH file."""
 
 import json
+from pathlib import Path
 import shutil
 import subprocess
 import sys
@@ -224,3 +225,19 @@ def test_an_own_core_with_its_ert_inside_its_file(tmp_path):
     assert json.loads(r.stdout)["cores"][0]["ert_art"].startswith("ERT inside the architecture file")
     written = load_ert(tmp_path / "gen" / "mine" / "ERT.yaml")
     assert written.actions == ref.actions and cm.ert.actions == ref.actions
+
+
+def test_an_own_cores_whole_spec_is_its_problem_too(tmp_path):
+    """`evaluate SYSTEM MAPPING --core X` with X a whole Timeloop spec (architecture and problem), as
+    `evaluate SPEC MAPPING` takes it: the exercise's reference numbers."""
+    src = Path(__file__).parent / "data" / "exercises_v4" / "v4_ed_simple_weight_stationary"
+    shutil.copytree(src, tmp_path / "ed")
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n"
+                    "  - {name: ed, arch: ed/parsed-processed-input.yaml}\n")
+    ref = json.loads((src / "reference.json").read_text())["summary"]       # Timeloop's own run
+    r = cli("evaluate", path, tmp_path / "ed" / "timeloop-mapper.map.yaml", "--core", "ed", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["cycles"] == ref["cycles"] and got["computes"] == ref["computes"]
+    assert got["energy_pJ"] == pytest.approx(ref["energy_pJ_from_per_compute"], rel=1e-6)

@@ -77,7 +77,14 @@ def problem_in_arch(args) -> None:
     architecture, mapper... in one file, as timeloopfe's top.yaml.jinja2 renders)."""
     if args.problem is not None:
         return
-    if "problem" not in top_keys(resolve("arch", args.arch)):
+    arch = resolve("arch", args.arch)
+    if "system" in top_keys(arch) and getattr(args, "core", None):     # an own core's whole spec holds one
+        from coexplore.spec.system import load_system
+        own = next((c.arch for c in load_system(arch).cores if c.name == args.core and c.arch is not None), None)
+        if own is not None and "problem" in top_keys(own):
+            args.problem = str(own)
+            return
+    if "problem" not in top_keys(arch):
         raise CoexploreError("no PROBLEM given and ARCH holds no problem", file=str(args.arch), key="problem",
                              expected="PROBLEM (a Timeloop problem YAML or a workload) after ARCH, or an ARCH "
                                       "with a top-level problem: key")
