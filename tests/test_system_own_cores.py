@@ -241,3 +241,16 @@ def test_an_own_cores_whole_spec_is_its_problem_too(tmp_path):
     got = json.loads(r.stdout)
     assert got["cycles"] == ref["cycles"] and got["computes"] == ref["computes"]
     assert got["energy_pJ"] == pytest.approx(ref["energy_pJ_from_per_compute"], rel=1e-6)
+
+
+def test_a_system_parsed_from_a_document_keeps_its_folder_for_sweep_points(tmp_path, monkeypatch):
+    """parse_system(doc, base_dir=D): a sweep point re-reads the own core's path from D, not from
+    the working directory."""
+    from coexplore.spec.system import parse_system
+    from coexplore.spec.yamlio import loads_yaml
+    shutil.copytree(ARCHES / "eyeriss_like", tmp_path / "mine")
+    doc = loads_yaml("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {name: m, arch: mine/arch.yaml}\n"
+                     "sweep: {axes: {cores.m.count: [1, 2]}}\n")
+    monkeypatch.chdir(tmp_path.parent)
+    spec = parse_system(doc, base_dir=tmp_path)
+    assert spec.with_value("cores.m.count", 2).cores[0].arch == tmp_path / "mine" / "arch.yaml"

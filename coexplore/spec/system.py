@@ -120,6 +120,7 @@ class SystemSpec:
     mappers: dict = field(default_factory=dict)         # role -> Path
     file: str | None = None
     raw: dict = field(default_factory=dict, repr=False, compare=False)
+    base_dir: Path | None = field(default=None, repr=False, compare=False)   # relative paths' folder
 
     @property
     def n_cores(self) -> int:
@@ -137,7 +138,7 @@ class SystemSpec:
         doc = copy.deepcopy(self.raw)
         _set_path(doc, path, value, file=self.file, key=key)
         try:
-            return parse_system(doc, file=self.file, base_dir=_base_dir(self.file),
+            return parse_system(doc, file=self.file, base_dir=self.base_dir or _base_dir(self.file),
                                 _axes_checked=True)
         except CoexploreError as exc:
             raise CoexploreError(f"value {value!r} makes {exc.key or 'the system'} invalid: "
@@ -452,7 +453,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
     spec = SystemSpec(name=name, clock_GHz=clock, technology=tech, dram=dram, cores=cores,
                       description=description, workloads=workloads, sweep_axes=axes,
                       objectives=objectives, mappers=mappers, file=file,
-                      raw=copy.deepcopy(doc))
+                      raw=copy.deepcopy(doc), base_dir=base)
     if not _axes_checked:
         # every axis must address something that exists (values are checked by coexplore.arch)
         for path, values in axes.items():
