@@ -272,7 +272,10 @@ def _run_until_bar(cmd, env, sig, marker="best=", second=None):
     """Start `cmd`, wait until its progress bar shows `marker` (the search loop runs), send `sig` (and
     `second` 0.3 s later if given); (returncode, stderr)."""
     import subprocess
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # as a Ctrl-C from a terminal finds it: SIGINT handled by default even when this test run was
+    # started with SIGINT ignored (a background job of a script), which the child would inherit
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         buf, t0 = "", time.time()
         while marker not in buf and time.time() - t0 < 120 and p.poll() is None:

@@ -96,7 +96,8 @@ def test_map_interrupted_by_sigint(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "0.5"}   # a bar line every 0.5 s
     p = subprocess.Popen([sys.executable, "-m", "coexplore.cli.main", "map", str(ARCH), str(LAYER),
                           "--searcher", "random", "--budget", "100000000", "--out", str(out), "--no-cache"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))   # (as a terminal's)
     try:
         # wait for the progress bar to show a best value (the search loop is running)
         buf = ""

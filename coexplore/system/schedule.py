@@ -133,6 +133,10 @@ def check_magma_config(cfg: MagmaConfig, file=None, given: set[str] | None = Non
         value = getattr(cfg, key)
         if value is not None and not 0 <= value <= 1:
             raise CoexploreError(f"{key} {value}", file=file, key=f"config.{key}", expected="a number in [0, 1]")
+    for key in ("p_mutation_start", "parent_ratio_start"):      # geometric annealing: nothing grows from 0
+        if getattr(cfg, key) == 0:
+            raise CoexploreError(f"{key} 0: the rate anneals geometrically from its start, and from 0 it cannot",
+                                 file=file, key=f"config.{key}", expected="a number in (0, 1], or left out")
     top = max(cfg.p_mutation, cfg.p_mutation_start or 0.0)     # the rate anneals from start to p_mutation
     if cfg.p_mutation_min is not None and not 0 < cfg.p_mutation_min < top:
         raise CoexploreError(f"p_mutation_min {cfg.p_mutation_min} is not between 0 and the mutation rate "

@@ -1,0 +1,86 @@
+"""The result cache: keys independent of set order, counters, records, schema versions, moving a cache aside."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coexplore.model.cache import COUNTER_FLUSH_EVERY, ResultCache, cache_key
+
+
+def _parts(**extra):
+    return dict(core={"name": "a", "depth": 1024}, layer={"C": 8, "M": 8}, searcher={"name": "random"},
+                seed=0, backend="builtin", backend_version="0.1.0", **extra)
+
+
+def test_set_valued_parts_hash_the_same_whatever_their_iteration_order():
+    # 1 and 9 share a slot of a small set's hash table: insertion order decides iteration order
+    a, b = set(), set()
+    a.add(1); a.add(9)
+    b.add(9); b.add(1)
+    assert a == b
+    if list(a) == list(b):
+        pytest.skip("this Python iterates both sets alike")
+    assert cache_key(**_parts(keep=a)) == cache_key(**_parts(keep=b))
+    assert cache_key(**_parts(keep=frozenset(a))) == cache_key(**_parts(keep=frozenset(b)))
+
+
+def test_counters_reach_the_file_every_64_lookups_without_close(tmp_path):
+    path = tmp_path / "c.sqlite"
+    cache = ResultCache(path)
+    cache.put("k", {"energy": 1.0})
+    for _ in range(COUNTER_FLUSH_EVERY):
+        cache.get("k")                       # hits, never closed or flushed by hand
+    with ResultCache(path) as other:         # another process's view of the file
+        s = other.stats()
+        assert (s.hits, s.misses) == (COUNTER_FLUSH_EVERY, 0)
+    cache.close()
+
+
+def test_a_computed_record_equals_what_a_later_hit_returns(tmp_path):
+    np = pytest.importorskip("numpy")
+    rec = {"energy": np.float64(2.5), "cycles": np.int64(7), "levels": (1, 2), "tile": np.array([1, 2])}
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        first = cache.get_or_compute(_parts(), lambda: rec)
+        second = cache.get_or_compute(_parts(), lambda: pytest.fail("recomputed"))
+    assert first == second == {"energy": 2.5, "cycles": 7, "levels": [1, 2], "tile": [1, 2]}
+    assert type(first["levels"]) is list and type(first["tile"]) is list
+
+
+def test_clear_also_forgets_the_lookups_not_yet_saved(tmp_path):
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        cache.put("k", {"energy": 1.0})
+        cache.get("k"); cache.get("k"); cache.get("nope")    # 2 hits, 1 miss, unsaved (< 64)
+        assert cache.clear() == 1
+        s = cache.stats()
+        assert (s.entries, s.hits, s.misses) == (0, 0, 0)
+
+
+def test_a_cache_of_another_schema_version_is_refused(tmp_path):
+    import sqlite3
+    from coexplore.model.cache import CacheUnreadableError, SCHEMA_VERSION
+    path = tmp_path / "c.sqlite"
+    with ResultCache(path) as cache:
+        cache.put("k", {"energy": 1.0})
+    con = sqlite3.connect(path)
+    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    con.commit()
+    con.close()
+    with pytest.raises(CacheUnreadableError, match="schema version"):
+        ResultCache(path)
+
+
+def test_moving_a_cache_aside_takes_its_wal_and_shm_files_and_an_empty_file_too(tmp_path):
+    from coexplore.model.cache import move_cache_aside
+    path = tmp_path / "c.sqlite"
+    path.write_bytes(b"SQLite format 3\x00" + b"\0" * 100)
+    (tmp_path / "c.sqlite-wal").write_bytes(b"w")
+    (tmp_path / "c.sqlite-shm").write_bytes(b"s")
+    target = move_cache_aside(path)
+    assert target == tmp_path / "c.sqlite.unreadable-1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "c.sqlite.unreadable-1", "c.sqlite.unreadable-1-shm", "c.sqlite.unreadable-1-wal"]
+    assert (tmp_path / "c.sqlite.unreadable-1-wal").read_bytes() == b"w"
+    path.write_bytes(b"")                     # an empty file is a (new) SQLite database, movable
+    assert move_cache_aside(path) == tmp_path / "c.sqlite.unreadable-2"
