@@ -399,28 +399,3 @@ def test_a_spatial_directive_where_nothing_fans_out_is_refused(tmp_path):
     assert ("cannot find spatial tiling level associated with storage level PEInputBuffer. This is because the "
             "number of instances of the next-inner level (inter_distributed_buffers_spatial) is the same as this "
             "level") in r.stderr
-
-
-def test_a_buffer_over_capacity_and_fan_out_says_both_as_timeloop(tmp_path):
-    """Timeloop's BufferLevel::ComputeScalarAccesses checks a buffer's capacity and its fan-out in two
-    separate if-chains of one fail_reason stream: both messages, the second glued to the first."""
-    (tmp_path / "arch.yaml").write_text(
-        "architecture:\n  version: 0.3\n  subtree:\n  - name: system\n    local:\n"
-        "    - {name: DRAM, class: DRAM, attributes: {width: 8, datawidth: 8}}\n"
-        "    subtree:\n    - name: pe\n      local:\n"
-        "      - {name: 'Buffer[0..3]', class: SRAM, attributes: {depth: 4, width: 8, datawidth: 8, meshX: 4}}\n"
-        "      - {name: 'MAC[0..15]', class: intmac, attributes: {datawidth: 8, meshX: 4}}\n")
-    (tmp_path / "ERT.yaml").write_text("ERT:\n  version: 0.3\n  tables:\n  - name: system.DRAM\n    actions:\n"
-                                       "    - {name: read, energy: 100}\n    - {name: write, energy: 100}\n")
-    text = (CORPUS / "layers" / "tiny_conv.yaml").read_text()
-    (tmp_path / "p.yaml").write_text(text.replace("C: 4, M: 8, R: 3, S: 3, N: 2, P: 6, Q: 6,",
-                                                  "C: 4, M: 8, R: 1, S: 1, N: 1, P: 4, Q: 1,"))
-    (tmp_path / "m.yaml").write_text(
-        "mapping:\n- {target: DRAM, type: temporal, factors: C1 M4 R1 S1 N1 P1 Q1, permutation: CMRSNPQ}\n"
-        "- {target: DRAM, type: spatial, factors: C1 M2 R1 S1 N1 P1 Q1, permutation: MCRSNPQ, split: 0}\n"
-        "- {target: Buffer, type: temporal, factors: C4 M1 R1 S1 N1 P4 Q1, permutation: CPMRSNQ}\n")
-    r = cli("evaluate", tmp_path / "arch.yaml", tmp_path / "p.yaml", tmp_path / "m.yaml", "--json")
-    assert r.returncode == 1, r.stderr
-    # Buffer holds Weights C4 + Inputs C4 x P4 + Outputs P4 = 24 words of 4; M2 on Y where meshY is 1
-    assert json.loads(r.stdout)["error"] == ("ERROR: couldn't map level Buffer: mapped tile size 24 exceeds buffer "
-                                             "capacity 4mapped Y expansion 2 exceeds available hardware instances 1")

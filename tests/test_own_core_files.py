@@ -16,6 +16,14 @@ TESTS = Path(__file__).resolve().parent
 ARCHES = CORPUS / "arches"
 
 
+def _sws_and_given_constraints(tmp_path):
+    """simple_weight_stationary as s/ (its nodes' constraints only) and a constraints file given.yaml."""
+    shutil.copytree(ARCHES / "simple_weight_stationary", tmp_path / "s")
+    (tmp_path / "s" / "constraints.yaml").unlink()
+    (tmp_path / "given.yaml").write_text(
+        "targets:\n- {target: DRAM, type: temporal, permutation: [N, C, M, P, Q, R, S]}\n")
+
+
 def _sys(tmp_path, core_line):
     path = tmp_path / "sys.yaml"
     path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - " + core_line + "\n")
@@ -100,10 +108,7 @@ def test_an_own_cores_given_constraints_apply_per_layer(tmp_path):
     from coexplore.spec.constraints import load_constraints
     from coexplore.system.from_system import core_model
     from coexplore.arch.system import load_system_arch
-    shutil.copytree(ARCHES / "simple_weight_stationary", tmp_path / "s")
-    (tmp_path / "s" / "constraints.yaml").unlink()
-    (tmp_path / "given.yaml").write_text(
-        "targets:\n- {target: DRAM, type: temporal, permutation: [N, C, M, P, Q, R, S]}\n")
+    _sws_and_given_constraints(tmp_path)
     path = _sys(tmp_path, "{name: s, arch: s/arch.yaml, constraints: given.yaml}")
     cm = core_model(load_system_arch(path), "s")
     ctx = load_context(tmp_path / "s" / "arch.yaml", CORPUS / "layers" / "tiny_conv.yaml")
@@ -149,10 +154,7 @@ def test_a_schedules_layer_search_gets_the_own_cores_per_layer_constraints(tmp_p
     """system_job_table maps each layer with CoreModel.constraints_for(layer), as `map` would."""
     import coexplore.system.from_system as fs
     from coexplore.spec.constraints import load_constraints
-    shutil.copytree(ARCHES / "simple_weight_stationary", tmp_path / "s")
-    (tmp_path / "s" / "constraints.yaml").unlink()
-    (tmp_path / "given.yaml").write_text(
-        "targets:\n- {target: DRAM, type: temporal, permutation: [N, C, M, P, Q, R, S]}\n")
+    _sws_and_given_constraints(tmp_path)
     (tmp_path / "wl.yaml").write_text("workload:\n  name: mini\n  layers:\n  - {name: a, instance: "
                                       "{C: 16, M: 32, R: 3, S: 3, N: 1, P: 14, Q: 14}}\n")
     path = tmp_path / "sys.yaml"
@@ -234,10 +236,7 @@ def test_a_worker_searches_with_the_own_cores_per_layer_constraints(tmp_path, mo
     from coexplore.arch.system import load_system_arch
     from coexplore.spec.constraints import load_constraints
     from coexplore.spec.workload import load_workload
-    shutil.copytree(ARCHES / "simple_weight_stationary", tmp_path / "s")
-    (tmp_path / "s" / "constraints.yaml").unlink()
-    (tmp_path / "given.yaml").write_text(
-        "targets:\n- {target: DRAM, type: temporal, permutation: [N, C, M, P, Q, R, S]}\n")
+    _sws_and_given_constraints(tmp_path)
     (tmp_path / "wl.yaml").write_text("workload:\n  name: mini\n  layers:\n  - {name: a, instance: "
                                       "{C: 16, M: 32, R: 3, S: 3, N: 1, P: 14, Q: 14}}\n")
     path = _sys(tmp_path, "{name: s, arch: s/arch.yaml, constraints: given.yaml}")
@@ -258,10 +257,7 @@ def test_core_with_constraints_on_the_command_line_completes_them_for_the_layer(
     from coexplore.cli.main import build_parser
     from coexplore.model.inputs import load_context
     from coexplore.spec.constraints import load_constraints
-    shutil.copytree(ARCHES / "simple_weight_stationary", tmp_path / "s")
-    (tmp_path / "s" / "constraints.yaml").unlink()
-    (tmp_path / "given.yaml").write_text(
-        "targets:\n- {target: DRAM, type: temporal, permutation: [N, C, M, P, Q, R, S]}\n")
+    _sws_and_given_constraints(tmp_path)
     path = _sys(tmp_path, "{name: s, arch: s/arch.yaml}")
     problem = CORPUS / "layers" / "resnet50_res3a_2b.yaml"
     args = build_parser().parse_args(["map", str(path), str(problem), "--core", "s",
