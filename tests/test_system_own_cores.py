@@ -254,3 +254,48 @@ def test_a_system_parsed_from_a_document_keeps_its_folder_for_sweep_points(tmp_p
     monkeypatch.chdir(tmp_path.parent)
     spec = parse_system(doc, base_dir=tmp_path)
     assert spec.with_value("cores.m.count", 2).cores[0].arch == tmp_path / "mine" / "arch.yaml"
+
+
+def test_arch_generate_never_writes_over_an_own_cores_files(tmp_path):
+    """--out holding the core's own folder: refused before anything is written (no file replaced)."""
+    shutil.copytree(ARCHES / "eyeriss_like", tmp_path / "out" / "t")
+    (tmp_path / "other.yaml").write_text("architecture_constraints: {targets: []}\n")
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n"
+                    "  - {name: t, arch: out/t/arch.yaml, constraints: other.yaml}\n")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out" / "t").iterdir()}
+    r = cli("arch", "generate", path, "--out", tmp_path / "out")
+    assert r.returncode == 2 and "key '--out'" in r.stderr and "Traceback" not in r.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out" / "t").iterdir()} == before
+
+
+def test_constraints_inside_an_own_cores_file_win_over_a_file_beside_it(tmp_path):
+    """As `map FILE` reads it: a whole spec's own constraint targets apply, not a constraints.yaml beside."""
+    from coexplore.arch.file_core import FileCore
+    from coexplore.spec.yamlio import dump_yaml, load_yaml
+    (tmp_path / "w").mkdir()
+    doc = load_yaml(ARCHES / "eyeriss_like" / "processed.yaml")
+    doc.update(load_yaml(ARCHES / "eyeriss_like" / "constraints.yaml"))
+    (tmp_path / "w" / "spec.yaml").write_text(dump_yaml(doc))
+    (tmp_path / "w" / "constraints.yaml").write_text("architecture_constraints: {targets: []}\n")
+    assert FileCore("w", tmp_path / "w" / "spec.yaml").constraints_source() is None
+    (tmp_path / "w" / "spec.yaml").write_text(dump_yaml(load_yaml(ARCHES / "eyeriss_like" / "processed.yaml")))
+    assert FileCore("w", tmp_path / "w" / "spec.yaml").constraints_source() == tmp_path / "w" / "constraints.yaml"
+
+
+def test_a_templates_includes_are_part_of_a_schedules_run_identity(tmp_path):
+    from coexplore.cli.main import build_parser
+    from coexplore.cli.schedule import _run_description, _system_mapper
+    from coexplore.spec.yamlio import dump_yaml, load_yaml
+    (tmp_path / "t").mkdir()
+    text = dump_yaml(load_yaml(ARCHES / "eyeriss_like" / "processed.yaml"))
+    assert "depth: 16384" in text
+    (tmp_path / "t" / "depth.txt").write_text("16384")
+    (tmp_path / "t" / "core.yaml.jinja2").write_text(text.replace("depth: 16384", "depth: {% include 'depth.txt' %}"))
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {arch: t/core.yaml.jinja2}\n")
+    args = build_parser().parse_args(["schedule", str(path)])
+    assert load_system(path).cores[0].name == "core"          # the file's name up to its first dot
+    before = _run_description(args, _system_mapper(args), 1000)["inputs_sha256"]
+    (tmp_path / "t" / "depth.txt").write_text("32768")
+    assert _run_description(args, _system_mapper(args), 1000)["inputs_sha256"] != before

@@ -45,11 +45,20 @@ class FileCore:
         return data["ERT"] if isinstance(data, dict) and isinstance(data.get("ERT"), dict) else None
 
     def constraints_source(self) -> Path | None:
-        """The constraints file given, else a constraints.yaml beside the file (None: the nodes' own)."""
+        """The constraints file given, else (unless the file holds its own constraint targets, which
+        then apply) a constraints.yaml beside it; None: those in the file or its nodes'."""
         if self.constraints_file is not None:
             return self.constraints_file
+        from coexplore.spec.constraints import constraint_targets
+        if constraint_targets(load_yaml(self.arch_file), str(self.arch_file)) is not None:
+            return None
         beside = self.arch_file.parent / "constraints.yaml"
         return beside if beside.is_file() else None
+
+    def inputs(self) -> list[Path]:
+        """Every file `arch generate` reads for this core (its outputs must not land on one of them)."""
+        ert, art, _ = self.tables(estimator="builtin", price=False)
+        return self.files() + [table[1] for table in (ert, art) if table is not None and isinstance(table[1], Path)]
 
     def files(self) -> list[Path]:
         """Every file the core's results depend on (a run is the same run only if none changed)."""
@@ -57,7 +66,8 @@ class FileCore:
         found = [self.arch_file, ert if isinstance(ert, Path) else None, self.constraints_source()]
         return [p for p in found if p is not None]
 
-    def tables(self, estimator: str = "builtin") -> tuple[tuple[str, object], tuple[str, object], list[str]]:
+    def tables(self, estimator: str = "builtin", price: bool = True
+               ) -> tuple[tuple[str, object], tuple[str, object], list[str]]:
         """(ERT, ART, warnings), each table as (how, what): ("copied", path), ("inside", the ERT: of the
         architecture file) or ("built", a table priced by `estimator`). The ART is the ART.yaml beside
         the ERT file used, else beside the architecture, else priced."""
@@ -69,7 +79,7 @@ class FileCore:
                 art = ("copied", folder / "ART.yaml")
                 break
         said: list[str] = []
-        if ert is None or art is None:
+        if (ert is None or art is None) and price:
             from coexplore.energy.pricing import price_architecture
             with warnings.catch_warnings():       # said once, by the caller
                 warnings.simplefilter("ignore")

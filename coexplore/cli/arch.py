@@ -55,11 +55,18 @@ def run(args) -> int:
     rows = []
     # price (or find the given tables of) every core before writing anything: a failure leaves the
     # folder as it was, never new architecture files beside old energy tables
-    priced, notes = {}, []
+    priced, notes, warned = {}, [], []
     for name, core in system.cores.items():
         if isinstance(core, FileCore):        # the user's own files: its tables given, beside it, or priced
             from coexplore.system.from_system import core_model
-            core_model(system, name)          # read as schedule reads it: an ERT or constraints that do not fit stop here
+            cm = core_model(system, name)     # read as schedule reads it: an ERT or constraints that do not fit stop here
+            mine = [p for p in core.inputs() if p.resolve().parent == (out / name).resolve()]
+            if mine:                          # writing OUT/<core>/ would replace the core's own files
+                raise CoexploreError(f"core {name}'s own file {mine[0]} is in {out / name}, which this command "
+                                     "writes", key="--out", expected="an output folder that holds none of the "
+                                     "cores' input files")
+            read = (f"{core.arch_file}: ", f"{cm.ert.source}: ")    # what reading it said (the pricing: below)
+            warned += [f"{name}: {w}" for w in cm.warnings if w.startswith(read)]
             priced[name] = ("files", core.tables(estimator=args.energy))
             if args.ert_from:
                 notes.append(f"core {name} is priced from its own files, not --ert-from (which applies to the "
@@ -71,7 +78,6 @@ def run(args) -> int:
                 priced[name] = ("built", price_core(core, estimator=args.energy))
             except CoexploreError as exc:      # a DRAM type or technology the estimator refuses
                 raise exc.with_file(system.spec.file) from None
-    warned = []
     for name, core in system.cores.items():
         core_dir = out / name
         written = core.write(core_dir)
@@ -105,7 +111,7 @@ def run(args) -> int:
                        "area_mm2": area, "ert_art": source,
                        "files": {f: str(out / name / f"{f}.yaml") for f in (*written, "ERT", "ART")}}
                       for name, template, count, macs, levels, source, area, written in rows],
-            "warnings": warned}, indent=1))
+            "warnings": warned, "notes": notes}, indent=1))
         return 0
     print(f"system {spec.name}: {spec.n_cores} core{'s' if spec.n_cores != 1 else ''}, off-chip "
           f"{spec.dram.bandwidth_GBps_at(spec.clock_GHz):g} GB/s "
@@ -117,9 +123,11 @@ def run(args) -> int:
         print(f"{name:<{w}} {template or '(file)':<9} {count:>6} {macs:>6} {levels:>6} {area:>10.4g}  {source}")
     print("(levels: storage levels and the compute level; area: one copy, instances x per-instance area "
           "from its ART.yaml)")
-    print(f"wrote {out}/<core>/{{arch,processed,constraints,ERT,ART}}.yaml"
-          + "".join(f"; {name}/: " + ", ".join(f"{f}.yaml" for f in (*written, "ERT", "ART")) + " (its own files)"
-                    for name, template, *_, written in rows if template is None))
+    made = [name for name, template, *_ in rows if template is not None]
+    print("wrote " + "; ".join(([f"{out}/<core>/{{arch,processed,constraints,ERT,ART}}.yaml ({', '.join(made)})"]
+                                if made else [])
+                               + [f"{out}/{name}/: " + ", ".join(f"{f}.yaml" for f in (*written, "ERT", "ART"))
+                                  for name, template, *_, written in rows if template is None]))
     for w in warned:
         print(f"coexplore: warning: {w}", file=sys.stderr)
     for n in notes:

@@ -182,7 +182,8 @@ def load_inputs(args, with_constraints: bool = False
     name = _choose(list(system.cores), args.core, "core design", str(args.arch), "--core")
     cm = core_model(system, name, ert=args.ert)     # with --ert the core is not priced
     for w in cm.warnings:
-        print(f"coexplore: warning: {args.arch} core {name}: {w}", file=sys.stderr)
+        if not w.startswith(f"{cm.ert.source}: "):     # what the ERT leaves out: said by _context
+            print(f"coexplore: warning: {args.arch} core {name}: {w}", file=sys.stderr)
     ctx = _context(cm.context_arch, problem, cm.ert)
     if not with_constraints:
         return ctx, None

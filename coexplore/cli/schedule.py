@@ -223,9 +223,13 @@ def _run_description(args, mapper, budget: int) -> dict:
         spec = load_system(args.system)
         files += [resolve("problems", w) for w in args.workload] if args.workload else list(spec.workloads)
         files += list(spec.mappers.values())
-        from coexplore.arch.file_core import FileCore      # own cores: every file they are read from
-        files += [p for c in spec.cores if c.template is None
-                  for p in FileCore(c.name, c.arch, c.ert, c.constraints).files()]
+        from coexplore.arch.file_core import FileCore      # own cores: every file they are read from,
+        from coexplore.spec import template                 # those a template pulls in too
+        own = [FileCore(c.name, c.arch, c.ert, c.constraints) for c in spec.cores if c.template is None]
+        files += [p for core in own for p in core.files()]
+        for core in own:
+            core.architecture                               # (rendered: its includes recorded)
+        files += template.files_read()
         if args.layer_searcher:
             files.append(resolve("mappers", args.layer_searcher))
     desc["inputs_sha256"] = digests(*[f for f in files if f and Path(f).is_file()])

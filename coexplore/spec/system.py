@@ -249,12 +249,12 @@ def _parse_dram(value, file) -> DramSpec:
 
 
 def _core_name(c: dict):
-    """A core entry's name as written or defaulted: its template, or its architecture file's stem."""
+    """A core entry's name as written or defaulted: its template, or its architecture file's name up to the first dot."""
     if "name" in c:
         return c["name"]
     if "template" in c:
         return c["template"]
-    return Path(str(c["arch"])).stem if isinstance(c.get("arch"), str) else None
+    return Path(str(c["arch"])).name.split(".")[0] if isinstance(c.get("arch"), str) else None   # tpu.yaml.jinja2: tpu
 
 
 def _from_file(c: dict) -> str:

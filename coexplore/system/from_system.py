@@ -127,6 +127,7 @@ def _map_in_worker(task) -> tuple:
     the record None when the search raised (the parent repeats it to raise it, the layer named)."""
     i, cm, layer, spec, budget, seed, cache_path = task
     from coexplore.model.cache import ResultCache
+    warnings.simplefilter("ignore")       # what a search says, the parent says once (not raw, per worker)
     try:
         cache = ResultCache(cache_path) if cache_path is not None else None
         ctx = layer_context(cm, layer)
