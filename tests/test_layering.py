@@ -10,15 +10,19 @@ PKG = Path(__file__).resolve().parents[1] / "coexplore"
 
 # package -> the coexplore packages (and plotting) it must never import
 FORBIDDEN = {
-    "spec": {"model", "mapspace", "search", "system", "arch", "cli", "energy", "matplotlib"},
-    "model": {"mapspace", "search", "system", "arch", "cli", "matplotlib"},
-    "energy": {"model", "arch", "mapspace", "search", "system", "cli", "matplotlib"},
-    "mapspace": {"search", "system", "cli", "matplotlib"},
-    "search": {"system", "cli", "matplotlib"},
-    "arch": {"model", "mapspace", "search", "system", "cli", "matplotlib"},
-    "system": {"cli"},
+    "spec": {"model", "mapspace", "search", "system", "arch", "cli", "energy", "sweep", "report", "matplotlib"},
+    "model": {"mapspace", "search", "system", "arch", "cli", "sweep", "report", "matplotlib"},
+    "energy": {"model", "arch", "mapspace", "search", "system", "cli", "sweep", "report", "matplotlib"},
+    "mapspace": {"search", "system", "cli", "sweep", "report", "matplotlib"},
+    "search": {"system", "cli", "sweep", "report", "matplotlib"},
+    "arch": {"model", "mapspace", "search", "system", "cli", "sweep", "report", "matplotlib"},
+    "system": {"cli", "sweep", "report"},
+    # a sweep runs the layers below and records numbers; drawing them is the report's job
+    "sweep": {"cli", "report", "matplotlib"},
+    # the report reads records (and coexplore.sweep's objectives and front), never runs anything
+    "report": {"cli", "system", "search", "mapspace", "model"},
 }
-SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "cli"}
+SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "sweep", "report", "cli"}
 # the package's top-level modules serve every layer, so they import none of the sub-packages
 TOP_LEVEL = ("errors.py", "progress.py", "bundled.py", "__init__.py")
 # modules that are interfaces, not implementations: the searchers' parameter-space type is what a

@@ -66,3 +66,43 @@ def price_core(core: CoreArch, estimator: str = "builtin"):
     flattened form, which carries the inherited attributes (technology, clock) Accelergy sees."""
     from coexplore.energy.tables import build_tables, components_from_processed
     return build_tables(components_from_processed(core.flattened().processed), estimator=estimator)
+
+
+def art_area_mm2(art: dict) -> float:
+    """Area of one copy of a core (mm^2): instances x per-instance area over its ART's entries."""
+    from coexplore.energy.tables import area_breakdown
+    return sum(n * a for _, n, a in area_breakdown(art)) / 1e6
+
+
+def write_core_tables(core_dir: Path, core, estimator: str = "builtin") -> tuple[str, list[str]]:
+    """ERT.yaml and ART.yaml of a system's core design into `core_dir`: a generated core's priced by
+    `estimator`, an own core's (`FileCore.tables`) copied, taken from its file or priced; where they
+    came from and what pricing warned. (`coexplore arch generate` also takes tables given.)"""
+    from coexplore.arch.file_core import FileCore
+    from coexplore.energy.tables import write_art, write_ert
+    if isinstance(core, FileCore):
+        ert, art, said = core.tables(estimator=estimator)
+        return write_own_tables(core_dir, ert, art, estimator), said
+    ert, art = price_core(core, estimator=estimator)
+    write_ert(Path(core_dir) / "ERT.yaml", ert)
+    write_art(Path(core_dir) / "ART.yaml", art)
+    return ("built-in estimator" if estimator == "builtin" else "accelergy"), [str(w) for w in ert.get("warnings") or ()]
+
+
+def write_own_tables(core_dir: Path, ert: tuple, art: tuple, energy: str) -> str:
+    """ERT.yaml and ART.yaml of an own core (`FileCore.tables`: copied, the ERT: inside its file, or
+    priced); where they came from."""
+    import shutil
+
+    from coexplore.energy.tables import write_art, write_ert
+    from coexplore.spec.yamlio import dump_yaml, write_text
+    for (kind, table), root, write in ((ert, "ERT", write_ert), (art, "ART", write_art)):
+        if kind == "copied":
+            shutil.copyfile(table, Path(core_dir) / f"{root}.yaml")
+        elif kind == "inside":
+            write_text(Path(core_dir) / "ERT.yaml", dump_yaml({"ERT": table}))
+        else:
+            write(Path(core_dir) / f"{root}.yaml", table)
+    told = [f"copied from {t}" if kind == "copied" else "inside the architecture file" if kind == "inside"
+            else "built-in estimator" if energy == "builtin" else "accelergy" for kind, t in (ert, art)]
+    return told[0] if told[0] == told[1] else f"ERT {told[0]}, ART {told[1]}"

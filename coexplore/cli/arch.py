@@ -14,12 +14,12 @@ from pathlib import Path
 
 from coexplore.arch.file_core import FileCore
 from coexplore.arch.system import load_system_arch
-from coexplore.arch.tables import find_given_tables, price_core
-from coexplore.energy.tables import area_breakdown, read_art, write_art, write_ert
+from coexplore.arch.tables import art_area_mm2, find_given_tables, price_core, write_own_tables
+from coexplore.energy.tables import read_art, write_art, write_ert
 from coexplore.bundled import resolve
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import dump_yaml, read_text, write_text
+from coexplore.spec.yamlio import read_text
 
 
 def register(subparsers) -> None:
@@ -83,7 +83,7 @@ def run(args) -> int:
         written = core.write(core_dir)
         how, what = priced[name]
         if how == "files":
-            source = _write_own_tables(core_dir, *what[:2], args.energy)
+            source = write_own_tables(core_dir, *what[:2], args.energy)
             warned += [f"{name}: {w}" for w in what[2]]
         elif how == "given":
             shutil.copyfile(what[0], core_dir / "ERT.yaml")
@@ -96,7 +96,7 @@ def run(args) -> int:
             warned += [f"{name}: {w}" for w in ert.get("warnings") or ()]
             source = "built-in estimator" if args.energy == "builtin" else "accelergy"
         count = system.spec.core(name).count
-        area = sum(n * a for _, n, a in area_breakdown(read_art(core_dir / "ART.yaml"))) / 1e6
+        area = art_area_mm2(read_art(core_dir / "ART.yaml"))
         own = core.architecture if isinstance(core, FileCore) else None
         macs, levels = (own.compute.instances, len(own.all_levels)) if own else (core.params.macs, len(core.flat.levels))
         rows.append((name, core.template, count, macs, levels, source, area, list(written)))
@@ -133,18 +133,3 @@ def run(args) -> int:
     for n in notes:
         print(f"coexplore arch: note: {n}", file=sys.stderr)
     return 0
-
-
-def _write_own_tables(core_dir: Path, ert: tuple, art: tuple, energy: str) -> str:
-    """ERT.yaml and ART.yaml of an own core (`FileCore.tables`: copied, the ERT: inside its file, or
-    priced); where they came from."""
-    for (kind, table), root, write in ((ert, "ERT", write_ert), (art, "ART", write_art)):
-        if kind == "copied":
-            shutil.copyfile(table, core_dir / f"{root}.yaml")
-        elif kind == "inside":
-            write_text(core_dir / "ERT.yaml", dump_yaml({"ERT": table}))
-        else:
-            write(core_dir / f"{root}.yaml", table)
-    told = [f"copied from {t}" if kind == "copied" else "inside the architecture file" if kind == "inside"
-            else "built-in estimator" if energy == "builtin" else "accelergy" for kind, t in (ert, art)]
-    return told[0] if told[0] == told[1] else f"ERT {told[0]}, ART {told[1]}"

@@ -28,6 +28,7 @@ COMMANDS = (
     "arch",
     "energy",
     "schedule",
+    "sweep",
 )
 
 

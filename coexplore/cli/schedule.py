@@ -217,23 +217,30 @@ def _run_description(args, mapper, budget: int) -> dict:
                     workloads=[str(w) for w in args.workload] if args.workload else None,
                     layer_searcher=args.layer_searcher, layer_budget=_layer_budget(args),
                     layer_seed=_layer_seed(args))
-    files = [args.table, args.system, mapper.file]
-    if args.system:          # and what it points to: workloads (bundled names too), mapper files
-        from coexplore.spec.system import load_system
-        spec = load_system(args.system)
-        files += [resolve("problems", w) for w in args.workload] if args.workload else list(spec.workloads)
-        files += list(spec.mappers.values())
-        from coexplore.arch.file_core import FileCore      # own cores: every file they are read from,
-        from coexplore.spec import template                 # those a template pulls in too
-        own = [FileCore(c.name, c.arch, c.ert, c.constraints) for c in spec.cores if c.template is None]
-        files += [p for core in own for p in core.files()]
-        for core in own:
-            core.architecture                               # (rendered: its includes recorded)
-        files += template.files_read()
-        if args.layer_searcher:
-            files.append(resolve("mappers", args.layer_searcher))
+    files = [args.table, mapper.file]
+    if args.system:
+        files += system_input_files(args.system, args.workload, args.layer_searcher)
     desc["inputs_sha256"] = digests(*[f for f in files if f and Path(f).is_file()])
     return desc
+
+
+def system_input_files(system: str, workloads: list | None, layer_searcher: str | None) -> list:
+    """The files a system's job table is made from: the system YAML and what it points to
+    (workloads, bundled names too; mapper files; own cores' files and a template's includes)."""
+    from coexplore.arch.file_core import FileCore
+    from coexplore.spec import template
+    from coexplore.spec.system import load_system
+    spec = load_system(system)
+    files = [system, *([resolve("problems", w) for w in workloads] if workloads else spec.workloads)]
+    files += list(spec.mappers.values())
+    own = [FileCore(c.name, c.arch, c.ert, c.constraints) for c in spec.cores if c.template is None]
+    files += [p for core in own for p in core.files()]
+    for core in own:
+        core.architecture                               # (rendered: its includes recorded)
+    files += template.files_read()
+    if layer_searcher:
+        files.append(resolve("mappers", layer_searcher))
+    return files
 
 
 def _out_dir(args, mapper, run_desc: dict) -> Path:

@@ -161,13 +161,15 @@ def _map_in_parallel(pairs: list, models: dict, spec, budget: int, seed: int, ca
     return records
 
 
-def system_job_table(system_path: str | Path, workloads: list[str | Path] | None = None,
+def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path] | None = None,
                      layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000,
                      seed: int = 0, cache=None, progress: bool = False,
                      workers: int = 1) -> tuple[JobTable, SystemArch]:
-    """The job table of a system's workloads; `workers` > 1 maps the distinct (layer, core design)
-    pairs in that many processes (the same table)."""
-    system = load_system_arch(system_path)
+    """The job table of a system's workloads (`system`: a system YAML's path, or a system already
+    built, e.g. a sweep point's); `workers` > 1 maps the distinct (layer, core design) pairs in that
+    many processes (the same table)."""
+    if not isinstance(system, SystemArch):
+        system = load_system_arch(system)
     named = not workloads                # the system file's own `workloads:` (paths made absolute there)
     paths = list(workloads or system.spec.workloads)
     if not paths:

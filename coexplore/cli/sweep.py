@@ -1,0 +1,264 @@
+"""`coexplore sweep`: a hardware design-space study of a system YAML.
+
+    coexplore sweep SYSTEM.yaml [--workload problems/X.yaml ...] [--layer-searcher marl]
+                    [--layer-budget N] [--layer-seed S] [--searcher magma] [--budget N] [--seed S]
+                    [--jobs N] [--objectives latency,energy,area] [--out DIR] [--json]
+
+For every point of the system's `sweep.axes` (their Cartesian product): map every distinct layer of
+the workloads onto every core design (cached: points sharing a core design share its mappings),
+schedule the jobs over the shared off-chip bandwidth, and measure latency, energy, EDP, area and
+throughput. Writes DIR/points.jsonl (each point as it ends: a rerun resumes), points.csv,
+pareto.csv, pareto.png, report.html and per point points/<id>/ (schedule.json, jobs.csv, gantt.png,
+the cores' Timeloop YAMLs and ERT/ART).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from coexplore.bundled import resolve
+from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_run_dir, digests, open_cache,
+                                 processes, remove_empty_created, seed)
+from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import write_text
+
+RESULT = "sweep.json"
+
+
+def register(subparsers) -> None:
+    from coexplore.sweep.metrics import OBJECTIVES
+    from coexplore.system.schedule import SEARCHERS
+
+    p = subparsers.add_parser(
+        "sweep", help="design-space sweep of a system: every point mapped, scheduled, measured; Pareto fronts",
+        description="Run every point of a system YAML's sweep axes: map the workloads' layers onto the cores, "
+                    "schedule them over the shared off-chip bandwidth, and report latency, energy, EDP, area "
+                    "and throughput with the Pareto front of the objectives.")
+    p.add_argument("system", metavar="SYSTEM.yaml",
+                   help="system YAML with sweep axes (arch/simba_2x2.yaml), or a bundled name (simba_2x2)")
+    p.add_argument("--workload", action="append", metavar="WORKLOAD.yaml",
+                   help="workload file(s) (default: the system's workloads)")
+    p.add_argument("--layer-searcher", default=None, metavar="S",
+                   help="layer mapper (default: the system's mappers.layer, else marl)")
+    p.add_argument("--layer-budget", type=count, default=None, metavar="N",
+                   help="samples per (layer, core design) (default 2000)")
+    p.add_argument("--layer-seed", type=seed, default=None, metavar="S", help="seed of the layer mapper (default 0)")
+    p.add_argument("--searcher", default=None, metavar="S",
+                   help="system scheduler: one of " + ", ".join(SEARCHERS) + ", or a system mapper YAML; "
+                        "default: the system's mappers.system, else magma")
+    p.add_argument("--budget", type=count, default=None, metavar="N",
+                   help="schedule samples per point (default: the mapper YAML's budget, else 10000)")
+    p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed of the scheduler (default 0)")
+    p.add_argument("--jobs", type=processes, default=1, metavar="N",
+                   help="processes mapping layers at once (default 1; the same results with any N)")
+    add_cache_option(p, no_cache=True)
+    p.add_argument("--objectives", metavar="A,B,...",
+                   help="objectives of the Pareto front, from " + ", ".join(OBJECTIVES) +
+                        " (default: the system's objectives, else latency,energy,area)")
+    p.add_argument("--out", metavar="DIR",
+                   help="result folder (default results/sweep/<system>-s<seed>, or <...>-2, -3 ... when that "
+                        "folder holds another run's sweep); a rerun of the same sweep resumes there")
+    p.add_argument("--restart", action="store_true",
+                   help="run every point again, even those an earlier run of this same sweep finished")
+    p.add_argument("--json", action="store_true", help="print sweep.json on stdout instead of the summary")
+    p.add_argument("--no-plot", action="store_true", help="no pareto.png and no per-point Gantt charts")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from coexplore.arch.system import load_system_arch
+    from coexplore.cli.schedule import _system_mapper
+    from coexplore.search.registry import load_mapper
+    from coexplore.sweep.run import SweepSettings, run_sweep
+    from coexplore.sweep.store import SweepStore
+
+    args.system = str(resolve("arch", args.system))
+    system = load_system_arch(args.system)          # every point is checked to build before any work
+    spec = system.spec
+    objectives = _objectives(args, spec)
+    mapper = _system_mapper(args)
+    budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
+    layer_mapper = None
+    if args.layer_searcher:
+        try:
+            layer_mapper = load_mapper(args.layer_searcher)
+        except CoexploreError as exc:
+            exc.key = "--layer-searcher" if exc.key == "searcher" else exc.key
+            raise
+    settings = SweepSettings(workloads=args.workload, layer_mapper=layer_mapper,
+                             layer_budget=2000 if args.layer_budget is None else args.layer_budget,
+                             layer_seed=0 if args.layer_seed is None else args.layer_seed,
+                             searcher=mapper.searcher, config=mapper.config, budget=budget, seed=args.seed,
+                             workers=args.jobs, plot=not args.no_plot)
+    run_desc = _run_description(args, mapper, settings)
+    out = chosen_dir(args.out, RESULT, run_desc, "sweep") if args.out else \
+        default_run_dir(Path("results") / "sweep" / f"{Path(args.system).stem}-s{args.seed}", RESULT, run_desc)
+    store = SweepStore(out, run_desc)
+    if args.restart:
+        store.records.clear()
+        write_text(store.path, "")
+    points = spec.sweep_points()
+    axes = list(spec.sweep_axes)
+    progress = not args.no_progress
+    done = len(store.records)
+    print(f"coexplore sweep: {spec.name}: {len(points)} point{'s' if len(points) != 1 else ''}"
+          + (f" ({' x '.join(str(len(spec.sweep_axes[a])) for a in axes)} values of {', '.join(axes)})" if axes
+             else " (no sweep axes: the system as written)")
+          + (f"; {done} already done in {out}, resuming" if done else ""), file=sys.stderr)
+    cache = None if args.no_cache else open_cache(args.cache, "sweep")
+    try:
+        records = run_sweep(spec, settings, store, cache=cache, progress=progress,
+                            on_point=lambda rec: _tables(out, store.ordered(), axes, objectives))
+    except KeyboardInterrupt:
+        records = store.ordered()
+        if records:
+            _finish(args, out, run_desc, spec, records, objectives, len(points), quiet=True)
+        print(f"\ncoexplore sweep: interrupted after {len(records)} of {len(points)} points; they are in "
+              f"{out / 'points.jsonl'} (and the layers mapped so far in the cache): run the same command again "
+              "to continue with the next point", file=sys.stderr)
+        return 130
+    except CoexploreError:
+        if not store.records:
+            remove_empty_created()
+        raise
+    finally:
+        if cache is not None:
+            cache.close()
+    return _finish(args, out, run_desc, spec, records, objectives, len(points))
+
+
+def _objectives(args, spec) -> list:
+    from coexplore.sweep.metrics import DEFAULT_OBJECTIVES, OBJECTIVES
+    if args.objectives is None:
+        names = list(spec.objectives or DEFAULT_OBJECTIVES)
+    else:
+        names = [n.strip() for n in args.objectives.split(",") if n.strip()]
+        for n in names:
+            if n not in OBJECTIVES:
+                raise CoexploreError(f"unknown objective {n!r}", key="--objectives",
+                                     expected="a comma-separated list of " + ", ".join(OBJECTIVES))
+        if not names:
+            raise CoexploreError("no objective given", key="--objectives",
+                                 expected="a comma-separated list of " + ", ".join(OBJECTIVES))
+    return [OBJECTIVES[n] for n in dict.fromkeys(names)]
+
+
+def _run_description(args, mapper, settings) -> dict:
+    """Everything a point's results depend on (the objectives only choose the front: not in it)."""
+    import dataclasses
+
+    import coexplore
+    from coexplore.cli.schedule import system_input_files
+    return {"coexplore_version": coexplore.__version__, "system": str(Path(args.system).resolve()),
+            "workloads": [str(w) for w in args.workload] if args.workload else None,
+            "layer_searcher": args.layer_searcher, "layer_budget": settings.layer_budget,
+            "layer_seed": settings.layer_seed, "searcher": mapper.searcher, "searcher_file": mapper.file,
+            "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
+            "budget": settings.budget, "seed": settings.seed,
+            "inputs_sha256": digests(*[f for f in [mapper.file, *system_input_files(
+                args.system, args.workload, args.layer_searcher)] if f and Path(f).is_file()])}
+
+
+def _front(records: list[dict], objectives: list) -> list[bool]:
+    from coexplore.sweep.pareto import pareto_front
+    nan = float("nan")
+    values = [[r.get(o.column, nan) if r["status"] == "ok" else nan for o in objectives] for r in records]
+    return [bool(f) for f in pareto_front(values, objectives)] if records else []
+
+
+def _tables(out: Path, records: list[dict], axes: list[str], objectives: list) -> list[bool]:
+    from coexplore.sweep.store import write_tables
+    front = _front(records, objectives)
+    write_tables(out, records, axes, objectives, front)
+    return front
+
+
+def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectives: list, total: int,
+            quiet: bool = False) -> int:
+    """points.csv, pareto.csv, pareto.png, report.html and sweep.json of the points done; the summary."""
+    axes = list(spec.sweep_axes)
+    front = _tables(out, records, axes, objectives)
+    images = {}
+    if not args.no_plot:
+        from coexplore.report.pareto_plot import plot_pareto
+        images["Pareto front"] = plot_pareto(records, objectives, front, out / "pareto.png",
+                                             title=f"{spec.name}: {len(records)} of {total} points")
+    from coexplore.report.html import write_report
+    facts = {k: v for k, v in run_desc.items() if k != "inputs_sha256"}
+    facts.update(axes={a: list(v) for a, v in spec.sweep_axes.items()}, points=f"{len(records)} of {total}",
+                 objectives=[o.name for o in objectives])
+    write_report(out / "report.html", facts, records, objectives, front, images)
+    ids = [r["point"] for r, f in zip(records, front) if f]
+    failed = [r for r in records if r["status"] != "ok"]
+    data = {"system": spec.name, "file": args.system, "run": json.loads(json.dumps(run_desc, sort_keys=True)),
+            "points": total, "done": len(records), "complete": len(records) == total, "failed": len(failed),
+            "objectives": [{"name": o.name, "column": o.column, "sense": o.sense, "unit": o.unit}
+                           for o in objectives],
+            "axes": {a: list(v) for a, v in spec.sweep_axes.items()}, "pareto": ids,
+            "files": {k: str(out / f) for k, f in (("points", "points.csv"), ("pareto", "pareto.csv"),
+                                                  ("records", "points.jsonl"), ("report", "report.html"))}
+            | ({"plot": str(out / "pareto.png")} if images else {}),
+            "records": records}
+    write_text(out / RESULT, json.dumps(data, indent=1) + "\n")
+    if quiet:
+        return 130
+    if args.json:
+        print(json.dumps(data))
+        return _all_failed(records)
+    said: dict = {}                       # each warning once, with the points it came from
+    for r in records:
+        for w in r.get("warnings") or ():
+            said.setdefault(w, []).append(r["point"])
+    for w, ids in said.items():
+        where = "every point" if len(ids) == len(records) > 1 else ", ".join(ids)
+        print(f"coexplore: warning: {where}: {w}", file=sys.stderr)
+    print("\n".join(summary_lines(spec, records, objectives, front, total)))
+    print(f"points     {out / 'points.csv'}\npareto     {out / 'pareto.csv'}"
+          + (f"\nplot       {out / 'pareto.png'}" if images else "") + f"\nreport     {out / 'report.html'}")
+    return _all_failed(records)
+
+
+def _all_failed(records: list[dict]) -> int:
+    """1 (a failed run, as `coexplore map` without a valid mapping) when every point failed."""
+    if records and all(r["status"] != "ok" for r in records):
+        print(f"coexplore sweep: every point failed; the first: {records[0]['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def axis_labels(paths: list[str]) -> list[str]:
+    """Each axis path's shortest dotted suffix that no other axis shares (glb_depth,
+    bandwidth_GBps; simba.params.glb_depth when two cores sweep glb_depth)."""
+    labels = []
+    for p in paths:
+        parts = p.split(".")
+        for k in range(1, len(parts) + 1):
+            cand = ".".join(parts[-k:])
+            if not any(q != p and (q == cand or q.endswith("." + cand)) for q in paths):
+                break
+        labels.append(cand)
+    return labels
+
+
+def summary_lines(spec, records: list[dict], objectives: list, front: list[bool], total: int) -> list[str]:
+    """The sweep in a few lines: how many points, the objectives, the Pareto front as a table."""
+    axes = list(spec.sweep_axes)
+    failed = sum(r["status"] != "ok" for r in records)
+    lines = [f"sweep      {spec.name}: {len(records)} of {total} points done"
+             + (f", {failed} failed (no valid mapping of some layer: points.csv says why)" if failed else ""),
+             "objectives " + ", ".join(f"{o.name} ({o.column}, {'max' if o.sense == 'max' else 'min'})"
+                                       for o in objectives),
+             f"Pareto front: {sum(front)} point{'s' if sum(front) != 1 else ''}"]
+    head = ["point", *axis_labels(axes), *(o.column for o in objectives)]
+    rows = [[r["point"], *(str(r["values"].get(a)) for a in axes), *(f"{r[o.column]:.4g}" for o in objectives)]
+            for r, f in zip(records, front) if f]
+    first = objectives[0]
+    rows.sort(key=lambda row: float(row[len(axes) + 1]) * (1 if first.sense == "min" else -1))
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
+    lines.append("  " + "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))))
+    for row in rows:
+        lines.append("  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    return lines

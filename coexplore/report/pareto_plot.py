@@ -1,0 +1,207 @@
+"""The sweep's objectives plotted against each other, the Pareto front highlighted (matplotlib, Agg).
+
+matplotlib is imported lazily (only reports draw). The figure is built on a bare `Figure` with an
+Agg canvas, never through pyplot, so drawing leaves no global figure state behind.
+
+Layout by the number of objectives: 1 -> a bar per successful point, the best ones marked;
+2 -> one scatter with the front joined by its staircase (the border of the region it dominates);
+k >= 3 -> one scatter per pair of objectives (k*(k-1)/2 panels), the front highlighted in each.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+from coexplore.sweep.metrics import Objective
+
+FRONT_COLOUR = "tab:red"
+OTHER_COLOUR = "0.6"
+LABEL_LIMIT = 20          # ids written beside the points up to this many per panel: more would hide them
+
+
+def axis_label(obj: Objective) -> str:
+    """'name (unit)', or just the name for a unitless objective."""
+    return f"{obj.name} ({obj.unit})" if obj.unit else obj.name
+
+
+def wants_log(values) -> bool:
+    """Log scale when the values are all positive and span more than 10x."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(len(v) and (v > 0).all() and v.max() > 10.0 * v.min())
+
+
+def objective_matrix(points: list[dict], objectives: list[Objective]) -> np.ndarray:
+    """[points, objectives] floats; NaN where a record lacks the value (a failed point)."""
+    out = np.full((len(points), len(objectives)), np.nan)
+    for i, p in enumerate(points):
+        for j, o in enumerate(objectives):
+            v = p.get(o.column)
+            if isinstance(v, numbers.Real) and not isinstance(v, bool):   # numpy scalars too
+                out[i, j] = float(v)
+    return out
+
+
+def panel_grid(n_objectives: int) -> tuple[list[tuple[int, int]], int, int]:
+    """The objective pairs drawn (one panel each; one pseudo-pair for 1 or 2 objectives) and the
+    (rows, columns) of panels."""
+    if n_objectives <= 2:
+        return [(0, n_objectives - 1)], 1, 1
+    pairs = list(combinations(range(n_objectives), 2))
+    cols = 3 if len(pairs) <= 6 else 5
+    return pairs, math.ceil(len(pairs) / cols), cols
+
+
+def draw_pareto(points: list[dict], objectives: list[Objective], front, title: str = ""):
+    """The figure `plot_pareto` writes (a matplotlib Figure, not saved)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not 1 <= len(objectives) <= 5:
+        raise ValueError(f"plot_pareto draws 1 to 5 objectives, got {len(objectives)}")
+    front = np.asarray(front, dtype=bool).reshape(-1)
+    if len(front) != len(points):
+        raise ValueError(f"front has {len(front)} flags for {len(points)} points")
+    vals = objective_matrix(points, objectives)
+    failed = np.array([p.get("status") != "ok" for p in points], dtype=bool)
+    drawn = ~failed & np.isfinite(vals).all(axis=1)
+    notes = []
+    if failed.any():
+        notes.append(f"{int(failed.sum())} failed point{'s' if failed.sum() > 1 else ''} not shown")
+    if (~failed & ~drawn).any():
+        k = int((~failed & ~drawn).sum())
+        notes.append(f"{k} point{'s' if k > 1 else ''} without finite values not shown")
+    head = title or "Pareto front: " + ", ".join(o.name for o in objectives)
+    full_title = head + ("\n" + "; ".join(notes) if notes else "")
+    ids = [str(p.get("point", i)) for i, p in enumerate(points)]
+
+    pairs, rows, cols = panel_grid(len(objectives))
+    if len(objectives) == 1:
+        n = int(drawn.sum())
+        size = (min(max(6.0, 0.35 * n + 2.0), 20.0), 4.8)
+    elif len(objectives) == 2:
+        size = (7.5, 6.0)
+    else:
+        size = (4.3 * cols, 3.9 * rows + 0.6)
+    fig = Figure(figsize=size if drawn.any() else (7.0, 3.0))
+    FigureCanvasAgg(fig)
+    if not drawn.any():
+        ax = fig.add_subplot(1, 1, 1)
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, f"no successful point to plot ({len(points)} point{'s' if len(points) != 1 else ''})",
+                ha="center", va="center", fontsize=14, transform=ax.transAxes)
+        fig.suptitle(full_title)
+        return fig
+
+    on = drawn & front
+    off = drawn & ~front
+    if len(objectives) == 1:
+        _bars(fig.add_subplot(1, 1, 1), vals[:, 0], ids, drawn, on, objectives[0])
+    else:
+        for k, (a, b) in enumerate(pairs):
+            ax = fig.add_subplot(rows, cols, k + 1)
+            _scatter(ax, vals[:, a], vals[:, b], ids, on, off, objectives[a], objectives[b],
+                     staircase=len(objectives) == 2, legend=k == 0)
+    fig.suptitle(full_title)
+    fig.tight_layout()
+    return fig
+
+
+def _bars(ax, v, ids, drawn, on, obj: Objective) -> None:
+    idx = np.flatnonzero(drawn)
+    colours = [FRONT_COLOUR if on[i] else OTHER_COLOUR for i in idx]
+    ax.bar(np.arange(len(idx)), v[idx], color=colours, edgecolor="black", linewidth=0.4)
+    _scale(ax.yaxis, ax.set_yscale, v[idx])
+    step = max(1, math.ceil(len(idx) / 40))            # at most ~40 tick labels
+    ax.set_xticks(np.arange(0, len(idx), step))
+    ax.set_xticklabels([ids[i] for i in idx[::step]], rotation=90, fontsize=8)
+    ax.set_xlabel("point")
+    ax.set_ylabel(axis_label(obj))
+    best = [ids[i] for i in idx if on[i]]
+    if best:
+        from matplotlib.patches import Patch
+        shown = ", ".join(best[:5]) + (" ..." if len(best) > 5 else "")
+        ax.legend(handles=[Patch(facecolor=FRONT_COLOUR, edgecolor="black",
+                                 label=f"best ({obj.sense}): {shown}")], fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _scale(axis, set_scale, v) -> None:
+    """Log scale for values spanning more than 10x, labelled at 1, 2, 5 x 10^k over few decades
+    (matplotlib's labelled minor ticks overlap on small panels); else linear with short labels."""
+    from matplotlib.ticker import (LogFormatterSciNotation, LogLocator, MaxNLocator, NullFormatter,
+                                   ScalarFormatter)
+
+    if not wants_log(v):
+        axis.set_major_locator(MaxNLocator(6))
+        fmt = ScalarFormatter(useMathText=True)
+        fmt.set_powerlimits((-3, 4))          # 0.0012 -> 1.2 x 10^-3: labels stay short
+        axis.set_major_formatter(fmt)
+        return
+
+    set_scale("log")
+    if np.log10(v.max() / v.min()) < 2.5:
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _arrow(xo: Objective, yo: Objective) -> str:
+    """The direction in which a panel's points get better."""
+    return {("min", "min"): "\u2199", ("max", "min"): "\u2198",
+            ("min", "max"): "\u2196", ("max", "max"): "\u2197"}[(xo.sense, yo.sense)]
+
+
+def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase: bool, legend: bool) -> None:
+    small = len(ids) > 200
+    ax.scatter(x[off], y[off], s=14 if small else 26, color=OTHER_COLOUR, edgecolor="none",
+               label=f"dominated ({int(off.sum())})", zorder=2)
+    ax.scatter(x[on], y[on], s=40, color=FRONT_COLOUR, edgecolor="black", linewidth=0.5,
+               label=f"Pareto front ({int(on.sum())})", zorder=3)
+    if staircase and on.sum() > 1:
+        f = np.flatnonzero(on)
+        f = f[np.lexsort((y[f], x[f]))]
+        # the border of the region the front dominates: with x minimised a front point's
+        # y holds until the next point's x (steps-post); with x maximised it holds back to the
+        # previous point's x (steps-pre)
+        ax.plot(x[f], y[f], drawstyle="steps-post" if xo.sense == "min" else "steps-pre",
+                color=FRONT_COLOUR, linewidth=1.2, alpha=0.8, zorder=2.5)
+    fronts = np.flatnonzero(on)
+    for i in fronts if len(fronts) <= LABEL_LIMIT else []:     # else the report's table names them
+        ax.annotate(ids[i], (x[i], y[i]), textcoords="offset points", xytext=(4, 4), fontsize=7,
+                    color="black", zorder=4)
+    if on.sum() + off.sum() <= LABEL_LIMIT:          # few points: name the dominated ones too
+        for i in np.flatnonzero(off):
+            ax.annotate(ids[i], (x[i], y[i]), textcoords="offset points", xytext=(4, -9), fontsize=6,
+                        color="0.45", zorder=4)
+    drawn = on | off
+    _scale(ax.xaxis, ax.set_xscale, x[drawn])
+    _scale(ax.yaxis, ax.set_yscale, y[drawn])
+    ax.set_xlabel(axis_label(xo))
+    ax.set_ylabel(axis_label(yo))
+    ax.grid(alpha=0.3)
+    ax.set_title(f"better: {_arrow(xo, yo)}", loc="right", fontsize=8, color="0.3")
+    if legend:
+        ax.legend(fontsize=7)
+
+
+def plot_pareto(points: list[dict], objectives: list[Objective], front, path: str | Path,
+                title: str = "") -> Path:
+    """Write the Pareto plot of a sweep's records as a PNG (whole or not at all) and return its path.
+    `front` flags the non-dominated points (`coexplore.sweep.pareto.pareto_front`); failed points
+    and points without finite objective values are left out and counted in the title."""
+    fig = draw_pareto(points, objectives, front, title)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    try:                               # written whole or not at all (Ctrl-C, full disk)
+        fig.savefig(tmp, dpi=110)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

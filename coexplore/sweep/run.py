@@ -1,0 +1,136 @@
+"""Run a system YAML's design-space sweep: for every point of its `sweep.axes` (the Cartesian
+product), build the system, map every distinct layer of the workloads onto every core design (the
+layer mapper, results in the SQLite cache: points that share a core design share its mappings),
+schedule the jobs over the shared off-chip bandwidth (MAGMA by default) and measure the point
+(`metrics.point_metrics`). Each finished point is stored at once (`store.SweepStore`): a rerun after
+a kill resumes with the first point not stored.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coexplore.arch.system import SystemArch, build_system
+from coexplore.arch.tables import art_area_mm2, write_core_tables
+from coexplore.energy.tables import read_art
+from coexplore.errors import CoexploreWarning
+from coexplore.search.layer import NoValidMapping
+from coexplore.spec.system import SystemSpec
+from coexplore.spec.yamlio import write_text
+from coexplore.sweep.metrics import point_metrics
+from coexplore.sweep.store import SweepStore
+
+
+@dataclass
+class SweepSettings:
+    """How every point is mapped and scheduled (the same for all points)."""
+
+    workloads: list | None = None        # workload files; None: the system's `workloads:`
+    layer_mapper: object = None          # search.registry.MapperSpec; None: the system's, else marl
+    layer_budget: int = 2000
+    layer_seed: int = 0
+    searcher: str = "magma"              # a system scheduler (system.schedule.SEARCHERS)
+    config: object = None                # its MagmaConfig, if any
+    budget: int = 10_000
+    seed: int = 0
+    workers: int = 1                     # processes mapping layers
+    plot: bool = True                    # a Gantt chart per point
+    estimator: str = "builtin"           # prices the cores' ERT/ART written per point
+    extra: dict = field(default_factory=dict)
+
+
+def point_ids(n: int) -> list[str]:
+    """p0, p1, ... zero-padded to the same width (p00..p17 for 18 points)."""
+    width = len(str(max(n - 1, 0)))
+    return [f"p{i:0{width}d}" for i in range(n)]
+
+
+def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: SweepSettings, out: Path,
+              cache=None, progress: bool = False) -> dict:
+    """Map, schedule and measure one point; its files go to out/points/<pid>/. A point whose
+    layers cannot all be mapped somewhere is a failed point (recorded, not raised)."""
+    from coexplore.system.from_system import system_job_table
+    from coexplore.system.schedule import schedule_trace, search_schedule
+    from coexplore.system.tables import save_table
+
+    folder = out / "points" / pid
+    record = {"point": pid, "index": index, "values": values, "dir": f"points/{pid}", "status": "ok",
+              "error": None, "warnings": []}
+    system: SystemArch = build_system(spec.at_point(values))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", CoexploreWarning)
+        try:
+            table, system = system_job_table(system, settings.workloads, settings.layer_mapper,
+                                             settings.layer_budget, settings.layer_seed, cache=cache,
+                                             progress=progress, workers=settings.workers)
+        except NoValidMapping as exc:       # a layer no core of this point can hold
+            record.update(status="failed", error=exc.format())
+    record["warnings"] = list(dict.fromkeys(str(w.message) for w in said
+                                            if issubclass(w.category, CoexploreWarning)))
+    area, macs, written = _write_cores(system, folder / "cores", settings.estimator)
+    record["warnings"] += written
+    if record["status"] != "ok":
+        return record
+    save_table(table, folder / "jobs.csv")
+    bandwidth = system.offchip_bytes_per_cycle
+    result = search_schedule(table, bandwidth, settings.searcher, settings.budget, settings.seed,
+                             progress=progress, config=settings.config)
+    clock = system.spec.clock_GHz
+    data = result.to_json(table, clock)
+    data.update(point=pid, values=values)
+    write_text(folder / "schedule.json", json.dumps(data, indent=1) + "\n")
+    if settings.plot:
+        from coexplore.system.plot import plot_schedule
+        plot_schedule(table, schedule_trace(table, result), folder / "gantt.png",
+                      title=f"{spec.name} {pid}: {result.searcher}, makespan {result.makespan:.4g} cycles, "
+                            f"BW {bandwidth:g} B/cycle")
+    record.update(point_metrics(makespan_cycles=result.makespan, energy_pJ=result.energy, clock_GHz=clock,
+                                area_mm2=area, inferences=len({j.dnn for j in table.jobs}),
+                                cores=table.num_cores, macs=macs, jobs=table.num_jobs,
+                                offchip_bytes_per_cycle=bandwidth),
+                  lower_bound_cycles=float(result.lower_bound))
+    return record
+
+
+def _write_cores(system: SystemArch, folder: Path, estimator: str) -> tuple[float, int, list[str]]:
+    """Each core design's Timeloop files and ERT/ART into folder/<core>/; the system's on-chip area
+    (mm^2, every core copy), its MACs and what pricing warned."""
+    from coexplore.arch.file_core import FileCore
+    area, macs, said = 0.0, 0, []
+    for name, core in system.cores.items():
+        core.write(folder / name)
+        _, told = write_core_tables(folder / name, core, estimator)
+        said += [f"core {name}: {w}" for w in told]
+        copies = system.spec.core(name).count
+        area += copies * art_area_mm2(read_art(folder / name / "ART.yaml"))
+        per_copy = core.architecture.compute.instances if isinstance(core, FileCore) else core.params.macs
+        macs += copies * per_copy
+    return area, macs, said
+
+
+def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cache=None,
+              progress: bool = False, on_point=None) -> list[dict]:
+    """Every point of `spec`'s sweep not yet in `store`, in sweep order (last axis fastest); each
+    stored as it ends and handed to `on_point(record)`. Returns every point's record."""
+    points = spec.sweep_points()
+    ids = point_ids(len(points))
+    todo = [i for i in range(len(points)) if i not in store.records]
+    bar = None
+    if progress:
+        from coexplore.progress import progress_bar
+        bar = progress_bar(total=len(points), initial=len(points) - len(todo), desc="sweep points", unit="point")
+    try:
+        for i in todo:
+            rec = run_point(spec, i, ids[i], points[i], settings, store.out, cache=cache, progress=progress)
+            store.add(rec)
+            if on_point is not None:
+                on_point(store.records[i])
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return store.ordered()

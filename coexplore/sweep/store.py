@@ -1,0 +1,113 @@
+"""A sweep's results folder: one JSON line per finished point (`points.jsonl`, appended and synced
+as each point ends, so a killed sweep loses only the point it was in), and the tables made from
+them (`points.csv`, `pareto.csv`).
+
+Each line carries the key of the run that made it (a hash of the run record: settings and input
+files); a rerun of the same sweep skips the points its lines hold, and lines of another run (an
+edited input, other settings) are dropped when a run starts in the folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+from pathlib import Path
+
+from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import write_text
+from coexplore.sweep.metrics import COLUMNS, Objective
+
+POINTS = "points.jsonl"
+
+
+def run_key(run: dict) -> str:
+    """The key of a run record (sha256 of its canonical JSON)."""
+    return hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()
+
+
+class SweepStore:
+    """The finished points of one sweep run in folder `out`."""
+
+    def __init__(self, out: str | Path, run: dict):
+        self.out = Path(out)
+        self.key = run_key(run)
+        self.path = self.out / POINTS
+        self.records: dict[int, dict] = {}
+        dropped = 0
+        for rec in self._read():
+            if rec.get("run") == self.key and isinstance(rec.get("index"), int):
+                self.records[rec["index"]] = rec
+            else:
+                dropped += 1
+        if dropped or (self.path.exists() and not self.records):      # another run's lines: not ours to resume
+            write_text(self.path, "".join(json.dumps(r) + "\n" for r in self.records.values()))
+        self.dropped = dropped
+
+    def _read(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CoexploreError(f"cannot read it ({exc})", file=str(self.path),
+                                 expected="a sweep's points.jsonl, or no such file") from None
+        out = []
+        for line in lines:            # a line cut short by a kill is skipped: its point runs again
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
+
+    def add(self, record: dict) -> None:
+        """Append one finished point (synced to disk before returning)."""
+        record = {**record, "run": self.key}
+        try:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            raise CoexploreError(f"cannot write it ({exc})", file=str(self.path)) from None
+        self.records[record["index"]] = record
+
+    def ordered(self) -> list[dict]:
+        return [self.records[i] for i in sorted(self.records)]
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def points_csv(records: list[dict], axes: list[str], front: list[bool]) -> str:
+    """One row per point: id, the axes' values, every measured column (units in the header), whether
+    it is on the Pareto front, its status and error."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["point", *axes, *(f"{c} [{u}]" if u else c for c, u in COLUMNS.items()), "pareto", "status",
+                "error"])
+    for rec, on in zip(records, front):
+        w.writerow([rec["point"], *(_cell(rec["values"].get(a)) for a in axes),
+                    *(_cell(rec.get(c)) for c in COLUMNS), int(bool(on)), rec["status"], rec.get("error") or ""])
+    return buf.getvalue()
+
+
+def write_tables(out: Path, records: list[dict], axes: list[str], objectives: list[Objective],
+                 front: list[bool]) -> dict[str, Path]:
+    """points.csv (every finished point) and pareto.csv (the front, best first in the first
+    objective), written atomically."""
+    on = [r for r, f in zip(records, front) if f]
+    first = objectives[0]
+    on.sort(key=lambda r: r[first.column] if first.sense == "min" else -r[first.column])
+    files = {"points": out / "points.csv", "pareto": out / "pareto.csv"}
+    write_text(files["points"], points_csv(records, axes, front))
+    write_text(files["pareto"], points_csv(on, axes, [True] * len(on)))
+    return files

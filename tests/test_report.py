@@ -1,0 +1,371 @@
+"""The sweep report: the Pareto plot (coexplore.report.pareto_plot) and the HTML report
+(coexplore.report.html), checked on properties of synthetic sweep records."""
+
+import base64
+import itertools
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coexplore.report.html import render_report, write_report
+from coexplore.report.pareto_plot import FRONT_COLOUR, axis_label, draw_pareto, plot_pareto, wants_log
+from coexplore.sweep.metrics import COLUMNS, OBJECTIVES, point_metrics
+from coexplore.sweep.pareto import pareto_front
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+AXES = {"cores.simba.params.pe_mesh_x": [8, 16], "cores.simba.params.glb_depth": [1024, 2048, 4096],
+        "dram.bandwidth_GBps": [12.8, 25.6, 51.2]}
+EVIL = "no mapping fits <script>alert('x')</script> & gave up"
+
+
+def sweep(n_failed=2, seed=0):
+    """18 records as a sweep of AXES produces them; the first `n_failed` failed."""
+    rng = np.random.default_rng(seed)
+    pts = []
+    for i, combo in enumerate(itertools.product(*AXES.values())):
+        vals = dict(zip(AXES, combo))
+        rec = {"point": f"p{i:02d}", "index": i, "values": vals, "dir": f"points/p{i:02d}",
+               "status": "ok", "error": None}
+        if i < n_failed:
+            rec.update(status="failed", error=EVIL)
+        else:
+            pe, glb, bw = combo
+            rec.update(point_metrics(
+                makespan_cycles=1e7 / pe * 12.8 / bw * rng.uniform(0.8, 1.2),
+                energy_pJ=1e10 * (1 + glb / 4096) * rng.uniform(0.8, 1.2), clock_GHz=1.0,
+                area_mm2=0.05 * pe * pe + glb / 1000, inferences=3, cores=4, macs=4_089_184_256,
+                jobs=120, offchip_bytes_per_cycle=rng.uniform(1, 30)))
+        pts.append(rec)
+    return pts
+
+
+def objectives(*names):
+    return [OBJECTIVES[n] for n in names]
+
+
+def front_of(pts, objs):
+    v = [[p[o.column] if p["status"] == "ok" else np.nan for o in objs] for p in pts]
+    return pareto_front(np.array(v, dtype=float), objs)
+
+
+def scatter_sets(ax):
+    """(front offsets, dominated offsets) of a scatter panel, found by their legend labels."""
+    got = {}
+    for c in ax.collections:
+        label = c.get_label()
+        key = "front" if label.startswith("Pareto front") else "other" if label.startswith("dominated") else None
+        if key:
+            got[key] = np.asarray(c.get_offsets(), dtype=float)
+    return got["front"], got["other"]
+
+
+# ---- the Pareto plot ----
+
+@pytest.mark.parametrize("names", [("latency",), ("latency", "energy"), ("latency", "energy", "area"),
+                                   ("latency", "energy", "edp", "area", "throughput")])
+def test_plot_writes_a_real_png_atomically(tmp_path, names):
+    import matplotlib.image
+
+    pts, objs = sweep(), objectives(*names)
+    out = plot_pareto(pts, objs, front_of(pts, objs), tmp_path / "sub" / "pareto.png")
+    assert out == tmp_path / "sub" / "pareto.png"
+    assert out.read_bytes()[:8] == PNG_MAGIC
+    img = matplotlib.image.imread(out)
+    assert img.ndim == 3 and img.shape[2] in (3, 4) and min(img.shape[:2]) > 100
+    assert img[..., :3].std() > 0.05                         # something is drawn on it
+    assert [p.name for p in out.parent.iterdir()] == ["pareto.png"]   # no temp file left
+
+
+@pytest.mark.parametrize("k, panels", [(1, 1), (2, 1), (3, 3), (4, 6), (5, 10)])
+def test_one_panel_per_pair_of_objectives(k, panels):
+    names = ["latency", "energy", "area", "throughput", "edp"][:k]
+    pts, objs = sweep(), objectives(*names)
+    fig = draw_pareto(pts, objs, front_of(pts, objs))
+    assert len(fig.axes) == panels
+    if k >= 2:   # every pair once, labelled "name (unit)"
+        drawn = {(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes}
+        assert drawn == {(axis_label(a), axis_label(b)) for a, b in itertools.combinations(objs, 2)}
+        assert all(f"({o.unit})" in axis_label(o) for o in objs)
+
+
+@pytest.mark.parametrize("names", [("latency", "energy"), ("latency", "energy", "area"),
+                                   ("area", "throughput", "energy", "latency", "edp")])
+def test_front_highlighted_in_every_panel_and_failed_points_left_out(names):
+    pts, objs = sweep(n_failed=3), objectives(*names)
+    front = front_of(pts, objs)
+    ok = np.array([p["status"] == "ok" for p in pts])
+    fig = draw_pareto(pts, objs, front)
+    assert "3 failed points not shown" in fig._suptitle.get_text()
+    col = {axis_label(o): o.column for o in objs}
+    for ax in fig.axes:
+        xc, yc = col[ax.get_xlabel()], col[ax.get_ylabel()]
+        on, off = scatter_sets(ax)
+        expect_on = sorted((pts[i][xc], pts[i][yc]) for i in np.flatnonzero(front & ok))
+        expect_off = sorted((pts[i][xc], pts[i][yc]) for i in np.flatnonzero(~front & ok))
+        assert sorted(map(tuple, on)) == expect_on
+        assert sorted(map(tuple, off)) == expect_off
+        labels = {t.get_text() for t in ax.texts}
+        assert {pts[i]["point"] for i in np.flatnonzero(front & ok)} <= labels   # front named
+
+
+def _stair_value(xs, ys, style, x):
+    """y of a matplotlib steps line at x (xs ascending)."""
+    if style == "steps-post":
+        return ys[np.flatnonzero(xs <= x)[-1]]
+    return ys[np.flatnonzero(xs >= x)[0]]
+
+
+@pytest.mark.parametrize("xname, yname", [("latency", "energy"), ("area", "throughput"),
+                                          ("throughput", "area"), ("throughput", "throughput")])
+def test_staircase_bounds_the_dominated_region(xname, yname):
+    """Every point lies on the dominated side of the front's staircase (or on it), whatever the
+    senses of the two objectives; the staircase passes through every front point."""
+    rng = np.random.default_rng(3)
+    xo, yo = OBJECTIVES[xname], OBJECTIVES[yname]
+    if xname == yname:                       # two maximised objectives: a copy of throughput
+        yo = type(xo)("throughput2", "t2", "max", "1/s")
+    a = rng.uniform(1, 9, 60)                # a trade-off (better x, worse y) plus noise
+    b = (a if xo.sense != yo.sense else 10 - a) + rng.uniform(0, 3, 60) * (1 if yo.sense == "min" else -1)
+    pts = [{"point": f"q{i}", "status": "ok", xo.column: float(x), yo.column: float(y)}
+           for i, (x, y) in enumerate(zip(a, b))]
+    objs = [xo, yo]
+    front = pareto_front([[p[xo.column], p[yo.column]] for p in pts], objs)
+    assert front.sum() >= 3
+    ax = draw_pareto(pts, objs, front).axes[0]
+    (line,) = [ln for ln in ax.lines if ln.get_drawstyle().startswith("steps")]
+    xs, ys = (np.asarray(a, dtype=float) for a in line.get_data())
+    assert sorted(zip(xs, ys)) == sorted((p[xo.column], p[yo.column]) for p, f in zip(pts, front) if f)
+    # between its corners the staircase is the border of the dominated region: at x, the best y
+    # of the front points at least as good as x in the x objective
+    fx = np.array([p[xo.column] for p, f in zip(pts, front) if f])
+    fy = np.array([p[yo.column] for p, f in zip(pts, front) if f])
+    best = np.min if yo.sense == "min" else np.max
+    grid = np.setdiff1d(np.linspace(xs.min(), xs.max(), 301), xs)
+    for x in grid:
+        as_good = fx <= x if xo.sense == "min" else fx >= x
+        assert _stair_value(xs, ys, line.get_drawstyle(), x) == best(fy[as_good])
+    worse = 1.0 if yo.sense == "min" else -1.0            # so every point is on or behind it
+    for p in pts:
+        x, y = p[xo.column], p[yo.column]
+        if xs.min() < x < xs.max():
+            assert (y - _stair_value(xs, ys, line.get_drawstyle(), x)) * worse >= 0
+
+
+def test_log_scale_only_for_axes_spanning_over_10x():
+    assert wants_log([1.0, 11.0]) and not wants_log([1.0, 9.0])
+    assert not wants_log([-1.0, 100.0]) and not wants_log([0.0, 100.0]) and not wants_log([])
+    pts = [{"point": f"q{i}", "status": "ok", "latency_s": 10.0 ** (i / 2), "energy_J": 1.0 + i / 10}
+           for i in range(6)]                                     # latency 1 .. 316, energy 1 .. 1.5
+    pts.append({"point": "bad", "status": "failed", "latency_s": None, "energy_J": 1e9})  # not drawn
+    objs = objectives("latency", "energy")
+    ax = draw_pareto(pts, objs, [True] * 6 + [False]).axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "linear"
+    ax = draw_pareto(pts, objs[::-1], [True] * 6 + [False]).axes[0]
+    assert ax.get_xscale() == "linear" and ax.get_yscale() == "log"
+
+
+@pytest.mark.parametrize("name", ["latency", "throughput"])
+def test_one_objective_marks_the_best_points(name):
+    from matplotlib.colors import to_rgba
+
+    pts, objs = sweep(), objectives(name)
+    front = front_of(pts, objs)
+    ax = draw_pareto(pts, objs, front).axes[0]
+    bars = ax.patches
+    values = [p[objs[0].column] for p in pts if p["status"] == "ok"]
+    assert sorted(b.get_height() for b in bars) == pytest.approx(sorted(values))
+    best = [b.get_height() for b in bars if b.get_facecolor() == to_rgba(FRONT_COLOUR)]
+    assert best == [max(values) if objs[0].sense == "max" else min(values)]
+    assert ax.get_ylabel() == axis_label(objs[0])
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_no_successful_point_still_gives_a_png(tmp_path, k):
+    pts = [dict(p, status="failed", error="x") for p in sweep()[:4]]
+    objs = objectives(*["latency", "energy", "area", "throughput", "edp"][:k])
+    fig = draw_pareto(pts, objs, [False] * 4)
+    assert all(not ax.axison for ax in fig.axes)
+    assert "4 failed points not shown" in fig._suptitle.get_text()
+    out = plot_pareto(pts, objs, [False] * 4, tmp_path / "p.png")
+    assert out.read_bytes()[:8] == PNG_MAGIC
+    assert plot_pareto([], objs, [], tmp_path / "empty.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_plot_refuses_a_front_of_the_wrong_length():
+    pts, objs = sweep(), objectives("latency", "energy")
+    with pytest.raises(ValueError):
+        draw_pareto(pts, objs, [True])
+
+
+# ---- the HTML report ----
+
+RUN = {"system": "arch/simba_2x2.yaml", "axes": AXES, "workloads": ["problems/resnet50.yaml", "problems/vgg16.yaml"],
+       "layer_searcher": "marl", "layer_budget": 1000, "searcher": "magma", "budget": 10000, "seed": 0,
+       "coexplore_version": "0.1.0"}
+
+
+class Tags(HTMLParser):
+    """Checks that every opened element (of those that need closing) is closed, in order; collects
+    the rows of the last table as lists of cell texts, and every src/href."""
+    VOID = {"meta", "img", "br", "hr", "link", "input"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.tables, self.src, self.href, self.cell = [], [], [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.src += [a["src"]] if "src" in a else []
+        self.href += [a["href"]] if "href" in a else []
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = ""
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-3:])
+        self.stack.pop()
+        if tag in ("td", "th"):
+            self.tables[-1][-1].append(self.cell)
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def parse(text):
+    t = Tags()
+    t.feed(text)
+    t.close()
+    assert not t.stack
+    return t
+
+
+def significant_digits(shown: str) -> int:
+    mantissa = re.sub(r"e[+-]\d+$", "", shown).lstrip("-").replace(".", "").lstrip("0")
+    return len(mantissa)
+
+
+def test_report_lists_every_point_with_its_values_and_front_marks():
+    pts, objs = sweep(n_failed=2), objectives("latency", "energy", "area")
+    front = front_of(pts, objs)
+    text = render_report(RUN, pts, objs, front)
+    doc = parse(text)
+    assert "simba_2x2" in text[text.index("<h1>"):text.index("</h1>")]
+    assert text.count('class="front-mark"') == int(front.sum()) > 0
+    head, *rows = doc.tables[-1]                                 # all points, in sweep order
+    assert len(rows) == len(pts)
+    axes = list(AXES)
+    for c, u in COLUMNS.items():
+        assert (f"{c} ({u})" if u else c) in head
+    for p, row, f in zip(pts, rows, front):
+        cells = dict(zip(head, row))
+        assert cells["point"].split()[0] == p["point"]
+        for a in axes:
+            assert float(cells[a]) == p["values"][a]
+        assert (cells["front"] == "\u2605") == f
+        for c, u in COLUMNS.items():
+            shown = cells[f"{c} ({u})" if u else c]
+            if p["status"] == "ok":     # 4 significant digits of the measured value
+                assert float(shown) == pytest.approx(p[c], rel=5e-4)
+                small_int = isinstance(p[c], int) and p[c] < 10**6
+                assert shown == str(p[c]) if small_int else significant_digits(shown) <= 4
+            else:
+                assert shown == ""
+    for p in pts:                                              # every id links to its folder
+        assert p["dir"] + "/" in doc.href
+
+
+def test_front_table_holds_the_front_best_first_for_a_max_objective():
+    pts, objs = sweep(), objectives("throughput", "area")
+    front = front_of(pts, objs)
+    doc = parse(render_report(RUN, pts, objs, front))
+    head, *rows = doc.tables[1]                                # facts, front, all points
+    assert head[-2:] == ["throughput (inferences/s), max", "area (mm^2), min"]
+    ids = [r[0] for r in rows]
+    assert sorted(ids) == sorted(p["point"] for p, f in zip(pts, front) if f)
+    shown = [float(r[-2]) for r in rows]
+    assert shown == sorted(shown, reverse=True)                # best (highest) throughput first
+
+
+def test_failed_point_error_is_escaped():
+    pts, objs = sweep(n_failed=1), objectives("latency", "energy")
+    pts[2]["values"] = dict(pts[2]["values"], **{"dram.bandwidth_GBps": "<b>fast</b>"})
+    pts[3]["point"] = "p<i>3"
+    text = render_report(dict(RUN, note="<img src=x onerror=alert(1)>"), pts, objs, front_of(pts, objs),
+                         images={"<script>cap</script>": "/nonexistent/plot.png"})
+    assert "<script" not in text and "<b>" not in text and "<i>" not in text and "<img src=x" not in text
+    from html import escape
+    assert escape(EVIL) in text and escape("<b>fast</b>") in text and escape("p<i>3") in text
+    doc = parse(text)
+    failed_row = doc.tables[-1][1]
+    assert failed_row[-1] == "failed" + EVIL                   # status, then its error
+
+
+def test_embedded_image_is_the_png_and_the_file_is_self_contained(tmp_path):
+    pts, objs = sweep(), objectives("latency", "energy", "area")
+    front = front_of(pts, objs)
+    png = plot_pareto(pts, objs, front, tmp_path / "pareto.png")
+    text = render_report(RUN, pts, objs, front, images={"Pareto front": png})
+    doc = parse(text)
+    assert len(doc.src) == 1 and doc.src[0].startswith("data:image/png;base64,")
+    assert base64.b64decode(doc.src[0].split(",", 1)[1], validate=True) == png.read_bytes()
+    assert all(not re.match(r"[a-z]+:", h) for h in doc.href)  # links are relative
+    assert "<script" not in text.lower() and "<link" not in text.lower()
+
+
+def test_write_report_makes_the_folder_links_gantts_and_leaves_no_temp_file(tmp_path):
+    pts, objs = sweep(), objectives("latency", "energy")
+    front = front_of(pts, objs)
+    out = tmp_path / "a" / "b" / "report.html"
+    (out.parent / "points" / "p05").mkdir(parents=True)
+    (out.parent / "points" / "p05" / "gantt.png").write_bytes(PNG_MAGIC)
+    assert write_report(out, RUN, pts, objs, front) == out
+    assert sorted(p.name for p in out.parent.iterdir()) == ["points", "report.html"]
+    text = out.read_text(encoding="utf-8")
+    assert text == render_report(RUN, pts, objs, front, base=out.parent)
+    gantts = [h for h in parse(text).href if h.endswith("gantt.png")]
+    assert gantts == ["points/p05/gantt.png"]
+    assert not [h for h in parse(render_report(RUN, pts, objs, front)).href if h.endswith(".png")]
+
+
+def test_write_report_is_whole_or_nothing(tmp_path, monkeypatch):
+    pts, objs = sweep(), objectives("latency", "energy")
+    out = tmp_path / "report.html"
+    out.write_text("old")
+
+    def fail(self, target):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Path, "replace", fail)
+    with pytest.raises(OSError):
+        write_report(out, RUN, pts, objs, front_of(pts, objs))
+    assert out.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_run_facts_every_key_compactly():
+    pts, objs = sweep(), objectives("latency")
+    doc = parse(render_report(dict(RUN, extra={"a": [1, 2], "b": None}), pts, objs, front_of(pts, objs)))
+    facts = dict(doc.tables[0])
+    assert set(facts) == set(RUN) | {"extra"}
+    assert facts["workloads"] == "problems/resnet50.yaml, problems/vgg16.yaml"
+    assert facts["axes"].splitlines() == [f"{k}: [{', '.join(map(str, v))}]" for k, v in AXES.items()]
+    assert facts["budget"] == "10000"
+
+
+def test_sweep_without_axes_and_without_ok_points():
+    pts = [{"point": "p00", "index": 0, "values": {}, "status": "failed", "error": "boom", "dir": "points/p00"}]
+    objs = objectives("latency", "energy")
+    doc = parse(render_report({"system": "s"}, pts, objs, [False]))
+    head, row = doc.tables[-1]
+    assert head[0] == "point" and head[1] == next(iter(COLUMNS)) + " (cycles)"
+    assert row[0] == "p00" and row[-1] == "failedboom"
+    assert len(doc.tables) == 2                                # facts, all points: no front table

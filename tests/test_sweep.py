@@ -1,0 +1,258 @@
+"""`coexplore sweep`: every point mapped, scheduled and measured; the records checked against the
+files each point writes (schedule, job table, ART), the front against a dominance check written
+here, resuming after a stop, and bad input."""
+
+import csv
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coexplore.cli.main import main
+
+DATA = Path(__file__).parent / "data" / "sweep"
+FAST = ["--layer-budget", "60", "--budget", "60", "--no-progress", "--no-cache"]
+
+
+def _system(tmp_path) -> Path:
+    for f in DATA.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    return tmp_path / "tiny_sweep.yaml"
+
+
+def _sweep(argv, capsys):
+    rc = main(["sweep", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory):
+    """One finished sweep (4 points), shared by the checks that only read it."""
+    tmp = tmp_path_factory.mktemp("sweep")
+    system = _system(tmp)
+    rc = main(["sweep", str(system), *FAST, "--out", str(tmp / "out"), "--json"])
+    assert rc == 0
+    return tmp / "out", json.loads((tmp / "out" / "sweep.json").read_text()), system
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_every_point_in_sweep_order(done):
+    out, data, _ = done
+    spec = yaml.safe_load((DATA / "tiny_sweep.yaml").read_text())
+    axes = spec["sweep"]["axes"]
+    recs = data["records"]
+    assert data["points"] == data["done"] == 4 and data["complete"] and data["failed"] == 0
+    want = [{"cores.eyeriss.params.pe_mesh_x": x, "dram.bandwidth_GBps": b}
+            for x in axes["cores.eyeriss.params.pe_mesh_x"] for b in axes["dram.bandwidth_GBps"]]
+    assert [r["values"] for r in recs] == want                  # last axis fastest
+    rows = _rows(out / "points.csv")
+    assert [r["point"] for r in rows] == [r["point"] for r in recs] == ["p0", "p1", "p2", "p3"]
+    assert [float(r["dram.bandwidth_GBps"]) for r in rows] == [0.5, 25.6, 0.5, 25.6]
+
+
+def test_metrics_are_the_points_schedule_jobs_and_area(done):
+    out, data, _ = done
+    for rec in data["records"]:
+        folder = out / rec["dir"]
+        sched = json.loads((folder / "schedule.json").read_text())
+        assert rec["latency_cycles"] == sched["makespan"]
+        assert rec["latency_s"] == pytest.approx(sched["makespan"] / 1e9, rel=1e-12)     # 1 GHz
+        # energy: each job's energy on the core it was given, from the point's job table
+        jobs = {r["job"]: r for r in _rows(folder / "jobs.csv")}
+        energy = sum(float(jobs[j][f"en_{c}"]) for j, c in zip(sched["jobs"], sched["core"]))
+        assert rec["energy_J"] == pytest.approx(energy * 1e-12, rel=1e-9)
+        assert rec["edp_J_s"] == pytest.approx(rec["energy_J"] * rec["latency_s"], rel=1e-12)
+        assert rec["jobs"] == len(sched["jobs"]) == 4                # conv_b counts twice
+        assert rec["throughput_per_s"] == pytest.approx(1 / rec["latency_s"], rel=1e-12)   # one DNN
+        # area: 2 copies x (instances x area) over the ART written for the point
+        art = yaml.safe_load((folder / "cores" / "eyeriss" / "ART.yaml").read_text())["ART"]["tables"]
+        per_copy = 0.0
+        for t in art:
+            n = 1
+            for lo, hi in re.findall(r"\[(\d+)\.\.(\d+)\]", t["name"]):
+                n *= int(hi) - int(lo) + 1
+            per_copy += n * float(t["area"])
+        assert rec["area_mm2"] == pytest.approx(2 * per_copy / 1e6, rel=1e-9)
+        pes = rec["values"]["cores.eyeriss.params.pe_mesh_x"] * 12
+        assert rec["macs"] == 2 * pes and rec["cores"] == 2
+        # the point's core files are Timeloop YAMLs with its PE columns
+        arch = (folder / "cores" / "eyeriss" / "arch.yaml").read_text()
+        assert f"meshX: {rec['values']['cores.eyeriss.params.pe_mesh_x']}" in arch
+
+
+def test_bandwidth_moves_latency_not_mappings(done):
+    """Points that differ only in the off-chip bandwidth share their mappings (same job energies);
+    the scarcer bandwidth's schedule cannot beat the lower bound of its own table."""
+    _, data, _ = done
+    r = data["records"]
+    for slow, fast in ((r[0], r[1]), (r[2], r[3])):
+        assert slow["energy_J"] == pytest.approx(fast["energy_J"], rel=1e-12)
+        assert slow["area_mm2"] == fast["area_mm2"]
+        assert slow["latency_cycles"] >= slow["lower_bound_cycles"] > fast["lower_bound_cycles"]
+    assert r[0]["area_mm2"] < r[2]["area_mm2"]                      # 4 PE columns are smaller than 14
+
+
+def test_front_is_the_non_dominated_points(done):
+    out, data, _ = done
+    recs = data["records"]
+    cols = [o["column"] for o in data["objectives"]]
+    assert cols == ["latency_s", "energy_J", "area_mm2"]
+
+    def dominates(a, b):
+        return all(a[c] <= b[c] for c in cols) and any(a[c] < b[c] for c in cols)
+    want = [r["point"] for r in recs if not any(dominates(o, r) for o in recs)]
+    assert data["pareto"] == want and want
+    assert sorted(r["point"] for r in _rows(out / "pareto.csv")) == sorted(want)
+    assert [r["pareto"] for r in _rows(out / "points.csv")] == ["1" if r["point"] in want else "0" for r in recs]
+    html = (out / "report.html").read_text()
+    assert all(r["point"] in html for r in recs)
+    assert (out / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / recs[0]["dir"] / "gantt.png").is_file()
+
+
+def test_summary_and_objectives_option(tmp_path, capsys, done):
+    out, data, system = done
+    shutil.copytree(out, tmp_path / "o")
+    # the objectives choose the front only: the same points, nothing run again
+    rc, text, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "o"), "--objectives",
+                            "throughput,area"], capsys)
+    assert rc == 0, err
+    assert "4 already done" in err
+    recs = json.loads((tmp_path / "o" / "sweep.json").read_text())["records"]
+    assert recs == data["records"]
+    best_tp = max(recs, key=lambda r: r["throughput_per_s"])["point"]
+    smallest = min(r["area_mm2"] for r in recs)
+    front_lines = text.split("Pareto front")[1].splitlines()[2:]
+    front = [line.split()[0] for line in front_lines if line.startswith("  p")]
+    assert best_tp in front and any(r["area_mm2"] == smallest for r in recs if r["point"] in front)
+    assert "throughput_per_s" in text
+
+
+def test_resume_after_a_stop(tmp_path, capsys, monkeypatch, done):
+    """A stop during the third point: the two finished are kept, a rerun runs the other two and ends
+    with the records of an uninterrupted sweep."""
+    _, data, system = done
+    import coexplore.sweep.run as run_mod
+    real = run_mod.run_point
+    calls = []
+
+    def stopping(spec, index, *a, **k):
+        calls.append(index)
+        if index == 2:
+            raise KeyboardInterrupt
+        return real(spec, index, *a, **k)
+    monkeypatch.setattr(run_mod, "run_point", stopping)
+    rc, _, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "o")], capsys)
+    assert rc == 130 and "interrupted after 2 of 4 points" in err
+    kept = json.loads((tmp_path / "o" / "sweep.json").read_text())
+    assert kept["done"] == 2 and not kept["complete"]
+    # a line cut short by a kill is not a point
+    with open(tmp_path / "o" / "points.jsonl", "a") as f:
+        f.write('{"point": "p2", "index": 2, "val')
+    monkeypatch.setattr(run_mod, "run_point", real)
+    seen = []
+    monkeypatch.setattr(run_mod, "run_point", lambda spec, index, *a, **k: seen.append(index) or real(spec, index, *a, **k))
+    rc, _, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "o")], capsys)
+    assert rc == 0 and "2 already done" in err and seen == [2, 3]
+    recs = json.loads((tmp_path / "o" / "sweep.json").read_text())["records"]
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "run"} for r in rs]   # noqa: E731
+    assert strip(recs) == strip(data["records"])
+
+
+def test_other_settings_do_not_reuse_points(tmp_path, capsys, monkeypatch, done):
+    out, _, system = done
+    shutil.copytree(out, tmp_path / "o")
+    import coexplore.sweep.run as run_mod
+    real = run_mod.run_point
+    seen = []
+    monkeypatch.setattr(run_mod, "run_point", lambda spec, index, *a, **k: seen.append(index) or real(spec, index, *a, **k))
+    rc, _, err = _sweep([str(system), "--layer-budget", "60", "--budget", "61", "--no-progress", "--no-cache",
+                         "--out", str(tmp_path / "o"), "--no-plot"], capsys)
+    assert rc == 0 and seen == [0, 1, 2, 3] and "already done" not in err
+    lines = (tmp_path / "o" / "points.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and len({json.loads(x)["run"] for x in lines}) == 1
+    seen.clear()
+    rc, _, err = _sweep([str(system), "--layer-budget", "60", "--budget", "61", "--no-progress", "--no-cache",
+                         "--out", str(tmp_path / "o"), "--no-plot", "--restart"], capsys)
+    assert rc == 0 and seen == [0, 1, 2, 3]
+
+
+def test_bad_input_is_one_line(tmp_path, capsys):
+    system = _system(tmp_path)
+    for argv, words in (([str(system), "--objectives", "speed"], ["--objectives", "speed"]),
+                        ([str(tmp_path / "missing.yaml")], ["missing.yaml"]),
+                        ([str(system), "--searcher", "nope"], ["--searcher", "nope"])):
+        rc, _, err = _sweep([*argv, *FAST, "--out", str(tmp_path / "x")], capsys)
+        assert rc == 2, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert all(w in err for w in words), err
+    text = system.read_text().replace("pe_mesh_x: [4, 14]", "pe_mesh_x: [4, 0]")
+    system.write_text(text)
+    rc, _, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "x")], capsys)
+    assert rc == 2 and "sweep.axes" in err and "Traceback" not in err
+
+
+def test_no_valid_mapping_anywhere_fails_the_point(tmp_path, capsys):
+    """A point whose layer no core can map within the budget is a failed point, not a crash; a sweep
+    whose every point failed exits 1 (as a failed `coexplore map`)."""
+    root = Path(__file__).resolve().parents[1]
+    system = tmp_path / "dlrm.yaml"       # DLRM's fc layers find no valid Simba-like mapping in 10 samples
+    system.write_text(f"""system:
+  name: dlrm_on_simba
+  dram: {{type: LPDDR4, width: 64, bandwidth_GBps: 25.6}}
+  cores:
+  - {{name: simba, template: simba, params: {{}}}}
+workloads: [{root / 'problems' / 'dlrm_mlp.yaml'}]
+sweep:
+  axes:
+    dram.bandwidth_GBps: [12.8, 25.6]
+""")
+    rc, _, err = _sweep([str(system), "--layer-budget", "10", "--budget", "10", "--no-progress", "--no-cache",
+                         "--out", str(tmp_path / "o"), "--no-plot"], capsys)
+    data = json.loads((tmp_path / "o" / "sweep.json").read_text())
+    assert rc == 1, err
+    assert data["failed"] == data["done"] == 2 and data["pareto"] == []
+    assert all("no valid mapping" in r["error"] for r in data["records"])
+    assert "no valid mapping" in (tmp_path / "o" / "report.html").read_text()
+    assert "every point failed" in err
+
+
+def test_pareto_front_against_brute_force():
+    """Random points (ties and NaN rows included), min and max senses: the front is exactly the rows
+    no other valid row dominates."""
+    import numpy as np
+
+    from coexplore.sweep.metrics import OBJECTIVES
+    from coexplore.sweep.pareto import pareto_front
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        k = int(rng.integers(1, 4))
+        objs = [OBJECTIVES[n] for n in rng.choice(list(OBJECTIVES), size=k, replace=False)]
+        v = rng.integers(0, 5, size=(int(rng.integers(1, 12)), k)).astype(float)
+        v[rng.random(len(v)) < 0.15, 0] = np.nan
+        sign = np.array([1 if o.sense == "min" else -1 for o in objs])
+        ok = ~np.isnan(v).any(axis=1)
+        want = [bool(ok[i]) and not any(ok[j] and np.all(sign * v[j] <= sign * v[i]) and
+                                        np.any(sign * v[j] < sign * v[i]) for j in range(len(v)))
+                for i in range(len(v))]
+        assert pareto_front(v, objs).tolist() == want, (trial, v, [o.name for o in objs])
+
+
+def test_store_keeps_only_this_runs_points(tmp_path):
+    from coexplore.sweep.store import SweepStore
+    a = SweepStore(tmp_path, {"seed": 0})
+    a.add({"point": "p0", "index": 0, "status": "ok"})
+    a.add({"point": "p1", "index": 1, "status": "ok"})
+    assert sorted(SweepStore(tmp_path, {"seed": 0}).records) == [0, 1]
+    b = SweepStore(tmp_path, {"seed": 1})             # another run: its lines are not points of this one
+    assert b.records == {} and b.dropped == 2
+    assert (tmp_path / "points.jsonl").read_text() == ""
+    assert SweepStore(tmp_path, {"seed": 0}).records == {}     # and they are gone from the folder
