@@ -146,9 +146,9 @@ def test_a_schedules_run_identity_covers_the_files_an_own_core_is_read_from(syst
     """The ERT and constraints found beside an own core's file count as the run's inputs: editing
     one makes another run (a new folder, no resumed checkpoint), as editing the arch file does."""
     from coexplore.cli.main import build_parser
-    from coexplore.cli.schedule import _run_description, _system_mapper
+    from coexplore.cli.schedule import _run_description, system_mapper_option
     args = build_parser().parse_args(["schedule", str(system)])
-    desc = lambda: _run_description(args, _system_mapper(args), 1000)["inputs_sha256"]   # noqa: E731
+    desc = lambda: _run_description(args, system_mapper_option(args), 1000)["inputs_sha256"]   # noqa: E731
     before = desc()
     mine = system.parent / "mine"
     assert any(str(mine / "ERT.yaml") in k for k in before)
@@ -285,7 +285,7 @@ def test_constraints_inside_an_own_cores_file_win_over_a_file_beside_it(tmp_path
 
 def test_a_templates_includes_are_part_of_a_schedules_run_identity(tmp_path):
     from coexplore.cli.main import build_parser
-    from coexplore.cli.schedule import _run_description, _system_mapper
+    from coexplore.cli.schedule import _run_description, system_mapper_option
     from coexplore.spec.yamlio import dump_yaml, load_yaml
     (tmp_path / "t").mkdir()
     text = dump_yaml(load_yaml(ARCHES / "eyeriss_like" / "processed.yaml"))
@@ -296,6 +296,6 @@ def test_a_templates_includes_are_part_of_a_schedules_run_identity(tmp_path):
     path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {arch: t/core.yaml.jinja2}\n")
     args = build_parser().parse_args(["schedule", str(path)])
     assert load_system(path).cores[0].name == "core"          # the file's name up to its first dot
-    before = _run_description(args, _system_mapper(args), 1000)["inputs_sha256"]
+    before = _run_description(args, system_mapper_option(args), 1000)["inputs_sha256"]
     (tmp_path / "t" / "depth.txt").write_text("32768")
-    assert _run_description(args, _system_mapper(args), 1000)["inputs_sha256"] != before
+    assert _run_description(args, system_mapper_option(args), 1000)["inputs_sha256"] != before

@@ -109,7 +109,7 @@ def run(args) -> int:
             raise
     progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
     # everything that can be wrong is checked before the (possibly long) job-table step
-    mapper = _system_mapper(args)
+    mapper = system_mapper_option(args)
     budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
     if budget < 1:
         raise CoexploreError(f"got {budget}", key="--budget", expected="an integer >= 1")
@@ -276,7 +276,7 @@ def _timeline_csv(table, data: dict) -> str:
     return buf.getvalue()
 
 
-def _system_mapper(args):
+def system_mapper_option(args):
     """--searcher (a name or a mapper YAML), else the system YAML's mappers.system, else magma."""
     from coexplore.system.schedule import load_system_mapper, system_mapper
 
@@ -299,6 +299,18 @@ def _system_mapper(args):
 LARGE_TABLE = 2_000   # jobs from which schedule says how many there are, per DNN, before searching
 
 
+def layer_mapper_option(args):
+    """--layer-searcher as a layer MapperSpec (a name or a mapper YAML), None when not given."""
+    if not args.layer_searcher:
+        return None
+    from coexplore.search.registry import load_mapper
+    try:
+        return load_mapper(args.layer_searcher)
+    except CoexploreError as exc:
+        exc.key = "--layer-searcher" if exc.key == "searcher" else exc.key
+        raise
+
+
 def _system_table(args, progress: bool):
     """Job table of a system YAML + workloads, through the layer mapper and the cache."""
     from coexplore.system.from_system import system_job_table
@@ -306,14 +318,7 @@ def _system_table(args, progress: bool):
     if _layer_budget(args) < 1:
         raise CoexploreError(f"bad layer budget {args.layer_budget}", key="--layer-budget",
                              expected="an integer >= 1")
-    spec = None
-    if args.layer_searcher:
-        from coexplore.search.registry import load_mapper
-        try:
-            spec = load_mapper(args.layer_searcher)
-        except CoexploreError as exc:
-            exc.key = "--layer-searcher" if exc.key == "searcher" else exc.key
-            raise
+    spec = layer_mapper_option(args)
     cache = None
     if not args.no_cache:
         cache = open_cache(args.cache, "schedule")

@@ -70,8 +70,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from coexplore.arch.system import load_system_arch
-    from coexplore.cli.schedule import _system_mapper
-    from coexplore.search.registry import load_mapper
+    from coexplore.cli.schedule import layer_mapper_option, system_mapper_option
     from coexplore.sweep.run import SweepSettings, run_sweep
     from coexplore.sweep.store import SweepStore
 
@@ -79,15 +78,9 @@ def run(args) -> int:
     system = load_system_arch(args.system)          # every point is checked to build before any work
     spec = system.spec
     objectives = _objectives(args, spec)
-    mapper = _system_mapper(args)
+    mapper = system_mapper_option(args)
     budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
-    layer_mapper = None
-    if args.layer_searcher:
-        try:
-            layer_mapper = load_mapper(args.layer_searcher)
-        except CoexploreError as exc:
-            exc.key = "--layer-searcher" if exc.key == "searcher" else exc.key
-            raise
+    layer_mapper = layer_mapper_option(args)
     settings = SweepSettings(workloads=args.workload, layer_mapper=layer_mapper,
                              layer_budget=2000 if args.layer_budget is None else args.layer_budget,
                              layer_seed=0 if args.layer_seed is None else args.layer_seed,
@@ -127,7 +120,13 @@ def run(args) -> int:
     finally:
         if cache is not None:
             cache.close()
-    return _finish(args, out, run_desc, spec, records, objectives, len(points))
+    from coexplore.search.base import finishing
+    with finishing("the sweep's tables and report are written") as guard:     # all points are stored
+        code = _finish(args, out, run_desc, spec, records, objectives, len(points))
+    if guard.asked:
+        print(f"coexplore sweep: the stop came after the last point had ended; the complete sweep is in {out}",
+              file=sys.stderr)
+    return code
 
 
 def _objectives(args, spec) -> list:
