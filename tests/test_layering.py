@@ -1,4 +1,4 @@
-"""Data flows one way (spec -> model -> mapspace/search -> system -> CLI): a package never imports
+"""Data flows one way (spec -> model -> mapspace/search -> system -> sweep -> report -> CLI): a package never imports
 one above it. Checked on the source, so a late (function-level) import counts too."""
 
 import ast

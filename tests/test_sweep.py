@@ -256,3 +256,31 @@ def test_store_keeps_only_this_runs_points(tmp_path):
     assert b.records == {} and b.dropped == 2
     assert (tmp_path / "points.jsonl").read_text() == ""
     assert SweepStore(tmp_path, {"seed": 0}).records == {}     # and they are gone from the folder
+
+
+def test_parallel_points_give_the_same_records(tmp_path, capsys, done):
+    """--jobs 2: the layers of all points mapped first (each design once), the points in 2 processes:
+    the records of one process."""
+    _, data, system = done
+    rc, _, err = _sweep([str(system), "--layer-budget", "60", "--budget", "60", "--no-progress", "--jobs", "2",
+                         "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "p"), "--no-plot"], capsys)
+    assert rc == 0, err
+    assert json.loads((tmp_path / "p" / "sweep.json").read_text())["records"] == data["records"]
+
+
+def test_map_layers_maps_each_design_once(tmp_path):
+    """4 points, 2 core designs (the bandwidth axis leaves the core alone) x 3 distinct layers = 6
+    searches; all cached afterwards."""
+    from coexplore.arch.system import build_system
+    from coexplore.model.cache import ResultCache
+    from coexplore.spec.system import load_system
+    from coexplore.system.from_system import map_layers
+    spec = load_system(_system(tmp_path))
+    systems = [build_system(spec.at_point(p)) for p in spec.sweep_points()]
+    cache = ResultCache(tmp_path / "c.sqlite")
+    try:
+        assert map_layers(systems, layer_budget=30, cache=cache, workers=2) == 6
+        assert map_layers(systems, layer_budget=30, cache=cache, workers=2) == 0
+        assert map_layers(systems, layer_budget=31, cache=cache, workers=2) == 6     # another search
+    finally:
+        cache.close()

@@ -203,10 +203,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         cache = None                # an unseeded run is not reproducible: never cached, never a hit
     ms = MapSpace(ctx.arch, ctx.problem, constraints)
     if cache is not None:
-        from coexplore.model.cache import cache_key
-        key = cache_key(**cache_parts(ctx, constraints, spec, seed, budget, ms))
-        hit = cache.get(key)
-        if hit is not None and len(hit.get("x") or ()) == ms.n_params:
+        key, hit = _cache_entry(ctx, constraints, spec, seed, budget, ms, cache)
+        if hit is not None:
             out = MapResult(**{k: v for k, v in hit.items() if k in MapResult.__dataclass_fields__})
             out.cached = True
             # the record and mapping rebuilt from the stored point: same numbers, and the same
@@ -240,6 +238,23 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     if hold.stop_now:
         raise MapInterrupted(out, stop_now=True)
     return out
+
+
+def _cache_entry(ctx: Context, constraints, spec: registry.MapperSpec, seed: int, budget: int, ms: MapSpace,
+                 cache, count: bool = True) -> tuple[str, dict | None]:
+    """The cache key of a search and its stored result (None: none, or one of another mapspace)."""
+    from coexplore.model.cache import cache_key
+    key = cache_key(**cache_parts(ctx, constraints, spec, seed, budget, ms))
+    hit = cache.get(key, count=count)
+    return key, hit if hit is not None and len(hit.get("x") or ()) == ms.n_params else None
+
+
+def is_cached(ctx: Context, constraints, spec: registry.MapperSpec, budget: int, seed: int | None, cache) -> bool:
+    """Whether `map_layer` with these arguments would answer from `cache` (not counted as a hit)."""
+    if cache is None or seed is None:
+        return False
+    ms = MapSpace(ctx.arch, ctx.problem, constraints)
+    return _cache_entry(ctx, constraints, spec, seed, budget, ms, cache, count=False)[1] is not None
 
 
 def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, result: SearchResult,

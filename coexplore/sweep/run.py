@@ -114,23 +114,78 @@ def _write_cores(system: SystemArch, folder: Path, estimator: str) -> tuple[floa
 def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cache=None,
               progress: bool = False, on_point=None) -> list[dict]:
     """Every point of `spec`'s sweep not yet in `store`, in sweep order (last axis fastest); each
-    stored as it ends and handed to `on_point(record)`. Returns every point's record."""
+    stored as it ends and handed to `on_point(record)`. With `settings.workers` > 1 the layers of all
+    the points are mapped first (each distinct core design once, into the cache) and then the points
+    run in that many processes (the same records as one process). Returns every point's record."""
     points = spec.sweep_points()
     ids = point_ids(len(points))
     todo = [i for i in range(len(points)) if i not in store.records]
     bar = None
-    if progress:
-        from coexplore.progress import progress_bar
-        bar = progress_bar(total=len(points), initial=len(points) - len(todo), desc="sweep points", unit="point")
+    parallel = settings.workers > 1 and len(todo) > 1
+
+    def done(rec: dict) -> None:
+        store.add(rec)
+        if on_point is not None:
+            on_point(store.records[rec["index"]])
+        if bar is not None:
+            bar.update(1)
     try:
-        for i in todo:
-            rec = run_point(spec, i, ids[i], points[i], settings, store.out, cache=cache, progress=progress)
-            store.add(rec)
-            if on_point is not None:
-                on_point(store.records[i])
-            if bar is not None:
-                bar.update(1)
+        if parallel and cache is not None:      # before the points' bar: the long part of a cold sweep
+            from coexplore.system.from_system import map_layers
+            map_layers([build_system(spec.at_point(points[i])) for i in todo], settings.workloads,
+                       settings.layer_mapper, settings.layer_budget, settings.layer_seed, cache=cache,
+                       progress=progress, workers=settings.workers)
+        if progress:
+            from coexplore.progress import progress_bar
+            bar = progress_bar(total=len(points), initial=len(points) - len(todo), desc="sweep points",
+                               unit="point")
+        if parallel:
+            _points_in_parallel(spec, [(i, ids[i], points[i]) for i in todo], settings, store.out, cache, done)
+        else:
+            for i in todo:
+                done(run_point(spec, i, ids[i], points[i], settings, store.out, cache=cache, progress=progress))
     finally:
         if bar is not None:
             bar.close()
     return store.ordered()
+
+
+def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, out: Path, cache, done) -> None:
+    """Run the points `todo` = [(index, id, values)] in `settings.workers` processes, each point's
+    layers in its own process (mapped before when there is a cache); `done(record)` as each ends."""
+    import dataclasses
+    import multiprocessing
+
+    from coexplore.errors import CoexploreError
+    from coexplore.system.from_system import ignore_ctrl_c
+    one = dataclasses.replace(settings, workers=1)
+    cache_path = None if cache is None else str(cache.path)
+    tasks = [(spec, i, pid, values, one, str(out), cache_path) for i, pid, values in todo]
+    pool = multiprocessing.get_context("spawn").Pool(min(settings.workers, len(tasks)), initializer=ignore_ctrl_c)
+    try:
+        for rec, error in pool.imap_unordered(_point_in_worker, tasks):
+            if error is not None:           # bad input found in a worker: said as in one process
+                raise CoexploreError(error[0], file=error[1], key=error[2], expected=error[3])
+            done(rec)
+        pool.close()
+    except BaseException:                 # Ctrl-C, SIGTERM, an error: stop the points still running
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+
+
+def _point_in_worker(task) -> tuple:
+    """One point in a worker process: (record, None), or (None, the CoexploreError's parts)."""
+    from coexplore.errors import CoexploreError
+    from coexplore.model.cache import ResultCache
+    spec, index, pid, values, settings, out, cache_path = task
+    warnings.simplefilter("ignore")       # what the point warns of is in its record
+    cache = ResultCache(cache_path) if cache_path is not None else None
+    try:
+        return run_point(spec, index, pid, values, settings, Path(out), cache=cache), None
+    except CoexploreError as exc:
+        return None, (exc.message, exc.file, exc.key, exc.expected)
+    finally:
+        if cache is not None:
+            cache.close()

@@ -136,22 +136,20 @@ def _map_in_worker(task) -> tuple:
         return i, None
 
 
-def _map_in_parallel(pairs: list, models: dict, spec, budget: int, seed: int, cache, workers: int,
-                     done) -> dict:
-    """The best mapping records of (layer, design) pairs searched by `workers` processes (each
-    search is seeded as it would be alone, so the results are those of one process); finished
-    searches are cached as they end, so an interrupted table keeps them. `done(key)` after each."""
+def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: int, done) -> dict:
+    """The best mapping records of `items` = [(key, layer, CoreModel)] searched by `workers` processes
+    (each search seeded as it would be alone, so the results are those of one process), by key;
+    finished searches are cached as they end, so an interrupted run keeps them. `done(key)` after each."""
     import multiprocessing
     cache_path = None if cache is None else str(cache.path)
-    tasks = [(i, models[design], layer, spec, budget, seed, cache_path) for i, (layer, design) in enumerate(pairs)]
+    tasks = [(i, cm, layer, spec, budget, seed, cache_path) for i, (_, layer, cm) in enumerate(items)]
     records = {}
     pool = multiprocessing.get_context("spawn").Pool(min(workers, len(tasks)), initializer=ignore_ctrl_c)
     try:
         for i, rec in pool.imap_unordered(_map_in_worker, tasks):
-            layer, design = pairs[i]
             if rec is not None:
-                records[(layer.key(), design)] = rec
-            done((layer.key(), design))
+                records[items[i][0]] = rec
+            done(items[i][0])
         pool.close()
     except BaseException:                 # Ctrl-C, SIGTERM: stop the searches still running
         pool.terminate()
@@ -161,15 +159,9 @@ def _map_in_parallel(pairs: list, models: dict, spec, budget: int, seed: int, ca
     return records
 
 
-def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path] | None = None,
-                     layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000,
-                     seed: int = 0, cache=None, progress: bool = False,
-                     workers: int = 1) -> tuple[JobTable, SystemArch]:
-    """The job table of a system's workloads (`system`: a system YAML's path, or a system already
-    built, e.g. a sweep point's); `workers` > 1 maps the distinct (layer, core design) pairs in that
-    many processes (the same table)."""
-    if not isinstance(system, SystemArch):
-        system = load_system_arch(system)
+def system_workloads(system: SystemArch, workloads: list[str | Path] | None = None) -> list[Workload]:
+    """The workloads a system's job table is made of: `workloads` (files or bundled names), else the
+    system file's own `workloads:`."""
     named = not workloads                # the system file's own `workloads:` (paths made absolute there)
     paths = list(workloads or system.spec.workloads)
     if not paths:
@@ -181,7 +173,61 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
             raise CoexploreError(f"no such workload file {p}", file=system.spec.file, key=f"workloads[{i}]",
                                  expected="a path relative to the system file, a bundled name (bert_base), or --workload NAME")
         return load_workload(find_workload(p))
-    wls: list[Workload] = [load(i, p) for i, p in enumerate(paths)]
+    return [load(i, p) for i, p in enumerate(paths)]
+
+
+def map_layers(systems: list[SystemArch], workloads: list[str | Path] | None = None,
+               layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000, seed: int = 0,
+               cache=None, progress: bool = False, workers: int = 1) -> int:
+    """Map every distinct (layer, core design) pair of several systems (a sweep's points) into `cache`
+    in `workers` processes, a design shared by several systems (equal content) once, so that their job
+    tables then come from the cache; pairs already cached are not searched. Searches that find no
+    valid mapping are left for the job table to report. The number of pairs searched."""
+    if not systems:
+        return 0
+    spec = layer_mapper or system_layer_mapper(systems[0]) or registry.mapper_spec("marl")  # `mappers:` is not swept
+    items: dict = {}
+    for system in systems:
+        layers = {layer.key(): layer for w in system_workloads(system, workloads) for layer in w.layers}
+        for name, cm in core_models(system).items():
+            digest = system.cores[name].digest()
+            for lkey, layer in layers.items():
+                items.setdefault((lkey, digest), (layer, cm))
+    todo = [(k, layer, cm) for k, (layer, cm) in items.items()
+            if not _cached(layer, cm, spec, layer_budget, seed, cache)]
+    if not todo:
+        return 0
+    bar = None
+    if progress:
+        from coexplore.progress import progress_bar
+        bar = progress_bar(total=len(todo), desc="map layers", unit="layer x core", leave=False)
+    try:
+        _map_in_parallel(todo, spec, layer_budget, seed, cache, workers,
+                         lambda key: bar.update(1) if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    return len(todo)
+
+
+def _cached(layer, cm: CoreModel, spec, budget: int, seed: int, cache) -> bool:
+    """Whether `cache` (None: no cache) holds this (layer, core design) search's result."""
+    from coexplore.search.layer import is_cached
+    ctx = layer_context(cm, layer)
+    return is_cached(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache)
+
+
+def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path] | None = None,
+                     layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000,
+                     seed: int = 0, cache=None, progress: bool = False,
+                     workers: int = 1) -> tuple[JobTable, SystemArch]:
+    """The job table of a system's workloads (`system`: a system YAML's path, or a system already
+    built, e.g. a sweep point's); `workers` > 1 maps the distinct (layer, core design) pairs in that
+    many processes (the same table)."""
+    if not isinstance(system, SystemArch):
+        system = load_system_arch(system)
+    wls = system_workloads(system, workloads)
+    paths = list(workloads or system.spec.workloads)
     total = sum(layer.count for w in wls for layer in w.layers)
     if total > MAX_JOBS:
         raise CoexploreError(f"the workloads make {total:,} jobs (layer counts included)", file=str(paths[0]),
@@ -264,8 +310,8 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
     parallel = workers > 1 and len(pairs) > 1
     try:
         searched = {} if not parallel else _map_in_parallel(
-            list(pairs.values()), models, spec, layer_budget, seed, cache, workers,
-            lambda key: bar.update(1) if bar is not None else None)
+            [(key, layer, models[design]) for key, (layer, design) in pairs.items()], spec, layer_budget, seed,
+            cache, workers, lambda key: bar.update(1) if bar is not None else None)
         table = build_job_table(jobs, [i.name for i in instances], cost)
     except CoexploreError as exc:
         nowhere = [k for k in failed if all(k2 in failed for k2 in pairs if k2[0] == k[0])]
