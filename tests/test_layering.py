@@ -19,8 +19,9 @@ FORBIDDEN = {
     "system": {"cli", "sweep", "report"},
     # a sweep runs the layers below and records numbers; drawing them is the report's job
     "sweep": {"cli", "report", "matplotlib"},
-    # the report reads records (and coexplore.sweep's objectives and front), never runs anything
-    "report": {"cli", "system", "search", "mapspace", "model"},
+    # the report draws records (coexplore.sweep's objectives and front) and a point's schedule (the
+    # system layer's Gantt chart); it never runs a search
+    "report": {"cli", "search", "mapspace", "model"},
 }
 SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "sweep", "report", "cli"}
 # the package's top-level modules serve every layer, so they import none of the sub-packages

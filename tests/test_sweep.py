@@ -151,7 +151,7 @@ def test_resume_after_a_stop(tmp_path, capsys, monkeypatch, done):
         return real(spec, index, *a, **k)
     monkeypatch.setattr(run_mod, "run_point", stopping)
     rc, _, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "o")], capsys)
-    assert rc == 130 and "interrupted after 2 of 4 points" in err
+    assert rc == 130 and "the 2 finished of 4 points are in" in err
     kept = json.loads((tmp_path / "o" / "sweep.json").read_text())
     assert kept["done"] == 2 and not kept["complete"]
     # a line cut short by a kill is not a point
@@ -168,21 +168,43 @@ def test_resume_after_a_stop(tmp_path, capsys, monkeypatch, done):
 
 
 def test_other_settings_do_not_reuse_points(tmp_path, capsys, monkeypatch, done):
+    """An --out holding another sweep run's points is refused (naming what differs) and left as it
+    was; --restart replaces them; none of them is resumed."""
     out, _, system = done
     shutil.copytree(out, tmp_path / "o")
+    before = (tmp_path / "o" / "points.jsonl").read_text()
     import coexplore.sweep.run as run_mod
     real = run_mod.run_point
     seen = []
     monkeypatch.setattr(run_mod, "run_point", lambda spec, index, *a, **k: seen.append(index) or real(spec, index, *a, **k))
-    rc, _, err = _sweep([str(system), "--layer-budget", "60", "--budget", "61", "--no-progress", "--no-cache",
-                         "--out", str(tmp_path / "o"), "--no-plot"], capsys)
+    other = [str(system), "--layer-budget", "60", "--budget", "61", "--no-progress", "--no-cache",
+             "--out", str(tmp_path / "o"), "--no-plot"]
+    rc, _, err = _sweep(other, capsys)
+    assert rc == 2 and seen == [] and "4 points of another sweep run" in err and "budget" in err, err
+    assert "--restart" in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "o" / "points.jsonl").read_text() == before
+    rc, _, err = _sweep([*other, "--restart"], capsys)
     assert rc == 0 and seen == [0, 1, 2, 3] and "already done" not in err
     lines = (tmp_path / "o" / "points.jsonl").read_text().splitlines()
     assert len(lines) == 4 and len({json.loads(x)["run"] for x in lines}) == 1
+    assert not (tmp_path / "o" / "pareto.png").exists()          # the earlier run's chart, not this one's
     seen.clear()
-    rc, _, err = _sweep([str(system), "--layer-budget", "60", "--budget", "61", "--no-progress", "--no-cache",
-                         "--out", str(tmp_path / "o"), "--no-plot", "--restart"], capsys)
-    assert rc == 0 and seen == [0, 1, 2, 3]
+    rc, _, err = _sweep(other[:-1], capsys)       # plots on: the points run without them get their charts
+    assert rc == 0 and seen == [] and "4 already done" in err
+    assert all((tmp_path / "o" / "points" / f"p{i}" / "gantt.png").is_file() for i in range(4))
+    assert (tmp_path / "o" / "pareto.png").is_file()
+
+
+def test_bad_options_leave_the_folder_alone(tmp_path, capsys, done):
+    """Bad budgets or workloads are refused before the output folder is touched."""
+    out, _, system = done
+    shutil.copytree(out, tmp_path / "o")
+    before = {p: p.read_bytes() for p in (tmp_path / "o").rglob("*") if p.is_file()}
+    for argv, key in ((["--budget", "0"], "--budget"), (["--layer-budget", "0"], "--layer-budget"),
+                      (["--workload", str(tmp_path / "none.yaml")], "none.yaml")):
+        rc, _, err = _sweep([str(system), *FAST, *argv, "--out", str(tmp_path / "o")], capsys)
+        assert rc == 2 and key in err and "Traceback" not in err, err
+    assert {p: p.read_bytes() for p in (tmp_path / "o").rglob("*") if p.is_file()} == before
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):
@@ -197,7 +219,30 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     text = system.read_text().replace("pe_mesh_x: [4, 14]", "pe_mesh_x: [4, 0]")
     system.write_text(text)
     rc, _, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "x")], capsys)
-    assert rc == 2 and "sweep.axes" in err and "Traceback" not in err
+    assert rc == 2 and "sweep.axes" in err and "pe_mesh_x=0" in err and "Traceback" not in err, err
+    system.write_text(text.replace("[4, 0]", "[4, 4]"))            # a point run twice: refused
+    rc, _, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "x")], capsys)
+    assert rc == 2 and "given twice" in err and "sweep.axes.cores.eyeriss.params.pe_mesh_x" in err, err
+
+
+def test_a_point_that_does_not_build_is_a_failed_point(tmp_path):
+    """Sweeps of over 256 points are checked value by value, not every combination: a combination
+    that gives an invalid core is found when its point runs, recorded as failed, naming it."""
+    from coexplore.spec.system import load_system
+    from coexplore.sweep.run import SweepSettings, run_point
+    spec = load_system(_system(tmp_path))
+    values = {"cores.eyeriss.params.pe_mesh_x": 4, "cores.eyeriss.params.glb_width": 60}
+    rec = run_point(spec, 7, "p7", values, SweepSettings(layer_budget=30, budget=30), tmp_path / "o")
+    assert rec["status"] == "failed" and rec["index"] == 7
+    assert "glb_width=60" in rec["error"] and "pe_mesh_x=4" in rec["error"] and "glb_width" in rec["error"]
+
+
+def test_the_default_layer_mapper_written_out_is_the_same_run(tmp_path, capsys, done):
+    out, _, system = done
+    shutil.copytree(out, tmp_path / "o")
+    rc, _, err = _sweep([str(system), *FAST, "--layer-searcher", "marl", "--out", str(tmp_path / "o"),
+                         "--no-plot"], capsys)
+    assert rc == 0 and "4 already done" in err, err
 
 
 def test_no_valid_mapping_anywhere_fails_the_point(tmp_path, capsys):
@@ -210,6 +255,7 @@ def test_no_valid_mapping_anywhere_fails_the_point(tmp_path, capsys):
   dram: {{type: LPDDR4, width: 64, bandwidth_GBps: 25.6}}
   cores:
   - {{name: simba, template: simba, params: {{}}}}
+  - {{name: eyeriss, template: eyeriss, params: {{}}}}
 workloads: [{root / 'problems' / 'dlrm_mlp.yaml'}]
 sweep:
   axes:
@@ -221,8 +267,11 @@ sweep:
     assert rc == 1, err
     assert data["failed"] == data["done"] == 2 and data["pareto"] == []
     assert all("no valid mapping" in r["error"] for r in data["records"])
+    assert all("on core simba (nor on eyeriss)" in r["error"] for r in data["records"])   # both were tried
     assert "no valid mapping" in (tmp_path / "o" / "report.html").read_text()
     assert "every point failed" in err
+    rows = _rows(tmp_path / "o" / "points.csv")
+    assert [r["status"] for r in rows] == ["failed", "failed"] and all("layer " in r["error"] for r in rows)
 
 
 def test_pareto_front_against_brute_force():
@@ -248,14 +297,19 @@ def test_pareto_front_against_brute_force():
 
 def test_store_keeps_only_this_runs_points(tmp_path):
     from coexplore.sweep.store import SweepStore
-    a = SweepStore(tmp_path, {"seed": 0})
+    a = SweepStore(tmp_path, "run0")
     a.add({"point": "p0", "index": 0, "status": "ok"})
     a.add({"point": "p1", "index": 1, "status": "ok"})
-    assert sorted(SweepStore(tmp_path, {"seed": 0}).records) == [0, 1]
-    b = SweepStore(tmp_path, {"seed": 1})             # another run: its lines are not points of this one
-    assert b.records == {} and b.dropped == 2
-    assert (tmp_path / "points.jsonl").read_text() == ""
-    assert SweepStore(tmp_path, {"seed": 0}).records == {}     # and they are gone from the folder
+    assert sorted(SweepStore(tmp_path, "run0").records) == [0, 1]
+    b = SweepStore(tmp_path, "run1")             # another run: its lines are not points of this one
+    assert b.records == {} and b.others == 2
+    assert len((tmp_path / "points.jsonl").read_text().splitlines()) == 2     # reading changes nothing
+    b.add({"point": "p0", "index": 0, "status": "ok"})
+    b.drop_others()
+    assert sorted(SweepStore(tmp_path, "run1").records) == [0]
+    assert SweepStore(tmp_path, "run0").records == {}     # the other run's lines are gone
+    b.clear()
+    assert SweepStore(tmp_path, "run1").records == {}
 
 
 def test_parallel_points_give_the_same_records(tmp_path, capsys, done):
@@ -284,3 +338,162 @@ def test_map_layers_maps_each_design_once(tmp_path):
         assert map_layers(systems, layer_budget=31, cache=cache, workers=2) == 6     # another search
     finally:
         cache.close()
+
+
+def test_point_ids_and_axis_labels():
+    from coexplore.cli.sweep import axis_labels
+    from coexplore.sweep.run import point_ids
+    assert point_ids(10) == [f"p{i}" for i in range(10)]
+    assert point_ids(11)[0] == "p00" and point_ids(18)[-1] == "p17" and point_ids(1) == ["p0"]
+    assert axis_labels(["cores.a.params.glb_depth", "cores.b.params.glb_depth", "cores.a.count",
+                        "dram.bandwidth_GBps", "system.clock_GHz"]) == \
+        ["a.glb_depth", "b.glb_depth", "a.count", "dram.bandwidth_GBps", "clock_GHz"]
+
+
+def test_tables_hold_the_records_exactly(done):
+    out, data, _ = done
+    recs = {r["point"]: r for r in data["records"]}
+    for row in _rows(out / "points.csv"):
+        rec = recs[row["point"]]
+        for col, unit in (("latency_s", "s"), ("energy_J", "J"), ("area_mm2", "mm^2"), ("edp_J_s", "J*s")):
+            assert float(row[f"{col} [{unit}]"]) == rec[col]              # written exactly
+        assert row["status"] == "ok" and row["error"] == ""
+    front = _rows(out / "pareto.csv")
+    assert [float(r["latency_s [s]"]) for r in front] == sorted(float(r["latency_s [s]"]) for r in front)
+    assert {r["pareto"] for r in front} == {"1"}
+    from coexplore.sweep.store import points_csv
+    text = points_csv([{"point": "p9", "values": {}, "status": "failed", "error": "x", "latency_s": float("nan")}],
+                      [], [False])
+    assert next(csv.DictReader(text.splitlines()))["latency_s [s]"] == ""
+
+
+def test_schedule_files_match_the_record(done):
+    out, data, _ = done
+    for rec in data["records"]:
+        sched = json.loads((out / rec["dir"] / "schedule.json").read_text())
+        assert sched["point"] == rec["point"] and sched["values"] == rec["values"]
+        assert rec["lower_bound_cycles"] == sched["lower_bound"] <= rec["latency_cycles"]
+        # the shared bandwidth of the point: its axis value (GB/s) at 1 GHz
+        assert rec["offchip_bytes_per_cycle"] == pytest.approx(rec["values"]["dram.bandwidth_GBps"], rel=1e-12)
+        assert any("32nm" in w for w in rec["warnings"])         # the estimator's node scaling, said per point
+
+
+def test_clock_tenants_and_mapper_file(tmp_path, capsys):
+    """At 2 GHz seconds are cycles / 2e9 and bytes per cycle halve; two copies of a workload are two
+    tenants (twice the jobs, two inferences per makespan); a system mapper YAML's budget is used."""
+    system = _system(tmp_path)
+    system.write_text(system.read_text().replace("clock_GHz: 1.0", "clock_GHz: 2.0"))
+    (tmp_path / "magma30.yaml").write_text("searcher: magma\nbudget: 30\n")
+    rc, _, err = _sweep([str(system), "--layer-budget", "60", "--no-progress", "--no-cache", "--no-plot",
+                         "--workload", str(tmp_path / "small_net.yaml"), "--workload", str(tmp_path / "small_net.yaml"),
+                         "--searcher", str(tmp_path / "magma30.yaml"), "--out", str(tmp_path / "o")], capsys)
+    assert rc == 0, err
+    data = json.loads((tmp_path / "o" / "sweep.json").read_text())
+    assert data["run"]["budget"] == 30
+    for rec in data["records"]:
+        sched = json.loads((tmp_path / "o" / rec["dir"] / "schedule.json").read_text())
+        assert sched["samples"] == 30 and rec["jobs"] == 8
+        assert rec["latency_s"] == pytest.approx(sched["makespan"] / 2e9, rel=1e-12)
+        assert rec["throughput_per_s"] == pytest.approx(2 / rec["latency_s"], rel=1e-12)
+        assert rec["offchip_bytes_per_cycle"] == pytest.approx(rec["values"]["dram.bandwidth_GBps"] / 2, rel=1e-12)
+
+
+def test_objectives_from_the_yaml_or_the_defaults(tmp_path, capsys):
+    system = _system(tmp_path)
+    argv = [*FAST, "--no-plot", "--json"]
+    system.write_text(system.read_text().replace("objectives: [latency, energy, area]", "objectives: [edp]"))
+    rc, out, err = _sweep([str(system), *argv, "--out", str(tmp_path / "a")], capsys)
+    assert rc == 0 and [o["column"] for o in json.loads(out)["objectives"]] == ["edp_J_s"], err
+    system.write_text(system.read_text().replace("objectives: [edp]\n", ""))
+    rc, out, err = _sweep([str(system), *argv, "--out", str(tmp_path / "b")], capsys)
+    assert [o["column"] for o in json.loads(out)["objectives"]] == ["latency_s", "energy_J", "area_mm2"]
+    system.write_text(system.read_text() + "objectives: []\n")
+    rc, out, err = _sweep([str(system), *argv, "--out", str(tmp_path / "c")], capsys)
+    assert rc == 2 and "objectives" in err and "empty" in err
+
+
+def test_what_makes_another_run(tmp_path, capsys, done):
+    """Another layer seed, scheduler seed or an edited workload is another run: refused in the same
+    --out, naming what differs."""
+    out, _, system = done
+    shutil.copytree(out, tmp_path / "o")
+    for extra, word in ((["--layer-seed", "1"], "layer_seed"), (["--seed", "1"], "seed")):
+        rc, _, err = _sweep([str(system), *FAST, *extra, "--out", str(tmp_path / "o")], capsys)
+        assert rc == 2 and "another sweep run" in err and word in err, err
+    copy = _system(tmp_path / "o")         # the same files elsewhere: another system path, a new run
+    sys2 = tmp_path / "s2"
+    sys2.mkdir()
+    for f in DATA.glob("*.yaml"):
+        shutil.copy(f, sys2 / f.name)
+    rc, _, err = _sweep([str(sys2 / "tiny_sweep.yaml"), *FAST, "--no-plot", "--out", str(tmp_path / "e")], capsys)
+    assert rc == 0
+    (sys2 / "small_net.yaml").write_text((sys2 / "small_net.yaml").read_text().replace("M: 10", "M: 12"))
+    rc, _, err = _sweep([str(sys2 / "tiny_sweep.yaml"), *FAST, "--no-plot", "--out", str(tmp_path / "e")], capsys)
+    assert rc == 2 and "small_net.yaml" in err, err
+    assert copy.exists()
+
+
+def test_default_folder_and_partial_failure(tmp_path, capsys, monkeypatch, done):
+    """Without --out: results/sweep/<system>-s<seed>; a sweep with some failed points exits 0 and
+    keeps them off the front; a crash after two points leaves their rows in points.csv."""
+    _, data, system = done
+    monkeypatch.chdir(tmp_path)
+    import coexplore.sweep.run as run_mod
+    real = run_mod.run_point
+
+    def first_fails(spec, index, pid, values, *a, **k):
+        rec = real(spec, index, pid, values, *a, **k)
+        return {**rec, "status": "failed", "error": "made to fail"} if index == 0 else rec
+    monkeypatch.setattr(run_mod, "run_point", first_fails)
+    rc, _, err = _sweep([str(system), *FAST, "--no-plot", "--seed", "3"], capsys)
+    assert rc == 0, err
+    got = json.loads((tmp_path / "results" / "sweep" / "tiny_sweep-s3" / "sweep.json").read_text())
+    assert got["failed"] == 1 and "p0" not in got["pareto"]
+    assert _rows(tmp_path / "results" / "sweep" / "tiny_sweep-s3" / "points.csv")[0]["status"] == "failed"
+
+    def crash(spec, index, *a, **k):
+        if index == 2:
+            raise RuntimeError("boom")
+        return real(spec, index, *a, **k)
+    monkeypatch.setattr(run_mod, "run_point", crash)
+    rc, _, err = _sweep([str(system), *FAST, "--no-plot", "--out", str(tmp_path / "c")], capsys)
+    assert rc == 3
+    assert [r["point"] for r in _rows(tmp_path / "c" / "points.csv")] == ["p0", "p1"]
+
+
+def test_own_core_in_a_grid(tmp_path, capsys):
+    """A core of the user's own files (the corpus' simba_like with its ERT and ART) in a 1 x 2 grid:
+    twice its MACs (from its ART's instance ranges) and twice its ART area; editing its ART is
+    another run."""
+    corpus = Path(__file__).parent / "data" / "timeloop_corpus" / "arches" / "simba_like"
+    shutil.copytree(corpus, tmp_path / "simba_like")
+    shutil.copy(DATA / "small_net.yaml", tmp_path / "small_net.yaml")
+    system = tmp_path / "own.yaml"
+    system.write_text("""system:
+  name: own_grid
+  dram: {type: LPDDR4, width: 64, bandwidth_GBps: 25.6}
+  cores:
+  - {name: mine, arch: simba_like/arch.yaml, grid: [1, 2]}
+workloads: [small_net.yaml]
+sweep:
+  axes:
+    dram.bandwidth_GBps: [12.8, 25.6]
+""")
+    rc, _, err = _sweep([str(system), *FAST, "--no-plot", "--out", str(tmp_path / "o")], capsys)
+    assert rc == 0, err
+    art = yaml.safe_load((corpus / "ART.yaml").read_text())["ART"]["tables"]
+    area = macs = 0
+    for t in art:
+        n = 1
+        for lo, hi in re.findall(r"\[(\d+)\.\.(\d+)\]", t["name"]):
+            n *= int(hi) - int(lo) + 1
+        area += n * float(t["area"])
+        macs += n if re.sub(r"\[[^]]*\]", "", t["name"]).split(".")[-1] == "mac" else 0
+    recs = json.loads((tmp_path / "o" / "sweep.json").read_text())["records"]
+    for rec in recs:
+        assert rec["cores"] == 2 and rec["macs"] == 2 * macs == 512
+        assert rec["area_mm2"] == pytest.approx(2 * area / 1e6, rel=1e-9)
+    art_file = tmp_path / "simba_like" / "ART.yaml"
+    art_file.write_text(art_file.read_text().replace("area: ", "area: 1"))
+    rc, _, err = _sweep([str(system), *FAST, "--no-plot", "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "another sweep run" in err and "ART.yaml" in err, err

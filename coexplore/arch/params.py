@@ -124,7 +124,9 @@ def params_from_dict(cls, data: Any, *, file: str | None = None, key: str = "par
                 raise CoexploreError(f"unknown parameter '{name}'", file=file,
                                      key=f"{key}.{name}", expected="one of " + ", ".join(names))
             if not _accepts(hints[name], value):
-                raise CoexploreError(f"wrong type {type(value).__name__} ({value!r})", file=file,
+                kind = "text" if isinstance(value, str) else type(value).__name__    # (str subclasses: quoted YAML)
+                raise CoexploreError(f"wrong type {kind} ({str(value)!r})" if isinstance(value, str) else
+                                     f"wrong type {kind} ({value!r})", file=file,
                                      key=f"{key}.{name}", expected=_type_name(hints[name]))
         params = cls(**data)
     problems = params.check()

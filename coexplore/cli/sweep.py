@@ -2,7 +2,8 @@
 
     coexplore sweep SYSTEM.yaml [--workload problems/X.yaml ...] [--layer-searcher marl]
                     [--layer-budget N] [--layer-seed S] [--searcher magma] [--budget N] [--seed S]
-                    [--jobs N] [--objectives latency,energy,area] [--out DIR] [--json]
+                    [--jobs N] [--cache PATH | --no-cache] [--objectives latency,energy,area]
+                    [--out DIR] [--restart] [--json] [--no-plot] [--no-progress]
 
 For every point of the system's `sweep.axes` (their Cartesian product): map every distinct layer of
 the workloads onto every core design (cached: points sharing a core design share its mappings),
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_run_dir, digests, open_cache,
-                                 processes, remove_empty_created, seed)
+                                 processes, run_key, seed)
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import write_text
 
@@ -71,6 +72,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from coexplore.arch.system import load_system_arch
     from coexplore.cli.schedule import layer_mapper_option, system_mapper_option
+    from coexplore.report.gantt import draw_gantt
     from coexplore.sweep.run import SweepSettings, run_sweep
     from coexplore.sweep.store import SweepStore
 
@@ -80,19 +82,25 @@ def run(args) -> int:
     objectives = _objectives(args, spec)
     mapper = system_mapper_option(args)
     budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
-    layer_mapper = layer_mapper_option(args)
-    settings = SweepSettings(workloads=args.workload, layer_mapper=layer_mapper,
-                             layer_budget=2000 if args.layer_budget is None else args.layer_budget,
+    layer_budget = 2000 if args.layer_budget is None else args.layer_budget
+    for opt, value in (("--budget", budget), ("--layer-budget", layer_budget)):
+        if value < 1:
+            raise CoexploreError(f"got {value}", key=opt, expected="an integer >= 1")
+    from coexplore.search.registry import mapper_spec
+    from coexplore.system.from_system import system_layer_mapper, system_workloads
+    layer_mapper = layer_mapper_option(args) or system_layer_mapper(system) or mapper_spec("marl")
+    system_workloads(system, args.workload)         # read now: a bad workload is said before any work
+    settings = SweepSettings(workloads=args.workload, layer_mapper=layer_mapper, layer_budget=layer_budget,
                              layer_seed=0 if args.layer_seed is None else args.layer_seed,
                              searcher=mapper.searcher, config=mapper.config, budget=budget, seed=args.seed,
-                             workers=args.jobs, plot=not args.no_plot)
+                             workers=args.jobs, gantt=None if args.no_plot else draw_gantt)
     run_desc = _run_description(args, mapper, settings)
+    if args.out and not args.restart:
+        _refuse_other_runs_points(Path(args.out), run_desc)
     out = chosen_dir(args.out, RESULT, run_desc, "sweep") if args.out else \
         default_run_dir(Path("results") / "sweep" / f"{Path(args.system).stem}-s{args.seed}", RESULT, run_desc)
-    store = SweepStore(out, run_desc)
-    if args.restart:
-        store.records.clear()
-        write_text(store.path, "")
+    store = SweepStore(out, run_key(run_desc))
+    store.clear() if args.restart else store.drop_others()
     points = spec.sweep_points()
     axes = list(spec.sweep_axes)
     progress = not args.no_progress
@@ -106,17 +114,17 @@ def run(args) -> int:
         records = run_sweep(spec, settings, store, cache=cache, progress=progress,
                             on_point=lambda rec: _tables(out, store.ordered(), axes, objectives))
     except KeyboardInterrupt:
+        from coexplore.search.base import holding_stops
         records = store.ordered()
-        if records:
-            _finish(args, out, run_desc, spec, records, objectives, len(points), quiet=True)
-        print(f"\ncoexplore sweep: interrupted after {len(records)} of {len(points)} points; they are in "
-              f"{out / 'points.jsonl'} (and the layers mapped so far in the cache): run the same command again "
-              "to continue with the next point", file=sys.stderr)
+        with holding_stops():             # a second stop does not cut the tables and report of the points done
+            if records:
+                _finish(args, out, run_desc, spec, records, objectives, len(points), quiet=True)
+        mapped = "the layers mapped so far are in the cache" if cache is not None else "nothing is cached (--no-cache)"
+        kept = (f"the {len(records)} finished of {len(points)} points are in {out / 'points.jsonl'}" if records
+                else f"no point of {len(points)} had finished")
+        print(("\n" if sys.stderr.isatty() else "") + f"coexplore sweep: interrupted; {kept} and {mapped}: run the "
+              "same command again to continue with the next point", file=sys.stderr)
         return 130
-    except CoexploreError:
-        if not store.records:
-            remove_empty_created()
-        raise
     finally:
         if cache is not None:
             cache.close()
@@ -153,12 +161,51 @@ def _run_description(args, mapper, settings) -> dict:
     from coexplore.cli.schedule import system_input_files
     return {"coexplore_version": coexplore.__version__, "system": str(Path(args.system).resolve()),
             "workloads": [str(w) for w in args.workload] if args.workload else None,
-            "layer_searcher": args.layer_searcher, "layer_budget": settings.layer_budget,
+            "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,
             "layer_seed": settings.layer_seed, "searcher": mapper.searcher, "searcher_file": mapper.file,
             "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
             "budget": settings.budget, "seed": settings.seed,
-            "inputs_sha256": digests(*[f for f in [mapper.file, *system_input_files(
-                args.system, args.workload, args.layer_searcher)] if f and Path(f).is_file()])}
+            "inputs_sha256": digests(*[f for f in [mapper.file, *system_input_files(   # (the layer mapper: above)
+                args.system, args.workload, None), *_own_core_inputs(args.system)] if f and Path(f).is_file()])}
+
+
+def _own_core_inputs(system: str) -> list:
+    """Every file the own cores of every sweep point are read from (an axis may name other
+    architecture files), their ERT and the ART.yaml that gives their area included."""
+    from coexplore.arch.file_core import FileCore
+    from coexplore.spec import template
+    from coexplore.spec.system import load_system
+    spec = load_system(system)
+    files = []
+    for values in spec.sweep_points():
+        try:
+            point = spec.at_point(values)
+        except CoexploreError:            # a point that does not build: failed when it runs
+            continue
+        for c in point.cores:
+            if c.template is None:
+                core = FileCore(c.name, c.arch, c.ert, c.constraints)
+                core.architecture                       # (rendered: a template's includes recorded)
+                files += core.inputs()
+    return files + list(template.files_read())
+
+
+def _refuse_other_runs_points(out: Path, run_desc: dict) -> None:
+    """An --out folder holding points of another sweep run is refused (they may be hours of work):
+    --restart replaces them."""
+    from coexplore.cli.paths import differences
+    from coexplore.sweep.store import SweepStore
+    other = SweepStore(out, run_key(run_desc)).others if out.is_dir() else 0
+    if not other:
+        return
+    try:
+        earlier = json.loads((out / RESULT).read_text()).get("run")
+    except (OSError, ValueError, AttributeError):
+        earlier = None
+    why = f" {differences(earlier, json.loads(json.dumps(run_desc, sort_keys=True)))}" if isinstance(earlier, dict) else ""
+    raise CoexploreError(f"holds {other} point{'s' if other != 1 else ''} of another sweep run{why}", file=str(out),
+                         key="--out", expected="--restart to replace them, another --out folder, or that run's "
+                                               "command (with its inputs as they were) to continue it")
 
 
 def _front(records: list[dict], objectives: list) -> list[bool]:
@@ -181,12 +228,18 @@ def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectiv
     axes = list(spec.sweep_axes)
     front = _tables(out, records, axes, objectives)
     images = {}
-    if not args.no_plot:
+    if args.no_plot:
+        (out / "pareto.png").unlink(missing_ok=True)     # another run's or objectives' chart
+    else:
+        from coexplore.report.gantt import draw_gantt
         from coexplore.report.pareto_plot import plot_pareto
+        for r in records:                # points run with plots off (an earlier --no-plot run)
+            if r["status"] == "ok" and not (out / r["dir"] / "gantt.png").exists() and not quiet:
+                draw_gantt(out, r, spec.name)
         images["Pareto front"] = plot_pareto(records, objectives, front, out / "pareto.png",
                                              title=f"{spec.name}: {len(records)} of {total} points")
     from coexplore.report.html import write_report
-    facts = {k: v for k, v in run_desc.items() if k != "inputs_sha256"}
+    facts = {"name": spec.name, **{k: v for k, v in run_desc.items() if k != "inputs_sha256"}}
     facts.update(axes={a: list(v) for a, v in spec.sweep_axes.items()}, points=f"{len(records)} of {total}",
                  objectives=[o.name for o in objectives])
     write_report(out / "report.html", facts, records, objectives, front, images)
@@ -229,17 +282,20 @@ def _all_failed(records: list[dict]) -> int:
 
 
 def axis_labels(paths: list[str]) -> list[str]:
-    """Each axis path's shortest dotted suffix that no other axis shares (glb_depth,
-    bandwidth_GBps; simba.params.glb_depth when two cores sweep glb_depth)."""
-    labels = []
+    """Short column names of axis paths: a core's parameter as <core>.<parameter> (simba.glb_depth,
+    eyeriss.count), the others as written inside `system:` (dram.bandwidth_GBps, clock_GHz)."""
+    out = []
     for p in paths:
-        parts = p.split(".")
-        for k in range(1, len(parts) + 1):
-            cand = ".".join(parts[-k:])
-            if not any(q != p and (q == cand or q.endswith("." + cand)) for q in paths):
-                break
-        labels.append(cand)
-    return labels
+        p = p[len("system."):] if p.startswith("system.") else p
+        p = p[len("cores."):] if p.startswith("cores.") else p
+        out.append(p.replace(".params.", ".", 1))
+    return out
+
+
+def _shown(value) -> str:
+    """An axis value in the summary (a file path by its name)."""
+    text = str(value)
+    return Path(text).name if isinstance(value, str) and "/" in text else text
 
 
 def summary_lines(spec, records: list[dict], objectives: list, front: list[bool], total: int) -> list[str]:
@@ -252,7 +308,7 @@ def summary_lines(spec, records: list[dict], objectives: list, front: list[bool]
                                        for o in objectives),
              f"Pareto front: {sum(front)} point{'s' if sum(front) != 1 else ''}"]
     head = ["point", *axis_labels(axes), *(o.column for o in objectives)]
-    rows = [[r["point"], *(str(r["values"].get(a)) for a in axes), *(f"{r[o.column]:.4g}" for o in objectives)]
+    rows = [[r["point"], *(_shown(r["values"].get(a)) for a in axes), *(f"{r[o.column]:.4g}" for o in objectives)]
             for r, f in zip(records, front) if f]
     first = objectives[0]
     rows.sort(key=lambda row: float(row[len(axes) + 1]) * (1 if first.sense == "min" else -1))

@@ -38,6 +38,7 @@ import copy
 import os
 import re
 import itertools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -430,13 +431,18 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
                            "a dotted path such as cores.simba.params.glb_depth")
             if not isinstance(values, list) or not values:
                 raise _err(f"got {values!r}", file, akey, "a non-empty list of values")
+            seen = [json.dumps(v, sort_keys=True, default=str) for v in values]
+            twice = next((v for k, v in enumerate(values) if seen[k] in seen[:k]), None)
+            if len(set(seen)) != len(seen):         # each point would be run twice
+                raise _err(f"value {twice!r} is given twice", file, akey, "distinct values")
             axes[path] = tuple(values)
 
     objectives: tuple[str, ...] = ()
     if top.get("objectives") is not None:
         obj = top["objectives"]
-        if not isinstance(obj, list):
-            raise _err(f"got {_kind(obj)}", file, "objectives", "a list of " + ", ".join(OBJECTIVES))
+        if not isinstance(obj, list) or not obj:
+            raise _err(f"got {_kind(obj) if obj != [] else 'an empty list'}", file, "objectives",
+                       "a list of " + ", ".join(OBJECTIVES) + " (leave the key out for latency, energy, area)")
         for i, o in enumerate(obj):
             if o not in OBJECTIVES:
                 raise _err(f"unknown objective {o!r}", file, f"objectives[{i}]",

@@ -19,10 +19,6 @@ class Objective:
     sense: str         # "min" | "max"
     unit: str
 
-    def better(self, a: float, b: float) -> bool:
-        """a strictly better than b."""
-        return a < b if self.sense == "min" else a > b
-
 
 OBJECTIVES = {
     "latency": Objective("latency", "latency_s", "min", "s"),

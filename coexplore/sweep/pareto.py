@@ -10,10 +10,10 @@ from coexplore.sweep.metrics import Objective
 def pareto_front(values, objectives: list[Objective]) -> np.ndarray:
     """Boolean mask of the rows of `values` ([points, objectives], one column per objective) that no
     other row dominates: at least as good in every objective and better in one. Rows holding a NaN
-    (a point that failed) are never on the front; equal rows are all on it."""
+    (a point that failed) or an infinite value are never on the front; equal rows are all on it."""
     v = np.array(values, dtype=float).reshape(len(values), len(objectives))
     v = v * np.array([1.0 if o.sense == "min" else -1.0 for o in objectives])   # all minimised
-    ok = ~np.isnan(v).any(axis=1)
+    ok = np.isfinite(v).all(axis=1)
     front = ok.copy()
     for i in np.flatnonzero(ok):
         others = v[ok]

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from coexplore.arch.system import SystemArch, build_system
 from coexplore.arch.tables import art_area_mm2, write_core_tables
 from coexplore.energy.tables import read_art
-from coexplore.errors import CoexploreWarning
+from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.search.layer import NoValidMapping
 from coexplore.spec.system import SystemSpec
 from coexplore.spec.yamlio import write_text
@@ -37,9 +38,8 @@ class SweepSettings:
     budget: int = 10_000
     seed: int = 0
     workers: int = 1                     # processes mapping layers
-    plot: bool = True                    # a Gantt chart per point
+    gantt: Callable | None = None        # draws a point's Gantt chart (report.gantt.draw_gantt), if any
     estimator: str = "builtin"           # prices the cores' ERT/ART written per point
-    extra: dict = field(default_factory=dict)
 
 
 def point_ids(n: int) -> list[str]:
@@ -50,49 +50,65 @@ def point_ids(n: int) -> list[str]:
 
 def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: SweepSettings, out: Path,
               cache=None, progress: bool = False) -> dict:
-    """Map, schedule and measure one point; its files go to out/points/<pid>/. A point whose
-    layers cannot all be mapped somewhere is a failed point (recorded, not raised)."""
-    from coexplore.system.from_system import system_job_table
-    from coexplore.system.schedule import schedule_trace, search_schedule
-    from coexplore.system.tables import save_table
-
+    """Map, schedule and measure one point; its files go to out/points/<pid>/ (emptied first). A point
+    that cannot be measured (a combination of values that gives an invalid system, a layer no core
+    can map, no finite schedule) is a failed point: recorded with its reason, not raised. What the
+    point warns of (coexplore's warnings) is in its record, each once."""
+    import shutil
     folder = out / "points" / pid
+    shutil.rmtree(folder, ignore_errors=True)     # what a stopped or other run left there
     record = {"point": pid, "index": index, "values": values, "dir": f"points/{pid}", "status": "ok",
               "error": None, "warnings": []}
-    system: SystemArch = build_system(spec.at_point(values))
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", CoexploreWarning)
         try:
-            table, system = system_job_table(system, settings.workloads, settings.layer_mapper,
-                                             settings.layer_budget, settings.layer_seed, cache=cache,
-                                             progress=progress, workers=settings.workers)
-        except NoValidMapping as exc:       # a layer no core of this point can hold
-            record.update(status="failed", error=exc.format())
-    record["warnings"] = list(dict.fromkeys(str(w.message) for w in said
-                                            if issubclass(w.category, CoexploreWarning)))
-    area, macs, written = _write_cores(system, folder / "cores", settings.estimator)
-    record["warnings"] += written
-    if record["status"] != "ok":
-        return record
+            _measure(spec, record, settings, out, cache, progress)
+        except CoexploreError as exc:
+            record.update(status="failed", error=_failure(values, exc))
+    record["warnings"] = list(dict.fromkeys(record["warnings"] + [str(w.message) for w in said
+                                                                   if issubclass(w.category, CoexploreWarning)]))
+    for w in said:                        # the others (numpy's, Python's) as they would have been shown
+        if not issubclass(w.category, CoexploreWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return record
+
+
+def _failure(values: dict, exc: CoexploreError) -> str:
+    """Why a point failed: the layer search's reason, or what the point's values make invalid."""
+    if isinstance(exc, NoValidMapping) or exc.message.startswith("layer "):
+        return exc.format()
+    where = ", ".join(f"{p}={v!r}" for p, v in values.items())
+    return (f"the point {where} makes {exc.key or 'the system'} invalid: {exc.message}"
+            + (f" (expected {exc.expected})" if exc.expected else ""))
+
+
+def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path, cache, progress: bool) -> None:
+    """Build, map, schedule and measure the point of `record` (filled in place)."""
+    from coexplore.system.from_system import system_job_table
+    from coexplore.system.schedule import search_schedule
+    from coexplore.system.tables import save_table
+    folder = out / record["dir"]
+    # a combination not checked in advance (sweeps of over 256 points) may not build: a failed point
+    system: SystemArch = build_system(spec.at_point(record["values"]))
+    area, macs, told = _write_cores(system, folder / "cores", settings.estimator)
+    record["warnings"] += told
+    table, system = system_job_table(system, settings.workloads, settings.layer_mapper, settings.layer_budget,
+                                     settings.layer_seed, cache=cache, progress=progress, workers=settings.workers)
     save_table(table, folder / "jobs.csv")
     bandwidth = system.offchip_bytes_per_cycle
     result = search_schedule(table, bandwidth, settings.searcher, settings.budget, settings.seed,
                              progress=progress, config=settings.config)
     clock = system.spec.clock_GHz
     data = result.to_json(table, clock)
-    data.update(point=pid, values=values)
+    data.update(point=record["point"], values=record["values"])
     write_text(folder / "schedule.json", json.dumps(data, indent=1) + "\n")
-    if settings.plot:
-        from coexplore.system.plot import plot_schedule
-        plot_schedule(table, schedule_trace(table, result), folder / "gantt.png",
-                      title=f"{spec.name} {pid}: {result.searcher}, makespan {result.makespan:.4g} cycles, "
-                            f"BW {bandwidth:g} B/cycle")
+    if settings.gantt is not None:
+        settings.gantt(out, record, spec.name, table, data)
     record.update(point_metrics(makespan_cycles=result.makespan, energy_pJ=result.energy, clock_GHz=clock,
                                 area_mm2=area, inferences=len({j.dnn for j in table.jobs}),
                                 cores=table.num_cores, macs=macs, jobs=table.num_jobs,
                                 offchip_bytes_per_cycle=bandwidth),
                   lower_bound_cycles=float(result.lower_bound))
-    return record
 
 
 def _write_cores(system: SystemArch, folder: Path, estimator: str) -> tuple[float, int, list[str]]:
@@ -156,7 +172,6 @@ def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, o
     import dataclasses
     import multiprocessing
 
-    from coexplore.errors import CoexploreError
     from coexplore.system.from_system import ignore_ctrl_c
     one = dataclasses.replace(settings, workers=1)
     cache_path = None if cache is None else str(cache.path)
@@ -177,7 +192,6 @@ def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, o
 
 def _point_in_worker(task) -> tuple:
     """One point in a worker process: (record, None), or (None, the CoexploreError's parts)."""
-    from coexplore.errors import CoexploreError
     from coexplore.model.cache import ResultCache
     spec, index, pid, values, settings, out, cache_path = task
     warnings.simplefilter("ignore")       # what the point warns of is in its record

@@ -3,14 +3,13 @@ as each point ends, so a killed sweep loses only the point it was in), and the t
 them (`points.csv`, `pareto.csv`).
 
 Each line carries the key of the run that made it (a hash of the run record: settings and input
-files); a rerun of the same sweep skips the points its lines hold, and lines of another run (an
-edited input, other settings) are dropped when a run starts in the folder.
+files); a rerun of the same sweep skips the points its lines hold; lines of another run (an edited
+input, other settings) are never resumed (`drop_others`, or the caller refuses the folder).
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
@@ -24,28 +23,34 @@ from coexplore.sweep.metrics import COLUMNS, Objective
 POINTS = "points.jsonl"
 
 
-def run_key(run: dict) -> str:
-    """The key of a run record (sha256 of its canonical JSON)."""
-    return hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()
-
-
 class SweepStore:
-    """The finished points of one sweep run in folder `out`."""
+    """The finished points of one sweep run in folder `out`; `key` names the run (e.g. a hash of its
+    settings and input files)."""
 
-    def __init__(self, out: str | Path, run: dict):
+    def __init__(self, out: str | Path, key: str):
         self.out = Path(out)
-        self.key = run_key(run)
+        self.key = key
         self.path = self.out / POINTS
         self.records: dict[int, dict] = {}
-        dropped = 0
+        self.others = 0                  # lines of another run (reading changes nothing)
         for rec in self._read():
             if rec.get("run") == self.key and isinstance(rec.get("index"), int):
                 self.records[rec["index"]] = rec
             else:
-                dropped += 1
-        if dropped or (self.path.exists() and not self.records):      # another run's lines: not ours to resume
-            write_text(self.path, "".join(json.dumps(r) + "\n" for r in self.records.values()))
-        self.dropped = dropped
+                self.others += 1
+
+    def drop_others(self) -> None:
+        """Keep only this run's lines in the file (another run's are not ours to resume)."""
+        if self.others:
+            write_text(self.path, "".join(json.dumps(r) + "\n" for r in self.ordered()))
+            self.others = 0
+
+    def clear(self) -> None:
+        """Start over: no point of any run kept."""
+        self.records.clear()
+        self.others = 0
+        if self.path.exists():
+            write_text(self.path, "")
 
     def _read(self) -> list[dict]:
         if not self.path.exists():
@@ -69,8 +74,12 @@ class SweepStore:
         """Append one finished point (synced to disk before returning)."""
         record = {**record, "run": self.key}
         try:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
+            with open(self.path, "a+b") as f:
+                cut = False
+                if f.seek(0, os.SEEK_END) > 0:        # a line cut short by a kill is ended first,
+                    f.seek(-1, os.SEEK_END)            # so this point's line stays whole
+                    cut = f.read(1) != b"\n"
+                f.write((b"\n" if cut else b"") + (json.dumps(record) + "\n").encode("utf-8"))
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as exc:

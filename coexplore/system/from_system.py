@@ -316,7 +316,13 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
     except CoexploreError as exc:
         nowhere = [k for k in failed if all(k2 in failed for k2 in pairs if k2[0] == k[0])]
         if nowhere:                       # a layer no core design can map: the first design's reason
-            raise failed[nowhere[0]] from None
+            exc, (lkey, first) = failed[nowhere[0]], nowhere[0]
+            others = [d for (k, d) in failed if k == lkey and d != first]
+            if others:                    # said once: the others were tried too
+                exc.message = exc.message.replace(f" on core {first}:", f" on core {first} (nor on "
+                                                  + ", ".join(others) + "):", 1)
+                exc.args = (exc.format(),)
+            raise exc from None
         raise exc
     finally:
         if bar is not None:
