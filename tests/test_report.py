@@ -200,6 +200,87 @@ def test_plot_refuses_a_front_of_the_wrong_length():
         draw_pareto(pts, objs, [True])
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")])
+@pytest.mark.parametrize("names", [("latency", "energy"), ("latency", "energy", "area")])
+def test_point_without_finite_values_is_not_drawn_and_is_counted(bad, names):
+    """An ok point whose latency is inf or NaN is drawn in no panel (even when flagged on the front)
+    and the title says so; the failed points are counted apart."""
+    pts, objs = sweep(n_failed=2), objectives(*names)
+    pts[5]["latency_s"] = bad
+    front = front_of(pts, objs)
+    front[5] = True                              # flagged or not, it cannot be placed on an axis
+    fig = draw_pareto(pts, objs, front)
+    title = fig._suptitle.get_text()
+    assert "1 point without finite values not shown" in title and "2 failed points not shown" in title
+    col = {axis_label(o): o.column for o in objs}
+    drawn = [i for i, p in enumerate(pts) if p["status"] == "ok" and i != 5]
+    for ax in fig.axes:
+        xc, yc = col[ax.get_xlabel()], col[ax.get_ylabel()]
+        on, off = scatter_sets(ax)
+        assert np.isfinite(on).all() and np.isfinite(off).all()
+        assert len(on) + len(off) == len(drawn)
+        assert sorted(map(tuple, np.vstack([on, off]))) == sorted((pts[i][xc], pts[i][yc]) for i in drawn)
+        assert pts[5]["point"] not in {t.get_text() for t in ax.texts}
+        for ln in ax.lines:                      # nor on the staircase
+            assert np.isfinite(np.asarray(ln.get_xydata(), dtype=float)).all()
+
+
+def test_one_objective_leaves_out_a_point_without_a_finite_value():
+    pts, objs = sweep(n_failed=0), objectives("latency")
+    pts[4]["latency_s"] = float("inf")
+    ax = draw_pareto(pts, objs, front_of(pts, objs)).axes[0]
+    heights = sorted(b.get_height() for b in ax.patches)
+    assert heights == pytest.approx(sorted(p["latency_s"] for i, p in enumerate(pts) if i != 4))
+    assert "1 point without finite values" in ax.figure._suptitle.get_text()
+
+
+def _tradeoff(n_front, n_dominated, seed=0):
+    """n_front points on a latency/energy trade-off curve plus n_dominated points behind it."""
+    rng = np.random.default_rng(seed)
+    pts = [{"point": f"f{i}", "status": "ok", "latency_s": 1.0 + i, "energy_J": 100.0 / (1.0 + i)}
+           for i in range(n_front)]
+    for i in range(n_dominated):                 # worse than the front point f{j} in both
+        j = int(rng.integers(n_front))
+        pts.append({"point": f"d{i}", "status": "ok", "latency_s": 1.0 + j + rng.uniform(0.1, 0.5),
+                    "energy_J": 100.0 / (1.0 + j) * rng.uniform(1.1, 2.0)})
+    objs = objectives("latency", "energy")
+    front = front_of(pts, objs)
+    assert front.sum() == n_front and all(p["point"].startswith("f") for p, f in zip(pts, front) if f)
+    return pts, objs, front
+
+
+@pytest.mark.parametrize("n_front, n_dominated, front_named, dominated_named",
+                         [(4, 6, True, True), (5, 15, True, True), (5, 16, True, False),
+                          (4, 26, True, False), (20, 0, True, True), (21, 0, False, False),
+                          (25, 5, False, False)])
+def test_ids_written_beside_points_only_up_to_20(n_front, n_dominated, front_named, dominated_named):
+    """Front ids are written when the front has at most 20 points; dominated ids only when at most
+    20 points are drawn in all (30 points: none)."""
+    pts, objs, front = _tradeoff(n_front, n_dominated)
+    pts.append({"point": "x", "status": "failed", "error": "boom"})    # not drawn, not counted
+    front = np.append(front, False)
+    (ax,) = draw_pareto(pts, objs, front).axes
+    labels = [t.get_text() for t in ax.texts]
+    fronts = {p["point"] for p, f in zip(pts, front) if f}
+    dominated = {p["point"] for p, f in zip(pts, front) if not f and p["status"] == "ok"}
+    assert (set(labels) & fronts == fronts) if front_named else not set(labels) & fronts
+    assert (set(labels) & dominated == dominated) if dominated_named else not set(labels) & dominated
+    assert "x" not in labels and len(labels) == len(set(labels))
+
+
+@pytest.mark.parametrize("names", [("latency", "energy", "area"), ("latency", "energy", "area", "throughput"),
+                                   ("latency", "energy", "edp", "area", "throughput")])
+def test_no_staircase_with_three_or_more_objectives(names):
+    """The staircase is the 2-objective front's border; a pair of 3+ objectives has no such border."""
+    pts, objs = sweep(), objectives(*names)
+    fig = draw_pareto(pts, objs, front_of(pts, objs))
+    assert len(fig.axes) >= 3
+    styles = [ln.get_drawstyle() for ax in fig.axes for ln in ax.lines]
+    assert not [s for s in styles if s.startswith("steps")]
+    two = draw_pareto(pts, objs[:2], front_of(pts, objs[:2])).axes[0]   # the 2-objective panel has one
+    assert [ln.get_drawstyle() for ln in two.lines if ln.get_drawstyle().startswith("steps")]
+
+
 # ---- the HTML report ----
 
 RUN = {"system": "arch/simba_2x2.yaml", "axes": AXES, "workloads": ["problems/resnet50.yaml", "problems/vgg16.yaml"],
@@ -209,12 +290,13 @@ RUN = {"system": "arch/simba_2x2.yaml", "axes": AXES, "workloads": ["problems/re
 
 class Tags(HTMLParser):
     """Checks that every opened element (of those that need closing) is closed, in order; collects
-    the rows of the last table as lists of cell texts, and every src/href."""
+    each table's rows as lists of cell texts (and each row's class in `classes`), and every src/href."""
     VOID = {"meta", "img", "br", "hr", "link", "input"}
 
     def __init__(self):
         super().__init__()
         self.stack, self.tables, self.src, self.href, self.cell = [], [], [], [], None
+        self.classes = []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -222,8 +304,10 @@ class Tags(HTMLParser):
         self.href += [a["href"]] if "href" in a else []
         if tag == "table":
             self.tables.append([])
+            self.classes.append([])
         elif tag == "tr":
             self.tables[-1].append([])
+            self.classes[-1].append(a.get("class", ""))
         elif tag in ("td", "th"):
             self.cell = ""
         if tag not in self.VOID:
@@ -369,3 +453,119 @@ def test_sweep_without_axes_and_without_ok_points():
     assert head[0] == "point" and head[1] == next(iter(COLUMNS)) + " (cycles)"
     assert row[0] == "p00" and row[-1] == "failedboom"
     assert len(doc.tables) == 2                                # facts, all points: no front table
+
+
+def _col(head, o):
+    return next(h for h in head if h.startswith(f"{o.name} (") or h.startswith(f"{o.name},"))
+
+
+def test_front_table_best_first_for_a_min_objective_and_values_under_their_headers():
+    pts, objs = sweep(n_failed=2, seed=4), objectives("latency", "energy", "area")
+    front = front_of(pts, objs)
+    assert front.sum() >= 3
+    doc = parse(render_report(RUN, pts, objs, front))
+    head, *rows = doc.tables[1]                                # facts, front, all points
+    by_id = {p["point"]: p for p in pts}
+    ids = [r[0].split()[0] for r in rows]
+    assert sorted(ids) == sorted(p["point"] for p, f in zip(pts, front) if f)
+    lat = [by_id[i]["latency_s"] for i in ids]                 # the records' latencies, in table order
+    assert lat == sorted(lat)                                  # best (lowest) latency first
+    shown = [float(dict(zip(head, r))[_col(head, objs[0])]) for r in rows]
+    assert shown == sorted(shown)
+    for r in rows:                                             # each objective under its own header
+        cells, p = dict(zip(head, r)), by_id[r[0].split()[0]]
+        for o in objs:
+            assert float(cells[_col(head, o)]) == pytest.approx(p[o.column], rel=5e-4)
+    all_head, *all_rows = doc.tables[-1]
+    for r, p in zip(all_rows, pts):
+        cells = dict(zip(all_head, r))
+        for o in objs:
+            if p["status"] == "ok":
+                assert float(cells[f"{o.column} ({o.unit})"]) == pytest.approx(p[o.column], rel=5e-4)
+
+
+def test_links_are_url_quoted_relative_paths():
+    pts, objs = sweep(n_failed=0), objectives("latency", "energy")
+    pts[0]["dir"] = "javascript:alert(1)"
+    pts[1]["dir"] = "points/my point #1"
+    pts[2]["dir"] = "https://evil.example/x"
+    doc = parse(render_report(RUN, pts, objs, front_of(pts, objs)))
+    from urllib.parse import unquote
+    assert doc.href and all(not re.match(r"^[a-z][a-z0-9+.-]*:", h, re.I) for h in doc.href)
+    assert not [h for h in doc.href if " " in h or "#" in h]
+    targets = {unquote(h) for h in doc.href}
+    assert {p["dir"].rstrip("/") + "/" for p in pts} == targets   # each still names its folder
+
+
+def test_summary_counts_ok_failed_and_front():
+    pts, objs = sweep(n_failed=2), objectives("latency", "energy")
+    front = front_of(pts, objs)
+    text = render_report(RUN, pts, objs, front)
+    m = re.search(r"(\d+) points?: (\d+) ok, (\d+) failed; (\d+) on the Pareto front", text)
+    assert m, text[:2000]
+    n_ok = sum(p["status"] == "ok" for p in pts)
+    assert [int(g) for g in m.groups()] == [len(pts), n_ok, len(pts) - n_ok, int(front.sum())]
+    assert (len(pts), n_ok, len(pts) - n_ok) == (18, 16, 2)
+
+
+def test_report_refuses_a_front_of_the_wrong_length():
+    pts, objs = sweep()[:3], objectives("latency", "energy")
+    with pytest.raises(ValueError):
+        render_report(RUN, pts, objs, [True])
+    with pytest.raises(ValueError):
+        render_report(RUN, pts, objs, [True, False, True, False])
+
+
+def test_rows_of_front_and_failed_points_carry_their_class():
+    pts, objs = sweep(n_failed=3), objectives("latency", "energy", "area")
+    front = front_of(pts, objs)
+    doc = parse(render_report(RUN, pts, objs, front))
+    classes = doc.classes[-1][1:]                              # all points, after the header
+    assert len(classes) == len(pts)
+    for p, f, c in zip(pts, front, classes):
+        assert c == ("front" if f else "failed" if p["status"] != "ok" else "")
+    assert classes.count("failed") == 3 and classes.count("front") == int(front.sum()) > 0
+
+
+@pytest.mark.parametrize("bad, shown", [(float("inf"), "inf"), (float("nan"), "n/a")])
+def test_non_finite_values_are_not_shown_as_numbers(bad, shown):
+    """inf is 'inf' and NaN 'n/a' wherever they appear (front table, all points, run facts), never a
+    finite-looking number; a failed point's missing values stay empty."""
+    import math
+
+    pts, objs = sweep(n_failed=1), objectives("latency", "energy")
+    pts[3]["latency_s"] = bad
+    pts[3]["edp_J_s"] = bad
+    front = front_of(pts, objs)
+    front[3] = True
+    doc = parse(render_report(dict(RUN, limit=bad), pts, objs, front))
+    assert dict(doc.tables[0])["limit"] == shown
+    fhead, *frows = doc.tables[1]
+    (frow,) = [r for r in frows if r[0].split()[0] == pts[3]["point"]]
+    assert dict(zip(fhead, frow))[_col(fhead, objs[0])] == shown
+    assert frows[-1] is frow                                   # ranked last by latency
+    head, *rows = doc.tables[-1]
+    cells = dict(zip(head, rows[3]))
+    assert cells["latency_s (s)"] == shown and cells["edp_J_s (J*s)"] == shown
+    for c in ("latency_s (s)", "energy_J (J)"):
+        assert dict(zip(head, rows[0]))[c] == ""               # failed: no value
+    for r in rows:
+        for h, v in zip(head, r):
+            if v not in ("", "inf", "n/a") and h.split(" (")[0] in COLUMNS:
+                assert math.isfinite(float(v))
+
+
+def test_title_is_the_systems_name_else_the_file_stem():
+    def h1(text):
+        from html import unescape
+        return unescape(text[text.index("<h1>") + 4:text.index("</h1>")])
+
+    pts, objs = sweep(), objectives("latency", "energy")
+    front = front_of(pts, objs)
+    named = render_report(dict(RUN, name="Simba 2x2 <mesh>", system="/abs/arch/simba_2x2.yaml"), pts, objs, front)
+    assert h1(named) == "coexplore sweep: Simba 2x2 <mesh>"
+    assert "/abs/arch" not in h1(named)
+    assert dict(parse(named).tables[0])["system"] == "/abs/arch/simba_2x2.yaml"   # the path stays a fact
+    plain = render_report(dict(RUN, system="/abs/arch/simba_2x2.yaml"), pts, objs, front)
+    assert h1(plain) == "coexplore sweep: simba_2x2"
+    assert h1(render_report({}, pts, objs, front)) == "coexplore sweep: sweep"

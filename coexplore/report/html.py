@@ -47,7 +47,9 @@ figcaption { font-size: 0.9em; color: #555; }
 
 
 def fmt_number(v) -> str:
-    """4 significant digits (integers below a million as they are); '' for a missing value."""
+    """4 significant digits (integers below a million as they are); '' for a missing value (None),
+    'inf' / '-inf' for an infinite one (as points.csv writes it) and 'n/a' for NaN: never a number
+    that looks valid."""
     if v is None:
         return ""
     if isinstance(v, (bool, np.bool_)):
@@ -57,7 +59,9 @@ def fmt_number(v) -> str:
     if isinstance(v, (float, np.floating)):
         v = float(v)
         if math.isnan(v):
-            return ""
+            return "n/a"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
         return f"{v:.4g}"
     return str(v)
 
@@ -127,6 +131,15 @@ def _image(caption: str, path) -> str:
             f"<figcaption>{cap}</figcaption></figure>")
 
 
+def _system_name(run: dict) -> str:
+    """The system's name from the run facts: `name` when given, else the stem of the `system` file."""
+    if run.get("name"):
+        return str(run["name"])
+    if run.get("system"):
+        return Path(str(run["system"]).replace("\\", "/")).stem or str(run["system"])
+    return "sweep"
+
+
 def render_report(run: dict, points: list[dict], objectives: list[Objective], front,
                   images: dict | None = None, base: str | Path | None = None) -> str:
     """The report as one HTML string. `front` flags the non-dominated points (one per point);
@@ -136,7 +149,7 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
     if len(front) != len(points):
         raise ValueError(f"front has {len(front)} flags for {len(points)} points")
     base = Path(base) if base is not None else None
-    system = run.get("system") or run.get("name") or "sweep"
+    system = _system_name(run)
     axes = _axes(points)
     ok = [p.get("status") == "ok" for p in points]
     n_failed = len(points) - sum(ok)
@@ -200,8 +213,8 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
                    + (FRONT_MARK if front[i] else NO_MARK)
                    + f"<td>{status_cell}</td></tr>")
     out.append("</table>")
-    out.append('<p class="note">Numbers to 4 significant digits. Objective columns shaded; '
-               "&#9733; marks the Pareto front.</p>")
+    out.append('<p class="note">Numbers to 4 significant digits (inf: infinite, n/a: not a number). '
+               "Objective columns shaded; &#9733; marks the Pareto front.</p>")
     out += ["</body>", "</html>", ""]
     return "\n".join(out)
 
