@@ -86,7 +86,7 @@ def test_a_given_constraints_file_is_the_cores_source_and_in_its_files(tmp_path)
 
 def test_a_given_constraints_file_is_in_a_schedules_run_identity(tmp_path):
     from coexplore.cli.main import build_parser
-    from coexplore.cli.schedule import _run_description, _system_mapper
+    from coexplore.cli.schedule import _run_description, system_mapper_option
     shutil.copytree(ARCHES / "eyeriss_like", tmp_path / "a")
     shutil.copy(tmp_path / "a" / "constraints.yaml", tmp_path / "given.yaml")
     (tmp_path / "a" / "constraints.yaml").unlink()
@@ -96,10 +96,10 @@ def test_a_given_constraints_file_is_in_a_schedules_run_identity(tmp_path):
     path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {name: mine, arch: a/arch.yaml, "
                     "constraints: given.yaml}\nworkloads: [wl.yaml]\n")
     args = build_parser().parse_args(["schedule", str(path)])
-    before = _run_description(args, _system_mapper(args), 1000)["inputs_sha256"]
+    before = _run_description(args, system_mapper_option(args), 1000)["inputs_sha256"]
     with open(tmp_path / "given.yaml", "a") as f:
         f.write("# edited\n")
-    assert _run_description(args, _system_mapper(args), 1000)["inputs_sha256"] != before
+    assert _run_description(args, system_mapper_option(args), 1000)["inputs_sha256"] != before
 
 
 def test_an_own_cores_given_constraints_apply_per_layer(tmp_path):
