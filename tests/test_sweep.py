@@ -497,3 +497,30 @@ sweep:
     art_file.write_text(art_file.read_text().replace("area: ", "area: 1"))
     rc, _, err = _sweep([str(system), *FAST, "--no-plot", "--out", str(tmp_path / "o")], capsys)
     assert rc == 2 and "another sweep run" in err and "ART.yaml" in err, err
+
+
+def test_parallel_sweep_with_a_point_that_does_not_build(tmp_path):
+    """From Python a spec is not checked point by point: with --jobs 2 a point that does not build is
+    left out of the layer mapping and recorded as failed, the others run."""
+    from coexplore.model.cache import ResultCache
+    from coexplore.spec.system import load_system
+    from coexplore.sweep.run import SweepSettings, run_sweep
+    from coexplore.sweep.store import SweepStore
+    system = _system(tmp_path)
+    system.write_text(system.read_text().replace("pe_mesh_x: [4, 14]", "pe_mesh_x: [4, 0]"))
+    spec = load_system(system)
+    cache = ResultCache(tmp_path / "c.sqlite")
+    try:
+        recs = run_sweep(spec, SweepSettings(layer_budget=30, budget=30, workers=2),
+                         SweepStore(tmp_path / "o", "k"), cache=cache)
+    finally:
+        cache.close()
+    assert [r["status"] for r in recs] == ["ok", "ok", "failed", "failed"]
+    assert all("pe_mesh_x=0" in r["error"] for r in recs[2:])
+    with pytest.raises(Exception, match="another sweep run"):       # the folder is this key's
+        run_sweep(spec, SweepSettings(layer_budget=30, budget=30), SweepStore(tmp_path / "o", "other"))
+
+
+def test_the_run_record_names_the_workloads(done):
+    _, data, _ = done
+    assert [Path(w).name for w in data["run"]["workloads"]] == ["small_net.yaml"]

@@ -160,13 +160,19 @@ def _run_description(args, mapper, settings) -> dict:
     import coexplore
     from coexplore.cli.schedule import system_input_files
     return {"coexplore_version": coexplore.__version__, "system": str(Path(args.system).resolve()),
-            "workloads": [str(w) for w in args.workload] if args.workload else None,
+            "workloads": [str(w) for w in (args.workload or spec_workloads(args.system))],
             "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,
             "layer_seed": settings.layer_seed, "searcher": mapper.searcher, "searcher_file": mapper.file,
             "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
             "budget": settings.budget, "seed": settings.seed,
             "inputs_sha256": digests(*[f for f in [mapper.file, *system_input_files(   # (the layer mapper: above)
                 args.system, args.workload, None), *_own_core_inputs(args.system)] if f and Path(f).is_file()])}
+
+
+def spec_workloads(system: str) -> list:
+    """The workloads a system YAML names (paths as it resolves them)."""
+    from coexplore.spec.system import load_system
+    return list(load_system(system).workloads)
 
 
 def _own_core_inputs(system: str) -> list:
@@ -303,7 +309,7 @@ def summary_lines(spec, records: list[dict], objectives: list, front: list[bool]
     axes = list(spec.sweep_axes)
     failed = sum(r["status"] != "ok" for r in records)
     lines = [f"sweep      {spec.name}: {len(records)} of {total} points done"
-             + (f", {failed} failed (no valid mapping of some layer: points.csv says why)" if failed else ""),
+             + (f", {failed} failed (points.csv and the report say why)" if failed else ""),
              "objectives " + ", ".join(f"{o.name} ({o.column}, {'max' if o.sense == 'max' else 'min'})"
                                        for o in objectives),
              f"Pareto front: {sum(front)} point{'s' if sum(front) != 1 else ''}"]
@@ -314,6 +320,11 @@ def summary_lines(spec, records: list[dict], objectives: list, front: list[bool]
     rows.sort(key=lambda row: float(row[len(axes) + 1]) * (1 if first.sense == "min" else -1))
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
     lines.append("  " + "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))))
-    for row in rows:
+    for row in rows[:SUMMARY_FRONT]:
         lines.append("  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    if len(rows) > SUMMARY_FRONT:
+        lines.append(f"  ... {len(rows) - SUMMARY_FRONT} more front points (pareto.csv has them all)")
     return lines
+
+
+SUMMARY_FRONT = 20    # front points listed in the summary (best first in the first objective)

@@ -133,6 +133,9 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
     stored as it ends and handed to `on_point(record)`. With `settings.workers` > 1 the layers of all
     the points are mapped first (each distinct core design once, into the cache) and then the points
     run in that many processes (the same records as one process). Returns every point's record."""
+    if store.others:
+        raise CoexploreError(f"holds {store.others} points of another sweep run (another key)", file=str(store.path),
+                             expected="a folder of this run, or store.drop_others() / store.clear() first")
     points = spec.sweep_points()
     ids = point_ids(len(points))
     todo = [i for i in range(len(points)) if i not in store.records]
@@ -148,7 +151,7 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
     try:
         if parallel and cache is not None:      # before the points' bar: the long part of a cold sweep
             from coexplore.system.from_system import map_layers
-            map_layers([build_system(spec.at_point(points[i])) for i in todo], settings.workloads,
+            map_layers(_buildable(spec, [points[i] for i in todo]), settings.workloads,
                        settings.layer_mapper, settings.layer_budget, settings.layer_seed, cache=cache,
                        progress=progress, workers=settings.workers)
         if progress:
@@ -164,6 +167,17 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
         if bar is not None:
             bar.close()
     return store.ordered()
+
+
+def _buildable(spec: SystemSpec, points: list[dict]) -> list[SystemArch]:
+    """The systems of the points that build (one that does not is a failed point when it runs)."""
+    out = []
+    for values in points:
+        try:
+            out.append(build_system(spec.at_point(values)))
+        except CoexploreError:
+            continue
+    return out
 
 
 def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, out: Path, cache, done) -> None:
