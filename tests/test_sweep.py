@@ -524,3 +524,151 @@ def test_parallel_sweep_with_a_point_that_does_not_build(tmp_path):
 def test_the_run_record_names_the_workloads(done):
     _, data, _ = done
     assert [Path(w).name for w in data["run"]["workloads"]] == ["small_net.yaml"]
+
+
+def _die_on_two(x):
+    """A task for in_processes: task 2's worker is killed; the others return their input."""
+    import os
+    import signal
+    if x == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x
+
+
+def test_a_worker_that_dies_is_said_not_waited_for():
+    from coexplore.system.parallel import WorkerDied, in_processes
+    got = []
+    with pytest.raises(WorkerDied, match="died"):
+        for r in in_processes(_die_on_two, [0, 1, 2, 3, 4, 5], 2):
+            got.append(r)
+    assert 2 not in got
+    assert sorted(in_processes(_die_on_two, [0, 1, 3], 2)) == [0, 1, 3]
+
+
+def test_sweep_stops_with_exit_1_when_a_worker_dies(tmp_path, capsys, monkeypatch, done):
+    _, _, system = done
+    import coexplore.sweep.run as run_mod
+    from coexplore.system.parallel import WorkerDied
+
+    def one_then_death(spec, todo, settings, out, cache, done_fn):
+        i, pid, values = todo[0]
+        done_fn(run_mod.run_point(spec, i, pid, values, settings, out, cache=cache))
+        raise WorkerDied("a worker process died before its task ended (killed, or out of memory)")
+    monkeypatch.setattr(run_mod, "_points_in_parallel", one_then_death)
+    rc, _, err = _sweep([str(system), *FAST, "--jobs", "2", "--no-plot", "--out", str(tmp_path / "o")], capsys)
+    assert rc == 1 and "worker process died" in err and "the 1 finished of 4 points" in err, err
+    assert [r["point"] for r in _rows(tmp_path / "o" / "points.csv")] == ["p0"]
+
+
+def test_resume_reads_whole_lines_from_disk(tmp_path, capsys, monkeypatch, done):
+    """After a line cut short by a kill, the next point's line is whole: a third run finds all 4."""
+    _, _, system = done
+    argv = [str(system), *FAST, "--no-plot", "--out", str(tmp_path / "o")]
+    import coexplore.sweep.run as run_mod
+    real = run_mod.run_point
+    monkeypatch.setattr(run_mod, "run_point",
+                        lambda spec, index, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt) if index == 2
+                        else real(spec, index, *a, **k))
+    assert _sweep(argv, capsys)[0] == 130
+    with open(tmp_path / "o" / "points.jsonl", "a") as f:
+        f.write('{"point": "p2", "ind')
+    monkeypatch.setattr(run_mod, "run_point", real)
+    assert _sweep(argv, capsys)[0] == 0
+    seen = []
+    monkeypatch.setattr(run_mod, "run_point", lambda spec, index, *a, **k: seen.append(index) or real(spec, index, *a, **k))
+    rc, _, err = _sweep(argv, capsys)
+    assert rc == 0 and seen == [] and "4 already done" in err
+    lines = (tmp_path / "o" / "points.jsonl").read_text().splitlines()
+    assert sum(1 for x in lines if x.startswith('{"point"') and x.endswith("}")) == 4
+    rc, _, err = _sweep([*argv, "--restart"], capsys)               # --restart runs this run's points again
+    assert rc == 0 and seen == [0, 1, 2, 3] and "already done" not in err
+
+
+def test_rerun_from_another_folder_with_relative_paths(tmp_path, capsys, monkeypatch):
+    """The same sweep named by relative paths from another working directory (system, --workload,
+    --out) is the same run: it resumes."""
+    system = _system(tmp_path)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = _sweep(["tiny_sweep.yaml", "--workload", "small_net.yaml", *FAST, "--no-plot", "--out", "o"], capsys)
+    assert rc == 0, err
+    monkeypatch.chdir(tmp_path / "sub")
+    rc, _, err = _sweep(["../tiny_sweep.yaml", "--workload", "../small_net.yaml", *FAST, "--no-plot", "--out", "../o"],
+                        capsys)
+    assert rc == 0 and "4 already done" in err, err
+    rc, _, err = _sweep([str(system), "--workload", str(tmp_path / "small_net.yaml"), *FAST, "--no-plot",
+                         "--out", str(tmp_path / "o")], capsys)
+    assert rc == 0 and "4 already done" in err, err
+
+
+def test_parallel_maps_layers_once_before_the_points(tmp_path, capsys, monkeypatch, done):
+    _, data, system = done
+    import coexplore.system.from_system as fs
+    real = fs.map_layers
+    calls = []
+    monkeypatch.setattr(fs, "map_layers", lambda systems, *a, **k: calls.append(len(systems)) or real(systems, *a, **k))
+    rc, _, err = _sweep([str(system), *FAST[:-1], "--cache", str(tmp_path / "c.sqlite"), "--jobs", "2", "--no-plot",
+                         "--out", str(tmp_path / "o")], capsys)
+    assert rc == 0 and calls == [4], err
+    from coexplore.model.cache import ResultCache
+    cache = ResultCache(tmp_path / "c.sqlite")
+    try:
+        assert cache.stats().entries == 6            # 2 core designs x 3 layers, each searched once
+    finally:
+        cache.close()
+
+
+def test_map_layers_takes_the_workloads_given_and_is_cached_counts_nothing(tmp_path):
+    from coexplore.arch.system import build_system
+    from coexplore.model.cache import ResultCache
+    from coexplore.search.layer import is_cached
+    from coexplore.search.registry import mapper_spec
+    from coexplore.spec.system import load_system
+    from coexplore.system.from_system import core_models, layer_context, map_layers, system_workloads
+    spec = load_system(_system(tmp_path))
+    (tmp_path / "one.yaml").write_text((tmp_path / "small_net.yaml").read_text().split("  - {name: conv_b")[0])
+    systems = [build_system(spec.at_point(p)) for p in spec.sweep_points()]
+    cache = ResultCache(tmp_path / "c.sqlite")
+    try:
+        assert map_layers(systems, [str(tmp_path / "one.yaml")], layer_budget=30, cache=cache, workers=2) == 2
+        hits = cache.hits
+        layer = system_workloads(systems[0], [str(tmp_path / "one.yaml")])[0].layers[0]
+        cm = core_models(systems[0])["eyeriss"]
+        ctx = layer_context(cm, layer)
+        assert is_cached(ctx, cm.constraints_for(ctx.problem), mapper_spec("marl"), 30, 0, cache)
+        assert not is_cached(ctx, cm.constraints_for(ctx.problem), mapper_spec("marl"), 31, 0, cache)
+        assert cache.hits == hits
+    finally:
+        cache.close()
+
+
+def test_front_summary_order_and_odd_values(tmp_path, capsys, done):
+    import numpy as np
+
+    from coexplore.cli.sweep import summary_lines
+    from coexplore.spec.system import load_system
+    from coexplore.sweep.metrics import OBJECTIVES
+    from coexplore.sweep.pareto import pareto_front
+    lat, energy, tp = OBJECTIVES["latency"], OBJECTIVES["energy"], OBJECTIVES["throughput"]
+    assert pareto_front([[np.inf, 1], [1, 2]], [lat, energy]).tolist() == [False, True]
+    _, data, system = done
+    recs = data["records"]
+    front = pareto_front([[r["throughput_per_s"]] for r in recs], [tp]).tolist()
+    lines = summary_lines(load_system(system), recs, [tp], [True] * len(recs), len(recs))
+    shown = [line.split()[0] for line in lines if line.startswith("  p") and not line.startswith("  point")]
+    assert shown == [r["point"] for r in sorted(recs, key=lambda r: -r["throughput_per_s"])]
+    assert sum(front) == 1
+    rc, out, err = _sweep([str(system), *FAST, "--objectives", "latency,latency", "--json", "--no-plot",
+                           "--out", str(tmp_path / "o")], capsys)
+    assert rc == 0 and [o["name"] for o in json.loads(out)["objectives"]] == ["latency"]
+
+
+def test_a_points_folder_is_emptied_before_it_runs(tmp_path):
+    from coexplore.spec.system import load_system
+    from coexplore.sweep.run import SweepSettings, run_point
+    spec = load_system(_system(tmp_path))
+    stale = tmp_path / "o" / "points" / "p0" / "gantt.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an older run's chart")
+    rec = run_point(spec, 0, "p0", spec.sweep_points()[0], SweepSettings(layer_budget=30, budget=30), tmp_path / "o")
+    assert rec["status"] == "ok" and not stale.exists() and (tmp_path / "o" / "points" / "p0" / "schedule.json").is_file()

@@ -158,21 +158,14 @@ def _outcomes(subs: list, map_one, jobs: int, bar, guard):
                 bar.set_postfix_str(sub.layer)
             yield (i, *_map_quietly(map_one, sub))
         return
-    import multiprocessing
-    from coexplore.system.from_system import ignore_ctrl_c
+    from coexplore.system.parallel import in_processes
     tasks = [(i, {k: v for k, v in vars(sub).items() if k != "func"}) for i, sub in enumerate(subs)]
-    pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(subs)), initializer=ignore_ctrl_c)
-    try:
-        for i, rc, notes, parts in pool.imap_unordered(_map_in_worker, tasks):
-            exc = None if parts is None else CoexploreError(parts[0], file=parts[1], key=parts[2],
-                                                             expected=parts[3])
-            yield i, rc, notes, exc
-            if guard.asked:
-                break
-        pool.close()
-    finally:
-        pool.terminate()                  # a stop, an error or the end: no worker outlives the run
-        pool.join()
+    for i, rc, notes, parts in in_processes(_map_in_worker, tasks, jobs):   # no worker outlives the loop
+        exc = None if parts is None else CoexploreError(parts[0], file=parts[1], key=parts[2],
+                                                         expected=parts[3])
+        yield i, rc, notes, exc
+        if guard.asked:
+            break
 
 
 def _in_layer(exc: CoexploreError, name: str) -> CoexploreError:

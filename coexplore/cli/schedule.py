@@ -41,15 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("system", nargs="?", metavar="SYSTEM.yaml",
                    help="system YAML (cores, shared DRAM bandwidth, workloads), or a bundled name "
                         "(simba, eyeriss, simba_2x2, hetero_2simba_2eyeriss)")
-    p.add_argument("--workload", action="append", metavar="WORKLOAD.yaml",
-                   help="workload file(s) (default: the system's workloads)")
-    p.add_argument("--layer-searcher", default=None, metavar="S",
-                   help="layer mapper for the job table (default: the system's mappers.layer, else marl)")
-    p.add_argument("--layer-budget", type=count, default=None, metavar="N",
-                   help="samples per (layer, core design) for the job table (default 2000)")
-    p.add_argument("--layer-seed", type=seed, default=None, metavar="S",
-                   help="seed of the layer mapper (default 0): the job table stays the same when "
-                        "--seed changes, so seeds compare schedulers, not job tables")
+    add_job_table_options(p)
     p.add_argument("--jobs", type=processes, default=1, metavar="N",
                    help="processes mapping the layers for the job table at once (default 1; the same table "
                         "with any N)")
@@ -77,6 +69,19 @@ def register(subparsers) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_restart_option(p)
     p.set_defaults(func=run)
+
+
+def add_job_table_options(p) -> None:
+    """The options that make a system's job table (`schedule` and `sweep`): workloads and the layer mapper."""
+    p.add_argument("--workload", action="append", metavar="WORKLOAD.yaml",
+                   help="workload file(s) or bundled names (default: the system's workloads)")
+    p.add_argument("--layer-searcher", default=None, metavar="S",
+                   help="layer mapper for the job table (default: the system's mappers.layer, else marl)")
+    p.add_argument("--layer-budget", type=count, default=None, metavar="N",
+                   help="samples per (layer, core design) for the job table (default 2000)")
+    p.add_argument("--layer-seed", type=seed, default=None, metavar="S",
+                   help="seed of the layer mapper (default 0): the job table stays the same when "
+                        "--seed changes, so seeds compare schedulers, not job tables")
 
 
 def run(args) -> int:

@@ -39,13 +39,8 @@ def register(subparsers) -> None:
                     "and throughput with the Pareto front of the objectives.")
     p.add_argument("system", metavar="SYSTEM.yaml",
                    help="system YAML with sweep axes (arch/simba_2x2.yaml), or a bundled name (simba_2x2)")
-    p.add_argument("--workload", action="append", metavar="WORKLOAD.yaml",
-                   help="workload file(s) (default: the system's workloads)")
-    p.add_argument("--layer-searcher", default=None, metavar="S",
-                   help="layer mapper (default: the system's mappers.layer, else marl)")
-    p.add_argument("--layer-budget", type=count, default=None, metavar="N",
-                   help="samples per (layer, core design) (default 2000)")
-    p.add_argument("--layer-seed", type=seed, default=None, metavar="S", help="seed of the layer mapper (default 0)")
+    from coexplore.cli.schedule import add_job_table_options
+    add_job_table_options(p)
     p.add_argument("--searcher", default=None, metavar="S",
                    help="system scheduler: one of " + ", ".join(SEARCHERS) + ", or a system mapper YAML; "
                         "default: the system's mappers.system, else magma")
@@ -53,7 +48,8 @@ def register(subparsers) -> None:
                    help="schedule samples per point (default: the mapper YAML's budget, else 10000)")
     p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed of the scheduler (default 0)")
     p.add_argument("--jobs", type=processes, default=1, metavar="N",
-                   help="processes mapping layers at once (default 1; the same results with any N)")
+                   help="processes: the points' layers mapped N at a time, then the points run N at a time "
+                        "(default 1; the same results with any N)")
     add_cache_option(p, no_cache=True)
     p.add_argument("--objectives", metavar="A,B,...",
                    help="objectives of the Pareto front, from " + ", ".join(OBJECTIVES) +
@@ -75,6 +71,7 @@ def run(args) -> int:
     from coexplore.report.gantt import draw_gantt
     from coexplore.sweep.run import SweepSettings, run_sweep
     from coexplore.sweep.store import SweepStore
+    from coexplore.system.parallel import WorkerDied
 
     args.system = str(resolve("arch", args.system))
     system = load_system_arch(args.system)          # every point is checked to build before any work
@@ -113,7 +110,7 @@ def run(args) -> int:
     try:
         records = run_sweep(spec, settings, store, cache=cache, progress=progress,
                             on_point=lambda rec: _tables(out, store.ordered(), axes, objectives))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, WorkerDied) as stop:
         from coexplore.search.base import holding_stops
         records = store.ordered()
         with holding_stops():             # a second stop does not cut the tables and report of the points done
@@ -122,9 +119,10 @@ def run(args) -> int:
         mapped = "the layers mapped so far are in the cache" if cache is not None else "nothing is cached (--no-cache)"
         kept = (f"the {len(records)} finished of {len(points)} points are in {out / 'points.jsonl'}" if records
                 else f"no point of {len(points)} had finished")
-        print(("\n" if sys.stderr.isatty() else "") + f"coexplore sweep: interrupted; {kept} and {mapped}: run the "
+        what = "interrupted" if isinstance(stop, KeyboardInterrupt) else stop.message
+        print(("\n" if sys.stderr.isatty() else "") + f"coexplore sweep: {what}; {kept} and {mapped}: run the "
               "same command again to continue with the next point", file=sys.stderr)
-        return 130
+        return 130 if isinstance(stop, KeyboardInterrupt) else 1
     finally:
         if cache is not None:
             cache.close()
@@ -160,7 +158,8 @@ def _run_description(args, mapper, settings) -> dict:
     import coexplore
     from coexplore.cli.schedule import system_input_files
     return {"coexplore_version": coexplore.__version__, "system": str(Path(args.system).resolve()),
-            "workloads": [str(w) for w in (args.workload or spec_workloads(args.system))],
+            "workloads": [str(resolve("problems", w).resolve()) for w in args.workload] if args.workload
+            else [str(w) for w in spec_workloads(args.system)],
             "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,
             "layer_seed": settings.layer_seed, "searcher": mapper.searcher, "searcher_file": mapper.file,
             "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,

@@ -18,7 +18,6 @@ from coexplore.arch.system import SystemArch, build_system
 from coexplore.arch.tables import art_area_mm2, write_core_tables
 from coexplore.energy.tables import read_art
 from coexplore.errors import CoexploreError, CoexploreWarning
-from coexplore.search.layer import NoValidMapping
 from coexplore.spec.system import SystemSpec
 from coexplore.spec.yamlio import write_text
 from coexplore.sweep.metrics import point_metrics
@@ -64,7 +63,7 @@ def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: Sw
         try:
             _measure(spec, record, settings, out, cache, progress)
         except CoexploreError as exc:
-            record.update(status="failed", error=_failure(values, exc))
+            record.update(status="failed", error=exc.format())
     record["warnings"] = list(dict.fromkeys(record["warnings"] + [str(w.message) for w in said
                                                                    if issubclass(w.category, CoexploreWarning)]))
     for w in said:                        # the others (numpy's, Python's) as they would have been shown
@@ -73,13 +72,11 @@ def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: Sw
     return record
 
 
-def _failure(values: dict, exc: CoexploreError) -> str:
-    """Why a point failed: the layer search's reason, or what the point's values make invalid."""
-    if isinstance(exc, NoValidMapping) or exc.message.startswith("layer "):
-        return exc.format()
+def _invalid(values: dict, exc: CoexploreError) -> CoexploreError:
+    """What a point's values make invalid (a combination not checked in advance)."""
     where = ", ".join(f"{p}={v!r}" for p, v in values.items())
-    return (f"the point {where} makes {exc.key or 'the system'} invalid: {exc.message}"
-            + (f" (expected {exc.expected})" if exc.expected else ""))
+    return CoexploreError(f"the point {where} makes {exc.key or 'the system'} invalid: {exc.message}"
+                          + (f" (expected {exc.expected})" if exc.expected else ""))
 
 
 def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path, cache, progress: bool) -> None:
@@ -88,8 +85,10 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
     from coexplore.system.schedule import search_schedule
     from coexplore.system.tables import save_table
     folder = out / record["dir"]
-    # a combination not checked in advance (sweeps of over 256 points) may not build: a failed point
-    system: SystemArch = build_system(spec.at_point(record["values"]))
+    try:       # a combination not checked in advance (sweeps of over 256 points) may not build
+        system: SystemArch = build_system(spec.at_point(record["values"]))
+    except CoexploreError as exc:
+        raise _invalid(record["values"], exc) from None
     area, macs, told = _write_cores(system, folder / "cores", settings.estimator)
     record["warnings"] += told
     table, system = system_job_table(system, settings.workloads, settings.layer_mapper, settings.layer_budget,
@@ -184,24 +183,15 @@ def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, o
     """Run the points `todo` = [(index, id, values)] in `settings.workers` processes, each point's
     layers in its own process (mapped before when there is a cache); `done(record)` as each ends."""
     import dataclasses
-    import multiprocessing
 
-    from coexplore.system.from_system import ignore_ctrl_c
+    from coexplore.system.parallel import in_processes
     one = dataclasses.replace(settings, workers=1)
     cache_path = None if cache is None else str(cache.path)
     tasks = [(spec, i, pid, values, one, str(out), cache_path) for i, pid, values in todo]
-    pool = multiprocessing.get_context("spawn").Pool(min(settings.workers, len(tasks)), initializer=ignore_ctrl_c)
-    try:
-        for rec, error in pool.imap_unordered(_point_in_worker, tasks):
-            if error is not None:           # bad input found in a worker: said as in one process
-                raise CoexploreError(error[0], file=error[1], key=error[2], expected=error[3])
-            done(rec)
-        pool.close()
-    except BaseException:                 # Ctrl-C, SIGTERM, an error: stop the points still running
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
+    for rec, error in in_processes(_point_in_worker, tasks, settings.workers):
+        if error is not None:           # bad input found in a worker: said as in one process
+            raise CoexploreError(error[0], file=error[1], key=error[2], expected=error[3])
+        done(rec)
 
 
 def _point_in_worker(task) -> tuple:

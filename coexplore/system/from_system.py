@@ -30,6 +30,7 @@ from coexplore.spec.ert import load_ert, parse_ert
 from coexplore.spec.problem import parse_problem
 from coexplore.spec.workload import Workload, find_workload, layer_problem, load_workload
 from coexplore.system.jobs import Job, JobTable, build_job_table
+from coexplore.system.parallel import in_processes
 
 
 @dataclass
@@ -116,12 +117,6 @@ def layer_context(cm: CoreModel, layer) -> Context:
     return Context(cm.context_arch, parse_problem(layer_problem(layer), name=layer.name), cm.ert, cm.costs)
 
 
-def ignore_ctrl_c() -> None:
-    """A worker process's initializer: the parent process handles Ctrl-C."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent process handles Ctrl-C
-
-
 def _map_in_worker(task) -> tuple:
     """One (layer, core design) search in a worker process: (pair index, the best mapping's record),
     the record None when the search raised (the parent repeats it to raise it, the layer named)."""
@@ -140,22 +135,13 @@ def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: 
     """The best mapping records of `items` = [(key, layer, CoreModel)] searched by `workers` processes
     (each search seeded as it would be alone, so the results are those of one process), by key;
     finished searches are cached as they end, so an interrupted run keeps them. `done(key)` after each."""
-    import multiprocessing
     cache_path = None if cache is None else str(cache.path)
     tasks = [(i, cm, layer, spec, budget, seed, cache_path) for i, (_, layer, cm) in enumerate(items)]
     records = {}
-    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(tasks)), initializer=ignore_ctrl_c)
-    try:
-        for i, rec in pool.imap_unordered(_map_in_worker, tasks):
-            if rec is not None:
-                records[items[i][0]] = rec
-            done(items[i][0])
-        pool.close()
-    except BaseException:                 # Ctrl-C, SIGTERM: stop the searches still running
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
+    for i, rec in in_processes(_map_in_worker, tasks, workers):
+        if rec is not None:
+            records[items[i][0]] = rec
+        done(items[i][0])
     return records
 
 
@@ -189,7 +175,11 @@ def map_layers(systems: list[SystemArch], workloads: list[str | Path] | None = N
     items: dict = {}
     for system in systems:
         layers = {layer.key(): layer for w in system_workloads(system, workloads) for layer in w.layers}
-        for name, cm in core_models(system).items():
+        try:
+            models = core_models(system)
+        except CoexploreError:          # a core that cannot be priced or read: its point says so when it runs
+            continue
+        for name, cm in models.items():
             digest = system.cores[name].digest()
             for lkey, layer in layers.items():
                 items.setdefault((lkey, digest), (layer, cm))
