@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.errors import CoexploreError
 from coexplore.mapspace.enumerate import canonical_points, count_canonical
 from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import load_context

@@ -200,7 +200,6 @@ def test_arch_generate_names_an_own_cores_files_and_levels(tmp_path):
     import json
     import subprocess
     from coexplore.spec.architecture import load_architecture
-    from coexplore.spec.yamlio import load_yaml
     shutil.copytree(ARCHES / "eyeriss_like", tmp_path / "a")
     path = _sys(tmp_path, "{name: mine, arch: a/arch.yaml}")
     cmd = [sys.executable, "-m", "coexplore.cli.main", "arch", "generate", str(path), "--out", str(tmp_path / "g")]

@@ -1,7 +1,6 @@
 """Edges of job-table energies, buffer widths, grid cells, log bars and network summaries."""
 
 import csv
-from pathlib import Path
 
 import pytest
 

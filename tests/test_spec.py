@@ -313,7 +313,6 @@ def test_library_loading_warns_of_likely_typos(tmp_path):
 def test_evaluate_and_encode_take_mapping_objects_or_refuse_clearly():
     from coexplore.mapspace.space import MapSpace
     from coexplore.model.inputs import load_context
-    from coexplore.spec.constraints import load_constraints
     case = CORPUS / "public" / "simba_like" / "tiny_conv"
     exp = {p: json.loads((p / "expected.json").read_text()) for p in sorted(case.iterdir())}
     folder = next(p for p, e in exp.items() if e["valid"])

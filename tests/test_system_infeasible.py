@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from coexplore.errors import CoexploreError, CoexploreWarning
-from coexplore.system.encoding import MakespanObjective, ScheduleSpace, space_of
+from coexplore.system.encoding import space_of
 from coexplore.system.heuristics import heuristic_schedule
 from coexplore.system.jobs import Job, JobTable
 from coexplore.system.schedule import search_schedule

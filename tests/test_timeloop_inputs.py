@@ -1,7 +1,6 @@
 """Timeloop inputs the reader must take as Timeloop/timeloopfe do, and API misuse that must give
 a CoexploreError rather than a Python error (found by a user review)."""
 
-import contextlib
 import warnings
 import json
 from pathlib import Path

@@ -4,7 +4,6 @@ instances, and which dataspaces each level must keep or bypass."""
 
 import math
 
-import numpy as np
 import pytest
 
 from coexplore.errors import CoexploreError

@@ -2,7 +2,6 @@
 Timeloop's built-in energy estimate, messages that name what a Timeloop user wrote, extra
 constraints that contradict a v0.4 node, held stops, the schedule's units and summary."""
 
-import math
 import os
 import signal
 import time

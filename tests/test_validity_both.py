@@ -4,7 +4,6 @@ level says on its own (the first of instances, X, Y in Timeloop's if-chain), glu
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from conftest import CORPUS
 

@@ -33,7 +33,7 @@ from coexplore.mapspace.sampling import fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.constraints import LevelConstraints, misplaced_parallelism, resolve_permutation
-from coexplore.spec.mapping import MappingArrays, default_spatial_perm
+from coexplore.spec.mapping import Mapping, MappingArrays, default_spatial_perm
 from coexplore.spec.problem import Problem
 
 KIND_T, KIND_X, KIND_Y = 0, 1, 2
@@ -104,7 +104,7 @@ def _not_dividing(c: LevelConstraints, level: str, name: str, n: int, left: int,
                   ) -> CoexploreError:
     after = "" if left == bound else f" (what the factors fixed at other levels leave of {bound})"
     if (kind, name) in c.maximized:       # (not the user's number: timeloopfe's uneven greedy split)
-        after += (f"; maximize_dims chose it, as timeloopfe's greedy allocation does (an uneven split), "
+        after += ("; maximize_dims chose it, as timeloopfe's greedy allocation does (an uneven split), "
                   "and coexplore models whole factors only: a fan-out or maximize_dims_capacity that a "
                   "factor of the dimension fills, or the factor itself")
     return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.source,
@@ -531,7 +531,7 @@ class MapSpace:
         between neighbours. With it, all 58 valid timeloop-mapper results of the public corpus
         encode and decode to Timeloop's numbers.
         """
-        from coexplore.spec.mapping import Mapping, to_arrays
+        from coexplore.spec.mapping import to_arrays
         if isinstance(m, Mapping) or (isinstance(m, (list, tuple)) and m and all(isinstance(x, Mapping) for x in m)):
             m = to_arrays([m] if isinstance(m, Mapping) else list(m), self.arch, self.problem)
         if not isinstance(m, MappingArrays):

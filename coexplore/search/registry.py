@@ -13,7 +13,6 @@ import dataclasses
 import difflib
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
