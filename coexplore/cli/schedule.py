@@ -219,7 +219,7 @@ def _run_description(args, mapper, budget: int) -> dict:
         desc["table"] = str(Path(args.table).resolve())
     else:
         desc.update(system=str(Path(args.system).resolve()),
-                    workloads=[str(w) for w in args.workload] if args.workload else None,
+                    workloads=[str(resolve("problems", w).resolve()) for w in args.workload] if args.workload else None,
                     layer_searcher=args.layer_searcher, layer_budget=_layer_budget(args),
                     layer_seed=_layer_seed(args))
     files = [args.table, mapper.file]
