@@ -672,3 +672,109 @@ def test_a_points_folder_is_emptied_before_it_runs(tmp_path):
     stale.write_text("an older run's chart")
     rec = run_point(spec, 0, "p0", spec.sweep_points()[0], SweepSettings(layer_budget=30, budget=30), tmp_path / "o")
     assert rec["status"] == "ok" and not stale.exists() and (tmp_path / "o" / "points" / "p0" / "schedule.json").is_file()
+
+
+def _sleep_pid(task):
+    """A task for in_processes: writes its worker's pid, sleeps, returns the pid."""
+    import os
+    import time
+    secs, folder = task
+    open(os.path.join(folder, f"{os.getpid()}.pid"), "w").close()
+    time.sleep(secs)
+    return os.getpid()
+
+
+def _signal_self(x):
+    """A task for in_processes that gets the signals a terminal or a job scheduler sends the group."""
+    import os
+    import signal
+    import time
+    os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.2)
+    return x
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_in_processes_results_as_they_end_and_no_worker_outlives_the_loop(tmp_path):
+    import time
+
+    from coexplore.system.parallel import in_processes
+    assert list(in_processes(abs, [], 2)) == []
+    t0 = time.time()
+    for _ in in_processes(_sleep_pid, [(3, str(tmp_path)), (60, str(tmp_path)), (60, str(tmp_path))], 2):
+        first = time.time() - t0
+        break
+    closed = time.time() - t0
+    pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
+    assert first < 20 and closed - first < 10          # the 60 s tasks are not waited for
+    assert len(set(pids)) == 2 and not any(_alive(p) for p in pids)
+    assert sorted(in_processes(_signal_self, [1, 2, 3], 2)) == [1, 2, 3]    # the parent handles signals
+
+
+def test_a_dead_worker_is_a_failed_run_for_schedule_and_map(tmp_path, capsys, monkeypatch):
+    """schedule and map --all-layers: exit 1 (not bad input), saying so; map keeps the layers that ended."""
+    import coexplore.cli.map_workload as mw
+    import coexplore.system.from_system as fs
+    from coexplore.system.parallel import WorkerDied
+    system = _system(tmp_path)
+
+    def dies(*a, **k):
+        raise WorkerDied("a worker process died before its task ended (killed, or out of memory)", key="--jobs",
+                         expected="fewer --jobs if memory ran out")
+    monkeypatch.setattr(fs, "_map_in_parallel", dies)
+    rc = main(["schedule", str(system), "--layer-budget", "30", "--budget", "30", "--jobs", "2", "--no-cache",
+               "--no-plot", "--no-progress", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "worker process died" in err and "error:" not in err, err
+
+    def one_then_death(fn, tasks, workers):
+        yield fn(tasks[0])
+        dies()
+    monkeypatch.setattr(mw, "in_processes", one_then_death)
+    corpus = Path(__file__).parent / "data" / "timeloop_corpus" / "arches" / "eyeriss_like" / "processed.yaml"
+    rc = main(["map", str(corpus), str(tmp_path / "small_net.yaml"), "--all-layers", "--jobs", "2", "--budget", "30",
+               "--no-cache", "--no-progress", "--out", str(tmp_path / "m")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "worker process died" in err and "1 of 3 layers done" in err, err
+    assert len(_rows(tmp_path / "m" / "layers.csv")) == 1
+
+
+def test_failure_texts_name_the_point_once(tmp_path):
+    from coexplore.spec.system import load_system
+    from coexplore.sweep.run import SweepSettings, run_point
+    spec = load_system(_system(tmp_path))
+    rec = run_point(spec, 0, "p0", {"dram.bandwidth_GBps": -1.0}, SweepSettings(layer_budget=30, budget=30),
+                    tmp_path / "o")
+    assert rec["status"] == "failed" and rec["error"].startswith("the point dram.bandwidth_GBps=-1.0: ")
+    assert rec["error"].count("invalid") <= 1 and "(expected" in rec["error"], rec["error"]
+    rec = run_point(spec, 1, "p1", {"cores.eyeriss.params.pe_mesh_x": 4}, SweepSettings(layer_budget=1, budget=30),
+                    tmp_path / "o")       # a layer search that finds nothing: its own message, its key
+    assert rec["status"] == "failed" and "layer " in rec["error"] and "--layer-budget" in rec["error"], rec["error"]
+
+
+def test_map_layers_leaves_out_a_system_whose_cores_cannot_be_read(tmp_path, monkeypatch):
+    from coexplore.arch.system import build_system
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.system import load_system
+    import coexplore.system.from_system as fs
+    spec = load_system(_system(tmp_path))
+    systems = [build_system(spec.at_point(p)) for p in spec.sweep_points()]
+    real = fs.core_models
+    bad = systems[0]
+
+    def models(system):
+        if system is bad:
+            raise CoexploreError("cannot be priced")
+        return real(system)
+    monkeypatch.setattr(fs, "core_models", models)
+    # points 0 and 1 share a design: the other design's 3 layers, and point 1's (the same as point 0's) 3
+    assert fs.map_layers(systems, layer_budget=30, workers=1) == 6
+    assert fs.map_layers([bad, systems[2]], layer_budget=30, workers=1) == 3

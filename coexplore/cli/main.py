@@ -18,6 +18,7 @@ import warnings
 
 from coexplore.cli.paths import CLAIMED, CREATED, remove_empty_created
 from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.system.parallel import WorkerDied
 
 # sub-command modules under coexplore.cli, in the order `--help` lists them
 COMMANDS = (
@@ -194,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
         command = f"coexplore {args.command}"
         with command_settings(args):
             return int(args.func(args) or 0)
+    except WorkerDied as exc:        # a failed run, not bad input
+        print(f"{command}: {exc.message}; {exc.expected}", file=sys.stderr)
+        remove_empty_created()
+        return 1
     except CoexploreError as exc:
         print(f"{command}: error: {exc.format()}", file=sys.stderr)
         remove_empty_created()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import dram_bytes
+from coexplore.system.parallel import WorkerDied, in_processes
 
 COLUMNS = ("layer", "count", "macs", "cycles", "energy_uJ", "edp_J_cycle", "pJ_per_mac", "utilization",
            "dram_bytes", "samples", "exhausted", "mapping_file")
@@ -58,7 +59,7 @@ def run_all_layers(args, map_one) -> int:
     record = _run_record(args, wl, ctx, constraints, spec)
     out = _result_folder(args, wl, ctx.arch.name, spec.searcher, record)
     results: dict[int, dict] = {}                # layer index -> its result.json (finished layers)
-    failed, code, error = [], 0, None
+    failed, code, error, died = [], 0, None, None
     bar = None
     if not (args.no_progress or args.json):
         from coexplore.progress import progress_bar
@@ -70,28 +71,31 @@ def run_all_layers(args, map_one) -> int:
         with finishing("the layer being mapped" if args.jobs <= 1 else
                        "the next layer to finish (the others running resume from their last periodic save)"
                        ) as guard, contextlib.closing(_outcomes(subs, map_one, args.jobs, bar, guard)) as outcomes:
-            for i, rc, notes, exc in outcomes:
-                _say_once(notes, said, bar, groups)
-                if exc is not None:                    # bad input that only this layer meets
-                    error = _in_layer(exc, layers[i][0].name)
-                    break
-                if rc == 130:                          # stopped: the layer's result only if complete
-                    done = _complete_result(out / layers[i][0].name / "result.json", started)
-                    if done is not None:
-                        results[i] = done
-                    code = 130
-                    break
-                result = json.loads((out / layers[i][0].name / "result.json").read_text())
-                if rc != 0 or result.get("best") is None:
-                    failed.append(layers[i][0].name)
-                    code = max(code, rc or 1)
-                else:
-                    results[i] = result
-                if bar is not None:
-                    bar.update(1)
-                if guard.asked and len(results) + len(failed) < len(layers):   # a stop after this layer
-                    code = 130
-                    break
+            try:
+                for i, rc, notes, exc in outcomes:
+                    _say_once(notes, said, bar, groups)
+                    if exc is not None:                    # bad input that only this layer meets
+                        error = _in_layer(exc, layers[i][0].name)
+                        break
+                    if rc == 130:                          # stopped: the layer's result only if complete
+                        done = _complete_result(out / layers[i][0].name / "result.json", started)
+                        if done is not None:
+                            results[i] = done
+                        code = 130
+                        break
+                    result = json.loads((out / layers[i][0].name / "result.json").read_text())
+                    if rc != 0 or result.get("best") is None:
+                        failed.append(layers[i][0].name)
+                        code = max(code, rc or 1)
+                    else:
+                        results[i] = result
+                    if bar is not None:
+                        bar.update(1)
+                    if guard.asked and len(results) + len(failed) < len(layers):   # a stop after this layer
+                        code = 130
+                        break
+            except WorkerDied as lost:         # the layers that ended are kept; a rerun resumes
+                died, code = lost, 1
     finally:
         if bar is not None:
             bar.close()
@@ -115,9 +119,10 @@ def run_all_layers(args, map_one) -> int:
         print(json.dumps(summary, indent=1))
     else:
         _print(summary, rows, out)
-    if code == 130:
+    if code == 130 or died is not None:
         again = "searched again (--no-cache)" if args.no_cache else "from the cache"
-        print(f"coexplore map: stopped with {len(rows) + len(failed)} of {len(layers)} layers done; rerunning "
+        why = "stopped" if died is None else f"{died.message}; stopped"
+        print(f"coexplore map: {why} with {len(rows) + len(failed)} of {len(layers)} layers done; rerunning "
               f"the same command resumes (finished layers {again})", file=sys.stderr)
     return code
 
@@ -158,7 +163,6 @@ def _outcomes(subs: list, map_one, jobs: int, bar, guard):
                 bar.set_postfix_str(sub.layer)
             yield (i, *_map_quietly(map_one, sub))
         return
-    from coexplore.system.parallel import in_processes
     tasks = [(i, {k: v for k, v in vars(sub).items() if k != "func"}) for i, sub in enumerate(subs)]
     for i, rc, notes, parts in in_processes(_map_in_worker, tasks, jobs):   # no worker outlives the loop
         exc = None if parts is None else CoexploreError(parts[0], file=parts[1], key=parts[2],

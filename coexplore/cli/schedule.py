@@ -319,6 +319,7 @@ def layer_mapper_option(args):
 def _system_table(args, progress: bool):
     """Job table of a system YAML + workloads, through the layer mapper and the cache."""
     from coexplore.system.from_system import system_job_table
+    from coexplore.system.parallel import WorkerDied
 
     if _layer_budget(args) < 1:
         raise CoexploreError(f"bad layer budget {args.layer_budget}", key="--layer-budget",
@@ -330,11 +331,11 @@ def _system_table(args, progress: bool):
     try:
         table, system = system_job_table(args.system, args.workload, spec, _layer_budget(args), _layer_seed(args),
                                          cache=cache, progress=progress, workers=args.jobs)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, WorkerDied) as stop:
         kept = (f"the layers mapped so far are in the cache ({cache.path}) and a rerun reuses them"
                 if cache is not None else "with --no-cache a rerun maps every layer again")
-        print(f"\ncoexplore schedule: interrupted while mapping the layers for the job table; {kept}",
-              file=sys.stderr)
+        what = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped (a worker process died)"
+        print(f"\ncoexplore schedule: {what} while mapping the layers for the job table; {kept}", file=sys.stderr)
         raise
     finally:
         if cache is not None:

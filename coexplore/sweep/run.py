@@ -75,8 +75,9 @@ def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: Sw
 def _invalid(values: dict, exc: CoexploreError) -> CoexploreError:
     """What a point's values make invalid (a combination not checked in advance)."""
     where = ", ".join(f"{p}={v!r}" for p, v in values.items())
-    return CoexploreError(f"the point {where} makes {exc.key or 'the system'} invalid: {exc.message}"
-                          + (f" (expected {exc.expected})" if exc.expected else ""))
+    said = exc.message if (exc.key or "").startswith("sweep.axes") else \
+        f"it makes {exc.key or 'the system'} invalid: {exc.message}"     # (an axis's own error names its key)
+    return CoexploreError(f"the point {where}: {said}" + (f" (expected {exc.expected})" if exc.expected else ""))
 
 
 def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path, cache, progress: bool) -> None:

@@ -14,9 +14,11 @@ class WorkerDied(CoexploreError):
 
 
 def ignore_ctrl_c() -> None:
-    """A worker process's initializer: the parent process handles Ctrl-C."""
+    """A worker process's initializer: the parent process handles Ctrl-C and SIGTERM (sent to the
+    whole process group by a terminal, `kill -- -PGID` or a job scheduler) and ends the workers."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def in_processes(fn, tasks: list, workers: int):
@@ -34,12 +36,16 @@ def in_processes(fn, tasks: list, workers: int):
         pending = {pool.submit(fn, t) for t in tasks}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            broken = [f for f in finished if isinstance(f.exception(), BrokenProcessPool)]
             for f in finished:
-                yield f.result()
+                if f not in broken:
+                    yield f.result()            # (the results that did end are handed over first)
+            if broken:
+                raise BrokenProcessPool
         complete = True
     except BrokenProcessPool:
         raise WorkerDied("a worker process died before its task ended (killed, or out of memory)", key="--jobs",
-                         expected="workers left to finish (fewer --jobs if memory ran out)") from None
+                         expected="fewer --jobs if memory ran out") from None
     finally:
         if complete:
             pool.shutdown(wait=True)
@@ -50,5 +56,5 @@ def in_processes(fn, tasks: list, workers: int):
 def _stop(pool) -> None:
     """Cancel what has not started and end the workers now (not after their running tasks)."""
     for p in list(getattr(pool, "_processes", {}).values()):
-        p.terminate()
+        p.kill()                      # (they ignore SIGINT and SIGTERM)
     pool.shutdown(wait=True, cancel_futures=True)
