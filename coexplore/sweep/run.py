@@ -36,7 +36,7 @@ class SweepSettings:
     config: object = None                # its MagmaConfig, if any
     budget: int = 10_000
     seed: int = 0
-    workers: int = 1                     # processes mapping layers
+    workers: int = 1                     # processes: every point's layers mapped, then points run, N at a time
     gantt: Callable | None = None        # draws a point's Gantt chart (report.gantt.draw_gantt), if any
     estimator: str = "builtin"           # prices the cores' ERT/ART written per point
 
