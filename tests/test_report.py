@@ -268,6 +268,21 @@ def test_ids_written_beside_points_only_up_to_20(n_front, n_dominated, front_nam
     assert "x" not in labels and len(labels) == len(set(labels))
 
 
+def test_points_at_the_same_spot_share_one_label():
+    """Two front points and two dominated points drawn at the same places: one label each spot, naming
+    both (not two labels written over each other)."""
+    pts = [{"point": "a", "status": "ok", "latency_s": 1.0, "energy_J": 5.0},
+           {"point": "b", "status": "ok", "latency_s": 1.0, "energy_J": 5.0},
+           {"point": "c", "status": "ok", "latency_s": 2.0, "energy_J": 1.0},
+           {"point": "d", "status": "ok", "latency_s": 3.0, "energy_J": 6.0},
+           {"point": "e", "status": "ok", "latency_s": 3.0, "energy_J": 6.0}]
+    objs = objectives("latency", "energy")
+    front = front_of(pts, objs)
+    assert front.tolist() == [True, True, True, False, False]
+    (ax,) = draw_pareto(pts, objs, front).axes
+    assert sorted(t.get_text() for t in ax.texts) == ["a/b", "c", "d/e"]
+
+
 @pytest.mark.parametrize("names", [("latency", "energy", "area"), ("latency", "energy", "area", "throughput"),
                                    ("latency", "energy", "edp", "area", "throughput")])
 def test_no_staircase_with_three_or_more_objectives(names):

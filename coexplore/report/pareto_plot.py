@@ -172,12 +172,12 @@ def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase:
         ax.plot(x[f], y[f], drawstyle="steps-post" if xo.sense == "min" else "steps-pre",
                 color=FRONT_COLOUR, linewidth=1.2, alpha=0.8, zorder=2.5)
     fronts = np.flatnonzero(on)
-    for i in fronts if len(fronts) <= LABEL_LIMIT else []:     # else the report's table names them
-        ax.annotate(ids[i], (x[i], y[i]), textcoords="offset points", xytext=(4, 4), fontsize=7,
+    for i, text in _labels(fronts, x, y, ids) if len(fronts) <= LABEL_LIMIT else []:   # else the report's table
+        ax.annotate(text, (x[i], y[i]), textcoords="offset points", xytext=(4, 4), fontsize=7,
                     color="black", zorder=4)
     if on.sum() + off.sum() <= LABEL_LIMIT:          # few points: name the dominated ones too
-        for i in np.flatnonzero(off):
-            ax.annotate(ids[i], (x[i], y[i]), textcoords="offset points", xytext=(4, -9), fontsize=6,
+        for i, text in _labels(np.flatnonzero(off), x, y, ids):
+            ax.annotate(text, (x[i], y[i]), textcoords="offset points", xytext=(4, -9), fontsize=6,
                         color="0.45", zorder=4)
     drawn = on | off
     _scale(ax.xaxis, ax.set_xscale, x[drawn])
@@ -188,6 +188,15 @@ def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase:
     ax.set_title(f"better: {_arrow(xo, yo)}", loc="right", fontsize=8, color="0.3")
     if legend:
         ax.legend(fontsize=7)
+
+
+def _labels(rows, x, y, ids) -> list[tuple[int, str]]:
+    """One label per spot of a panel: points drawn at the same place are named together (p09/p13),
+    not written over each other."""
+    spots: dict = {}
+    for i in rows:
+        spots.setdefault((float(x[i]), float(y[i])), []).append(i)
+    return [(members[0], "/".join(str(ids[i]) for i in members)) for members in spots.values()]
 
 
 def plot_pareto(points: list[dict], objectives: list[Objective], front, path: str | Path,
