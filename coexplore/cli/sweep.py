@@ -91,7 +91,7 @@ def run(args) -> int:
                              layer_seed=0 if args.layer_seed is None else args.layer_seed,
                              searcher=mapper.searcher, config=mapper.config, budget=budget, seed=args.seed,
                              workers=args.jobs, gantt=None if args.no_plot else draw_gantt)
-    run_desc = _run_description(args, mapper, settings)
+    run_desc = _run_description(args, mapper, settings, spec)
     if args.out and not args.restart:
         _refuse_other_runs_points(Path(args.out), run_desc)
     out = chosen_dir(args.out, RESULT, run_desc, "sweep") if args.out else \
@@ -151,36 +151,29 @@ def _objectives(args, spec) -> list:
     return [OBJECTIVES[n] for n in dict.fromkeys(names)]
 
 
-def _run_description(args, mapper, settings) -> dict:
-    """Everything a point's results depend on (the objectives only choose the front: not in it)."""
+def _run_description(args, mapper, settings, spec) -> dict:
+    """Everything a point's results depend on (the objectives only choose the front: not in it);
+    `spec`: the system YAML as loaded."""
     import dataclasses
 
     import coexplore
     from coexplore.cli.schedule import system_input_files
     return {"coexplore_version": coexplore.__version__, "system": str(Path(args.system).resolve()),
             "workloads": [str(resolve("problems", w).resolve()) for w in args.workload] if args.workload
-            else [str(w) for w in spec_workloads(args.system)],
+            else [str(w) for w in spec.workloads],
             "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,
             "layer_seed": settings.layer_seed, "searcher": mapper.searcher, "searcher_file": mapper.file,
             "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
             "budget": settings.budget, "seed": settings.seed,
             "inputs_sha256": digests(*[f for f in [mapper.file, *system_input_files(   # (the layer mapper: above)
-                args.system, args.workload, None), *_own_core_inputs(args.system)] if f and Path(f).is_file()])}
+                args.system, args.workload, None), *_own_core_inputs(spec)] if f and Path(f).is_file()])}
 
 
-def spec_workloads(system: str) -> list:
-    """The workloads a system YAML names (paths as it resolves them)."""
-    from coexplore.spec.system import load_system
-    return list(load_system(system).workloads)
-
-
-def _own_core_inputs(system: str) -> list:
+def _own_core_inputs(spec) -> list:
     """Every file the own cores of every sweep point are read from (an axis may name other
     architecture files), their ERT and the ART.yaml that gives their area included."""
     from coexplore.arch.file_core import FileCore
     from coexplore.spec import template
-    from coexplore.spec.system import load_system
-    spec = load_system(system)
     files = []
     for values in spec.sweep_points():
         try:
@@ -313,10 +306,11 @@ def summary_lines(spec, records: list[dict], objectives: list, front: list[bool]
                                        for o in objectives),
              f"Pareto front: {sum(front)} point{'s' if sum(front) != 1 else ''}"]
     head = ["point", *axis_labels(axes), *(o.column for o in objectives)]
-    rows = [[r["point"], *(_shown(r["values"].get(a)) for a in axes), *(f"{r[o.column]:.4g}" for o in objectives)]
-            for r, f in zip(records, front) if f]
     first = objectives[0]
-    rows.sort(key=lambda row: float(row[len(axes) + 1]) * (1 if first.sense == "min" else -1))
+    best_first = sorted((r for r, f in zip(records, front) if f),
+                        key=lambda r: r[first.column] * (1 if first.sense == "min" else -1))
+    rows = [[r["point"], *(_shown(r["values"].get(a)) for a in axes), *(f"{r[o.column]:.4g}" for o in objectives)]
+            for r in best_first]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
     lines.append("  " + "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))))
     for row in rows[:SUMMARY_FRONT]:
