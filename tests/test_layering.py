@@ -1,4 +1,4 @@
-"""Data flows one way (spec -> model -> mapspace/search -> system -> sweep -> report -> CLI): a package never imports
+"""Data flows one way (spec -> model -> mapspace/search -> system -> online -> sweep -> report -> CLI): a package never imports
 one above it. Checked on the source, so a late (function-level) import counts too."""
 
 import ast
@@ -10,20 +10,22 @@ PKG = Path(__file__).resolve().parents[1] / "coexplore"
 
 # package -> the coexplore packages (and plotting) it must never import
 FORBIDDEN = {
-    "spec": {"model", "mapspace", "search", "system", "arch", "cli", "energy", "sweep", "report", "matplotlib"},
-    "model": {"mapspace", "search", "system", "arch", "cli", "sweep", "report", "matplotlib"},
-    "energy": {"model", "arch", "mapspace", "search", "system", "cli", "sweep", "report", "matplotlib"},
-    "mapspace": {"search", "system", "cli", "sweep", "report", "matplotlib"},
-    "search": {"system", "cli", "sweep", "report", "matplotlib"},
-    "arch": {"model", "mapspace", "search", "system", "cli", "sweep", "report", "matplotlib"},
-    "system": {"cli", "sweep", "report"},
+    "spec": {"model", "mapspace", "search", "system", "arch", "cli", "online", "energy", "sweep", "report", "matplotlib"},
+    "model": {"mapspace", "search", "system", "arch", "cli", "online", "sweep", "report", "matplotlib"},
+    "energy": {"model", "arch", "mapspace", "search", "system", "cli", "online", "sweep", "report", "matplotlib"},
+    "mapspace": {"search", "system", "cli", "online", "sweep", "report", "matplotlib"},
+    "search": {"system", "cli", "online", "sweep", "report", "matplotlib"},
+    "arch": {"model", "mapspace", "search", "system", "cli", "online", "sweep", "report", "matplotlib"},
+    "system": {"cli", "online", "sweep", "report"},
     # a sweep runs the layers below and records numbers; drawing them is the report's job
     "sweep": {"cli", "report", "matplotlib"},
+    # the online simulator and its schedulers use the job tables and the contention model below; no plots
+    "online": {"cli", "sweep", "report", "matplotlib", "search", "mapspace"},
     # the report draws records (coexplore.sweep's objectives and front) and a point's schedule (the
     # system layer's Gantt chart); it never runs a search
     "report": {"cli", "search", "mapspace", "model"},
 }
-SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "sweep", "report", "cli"}
+SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "online", "sweep", "report", "cli"}
 # the package's top-level modules serve every layer, so they import none of the sub-packages
 TOP_LEVEL = ("errors.py", "progress.py", "bundled.py", "__init__.py")
 # modules that are interfaces, not implementations: the searchers' parameter-space type is what a

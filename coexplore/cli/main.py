@@ -30,6 +30,7 @@ COMMANDS = (
     "energy",
     "schedule",
     "sweep",
+    "online",
 )
 
 

@@ -125,7 +125,7 @@ def run(args) -> int:
     clock = None                                # GHz: the system's (a table has no clock)
     if args.system:
         try:
-            table, bandwidth, clock = _system_table(args, progress)
+            table, bandwidth, clock = system_table(args, progress)
         except NoValidMapping as exc:    # a failed layer search, not bad input: exit 1, as `coexplore map`
             print(f"coexplore schedule: {exc.format()}", file=sys.stderr)
             remove_empty_created()
@@ -316,8 +316,9 @@ def layer_mapper_option(args):
         raise
 
 
-def _system_table(args, progress: bool):
-    """Job table of a system YAML + workloads, through the layer mapper and the cache."""
+def system_table(args, progress: bool, command: str = "schedule"):
+    """Job table of a system YAML + workloads, through the layer mapper and the cache (the options of
+    `add_job_table_options`, --jobs, --cache / --no-cache and --bandwidth); notes name `command`."""
     from coexplore.system.from_system import system_job_table
     from coexplore.system.parallel import WorkerDied
 
@@ -327,7 +328,7 @@ def _system_table(args, progress: bool):
     spec = layer_mapper_option(args)
     cache = None
     if not args.no_cache:
-        cache = open_cache(args.cache, "schedule")
+        cache = open_cache(args.cache, command)
     try:
         table, system = system_job_table(args.system, args.workload, spec, _layer_budget(args), _layer_seed(args),
                                          cache=cache, progress=progress, workers=args.jobs)
@@ -335,7 +336,7 @@ def _system_table(args, progress: bool):
         kept = (f"the layers mapped so far are in the cache ({cache.path}) and a rerun reuses them"
                 if cache is not None else "with --no-cache a rerun maps every layer again")
         what = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped (a worker process died)"
-        print(f"\ncoexplore schedule: {what} while mapping the layers for the job table; {kept}", file=sys.stderr)
+        print(f"\ncoexplore {command}: {what} while mapping the layers for the job table; {kept}", file=sys.stderr)
         raise
     finally:
         if cache is not None:
@@ -344,11 +345,11 @@ def _system_table(args, progress: bool):
     for name, cm in core_models(system).items():
         for w in cm.warnings:
             print(f"coexplore: warning: {args.system} core {name}: {w}", file=sys.stderr)
-    if table.num_jobs >= LARGE_TABLE:       # e.g. MobileNet-V2's depthwise layers: one job per channel
+    if table.num_jobs >= LARGE_TABLE and command == "schedule":    # e.g. MobileNet-V2's depthwise layers: one job per channel
         per_dnn: dict = {}
         for job in table.jobs:
             per_dnn[job.dnn] = per_dnn.get(job.dnn, 0) + 1
-        print(f"coexplore schedule: note: {table.num_jobs:,} jobs to schedule ("
+        print(f"coexplore {command}: note: {table.num_jobs:,} jobs to schedule ("
               + ", ".join(f"{d} {n:,}" for d, n in sorted(per_dnn.items(), key=lambda kv: -kv[1]))
               + "): each search sample simulates them all", file=sys.stderr)
     bandwidth = args.bandwidth if args.bandwidth is not None else system.offchip_bytes_per_cycle

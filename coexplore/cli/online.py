@@ -1,0 +1,363 @@
+"""`coexplore online`: multi-tenant request streams served online; schedulers compared on SLAs.
+
+    coexplore online SYSTEM.yaml [--workload W ...] [--layer-searcher S] [--layer-budget N]
+                     [--layer-seed S] [--jobs N] [--cache PATH | --no-cache] [--bandwidth B]
+    coexplore online --table JOBS.csv --bandwidth B
+          [--load 0.8] [--requests 200] [--slack LOW HIGH] [--mix W ...] [--keep-late]
+          [--schedulers fcfs,edf,...,relmas] [--seeds 5] [--seed S]
+          [--train-generations 25] [--train-streams 3] [--policy POLICY.json]
+          [--out DIR] [--restart] [--json] [--no-plot] [--no-progress]
+
+Each DNN of the workloads is a tenant sending Poisson requests at the offered load; a request's
+layers run in order on the cores, which share the off-chip bandwidth. The learned scheduler
+(relmas) is trained on streams of its own, then every scheduler serves the same evaluation streams.
+Writes DIR/online.json, results.csv (per scheduler and stream), requests.csv (the first stream,
+per request and scheduler), policy.json (the trained weights) and sla.png.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from coexplore.bundled import resolve
+from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
+                                 processes, remove_empty_created, run_key, seed)
+from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import write_text
+
+RESULT = "online.json"
+TRAIN_STATE = ".train_state.json"      # an interrupted training's state (resumed by the same run)
+
+
+def register(subparsers) -> None:
+    from coexplore.online.schedulers import HEURISTICS
+    p = subparsers.add_parser(
+        "online", help="serve multi-tenant request streams online: RELMAS and heuristic schedulers, SLA rates",
+        description="Simulate tenants sending DNN inference requests with deadlines to a multi-core system "
+                    "sharing off-chip bandwidth; train the learned scheduler (relmas) and compare it with "
+                    "heuristic schedulers on the same streams (SLA satisfaction, energy, latency).")
+    p.add_argument("system", nargs="?", metavar="SYSTEM.yaml",
+                   help="system YAML (cores, shared DRAM bandwidth, workloads) or a bundled name "
+                        "(hetero_2simba_2eyeriss)")
+    from coexplore.cli.schedule import add_job_table_options
+    add_job_table_options(p)
+    p.add_argument("--jobs", type=processes, default=1, metavar="N",
+                   help="processes mapping the layers for the job table (default 1; the same table with any N)")
+    add_cache_option(p, no_cache=True)
+    p.add_argument("--table", metavar="JOBS.csv",
+                   help="a job table with a dnn column (the jobs.csv `coexplore schedule SYSTEM.yaml` writes) "
+                        "instead of SYSTEM.yaml")
+    p.add_argument("--bandwidth", type=float, metavar="B",
+                   help="off-chip bandwidth in bytes/cycle (with SYSTEM.yaml: overrides the system's)")
+    p.add_argument("--load", type=float, default=0.8, metavar="RHO",
+                   help="offered load: requested work (each layer on its fastest core) per core-cycle (default 0.8)")
+    p.add_argument("--requests", type=count, default=200, metavar="N", help="requests per stream (default 200)")
+    p.add_argument("--slack", type=float, nargs=2, default=(1.5, 4.0), metavar=("LOW", "HIGH"),
+                   help="deadline = arrival + k x the DNN's isolated latency, k uniform in [LOW, HIGH] "
+                        "(default 1.5 4)")
+    p.add_argument("--mix", type=float, nargs="+", metavar="W",
+                   help="relative request rates of the DNNs, in workload order (default: equal)")
+    p.add_argument("--keep-late", action="store_true",
+                   help="run late requests to the end (default: a request whose deadline passes while it "
+                        "waits is dropped)")
+    p.add_argument("--schedulers", default=",".join([*HEURISTICS, "relmas"]), metavar="A,B,...",
+                   help="schedulers to compare (default all: " + ", ".join([*HEURISTICS, "relmas"]) + ")")
+    p.add_argument("--seeds", type=count, default=5, metavar="N",
+                   help="evaluation streams (default 5: seeds S..S+4)")
+    p.add_argument("--seed", type=seed, default=0, metavar="S",
+                   help="first evaluation stream's seed, also the training's (default 0)")
+    p.add_argument("--train-generations", type=_nonneg, default=25, metavar="N",
+                   help="generations of relmas's training (default 25; 0: the untrained policy)")
+    p.add_argument("--train-streams", type=count, default=3, metavar="N",
+                   help="training streams per generation (default 3)")
+    p.add_argument("--policy", metavar="POLICY.json",
+                   help="relmas's weights from an earlier run's policy.json (no training)")
+    p.add_argument("--out", metavar="DIR",
+                   help="result folder (default results/online/<system>-load<RHO>-s<S>, numbered when it "
+                        "holds another run's results)")
+    add_restart_option(p)
+    p.add_argument("--json", action="store_true", help="print online.json on stdout instead of the summary")
+    p.add_argument("--no-plot", action="store_true", help="do not draw sla.png")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def _nonneg(text: str) -> int:
+    from coexplore.cli.paths import nonnegative
+    return nonnegative(text)
+
+
+def run(args) -> int:
+    from coexplore.online.policy import load_policy
+    from coexplore.online.schedulers import heuristic
+    from coexplore.online.stream import Scenario
+    from coexplore.online.train import TrainSettings
+
+    names = [n.strip() for n in args.schedulers.split(",") if n.strip()]
+    if not names or len(set(names)) != len(names):
+        raise CoexploreError(f"schedulers {args.schedulers!r}", key="--schedulers",
+                             expected="a comma-separated list of distinct scheduler names")
+    for n in names:
+        if n != "relmas":
+            heuristic(n)                                # an unknown name is refused here
+    scenario = Scenario(args.load, args.requests, tuple(args.slack), tuple(args.mix) if args.mix else None)
+    train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
+    policy = load_policy(args.policy) if args.policy else None
+    if args.policy and "relmas" not in names:
+        raise CoexploreError("relmas is not among the schedulers", key="--policy",
+                             expected="--schedulers with relmas, or no --policy")
+    table, bandwidth = _job_table(args)
+    from coexplore.online.models import served_system
+    from coexplore.online.stream import request_rates
+    system = served_system(table, bandwidth)
+    rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
+    run_desc = _run_description(args, scenario, train, names)
+    out = _out_dir(args, run_desc)
+    if args.system:
+        from coexplore.system.tables import save_table
+        save_table(table, out / "jobs.csv")
+    progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
+    schedulers = {n: heuristic(n) for n in names if n != "relmas"}
+    history = None
+    if "relmas" in names:
+        from coexplore.online.policy import LearnedScheduler
+        if policy is None:
+            policy, history = _trained(system, scenario, train, not args.keep_late, out, run_desc, args.restart,
+                                       progress)
+            if policy is None:
+                return 130
+        schedulers["relmas"] = LearnedScheduler(policy)
+    results = _evaluate(system, scenario, schedulers, args, progress)
+    if results is None:
+        return 130
+    data = _record(system, scenario, rates, results, run_desc, history, args, policy)
+    write_text(out / RESULT, json.dumps(data, indent=1) + "\n")
+    write_text(out / "results.csv", _results_csv(results, args.seed))
+    write_text(out / "requests.csv", _requests_csv(system, results))
+    png = None
+    if not args.no_plot:
+        from coexplore.report.online_plot import draw_sla
+        png = draw_sla(data, out / "sla.png", title=f"{data['name']}: load {scenario.load:g}, "
+                       f"{scenario.requests} requests x {args.seeds} streams")
+    elif (out / "sla.png").exists():
+        (out / "sla.png").unlink()                   # an earlier run's chart would not match
+    if args.json:
+        print(json.dumps(data))
+    else:
+        print("\n".join(_summary(data)))
+        print(f"results    {out / RESULT}\nper stream {out / 'results.csv'}\nrequests   {out / 'requests.csv'}"
+              + (f"\npolicy     {out / 'policy.json'}" if (out / "policy.json").exists() and "relmas" in names else "")
+              + (f"\nchart      {png}" if png else ""))
+    return 0
+
+
+def _job_table(args):
+    """The job table and bandwidth: SYSTEM.yaml's (layers mapped through the cache) or --table's."""
+    from coexplore.system.evaluator import check_bandwidth
+    if bool(args.system) == bool(args.table):
+        raise CoexploreError("give SYSTEM.yaml or --table (one of them)", key="SYSTEM.yaml",
+                             expected="coexplore online SYSTEM.yaml ... or coexplore online --table JOBS.csv --bandwidth B")
+    if args.bandwidth is not None:
+        try:
+            check_bandwidth(args.bandwidth)
+        except CoexploreError as exc:
+            exc.key = "--bandwidth"
+            raise
+    if args.table:
+        from coexplore.system.tables import load_table
+        for opt, given in (("--workload", args.workload), ("--layer-searcher", args.layer_searcher),
+                           ("--layer-budget", args.layer_budget), ("--layer-seed", args.layer_seed)):
+            if given is not None:
+                raise CoexploreError("only used to build the job table of a system YAML", key=opt,
+                                     expected=f"no {opt} with --table (the table is given)")
+        if args.bandwidth is None:
+            raise CoexploreError("no system bandwidth given", key="--bandwidth",
+                                 expected="--bandwidth B (bytes/cycle, > 0)")
+        return load_table(args.table), args.bandwidth
+    from coexplore.cli.schedule import system_table
+    args.system = str(resolve("arch", args.system))
+    table, bandwidth, _ = system_table(args, progress=not args.no_progress, command="online")
+    return table, bandwidth
+
+
+def _run_description(args, scenario, train, names: list[str]) -> dict:
+    """Everything the results depend on (online.json's `run`; compared before a folder is reused)."""
+    import dataclasses
+
+    import coexplore
+    from coexplore.cli.schedule import system_input_files
+    desc = {"coexplore_version": coexplore.__version__, "schedulers": names, "seeds": args.seeds, "seed": args.seed,
+            "scenario": dataclasses.asdict(scenario), "drop_late": not args.keep_late, "bandwidth": args.bandwidth,
+            "train": dataclasses.asdict(train) if "relmas" in names and not args.policy else None,
+            "policy": str(Path(args.policy).resolve()) if args.policy else None}
+    files = [args.table, args.policy]
+    if args.table:
+        desc["table"] = str(Path(args.table).resolve())
+    else:
+        desc.update(system=str(Path(args.system).resolve()),
+                    workloads=[str(resolve("problems", w).resolve()) for w in args.workload] if args.workload else None,
+                    layer_searcher=args.layer_searcher,
+                    layer_budget=2000 if args.layer_budget is None else args.layer_budget,
+                    layer_seed=0 if args.layer_seed is None else args.layer_seed)
+        files += system_input_files(args.system, args.workload, args.layer_searcher)
+    desc["inputs_sha256"] = digests(*[f for f in files if f and Path(f).is_file()])
+    return desc
+
+
+def _out_dir(args, run_desc: dict) -> Path:
+    if args.out:
+        return chosen_dir(args.out, RESULT, run_desc, "online")
+    name = Path(args.table or args.system).stem
+    return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}-s{args.seed}", RESULT, run_desc)
+
+
+def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict, restart: bool, progress: bool):
+    """relmas's policy: policy.json of this same run if it is there, else trained (resuming a saved
+    state of this run); (None, None) when interrupted (the state is kept for the rerun)."""
+    from coexplore.online.policy import Policy, load_policy
+    from coexplore.online.train import train_policy
+    key = run_key(run_desc)
+    done, state_file = out / "policy.json", out / TRAIN_STATE
+    if restart:
+        for f in (done, state_file):
+            if f.exists():
+                f.unlink()
+    if done.is_file():
+        try:
+            kept = load_policy(done)
+        except CoexploreError:
+            kept = None
+        if kept is not None and kept.meta.get("run") == key:
+            print(f"coexplore online: using the policy this run already trained ({done})", file=sys.stderr)
+            return kept, kept.meta.get("history")
+    state = None
+    if state_file.is_file():
+        try:
+            saved = json.loads(state_file.read_text())
+            if saved.get("run") == key:
+                state = saved["state"]
+                print(f"coexplore online: resuming the training after {len(state['history'])} generations "
+                      f"({state_file})", file=sys.stderr)
+        except (OSError, ValueError, KeyError, TypeError):
+            state = None
+
+    def save(st):
+        write_text(state_file, json.dumps({"run": key, "state": st}) + "\n")
+    try:
+        policy, state = train_policy(system, scenario, train, drop_late, state=state, on_generation=save,
+                                     progress=progress)
+    except KeyboardInterrupt:
+        if state_file.is_file():
+            print(f"\ncoexplore online: interrupted; the training state is saved in {state_file}: run the same "
+                  "command again to continue (--restart starts over)", file=sys.stderr)
+        else:
+            print("\ncoexplore online: interrupted before the first training generation ended", file=sys.stderr)
+            remove_empty_created()
+        return None, None
+    policy = Policy(policy.weights, {"run": key, "history": state["history"],
+                                     "generations": train.generations, "streams": train.streams})
+    policy.save(done)
+    if state_file.exists():
+        state_file.unlink()
+    return policy, state["history"]
+
+
+def _evaluate(system, scenario, schedulers: dict, args, progress: bool):
+    from coexplore.online.compare import run_schedulers
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    bar = None
+    if progress:
+        from coexplore.progress import progress_bar
+        bar = progress_bar(total=len(schedulers) * len(seeds), desc="serve streams", unit="run", leave=False)
+    try:
+        return run_schedulers(system, scenario, schedulers, seeds, not args.keep_late,
+                              done=lambda n, s: bar.update(1) if bar is not None else None)
+    except KeyboardInterrupt:
+        print("\ncoexplore online: interrupted while serving the evaluation streams (the trained policy, "
+              "if any, is kept: a rerun only serves the streams)", file=sys.stderr)
+        return None
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _record(system, scenario, rates, results: dict, run_desc: dict, history, args, policy) -> dict:
+    from coexplore.online.compare import gains, mean_summary
+    means = {n: mean_summary(rs) for n, rs in results.items()}
+    data = {"name": Path(args.table or args.system).stem, "run": run_desc,
+            "cores": list(system.cores), "bandwidth_bytes_per_cycle": system.bandwidth,
+            "models": [{"name": m.name, "layers": len(m.layers), "isolated_latency_cycles": m.isolated_latency,
+                        "work_cycles": m.work, "requests_per_cycle": float(r)}
+                       for m, r in zip(system.models, rates)],
+            "schedulers": means}
+    heuristics = {n: v for n, v in means.items() if n != "relmas"}
+    if heuristics:
+        best = max(heuristics, key=lambda n: (heuristics[n]["sla_rate"], -heuristics[n]["energy_pJ"]))
+        data["best_heuristic"] = best
+    if "relmas" in means:
+        data["relmas_gains"] = gains(means, "relmas")
+        data["policy"] = {"weights": dict(zip(_features(), policy.weights.tolist())),
+                          "training_history": history}
+    return data
+
+
+def _features():
+    from coexplore.online.policy import FEATURES
+    return FEATURES
+
+
+_COLUMNS = ("sla_rate", "met", "dropped", "energy_pJ", "latency_mean_cycles", "latency_p95_cycles",
+            "utilization", "bandwidth_utilization", "decisions", "decision_us")
+
+
+def _results_csv(results: dict, first_seed: int) -> str:
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["scheduler", "seed", *_COLUMNS])
+    for name, rs in results.items():
+        for i, r in enumerate(rs):
+            s = r.summary()
+            w.writerow([name, first_seed + i, *[s[k] for k in _COLUMNS]])
+    return buf.getvalue()
+
+
+def _requests_csv(system, results: dict) -> str:
+    """The first stream's requests: DNN, arrival, deadline, and per scheduler the finish (empty: dropped)."""
+    import csv
+    import io
+    import math
+    first = {n: rs[0] for n, rs in results.items()}
+    any_r = next(iter(first.values()))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["request", "dnn", "arrival_cycle", "deadline_cycle", *[f"finish_{n}" for n in first]])
+    for i in range(len(any_r.arrival)):
+        w.writerow([i, system.models[int(any_r.model[i])].name, float(any_r.arrival[i]), float(any_r.deadline[i]),
+                    *["" if math.isnan(r.finish[i]) else float(r.finish[i]) for r in first.values()]])
+    return buf.getvalue()
+
+
+def _summary(data: dict) -> list[str]:
+    means = data["schedulers"]
+    lines = [f"{data['name']}: {len(data['cores'])} cores, {len(data['models'])} DNNs "
+             f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}",
+             f"{'scheduler':10} {'SLA rate':>9} {'min-max':>12} {'energy mJ':>10} {'p95 latency':>12} "
+             f"{'util':>5} {'decide us':>9}"]
+    for name, m in sorted(means.items(), key=lambda kv: -kv[1]["sla_rate"]):
+        per = m["sla_rate_per_seed"]
+        lines.append(f"{name:10} {m['sla_rate']:9.3f} {min(per):5.3f}-{max(per):5.3f} {m['energy_pJ'] / 1e9:10.4g} "
+                     f"{m['latency_p95_cycles']:12.4g} {m['utilization']:5.2f} {m['decision_us']:9.1f}")
+    if "relmas_gains" in data and "best_heuristic" in data:
+        b = data["best_heuristic"]
+        g = data["relmas_gains"][b]
+        sla = "n/a" if g["sla_gain"] is None else f"{100 * g['sla_gain']:+.1f}%"
+        en = "n/a" if g["energy_overhead"] is None else f"{100 * g['energy_overhead']:+.1f}%"
+        worst = min((n for n in data["relmas_gains"]), key=lambda n: means[n]["sla_rate"])
+        gw = data["relmas_gains"][worst]["sla_gain"]
+        lines.append(f"relmas vs the best heuristic ({b}): SLA {sla}, energy {en}; vs the worst ({worst}): "
+                     + ("n/a" if gw is None else f"{100 * gw:+.1f}%"))
+    return lines

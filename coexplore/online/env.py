@@ -1,0 +1,80 @@
+"""The online scheduling problem as a gymnasium environment, for any RL library.
+
+One step is one choice at a decision point: start one of the listed (ready request, idle core)
+pairs, or wait (the last action; also any index past the pairs listed). After a start the same
+decision point goes on while pairs remain (the bandwidth in use updated); a wait, or a decision
+point with nothing left to start, lets time run to the next one. Observation: `pairs`, the
+features of up to `max_pairs` pairs (`policy.FEATURES`, zero rows past the last), and `mask`, 1
+for the actions that start a listed pair and for the wait. Reward: +1 per request that ends by its
+deadline, -1 per request that ends late or is dropped, as they happen. An episode is one stream of
+the scenario (`reset(seed=...)` draws it; the same seed, the same stream).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from coexplore.online.models import ServedSystem
+from coexplore.online.policy import FEATURES, pair_features
+from coexplore.online.simulator import Simulation
+from coexplore.online.stream import Scenario, poisson_stream
+
+
+class OnlineSchedulingEnv(gym.Env):
+    metadata = {"render_modes": []}
+
+    def __init__(self, system: ServedSystem, scenario: Scenario = Scenario(), max_pairs: int = 64,
+                 drop_late: bool = True):
+        self.system, self.scenario, self.max_pairs, self.drop_late = system, scenario, int(max_pairs), drop_late
+        self.observation_space = spaces.Dict({
+            "pairs": spaces.Box(-1e9, 1e9, (self.max_pairs, len(FEATURES)), np.float64),   # (finite: all are)
+            "mask": spaces.MultiBinary(self.max_pairs + 1)})
+        self.action_space = spaces.Discrete(self.max_pairs + 1)
+        self.sim: Simulation | None = None
+        self._pairs: list[tuple[int, int]] = []
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        stream_seed = int(self.np_random.integers(2**31)) if seed is None else int(seed)
+        self.sim = Simulation(self.system, poisson_stream(self.system, self.scenario, stream_seed), self.drop_late)
+        self._log_mean_iso = float(np.mean(np.log(self.sim.isolated)))
+        self._scored = 0
+        self.sim.next_decision()
+        return self._observe(), self._info()
+
+    def step(self, action):
+        sim = self.sim
+        k = int(action)
+        if k < len(self._pairs):
+            sim.start(*self._pairs[k])
+        if k >= len(self._pairs) or not self._list_pairs():
+            sim.next_decision()
+        reward = sim.hits - sim.misses - self._scored
+        self._scored = sim.hits - sim.misses
+        return self._observe(), float(reward), sim.finished, False, self._info()
+
+    def _list_pairs(self) -> list[tuple[int, int]]:
+        sim = self.sim
+        idle = sim.idle_cores()
+        self._pairs = [(r, c) for r in sim.ready for c in idle
+                       if np.isfinite(sim.lat[sim.model[r]][sim.layer[r]][c])][:self.max_pairs]
+        return self._pairs
+
+    def _observe(self) -> dict:
+        sim = self.sim
+        pairs = self._list_pairs() if not sim.finished else []
+        self._pairs = pairs
+        obs = np.zeros((self.max_pairs, len(FEATURES)))
+        demand = sim.demand / sim.bandwidth
+        for i, (r, c) in enumerate(pairs):
+            obs[i] = pair_features(sim, r, c, self._log_mean_iso, demand)
+        mask = np.zeros(self.max_pairs + 1, dtype=np.int8)
+        mask[:len(pairs)] = 1
+        mask[-1] = 1
+        return {"pairs": obs, "mask": mask}
+
+    def _info(self) -> dict:
+        sim = self.sim
+        return {"time": sim.t, "met": sim.hits, "missed": sim.misses, "pairs": list(self._pairs)}

@@ -1,0 +1,182 @@
+"""Online schedulers: at each decision point, which ready requests start on which idle cores.
+
+The contract (`Scheduler`): `reset(sim, seed)` before a stream, then `decide(sim)` at every
+decision point returns (request, core) pairs, each request and idle core at most once; requests
+left out wait for the next event. The heuristics here are the baselines of RELMAS_NOTES.md
+section 7: a priority rule (FCFS, EDF, least slack, shortest remaining) that hands each request,
+in priority order, the idle core that runs its next layer fastest; PREMA-like tokens; a static
+Herald-like layer-to-core assignment; random. The learned scheduler is in `policy.py`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from coexplore.errors import CoexploreError
+from coexplore.online.simulator import Simulation
+
+
+class Scheduler:
+    """Base class: `name`, `reset`, `decide`."""
+
+    name = "scheduler"
+
+    def reset(self, sim: Simulation, seed: int) -> None:
+        """Called once before the stream starts."""
+
+    def decide(self, sim: Simulation) -> list[tuple[int, int]]:
+        raise NotImplementedError
+
+
+def fastest_idle(sim: Simulation, request: int, idle: list[int]) -> int:
+    """The idle core that runs `request`'s next layer in the fewest cycles (-1: none can)."""
+    row = sim.lat[sim.model[request]][sim.layer[request]]
+    best, core = math.inf, -1
+    for c in idle:
+        if row[c] < best:
+            best, core = row[c], c
+    return core
+
+
+def greedy(sim: Simulation, order) -> list[tuple[int, int]]:
+    """Requests in `order` each take the fastest idle core for their next layer."""
+    idle = sim.idle_cores()
+    pairs = []
+    for r in order:
+        if not idle:
+            break
+        c = fastest_idle(sim, r, idle)
+        if c >= 0:
+            pairs.append((r, c))
+            idle.remove(c)
+    return pairs
+
+
+class PriorityScheduler(Scheduler):
+    """Smallest key first (ties: the request that became ready first), each on its fastest idle core."""
+
+    def key(self, sim: Simulation, r: int) -> float:
+        raise NotImplementedError
+
+    def decide(self, sim):
+        return greedy(sim, sorted(sim.ready, key=lambda r: self.key(sim, r)))
+
+
+class FCFS(PriorityScheduler):
+    """First come, first served: earliest arrival first."""
+    name = "fcfs"
+
+    def key(self, sim, r):
+        return sim.arrival[r]
+
+
+class EDF(PriorityScheduler):
+    """Earliest deadline first."""
+    name = "edf"
+
+    def key(self, sim, r):
+        return sim.deadline[r]
+
+
+class LeastSlack(PriorityScheduler):
+    """Least slack first: deadline - now - the remaining layers' isolated latency."""
+    name = "lsf"
+
+    def key(self, sim, r):
+        return sim.deadline[r] - sim.t - sim.remaining[sim.model[r]][sim.layer[r]]
+
+
+class ShortestRemaining(PriorityScheduler):
+    """Shortest remaining work first (the remaining layers' isolated latency)."""
+    name = "sjf"
+
+    def key(self, sim, r):
+        return sim.remaining[sim.model[r]][sim.layer[r]]
+
+
+class Prema(Scheduler):
+    """PREMA-like token scheduling (Choi & Rhu, HPCA 2020): each request earns tokens as it waits,
+    in units of its DNN's isolated latency (equal priorities); those holding at least `threshold`
+    tokens are the candidates (all when none does), shortest remaining work first among them."""
+
+    name = "prema"
+
+    def __init__(self, threshold: float = 1.0):
+        self.threshold = threshold
+
+    def decide(self, sim):
+        tokens = {r: (sim.t - sim.arrival[r]) / sim.isolated[sim.model[r]] for r in sim.ready}
+        rich = [r for r in sim.ready if tokens[r] >= self.threshold] or list(sim.ready)
+        rich.sort(key=lambda r: sim.remaining[sim.model[r]][sim.layer[r]])
+        return greedy(sim, rich)
+
+
+class StaticAssignment(Scheduler):
+    """Herald-like static placement: before the stream, every (DNN, layer) gets one core, chosen
+    greedily for balance (layers by decreasing work, each on the core where its expected load,
+    request share x latency, adds the least to that core's total); at run time each core serves
+    the requests whose next layer it owns, first come first served; others wait for their core."""
+
+    name = "static"
+
+    def reset(self, sim, seed):
+        counts = [0] * len(sim.lat)
+        for m in sim.model:
+            counts[m] += 1
+        share = [n / max(1, len(sim.model)) for n in counts]
+        load = [0.0] * sim.num_cores
+        self.owner = [[-1] * len(layers) for layers in sim.lat]
+        items = sorted(((share[m] * min(row), m, l) for m, layers in enumerate(sim.lat)
+                        for l, row in enumerate(layers)), reverse=True)
+        for _, m, l in items:
+            row = sim.lat[m][l]
+            c = min((c for c in range(sim.num_cores) if math.isfinite(row[c])),
+                    key=lambda c: (load[c] + share[m] * row[c], row[c], c))
+            self.owner[m][l] = c
+            load[c] += share[m] * row[c]
+
+    def decide(self, sim):
+        idle = set(sim.idle_cores())
+        pairs = []
+        for r in sorted(sim.ready, key=lambda r: sim.arrival[r]):
+            c = self.owner[sim.model[r]][sim.layer[r]]
+            if c in idle:
+                pairs.append((r, c))
+                idle.discard(c)
+        return pairs
+
+
+class RandomScheduler(Scheduler):
+    """Ready requests in random order, each on a random idle core that can run its next layer."""
+
+    name = "random"
+
+    def reset(self, sim, seed):
+        self.rng = random.Random(seed)
+
+    def decide(self, sim):
+        idle = sim.idle_cores()
+        order = list(sim.ready)
+        self.rng.shuffle(order)
+        pairs = []
+        for r in order:
+            row = sim.lat[sim.model[r]][sim.layer[r]]
+            able = [c for c in idle if math.isfinite(row[c])]
+            if able:
+                c = self.rng.choice(able)
+                pairs.append((r, c))
+                idle.remove(c)
+        return pairs
+
+
+HEURISTICS = {cls.name: cls for cls in (FCFS, EDF, LeastSlack, ShortestRemaining, Prema, StaticAssignment,
+                                        RandomScheduler)}
+
+
+def heuristic(name: str) -> Scheduler:
+    """A baseline scheduler by name."""
+    if name not in HEURISTICS:
+        raise CoexploreError(f"unknown scheduler {name!r}", key="--schedulers",
+                             expected="some of: " + ", ".join([*HEURISTICS, "relmas"]))
+    return HEURISTICS[name]()

@@ -1,0 +1,245 @@
+"""Discrete-event simulation of a request stream on cores sharing off-chip bandwidth.
+
+A request runs its DNN's layers in order, one layer at a time, each on a core a scheduler chose;
+a layer, once started, runs to its end (preemption only between layers). The running layers share
+the system bandwidth as in MAGMA's model (`coexplore.system.evaluator`): while their needs add up to
+more than the bandwidth B, each layer that needs bandwidth runs at B / (sum of needs) of its no-stall
+speed. Events: arrivals, layer ends and (with `drop_late`) deadlines. At every event where a core is
+idle and a request is ready, the scheduler decides which ready requests start their next layer on
+which idle cores, or lets them wait. With `drop_late` (firm deadlines, the default) a request whose
+deadline passes while it waits is dropped: a late answer is worth nothing and the cores go to the
+others. Pure Python: a decision sees tens of requests, for which numpy's call overhead dominates.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.online.models import ServedSystem
+from coexplore.online.stream import RequestStream
+
+
+class SchedulerStalled(CoexploreError):
+    """The scheduler let requests wait with every core idle and no event left to wake it."""
+
+
+class Simulation:
+    """The state a scheduler sees (read its attributes, call `start`) and the event loop.
+
+    Per served model m (lists, for speed): `lat[m][l][c]`, `bw[m][l][c]`, `remaining[m][l]` (cycles
+    of layers l.. alone on their fastest cores), `isolated[m]`. Per request r: `arrival[r]`,
+    `deadline[r]`, `model[r]`, `layer[r]` (the next layer). `ready`: requests waiting for a core;
+    `running[c]`: the request core c runs (-1: idle); `demand`: bandwidth the running layers need.
+    """
+
+    def __init__(self, system: ServedSystem, stream: RequestStream, drop_late: bool = True):
+        self.system = system
+        self.bandwidth = system.bandwidth
+        self.num_cores = system.num_cores
+        self.drop_late = drop_late
+        self.lat = [m.latency.tolist() for m in system.models]
+        self.bw = [m.bandwidth.tolist() for m in system.models]
+        self._en = [m.energy.tolist() for m in system.models]
+        self.remaining = []
+        for m in system.models:
+            best = m.alone.min(axis=1)
+            self.remaining.append(np.concatenate([np.cumsum(best[::-1])[::-1], [0.0]]).tolist())
+        self.isolated = [m.isolated_latency for m in system.models]
+        self.arrival = stream.arrival.tolist()
+        self.deadline = stream.deadline.tolist()
+        self.model = stream.model.tolist()
+        R = len(self.arrival)
+        self.layer = [0] * R
+        self.finish = [math.nan] * R
+        self.t = 0.0
+        self.ready: list[int] = []
+        self.running = [-1] * self.num_cores
+        self.demand = 0.0
+        self.hits = 0                 # requests that ended by their deadline (so far)
+        self.misses = 0               # ended late or dropped
+        self.energy = 0.0
+        self.dram_bytes = 0.0
+        self.busy = [0.0] * self.num_cores
+        self._left = [0.0] * self.num_cores       # no-stall cycles left of each core's layer
+        self._need = [0.0] * self.num_cores
+        self._size = [0.0] * self.num_cores
+        self._slot = [-1] * self.num_cores        # its row in the trace
+        self._next = 0                            # next arrival
+        self._ended = 0
+        self.trace: list[list] = []               # [request, layer, core, start, end]
+
+    # --- what schedulers call -------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return self._ended == len(self.arrival)
+
+    def idle_cores(self) -> list[int]:
+        return [c for c, r in enumerate(self.running) if r < 0]
+
+    def start(self, request: int, core: int) -> None:
+        """Start `request`'s next layer on idle `core` now."""
+        if self.running[core] >= 0:
+            raise CoexploreError(f"core {self.system.cores[core]} is busy", key="scheduler",
+                                 expected="decisions for idle cores only")
+        if request not in self.ready:
+            raise CoexploreError(f"request {request} is not waiting for a core", key="scheduler",
+                                 expected="decisions for ready requests only, each once")
+        m, l = self.model[request], self.layer[request]
+        size = self.lat[m][l][core]
+        if not math.isfinite(size):
+            raise CoexploreError(f"layer {self.system.models[m].layers[l]} cannot run on core "
+                                 f"{self.system.cores[core]}", key="scheduler", expected="a core with a finite latency")
+        self.ready.remove(request)
+        self.running[core] = request
+        self._left[core] = self._size[core] = size
+        self._need[core] = self.bw[m][l][core]
+        self.demand += self._need[core]
+        self._slot[core] = len(self.trace)
+        self.trace.append([request, l, core, self.t, math.nan])
+
+    # --- the event loop --------------------------------------------------------------------------
+    def next_decision(self) -> bool:
+        """Advance to the next event at which a core is idle and a request ready; False at the end."""
+        while not self.finished:
+            self._advance()
+            if self.ready and -1 in self.running:
+                return True
+        return False
+
+    def _advance(self) -> None:
+        """Move time to the next event and process every event at that time."""
+        B, run, left, need = self.bandwidth, self.running, self._left, self._need
+        share = B / self.demand if self.demand > B else 1.0
+        step, first = math.inf, -1
+        for c in range(self.num_cores):
+            if run[c] >= 0:
+                d = left[c] / (share if need[c] > 0 else 1.0)
+                if d < step:
+                    step, first = d, c
+        if self._next < len(self.arrival):
+            step = min(step, self.arrival[self._next] - self.t)
+        if self.drop_late and self.ready:
+            step = min(step, min(self.deadline[r] for r in self.ready) - self.t)
+        if step == math.inf:
+            raise SchedulerStalled(f"{len(self.ready)} requests wait, every core is idle and nothing is left "
+                                   "to happen", key="scheduler", expected="a scheduler that starts a ready request "
+                                   "when no core is busy (or drop_late, so that deadlines end the wait)")
+        step = max(step, 0.0)
+        self.t += step
+        for c in range(self.num_cores):
+            if run[c] >= 0:
+                rate = share if need[c] > 0 else 1.0
+                left[c] -= step * rate
+                self.busy[c] += step
+                if c == first and left[c] <= 1e-9 * self._size[c] or left[c] <= 1e-12 * self._size[c]:
+                    self._end_layer(c)
+        while self._next < len(self.arrival) and self.arrival[self._next] <= self.t:
+            self.ready.append(self._next)
+            self._next += 1
+        if self.drop_late and self.ready:
+            late = [r for r in self.ready if self.deadline[r] <= self.t]
+            for r in late:
+                self.ready.remove(r)
+                self._end_request(r, math.nan)
+
+    def _end_layer(self, c: int) -> None:
+        r = self.running[c]
+        m, l = self.model[r], self.layer[r]
+        self.energy += self._en[m][l][c]
+        self.dram_bytes += self._size[c] * self._need[c]
+        self.trace[self._slot[c]][4] = self.t
+        self.running[c] = -1
+        self.demand = sum(self._need[k] for k in range(self.num_cores) if self.running[k] >= 0)
+        self.layer[r] = l + 1
+        if l + 1 == len(self.lat[m]):
+            self._end_request(r, self.t)
+        else:
+            self.ready.append(r)
+
+    def _end_request(self, r: int, finish: float) -> None:
+        self.finish[r] = finish
+        self._ended += 1
+        if finish <= self.deadline[r]:          # (NaN, dropped: False)
+            self.hits += 1
+        else:
+            self.misses += 1
+
+
+@dataclass
+class OnlineResult:
+    """One scheduler on one stream: per request its finish (NaN: dropped) and whether it met its
+    deadline; the energy of the layers run (dropped requests' too), per-core busy time, DRAM bytes."""
+
+    scheduler: str
+    models: tuple[str, ...]
+    cores: tuple[str, ...]
+    bandwidth: float
+    arrival: np.ndarray
+    deadline: np.ndarray
+    model: np.ndarray
+    finish: np.ndarray
+    energy_pJ: float
+    busy: np.ndarray
+    dram_bytes: float
+    end: float
+    decisions: int
+    decide_seconds: float
+    trace: np.ndarray = field(repr=False, default=None)   # [request, layer, core, start, end] rows
+
+    @property
+    def met(self) -> np.ndarray:
+        return self.finish <= self.deadline
+
+    @property
+    def sla_rate(self) -> float:
+        """Fraction of the requests that finished by their deadline."""
+        return float(self.met.mean())
+
+    def summary(self) -> dict:
+        """The figures a comparison reports (JSON-ready)."""
+        done = np.isfinite(self.finish)
+        latency = (self.finish - self.arrival)[done]
+        span = self.end - float(self.arrival[0]) if len(self.arrival) else 0.0
+        per = {}
+        for i, name in enumerate(self.models):
+            mine = self.model == i
+            if mine.any():
+                per[name] = {"requests": int(mine.sum()), "sla_rate": float(self.met[mine].mean())}
+        return {
+            "scheduler": self.scheduler, "requests": int(len(self.arrival)), "sla_rate": self.sla_rate,
+            "met": int(self.met.sum()), "dropped": int((~done).sum()),
+            "energy_pJ": self.energy_pJ,
+            "energy_per_met_pJ": self.energy_pJ / max(1, int(self.met.sum())),
+            "latency_mean_cycles": float(latency.mean()) if done.any() else math.nan,
+            "latency_p95_cycles": float(np.percentile(latency, 95)) if done.any() else math.nan,
+            "utilization": float(self.busy.sum() / (span * len(self.cores))) if span > 0 else 0.0,
+            "bandwidth_utilization": float(self.dram_bytes / (self.bandwidth * span)) if span > 0 else 0.0,
+            "decisions": self.decisions,
+            "decision_us": 1e6 * self.decide_seconds / max(1, self.decisions),
+            "per_model": per,
+        }
+
+
+def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: bool = True,
+             seed: int = 0) -> OnlineResult:
+    """Run `scheduler` (see `coexplore.online.schedulers.Scheduler`) over `stream`."""
+    sim = Simulation(system, stream, drop_late)
+    scheduler.reset(sim, seed)
+    decisions, spent = 0, 0.0
+    clock = time.perf_counter
+    while sim.next_decision():
+        t0 = clock()
+        pairs = scheduler.decide(sim)
+        spent += clock() - t0
+        decisions += 1
+        for r, c in pairs:
+            sim.start(r, c)
+    return OnlineResult(scheduler.name, tuple(m.name for m in system.models), system.cores, system.bandwidth,
+                        stream.arrival, stream.deadline, stream.model, np.array(sim.finish), sim.energy,
+                        np.array(sim.busy), sim.dram_bytes, sim.t, decisions, spent,
+                        np.array(sim.trace, dtype=float).reshape(-1, 5))

@@ -1,0 +1,76 @@
+"""Streams of inference requests from several tenants (Poisson arrivals, deadlines from slack).
+
+Each served DNN is a tenant sending requests as a Poisson process. The offered load is
+rho = sum_m lambda_m * W_m / cores, with W_m the DNN's work (no-stall cycles, each layer on its
+fastest core): at rho = 1 the cores would be busy all the time even with perfect placement and no
+bandwidth contention. The mix says how the request rate is shared among the DNNs (equal by
+default). A request's deadline is its arrival + k x the DNN's isolated latency, with k drawn
+uniformly from the slack range (RELMAS_NOTES.md section 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.online.models import ServedSystem
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a stream is drawn from: offered load, number of requests, slack range, DNN mix."""
+
+    load: float = 0.8
+    requests: int = 200
+    slack: tuple[float, float] = (1.5, 4.0)
+    mix: tuple[float, ...] | None = None      # relative request rates per served model (None: equal)
+
+    def __post_init__(self):
+        if not (np.isfinite(self.load) and self.load > 0):
+            raise CoexploreError(f"load {self.load}", key="--load", expected="a number > 0 (1.0: the cores' capacity)")
+        if int(self.requests) != self.requests or self.requests < 1:
+            raise CoexploreError(f"{self.requests} requests", key="--requests", expected="an integer >= 1")
+        lo, hi = self.slack
+        if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
+            raise CoexploreError(f"slack range {lo} {hi}", key="--slack",
+                                 expected="LOW HIGH with 0 < LOW <= HIGH (deadline = arrival + slack x isolated latency)")
+        if self.mix is not None and (any(not np.isfinite(w) or w < 0 for w in self.mix) or sum(self.mix) <= 0):
+            raise CoexploreError(f"mix {list(self.mix)}", key="--mix", expected="weights >= 0, not all 0")
+
+
+@dataclass(frozen=True)
+class RequestStream:
+    """Requests by arrival time: arrival and deadline (cycles), the served model's index."""
+
+    arrival: np.ndarray
+    deadline: np.ndarray
+    model: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+
+def request_rates(system: ServedSystem, scenario: Scenario) -> np.ndarray:
+    """Requests per cycle of each served model for the scenario's offered load."""
+    mix = np.ones(len(system.models)) if scenario.mix is None else np.asarray(scenario.mix, dtype=float)
+    if len(mix) != len(system.models):
+        raise CoexploreError(f"{len(mix)} mix weights for {len(system.models)} served models", key="--mix",
+                             expected="one weight per DNN: " + ", ".join(m.name for m in system.models))
+    work = np.array([m.work for m in system.models])
+    per_weight = scenario.load * system.num_cores / float(np.dot(mix, work))
+    return mix * per_weight
+
+
+def poisson_stream(system: ServedSystem, scenario: Scenario, seed: int) -> RequestStream:
+    """The first `scenario.requests` arrivals of the tenants' merged Poisson processes."""
+    rng = np.random.default_rng([seed, 0x0E1])
+    rates = request_rates(system, scenario)
+    total = rates.sum()
+    gaps = rng.exponential(1.0 / total, size=scenario.requests)     # the merged process, then who sent each
+    arrival = np.cumsum(gaps)
+    model = rng.choice(len(rates), size=scenario.requests, p=rates / total)
+    iso = np.array([m.isolated_latency for m in system.models])
+    slack = rng.uniform(scenario.slack[0], scenario.slack[1], size=scenario.requests)
+    return RequestStream(arrival, arrival + slack * iso[model], model.astype(np.int64))

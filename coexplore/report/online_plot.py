@@ -1,0 +1,58 @@
+"""`coexplore online`'s chart: SLA satisfaction per scheduler, overall and per DNN (matplotlib, Agg).
+
+Left: each scheduler's mean SLA rate over the evaluation streams (bar) with every stream's rate
+(dots), best first. Right: the mean SLA rate per DNN (tenant), grouped by scheduler. Built on a
+bare `Figure` (no pyplot state) and written whole or not at all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def draw_sla(data: dict, path: str | Path, title: str = "") -> Path:
+    """Write the chart of an online.json record (`coexplore.cli.online`) and return its path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    means = data["schedulers"]
+    names = sorted(means, key=lambda n: -means[n]["sla_rate"])
+    models = [m["name"] for m in data["models"]]
+    fig = Figure(figsize=(11.0, 4.2))
+    FigureCanvasAgg(fig)
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]})
+    x = np.arange(len(names))
+    colours = ["tab:red" if n == "relmas" else "tab:blue" for n in names]
+    left.bar(x, [means[n]["sla_rate"] for n in names], color=colours, alpha=0.75)
+    for i, n in enumerate(names):
+        per = means[n]["sla_rate_per_seed"]
+        left.plot(np.full(len(per), x[i]), per, "k.", markersize=4)
+    left.set_xticks(x, names, rotation=30, ha="right")
+    left.set_ylim(0, 1.02)
+    left.set_ylabel("SLA satisfaction rate")
+    left.set_title("all requests (dots: each stream)", fontsize=10)
+    width = 0.8 / max(1, len(names))
+    others = iter([c for c in (f"C{k}" for k in range(10)) if c != "C3"] * 4)   # C3 (red) is relmas's
+    for i, n in enumerate(names):
+        per = means[n]["per_model_sla_rate"]
+        right.bar(np.arange(len(models)) + (i - (len(names) - 1) / 2) * width,
+                  [per.get(m, np.nan) for m in models], width, label=n,
+                  color="tab:red" if n == "relmas" else next(others))
+    right.set_xticks(np.arange(len(models)), models)
+    right.set_ylim(0, 1.02)
+    right.set_title("per DNN (tenant)", fontsize=10)
+    right.legend(fontsize=7, ncol=2)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    try:
+        fig.savefig(tmp, dpi=110)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

@@ -1,0 +1,180 @@
+"""`coexplore online`: the files it writes agree with each other and with the library, training resumes
+and is reused, a given policy is used as given, and bad input is one clear message (exit 2)."""
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from coexplore.cli.main import main
+from coexplore.online.models import served_system
+from coexplore.online.policy import FEATURES, LearnedScheduler, Policy
+from coexplore.online.simulator import simulate
+from coexplore.online.stream import Scenario, poisson_stream
+from coexplore.system.jobs import Job, JobTable
+from coexplore.system.tables import load_table, save_table
+
+FAST = ["--requests", "40", "--seeds", "2", "--train-generations", "2", "--train-streams", "1", "--no-progress",
+        "--no-plot"]
+
+
+def _table(path):
+    rows = [("cnn", "c1", [400, 900], [3, 1], [50, 40]), ("cnn", "c2", [300, 500], [9, 4], [40, 30]),
+            ("cnn", "fc", [100, 120], [12, 10], [10, 9]), ("gemm", "g1", [600, 700], [2, 2], [80, 60])]
+    t = JobTable([Job(name=f"{d}.{l}", dnn=d, layer=l) for d, l, *_ in rows], ["fast", "slow"],
+                 np.array([r[2] for r in rows], float), np.array([r[3] for r in rows], float),
+                 np.array([r[4] for r in rows], float))
+    save_table(t, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("online")
+    table = _table(tmp / "jobs.csv")
+    rc = main(["online", "--table", str(table), "--bandwidth", "10", "--load", "1.1", *FAST, "--out",
+               str(tmp / "out"), "--json"])
+    assert rc == 0
+    return tmp, table, json.loads((tmp / "out" / "online.json").read_text())
+
+
+def test_results_agree_with_the_library(done):
+    tmp, table, data = done
+    system = served_system(load_table(table), 10.0)
+    sc = Scenario(load=1.1, requests=40)
+    policy = Policy([data["policy"]["weights"][f] for f in FEATURES])
+    for name, sched in (("edf", None), ("relmas", LearnedScheduler(policy))):
+        from coexplore.online.schedulers import heuristic
+        sched = sched or heuristic(name)
+        rates = [simulate(system, poisson_stream(system, sc, s), sched).sla_rate for s in (0, 1)]
+        assert data["schedulers"][name]["sla_rate_per_seed"] == pytest.approx(rates)
+        assert data["schedulers"][name]["sla_rate"] == pytest.approx(np.mean(rates))
+
+
+def test_files_agree_with_each_other(done):
+    tmp, _, data = done
+    out = tmp / "out"
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    names = data["run"]["schedulers"]
+    assert sorted(names) == sorted(["fcfs", "edf", "lsf", "sjf", "prema", "static", "random", "relmas"])
+    assert len(rows) == len(names) * 2
+    reqs = list(csv.DictReader((out / "requests.csv").open()))
+    assert len(reqs) == 40
+    for name in names:
+        seed0 = next(r for r in rows if r["scheduler"] == name and r["seed"] == "0")
+        met = sum(1 for q in reqs if q[f"finish_{name}"] and float(q[f"finish_{name}"]) <= float(q["deadline_cycle"]))
+        dropped = sum(1 for q in reqs if q[f"finish_{name}"] == "")
+        assert int(seed0["met"]) == met and int(seed0["dropped"]) == dropped
+        assert float(seed0["sla_rate"]) == pytest.approx(met / 40)
+        assert data["schedulers"][name]["sla_rate_per_seed"][0] == pytest.approx(met / 40)
+    best = data["best_heuristic"]
+    assert all(data["schedulers"][best]["sla_rate"] >= m["sla_rate"] for n, m in data["schedulers"].items()
+               if n != "relmas")
+    g = data["relmas_gains"][best]["sla_gain"]
+    assert g == pytest.approx(data["schedulers"]["relmas"]["sla_rate"] / data["schedulers"][best]["sla_rate"] - 1)
+    rates = {m["name"]: m["requests_per_cycle"] for m in data["models"]}
+    work = {m["name"]: m["work_cycles"] for m in data["models"]}
+    assert sum(rates[n] * work[n] for n in rates) / 2 == pytest.approx(1.1)      # the offered load, 2 cores
+    assert work == {"cnn": 800.0, "gemm": 600.0}
+    assert len(data["policy"]["training_history"]) == 2
+    assert not (out / ".train_state.json").exists()
+
+
+def test_rerun_reuses_the_trained_policy_and_a_given_policy_is_used(done, tmp_path, capsys):
+    tmp, table, data = done
+    argv = ["online", "--table", str(table), "--bandwidth", "10", "--load", "1.1", *FAST, "--out", str(tmp / "out"),
+            "--json"]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "using the policy this run already trained" in out.err
+    timeless = lambda d: {n: {k: v for k, v in m.items() if k != "decision_us"} for n, m in d.items()}  # noqa: E731
+    assert timeless(json.loads(out.out)["schedulers"]) == timeless(data["schedulers"])
+    w = np.zeros(len(FEATURES))
+    w[0], w[FEATURES.index("hopeless")] = 1.0, -3.0
+    Policy(w).save(tmp_path / "mine.json")
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--load", "1.1", *FAST, "--schedulers",
+                 "relmas,fcfs", "--policy", str(tmp_path / "mine.json"), "--out", str(tmp_path / "o"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [got["policy"]["weights"][f] for f in FEATURES] == w.tolist()
+    system = served_system(load_table(table), 10.0)
+    ref = simulate(system, poisson_stream(system, Scenario(load=1.1, requests=40), 0), LearnedScheduler(Policy(w)))
+    assert got["schedulers"]["relmas"]["sla_rate_per_seed"][0] == ref.sla_rate
+    assert not (tmp_path / "o" / "policy.json").exists()
+
+
+def test_interrupted_training_resumes_to_the_same_policy(tmp_path, monkeypatch, capsys):
+    import coexplore.online.train as train
+    table = _table(tmp_path / "jobs.csv")
+    argv = ["online", "--table", str(table), "--bandwidth", "10", "--schedulers", "relmas", "--requests", "30",
+            "--seeds", "1", "--train-generations", "3", "--train-streams", "1", "--no-progress", "--no-plot"]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    whole = json.loads((tmp_path / "whole" / "policy.json").read_text())
+    real = train.policy_return
+    calls = {"n": 0}
+
+    def stop_in_generation_two(*a, **k):
+        calls["n"] += 1
+        if calls["n"] > 13:             # generation 1 = 12 candidates (6 pairs); stop inside generation 2
+            raise KeyboardInterrupt
+        return real(*a, **k)
+    monkeypatch.setattr(train, "policy_return", stop_in_generation_two)
+    assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
+    err = capsys.readouterr().err
+    assert "training state is saved" in err and (tmp_path / "cut" / ".train_state.json").exists()
+    monkeypatch.setattr(train, "policy_return", real)
+    assert main([*argv, "--out", str(tmp_path / "cut")]) == 0
+    assert "resuming the training after 1 generations" in capsys.readouterr().err
+    assert json.loads((tmp_path / "cut" / "policy.json").read_text())["weights"] == whole["weights"]
+
+
+def test_chart_is_drawn(tmp_path):
+    table = _table(tmp_path / "jobs.csv")
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--schedulers", "edf,sjf", "--requests", "20",
+                 "--seeds", "1", "--no-progress", "--out", str(tmp_path / "o")]) == 0
+    png = (tmp_path / "o" / "sla.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+@pytest.mark.parametrize("extra, key", [
+    (["--schedulers", "edf,edff"], "unknown scheduler 'edff'"),
+    (["--schedulers", "edf,edf"], "distinct"),
+    (["--mix", "1", "2", "3"], "3 mix weights for 2 served models"),
+    (["--slack", "3", "1"], "--slack"),
+    (["--load", "-1"], "--load"),
+    (["--bandwidth", "0"], "--bandwidth"),
+    (["--policy", "nowhere.json"], "nowhere.json"),
+    (["--workload", "resnet50"], "--workload"),
+])
+def test_bad_input_is_one_message(extra, key, tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    argv = ["online", "--table", str(table), "--no-progress", "--out", str(tmp_path / "o")]
+    if "--bandwidth" not in extra:
+        argv += ["--bandwidth", "10"]
+    rc = main([*argv, *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and key in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "online.json").exists()
+
+
+def test_table_without_dnn_column_and_missing_inputs(tmp_path, capsys):
+    (tmp_path / "t.csv").write_text("job,lat_a,bw_a\nj0,10,1\nj1,20,1\n")
+    assert main(["online", "--table", str(tmp_path / "t.csv"), "--bandwidth", "4", "--no-progress"]) == 2
+    assert "dnn column" in capsys.readouterr().err
+    assert main(["online", "--no-progress"]) == 2
+    assert "SYSTEM.yaml or --table" in capsys.readouterr().err
+    assert main(["online", "--table", str(tmp_path / "t.csv"), "--no-progress"]) == 2
+    assert "--bandwidth" in capsys.readouterr().err
+
+
+def test_keep_late_changes_the_outcome(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--schedulers", "fcfs", "--requests", "40",
+            "--seeds", "1", "--load", "1.5", "--no-progress", "--no-plot", "--json"]
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    drop = json.loads(capsys.readouterr().out)["schedulers"]["fcfs"]
+    assert main([*base, "--keep-late", "--out", str(tmp_path / "b")]) == 0
+    keep = json.loads(capsys.readouterr().out)["schedulers"]["fcfs"]
+    assert keep["dropped"] == 0 and drop["dropped"] > 0
+    assert not math.isclose(keep["energy_pJ"], drop["energy_pJ"])
