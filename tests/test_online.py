@@ -333,6 +333,11 @@ def test_policy_features_by_hand(small):
     assert f["remaining"] == pytest.approx(1.0) and f["need"] == pytest.approx(0.2)
     assert f["overload"] == 0.0 and f["layer_size"] == pytest.approx(200 / iso)
     assert f["dnn_size"] == pytest.approx(math.log(iso))
+    # log_mean_iso 0: the scale is 1 cycle, so the absolute figures are in cycles
+    assert f["log_remaining"] == pytest.approx(math.log(160.0)) and f["abs_slack"] == 8.0    # 340 clipped to 8
+    g = dict(zip(FEATURES, pair_features(sim, 0, 1, math.log(100.0), 0.5)))
+    assert g["log_remaining"] == pytest.approx(math.log(1.6)) and g["abs_slack"] == pytest.approx(3.4)
+    assert g["dnn_size"] == pytest.approx(math.log(1.6)) and g["slack"] == f["slack"]
     assert dict(zip(FEATURES, pair_features(sim, 0, 1, 0.0, 0.9)))["overload"] == pytest.approx(0.1)
 
 

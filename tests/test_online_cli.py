@@ -163,7 +163,7 @@ def test_table_without_dnn_column_and_missing_inputs(tmp_path, capsys):
     assert main(["online", "--table", str(tmp_path / "t.csv"), "--bandwidth", "4", "--no-progress"]) == 2
     assert "dnn column" in capsys.readouterr().err
     assert main(["online", "--no-progress"]) == 2
-    assert "SYSTEM.yaml or --table" in capsys.readouterr().err
+    assert "no system or job table given" in capsys.readouterr().err
     assert main(["online", "--table", str(tmp_path / "t.csv"), "--no-progress"]) == 2
     assert "--bandwidth" in capsys.readouterr().err
 

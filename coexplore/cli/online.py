@@ -102,13 +102,21 @@ def run(args) -> int:
     for n in names:
         if n != "relmas":
             heuristic(n)                                # an unknown name is refused here
+    from coexplore.cli.schedule import check_job_table_source
+    check_job_table_source(args, "online")
     scenario = Scenario(args.load, args.requests, tuple(args.slack), tuple(args.mix) if args.mix else None)
     train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
     policy = load_policy(args.policy) if args.policy else None
     if args.policy and "relmas" not in names:
         raise CoexploreError("relmas is not among the schedulers", key="--policy",
                              expected="--schedulers with relmas, or no --policy")
-    table, bandwidth = _job_table(args)
+    from coexplore.search.layer import NoValidMapping
+    try:
+        table, bandwidth = _job_table(args)
+    except NoValidMapping as exc:     # a failed layer search, not bad input: exit 1, as `coexplore schedule`
+        print(f"coexplore online: {exc.format()}", file=sys.stderr)
+        remove_empty_created()
+        return 1
     from coexplore.online.models import served_system
     from coexplore.online.stream import request_rates
     system = served_system(table, bandwidth)
@@ -155,29 +163,10 @@ def run(args) -> int:
 
 def _job_table(args):
     """The job table and bandwidth: SYSTEM.yaml's (layers mapped through the cache) or --table's."""
-    from coexplore.system.evaluator import check_bandwidth
-    if bool(args.system) == bool(args.table):
-        raise CoexploreError("give SYSTEM.yaml or --table (one of them)", key="SYSTEM.yaml",
-                             expected="coexplore online SYSTEM.yaml ... or coexplore online --table JOBS.csv --bandwidth B")
-    if args.bandwidth is not None:
-        try:
-            check_bandwidth(args.bandwidth)
-        except CoexploreError as exc:
-            exc.key = "--bandwidth"
-            raise
+    from coexplore.cli.schedule import system_table
     if args.table:
         from coexplore.system.tables import load_table
-        for opt, given in (("--workload", args.workload), ("--layer-searcher", args.layer_searcher),
-                           ("--layer-budget", args.layer_budget), ("--layer-seed", args.layer_seed)):
-            if given is not None:
-                raise CoexploreError("only used to build the job table of a system YAML", key=opt,
-                                     expected=f"no {opt} with --table (the table is given)")
-        if args.bandwidth is None:
-            raise CoexploreError("no system bandwidth given", key="--bandwidth",
-                                 expected="--bandwidth B (bytes/cycle, > 0)")
         return load_table(args.table), args.bandwidth
-    from coexplore.cli.schedule import system_table
-    args.system = str(resolve("arch", args.system))
     table, bandwidth, _ = system_table(args, progress=not args.no_progress, command="online")
     return table, bandwidth
 

@@ -84,13 +84,13 @@ def add_job_table_options(p) -> None:
                         "--seed changes, so seeds compare schedulers, not job tables")
 
 
-def run(args) -> int:
+def check_job_table_source(args, command: str) -> None:
+    """SYSTEM.yaml (a bundled name made a path) or --table with --bandwidth, not both; the options that
+    build a system's job table only with SYSTEM.yaml; --bandwidth > 0 when given."""
     from coexplore.system.evaluator import check_bandwidth
-    from coexplore.system.tables import load_table, save_table
-
     if args.system and args.table:
         raise CoexploreError("give either SYSTEM.yaml or --table, not both", key="--table",
-                             expected="coexplore schedule SYSTEM.yaml ... or coexplore schedule --table T.csv ...")
+                             expected=f"coexplore {command} SYSTEM.yaml ... or coexplore {command} --table T.csv ...")
     if not args.system and not args.table:
         raise CoexploreError("no system or job table given", key="SYSTEM.yaml",
                              expected="SYSTEM.yaml, or --table TABLE.csv --bandwidth B")
@@ -112,6 +112,12 @@ def run(args) -> int:
         except CoexploreError as exc:
             exc.key = "--bandwidth"
             raise
+
+
+def run(args) -> int:
+    from coexplore.system.tables import load_table, save_table
+
+    check_job_table_source(args, "schedule")
     progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
     # everything that can be wrong is checked before the (possibly long) job-table step
     mapper = system_mapper_option(args)

@@ -2,10 +2,12 @@
 
 RELMAS (arXiv 2404.08950) learns, from the per-layer latency and bandwidth tables and the state of
 the queue, which request to run on which sub-accelerator and when to hold back; its network (an
-LSTM trained with DDPG) is not public (RELMAS_NOTES.md). Ours sees the same state, pair by pair:
-features of the request (slack to its deadline, work left, time waited, DNN size), of the core
-for its next layer (cycles lost against the layer's fastest core, bandwidth need) and of the system
-(bandwidth over-subscription it would cause, queue length). The policy scores every pair with a
+LSTM trained with DDPG) is not public (RELMAS_NOTES.md). Ours sees the same state, pair by pair
+(`FEATURES`): of the request, its slack to the deadline (in its DNN's isolated latencies and in
+the DNNs' mean one), whether it is hopeless (negative slack), the work left (fraction, and its log
+in mean isolated latencies), the time waited, the DNN's size; of the core for its next layer, the
+cycles lost against the layer's fastest core, the layer's size and bandwidth need; of the system,
+the bandwidth over-subscription starting it would cause and the queue length. The policy scores every pair with a
 linear function of these features; at a decision it starts the best pair while its score is > 0,
 updating the bandwidth in use, so it can also hold a request back (wait for a better core, for
 bandwidth, or give up on a deadline it cannot meet). The weights are trained on simulated streams
@@ -26,24 +28,26 @@ from coexplore.online.schedulers import Scheduler
 from coexplore.online.simulator import Simulation
 
 FEATURES = ("bias", "slack", "hopeless", "core_penalty", "remaining", "waited", "overload", "need",
-            "queue", "dnn_size", "layer_size")
+            "queue", "dnn_size", "layer_size", "log_remaining", "abs_slack")
 OVERLOAD = FEATURES.index("overload")
 NEED = FEATURES.index("need")
 QUEUE = FEATURES.index("queue")
 
 
 def pair_features(sim: Simulation, r: int, c: int, log_mean_iso: float, demand: float) -> list[float]:
-    """The features of starting request r's next layer on core c now, the running layers needing
-    `demand` x the system bandwidth."""
+    """The features (`FEATURES`) of starting request r's next layer on core c now, the running layers
+    needing `demand` x the system bandwidth; `log_mean_iso`: the mean log isolated latency of the DNNs."""
     m, l = sim.model[r], sim.layer[r]
     iso = sim.isolated[m]
     row = sim.lat[m][l]
     rem = sim.remaining[m][l]
     slack = (sim.deadline[r] - sim.t - rem) / iso
     need = sim.bw[m][l][c] / sim.bandwidth
+    scale = math.exp(log_mean_iso)            # the DNNs' geometric mean isolated latency
     return [1.0, min(max(slack, -1.0), 4.0), 1.0 if slack < 0 else 0.0, (row[c] - min(row)) / iso, rem / iso,
             min((sim.t - sim.arrival[r]) / iso, 4.0), max(0.0, demand + need - 1.0), need, len(sim.ready) / sim.num_cores,
-            math.log(iso) - log_mean_iso, row[c] / iso]
+            math.log(iso) - log_mean_iso, row[c] / iso, math.log(max(rem, 1e-6 * scale) / scale),
+            min(max(slack * iso / scale, -2.0), 8.0)]
 
 
 @dataclass
