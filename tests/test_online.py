@@ -417,3 +417,11 @@ def test_training_is_seeded_and_resumes_where_it_stopped(small):
     assert np.array_equal(resumed.weights, full.weights) and st2["history"] == st["history"]
     other, _ = train_policy(small, sc, TrainSettings(generations=3, streams=2, pairs=3, seed=5))
     assert not np.array_equal(other.weights, full.weights)
+
+
+def test_training_in_two_processes_gives_the_same_policy(small):
+    sc = Scenario(load=1.2, requests=40)
+    settings = TrainSettings(generations=2, streams=2, pairs=3, seed=4)
+    one, _ = train_policy(small, sc, settings)
+    two, _ = train_policy(small, sc, settings, workers=2)
+    assert np.array_equal(one.weights, two.weights)

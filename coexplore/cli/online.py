@@ -44,7 +44,8 @@ def register(subparsers) -> None:
     from coexplore.cli.schedule import add_job_table_options
     add_job_table_options(p)
     p.add_argument("--jobs", type=processes, default=1, metavar="N",
-                   help="processes mapping the layers for the job table (default 1; the same table with any N)")
+                   help="processes mapping the layers for the job table, then training relmas (default 1; the "
+                        "same results with any N)")
     add_cache_option(p, no_cache=True)
     p.add_argument("--table", metavar="JOBS.csv",
                    help="a job table with a dnn column (the jobs.csv `coexplore schedule SYSTEM.yaml` writes) "
@@ -103,7 +104,7 @@ def run(args) -> int:
         if n != "relmas":
             heuristic(n)                                # an unknown name is refused here
     from coexplore.cli.schedule import check_job_table_source
-    check_job_table_source(args, "online")
+    check_job_table_source(args, "online", jobs_map_only=False)
     scenario = Scenario(args.load, args.requests, tuple(args.slack), tuple(args.mix) if args.mix else None)
     train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
     policy = load_policy(args.policy) if args.policy else None
@@ -133,7 +134,7 @@ def run(args) -> int:
         from coexplore.online.policy import LearnedScheduler
         if policy is None:
             policy, history = _trained(system, scenario, train, not args.keep_late, out, run_desc, args.restart,
-                                       progress)
+                                       progress, args.jobs)
             if policy is None:
                 return 130
         schedulers["relmas"] = LearnedScheduler(policy)
@@ -202,7 +203,8 @@ def _out_dir(args, run_desc: dict) -> Path:
     return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}-s{args.seed}", RESULT, run_desc)
 
 
-def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict, restart: bool, progress: bool):
+def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict, restart: bool, progress: bool,
+             workers: int = 1):
     """relmas's policy: policy.json of this same run if it is there, else trained (resuming a saved
     state of this run); (None, None) when interrupted (the state is kept for the rerun)."""
     from coexplore.online.policy import Policy, load_policy
@@ -236,7 +238,7 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
         write_text(state_file, json.dumps({"run": key, "state": st}) + "\n")
     try:
         policy, state = train_policy(system, scenario, train, drop_late, state=state, on_generation=save,
-                                     progress=progress)
+                                     progress=progress, workers=workers)
     except KeyboardInterrupt:
         if state_file.is_file():
             print(f"\ncoexplore online: interrupted; the training state is saved in {state_file}: run the same "

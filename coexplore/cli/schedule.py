@@ -84,9 +84,9 @@ def add_job_table_options(p) -> None:
                         "--seed changes, so seeds compare schedulers, not job tables")
 
 
-def check_job_table_source(args, command: str) -> None:
+def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> None:
     """SYSTEM.yaml (a bundled name made a path) or --table with --bandwidth, not both; the options that
-    build a system's job table only with SYSTEM.yaml; --bandwidth > 0 when given."""
+    build a system's job table only with SYSTEM.yaml (--jobs too when `jobs_map_only`); --bandwidth > 0."""
     from coexplore.system.evaluator import check_bandwidth
     if args.system and args.table:
         raise CoexploreError("give either SYSTEM.yaml or --table, not both", key="--table",
@@ -97,7 +97,7 @@ def check_job_table_source(args, command: str) -> None:
     if args.table:
         for opt, given in (("--workload", args.workload), ("--layer-searcher", args.layer_searcher),
                            ("--layer-budget", args.layer_budget), ("--layer-seed", args.layer_seed),
-                           ("--jobs", args.jobs if args.jobs != 1 else None)):
+                           ("--jobs", args.jobs if args.jobs != 1 and jobs_map_only else None)):
             if given is not None:
                 raise CoexploreError("only used to build the job table of a system YAML", key=opt,
                                      expected=f"no {opt} with --table (the table is given)")

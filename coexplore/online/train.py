@@ -12,6 +12,7 @@ interrupted training resumes exactly where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,11 +107,19 @@ def train_seeds(settings: TrainSettings, generation: int) -> list[int]:
     return list(range(base, base + settings.streams))
 
 
+def _candidate_return(task) -> float:
+    """policy_return of one candidate, in a worker process."""
+    return policy_return(*task)
+
+
 def train_policy(system: ServedSystem, scenario: Scenario, settings: TrainSettings = TrainSettings(),
-                 drop_late: bool = True, state: dict | None = None, on_generation=None, progress: bool = False):
+                 drop_late: bool = True, state: dict | None = None, on_generation=None, progress: bool = False,
+                 workers: int = 1):
     """Train from `Policy.initial()` (or resume from a `state` saved by `on_generation`); returns
     (policy, state). `on_generation(state)` after each generation (to save it: a stop loses at most
-    the generation under way). state["history"]: per generation the candidates' mean and best return."""
+    the generation under way). state["history"]: per generation the candidates' mean and best return.
+    `workers` > 1 scores a generation's candidates in that many processes (the same policy)."""
+    from coexplore.system.parallel import WorkerPool
     if state is None:
         es = EvolutionStrategy(Policy.initial().weights, settings.sigma, settings.lr, settings.pairs, settings.seed)
         history: list = []
@@ -122,17 +131,19 @@ def train_policy(system: ServedSystem, scenario: Scenario, settings: TrainSettin
         bar = progress_bar(total=settings.generations, initial=es.generation, desc="train relmas", unit="gen",
                            leave=False)
     try:
-        while es.generation < settings.generations:
-            seeds = train_seeds(settings, es.generation)
-            cands = es.ask()
-            returns = [policy_return(system, scenario, x, seeds, drop_late) for x in cands]
-            es.tell(cands, returns)
-            history.append([float(np.mean(returns)), float(np.max(returns))])
-            if bar is not None:
-                bar.set_postfix_str(f"SLA {np.mean(returns):.3f}", refresh=False)
-                bar.update(1)
-            if on_generation is not None:
-                on_generation({"strategy": es.state(), "history": history})
+        with WorkerPool(workers) if workers > 1 else contextlib.nullcontext() as pool:   # (a stop ends the workers)
+            while es.generation < settings.generations:
+                seeds = train_seeds(settings, es.generation)
+                cands = es.ask()
+                tasks = [(system, scenario, x, seeds, drop_late) for x in cands]
+                returns = pool.map(_candidate_return, tasks) if pool else [_candidate_return(t) for t in tasks]
+                es.tell(cands, returns)
+                history.append([float(np.mean(returns)), float(np.max(returns))])
+                if bar is not None:
+                    bar.set_postfix_str(f"SLA {np.mean(returns):.3f}", refresh=False)
+                    bar.update(1)
+                if on_generation is not None:
+                    on_generation({"strategy": es.state(), "history": history})
     finally:
         if bar is not None:
             bar.close()
