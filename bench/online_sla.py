@@ -31,7 +31,7 @@ SCENARIOS = {
     "language": ["bert_base", "dlrm_mlp"],
     "mixed": ["resnet50", "vgg16", "bert_base"],
 }
-VERSION_FILES = [f"coexplore/online/{m}.py" for m in ("models", "stream", "simulator", "schedulers", "policy", "train")]
+VERSION_FILES = [f"coexplore/online/{m}.py" for m in ("models", "stream", "simulator", "policy", "train")]   # what training depends on
 
 
 def served(system_file: str, workloads: list[str], layer_budget: int):

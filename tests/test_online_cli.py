@@ -144,7 +144,9 @@ def test_chart_is_drawn(tmp_path):
     (["--slack", "3", "1"], "--slack"),
     (["--load", "-1"], "--load"),
     (["--bandwidth", "0"], "--bandwidth"),
-    (["--policy", "nowhere.json"], "nowhere.json"),
+    (["--policy", "nowhere.json"], "key '--policy': no such file nowhere.json"),
+    (["--seeds", "0"], "key '--seeds'"),
+    (["--seeds", "-2"], "key '--seeds'"),
     (["--workload", "resnet50"], "--workload"),
 ])
 def test_bad_input_is_one_message(extra, key, tmp_path, capsys):
@@ -178,3 +180,61 @@ def test_keep_late_changes_the_outcome(tmp_path, capsys):
     keep = json.loads(capsys.readouterr().out)["schedulers"]["fcfs"]
     assert keep["dropped"] == 0 and drop["dropped"] > 0
     assert not math.isclose(keep["energy_pJ"], drop["energy_pJ"])
+
+
+def test_missing_table_is_named(tmp_path, capsys):
+    assert main(["online", "--table", str(tmp_path / "none.csv"), "--bandwidth", "4", "--no-progress"]) == 2
+    assert "key '--table': no such file" in capsys.readouterr().err
+
+
+def test_keep_late_trains_for_late_requests_too(tmp_path):
+    from coexplore.online.train import TrainSettings, train_policy
+    table = _table(tmp_path / "jobs.csv")
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--schedulers", "relmas", "--requests", "30",
+                 "--seeds", "1", "--train-generations", "2", "--train-streams", "1", "--keep-late", "--load", "1.4",
+                 "--no-progress", "--no-plot", "--out", str(tmp_path / "o")]) == 0
+    got = json.loads((tmp_path / "o" / "policy.json").read_text())["weights"]
+    system = served_system(load_table(table), 10.0)
+    sc = Scenario(load=1.4, requests=30)
+    keep, _ = train_policy(system, sc, TrainSettings(generations=2, streams=1), drop_late=False)
+    drop, _ = train_policy(system, sc, TrainSettings(generations=2, streams=1), drop_late=True)
+    assert got == keep.weights.tolist() and got != drop.weights.tolist()
+
+
+def test_seed_column_and_policy_reused_when_only_the_evaluation_changes(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--requests", "30", "--train-generations", "2",
+            "--train-streams", "1", "--seed", "3", "--no-progress", "--no-plot", "--out", str(tmp_path / "o")]
+    assert main([*base, "--seeds", "2"]) == 0
+    rows = list(csv.DictReader((tmp_path / "o" / "results.csv").open()))
+    assert sorted({(r["scheduler"], r["seed"]) for r in rows if r["scheduler"] == "edf"}) == [("edf", "3"), ("edf", "4")]
+    capsys.readouterr()
+    assert main([*base, "--seeds", "3", "--schedulers", "relmas,edf"]) == 0
+    assert "using the policy this run already trained" in capsys.readouterr().err
+    assert main([*base, "--seeds", "3", "--load", "0.5"]) == 0        # another training: trained again
+    assert "using the policy" not in capsys.readouterr().err
+
+
+def test_another_runs_interrupted_training_is_not_overwritten(tmp_path, monkeypatch, capsys):
+    import coexplore.online.train as train
+    table = _table(tmp_path / "jobs.csv")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--schedulers", "relmas", "--requests", "30",
+            "--seeds", "1", "--train-generations", "3", "--train-streams", "1", "--no-progress", "--no-plot",
+            "--out", str(tmp_path / "o")]
+    real, calls = train.policy_return, {"n": 0}
+
+    def stop_in_generation_two(*a, **k):
+        calls["n"] += 1
+        if calls["n"] > 13:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+    monkeypatch.setattr(train, "policy_return", stop_in_generation_two)
+    assert main(base) == 130
+    monkeypatch.setattr(train, "policy_return", real)
+    state = (tmp_path / "o" / ".train_state.json").read_text()
+    capsys.readouterr()
+    assert main([*base, "--load", "0.5"]) == 2
+    assert "saved training state of another run" in capsys.readouterr().err
+    assert (tmp_path / "o" / ".train_state.json").read_text() == state
+    assert main(base) == 0
+    assert "resuming the training after 1 generations" in capsys.readouterr().err

@@ -103,11 +103,18 @@ def run(args) -> int:
     for n in names:
         if n != "relmas":
             heuristic(n)                                # an unknown name is refused here
+    if args.seeds < 1:
+        raise CoexploreError(f"got {args.seeds}", key="--seeds", expected="an integer >= 1 (evaluation streams)")
     from coexplore.cli.schedule import check_job_table_source
     check_job_table_source(args, "online", jobs_map_only=False)
     scenario = Scenario(args.load, args.requests, tuple(args.slack), tuple(args.mix) if args.mix else None)
     train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
-    policy = load_policy(args.policy) if args.policy else None
+    policy = None
+    if args.policy:
+        if not Path(args.policy).is_file():
+            raise CoexploreError(f"no such file {args.policy}", key="--policy",
+                                 expected="a policy.json an earlier coexplore online run wrote")
+        policy = load_policy(args.policy)
     if args.policy and "relmas" not in names:
         raise CoexploreError("relmas is not among the schedulers", key="--policy",
                              expected="--schedulers with relmas, or no --policy")
@@ -124,11 +131,13 @@ def run(args) -> int:
     rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
     run_desc = _run_description(args, scenario, train, names)
     out = _out_dir(args, run_desc)
+    if "relmas" in names and policy is None:
+        _keep_others_training(out, run_desc)
     if args.system:
         from coexplore.system.tables import save_table
         save_table(table, out / "jobs.csv")
     progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
-    schedulers = {n: heuristic(n) for n in names if n != "relmas"}
+    schedulers = {n: heuristic(n, rates) for n in names if n != "relmas"}
     history = None
     if "relmas" in names:
         from coexplore.online.policy import LearnedScheduler
@@ -209,7 +218,7 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
     state of this run); (None, None) when interrupted (the state is kept for the rerun)."""
     from coexplore.online.policy import Policy, load_policy
     from coexplore.online.train import train_policy
-    key = run_key(run_desc)
+    key = training_key(run_desc)
     done, state_file = out / "policy.json", out / TRAIN_STATE
     if restart:
         for f in (done, state_file):
@@ -253,6 +262,28 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
     if state_file.exists():
         state_file.unlink()
     return policy, state["history"]
+
+
+def training_key(run_desc: dict) -> str:
+    """What relmas's training depends on (not the evaluation's schedulers and seeds): the key of its
+    saved state and of the policy.json a rerun reuses."""
+    return run_key({k: v for k, v in run_desc.items() if k not in ("schedulers", "seeds")})
+
+
+def _keep_others_training(out: Path, run_desc: dict) -> None:
+    """Refuse an --out folder holding another training's interrupted state (it would be lost)."""
+    state_file = out / TRAIN_STATE
+    if not state_file.is_file():
+        return
+    try:
+        other = json.loads(state_file.read_text()).get("run")
+    except (OSError, ValueError, AttributeError):
+        return                                   # unreadable: nothing there to resume
+    if other != training_key(run_desc):
+        raise CoexploreError(f"holds the saved training state of another run, interrupted ({TRAIN_STATE}): "
+                             "writing here would lose it", file=str(out), key="--out",
+                             expected=f"another --out folder, or delete {state_file} to discard that state (the "
+                                      "command of that run, with its inputs as they were, resumes it)")
 
 
 def _evaluate(system, scenario, schedulers: dict, args, progress: bool):

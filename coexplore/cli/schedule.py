@@ -104,6 +104,9 @@ def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> No
         if args.bandwidth is None:
             raise CoexploreError("no system bandwidth given", key="--bandwidth",
                                  expected="--bandwidth B (bytes/cycle, > 0)")
+        if not Path(args.table).is_file():
+            raise CoexploreError(f"no such file {args.table}", key="--table",
+                                 expected="a job table CSV (lat_<core>/bw_<core> columns)")
     else:
         args.system = str(resolve("arch", args.system))   # a bundled system name such as `simba_2x2`
     if args.bandwidth is not None:

@@ -114,17 +114,22 @@ class Prema(Scheduler):
 
 class StaticAssignment(Scheduler):
     """Herald-like static placement: before the stream, every (DNN, layer) gets one core, chosen
-    greedily for balance (layers by decreasing work, each on the core where its expected load,
-    request share x latency, adds the least to that core's total); at run time each core serves
-    the requests whose next layer it owns, first come first served; others wait for their core."""
+    greedily for balance (layers by decreasing expected load, each on the core where its expected
+    load, request rate x latency, adds the least to that core's total); at run time each core serves
+    the requests whose next layer it owns, first come first served; others wait for their core.
+    `rates`: the DNNs' request rates the placement plans for (the tenants' agreed rates; equal if None)."""
 
     name = "static"
 
+    def __init__(self, rates=None):
+        self.rates = None if rates is None else [float(r) for r in rates]
+
     def reset(self, sim, seed):
-        counts = [0] * len(sim.lat)
-        for m in sim.model:
-            counts[m] += 1
-        share = [n / max(1, len(sim.model)) for n in counts]
+        rates = self.rates or [1.0] * len(sim.lat)
+        if len(rates) != len(sim.lat):
+            raise CoexploreError(f"{len(rates)} request rates for {len(sim.lat)} DNNs", key="rates",
+                                 expected="one rate per served DNN")
+        share = [r / sum(rates) for r in rates]
         load = [0.0] * sim.num_cores
         self.owner = [[-1] * len(layers) for layers in sim.lat]
         items = sorted(((share[m] * min(row), m, l) for m, layers in enumerate(sim.lat)
@@ -174,9 +179,9 @@ HEURISTICS = {cls.name: cls for cls in (FCFS, EDF, LeastSlack, ShortestRemaining
                                         RandomScheduler)}
 
 
-def heuristic(name: str) -> Scheduler:
-    """A baseline scheduler by name."""
+def heuristic(name: str, rates=None) -> Scheduler:
+    """A baseline scheduler by name; `rates` (the DNNs' request rates) for the static placement."""
     if name not in HEURISTICS:
         raise CoexploreError(f"unknown scheduler {name!r}", key="--schedulers",
                              expected="some of: " + ", ".join([*HEURISTICS, "relmas"]))
-    return HEURISTICS[name]()
+    return StaticAssignment(rates) if name == "static" else HEURISTICS[name]()

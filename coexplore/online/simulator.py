@@ -83,6 +83,8 @@ class Simulation:
 
     def start(self, request: int, core: int) -> None:
         """Start `request`'s next layer on idle `core` now."""
+        if not (isinstance(core, (int, np.integer)) and 0 <= core < self.num_cores):
+            raise CoexploreError(f"no core {core!r}", key="scheduler", expected=f"a core index 0..{self.num_cores - 1}")
         if self.running[core] >= 0:
             raise CoexploreError(f"core {self.system.cores[core]} is busy", key="scheduler",
                                  expected="decisions for idle cores only")
@@ -214,7 +216,7 @@ class OnlineResult:
             "scheduler": self.scheduler, "requests": int(len(self.arrival)), "sla_rate": self.sla_rate,
             "met": int(self.met.sum()), "dropped": int((~done).sum()),
             "energy_pJ": self.energy_pJ,
-            "energy_per_met_pJ": self.energy_pJ / max(1, int(self.met.sum())),
+            "energy_per_met_pJ": self.energy_pJ / int(self.met.sum()) if self.met.any() else math.nan,
             "latency_mean_cycles": float(latency.mean()) if done.any() else math.nan,
             "latency_p95_cycles": float(np.percentile(latency, 95)) if done.any() else math.nan,
             "utilization": float(self.busy.sum() / (span * len(self.cores))) if span > 0 else 0.0,
