@@ -551,3 +551,27 @@ def test_gains_and_per_model_means():
     missed = simulate(ss, stream([0.0], [50.0], [0]), FCFS())
     m = mean_summary([met, missed])
     assert m["per_model_sla_rate"] == {"p": 0.5} and m["sla_rate_per_seed"] == [1.0, 0.0] and m["sla_rate"] == 0.5
+
+
+def test_environment_refuses_misuse(small):
+    from coexplore.online.env import OnlineSchedulingEnv
+    env = OnlineSchedulingEnv(small, Scenario(load=0.8, requests=5), max_pairs=4)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+    env.reset(seed=0)
+    for bad in (-1, 5, 10**6, 1.5):
+        with pytest.raises(ValueError):
+            env.step(bad)
+    done = False
+    while not done:
+        _, _, done, _, _ = env.step(4)              # wait every time: all dropped at their deadlines
+    with pytest.raises(RuntimeError, match="ended"):
+        env.step(4)
+    assert env.sim.hits == 0 and env.sim.misses == 5
+
+
+def test_policy_file_that_is_not_a_policy(tmp_path):
+    for text in ("{}", "[1, 2]", '{"weights": [1]}'):
+        (tmp_path / "p.json").write_text(text)
+        with pytest.raises(CoexploreError, match="not a policy file"):
+            load_policy(tmp_path / "p.json")

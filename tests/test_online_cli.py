@@ -238,3 +238,39 @@ def test_another_runs_interrupted_training_is_not_overwritten(tmp_path, monkeypa
     assert (tmp_path / "o" / ".train_state.json").read_text() == state
     assert main(base) == 0
     assert "resuming the training after 1 generations" in capsys.readouterr().err
+
+
+def test_more_generations_continue_the_trained_policy(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--schedulers", "relmas", "--requests", "30",
+            "--seeds", "1", "--train-streams", "1", "--no-progress", "--no-plot"]
+    assert main([*base, "--train-generations", "3", "--out", str(tmp_path / "whole")]) == 0
+    assert main([*base, "--train-generations", "2", "--out", str(tmp_path / "grown")]) == 0
+    capsys.readouterr()
+    assert main([*base, "--train-generations", "3", "--out", str(tmp_path / "grown")]) == 0
+    assert "continuing the training" in capsys.readouterr().err
+    whole = json.loads((tmp_path / "whole" / "policy.json").read_text())
+    grown = json.loads((tmp_path / "grown" / "policy.json").read_text())
+    assert grown["weights"] == whole["weights"] and grown["history"] == whole["history"]
+
+
+def test_summary_lines_agree_with_the_record(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--schedulers", "edf,sjf,relmas", "--requests",
+                 "30", "--seeds", "3", "--train-generations", "1", "--train-streams", "1", "--no-progress", "--no-plot",
+                 "--out", str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    data = json.loads((tmp_path / "o" / "online.json").read_text())
+    assert data["name"] == tmp_path.name                 # a table named jobs.csv: its folder's name
+    for name, m in data["schedulers"].items():
+        row = next(line.split() for line in text.splitlines() if line.startswith(name + " "))
+        assert float(row[1]) == pytest.approx(m["sla_rate"], abs=5e-4)
+        per = m["per_model_sla_rate"].values()
+        assert float(row[3]) == pytest.approx(min(per), abs=5e-4)
+        jain = sum(per) ** 2 / (len(per) * sum(x * x for x in per))
+        assert m["fairness_jain"] == pytest.approx(jain)
+    g = data["relmas_gains"][data["best_heuristic"]]
+    a = data["schedulers"]["relmas"]["sla_rate_per_seed"]
+    b = data["schedulers"][data["best_heuristic"]]["sla_rate_per_seed"]
+    assert g["streams_better"] == sum(x > y for x, y in zip(a, b)) and g["streams"] == 3
+    assert f"more met on {g['streams_better']} of 3 streams" in text

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
+from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_run_dir, digests,
                                  processes, remove_empty_created, run_key, seed)
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import write_text
@@ -78,7 +78,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", metavar="DIR",
                    help="result folder (default results/online/<system>-load<RHO>-s<S>, numbered when it "
                         "holds another run's results)")
-    add_restart_option(p)
+    p.add_argument("--restart", action="store_true",
+                   help="train relmas from generation 0 even when this folder holds this run's policy or "
+                        "interrupted training (by default they are reused or resumed)")
     p.add_argument("--json", action="store_true", help="print online.json on stdout instead of the summary")
     p.add_argument("--no-plot", action="store_true", help="do not draw sla.png")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -157,7 +159,10 @@ def run(args) -> int:
     png = None
     if not args.no_plot:
         from coexplore.report.online_plot import draw_sla
-        png = draw_sla(data, out / "sla.png", title=f"{data['name']}: load {scenario.load:g}, "
+        png = draw_sla(data, out / "sla.png", title=f"{data['name']}: load {scenario.load:g}, slack "
+                       f"{scenario.slack[0]:g}-{scenario.slack[1]:g}"
+                       + (f", mix {':'.join(f'{w:g}' for w in scenario.mix)}" if scenario.mix else "")
+                       + f", {system.bandwidth:g} B/cycle, {'late requests run to the end' if args.keep_late else 'late requests dropped'}; "
                        f"{scenario.requests} requests x {args.seeds} streams")
     elif (out / "sla.png").exists():
         (out / "sla.png").unlink()                   # an earlier run's chart would not match
@@ -205,17 +210,25 @@ def _run_description(args, scenario, train, names: list[str]) -> dict:
     return desc
 
 
+def run_name(args) -> str:
+    """The system's file name, or the table's (its folder's when it is a `jobs.csv` a run wrote)."""
+    path = Path(args.table or args.system)
+    return path.parent.resolve().name if args.table and path.stem == "jobs" and path.parent.resolve().name else path.stem
+
+
 def _out_dir(args, run_desc: dict) -> Path:
     if args.out:
         return chosen_dir(args.out, RESULT, run_desc, "online")
-    name = Path(args.table or args.system).stem
+    name = run_name(args)
     return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}-s{args.seed}", RESULT, run_desc)
 
 
 def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict, restart: bool, progress: bool,
              workers: int = 1):
-    """relmas's policy: policy.json of this same run if it is there, else trained (resuming a saved
-    state of this run); (None, None) when interrupted (the state is kept for the rerun)."""
+    """relmas's policy: policy.json of this same training if it is there (continued when more generations
+    are asked), else trained (resuming a saved state of this training); (None, None) when interrupted (the
+    state is kept for the rerun). A training continued from G generations to N ends with the weights of
+    an uninterrupted N-generation training (each generation's streams and steps depend only on its index)."""
     from coexplore.online.policy import Policy, load_policy
     from coexplore.online.train import train_policy
     key = training_key(run_desc)
@@ -224,23 +237,29 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
         for f in (done, state_file):
             if f.exists():
                 f.unlink()
+    state = None
     if done.is_file():
         try:
             kept = load_policy(done)
         except CoexploreError:
             kept = None
         if kept is not None and kept.meta.get("run") == key:
-            print(f"coexplore online: using the policy this run already trained ({done})", file=sys.stderr)
-            return kept, kept.meta.get("history")
-    state = None
-    if state_file.is_file():
+            trained = len(kept.meta.get("history") or [])
+            if trained == train.generations:
+                print(f"coexplore online: using the policy this run already trained ({done})", file=sys.stderr)
+                return kept, kept.meta.get("history")
+            if trained < train.generations and isinstance(kept.meta.get("strategy"), dict):
+                state = {"strategy": kept.meta["strategy"], "history": kept.meta["history"]}
+                print(f"coexplore online: continuing the training of {done} from generation {trained}",
+                      file=sys.stderr)
+    if state is None and state_file.is_file():
         try:
             saved = json.loads(state_file.read_text())
-            if saved.get("run") == key:
+            if saved.get("run") == key and len(saved["state"]["history"]) <= train.generations:
                 state = saved["state"]
                 print(f"coexplore online: resuming the training after {len(state['history'])} generations "
                       f"({state_file})", file=sys.stderr)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             state = None
 
     def save(st):
@@ -256,8 +275,8 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
             print("\ncoexplore online: interrupted before the first training generation ended", file=sys.stderr)
             remove_empty_created()
         return None, None
-    policy = Policy(policy.weights, {"run": key, "history": state["history"],
-                                     "generations": train.generations, "streams": train.streams})
+    policy = Policy(policy.weights, {"run": key, "history": state["history"], "generations": train.generations,
+                                     "streams": train.streams, "strategy": state["strategy"]})
     policy.save(done)
     if state_file.exists():
         state_file.unlink()
@@ -265,9 +284,13 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
 
 
 def training_key(run_desc: dict) -> str:
-    """What relmas's training depends on (not the evaluation's schedulers and seeds): the key of its
-    saved state and of the policy.json a rerun reuses."""
-    return run_key({k: v for k, v in run_desc.items() if k not in ("schedulers", "seeds")})
+    """What relmas's training depends on (not the evaluation's schedulers and seeds, nor the number of
+    generations: a longer training continues a shorter one): the key of its saved state and of the
+    policy.json a rerun reuses or continues."""
+    desc = {k: v for k, v in run_desc.items() if k not in ("schedulers", "seeds")}
+    if isinstance(desc.get("train"), dict):
+        desc["train"] = {k: v for k, v in desc["train"].items() if k != "generations"}
+    return run_key(desc)
 
 
 def _keep_others_training(out: Path, run_desc: dict) -> None:
@@ -299,6 +322,7 @@ def _evaluate(system, scenario, schedulers: dict, args, progress: bool):
     except KeyboardInterrupt:
         print("\ncoexplore online: interrupted while serving the evaluation streams (the trained policy, "
               "if any, is kept: a rerun only serves the streams)", file=sys.stderr)
+        remove_empty_created()
         return None
     finally:
         if bar is not None:
@@ -308,7 +332,7 @@ def _evaluate(system, scenario, schedulers: dict, args, progress: bool):
 def _record(system, scenario, rates, results: dict, run_desc: dict, history, args, policy) -> dict:
     from coexplore.online.compare import gains, mean_summary
     means = {n: mean_summary(rs) for n, rs in results.items()}
-    data = {"name": Path(args.table or args.system).stem, "run": run_desc,
+    data = {"name": run_name(args), "run": run_desc,
             "cores": list(system.cores), "bandwidth_bytes_per_cycle": system.bandwidth,
             "models": [{"name": m.name, "layers": len(m.layers), "isolated_latency_cycles": m.isolated_latency,
                         "work_cycles": m.work, "requests_per_cycle": float(r)}
@@ -367,19 +391,22 @@ def _summary(data: dict) -> list[str]:
     means = data["schedulers"]
     lines = [f"{data['name']}: {len(data['cores'])} cores, {len(data['models'])} DNNs "
              f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}",
-             f"{'scheduler':10} {'SLA rate':>9} {'min-max':>12} {'energy mJ':>10} {'p95 latency':>12} "
+             f"{'scheduler':10} {'SLA rate':>9} {'min-max':>12} {'worst DNN':>9} {'energy J':>9} {'p95 cycles':>11} "
              f"{'util':>5} {'decide us':>9}"]
     for name, m in sorted(means.items(), key=lambda kv: -kv[1]["sla_rate"]):
         per = m["sla_rate_per_seed"]
-        lines.append(f"{name:10} {m['sla_rate']:9.3f} {min(per):5.3f}-{max(per):5.3f} {m['energy_pJ'] / 1e9:10.4g} "
-                     f"{m['latency_p95_cycles']:12.4g} {m['utilization']:5.2f} {m['decision_us']:9.1f}")
+        lines.append(f"{name:10} {m['sla_rate']:9.3f} {min(per):5.3f}-{max(per):5.3f} {m['min_model_sla_rate']:9.3f} "
+                     f"{m['energy_pJ'] / 1e12:9.4g} {m['latency_p95_cycles']:11.4g} {m['utilization']:5.2f} "
+                     f"{m['decision_us']:9.1f}")
     if "relmas_gains" in data and "best_heuristic" in data:
         b = data["best_heuristic"]
         g = data["relmas_gains"][b]
-        sla = "n/a" if g["sla_gain"] is None else f"{100 * g['sla_gain']:+.1f}%"
-        en = "n/a" if g["energy_overhead"] is None else f"{100 * g['energy_overhead']:+.1f}%"
+
+        def pct(x):
+            return "n/a" if x is None else f"{100 * x:+.1f}%"
         worst = min((n for n in data["relmas_gains"]), key=lambda n: means[n]["sla_rate"])
-        gw = data["relmas_gains"][worst]["sla_gain"]
-        lines.append(f"relmas vs the best heuristic ({b}): SLA {sla}, energy {en}; vs the worst ({worst}): "
-                     + ("n/a" if gw is None else f"{100 * gw:+.1f}%"))
+        lines.append(f"relmas vs the best heuristic ({b}): SLA {pct(g['sla_gain'])} (more met on "
+                     f"{g['streams_better']} of {g['streams']} streams, as many on {g['streams_equal']}), energy "
+                     f"{pct(g['energy_overhead'])} (per met request {pct(g['energy_per_met_overhead'])}); "
+                     f"vs the worst ({worst}): SLA {pct(data['relmas_gains'][worst]['sla_gain'])}")
     return lines

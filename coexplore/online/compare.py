@@ -17,6 +17,7 @@ from coexplore.online.stream import Scenario, poisson_stream
 
 MEANS = ("sla_rate", "energy_pJ", "energy_per_met_pJ", "latency_mean_cycles", "latency_p95_cycles",
          "utilization", "bandwidth_utilization", "decision_us", "dropped")
+# (latencies are over the finished requests only: a scheduler that drops the long ones looks fast)
 
 
 def run_schedulers(system: ServedSystem, scenario: Scenario, schedulers: dict, seeds: list[int],
@@ -43,17 +44,33 @@ def mean_summary(results: list[OnlineResult]) -> dict:
     models = sorted({m for row in rows for m in row["per_model"]}, key=list(results[0].models).index)
     mean["per_model_sla_rate"] = {m: float(np.mean([row["per_model"][m]["sla_rate"] for row in rows
                                                     if m in row["per_model"]])) for m in models}
+    per = np.array(list(mean["per_model_sla_rate"].values()))
+    mean["min_model_sla_rate"] = float(per.min()) if len(per) else math.nan
+    # Jain's fairness index over the tenants' SLA rates: 1 = all equal, 1/n = one tenant served alone
+    mean["fairness_jain"] = float(per.sum() ** 2 / (len(per) * (per ** 2).sum())) if (per > 0).any() else math.nan
     return mean
 
 
 def gains(means: dict[str, dict], of: str) -> dict[str, dict]:
-    """SLA gain and energy overhead of scheduler `of` over each other one (None where undefined)."""
+    """Scheduler `of` against each other one (`mean_summary` records): SLA gain, energy overhead (all
+    layers run) and energy-per-met-request overhead (None where undefined); with per-stream rates, on
+    how many streams `of` met more / as many deadlines (a paired comparison)."""
     mine = means[of]
+
+    def ratio(a, b):
+        return a / b - 1 if b is not None and a is not None and b > 0 and math.isfinite(a) and math.isfinite(b) \
+            else None
     out = {}
     for name, other in means.items():
         if name == of:
             continue
-        sla = mine["sla_rate"] / other["sla_rate"] - 1 if other["sla_rate"] > 0 else None
-        energy = mine["energy_pJ"] / other["energy_pJ"] - 1 if other["energy_pJ"] > 0 else None
-        out[name] = {"sla_gain": sla, "energy_overhead": energy}
+        out[name] = {"sla_gain": ratio(mine["sla_rate"], other["sla_rate"]),
+                     "energy_overhead": ratio(mine["energy_pJ"], other["energy_pJ"])}
+        if "energy_per_met_pJ" in mine and "energy_per_met_pJ" in other:
+            out[name]["energy_per_met_overhead"] = ratio(mine["energy_per_met_pJ"], other["energy_per_met_pJ"])
+        a, b = mine.get("sla_rate_per_seed"), other.get("sla_rate_per_seed")
+        if a is not None and b is not None and len(a) == len(b):
+            out[name]["streams_better"] = int(sum(x > y for x, y in zip(a, b)))
+            out[name]["streams_equal"] = int(sum(x == y for x, y in zip(a, b)))
+            out[name]["streams"] = len(a)
     return out

@@ -46,6 +46,13 @@ class OnlineSchedulingEnv(gym.Env):
 
     def step(self, action):
         sim = self.sim
+        if sim is None:
+            raise RuntimeError("call reset() before step()")
+        if not self.action_space.contains(action) and not (isinstance(action, (int, np.integer))
+                                                           and 0 <= action <= self.max_pairs):
+            raise ValueError(f"action {action!r} is not in {self.action_space}")
+        if sim.finished:
+            raise RuntimeError("the episode has ended: call reset()")
         k = int(action)
         if k < len(self._pairs):
             sim.start(*self._pairs[k])

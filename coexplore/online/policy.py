@@ -85,7 +85,10 @@ def load_policy(path: str | Path) -> Policy:
         data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise CoexploreError(f"not JSON ({exc})", file=path, expected="a policy.json written by coexplore online") from None
-    if not isinstance(data, dict) or data.get("features") != list(FEATURES):
+    if not isinstance(data, dict) or "features" not in data or "weights" not in data:
+        raise CoexploreError("not a policy file (no features and weights)", file=path,
+                             expected="a policy.json an earlier coexplore online run wrote")
+    if data["features"] != list(FEATURES):
         raise CoexploreError("the policy's features are not this version's", file=path, key="features",
                              expected=f"[{', '.join(FEATURES)}]")
     try:

@@ -1,8 +1,9 @@
 """`coexplore online`'s chart: SLA satisfaction per scheduler, overall and per DNN (matplotlib, Agg).
 
 Left: each scheduler's mean SLA rate over the evaluation streams (bar) with every stream's rate
-(dots), best first. Right: the mean SLA rate per DNN (tenant), grouped by scheduler. Built on a
-bare `Figure` (no pyplot state) and written whole or not at all.
+(dots), best first. Right: the mean SLA rate per DNN (tenant), grouped by scheduler, the legend
+outside the axes. Each scheduler keeps its colour in every chart. Built on a bare `Figure` (no pyplot
+state) and written whole or not at all.
 """
 
 from __future__ import annotations
@@ -10,6 +11,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+
+# one colour per scheduler, the same in every chart (relmas red)
+COLOURS = {"relmas": "tab:red", "sjf": "tab:blue", "edf": "tab:orange", "lsf": "tab:green", "prema": "tab:purple",
+           "fcfs": "tab:brown", "static": "tab:gray", "random": "tab:olive"}
+
+
+def scheduler_colours(names: list[str]) -> dict[str, str]:
+    """COLOURS, and for other names (a scheduler of the user's) the unused tab10 colours in turn."""
+    spare = [c for c in ("tab:pink", "tab:cyan", "black", "gold", "navy") if c not in COLOURS.values()]
+    out, k = {}, 0
+    for n in names:
+        if n in COLOURS:
+            out[n] = COLOURS[n]
+        else:
+            out[n] = spare[k % len(spare)]
+            k += 1
+    return out
 
 
 def draw_sla(data: dict, path: str | Path, title: str = "") -> Path:
@@ -20,12 +39,12 @@ def draw_sla(data: dict, path: str | Path, title: str = "") -> Path:
     means = data["schedulers"]
     names = sorted(means, key=lambda n: -means[n]["sla_rate"])
     models = [m["name"] for m in data["models"]]
-    fig = Figure(figsize=(11.0, 4.2))
+    colour = scheduler_colours(list(means))
+    fig = Figure(figsize=(12.0, 4.4))
     FigureCanvasAgg(fig)
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]})
     x = np.arange(len(names))
-    colours = ["tab:red" if n == "relmas" else "tab:blue" for n in names]
-    left.bar(x, [means[n]["sla_rate"] for n in names], color=colours, alpha=0.75)
+    left.bar(x, [means[n]["sla_rate"] for n in names], color=[colour[n] for n in names], alpha=0.85)
     for i, n in enumerate(names):
         per = means[n]["sla_rate_per_seed"]
         left.plot(np.full(len(per), x[i]), per, "k.", markersize=4)
@@ -34,18 +53,16 @@ def draw_sla(data: dict, path: str | Path, title: str = "") -> Path:
     left.set_ylabel("SLA satisfaction rate")
     left.set_title("all requests (dots: each stream)", fontsize=10)
     width = 0.8 / max(1, len(names))
-    others = iter([c for c in (f"C{k}" for k in range(10)) if c != "C3"] * 4)   # C3 (red) is relmas's
     for i, n in enumerate(names):
         per = means[n]["per_model_sla_rate"]
         right.bar(np.arange(len(models)) + (i - (len(names) - 1) / 2) * width,
-                  [per.get(m, np.nan) for m in models], width, label=n,
-                  color="tab:red" if n == "relmas" else next(others))
+                  [per.get(m, np.nan) for m in models], width, label=n, color=colour[n])
     right.set_xticks(np.arange(len(models)), models)
     right.set_ylim(0, 1.02)
     right.set_title("per DNN (tenant)", fontsize=10)
-    right.legend(fontsize=7, ncol=2)
+    right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)   # outside: hides no bar
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
