@@ -114,14 +114,18 @@ def main() -> None:
                          "best_heuristic": best, "worst_heuristic": worst,
                          "gain_vs_best": g[best]["sla_gain"], "gain_vs_worst": g[worst]["sla_gain"],
                          "energy_vs_best": g[best]["energy_overhead"],
+                         "energy_per_met_vs_best": g[best]["energy_per_met_overhead"],
+                         "streams_better_vs_best": g[best]["streams_better"],
+                         "fairness": {k: v["fairness_jain"] for k, v in means.items()},
+                         "per_model_sla": {k: v["per_model_sla_rate"] for k, v in means.items()},
                          "train_s": rec["train_s"], "decision_us": means["relmas"]["decision_us"]})
-    print(f"\n{'scenario':9} {'load':>4} | {'best heuristic':>16} {'relmas':>6} {'vs best':>8} "
-          f"{'vs worst':>17} {'energy vs best':>14}")
+    print("\n| scenario | load | best heuristic | its SLA | relmas SLA | vs best | streams better | vs worst "
+          "| energy vs best | per met request |\n|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"{r['scenario']:9} {r['load']:4g} | {r['best_heuristic']:>9} {r['sla'][r['best_heuristic']]:6.3f} "
-              f"{r['sla']['relmas']:6.3f} {100 * r['gain_vs_best']:+7.1f}% {r['worst_heuristic']:>8} "
-              + ("    n/a" if r["gain_vs_worst"] is None else f"{100 * r['gain_vs_worst']:+7.1f}%")
-              + f" {100 * r['energy_vs_best']:+13.1f}%")
+        print(f"| {r['scenario']} | {r['load']:g} | {r['best_heuristic']} | {r['sla'][r['best_heuristic']]:.3f} | "
+              f"{r['sla']['relmas']:.3f} | {100 * r['gain_vs_best']:+.1f}% | {r['streams_better_vs_best']}/{args.seeds} | "
+              + ("n/a" if r["gain_vs_worst"] is None else f"{100 * r['gain_vs_worst']:+.0f}% ({r['worst_heuristic']})")
+              + f" | {100 * r['energy_vs_best']:+.1f}% | {100 * r['energy_per_met_vs_best']:+.1f}% |")
     print("\nper scheduler SLA rate (mean over streams):")
     cols = [*HEURISTICS, "relmas"]
     print(f"{'scenario':9} {'load':>4} | " + " ".join(f"{c:>6}" for c in cols))
