@@ -10,7 +10,7 @@ import pytest
 from coexplore.errors import CoexploreError
 from coexplore.online.models import served_system
 from coexplore.online.policy import FEATURES, LearnedScheduler, Policy, load_policy, pair_features
-from coexplore.online.schedulers import (EDF, FCFS, HEURISTICS, LeastSlack, Prema, RandomScheduler, Scheduler,
+from coexplore.online.schedulers import (EDF, FCFS, HEURISTICS, LeastSlack, MagmaPlanned, Prema, RandomScheduler, Scheduler,
                                          ShortestRemaining, StaticAssignment, heuristic)
 from coexplore.online.simulator import SchedulerStalled, Simulation, simulate
 from coexplore.online.stream import RequestStream, Scenario, poisson_stream, request_rates
@@ -286,7 +286,7 @@ def test_every_heuristic_serves_every_request_once(name, small):
         assert rows[:, 1].tolist() == list(range(len(small.models[s.model[q]].layers)))
         assert np.all(rows[1:, 3] >= rows[:-1, 4] - 1e-9)
         assert rows[-1, 4] == pytest.approx(r.finish[q])
-    if name != "static":                     # the work-conserving ones never leave a usable core idle
+    if name not in ("static", "magma"):      # the work-conserving ones never leave a usable core idle
         assert checked.lazy == 0
 
 
@@ -575,3 +575,18 @@ def test_policy_file_that_is_not_a_policy(tmp_path):
         (tmp_path / "p.json").write_text(text)
         with pytest.raises(CoexploreError, match="not a policy file"):
             load_policy(tmp_path / "p.json")
+
+
+def test_magma_plan_keeps_each_layer_on_one_core_and_respects_what_cannot_run():
+    # DNN A's layer runs only on core b; B's two layers anywhere: the plan must put A's on b
+    ss = served_system(table([("A", "l", [math.inf, 100], [1, 1], [1, 1]),
+                              ("B", "l0", [50, 60], [1, 1], [1, 1]), ("B", "l1", [70, 40], [1, 1], [1, 1])]), 10.0)
+    sched = MagmaPlanned(budget=200)
+    s = poisson_stream(ss, Scenario(load=0.7, requests=60), 0)
+    r = simulate(ss, s, sched)
+    assert sched.owner[0] == [1]
+    plan = sched.owner
+    for q, l, c, *_ in r.trace:
+        assert c == plan[int(s.model[int(q)])][int(l)]
+    simulate(ss, poisson_stream(ss, Scenario(load=0.7, requests=60), 1), sched)
+    assert sched.owner is plan                          # planned once per served system

@@ -58,7 +58,7 @@ def test_files_agree_with_each_other(done):
     out = tmp / "out"
     rows = list(csv.DictReader((out / "results.csv").open()))
     names = data["run"]["schedulers"]
-    assert sorted(names) == sorted(["fcfs", "edf", "lsf", "sjf", "prema", "static", "random", "relmas"])
+    assert sorted(names) == sorted(["fcfs", "edf", "lsf", "sjf", "prema", "static", "magma", "random", "relmas"])
     assert len(rows) == len(names) * 2
     reqs = list(csv.DictReader((out / "requests.csv").open()))
     assert len(reqs) == 40

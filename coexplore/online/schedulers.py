@@ -5,7 +5,7 @@ decision point returns (request, core) pairs, each request and idle core at most
 left out wait for the next event. The heuristics here are the baselines of RELMAS_NOTES.md
 section 7: a priority rule (FCFS, EDF, least slack, shortest remaining) that hands each request,
 in priority order, the idle core that runs its next layer fastest; PREMA-like tokens; a static
-Herald-like layer-to-core assignment; random. The learned scheduler is in `policy.py`.
+Herald-like layer-to-core assignment and one planned by MAGMA; random. The learned scheduler is in `policy.py`.
 """
 
 from __future__ import annotations
@@ -152,6 +152,46 @@ class StaticAssignment(Scheduler):
         return pairs
 
 
+class MagmaPlanned(StaticAssignment):
+    """MAGMA-planned static placement: before the stream, MAGMA (`coexplore.system`) schedules a batch
+    of requests, as many of each DNN as its share of the request rates asks (at least one), as
+    independent jobs over the shared bandwidth; each (DNN, layer) then lives on the core MAGMA gave
+    its first copy, and each core serves its layers first come first served, as `static` does.
+    `budget` candidates, `seed`: MAGMA's (the plan is made once per served system)."""
+
+    name = "magma"
+
+    def __init__(self, rates=None, budget: int = 2000, seed: int = 0, batch: int = 6):
+        super().__init__(rates)
+        self.budget, self.seed, self.batch = int(budget), int(seed), int(batch)
+        self._plans: dict = {}
+
+    def reset(self, sim, seed):
+        key = id(sim.system)
+        if key not in self._plans:
+            self._plans[key] = (sim.system, self._plan(sim))
+        self.owner = self._plans[key][1]
+
+    def _plan(self, sim) -> list[list[int]]:
+        import numpy as np
+        from coexplore.system.jobs import Job, JobTable
+        from coexplore.system.schedule import search_schedule
+        rates = self.rates or [1.0] * len(sim.lat)
+        copies = [max(1, round(self.batch * r / sum(rates))) for r in rates]
+        rows, first = [], []
+        for m, model in enumerate(sim.system.models):
+            for k in range(copies[m]):
+                if k == 0:
+                    first.append(len(rows))
+                rows.extend((m, l) for l in range(len(model.layers)))
+        models = sim.system.models
+        table = JobTable([Job(name=f"{models[m].name}.{l}.{i}", dnn=models[m].name) for i, (m, l) in enumerate(rows)],
+                         list(sim.system.cores), np.array([models[m].latency[l] for m, l in rows]),
+                         np.array([models[m].bandwidth[l] for m, l in rows]))
+        res = search_schedule(table, sim.bandwidth, "magma", self.budget, self.seed)
+        return [[int(res.core[first[m] + l]) for l in range(len(model.layers))] for m, model in enumerate(models)]
+
+
 class RandomScheduler(Scheduler):
     """Ready requests in random order, each on a random idle core that can run its next layer."""
 
@@ -176,7 +216,7 @@ class RandomScheduler(Scheduler):
 
 
 HEURISTICS = {cls.name: cls for cls in (FCFS, EDF, LeastSlack, ShortestRemaining, Prema, StaticAssignment,
-                                        RandomScheduler)}
+                                        MagmaPlanned, RandomScheduler)}
 
 
 def heuristic(name: str, rates=None) -> Scheduler:
@@ -184,4 +224,4 @@ def heuristic(name: str, rates=None) -> Scheduler:
     if name not in HEURISTICS:
         raise CoexploreError(f"unknown scheduler {name!r}", key="--schedulers",
                              expected="some of: " + ", ".join([*HEURISTICS, "relmas"]))
-    return StaticAssignment(rates) if name == "static" else HEURISTICS[name]()
+    return HEURISTICS[name](rates) if name in ("static", "magma") else HEURISTICS[name]()

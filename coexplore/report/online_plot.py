@@ -15,7 +15,7 @@ import numpy as np
 
 # one colour per scheduler, the same in every chart (relmas red)
 COLOURS = {"relmas": "tab:red", "sjf": "tab:blue", "edf": "tab:orange", "lsf": "tab:green", "prema": "tab:purple",
-           "fcfs": "tab:brown", "static": "tab:gray", "random": "tab:olive"}
+           "fcfs": "tab:brown", "static": "tab:gray", "magma": "tab:pink", "random": "tab:olive"}
 
 
 def scheduler_colours(names: list[str]) -> dict[str, str]:
