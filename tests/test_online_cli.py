@@ -274,3 +274,53 @@ def test_summary_lines_agree_with_the_record(tmp_path, capsys):
     b = data["schedulers"][data["best_heuristic"]]["sla_rate_per_seed"]
     assert g["streams_better"] == sum(x > y for x, y in zip(a, b)) and g["streams"] == 3
     assert f"more met on {g['streams_better']} of 3 streams" in text
+
+
+def test_best_heuristic_tie_goes_to_less_energy(tmp_path):
+    t = _table(tmp_path / "t.csv")
+    assert main(["online", "--table", str(t), "--bandwidth", "10", "--load", "0.1", "--slack", "100", "200",
+                 "--schedulers", "fcfs,random", *FAST, "--out", str(tmp_path / "o"), "--json"]) == 0
+    d = json.loads((tmp_path / "o" / "online.json").read_text())
+    s = d["schedulers"]
+    assert s["fcfs"]["sla_rate"] == s["random"]["sla_rate"] == 1.0 and s["fcfs"]["energy_pJ"] != s["random"]["energy_pJ"]
+    assert d["best_heuristic"] == min(s, key=lambda n: s[n]["energy_pJ"])
+
+
+def test_fewer_generations_than_the_kept_policy_are_not_served_by_it(tmp_path):
+    t = _table(tmp_path / "t.csv")
+    args = ["online", "--table", str(t), "--bandwidth", "10", "--schedulers", "fcfs,relmas", *FAST, "--out",
+            str(tmp_path / "o"), "--json"]
+    assert main(args) == 0
+    assert main([*args, "--train-generations", "1"]) == 0             # (last one wins in argparse)
+    d = json.loads((tmp_path / "o" / "online.json").read_text())
+    assert len(d["policy"]["training_history"]) == 1
+
+
+def test_summary_names_the_worst_heuristic_and_energy_in_joules(tmp_path, capsys):
+    t = _table(tmp_path / "t.csv")
+    assert main(["online", "--table", str(t), "--bandwidth", "10", "--load", "1.5", "--schedulers",
+                 "sjf,static,relmas", *FAST, "--out", str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    d = json.loads((tmp_path / "o" / "online.json").read_text())
+    h = {n: m["sla_rate"] for n, m in d["schedulers"].items() if n != "relmas"}
+    assert len(set(h.values())) == len(h)
+    assert f"vs the worst ({min(h, key=h.get)})" in text
+    for name, m in d["schedulers"].items():
+        row = next(line.split() for line in text.splitlines() if line.startswith(name + " "))
+        assert float(row[4]) == pytest.approx(m["energy_pJ"] * 1e-12, rel=1e-3)
+
+
+def test_no_plot_removes_an_earlier_chart(tmp_path):
+    t = _table(tmp_path / "t.csv")
+    args = ["online", "--table", str(t), "--bandwidth", "10", "--schedulers", "fcfs", "--requests", "20", "--seeds", "1",
+            "--no-progress", "--out", str(tmp_path / "o"), "--json"]
+    assert main(args) == 0 and (tmp_path / "o" / "sla.png").is_file()
+    assert main([*args, "--no-plot"]) == 0
+    assert not (tmp_path / "o" / "sla.png").exists()
+
+
+def test_keep_late_is_recorded(tmp_path):
+    t = _table(tmp_path / "t.csv")
+    assert main(["online", "--table", str(t), "--bandwidth", "10", "--schedulers", "fcfs", "--requests", "20",
+                 "--seeds", "1", "--no-progress", "--no-plot", "--keep-late", "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert json.loads((tmp_path / "o" / "online.json").read_text())["run"]["drop_late"] is False

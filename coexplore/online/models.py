@@ -48,6 +48,7 @@ class ServedSystem:
     models: tuple[ServedModel, ...]
     cores: tuple[str, ...]
     bandwidth: float
+    energy_known: bool = True     # False: the job table has no (or not every) energy: results say NaN
 
     @property
     def num_cores(self) -> int:
@@ -78,4 +79,4 @@ def served_system(table: JobTable, bandwidth: float) -> ServedSystem:
             stretch = np.maximum(1.0, bw / bandwidth)
         models.append(ServedModel(name, tuple(table.jobs[j].layer or table.jobs[j].name for j in rows),
                                   lat, bw, en, lat * stretch))
-    return ServedSystem(tuple(models), tuple(table.cores), bandwidth)
+    return ServedSystem(tuple(models), tuple(table.cores), bandwidth, table.has_energy())

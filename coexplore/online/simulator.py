@@ -123,10 +123,13 @@ class Simulation:
                 d = left[c] / (share if need[c] > 0 else 1.0)
                 if d < step:
                     step, first = d, c
+        other = math.inf                          # the next arrival or deadline
         if self._next < len(self.arrival):
-            step = min(step, self.arrival[self._next] - self.t)
+            other = self.arrival[self._next] - self.t
         if self.drop_late and self.ready:
-            step = min(step, min(self.deadline[r] for r in self.ready) - self.t)
+            other = min(other, min(self.deadline[r] for r in self.ready) - self.t)
+        if other < step:                          # an earlier arrival or deadline: no layer ends by rounding
+            step, first = other, -1
         if step == math.inf:
             raise SchedulerStalled(f"{len(self.ready)} requests wait, every core is idle and nothing is left "
                                    "to happen", key="scheduler", expected="a scheduler that starts a ready request "
@@ -242,6 +245,7 @@ def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: 
         for r, c in pairs:
             sim.start(r, c)
     return OnlineResult(scheduler.name, tuple(m.name for m in system.models), system.cores, system.bandwidth,
-                        stream.arrival, stream.deadline, stream.model, np.array(sim.finish), sim.energy,
+                        stream.arrival, stream.deadline, stream.model, np.array(sim.finish),
+                        sim.energy if system.energy_known else math.nan,
                         np.array(sim.busy), sim.dram_bytes, sim.t, decisions, spent,
                         np.array(sim.trace, dtype=float).reshape(-1, 5))

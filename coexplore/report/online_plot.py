@@ -19,7 +19,7 @@ COLOURS = {"relmas": "tab:red", "sjf": "tab:blue", "edf": "tab:orange", "lsf": "
 
 
 def scheduler_colours(names: list[str]) -> dict[str, str]:
-    """COLOURS, and for other names (a scheduler of the user's) the unused tab10 colours in turn."""
+    """COLOURS, and for other names (a scheduler of the user's) colours COLOURS does not use, in turn."""
     spare = [c for c in ("tab:pink", "tab:cyan", "black", "gold", "navy") if c not in COLOURS.values()]
     out, k = {}, 0
     for n in names:
