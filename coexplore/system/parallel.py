@@ -15,10 +15,22 @@ class WorkerDied(CoexploreError):
 
 def ignore_ctrl_c() -> None:
     """A worker process's initializer: the parent process handles Ctrl-C and SIGTERM (sent to the
-    whole process group by a terminal, `kill -- -PGID` or a job scheduler) and ends the workers."""
+    whole process group by a terminal, `kill -- -PGID` or a job scheduler) and ends the workers. A
+    worker whose parent dies without ending it (killed, or a script with no SIGTERM handling) exits
+    within a second instead of running its task on for nobody."""
+    import os
     import signal
+    import threading
+    import time
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 def _new_pool(workers: int):

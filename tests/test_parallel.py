@@ -1,0 +1,75 @@
+"""coexplore.system.parallel: results in task order from a kept pool (the same as one process), and
+workers that do not outlive a parent killed without cleaning up."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from coexplore.system.parallel import WorkerPool
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _square(x):
+    return x * x
+
+
+def test_worker_pool_keeps_task_order_over_rounds():
+    with WorkerPool(2) as pool:
+        assert pool.map(_square, list(range(7))) == [x * x for x in range(7)]
+        assert pool.map(_square, [3, 1]) == [9, 1]
+
+
+PARENT = """
+import sys, time
+sys.path.insert(0, {root!r})
+from coexplore.system.parallel import in_processes
+
+def slow(x):
+    time.sleep(120)
+    return x
+
+if __name__ == "__main__":
+    for r in in_processes(slow, [1, 2], 2):
+        print(r)
+"""
+
+
+def _children(pid: int) -> set[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+def test_workers_exit_when_their_parent_is_killed(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(PARENT.format(root=str(ROOT)))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    try:
+        deadline = time.time() + 60
+        workers: set[int] = set()
+        while time.time() < deadline and len(workers) < 2:      # (the resource tracker is a child too)
+            workers = _children(parent.pid)
+            time.sleep(0.2)
+        assert len(workers) >= 2
+        time.sleep(1.0)                                         # the workers are up and sleeping in their task
+        os.kill(parent.pid, signal.SIGKILL)                     # no cleanup: the workers are on their own
+        parent.wait()
+        end = time.time() + 10
+        while time.time() < end and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
