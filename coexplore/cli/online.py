@@ -159,11 +159,7 @@ def run(args) -> int:
     png = None
     if not args.no_plot:
         from coexplore.report.online_plot import draw_sla
-        png = draw_sla(data, out / "sla.png", title=f"{data['name']}: load {scenario.load:g}, slack "
-                       f"{scenario.slack[0]:g}-{scenario.slack[1]:g}"
-                       + (f", mix {':'.join(f'{w:g}' for w in scenario.mix)}" if scenario.mix else "")
-                       + f", {system.bandwidth:g} B/cycle, {'late requests run to the end' if args.keep_late else 'late requests dropped'}; "
-                       f"{scenario.requests} requests x {args.seeds} streams")
+        png = draw_sla(data, out / "sla.png", title=_chart_title(data["name"], scenario, system.bandwidth, args))
     elif (out / "sla.png").exists():
         (out / "sla.png").unlink()                   # an earlier run's chart would not match
     if args.json:
@@ -171,9 +167,17 @@ def run(args) -> int:
     else:
         print("\n".join(_summary(data)))
         print(f"results    {out / RESULT}\nper stream {out / 'results.csv'}\nrequests   {out / 'requests.csv'}"
-              + (f"\npolicy     {out / 'policy.json'}" if (out / "policy.json").exists() and "relmas" in names else "")
+              + (f"\npolicy     {out / 'policy.json'}" if "relmas" in names and not args.policy else "")
               + (f"\nchart      {png}" if png else ""))
     return 0
+
+
+def _chart_title(name: str, scenario, bandwidth: float, args) -> str:
+    """What the chart's numbers depend on, in one line."""
+    mix = f", mix {':'.join(f'{w:g}' for w in scenario.mix)}" if scenario.mix else ""
+    late = "late requests run to the end" if args.keep_late else "late requests dropped"
+    return (f"{name}: load {scenario.load:g}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
+            f"{bandwidth:g} B/cycle, {late}; {scenario.requests} requests x {args.seeds} streams")
 
 
 def _job_table(args):

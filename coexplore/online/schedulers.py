@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import random
+from abc import ABC, abstractmethod
 
 from coexplore.errors import CoexploreError
 from coexplore.online.simulator import Simulation
 
 
-class Scheduler:
+class Scheduler(ABC):
     """Base class: `name`, `reset`, `decide`."""
 
     name = "scheduler"
@@ -25,8 +26,9 @@ class Scheduler:
     def reset(self, sim: Simulation, seed: int) -> None:
         """Called once before the stream starts."""
 
+    @abstractmethod
     def decide(self, sim: Simulation) -> list[tuple[int, int]]:
-        raise NotImplementedError
+        """(request, idle core) pairs to start now, each request and core at most once."""
 
 
 def fastest_idle(sim: Simulation, request: int, idle: list[int]) -> int:
@@ -56,8 +58,9 @@ def greedy(sim: Simulation, order) -> list[tuple[int, int]]:
 class PriorityScheduler(Scheduler):
     """Smallest key first (ties: the request that became ready first), each on its fastest idle core."""
 
+    @abstractmethod
     def key(self, sim: Simulation, r: int) -> float:
-        raise NotImplementedError
+        """The priority of ready request r (smaller first)."""
 
     def decide(self, sim):
         return greedy(sim, sorted(sim.ready, key=lambda r: self.key(sim, r)))
