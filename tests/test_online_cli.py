@@ -144,7 +144,7 @@ def test_chart_is_drawn(tmp_path):
     (["--slack", "3", "1"], "--slack"),
     (["--load", "-1"], "--load"),
     (["--bandwidth", "0"], "--bandwidth"),
-    (["--policy", "nowhere.json"], "key '--policy': no such file nowhere.json"),
+    (["--policy", "nowhere.json"], "nowhere.json: key '--policy': file not found"),
     (["--seeds", "0"], "key '--seeds'"),
     (["--seeds", "-2"], "key '--seeds'"),
     (["--workload", "resnet50"], "--workload"),
@@ -184,7 +184,7 @@ def test_keep_late_changes_the_outcome(tmp_path, capsys):
 
 def test_missing_table_is_named(tmp_path, capsys):
     assert main(["online", "--table", str(tmp_path / "none.csv"), "--bandwidth", "4", "--no-progress"]) == 2
-    assert "key '--table': no such file" in capsys.readouterr().err
+    assert "none.csv: key '--table': file not found" in capsys.readouterr().err
 
 
 def test_keep_late_trains_for_late_requests_too(tmp_path):

@@ -113,10 +113,13 @@ def run(args) -> int:
     train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
     policy = None
     if args.policy:
-        if not Path(args.policy).is_file():
-            raise CoexploreError(f"no such file {args.policy}", key="--policy",
-                                 expected="a policy.json an earlier coexplore online run wrote")
-        policy = load_policy(args.policy)
+        try:
+            policy = load_policy(args.policy)
+        except CoexploreError as exc:           # (a file that cannot be read: said with the option's name)
+            if exc.key is None:
+                exc.key = "--policy"
+                exc.args = (exc.format(),)
+            raise
     if args.policy and "relmas" not in names:
         raise CoexploreError("relmas is not among the schedulers", key="--policy",
                              expected="--schedulers with relmas, or no --policy")
@@ -184,8 +187,8 @@ def _job_table(args):
     """The job table and bandwidth: SYSTEM.yaml's (layers mapped through the cache) or --table's."""
     from coexplore.cli.schedule import system_table
     if args.table:
-        from coexplore.system.tables import load_table
-        return load_table(args.table), args.bandwidth
+        from coexplore.cli.schedule import load_table_option
+        return load_table_option(args.table), args.bandwidth
     table, bandwidth, _ = system_table(args, progress=not args.no_progress, command="online")
     return table, bandwidth
 

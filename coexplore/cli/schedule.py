@@ -104,9 +104,6 @@ def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> No
         if args.bandwidth is None:
             raise CoexploreError("no system bandwidth given", key="--bandwidth",
                                  expected="--bandwidth B (bytes/cycle, > 0)")
-        if not Path(args.table).is_file():
-            raise CoexploreError(f"no such file {args.table}", key="--table",
-                                 expected="a job table CSV (lat_<core>/bw_<core> columns)")
     else:
         args.system = str(resolve("arch", args.system))   # a bundled system name such as `simba_2x2`
     if args.bandwidth is not None:
@@ -117,8 +114,20 @@ def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> No
             raise
 
 
+def load_table_option(path: str):
+    """The --table job table; a file that cannot be read is said with the option's name."""
+    from coexplore.system.tables import load_table
+    try:
+        return load_table(path)
+    except CoexploreError as exc:
+        if exc.key is None:
+            exc.key = "--table"
+            exc.args = (exc.format(),)
+        raise
+
+
 def run(args) -> int:
-    from coexplore.system.tables import load_table, save_table
+    from coexplore.system.tables import save_table
 
     check_job_table_source(args, "schedule")
     progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
@@ -128,7 +137,7 @@ def run(args) -> int:
     if budget < 1:
         raise CoexploreError(f"got {budget}", key="--budget", expected="an integer >= 1")
     if args.table:            # checked before the output folder is chosen (and announced)
-        table, bandwidth = load_table(args.table), args.bandwidth
+        table, bandwidth = load_table_option(args.table), args.bandwidth
     run_desc = _run_description(args, mapper, budget)
     out = _out_dir(args, mapper, run_desc)
     clock = None                                # GHz: the system's (a table has no clock)
