@@ -324,3 +324,21 @@ def test_keep_late_is_recorded(tmp_path):
     assert main(["online", "--table", str(t), "--bandwidth", "10", "--schedulers", "fcfs", "--requests", "20",
                  "--seeds", "1", "--no-progress", "--no-plot", "--keep-late", "--out", str(tmp_path / "o"), "--json"]) == 0
     assert json.loads((tmp_path / "o" / "online.json").read_text())["run"]["drop_late"] is False
+
+
+def test_a_layer_no_core_maps_is_a_failed_run_not_bad_input(tmp_path, capsys):
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    system = tmp_path / "dlrm.yaml"       # DLRM's fc layers find no valid mapping on either core in 10 samples
+    system.write_text(f"""system:
+  name: dlrm_tiny_budget
+  dram: {{type: LPDDR4, width: 64, bandwidth_GBps: 25.6}}
+  cores:
+  - {{name: simba, template: simba, params: {{}}}}
+  - {{name: eyeriss, template: eyeriss, params: {{}}}}
+workloads: [{root / 'problems' / 'dlrm_mlp.yaml'}]
+""")
+    rc = main(["online", str(system), "--layer-budget", "10", "--no-cache", "--no-progress", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "coexplore online: " in err and "(nor on eyeriss)" in err and "error:" not in err, err
+    assert not (tmp_path / "o").exists()
