@@ -342,3 +342,16 @@ workloads: [{root / 'problems' / 'dlrm_mlp.yaml'}]
     err = capsys.readouterr().err
     assert rc == 1 and "coexplore online: " in err and "(nor on eyeriss)" in err and "error:" not in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_stream_of_very_many_layers_is_said():
+    from coexplore.cli.online import LARGE_STREAM, stream_size_note
+    rows = [("big", f"l{i}", [10, 20], [0, 0], [1, 1]) for i in range(1200)] + [("small", "l", [10, 20], [0, 0], [1, 1])]
+    t = JobTable([Job(name=f"{d}.{l}", dnn=d, layer=l) for d, l, *_ in rows], ["a", "b"],
+                 np.array([r[2] for r in rows], float), np.zeros((len(rows), 2)), np.ones((len(rows), 2)))
+    system = served_system(t, 1.0)
+    # equal rates: a request runs (1200 + 1) / 2 = 600.5 layers on average
+    note = stream_size_note(system, [1.0, 1.0], 400, 123)
+    assert note.startswith("a stream runs ~240,200 layers (layers per request: big 1,200)") and "123 streams" in note
+    assert stream_size_note(system, [1.0, 1.0], int(LARGE_STREAM / 600.5) - 1, 123) is None
+    assert stream_size_note(system, [0.0, 1.0], 400, 123) is None        # only the 1-layer DNN is requested

@@ -134,6 +134,11 @@ def run(args) -> int:
     from coexplore.online.stream import request_rates
     system = served_system(table, bandwidth)
     rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
+    simulations = len(names) * args.seeds + (2 * train.pairs * train.streams * train.generations
+                                             if "relmas" in names and not args.policy else 0)
+    note = stream_size_note(system, rates, scenario.requests, simulations)
+    if note:
+        print(f"coexplore online: note: {note}", file=sys.stderr)
     run_desc = _run_description(args, scenario, train, names)
     out = _out_dir(args, run_desc)
     if "relmas" in names and policy is None:
@@ -173,6 +178,23 @@ def run(args) -> int:
               + (f"\npolicy     {out / 'policy.json'}" if "relmas" in names and not args.policy else "")
               + (f"\nchart      {png}" if png else ""))
     return 0
+
+
+LARGE_STREAM = 200_000    # layer runs per stream from which the command says how many there are
+
+
+def stream_size_note(system, rates, requests: int, simulations: int) -> str | None:
+    """A note when a stream runs so many layers (DNNs of thousands of layers, e.g. MobileNet-V2 with its
+    depthwise layers as one job per channel) that the run's `simulations` of a stream take long; else None."""
+    layers = [len(m.layers) for m in system.models]
+    per_request = sum(r * n for r, n in zip(rates, layers)) / max(sum(rates), 1e-300)
+    runs = requests * per_request
+    if runs < LARGE_STREAM:
+        return None
+    big = [f"{m.name} {len(m.layers):,}" for m in system.models if len(m.layers) >= 1000]
+    return (f"a stream runs ~{runs:,.0f} layers" + (f" (layers per request: {', '.join(big)})" if big else "")
+            + f"; this run simulates {simulations:,} streams (training and evaluation), each for seconds to minutes: "
+            "fewer --requests or --train-generations, or a grouped workload (mobilenet_v2_grouped), keep it short")
 
 
 def _chart_title(name: str, scenario, bandwidth: float, args) -> str:
