@@ -204,13 +204,5 @@ def plot_pareto(points: list[dict], objectives: list[Objective], front, path: st
     """Write the Pareto plot of a sweep's records as a PNG (whole or not at all) and return its path.
     `front` flags the non-dominated points (`coexplore.sweep.pareto.pareto_front`); failed points
     and points without finite objective values are left out and counted in the title."""
-    fig = draw_pareto(points, objectives, front, title)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    try:                               # written whole or not at all (Ctrl-C, full disk)
-        fig.savefig(tmp, dpi=110)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    from coexplore.system.plot import save_png
+    return save_png(draw_pareto(points, objectives, front, title), path)

@@ -72,12 +72,21 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     axb.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, borderaxespad=0.0,
                ncol=1 + N // 12)                # beside the chart, as the DNN legend: never over the data
     fig.tight_layout()
+    try:
+        return save_png(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def save_png(fig, path: str | Path) -> Path:
+    """Write a matplotlib figure as a PNG (110 dpi) whole or not at all (a temporary file renamed into
+    place: a Ctrl-C or a full disk never leaves half a chart); the charts of schedule, sweep and online."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
-    try:                               # written whole or not at all (Ctrl-C, full disk)
+    try:
         fig.savefig(tmp, dpi=110)
         tmp.replace(path)
     finally:
-        plt.close(fig)
         tmp.unlink(missing_ok=True)
     return path
