@@ -2,7 +2,8 @@
 
     coexplore sweep SYSTEM.yaml [--workload problems/X.yaml ...] [--layer-searcher marl]
                     [--layer-budget N] [--layer-seed S] [--searcher magma] [--budget N] [--seed S]
-                    [--jobs N] [--cache PATH | --no-cache] [--objectives latency,energy,area]
+                    [--jobs N] [--ray [ADDRESS]] [--cache PATH | --no-cache]
+                    [--objectives latency,energy,area]
                     [--out DIR] [--restart] [--json] [--no-plot] [--no-progress]
 
 For every point of the system's `sweep.axes` (their Cartesian product): map every distinct layer of
@@ -47,9 +48,14 @@ def register(subparsers) -> None:
     p.add_argument("--budget", type=count, default=None, metavar="N",
                    help="schedule samples per point (default: the mapper YAML's budget, else 10000)")
     p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed of the scheduler (default 0)")
-    p.add_argument("--jobs", type=processes, default=1, metavar="N",
+    p.add_argument("--jobs", type=processes, default=None, metavar="N",
                    help="processes: the points' layers mapped N at a time, then the points run N at a time "
-                        "(default 1; the same results with any N)")
+                        "(default 1; the same results with any N); with --ray, the Ray tasks in flight "
+                        "(default: the cluster's CPUs)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the layer searches and the points as Ray tasks (pip install 'coexplore[ray]'): "
+                        "on the cluster at ADDRESS (HOST:6379, ray://HOST:10001, auto) or $RAY_ADDRESS, else "
+                        "on a Ray started on this machine with --jobs CPUs; the same results as one process")
     add_cache_option(p, no_cache=True)
     p.add_argument("--objectives", metavar="A,B,...",
                    help="objectives of the Pareto front, from " + ", ".join(OBJECTIVES) +
@@ -69,10 +75,11 @@ def run(args) -> int:
     from coexplore.arch.system import load_system_arch
     from coexplore.cli.schedule import layer_mapper_option, system_mapper_option
     from coexplore.report.gantt import draw_gantt
-    from coexplore.sweep.run import SweepSettings, run_sweep
-    from coexplore.sweep.store import SweepStore
-    from coexplore.system.parallel import WorkerDied
+    from coexplore.sweep.run import SweepSettings
 
+    if args.ray is not None:
+        from coexplore.system.ray_tasks import require_ray
+        require_ray()
     args.system = str(resolve("arch", args.system))
     system = load_system_arch(args.system)          # every point is checked to build before any work
     spec = system.spec
@@ -90,8 +97,25 @@ def run(args) -> int:
     settings = SweepSettings(workloads=args.workload, layer_mapper=layer_mapper, layer_budget=layer_budget,
                              layer_seed=0 if args.layer_seed is None else args.layer_seed,
                              searcher=mapper.searcher, config=mapper.config, budget=budget, seed=args.seed,
-                             workers=args.jobs, gantt=None if args.no_plot else draw_gantt)
+                             workers=(args.jobs or 0) if args.ray is not None else (args.jobs or 1),
+                             ray=args.ray is not None, gantt=None if args.no_plot else draw_gantt)
     run_desc = _run_description(args, mapper, settings, spec)
+    if args.ray is None:
+        return _sweep_into(args, spec, settings, run_desc, objectives)
+    from coexplore.system.ray_tasks import start_ray, stop_ray
+    joined = start_ray(args.ray or None, cpus=args.jobs)     # before the result folder: a bad address is said first
+    try:
+        return _sweep_into(args, spec, settings, run_desc, objectives)
+    finally:
+        if joined:
+            stop_ray()
+
+
+def _sweep_into(args, spec, settings, run_desc: dict, objectives: list) -> int:
+    """Run the sweep into its result folder (chosen here) and write its tables and report."""
+    from coexplore.sweep.run import run_sweep
+    from coexplore.sweep.store import SweepStore
+    from coexplore.system.parallel import WorkerDied
     if args.out and not args.restart:
         _refuse_other_runs_points(Path(args.out), run_desc)
     out = chosen_dir(args.out, RESULT, run_desc, "sweep") if args.out else \

@@ -551,6 +551,48 @@ class ResultCache:
         return n
 
 
+class MemoryCache:
+    """A result cache held in memory, for a task on another machine (a Ray worker) that cannot reach
+    the SQLite file: seeded with the records it may read, it keeps what the task stores (`added`:
+    (key, record, meta) triples) for the driver to write into its `ResultCache` with `put_many`.
+    Records go through JSON as in the file, so a hit reads the same values either way."""
+
+    path = None
+
+    def __init__(self, records: Mapping[str, Mapping[str, Any]] | None = None):
+        self._records = {k: _record_json(v) for k, v in (records or {}).items()}
+        self.added: list[tuple[str, dict, dict | None]] = []
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str, *, count: bool = True) -> dict | None:
+        text = self._records.get(key)
+        if count:
+            if text is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return None if text is None else json.loads(text)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._records
+
+    def put(self, key: str, record: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> None:
+        self.put_many([(key, record, meta)])
+
+    def put_many(self, items: Iterable[tuple[str, Mapping[str, Any], Mapping[str, Any] | None]]) -> int:
+        n = 0
+        for key, record, meta in items:
+            _row(key, record, meta)                      # (the file's checks)
+            self._records[key] = _record_json(record)
+            self.added.append((key, json.loads(self._records[key]), None if meta is None else _plain(meta)))
+            n += 1
+        return n
+
+    def close(self) -> None:
+        pass
+
+
 def _record_json(record: Mapping[str, Any]) -> str:
     if not isinstance(record, Mapping):
         raise TypeError(f"a cache record is a dict, got {type(record).__name__}")

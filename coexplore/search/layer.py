@@ -249,12 +249,19 @@ def _cache_entry(ctx: Context, constraints, spec: registry.MapperSpec, seed: int
     return key, hit if hit is not None and len(hit.get("x") or ()) == ms.n_params else None
 
 
+def cached_entry(ctx: Context, constraints, spec: registry.MapperSpec, budget: int, seed: int | None,
+                 cache) -> tuple[str | None, dict | None]:
+    """The cache key `map_layer` with these arguments uses (None: it would not cache) and the record
+    `cache` holds under it (None: none; a lookup not counted as a hit)."""
+    if cache is None or seed is None:
+        return None, None
+    ms = MapSpace(ctx.arch, ctx.problem, constraints)
+    return _cache_entry(ctx, constraints, spec, seed, budget, ms, cache, count=False)
+
+
 def is_cached(ctx: Context, constraints, spec: registry.MapperSpec, budget: int, seed: int | None, cache) -> bool:
     """Whether `map_layer` with these arguments would answer from `cache` (not counted as a hit)."""
-    if cache is None or seed is None:
-        return False
-    ms = MapSpace(ctx.arch, ctx.problem, constraints)
-    return _cache_entry(ctx, constraints, spec, seed, budget, ms, cache, count=False)[1] is not None
+    return cached_entry(ctx, constraints, spec, budget, seed, cache)[1] is not None
 
 
 def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, result: SearchResult,

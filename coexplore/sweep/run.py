@@ -37,6 +37,7 @@ class SweepSettings:
     budget: int = 10_000
     seed: int = 0
     workers: int = 1                     # processes: every point's layers mapped, then points run, N at a time
+    ray: bool = False                    # as tasks on the Ray cluster joined (ray_tasks.start_ray); workers: in flight (0: all CPUs)
     gantt: Callable | None = None        # draws a point's Gantt chart (report.gantt.draw_gantt), if any
     estimator: str = "builtin"           # prices the cores' ERT/ART written per point
 
@@ -132,7 +133,8 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
     """Every point of `spec`'s sweep not yet in `store`, in sweep order (last axis fastest); each
     stored as it ends and handed to `on_point(record)`. With `settings.workers` > 1 the layers of all
     the points are mapped first (each distinct core design once, into the cache) and then the points
-    run in that many processes (the same records as one process). Returns every point's record."""
+    run in that many processes; with `settings.ray`, both as tasks on the Ray cluster (see
+    `_points_on_ray`). The same records as one process. Returns every point's record."""
     if store.others:
         raise CoexploreError(f"holds {store.others} points of another sweep run (another key)", file=str(store.path),
                              expected="a folder of this run, or store.drop_others() / store.clear() first")
@@ -140,7 +142,8 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
     ids = point_ids(len(points))
     todo = [i for i in range(len(points)) if i not in store.records]
     bar = None
-    parallel = settings.workers > 1 and len(todo) > 1
+    parallel = (settings.workers > 1 and len(todo) > 1) or (settings.ray and bool(todo))
+    entries: dict = {}                          # the layers' cache records, for the points' Ray tasks
 
     def done(rec: dict) -> None:
         store.add(rec)
@@ -153,12 +156,15 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
             from coexplore.system.from_system import map_layers
             map_layers(_buildable(spec, [points[i] for i in todo]), settings.workloads,
                        settings.layer_mapper, settings.layer_budget, settings.layer_seed, cache=cache,
-                       progress=progress, workers=settings.workers)
+                       progress=progress, workers=settings.workers, ray=settings.ray,
+                       entries=entries if settings.ray else None)
         if progress:
             from coexplore.progress import progress_bar
             bar = progress_bar(total=len(points), initial=len(points) - len(todo), desc="sweep points",
                                unit="point")
-        if parallel:
+        if parallel and settings.ray:
+            _points_on_ray(spec, [(i, ids[i], points[i]) for i in todo], settings, store.out, cache, entries, done)
+        elif parallel:
             _points_in_parallel(spec, [(i, ids[i], points[i]) for i in todo], settings, store.out, cache, done)
         else:
             for i in todo:
@@ -208,3 +214,57 @@ def _point_in_worker(task) -> tuple:
     finally:
         if cache is not None:
             cache.close()
+
+
+def _points_on_ray(spec: SystemSpec, todo: list, settings: SweepSettings, out: Path, cache, entries: dict,
+                   done) -> None:
+    """Run the points `todo` = [(index, id, values)] as Ray tasks. A task gets the layers' cache
+    records (`entries`, one object for all) and runs its point in a folder of its own node; its
+    record, files and new cache entries come back, and are written here: the cache and the result
+    folder have one writer, whatever the nodes can reach. `done(record)` as each ends."""
+    import dataclasses
+
+    from coexplore.system.ray_tasks import on_ray
+    one = dataclasses.replace(settings, workers=1, ray=False)
+    tasks = [(spec, i, pid, values, one) for i, pid, values in todo]
+    for _, (rec, files, added, error) in on_ray(_point_on_ray, tasks, shared=entries, limit=settings.workers or None):
+        if added and cache is not None:
+            cache.put_many(added)
+        if error is not None:
+            raise CoexploreError(error[0], file=error[1], key=error[2], expected=error[3])
+        _put_files(out / rec["dir"], files)
+        done(rec)
+
+
+def _point_on_ray(task, entries: dict) -> tuple:
+    """One point as a Ray task, in a temporary folder: (record, {path in its folder: bytes}, the
+    cache entries it made, None), or (None, {}, entries, the CoexploreError's parts)."""
+    import tempfile
+
+    from coexplore.model.cache import MemoryCache
+    spec, index, pid, values, settings = task
+    warnings.simplefilter("ignore")       # what the point warns of is in its record
+    cache = MemoryCache(entries)
+    with tempfile.TemporaryDirectory(prefix="coexplore-point-") as tmp:
+        try:
+            rec = run_point(spec, index, pid, values, settings, Path(tmp), cache=cache)
+        except CoexploreError as exc:
+            return None, {}, cache.added, (exc.message, exc.file, exc.key, exc.expected)
+        folder = Path(tmp) / rec["dir"]
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return rec, files, cache.added, None
+
+
+def _put_files(folder: Path, files: dict) -> None:
+    """A point's files into `folder`, replacing what was there: written beside it, then renamed, so
+    a stop leaves either the old folder or the whole new one."""
+    import shutil
+    part = folder.with_name(f".{folder.name}.part")
+    shutil.rmtree(part, ignore_errors=True)
+    for name, data in files.items():
+        path = part / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    part.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    part.rename(folder)

@@ -131,14 +131,38 @@ def _map_in_worker(task) -> tuple:
         return i, None
 
 
-def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: int, done) -> dict:
-    """The best mapping records of `items` = [(key, layer, CoreModel)] searched by `workers` processes
-    (each search seeded as it would be alone, so the results are those of one process), by key;
-    finished searches are cached as they end, so an interrupted run keeps them. `done(key)` after each."""
+def _map_on_ray(task) -> tuple:
+    """One (layer, core design) search as a Ray task: (pair index, the best mapping's record or None,
+    the cache entries it made, for the driver to store)."""
+    from coexplore.model.cache import MemoryCache
+    i, cm, layer, spec, budget, seed, _ = task
+    warnings.simplefilter("ignore")
+    cache = MemoryCache()
+    try:
+        ctx = layer_context(cm, layer)
+        return i, map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache).best, cache.added
+    except Exception:
+        return i, None, []
+
+
+def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: int, done,
+                     ray: bool = False) -> dict:
+    """The best mapping records of `items` = [(key, layer, CoreModel)] searched by `workers` processes,
+    or as tasks on the Ray cluster the caller joined (`ray`; `workers` then caps the tasks in flight,
+    0: the cluster's CPUs), each search seeded as it would be alone, so the results are those of one process; by
+    key. Finished searches are cached as they end, so an interrupted run keeps them. `done(key)`
+    after each."""
     cache_path = None if cache is None else str(cache.path)
     tasks = [(i, cm, layer, spec, budget, seed, cache_path) for i, (_, layer, cm) in enumerate(items)]
+    if ray:
+        from coexplore.system.ray_tasks import on_ray
+        ended = (result for _, result in on_ray(_map_on_ray, tasks, limit=workers or None))
+    else:
+        ended = ((i, rec, ()) for i, rec in in_processes(_map_in_worker, tasks, workers))
     records = {}
-    for i, rec in in_processes(_map_in_worker, tasks, workers):
+    for i, rec, added in ended:
+        if added and cache is not None:
+            cache.put_many(added)
         if rec is not None:
             records[items[i][0]] = rec
         done(items[i][0])
@@ -164,11 +188,15 @@ def system_workloads(system: SystemArch, workloads: list[str | Path] | None = No
 
 def map_layers(systems: list[SystemArch], workloads: list[str | Path] | None = None,
                layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000, seed: int = 0,
-               cache=None, progress: bool = False, workers: int = 1) -> int:
+               cache=None, progress: bool = False, workers: int = 1, ray: bool = False,
+               entries: dict | None = None) -> int:
     """Map every distinct (layer, core design) pair of several systems (a sweep's points) into `cache`
-    in `workers` processes, a design shared by several systems (equal content) once, so that their job
+    in `workers` processes (or as Ray tasks: `ray`, see `_map_in_parallel`), a design shared by
+    several systems (equal content) once, so that their job
     tables then come from the cache; pairs already cached are not searched. Searches that find no
-    valid mapping are left for the job table to report. The number of pairs searched."""
+    valid mapping are left for the job table to report. `entries`, if given, receives the cache
+    records of every pair (key -> record), for tasks that cannot read the cache. The number of pairs
+    searched."""
     if not systems:
         return 0
     spec = layer_mapper or system_layer_mapper(systems[0]) or registry.mapper_spec("marl")  # `mappers:` is not swept
@@ -183,28 +211,32 @@ def map_layers(systems: list[SystemArch], workloads: list[str | Path] | None = N
             digest = system.cores[name].digest()
             for lkey, layer in layers.items():
                 items.setdefault((lkey, digest), (layer, cm))
-    todo = [(k, layer, cm) for k, (layer, cm) in items.items()
-            if not _cached(layer, cm, spec, layer_budget, seed, cache)]
-    if not todo:
-        return 0
-    bar = None
-    if progress:
-        from coexplore.progress import progress_bar
-        bar = progress_bar(total=len(todo), desc="map layers", unit="layer x core", leave=False)
-    try:
-        _map_in_parallel(todo, spec, layer_budget, seed, cache, workers,
-                         lambda key: bar.update(1) if bar is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
+    stored = {k: _cached(layer, cm, spec, layer_budget, seed, cache) for k, (layer, cm) in items.items()}
+    todo = [(k, layer, cm) for k, (layer, cm) in items.items() if stored[k][1] is None]
+    if todo:
+        bar = None
+        if progress:
+            from coexplore.progress import progress_bar
+            bar = progress_bar(total=len(todo), desc="map layers", unit="layer x core", leave=False)
+        try:
+            _map_in_parallel(todo, spec, layer_budget, seed, cache, workers,
+                             lambda key: bar.update(1) if bar is not None else None, ray=ray)
+        finally:
+            if bar is not None:
+                bar.close()
+    if entries is not None and cache is not None:
+        for key, _ in stored.values():
+            record = None if key is None else cache.get(key, count=False)
+            if record is not None:
+                entries[key] = record
     return len(todo)
 
 
-def _cached(layer, cm: CoreModel, spec, budget: int, seed: int, cache) -> bool:
-    """Whether `cache` (None: no cache) holds this (layer, core design) search's result."""
-    from coexplore.search.layer import is_cached
+def _cached(layer, cm: CoreModel, spec, budget: int, seed: int, cache) -> tuple[str | None, dict | None]:
+    """This (layer, core design) search's cache key and the record `cache` holds (None: no cache)."""
+    from coexplore.search.layer import cached_entry
     ctx = layer_context(cm, layer)
-    return is_cached(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache)
+    return cached_entry(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache)
 
 
 def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path] | None = None,
