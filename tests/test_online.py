@@ -108,9 +108,43 @@ def test_poisson_stream_is_seeded_sorted_and_deadlines_follow_the_slack(small):
     assert share == pytest.approx([0.5, 0.5], abs=0.04)
 
 
+@pytest.mark.parametrize("rows, cores, want", [
+    ([("x", "l", [1, 3], [0, 0], [0, 0])], ("a", "b"), 1 + 1 / 3),          # parallel servers: sum of 1/latency
+    ([("x", "l1", [1, 4], [0, 0], [0, 0]), ("x", "l2", [1, 4], [0, 0], [0, 0])], ("a", "b"), 1 / 2 + 1 / 8),
+    ([("x", "l1", [1, 2], [0, 0], [0, 0]), ("x", "l2", [2, 1], [0, 0], [0, 0])], ("a", "b"), 1.0),   # each on its own core
+    ([("x", "l", [2, math.inf, 2], [0] * 3, [0] * 3)], ("a", "b", "c"), 1.0),  # a core that cannot run it adds nothing
+])
+def test_capacity_rate_by_hand(rows, cores, want):
+    from coexplore.online.stream import capacity_rate
+    system = served_system(table(rows, cores), 10.0)
+    assert capacity_rate(system, [1.0]) == pytest.approx(want, rel=1e-9)
+    rates = request_rates(system, Scenario(load=0.6, basis="capacity"))
+    assert rates.sum() == pytest.approx(0.6 * want, rel=1e-9)
+
+
+def test_capacity_basis_is_fastest_on_equal_cores_and_below_it_otherwise():
+    from coexplore.online.stream import capacity_rate
+    rng = np.random.default_rng(3)
+    for trial in range(6):
+        lat = rng.uniform(1, 50, size=(7, 1))
+        equal = trial % 2 == 0
+        per_core = np.repeat(lat, 3, axis=1) if equal else lat * rng.uniform(1, 4, size=(7, 3))
+        rows = [("a" if i < 4 else "b", f"l{i}", list(per_core[i]), [0] * 3, [0] * 3) for i in range(7)]
+        system = served_system(table(rows, ("p", "q", "r")), 10.0)
+        mix = (1.0, 2.0)
+        fastest = request_rates(system, Scenario(load=1.0, mix=mix))
+        capacity = request_rates(system, Scenario(load=1.0, mix=mix, basis="capacity"))
+        assert capacity[1] / capacity[0] == pytest.approx(2.0)
+        if equal:
+            assert capacity == pytest.approx(fastest, rel=1e-9)
+        else:       # the fastest basis asks every core for fastest-core work: never less than capacity
+            assert np.all(capacity <= fastest * (1 + 1e-9))
+            assert capacity.sum() == pytest.approx(capacity_rate(system, np.array(mix) / 3), rel=1e-9)
+
+
 @pytest.mark.parametrize("kw, key", [({"load": 0}, "--load"), ({"requests": 0}, "--requests"),
                                      ({"slack": (3, 1)}, "--slack"), ({"slack": (0, 1)}, "--slack"),
-                                     ({"mix": (0, 0)}, "--mix")])
+                                     ({"mix": (0, 0)}, "--mix"), ({"basis": "cores"}, "--load-basis")])
 def test_bad_scenarios_are_refused(kw, key):
     with pytest.raises(CoexploreError) as exc:
         Scenario(**kw)

@@ -355,3 +355,22 @@ def test_a_stream_of_very_many_layers_is_said():
     assert note.startswith("a stream runs ~240,200 layers (layers per request: big 1,200)") and "123 streams" in note
     assert stream_size_note(system, [1.0, 1.0], int(LARGE_STREAM / 600.5) - 1, 123) is None
     assert stream_size_note(system, [0.0, 1.0], 400, 123) is None        # only the 1-layer DNN is requested
+
+
+def test_load_of_capacity_in_both_bases(done, tmp_path, capsys):
+    """The default basis keeps the run's key (no basis in it) and says what its load is of the cores'
+    capacity; --load-basis capacity offers that load of the capacity itself."""
+    _, table, data = done
+    assert "basis" not in data["run"]["scenario"]
+    rates = sum(m["requests_per_cycle"] for m in data["models"])
+    assert data["load_of_capacity"] == pytest.approx(rates / data["capacity_requests_per_cycle"])
+    assert data["load_of_capacity"] >= 1.1 - 1e-9          # capacity <= the fastest-core bound
+    rc = main(["online", "--table", str(table), "--bandwidth", "10", "--load", "0.7", "--load-basis", "capacity",
+               *FAST, "--schedulers", "fcfs,edf", "--out", str(tmp_path / "o"), "--json"])
+    assert rc == 0
+    cap = json.loads(capsys.readouterr().out)
+    assert cap["run"]["scenario"]["basis"] == "capacity"
+    assert cap["load_of_capacity"] == pytest.approx(0.7)
+    assert cap["capacity_requests_per_cycle"] == pytest.approx(data["capacity_requests_per_cycle"])
+    share = [m["requests_per_cycle"] for m in cap["models"]]
+    assert share[0] == pytest.approx(share[1])             # the mix: equal

@@ -3,7 +3,7 @@
     coexplore online SYSTEM.yaml [--workload W ...] [--layer-searcher S] [--layer-budget N]
                      [--layer-seed S] [--jobs N] [--cache PATH | --no-cache] [--bandwidth B]
     coexplore online --table JOBS.csv --bandwidth B
-          [--load 0.8] [--requests 200] [--slack LOW HIGH] [--mix W ...] [--keep-late]
+          [--load 0.8] [--load-basis fastest|capacity] [--requests 200] [--slack LOW HIGH] [--mix W ...] [--keep-late]
           [--schedulers fcfs,edf,...,relmas] [--seeds 5] [--seed S]
           [--train-generations 25] [--train-streams 3] [--policy POLICY.json]
           [--out DIR] [--restart] [--json] [--no-plot] [--no-progress]
@@ -53,7 +53,11 @@ def register(subparsers) -> None:
     p.add_argument("--bandwidth", type=float, metavar="B",
                    help="off-chip bandwidth in bytes/cycle (with SYSTEM.yaml: overrides the system's)")
     p.add_argument("--load", type=float, default=0.8, metavar="RHO",
-                   help="offered load: requested work (each layer on its fastest core) per core-cycle (default 0.8)")
+                   help="offered load (default 0.8), on the --load-basis")
+    p.add_argument("--load-basis", choices=("fastest", "capacity"), default="fastest",
+                   help="what load 1 is: fastest (default): as much work, each layer on its fastest core, as the "
+                        "cores have cycles (unequal cores saturate below 1); capacity: the largest request rate "
+                        "the cores can serve (a linear program over where each layer runs)")
     p.add_argument("--requests", type=count, default=200, metavar="N", help="requests per stream (default 200)")
     p.add_argument("--slack", type=float, nargs=2, default=(1.5, 4.0), metavar=("LOW", "HIGH"),
                    help="deadline = arrival + k x the DNN's isolated latency, k uniform in [LOW, HIGH] "
@@ -109,7 +113,8 @@ def run(args) -> int:
         raise CoexploreError(f"got {args.seeds}", key="--seeds", expected="an integer >= 1 (evaluation streams)")
     from coexplore.cli.schedule import check_job_table_source
     check_job_table_source(args, "online", jobs_map_only=False)
-    scenario = Scenario(args.load, args.requests, tuple(args.slack), tuple(args.mix) if args.mix else None)
+    scenario = Scenario(args.load, args.requests, tuple(args.slack), tuple(args.mix) if args.mix else None,
+                        basis=args.load_basis)
     train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
     policy = None
     if args.policy:
@@ -201,7 +206,7 @@ def _chart_title(name: str, scenario, bandwidth: float, args) -> str:
     """What the chart's numbers depend on, in one line."""
     mix = f", mix {':'.join(f'{w:g}' for w in scenario.mix)}" if scenario.mix else ""
     late = "late requests run to the end" if args.keep_late else "late requests dropped"
-    return (f"{name}: load {scenario.load:g}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
+    return (f"{name}: load {scenario.load:g}{' of capacity' if scenario.basis == 'capacity' else ''}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
             f"{bandwidth:g} B/cycle, {late}; {scenario.requests} requests x {args.seeds} streams")
 
 
@@ -222,7 +227,7 @@ def _run_description(args, scenario, train, names: list[str]) -> dict:
     import coexplore
     from coexplore.cli.schedule import system_input_files
     desc = {"coexplore_version": coexplore.__version__, "schedulers": names, "seeds": args.seeds, "seed": args.seed,
-            "scenario": dataclasses.asdict(scenario), "drop_late": not args.keep_late, "bandwidth": args.bandwidth,
+            "scenario": _scenario_desc(scenario), "drop_late": not args.keep_late, "bandwidth": args.bandwidth,
             "train": dataclasses.asdict(train) if "relmas" in names and not args.policy else None,
             "policy": str(Path(args.policy).resolve()) if args.policy else None}
     files = [args.table, args.policy]
@@ -239,6 +244,16 @@ def _run_description(args, scenario, train, names: list[str]) -> dict:
     return desc
 
 
+def _scenario_desc(scenario) -> dict:
+    """The scenario's fields; the load basis only when not the default (the key of runs made before
+    it existed stays the same)."""
+    import dataclasses
+    desc = dataclasses.asdict(scenario)
+    if desc["basis"] == "fastest":
+        del desc["basis"]
+    return desc
+
+
 def run_name(args) -> str:
     """The system's file name, or the table's (its folder's when it is a `jobs.csv` a run wrote)."""
     path = Path(args.table or args.system)
@@ -249,7 +264,7 @@ def _out_dir(args, run_desc: dict) -> Path:
     if args.out:
         return chosen_dir(args.out, RESULT, run_desc, "online")
     name = run_name(args)
-    return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}-s{args.seed}", RESULT, run_desc)
+    return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}{'cap' if args.load_basis == 'capacity' else ''}-s{args.seed}", RESULT, run_desc)
 
 
 def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict, restart: bool, progress: bool,
@@ -360,12 +375,16 @@ def _evaluate(system, scenario, schedulers: dict, args, progress: bool):
 
 def _record(system, scenario, rates, results: dict, run_desc: dict, history, args, policy) -> dict:
     from coexplore.online.compare import gains, mean_summary
+    from coexplore.online.stream import capacity_rate
     means = {n: mean_summary(rs) for n, rs in results.items()}
+    capacity = capacity_rate(system, rates / rates.sum()) if rates.sum() > 0 else 0.0   # requests/cycle, this mix
     data = {"name": run_name(args), "run": run_desc,
             "cores": list(system.cores), "bandwidth_bytes_per_cycle": system.bandwidth,
             "models": [{"name": m.name, "layers": len(m.layers), "isolated_latency_cycles": m.isolated_latency,
                         "work_cycles": m.work, "requests_per_cycle": float(r)}
                        for m, r in zip(system.models, rates)],
+            "capacity_requests_per_cycle": capacity,
+            "load_of_capacity": float(rates.sum()) / capacity if capacity > 0 else None,
             "schedulers": means}
     heuristics = {n: v for n, v in means.items() if n != "relmas"}
     if heuristics:
@@ -419,7 +438,9 @@ def _requests_csv(system, results: dict) -> str:
 def _summary(data: dict) -> list[str]:
     means = data["schedulers"]
     lines = [f"{data['name']}: {len(data['cores'])} cores, {len(data['models'])} DNNs "
-             f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}",
+             f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}"
+             + (" of capacity" if data['run']['scenario'].get('basis') == 'capacity' else
+                f" ({data['load_of_capacity']:.3g} of the cores' capacity)"),
              f"{'scheduler':10} {'SLA rate':>9} {'min-max':>12} {'worst DNN':>9} {'energy J':>9} {'p95 cycles':>11} "
              f"{'util':>5} {'decide us':>9}"]
     for name, m in sorted(means.items(), key=lambda kv: -kv[1]["sla_rate"]):

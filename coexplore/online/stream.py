@@ -1,9 +1,14 @@
 """Streams of inference requests from several tenants (Poisson arrivals, deadlines from slack).
 
-Each served DNN is a tenant sending requests as a Poisson process. The offered load is
-rho = sum_m lambda_m * W_m / cores, with W_m the DNN's work (no-stall cycles, each layer on its
-fastest core): at rho = 1 the cores would be busy all the time even with perfect placement and no
-bandwidth contention. The mix says how the request rate is shared among the DNNs (equal by
+Each served DNN is a tenant sending requests as a Poisson process. The offered load rho is measured
+on one of two bases:
+- `fastest` (the default): rho = sum_m lambda_m * W_m / cores, with W_m the DNN's work (no-stall
+  cycles, each layer on its fastest core): at rho = 1 every core would be busy all the time doing
+  only fastest-core work, which a system of unequal cores cannot do, so it saturates below 1;
+- `capacity`: rho = the request rate / the largest rate the cores can serve (`capacity_rate`: the
+  layers' work split over the cores as a linear program, each core busy at most all the time): at
+  rho = 1 the cores are exactly saturated. On equal cores the two are the same.
+Neither counts bandwidth contention. The mix says how the request rate is shared among the DNNs (equal by
 default). A request's deadline is its arrival + k x the DNN's isolated latency, with k drawn
 uniformly from the slack range (RELMAS_NOTES.md section 4).
 """
@@ -18,6 +23,9 @@ from coexplore.errors import CoexploreError
 from coexplore.online.models import ServedSystem
 
 
+LOAD_BASES = ("fastest", "capacity")
+
+
 @dataclass(frozen=True)
 class Scenario:
     """What a stream is drawn from: offered load, number of requests, slack range, DNN mix."""
@@ -26,6 +34,7 @@ class Scenario:
     requests: int = 200
     slack: tuple[float, float] = (1.5, 4.0)
     mix: tuple[float, ...] | None = None      # relative request rates per served model (None: equal)
+    basis: str = "fastest"                    # what load 1 is: "fastest" or "capacity" (see the module)
 
     def __post_init__(self):
         if not (np.isfinite(self.load) and self.load > 0):
@@ -36,6 +45,8 @@ class Scenario:
         if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
             raise CoexploreError(f"slack range {lo} {hi}", key="--slack",
                                  expected="LOW HIGH with 0 < LOW <= HIGH (deadline = arrival + slack x isolated latency)")
+        if self.basis not in LOAD_BASES:
+            raise CoexploreError(f"load basis {self.basis!r}", key="--load-basis", expected=" or ".join(LOAD_BASES))
         if self.mix is not None and (any(not np.isfinite(w) or w < 0 for w in self.mix) or sum(self.mix) <= 0):
             raise CoexploreError(f"mix {list(self.mix)}", key="--mix", expected="weights >= 0, not all 0")
 
@@ -58,9 +69,47 @@ def request_rates(system: ServedSystem, scenario: Scenario) -> np.ndarray:
     if len(mix) != len(system.models):
         raise CoexploreError(f"{len(mix)} mix weights for {len(system.models)} served models", key="--mix",
                              expected="one weight per DNN: " + ", ".join(m.name for m in system.models))
+    if scenario.basis == "capacity":
+        return mix * scenario.load * capacity_rate(system, mix)
     work = np.array([m.work for m in system.models])
     per_weight = scenario.load * system.num_cores / float(np.dot(mix, work))
     return mix * per_weight
+
+
+def capacity_rate(system: ServedSystem, mix) -> float:
+    """The largest t such that requests at rates t * mix (per cycle) can be served: a linear program
+    over y[m, l, c], the rate at which layer l of model m runs on core c: sum_c y = t * mix_m for
+    every layer, sum over (m, l) of y * no-stall latency <= 1 for every core (bandwidth ignored)."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+    mix = np.asarray(mix, dtype=float)
+    cores = system.num_cores
+    cols, eq_rows, core_rows, core_vals = [], [], [], []
+    layer = 0
+    eq_t = []                                   # -mix_m on each layer's row, for the column of t
+    for m, model in enumerate(system.models):
+        if mix[m] == 0:
+            continue
+        for lat in model.latency:
+            for c in np.flatnonzero(np.isfinite(lat)):
+                cols.append(len(cols))
+                eq_rows.append(layer)
+                core_rows.append(int(c))
+                core_vals.append(float(lat[c]))
+            eq_t.append(-mix[m])
+            layer += 1
+    n = len(cols) + 1                           # the y's, then t
+    a_eq = coo_matrix((np.r_[np.ones(len(cols)), eq_t], (np.r_[eq_rows, np.arange(layer)],
+                                                         np.r_[cols, np.full(layer, n - 1)])), shape=(layer, n))
+    a_ub = coo_matrix((core_vals, (core_rows, cols)), shape=(cores, n))
+    c = np.zeros(n)
+    c[-1] = -1.0
+    res = linprog(c, A_ub=a_ub.tocsr(), b_ub=np.ones(cores), A_eq=a_eq.tocsr(), b_eq=np.zeros(layer),
+                  bounds=(0, None), method="highs")
+    if res.status != 0 or not res.x[-1] > 0:
+        raise CoexploreError(f"the cores' capacity could not be computed ({res.message})", key="--load-basis",
+                             expected="every layer of the served DNNs runnable on some core, or --load-basis fastest")
+    return float(res.x[-1])
 
 
 def poisson_stream(system: ServedSystem, scenario: Scenario, seed: int) -> RequestStream:
