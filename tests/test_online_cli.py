@@ -374,3 +374,52 @@ def test_load_of_capacity_in_both_bases(done, tmp_path, capsys):
     assert cap["capacity_requests_per_cycle"] == pytest.approx(data["capacity_requests_per_cycle"])
     share = [m["requests_per_cycle"] for m in cap["models"]]
     assert share[0] == pytest.approx(share[1])             # the mix: equal
+
+
+def _untimed(means: dict) -> dict:
+    """Per scheduler its means without the wall-clock time per decision."""
+    return {n: {k: v for k, v in m.items() if k != "decision_us"} for n, m in means.items()}
+
+
+def test_several_loads_one_training(done, tmp_path, capsys):
+    """--loads serves the evaluation streams at each load with the policy trained at --load: each
+    load's numbers are those of a run at that load alone (heuristics), or given that policy (relmas)."""
+    tmp, table, data = done
+    base = ["online", "--table", str(table), "--bandwidth", "10", *FAST]
+    import shutil
+    shutil.copytree(tmp / "out", tmp_path / "out")          # (the shared run's folder stays as it is)
+    rc = main([*base, "--load", "1.1", "--loads", "0.6,1.1,1.5", "--out", str(tmp_path / "out"), "--json"])
+    assert rc == 0
+    captured = capsys.readouterr()
+    assert "using the policy this run already trained" in captured.err      # the training is the same run's
+    many = json.loads(captured.out)
+    assert [e["load"] for e in many["loads"]] == [0.6, 1.1, 1.5]
+    assert _untimed(many["schedulers"]) == _untimed(data["schedulers"]) == _untimed(many["loads"][1]["schedulers"])
+    policy = tmp_path / "out" / "policy.json"
+    rc = main([*base, "--load", "0.6", "--policy", str(policy), "--out", str(tmp_path / "low"), "--json"])
+    assert rc == 0
+    low = json.loads(capsys.readouterr().out)
+    assert _untimed(low["schedulers"]) == _untimed(many["loads"][0]["schedulers"])     # relmas and every heuristic
+    assert low["relmas_gains"] == many["loads"][0]["relmas_gains"]
+    assert many["loads"][2]["load_of_capacity"] == pytest.approx(1.5 / 1.1 * many["loads"][1]["load_of_capacity"])
+    rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    assert sorted({float(r["load"]) for r in rows}) == [0.6, 1.1, 1.5]
+    assert len(rows) == 3 * len(many["schedulers"]) * 2
+    first = [r for r in rows if float(r["load"]) == 0.6 and r["scheduler"] == "edf"]
+    assert [float(r["sla_rate"]) for r in first] == low["schedulers"]["edf"]["sla_rate_per_seed"]
+    assert not (tmp_path / "out" / "sla_load.png").exists()                  # (FAST: --no-plot)
+
+
+def test_loads_chart_and_bad_loads(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--requests", "20", "--seeds", "1",
+            "--schedulers", "fcfs,sjf", "--no-progress", "--out", str(tmp_path / "o")]
+    assert main([*base, "--loads", "0.5,1.5"]) == 0
+    assert (tmp_path / "o" / "sla_load.png").is_file() and (tmp_path / "o" / "sla.png").is_file()
+    assert "SLA rate by load" in capsys.readouterr().out
+    assert main(base) == 0                                  # one load: no load chart left from before
+    assert not (tmp_path / "o" / "sla_load.png").exists()
+    for bad in ("0.5,x", "0,1", "inf", ","):
+        rc = main([*base, "--loads", bad])
+        err = capsys.readouterr().err
+        assert rc == 2 and "--loads" in err and "Traceback" not in err, (bad, err)

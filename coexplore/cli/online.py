@@ -3,7 +3,7 @@
     coexplore online SYSTEM.yaml [--workload W ...] [--layer-searcher S] [--layer-budget N]
                      [--layer-seed S] [--jobs N] [--cache PATH | --no-cache] [--bandwidth B]
     coexplore online --table JOBS.csv --bandwidth B
-          [--load 0.8] [--load-basis fastest|capacity] [--requests 200] [--slack LOW HIGH] [--mix W ...] [--keep-late]
+          [--load 0.8] [--loads RHO,...] [--load-basis fastest|capacity] [--requests 200] [--slack LOW HIGH] [--mix W ...] [--keep-late]
           [--schedulers fcfs,edf,...,relmas] [--seeds 5] [--seed S]
           [--train-generations 25] [--train-streams 3] [--policy POLICY.json]
           [--out DIR] [--restart] [--json] [--no-plot] [--no-progress]
@@ -17,6 +17,7 @@ per request and scheduler), policy.json (the trained weights) and sla.png.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -54,6 +55,9 @@ def register(subparsers) -> None:
                    help="off-chip bandwidth in bytes/cycle (with SYSTEM.yaml: overrides the system's)")
     p.add_argument("--load", type=float, default=0.8, metavar="RHO",
                    help="offered load (default 0.8), on the --load-basis")
+    p.add_argument("--loads", metavar="RHO,RHO,...",
+                   help="also serve the evaluation streams at these loads (relmas trained at --load only): "
+                        "online.json's loads, results.csv's load column and sla_load.png")
     p.add_argument("--load-basis", choices=("fastest", "capacity"), default="fastest",
                    help="what load 1 is: fastest (default): as much work, each layer on its fastest core, as the "
                         "cores have cycles (unequal cores saturate below 1); capacity: the largest request rate "
@@ -115,6 +119,7 @@ def run(args) -> int:
     check_job_table_source(args, "online", jobs_map_only=False)
     scenario = Scenario(args.load, args.requests, tuple(args.slack), tuple(args.mix) if args.mix else None,
                         basis=args.load_basis)
+    loads = _loads(args)
     train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
     policy = None
     if args.policy:
@@ -139,12 +144,12 @@ def run(args) -> int:
     from coexplore.online.stream import request_rates
     system = served_system(table, bandwidth)
     rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
-    simulations = len(names) * args.seeds + (2 * train.pairs * train.streams * train.generations
+    simulations = len(names) * args.seeds * len(loads) + (2 * train.pairs * train.streams * train.generations
                                              if "relmas" in names and not args.policy else 0)
     note = stream_size_note(system, rates, scenario.requests, simulations)
     if note:
         print(f"coexplore online: note: {note}", file=sys.stderr)
-    run_desc = _run_description(args, scenario, train, names)
+    run_desc = _run_description(args, scenario, train, names, loads)
     out = _out_dir(args, run_desc)
     if "relmas" in names and policy is None:
         _keep_others_training(out, run_desc)
@@ -152,8 +157,7 @@ def run(args) -> int:
         from coexplore.system.tables import save_table
         save_table(table, out / "jobs.csv")
     progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
-    schedulers = {n: heuristic(n, rates) for n in names if n != "relmas"}
-    history = None
+    history, learned = None, None
     if "relmas" in names:
         from coexplore.online.policy import LearnedScheduler
         if policy is None:
@@ -161,27 +165,42 @@ def run(args) -> int:
                                        progress, args.jobs)
             if policy is None:
                 return 130
-        schedulers["relmas"] = LearnedScheduler(policy)
-    results = _evaluate(system, scenario, schedulers, args, progress)
-    if results is None:
-        return 130
+        learned = LearnedScheduler(policy)
+    by_load = {}
+    for load in loads:                   # the training load first
+        at = dataclasses.replace(scenario, load=load)
+        at_rates = request_rates(system, at)
+        schedulers = {n: learned if n == "relmas" else heuristic(n, at_rates) for n in names}
+        results = _evaluate(system, at, schedulers, args, progress, f" at load {load:g}" if len(loads) > 1 else "")
+        if results is None:
+            return 130
+        by_load[load] = (at_rates, results)
+    rates, results = by_load[args.load]
     data = _record(system, scenario, rates, results, run_desc, history, args, policy)
+    if len(loads) > 1:
+        data["loads"] = [_at_load(system, load, *by_load[load]) for load in sorted(loads)]
     write_text(out / RESULT, json.dumps(data, indent=1) + "\n")
-    write_text(out / "results.csv", _results_csv(results, args.seed))
+    write_text(out / "results.csv", _results_csv(by_load, args.seed))
     write_text(out / "requests.csv", _requests_csv(system, results))
     png = None
     if not args.no_plot:
         from coexplore.report.online_plot import draw_sla
         png = draw_sla(data, out / "sla.png", title=_chart_title(data["name"], scenario, system.bandwidth, args))
-    elif (out / "sla.png").exists():
-        (out / "sla.png").unlink()                   # an earlier run's chart would not match
+        if len(loads) > 1:
+            from coexplore.report.online_plot import draw_sla_by_load
+            png = [png, draw_sla_by_load(data, out / "sla_load.png",
+                                         title=_chart_title(data["name"], scenario, system.bandwidth, args,
+                                                            loads).replace("; ", "\n"))]
+    for chart in ("sla.png", "sla_load.png"):     # an earlier run's chart would not match
+        if (args.no_plot or (chart == "sla_load.png" and len(loads) == 1)) and (out / chart).exists():
+            (out / chart).unlink()
     if args.json:
         print(json.dumps(data))
     else:
         print("\n".join(_summary(data)))
         print(f"results    {out / RESULT}\nper stream {out / 'results.csv'}\nrequests   {out / 'requests.csv'}"
               + (f"\npolicy     {out / 'policy.json'}" if "relmas" in names and not args.policy else "")
-              + (f"\nchart      {png}" if png else ""))
+              + "".join(f"\nchart      {p}" for p in (png if isinstance(png, list) else [png] if png else [])))
     return 0
 
 
@@ -202,11 +221,26 @@ def stream_size_note(system, rates, requests: int, simulations: int) -> str | No
             "fewer --requests or --train-generations, or a grouped workload (mobilenet_v2_grouped), keep it short")
 
 
-def _chart_title(name: str, scenario, bandwidth: float, args) -> str:
+def _loads(args) -> list[float]:
+    """The evaluation loads: --load (the training's) first, then the other --loads."""
+    if not args.loads:
+        return [args.load]
+    try:
+        extra = [float(x) for x in args.loads.split(",") if x.strip()]
+    except ValueError:
+        extra = []
+    if not extra or any(not (x > 0 and x < float("inf")) for x in extra):
+        raise CoexploreError(f"loads {args.loads!r}", key="--loads",
+                             expected="comma-separated numbers > 0, e.g. 0.5,0.8,1.2")
+    return list(dict.fromkeys([args.load, *extra]))
+
+
+def _chart_title(name: str, scenario, bandwidth: float, args, loads: list | None = None) -> str:
     """What the chart's numbers depend on, in one line."""
     mix = f", mix {':'.join(f'{w:g}' for w in scenario.mix)}" if scenario.mix else ""
     late = "late requests run to the end" if args.keep_late else "late requests dropped"
-    return (f"{name}: load {scenario.load:g}{' of capacity' if scenario.basis == 'capacity' else ''}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
+    load = (f"relmas trained at load {scenario.load:g}" if loads else f"load {scenario.load:g}")
+    return (f"{name}: {load}{' of capacity' if scenario.basis == 'capacity' else ''}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
             f"{bandwidth:g} B/cycle, {late}; {scenario.requests} requests x {args.seeds} streams")
 
 
@@ -220,7 +254,7 @@ def _job_table(args):
     return table, bandwidth
 
 
-def _run_description(args, scenario, train, names: list[str]) -> dict:
+def _run_description(args, scenario, train, names: list[str], loads: list[float]) -> dict:
     """Everything the results depend on (online.json's `run`; compared before a folder is reused)."""
     import dataclasses
 
@@ -230,6 +264,8 @@ def _run_description(args, scenario, train, names: list[str]) -> dict:
             "scenario": _scenario_desc(scenario), "drop_late": not args.keep_late, "bandwidth": args.bandwidth,
             "train": dataclasses.asdict(train) if "relmas" in names and not args.policy else None,
             "policy": str(Path(args.policy).resolve()) if args.policy else None}
+    if len(loads) > 1:                # (only then: the key of a run of one load stays as it was)
+        desc["loads"] = sorted(loads)
     files = [args.table, args.policy]
     if args.table:
         desc["table"] = str(Path(args.table).resolve())
@@ -331,7 +367,7 @@ def training_key(run_desc: dict) -> str:
     """What relmas's training depends on (not the evaluation's schedulers and seeds, nor the number of
     generations: a longer training continues a shorter one): the key of its saved state and of the
     policy.json a rerun reuses or continues."""
-    desc = {k: v for k, v in run_desc.items() if k not in ("schedulers", "seeds")}
+    desc = {k: v for k, v in run_desc.items() if k not in ("schedulers", "seeds", "loads")}
     if isinstance(desc.get("train"), dict):
         desc["train"] = {k: v for k, v in desc["train"].items() if k != "generations"}
     return run_key(desc)
@@ -353,13 +389,13 @@ def _keep_others_training(out: Path, run_desc: dict) -> None:
                                       "command of that run, with its inputs as they were, resumes it)")
 
 
-def _evaluate(system, scenario, schedulers: dict, args, progress: bool):
+def _evaluate(system, scenario, schedulers: dict, args, progress: bool, where: str = ""):
     from coexplore.online.compare import run_schedulers
     seeds = list(range(args.seed, args.seed + args.seeds))
     bar = None
     if progress:
         from coexplore.progress import progress_bar
-        bar = progress_bar(total=len(schedulers) * len(seeds), desc="serve streams", unit="run", leave=False)
+        bar = progress_bar(total=len(schedulers) * len(seeds), desc="serve streams" + where, unit="run", leave=False)
     try:
         return run_schedulers(system, scenario, schedulers, seeds, not args.keep_late,
                               done=lambda n, s: bar.update(1) if bar is not None else None)
@@ -397,6 +433,21 @@ def _record(system, scenario, rates, results: dict, run_desc: dict, history, arg
     return data
 
 
+def _at_load(system, load: float, rates, results: dict) -> dict:
+    """online.json's entry of one evaluation load: its rates and each scheduler's means and gains."""
+    from coexplore.online.compare import gains, mean_summary
+    from coexplore.online.stream import capacity_rate
+    means = {n: mean_summary(rs) for n, rs in results.items()}
+    entry = {"load": load, "load_of_capacity": float(rates.sum()) / capacity_rate(system, rates / rates.sum()),
+             "requests_per_cycle": [float(r) for r in rates], "schedulers": means}
+    heuristics = {n: v for n, v in means.items() if n != "relmas"}
+    if heuristics:
+        entry["best_heuristic"] = max(heuristics, key=lambda n: (heuristics[n]["sla_rate"], -heuristics[n]["energy_pJ"]))
+    if "relmas" in means:
+        entry["relmas_gains"] = gains(means, "relmas")
+    return entry
+
+
 def _features():
     from coexplore.online.policy import FEATURES
     return FEATURES
@@ -406,16 +457,18 @@ _COLUMNS = ("sla_rate", "met", "dropped", "energy_pJ", "latency_mean_cycles", "l
             "utilization", "bandwidth_utilization", "decisions", "decision_us")
 
 
-def _results_csv(results: dict, first_seed: int) -> str:
+def _results_csv(by_load: dict, first_seed: int) -> str:
+    """Per evaluation load (`by_load`: load -> (rates, results)), scheduler and stream, the stream's summary."""
     import csv
     import io
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["scheduler", "seed", *_COLUMNS])
-    for name, rs in results.items():
-        for i, r in enumerate(rs):
-            s = r.summary()
-            w.writerow([name, first_seed + i, *[s[k] for k in _COLUMNS]])
+    w.writerow(["scheduler", "load", "seed", *_COLUMNS])
+    for load in sorted(by_load):
+        for name, rs in by_load[load][1].items():
+            for i, r in enumerate(rs):
+                s = r.summary()
+                w.writerow([name, load, first_seed + i, *[s[k] for k in _COLUMNS]])
     return buf.getvalue()
 
 
@@ -459,4 +512,12 @@ def _summary(data: dict) -> list[str]:
                      f"{g['streams_better']} of {g['streams']} streams, as many on {g['streams_equal']}), energy "
                      f"{pct(g['energy_overhead'])} (per met request {pct(g['energy_per_met_overhead'])}); "
                      f"vs the worst ({worst}): SLA {pct(data['relmas_gains'][worst]['sla_gain'])}")
+    if data.get("loads"):
+        loads = data["loads"]
+        lines.append("SLA rate by load" + (" (relmas trained at load "
+                                           f"{data['run']['scenario']['load']:g})" if "relmas" in means else ""))
+        lines.append(f"{'load':10} " + " ".join(f"{e['load']:>7g}" for e in loads))
+        lines.append(f"{'capacity':10} " + " ".join(f"{e['load_of_capacity']:7.3f}" for e in loads))
+        for name in sorted(means, key=lambda n: -means[n]["sla_rate"]):
+            lines.append(f"{name:10} " + " ".join(f"{e['schedulers'][name]['sla_rate']:7.3f}" for e in loads))
     return lines

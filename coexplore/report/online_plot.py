@@ -1,4 +1,5 @@
-"""`coexplore online`'s chart: SLA satisfaction per scheduler, overall and per DNN (matplotlib, Agg).
+"""`coexplore online`'s charts: SLA satisfaction per scheduler, overall and per DNN, and against the
+offered load when several loads are served (matplotlib, Agg).
 
 Left: each scheduler's mean SLA rate over the evaluation streams (bar) with every stream's rate
 (dots), best first. Right: the mean SLA rate per DNN (tenant), grouped by scheduler, the legend
@@ -63,6 +64,38 @@ def draw_sla(data: dict, path: str | Path, title: str = "") -> Path:
     right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)   # outside: hides no bar
     if title:
         fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    from coexplore.system.plot import save_png
+    return save_png(fig, path)
+
+
+def draw_sla_by_load(data: dict, path: str | Path, title: str = "") -> Path:
+    """Write the SLA rate of each scheduler against the offered load (online.json's `loads`): a line per
+    scheduler through its mean over the streams, a band from its worst to its best stream."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    loads = data["loads"]
+    x = [e["load"] for e in loads]
+    names = sorted(data["schedulers"], key=lambda n: -data["schedulers"][n]["sla_rate"])
+    colour = scheduler_colours(names)
+    fig = Figure(figsize=(8.0, 4.6))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for n in names:
+        per = [e["schedulers"][n]["sla_rate_per_seed"] for e in loads]
+        ax.plot(x, [e["schedulers"][n]["sla_rate"] for e in loads], "o-", color=colour[n], label=n,
+                linewidth=2.2 if n == "relmas" else 1.4)
+        ax.fill_between(x, [min(p) for p in per], [max(p) for p in per], color=colour[n], alpha=0.12, linewidth=0)
+    basis = data["run"]["scenario"].get("basis", "fastest")
+    ax.set_xlabel("offered load" + (" (of the cores' capacity)" if basis == "capacity" else
+                                    " (fastest-core work per core-cycle)"))
+    ax.set_ylabel("SLA satisfaction rate")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    if title:
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     from coexplore.system.plot import save_png
     return save_png(fig, path)
