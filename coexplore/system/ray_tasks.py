@@ -32,8 +32,9 @@ def _ray():
 
 
 def start_ray(address: str | None, cpus: int | None = None) -> bool:
-    """Connect to the Ray cluster at `address` ("auto", "HOST:PORT", "ray://HOST:10001"); with None,
-    to the one $RAY_ADDRESS names, else start one on this machine with `cpus` CPUs (None: all).
+    """Connect to the Ray cluster at `address` ("auto": the one `ray start` began on this machine,
+    "HOST:PORT", "ray://HOST:10001"); with None, to the one $RAY_ADDRESS names, else start a new one on
+    this machine with `cpus` CPUs (None: all), even when a cluster runs here.
     True when this call started or joined Ray (the caller then ends it with `stop_ray`)."""
     ray = _ray()
     target = address or os.environ.get("RAY_ADDRESS") or None
@@ -46,8 +47,8 @@ def start_ray(address: str | None, cpus: int | None = None) -> bool:
     import signal
     ours = signal.getsignal(signal.SIGTERM)
     try:
-        ray.init(address=address, num_cpus=cpus if target is None else None, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+        ray.init(address=target or "local", num_cpus=cpus if target is None else None,  # ("local": a new
+                 include_dashboard=False, log_to_driver=False, configure_logging=False)   # one, even beside a cluster)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         raise CoexploreError(f"cannot connect to a Ray cluster at {target}: {exc}", key="--ray",
                              expected=expected) from None
