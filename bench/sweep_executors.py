@@ -4,8 +4,9 @@ executor gives the records and point files of one process.
     python bench/sweep_executors.py [--system simba_2x2] [--layer-budget 2000] [--executors ...]
 
 Executors: `jobs1` (one process), `jobs2` (2 processes), `ray` (a Ray started on this machine by the
-command, 2 CPUs) and `ray2nodes` (a Ray cluster of two 1-CPU nodes started here with `ray start`, the
-command joining it by address: tasks and their results cross between raylets, as on a cluster).
+command, 2 CPUs) and `ray2nodes` (a Ray cluster of two 1-CPU nodes started here by this script with
+`ray.cluster_utils.Cluster`, and only those stopped after; the command joins it by address: tasks and
+their results cross between raylets, as on a cluster).
 Each run is `coexplore sweep` in a subprocess with its own fresh cache. Prints a table and writes
 results/bench/sweep_executors.json. Needs `pip install 'coexplore[ray]'` for the Ray rows.
 """
@@ -24,36 +25,31 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTORS = {"jobs1": ["--jobs", "1"], "jobs2": ["--jobs", "2"], "ray": ["--ray", "--jobs", "2"],
-             "ray2nodes": ["--ray", "127.0.0.1:{port}"]}
+             "ray2nodes": ["--ray", "{address}"]}
 
 
 def _files(folder: Path) -> dict:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def _ray(*args: str, env=None) -> None:
-    subprocess.run([sys.executable, "-m", "ray.scripts.scripts", *args], check=True, env=env,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def run(name: str, system: str, layer_budget: int, tmp: Path, port: int) -> dict:
+def run(name: str, system: str, layer_budget: int, tmp: Path) -> dict:
     out, cache = tmp / name, tmp / f"{name}.sqlite"
-    env = dict(os.environ)
-    nodes = name == "ray2nodes"
-    if nodes:                     # a head and a worker node of 1 CPU each, on this machine
-        env["RAY_AUTH_MODE"] = "token"
-        _ray("start", "--head", "--port", str(port), "--num-cpus", "1", "--include-dashboard", "false", env=env)
-        _ray("start", "--address", f"127.0.0.1:{port}", "--num-cpus", "1", env=env)
+    cluster = None
+    if name == "ray2nodes":            # a head and a worker node of 1 CPU each, on this machine
+        from ray.cluster_utils import Cluster
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
     argv = [sys.executable, "-m", "coexplore.cli.main", "sweep", system, "--layer-budget", str(layer_budget),
             "--no-progress", "--cache", str(cache), "--out", str(out),
-            *[a.format(port=port) for a in EXECUTORS[name]]]
+            *[a.format(address=cluster.address if cluster else "") for a in EXECUTORS[name]]]
     try:
         t0 = time.perf_counter()
-        proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - t0
     finally:
-        if nodes:
-            _ray("stop", "--force", env=env)
+        if cluster is not None:
+            cluster.shutdown()
     if proc.returncode != 0:
         raise SystemExit(f"{name}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
     return {"executor": name, "wall_s": wall, "out": out}
@@ -64,7 +60,6 @@ def main(argv=None):
     ap.add_argument("--system", default="simba_2x2", help="system YAML with sweep axes, or a bundled name")
     ap.add_argument("--layer-budget", type=int, default=2000, help="samples per layer search")
     ap.add_argument("--executors", default=",".join(EXECUTORS), help="comma-separated, from " + ", ".join(EXECUTORS))
-    ap.add_argument("--port", type=int, default=6391, help="the two-node cluster's head port")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "sweep_executors.json"), help="JSON summary")
     a = ap.parse_args(argv)
     names = [n.strip() for n in a.executors.split(",") if n.strip()]
@@ -75,7 +70,7 @@ def main(argv=None):
     rows = []
     try:
         for name in names:
-            row = run(name, a.system, a.layer_budget, tmp, a.port)
+            row = run(name, a.system, a.layer_budget, tmp)
             rows.append(row)
             print(f"{name}: {row['wall_s']:.1f} s", file=sys.stderr, flush=True)
         base = rows[0]

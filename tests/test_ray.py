@@ -143,7 +143,8 @@ def test_memory_cache_keeps_what_the_file_would(tmp_path):
 def test_bad_addresses_are_said_before_the_result_folder(tmp_path, capsys):
     system = _system(tmp_path)
     for address, said in (("127.0.0.1:1", "nothing answers at 127.0.0.1:1"),
-                          ("localhost:port", "has no port number")):
+                          ("localhost:64OO", "'64OO' is not a port number"),
+                          ("http://localhost:8265", "no http:// scheme"), ("autoo", "autoo is not HOST:PORT")):
         rc = main(["sweep", str(system), *FAST, "--no-cache", "--out", str(tmp_path / "o"), "--ray", address])
         err = capsys.readouterr().err
         assert rc == 2 and "--ray" in err and said in err and "Traceback" not in err, err
@@ -168,11 +169,14 @@ def test_on_ray_results_errors_and_other_versions(local_ray, monkeypatch):
     assert dict(ray_tasks.on_ray(divmod, [7, 9], shared=4)) == {0: (1, 3), 1: (2, 1)}   # fn(task, shared)
     with pytest.raises(ValueError):                          # the task's own error, as raised here
         list(ray_tasks.on_ray(int, ["7", "x"]))
-    with pytest.raises(WorkerDied, match="Ray task was lost"):
+    with pytest.raises(WorkerDied, match="Ray task was lost twice"):
         list(ray_tasks.on_ray(os._exit, [3]))                # the worker process dies (twice: one retry)
-    monkeypatch.setattr(ray_tasks, "_versions", lambda: {"coexplore": "0.0.0"})
-    with pytest.raises(CoexploreError, match="the same coexplore installed on every node"):
-        list(ray_tasks.on_ray(abs, [1]))
+    real = ray_tasks._versions()
+    for key in ("coexplore", "source", "numpy", "python"):     # the driver's, not the nodes'
+        monkeypatch.setattr(ray_tasks, "_versions", lambda: {**real, key: "0.0.0"})
+        with pytest.raises(CoexploreError, match=f"other versions than this machine: {key} ") as err:
+            list(ray_tasks.on_ray(abs, [1]))
+        assert "the same coexplore" in str(err.value)
 
 
 def _interval(seconds: float) -> tuple:
@@ -189,3 +193,288 @@ def test_at_most_limit_tasks_run_at_once(local_ray):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])     # (this module is not on the nodes' path)
     spans = sorted(dict(on_ray(_interval, [0.3] * 4, limit=1)).values())
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))      # one after the other
+
+
+def _nap(task):
+    import time
+    seconds, path = task
+    time.sleep(seconds)
+    Path(path).write_text("ended")
+    return seconds
+
+
+def _die_once(marker: str) -> str:
+    if not Path(marker).exists():
+        Path(marker).write_text("died")
+        os._exit(3)
+    return "retried"
+
+
+def _no_module(task):
+    import coexplore_not_installed_on_the_node  # noqa: F401
+    return task
+
+
+def _by_value():
+    from ray import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])     # (this module is not on the nodes' path)
+
+
+def test_a_task_whose_worker_dies_once_is_retried(local_ray, tmp_path):
+    from coexplore.system.ray_tasks import on_ray
+    _by_value()
+    assert dict(on_ray(_die_once, [str(tmp_path / "m")])) == {0: "retried"}
+
+
+def test_without_a_limit_the_cluster_cpus_run_at_once(local_ray):
+    from coexplore.system.ray_tasks import on_ray
+    _by_value()
+    spans = sorted(dict(on_ray(_interval, [3.0] * 2)).values())
+    assert spans[1][0] < spans[0][1]             # 2 CPUs: the second began before the first ended
+
+
+def test_leaving_the_loop_cancels_the_tasks_not_ended(local_ray, tmp_path):
+    import time
+
+    from coexplore.system.ray_tasks import on_ray
+    _by_value()
+    ended = on_ray(_nap, [(0.0, str(tmp_path / "a")), (3.0, str(tmp_path / "b"))], limit=2)
+    assert next(ended) == (0, 0.0)
+    ended.close()                                  # (a stop or an error in the caller's loop)
+    time.sleep(4.5)
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_node_that_cannot_load_the_code_is_said(local_ray):
+    from coexplore.errors import CoexploreError
+    from coexplore.system.ray_tasks import on_ray
+    _by_value()
+    with pytest.raises(CoexploreError, match="cannot run coexplore's tasks"):
+        list(on_ray(_no_module, [1]))
+
+
+def test_with_ray_the_driver_searches_and_runs_no_point(local_ray, one_process, tmp_path, capsys, monkeypatch):
+    """The layer searches and the points run in the Ray tasks (other processes), not in the driver."""
+    import coexplore.sweep.run as sweep_run
+    import coexplore.system.from_system as from_system
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("run in the driver")
+    monkeypatch.setattr(from_system, "map_layer", not_here)
+    monkeypatch.setattr(sweep_run, "run_point", not_here)
+    system, want, _ = one_process
+    rc = main(["sweep", str(system), *FAST, "--cache", str(tmp_path / "c.sqlite"), "--no-plot",
+               "--out", str(tmp_path / "o"), "--ray"])
+    assert rc == 0, capsys.readouterr().err
+    assert _records(tmp_path / "o") == _records(want)
+
+
+def test_each_cache_entry_is_searched_and_stored_once(local_ray, one_process, tmp_path):
+    """The point tasks get the layers' records (they search nothing, add nothing): every entry is
+    written to the driver's cache once, by the layer-search phase."""
+    from coexplore.model.cache import ResultCache
+    from coexplore.spec.system import load_system
+    from coexplore.sweep.run import SweepSettings, run_sweep
+    from coexplore.sweep.store import SweepStore
+    system, want, want_cache = one_process
+    stored = []
+
+    class Counting(ResultCache):
+        def put_many(self, items):
+            items = list(items)
+            stored.extend(k for k, _, _ in items)
+            return super().put_many(items)
+    with Counting(tmp_path / "c.sqlite") as cache:
+        recs = run_sweep(load_system(system), SweepSettings(layer_budget=60, budget=60, workers=0, ray=True),
+                         SweepStore(tmp_path / "o", "k"), cache=cache)
+    assert sorted(stored) == sorted(_cache(want_cache))          # 6 pairs, each once
+    assert [r["energy_J"] for r in recs] == [r["energy_J"] for r in _records(want)]
+
+
+def test_ray_tasks_in_flight_follow_jobs_else_the_cluster(local_ray, one_process, tmp_path, capsys, monkeypatch):
+    from coexplore.system import ray_tasks
+    real, limits = ray_tasks.on_ray, []
+
+    def spy(fn, tasks, shared=None, limit=None):
+        limits.append(limit)
+        return real(fn, tasks, shared=shared, limit=limit)
+    monkeypatch.setattr(ray_tasks, "on_ray", spy)
+    system, _, _ = one_process
+    for jobs, want in (([], None), (["--jobs", "1"], 1)):
+        limits.clear()
+        rc = main(["sweep", str(system), *FAST, "--cache", str(tmp_path / f"c{len(jobs)}.sqlite"), "--no-plot",
+                   "--out", str(tmp_path / f"o{len(jobs)}"), "--ray", *jobs])
+        assert rc == 0, capsys.readouterr().err
+        assert len(limits) == 2 and set(limits) == {want}           # the layer searches, then the points
+
+
+def test_a_ray_started_here_is_new_and_gets_jobs_cpus(tmp_path, capsys, monkeypatch):
+    system = _system(tmp_path)
+    got = {}
+
+    def init(**kwargs):
+        got.update(kwargs)
+        raise ConnectionError("(the spy's)")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    rc = main(["sweep", str(system), *FAST, "--no-cache", "--out", str(tmp_path / "o"), "--ray", "--jobs", "3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot start Ray on this machine" in err, err
+    assert got["num_cpus"] == 3 and got["address"] == "local"      # never a cluster already running here
+    assert not (tmp_path / "o").exists()
+
+
+def test_points_on_ray_gives_tasks_one_process_settings_and_stores_what_they_add(one_process, tmp_path,
+                                                                                 monkeypatch):
+    """Ray's part done here (in order): each task runs its point alone (1 process, not Ray), the
+    cap given is --jobs, the entries a task made reach the driver's cache, an error is raised as such."""
+    from coexplore.errors import CoexploreError
+    from coexplore.model.cache import ResultCache
+    from coexplore.report.gantt import draw_gantt
+    from coexplore.spec.system import load_system
+    from coexplore.sweep import run as sweep_run
+    from coexplore.sweep.run import SweepSettings, _points_on_ray, point_ids
+    from coexplore.system import ray_tasks
+    system, want, want_cache = one_process
+    spec = load_system(system)
+    seen = {}
+
+    def here(fn, tasks, shared=None, limit=None):
+        seen.update(limit=limit, settings=[t[4] for t in tasks])
+        for i, t in enumerate(tasks):
+            yield i, (fn(t) if shared is None else fn(t, shared))
+    monkeypatch.setattr(ray_tasks, "on_ray", here)
+    points = spec.sweep_points()
+    todo = [(i, pid, points[i]) for i, pid in enumerate(point_ids(len(points)))][:2]
+    settings = SweepSettings(layer_budget=60, budget=60, workers=3, ray=True, gantt=draw_gantt)
+    done = []
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        _points_on_ray(spec, todo, settings, tmp_path / "o", cache, {}, done.append)
+        keys = set(cache.keys())
+    assert seen["limit"] == 3 and all(s.workers == 1 and not s.ray for s in seen["settings"])
+    assert [r["point"] for r in done] == ["p0", "p1"]
+    assert _files(tmp_path / "o" / "points" / "p1") == _files(want / "points" / "p1")
+    assert keys and keys <= set(_cache(want_cache))       # what the tasks searched, stored by the driver
+
+    def fails(*args, **kwargs):
+        raise CoexploreError("made to fail", key="k.x", expected="y")
+    monkeypatch.setattr(sweep_run, "run_point", fails)
+    with pytest.raises(CoexploreError, match="made to fail") as err:
+        _points_on_ray(spec, todo[:1], settings, tmp_path / "o2", None, {}, done.append)
+    assert err.value.key == "k.x" and not (tmp_path / "o2" / "points" / "p0").exists()
+
+
+def test_put_files_replaces_a_folder_whole(tmp_path):
+    from coexplore.sweep.run import _put_files
+    folder = tmp_path / "points" / "p1"
+    (folder / "old").mkdir(parents=True)
+    (folder / "old" / "x.txt").write_text("an earlier run's")
+    (tmp_path / "points" / ".p1.part").mkdir()
+    (tmp_path / "points" / ".p1.part" / "junk").write_text("left by a stop")
+    _put_files(folder, {"a.json": b"1", "cores/c/ERT.yaml": b"2"})
+    assert _files(folder) == {"a.json": b"1", "cores/c/ERT.yaml": b"2"}
+    assert [p.name for p in folder.parent.iterdir()] == ["p1"]
+    _put_files(folder, {})                           # a point that failed before writing: no folder
+    assert list(folder.parent.iterdir()) == []
+
+
+def test_failed_points_leave_the_folders_one_process_leaves(local_ray, tmp_path):
+    from coexplore.spec.system import load_system
+    from coexplore.sweep.run import SweepSettings, run_sweep
+    from coexplore.sweep.store import SweepStore
+    system = _system(tmp_path)
+    system.write_text(system.read_text().replace("pe_mesh_x: [4, 14]", "pe_mesh_x: [4, 0]"))
+    spec = load_system(system)
+    runs = {}
+    for name, ray_on in (("one", False), ("ray", True)):
+        runs[name] = run_sweep(spec, SweepSettings(layer_budget=30, budget=30, ray=ray_on, workers=0 if ray_on else 1),
+                               SweepStore(tmp_path / name, "k"))
+        assert [r["status"] for r in runs[name]] == ["ok", "ok", "failed", "failed"]
+    assert runs["one"] == runs["ray"]
+    assert _files(tmp_path / "one" / "points") == _files(tmp_path / "ray" / "points")
+    assert sorted(p.name for p in (tmp_path / "ray" / "points").iterdir()) == ["p0", "p1"]
+
+
+def test_memory_cache_counts_and_keeps_meta():
+    from coexplore.model.cache import MemoryCache
+    mem = MemoryCache({"a": {"x": 1}})
+    mem.get("a"), mem.get("a"), mem.get("b")
+    assert (mem.hits, mem.misses) == (2, 1)
+    mem.put("b", {"v": 1}, {"backend": "builtin"})
+    assert mem.added == [("b", {"v": 1}, {"backend": "builtin"})]
+
+
+def test_ray_prints_go_to_stderr(capfd):
+    from coexplore.system.ray_tasks import stdout_to_stderr
+    with stdout_to_stderr():
+        print("from python")
+        os.write(1, b"from a descriptor\n")
+    print("after")
+    out, err = capfd.readouterr()
+    assert out == "after\n" and "from python" in err and "from a descriptor" in err
+
+
+def test_an_address_that_is_not_ray_is_said_within_the_timeout(tmp_path):
+    """Something answers at the port (here a plain TCP server), but not as Ray: refused after the
+    probe's time limit instead of Ray's endless retries."""
+    import socket
+    import threading
+    import time
+
+    from coexplore.errors import CoexploreError
+    from coexplore.system.ray_tasks import start_ray
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                server.accept()[0].close()
+            except OSError:
+                pass
+    threading.Thread(target=accept, daemon=True).start()
+    t0 = time.time()
+    try:
+        with pytest.raises(CoexploreError) as err:
+            start_ray(f"127.0.0.1:{server.getsockname()[1]}", timeout=8)
+    finally:
+        stop.set()
+        server.close()
+    assert time.time() - t0 < 30 and err.value.key == "--ray"
+    assert "no Ray cluster answered" in str(err.value) or "cannot connect" in str(err.value)
+
+
+def test_two_sweeps_into_one_folder_the_second_is_refused(tmp_path):
+    from coexplore.errors import CoexploreError
+    from coexplore.sweep.store import writing
+    with writing(tmp_path / "o"):
+        with pytest.raises(CoexploreError, match="another coexplore sweep is writing this folder"):
+            with writing(tmp_path / "o"):
+                pass
+    with writing(tmp_path / "o"):              # released at the end
+        pass
+
+
+def test_a_two_node_cluster_by_address(one_process, tmp_path):
+    """A cluster of two 1-CPU nodes (two raylets on this machine), joined by address by the command in
+    a process of its own: the tasks and their results cross between nodes, the records are those of
+    one process, and Ray's reports stay off standard output (--json)."""
+    import subprocess
+
+    from ray.cluster_utils import Cluster
+    system, want, _ = one_process
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        done = subprocess.run([sys.executable, "-m", "coexplore.cli.main", "sweep", str(system), *FAST, "--no-cache",
+                               "--out", str(tmp_path / "o"), "--ray", cluster.address, "--json"],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        cluster.shutdown()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["records"] == _records(want)

@@ -113,13 +113,20 @@ def run(args) -> int:
 
 def _sweep_into(args, spec, settings, run_desc: dict, objectives: list) -> int:
     """Run the sweep into its result folder (chosen here) and write its tables and report."""
-    from coexplore.sweep.run import run_sweep
-    from coexplore.sweep.store import SweepStore
-    from coexplore.system.parallel import WorkerDied
+    from coexplore.sweep.store import writing
     if args.out and not args.restart:
         _refuse_other_runs_points(Path(args.out), run_desc)
     out = chosen_dir(args.out, RESULT, run_desc, "sweep") if args.out else \
         default_run_dir(Path("results") / "sweep" / f"{Path(args.system).stem}-s{args.seed}", RESULT, run_desc)
+    with writing(out):
+        return _sweep_in(args, spec, settings, run_desc, objectives, out)
+
+
+def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path) -> int:
+    """Run the sweep's points not yet in `out` (held by this process) and write its tables and report."""
+    from coexplore.sweep.run import run_sweep
+    from coexplore.sweep.store import SweepStore
+    from coexplore.system.parallel import WorkerDied
     store = SweepStore(out, run_key(run_desc))
     store.clear() if args.restart else store.drop_others()
     points = spec.sweep_points()
@@ -132,8 +139,11 @@ def _sweep_into(args, spec, settings, run_desc: dict, objectives: list) -> int:
           + (f"; {done} already done in {out}, resuming" if done else ""), file=sys.stderr)
     cache = None if args.no_cache else open_cache(args.cache, "sweep")
     try:
-        records = run_sweep(spec, settings, store, cache=cache, progress=progress,
-                            on_point=lambda rec: _tables(out, store.ordered(), axes, objectives))
+        import contextlib
+        from coexplore.system.ray_tasks import stdout_to_stderr
+        with stdout_to_stderr() if settings.ray else contextlib.nullcontext():    # (Ray's reports: not in --json)
+            records = run_sweep(spec, settings, store, cache=cache, progress=progress,
+                                on_point=lambda rec: _tables(out, store.ordered(), axes, objectives))
     except (KeyboardInterrupt, WorkerDied) as stop:
         from coexplore.search.base import holding_stops
         records = store.ordered()

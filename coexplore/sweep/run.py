@@ -57,6 +57,7 @@ def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: Sw
     import shutil
     folder = out / "points" / pid
     shutil.rmtree(folder, ignore_errors=True)     # what a stopped or other run left there
+    shutil.rmtree(folder.with_name(f".{pid}.part"), ignore_errors=True)     # (a stopped `_put_files`)
     record = {"point": pid, "index": index, "values": values, "dir": f"points/{pid}", "status": "ok",
               "error": None, "warnings": []}
     with warnings.catch_warnings(record=True) as said:
@@ -261,6 +262,9 @@ def _put_files(folder: Path, files: dict) -> None:
     import shutil
     part = folder.with_name(f".{folder.name}.part")
     shutil.rmtree(part, ignore_errors=True)
+    if not files:                         # (a point that failed before writing: no folder, as in one process)
+        shutil.rmtree(folder, ignore_errors=True)
+        return
     for name, data in files.items():
         path = part / name
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,19 +3,23 @@
 A task gets its inputs as Ray objects and hands back its results the same way: the layer searches'
 cache entries and a sweep point's files travel to the driver, which alone writes the SQLite cache
 (SQLite on a network filesystem is not safe to share) and the result folder. The nodes need the
-same coexplore (checked: a task says its version) and, for own-core systems, the input files at the
-same paths (a shared filesystem, or one machine).
+same coexplore, numpy and Python (checked before a task runs) and, for own-core systems, the input
+files at the same paths (a shared filesystem, or one machine).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 
 from coexplore.errors import CoexploreError
 from coexplore.system.parallel import WorkerDied
 
-INSTALL = "pip install 'coexplore[ray]' (Ray 2.9 or newer)"
+INSTALL = "pip install 'coexplore[ray]' (from a clone: pip install '.[ray]'; Ray 2.9 or newer)"
+EXPECTED = ("the address `ray start --head` printed (HOST:6379), ray://HOST:10001 (Ray Client), auto (the "
+            "cluster `ray start` began on this machine), or no address to start Ray on this machine")
+CONNECT_TIMEOUT_S = 60.0
 
 
 def require_ray() -> None:
@@ -31,47 +35,113 @@ def _ray():
     return ray
 
 
-def start_ray(address: str | None, cpus: int | None = None) -> bool:
+def start_ray(address: str | None, cpus: int | None = None, timeout: float = CONNECT_TIMEOUT_S) -> bool:
     """Connect to the Ray cluster at `address` ("auto": the one `ray start` began on this machine,
     "HOST:PORT", "ray://HOST:10001"); with None, to the one $RAY_ADDRESS names, else start a new one on
-    this machine with `cpus` CPUs (None: all), even when a cluster runs here.
-    True when this call started or joined Ray (the caller then ends it with `stop_ray`)."""
+    this machine with `cpus` CPUs (None: all), even when a cluster runs here. An address is tried
+    first in a child process given `timeout` s (Ray itself retries for ever where something that is
+    not Ray answers). True when this call started or joined Ray (the caller ends it with `stop_ray`)."""
     ray = _ray()
     target = address or os.environ.get("RAY_ADDRESS") or None
-    expected = ("the address `ray start --head` printed (HOST:6379), ray://HOST:10001, auto, or no address "
-                "to start Ray on this machine")
+    where = None if target is None else target + ("" if address else " (from $RAY_ADDRESS)")
     if target is not None:
-        _check_reachable(target, expected)
+        _check_reachable(target, where)
+        _probe(target, where, timeout)
     if ray.is_initialized():            # (a Python caller's own ray.init: its cluster is used)
         return False
     import signal
     ours = signal.getsignal(signal.SIGTERM)
     try:
-        ray.init(address=target or "local", num_cpus=cpus if target is None else None,  # ("local": a new
-                 include_dashboard=False, log_to_driver=False, configure_logging=False)   # one, even beside a cluster)
+        with stdout_to_stderr():
+            ray.init(address=target or "local", num_cpus=cpus if target is None else None,  # ("local": a new
+                     include_dashboard=False, log_to_driver=False, configure_logging=False)   # one beside a cluster)
     except (ConnectionError, ValueError, RuntimeError) as exc:
-        raise CoexploreError(f"cannot connect to a Ray cluster at {target}: {exc}", key="--ray",
-                             expected=expected) from None
+        raise CoexploreError(f"cannot {'start Ray on this machine' if target is None else 'connect to ' + where}: "
+                             f"{exc}", key="--ray", expected=EXPECTED) from None
     finally:        # Ray's own SIGTERM handler exits at once: a stop keeps being handled as Ctrl-C
         signal.signal(signal.SIGTERM, ours)
+    if target is not None and not _ray().cluster_resources().get("CPU", 0) >= 1:
+        import sys
+        print(f"coexplore: note: the Ray cluster at {where} has no CPUs now: the tasks wait until nodes with CPUs "
+              "join (an autoscaling cluster); Ctrl-C stops", file=sys.stderr)
     return True
 
 
-def _check_reachable(address: str, expected: str, timeout: float = 5.0) -> None:
-    """Refuse an address where nothing answers within `timeout` s (Ray itself would retry for ever)."""
+def _check_reachable(address: str, where: str, timeout: float = 5.0) -> None:
+    """Refuse a malformed address, or one where nothing answers within `timeout` s, at once."""
     import socket
-    hostport = address.removeprefix("ray://")
-    if address == "auto" or ":" not in hostport:
+    if address == "auto":
         return
-    host, _, port = hostport.rpartition(":")
-    if not port.isdigit():
-        raise CoexploreError(f"{address!r} has no port number", key="--ray", expected=expected)
+    scheme, sep, hostport = address.rpartition("://")
+    if sep and scheme != "ray":
+        raise CoexploreError(f"{where}: Ray addresses have no {scheme}:// scheme", key="--ray", expected=EXPECTED)
+    host, colon, port = hostport.rpartition(":")
+    if not colon or not host:
+        raise CoexploreError(f"{where} is not HOST:PORT", key="--ray", expected=EXPECTED)
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise CoexploreError(f"{where}: {port!r} is not a port number", key="--ray", expected=EXPECTED)
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
     except OSError as exc:
-        raise CoexploreError(f"nothing answers at {address} ({exc.strerror or exc})", key="--ray",
-                             expected=f"a running Ray cluster (`ray start --head` on its head node): {expected}"
+        raise CoexploreError(f"nothing answers at {where} ({exc.strerror or exc})", key="--ray",
+                             expected=f"a running Ray cluster (`ray start --head` on its head node): {EXPECTED}"
                              ) from None
+
+
+_PROBE = """
+import json, sys, ray
+ray.init(address=sys.argv[1], log_to_driver=False, configure_logging=False)
+print(json.dumps(ray.cluster_resources()))
+"""
+
+
+def _probe(target: str, where: str, timeout: float) -> None:
+    """Connect to `target` in a child process given `timeout` s: a cluster that does not answer as Ray,
+    a stale `auto`, a missing authentication token are said here instead of a hang."""
+    import subprocess
+    import sys
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROBE, target], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise CoexploreError(f"no Ray cluster answered at {where} within {timeout:g} s", key="--ray",
+                             expected="the address of a running Ray cluster's head (GCS) port: " + EXPECTED) from None
+    if done.returncode == 0:
+        return
+    text = done.stderr
+    if "InvalidAuthToken" in text or "Unauthenticated" in text or "AuthenticationError" in text:
+        raise CoexploreError(f"the Ray cluster at {where} asks for its authentication token", key="--ray",
+                             expected="RAY_AUTH_MODE=token and the cluster's token in ~/.ray/auth_token or "
+                                      "$RAY_AUTH_TOKEN on this machine (Ray's token authentication)")
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith((" ", "Traceback", "["))]
+    raise CoexploreError(f"cannot connect to {where}: {lines[-1] if lines else 'exit ' + str(done.returncode)}",
+                         key="--ray", expected=EXPECTED)
+
+
+def stdout_to_stderr():
+    """A context in which what Ray prints (to sys.stdout or file descriptor 1: a lost worker's report)
+    goes to standard error, so that standard output carries only the command's own (--json)."""
+    import contextlib
+    import sys
+
+    @contextlib.contextmanager
+    def swapped():
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError):         # (no real descriptor, e.g. under a test's capture)
+            saved = None
+        if saved is not None:
+            os.dup2(2, 1)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                yield
+        finally:
+            if saved is not None:
+                sys.stdout.flush()
+                os.dup2(saved, 1)
+                os.close(saved)
+    return swapped()
 
 
 def stop_ray() -> None:
@@ -83,20 +153,41 @@ def cluster_cpus() -> int:
     return max(1, int(_ray().cluster_resources().get("CPU", 1)))
 
 
+@functools.lru_cache(maxsize=1)
 def _versions() -> dict:
-    """What must be equal on the driver and the nodes for a task's result to be the driver's."""
+    """What must be equal on the driver and the nodes for a task's result to be the driver's: Python's
+    minor version, numpy's and coexplore's, with a digest of coexplore's own source files (two
+    checkouts of one version number can differ)."""
+    import hashlib
     import platform
+    from pathlib import Path
 
     import numpy
 
     import coexplore
-    return {"coexplore": coexplore.__version__, "numpy": numpy.__version__,
+    root = Path(coexplore.__file__).parent
+    digest = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        digest.update(f.relative_to(root).as_posix().encode())
+        digest.update(f.read_bytes())
+    return {"coexplore": coexplore.__version__, "source": digest.hexdigest()[:16], "numpy": numpy.__version__,
             "python": ".".join(platform.python_version_tuple()[:2])}
 
 
-def _call(fn, task, shared):
-    """A task as run on a node: (its coexplore versions, fn(task) or fn(task, shared))."""
-    return _versions(), (fn(task) if shared is None else fn(task, shared))
+class _OtherVersions:
+    """A task's answer instead of its result when its node runs other versions than the driver."""
+
+    def __init__(self, versions: dict):
+        self.versions = versions
+
+
+def _call(fn, task, shared, versions: dict):
+    """A task as run on a node: fn(task) (or fn(task, shared)), unless the node's versions differ from
+    the driver's `versions` (then nothing is run)."""
+    theirs = _versions()
+    if theirs != versions:
+        return _OtherVersions(theirs)
+    return fn(task) if shared is None else fn(task, shared)
 
 
 def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[tuple[int, object]]:
@@ -107,30 +198,41 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
     if not tasks:
         return
     ray = _ray()
-    from ray.exceptions import RayError, RayTaskError
+    from ray.exceptions import RayError, RaySystemError, RayTaskError
     remote = ray.remote(num_cpus=1, max_retries=1)(_call)
     ref = ray.put(shared) if shared is not None else None
     limit = max(1, limit or cluster_cpus())
     mine = _versions()
+    expected = "the same coexplore (and numpy, and Python minor version) installed on every node"
     running: dict = {}
     nxt = 0
     try:
         while nxt < len(tasks) or running:
             while nxt < len(tasks) and len(running) < limit:
-                running[remote.remote(fn, tasks[nxt], ref)] = nxt
+                running[remote.remote(fn, tasks[nxt], ref, mine)] = nxt
                 nxt += 1
             [ended], _ = ray.wait(list(running), num_returns=1)
             i = running.pop(ended)
             try:
-                theirs, result = ray.get(ended)
-            except RayTaskError as exc:           # the task raised: the same error as here
-                raise exc.as_instanceof_cause() from None
+                result = ray.get(ended)
+            except RayTaskError as exc:
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, ImportError) or isinstance(cause, RaySystemError) \
+                        or type(exc).__name__ == "RaySystemError":    # the node cannot load coexplore's code
+                    raise CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(cause or exc).splitlines()[0]})",
+                                         key="--ray", expected=expected) from None
+                raise exc.as_instanceof_cause() from None     # the task raised: the same error as here
+            except RaySystemError as exc:
+                raise CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(exc).splitlines()[0]})",
+                                     key="--ray", expected=expected) from None
             except RayError as exc:
-                raise WorkerDied(f"a Ray task was lost ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+                raise WorkerDied(f"a Ray task was lost twice ({type(exc).__name__}: {str(exc).splitlines()[0]})",
                                  key="--ray", expected="a cluster whose nodes stay up") from None
-            if theirs != mine:
-                raise CoexploreError(f"a Ray node runs {theirs}, this machine {mine}", key="--ray",
-                                     expected="the same coexplore installed on every node")
+            if isinstance(result, _OtherVersions):
+                differ = {k: (v, mine.get(k)) for k, v in result.versions.items() if mine.get(k) != v}
+                raise CoexploreError("a Ray node runs other versions than this machine: " + ", ".join(
+                    f"{k} {theirs} there, {ours} here" for k, (theirs, ours) in differ.items()), key="--ray",
+                    expected=expected)
             yield i, result
     finally:
         for pending in running:
