@@ -390,6 +390,19 @@ def test_a_read_only_cache_error_suggests_no_cache(tmp_path):
     cache.close()
 
 
+def test_a_cache_that_cannot_be_opened_names_the_option(tmp_path):
+    """A path SQLite cannot open (e.g. under /proc, which even root cannot create files in)."""
+    import sqlite3
+    from coexplore.errors import CoexploreError
+    from coexplore.model.cache import ResultCache
+    cache = ResultCache(tmp_path / "c.sqlite")
+    with pytest.raises(CoexploreError) as e:
+        with cache._errors():
+            raise sqlite3.OperationalError("unable to open database file")
+    assert e.value.key == "--cache" and "--no-cache" in str(e.value) and "cannot be opened" in str(e.value)
+    cache.close()
+
+
 def test_clear_of_a_missing_cache_creates_nothing(tmp_path, capsys):
     path = tmp_path / "sub" / "none.sqlite"
     assert _cli(["cache", "clear", "--cache", str(path)]) == 0
