@@ -419,7 +419,98 @@ def test_loads_chart_and_bad_loads(tmp_path, capsys):
     assert "SLA rate by load" in capsys.readouterr().out
     assert main(base) == 0                                  # one load: no load chart left from before
     assert not (tmp_path / "o" / "sla_load.png").exists()
-    for bad in ("0.5,x", "0,1", "inf", ","):
+    for bad in ("0.5,x", "0,1", "inf", ",", "0.5,,1", "nan", "-1"):
         rc = main([*base, "--loads", bad])
         err = capsys.readouterr().err
         assert rc == 2 and "--loads" in err and "Traceback" not in err, (bad, err)
+
+
+def test_load_chart_and_table_say_relmas_trained_only_when_this_run_trained_it(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    import coexplore.report.online_plot as op
+    titles = []
+    monkeypatch.setattr(op, "draw_sla_by_load", lambda data, path, title="": titles.append(title) or Path(path))
+    table = _table(tmp_path / "jobs.csv")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--requests", "20", "--seeds", "1",
+            "--no-progress", "--loads", "0.5,1.5"]
+    assert main([*base, "--schedulers", "fcfs,sjf", "--out", str(tmp_path / "h")]) == 0
+    assert "relmas" not in titles[-1] and "loads 0.5, 0.8, 1.5" in titles[-1]
+    assert main([*base, "--schedulers", "fcfs,relmas", "--train-generations", "1", "--train-streams", "1",
+                 "--out", str(tmp_path / "r")]) == 0
+    assert "relmas trained at load 0.8" in titles[-1]
+    capsys.readouterr()
+    policy = tmp_path / "r" / "policy.json"
+    assert main([*base, "--schedulers", "fcfs,relmas", "--load", "1.2", "--policy", str(policy),
+                 "--out", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "trained at load 1.2" not in out and "trained at load 1.2" not in titles[-1]   # trained at 0.8
+    assert "relmas's policy from" in out
+
+
+def test_capacity_rate_refuses_a_layer_no_core_runs_unless_its_weight_is_0():
+    from coexplore.errors import CoexploreError
+    from coexplore.online.models import ServedModel, ServedSystem
+    from coexplore.online.stream import capacity_rate
+
+    def model(name, lat):
+        lat = np.array(lat, float)
+        return ServedModel(name, tuple(f"l{i}" for i in range(len(lat))), lat, np.zeros_like(lat), np.zeros_like(lat), lat)
+    system = ServedSystem((model("x", [[1, 2]]), model("y", [[1, 2], [np.inf, np.inf]])), ("p", "q"), 10.0)
+    assert capacity_rate(system, [1.0, 0.0]) == pytest.approx(1.5)
+    with pytest.raises(CoexploreError, match="capacity"):
+        capacity_rate(system, [1.0, 1.0])
+
+
+def test_capacity_basis_has_its_own_default_folder(tmp_path, monkeypatch, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    monkeypatch.chdir(tmp_path)
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--requests", "20", "--seeds", "1",
+            "--schedulers", "fcfs", "--no-progress", "--no-plot", "--load", "0.7"]
+    assert main(base) == 0 and main([*base, "--load-basis", "capacity"]) == 0
+    names = sorted(p.name for p in (tmp_path / "results" / "online").iterdir())
+    assert len(names) == 2 and [n.endswith("load0.7cap-s0") for n in names].count(True) == 1, names
+
+
+def test_loads_summary_record_csv_and_key(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--requests", "30", "--seeds", "2",
+            "--schedulers", "fcfs,sjf,edf,static", "--no-progress", "--no-plot"]
+    assert main([*base, "--load", "0.8", "--out", str(tmp_path / "one"), "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert "loads" not in one["run"] and "loads" not in one
+    assert main([*base, "--load", "0.8", "--loads", "1.4,0.5", "--out", str(tmp_path / "many")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    data = json.loads((tmp_path / "many" / "online.json").read_text())
+    assert "of the cores' capacity" in out[0] and "of capacity" not in out[0]
+    row = next(line for line in out if line.startswith("capacity "))
+    assert [float(x) for x in row.split()[1:]] == pytest.approx([e["load_of_capacity"] for e in data["loads"]], abs=1e-3)
+    assert [e["load_of_capacity"] for e in data["loads"]] != pytest.approx([0.5, 0.8, 1.4])
+    for e in data["loads"]:
+        h = e["schedulers"]
+        assert e["best_heuristic"] == max(h, key=lambda n: (h[n]["sla_rate"], -h[n]["energy_pJ"]))
+    rows = list(csv.DictReader((tmp_path / "many" / "results.csv").open()))
+    assert [float(r["load"]) for r in rows] == sorted(float(r["load"]) for r in rows)
+    assert main([*base, "--load", "0.8", "--load-basis", "capacity", "--out", str(tmp_path / "cap")]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("load 0.8 of capacity")
+    assert main([*base, "--load", "0.8", "--loads", "0.80", "--out", str(tmp_path / "same")]) == 0
+    captured = capsys.readouterr()
+    assert "one load is served" in captured.err and "SLA rate by load" not in captured.out
+
+
+@pytest.mark.parametrize("basis, word", [("capacity", "capacity"), ("fastest", "fastest-core")])
+def test_sla_by_load_chart_axes(monkeypatch, tmp_path, basis, word):
+    from pathlib import Path
+
+    import coexplore.system.plot as plot
+    from coexplore.report import online_plot
+    figs = []
+    monkeypatch.setattr(plot, "save_png", lambda fig, path: figs.append(fig) or Path(path))
+    data = {"run": {"scenario": {"load": 0.8, "basis": basis}}, "schedulers": {"a": {"sla_rate": 0.5}},
+            "loads": [{"load": x, "schedulers": {"a": {"sla_rate": s, "sla_rate_per_seed": p}}}
+                      for x, s, p in [(0.5, 0.8, [0.7, 0.9]), (1.0, 0.5, [0.4, 0.6])]]}
+    online_plot.draw_sla_by_load(data, tmp_path / "x.png")
+    ax = figs[0].axes[0]
+    assert word in ax.get_xlabel() and (basis == "capacity") == ("capacity" in ax.get_xlabel())
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(0.4) and band.max() == pytest.approx(0.9)

@@ -226,20 +226,26 @@ def _loads(args) -> list[float]:
     if not args.loads:
         return [args.load]
     try:
-        extra = [float(x) for x in args.loads.split(",") if x.strip()]
+        extra = [float(x) for x in args.loads.split(",")]
     except ValueError:
         extra = []
     if not extra or any(not (x > 0 and x < float("inf")) for x in extra):
         raise CoexploreError(f"loads {args.loads!r}", key="--loads",
                              expected="comma-separated numbers > 0, e.g. 0.5,0.8,1.2")
-    return list(dict.fromkeys([args.load, *extra]))
+    loads = list(dict.fromkeys([args.load, *extra]))
+    if len(loads) == 1:
+        print(f"coexplore online: note: --loads {args.loads} is --load {args.load:g}: one load is served",
+              file=sys.stderr)
+    return loads
 
 
 def _chart_title(name: str, scenario, bandwidth: float, args, loads: list | None = None) -> str:
     """What the chart's numbers depend on, in one line."""
     mix = f", mix {':'.join(f'{w:g}' for w in scenario.mix)}" if scenario.mix else ""
     late = "late requests run to the end" if args.keep_late else "late requests dropped"
-    load = (f"relmas trained at load {scenario.load:g}" if loads else f"load {scenario.load:g}")
+    trained = "relmas" in [n.strip() for n in args.schedulers.split(",")] and not args.policy
+    load = (f"relmas trained at load {scenario.load:g}" if loads and trained else
+            f"loads {', '.join(f'{x:g}' for x in sorted(loads))}" if loads else f"load {scenario.load:g}")
     return (f"{name}: {load}{' of capacity' if scenario.basis == 'capacity' else ''}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
             f"{bandwidth:g} B/cycle, {late}; {scenario.requests} requests x {args.seeds} streams")
 
@@ -514,8 +520,9 @@ def _summary(data: dict) -> list[str]:
                      f"vs the worst ({worst}): SLA {pct(data['relmas_gains'][worst]['sla_gain'])}")
     if data.get("loads"):
         loads = data["loads"]
-        lines.append("SLA rate by load" + (" (relmas trained at load "
-                                           f"{data['run']['scenario']['load']:g})" if "relmas" in means else ""))
+        policy = data["run"].get("policy")
+        lines.append("SLA rate by load" + ("" if "relmas" not in means else f" (relmas's policy from {policy})"
+                                           if policy else f" (relmas trained at load {data['run']['scenario']['load']:g})"))
         lines.append(f"{'load':10} " + " ".join(f"{e['load']:>7g}" for e in loads))
         lines.append(f"{'capacity':10} " + " ".join(f"{e['load_of_capacity']:7.3f}" for e in loads))
         for name in sorted(means, key=lambda n: -means[n]["sla_rate"]):
