@@ -478,3 +478,18 @@ def test_a_two_node_cluster_by_address(one_process, tmp_path):
         cluster.shutdown()
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["records"] == _records(want)
+
+
+def test_a_bad_cache_is_said_before_ray_starts(tmp_path, capsys, monkeypatch):
+    from coexplore.system import ray_tasks
+
+    def not_now(*args, **kwargs):
+        raise AssertionError("Ray started before the cache was checked")
+    monkeypatch.setattr(ray_tasks, "start_ray", not_now)
+    system = _system(tmp_path)
+    (tmp_path / "a_folder").mkdir()
+    rc = main(["sweep", str(system), *FAST, "--cache", str(tmp_path / "a_folder"), "--out", str(tmp_path / "o"),
+               "--ray"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cache" in err and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists()

@@ -100,18 +100,23 @@ def run(args) -> int:
                              workers=(args.jobs or 0) if args.ray is not None else (args.jobs or 1),
                              ray=args.ray is not None, gantt=None if args.no_plot else draw_gantt)
     run_desc = _run_description(args, mapper, settings, spec)
-    if args.ray is None:
-        return _sweep_into(args, spec, settings, run_desc, objectives)
-    from coexplore.system.ray_tasks import start_ray, stop_ray
-    joined = start_ray(args.ray or None, cpus=args.jobs)     # before the result folder: a bad address is said first
+    cache = None if args.no_cache else open_cache(args.cache, "sweep")    # (a bad one said before Ray starts)
     try:
-        return _sweep_into(args, spec, settings, run_desc, objectives)
+        if args.ray is None:
+            return _sweep_into(args, spec, settings, run_desc, objectives, cache)
+        from coexplore.system.ray_tasks import start_ray, stop_ray
+        joined = start_ray(args.ray or None, cpus=args.jobs)   # before the result folder: a bad address is said first
+        try:
+            return _sweep_into(args, spec, settings, run_desc, objectives, cache)
+        finally:
+            if joined:
+                stop_ray()
     finally:
-        if joined:
-            stop_ray()
+        if cache is not None:
+            cache.close()
 
 
-def _sweep_into(args, spec, settings, run_desc: dict, objectives: list) -> int:
+def _sweep_into(args, spec, settings, run_desc: dict, objectives: list, cache) -> int:
     """Run the sweep into its result folder (chosen here) and write its tables and report."""
     from coexplore.sweep.store import writing
     if args.out and not args.restart:
@@ -119,10 +124,10 @@ def _sweep_into(args, spec, settings, run_desc: dict, objectives: list) -> int:
     out = chosen_dir(args.out, RESULT, run_desc, "sweep") if args.out else \
         default_run_dir(Path("results") / "sweep" / f"{Path(args.system).stem}-s{args.seed}", RESULT, run_desc)
     with writing(out):
-        return _sweep_in(args, spec, settings, run_desc, objectives, out)
+        return _sweep_in(args, spec, settings, run_desc, objectives, out, cache)
 
 
-def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path) -> int:
+def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path, cache) -> int:
     """Run the sweep's points not yet in `out` (held by this process) and write its tables and report."""
     from coexplore.sweep.run import run_sweep
     from coexplore.sweep.store import SweepStore
@@ -137,7 +142,6 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path)
           + (f" ({' x '.join(str(len(spec.sweep_axes[a])) for a in axes)} values of {', '.join(axes)})" if axes
              else " (no sweep axes: the system as written)")
           + (f"; {done} already done in {out}, resuming" if done else ""), file=sys.stderr)
-    cache = None if args.no_cache else open_cache(args.cache, "sweep")
     try:
         import contextlib
         from coexplore.system.ray_tasks import stdout_to_stderr
@@ -157,9 +161,6 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path)
         print(("\n" if sys.stderr.isatty() else "") + f"coexplore sweep: {what}; {kept} and {mapped}: run the "
               "same command again to continue with the next point", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else 1
-    finally:
-        if cache is not None:
-            cache.close()
     from coexplore.search.base import finishing
     with finishing("the sweep's tables and report are written") as guard:     # all points are stored
         code = _finish(args, out, run_desc, spec, records, objectives, len(points))
