@@ -378,28 +378,19 @@ def test_clear_while_another_connection_reads(tmp_path):
         assert reader.get("k7") is None and len(reader) == 0
 
 
-def test_a_read_only_cache_error_suggests_no_cache(tmp_path):
+@pytest.mark.parametrize("sqlite_says, said", [
+    ("attempt to write a readonly database", "cannot be written"),
+    ("unable to open database file", "cannot be opened"),      # e.g. under /proc, where even root creates nothing
+])
+def test_a_cache_sqlite_cannot_use_names_the_option(tmp_path, sqlite_says, said):
     import sqlite3
     from coexplore.errors import CoexploreError
     from coexplore.model.cache import ResultCache
     cache = ResultCache(tmp_path / "c.sqlite")
     with pytest.raises(CoexploreError) as e:
         with cache._errors():
-            raise sqlite3.OperationalError("attempt to write a readonly database")
-    assert e.value.key == "--cache" and "--no-cache" in str(e.value) and "cannot be written" in str(e.value)
-    cache.close()
-
-
-def test_a_cache_that_cannot_be_opened_names_the_option(tmp_path):
-    """A path SQLite cannot open (e.g. under /proc, which even root cannot create files in)."""
-    import sqlite3
-    from coexplore.errors import CoexploreError
-    from coexplore.model.cache import ResultCache
-    cache = ResultCache(tmp_path / "c.sqlite")
-    with pytest.raises(CoexploreError) as e:
-        with cache._errors():
-            raise sqlite3.OperationalError("unable to open database file")
-    assert e.value.key == "--cache" and "--no-cache" in str(e.value) and "cannot be opened" in str(e.value)
+            raise sqlite3.OperationalError(sqlite_says)
+    assert e.value.key == "--cache" and "--no-cache" in str(e.value) and said in str(e.value)
     cache.close()
 
 
