@@ -190,11 +190,17 @@ def _call(fn, task, shared, versions: dict):
     return fn(task) if shared is None else fn(task, shared)
 
 
+def _cannot_run(exc: BaseException, expected: str) -> CoexploreError:
+    return CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(exc).splitlines()[0]})", key="--ray",
+                          expected=expected)
+
+
 def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[tuple[int, object]]:
     """Yield (task index, fn(task[, shared])) as each Ray task ends (completion order), at most
     `limit` tasks in flight (None: the cluster's CPUs). `shared` (one large object every task reads)
     is put in Ray's object store once. A stop, an error or the caller's leaving the loop cancels
-    the tasks not ended; a task lost with its worker or node is a WorkerDied error."""
+    the tasks not ended; a task lost with its worker or node is run again once, and lost twice is a
+    WorkerDied error."""
     if not tasks:
         return
     ray = _ray()
@@ -217,14 +223,11 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
                 result = ray.get(ended)
             except RayTaskError as exc:
                 cause = getattr(exc, "cause", None)
-                if isinstance(cause, ImportError) or isinstance(cause, RaySystemError) \
-                        or type(exc).__name__ == "RaySystemError":    # the node cannot load coexplore's code
-                    raise CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(cause or exc).splitlines()[0]})",
-                                         key="--ray", expected=expected) from None
+                if isinstance(cause, (ImportError, RaySystemError)):     # the node cannot load coexplore's code
+                    raise _cannot_run(cause, expected) from None
                 raise exc.as_instanceof_cause() from None     # the task raised: the same error as here
             except RaySystemError as exc:
-                raise CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(exc).splitlines()[0]})",
-                                     key="--ray", expected=expected) from None
+                raise _cannot_run(exc, expected) from None
             except RayError as exc:
                 raise WorkerDied(f"a Ray task was lost twice ({type(exc).__name__}: {str(exc).splitlines()[0]})",
                                  key="--ray", expected="a cluster whose nodes stay up") from None
