@@ -102,15 +102,10 @@ def run(args) -> int:
     run_desc = _run_description(args, mapper, settings, spec)
     cache = None if args.no_cache else open_cache(args.cache, "sweep")    # (a bad one said before Ray starts)
     try:
-        if args.ray is None:
-            return _sweep_into(args, spec, settings, run_desc, objectives, cache)
-        from coexplore.system.ray_tasks import start_ray, stop_ray
-        joined = start_ray(args.ray or None, cpus=args.jobs)   # before the result folder: a bad address is said first
-        try:
-            return _sweep_into(args, spec, settings, run_desc, objectives, cache)
-        finally:
-            if joined:
-                stop_ray()
+        if args.ray is not None:
+            from coexplore.system.ray_tasks import check_address
+            check_address(args.ray or None)         # before the result folder: a bad address is said first
+        return _sweep_into(args, spec, settings, run_desc, objectives, cache)
     finally:
         if cache is not None:
             cache.close()
@@ -144,8 +139,8 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
           + (f"; {done} already done in {out}, resuming" if done else ""), file=sys.stderr)
     try:
         import contextlib
-        from coexplore.system.ray_tasks import stdout_to_stderr
-        with stdout_to_stderr() if settings.ray else contextlib.nullcontext():    # (Ray's reports: not in --json)
+        from coexplore.system.ray_tasks import ray_session
+        with ray_session(args.ray or None, args.jobs) if settings.ray else contextlib.nullcontext():
             records = run_sweep(spec, settings, store, cache=cache, progress=progress,
                                 on_point=lambda rec: _tables(out, store.ordered(), axes, objectives))
     except (KeyboardInterrupt, WorkerDied) as stop:

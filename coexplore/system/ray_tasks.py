@@ -9,6 +9,7 @@ files at the same paths (a shared filesystem, or one machine).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Iterator
@@ -35,18 +36,42 @@ def _ray():
     return ray
 
 
-def start_ray(address: str | None, cpus: int | None = None, timeout: float = CONNECT_TIMEOUT_S) -> bool:
+def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse now (before any work) the cluster address `start_ray` would connect to ($RAY_ADDRESS
+    without one), if it is malformed, nothing answers there, or it does not answer as Ray in a child
+    process within `timeout` s (Ray itself retries for ever where something that is not Ray answers)."""
+    target = address or os.environ.get("RAY_ADDRESS") or None
+    if target is not None:
+        where = target + ("" if address else " (from $RAY_ADDRESS)")
+        _check_reachable(target, where)
+        _probe(target, where, timeout)
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None, cpus: int | None = None):
+    """Ray joined or started for a block (`start_ray`, the address checked already) and ended after
+    it; what Ray prints meanwhile, its shutdown's reports included, goes to standard error."""
+    with stdout_to_stderr():
+        joined = start_ray(address, cpus, probe=False)
+        try:
+            yield
+        finally:
+            if joined:
+                stop_ray()
+
+
+def start_ray(address: str | None, cpus: int | None = None, timeout: float = CONNECT_TIMEOUT_S,
+              probe: bool = True) -> bool:
     """Connect to the Ray cluster at `address` ("auto": the one `ray start` began on this machine,
     "HOST:PORT", "ray://HOST:10001"); with None, to the one $RAY_ADDRESS names, else start a new one on
     this machine with `cpus` CPUs (None: all), even when a cluster runs here. An address is tried
-    first in a child process given `timeout` s (Ray itself retries for ever where something that is
-    not Ray answers). True when this call started or joined Ray (the caller ends it with `stop_ray`)."""
+    first (`check_address`, unless `probe` is False: done before). True when this call started or
+    joined Ray (the caller ends it with `stop_ray`)."""
     ray = _ray()
     target = address or os.environ.get("RAY_ADDRESS") or None
     where = None if target is None else target + ("" if address else " (from $RAY_ADDRESS)")
-    if target is not None:
-        _check_reachable(target, where)
-        _probe(target, where, timeout)
+    if probe:
+        check_address(address, timeout)
     if ray.is_initialized():            # (a Python caller's own ray.init: its cluster is used)
         return False
     import signal
@@ -121,7 +146,6 @@ def _probe(target: str, where: str, timeout: float) -> None:
 def stdout_to_stderr():
     """A context in which what Ray prints (to sys.stdout or file descriptor 1: a lost worker's report)
     goes to standard error, so that standard output carries only the command's own (--json)."""
-    import contextlib
     import sys
 
     @contextlib.contextmanager
