@@ -3,7 +3,8 @@
     coexplore online SYSTEM.yaml [--workload W ...] [--layer-searcher S] [--layer-budget N]
                      [--layer-seed S] [--jobs N] [--cache PATH | --no-cache] [--bandwidth B]
     coexplore online --table JOBS.csv --bandwidth B
-          [--load 0.8] [--loads RHO,...] [--load-basis fastest|capacity] [--requests 200] [--slack LOW HIGH] [--mix W ...] [--keep-late]
+          [--load 0.8] [--loads RHO,...] [--load-basis fastest|capacity] [--requests 200]
+          [--slack LOW HIGH] [--mix W ...] [--keep-late]
           [--schedulers fcfs,edf,...,relmas] [--seeds 5] [--seed S]
           [--train-generations 25] [--train-streams 3] [--policy POLICY.json]
           [--out DIR] [--restart] [--json] [--no-plot] [--no-progress]
@@ -175,10 +176,11 @@ def run(args) -> int:
         if results is None:
             return 130
         by_load[load] = (at_rates, results)
-    rates, results = by_load[args.load]
-    data = _record(system, scenario, rates, results, run_desc, history, args, policy)
+    entries = {load: _at_load(system, load, *by_load[load]) for load in loads}
+    results = by_load[args.load][1]
+    data = _record(system, entries[args.load], run_desc, history, args, policy)
     if len(loads) > 1:
-        data["loads"] = [_at_load(system, load, *by_load[load]) for load in sorted(loads)]
+        data["loads"] = [entries[load] for load in sorted(loads)]
     write_text(out / RESULT, json.dumps(data, indent=1) + "\n")
     write_text(out / "results.csv", _results_csv(by_load, args.seed))
     write_text(out / "requests.csv", _requests_csv(system, results))
@@ -246,7 +248,8 @@ def _chart_title(name: str, scenario, bandwidth: float, args, loads: list | None
     trained = "relmas" in [n.strip() for n in args.schedulers.split(",")] and not args.policy
     load = (f"relmas trained at load {scenario.load:g}" if loads and trained else
             f"loads {', '.join(f'{x:g}' for x in sorted(loads))}" if loads else f"load {scenario.load:g}")
-    return (f"{name}: {load}{' of capacity' if scenario.basis == 'capacity' else ''}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
+    basis = " of capacity" if scenario.basis == "capacity" else ""
+    return (f"{name}: {load}{basis}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
             f"{bandwidth:g} B/cycle, {late}; {scenario.requests} requests x {args.seeds} streams")
 
 
@@ -262,8 +265,6 @@ def _job_table(args):
 
 def _run_description(args, scenario, train, names: list[str], loads: list[float]) -> dict:
     """Everything the results depend on (online.json's `run`; compared before a folder is reused)."""
-    import dataclasses
-
     import coexplore
     from coexplore.cli.schedule import system_input_files
     desc = {"coexplore_version": coexplore.__version__, "schedulers": names, "seeds": args.seeds, "seed": args.seed,
@@ -289,7 +290,6 @@ def _run_description(args, scenario, train, names: list[str], loads: list[float]
 def _scenario_desc(scenario) -> dict:
     """The scenario's fields; the load basis only when not the default (the key of runs made before
     it existed stays the same)."""
-    import dataclasses
     desc = dataclasses.asdict(scenario)
     if desc["basis"] == "fastest":
         del desc["basis"]
@@ -306,7 +306,8 @@ def _out_dir(args, run_desc: dict) -> Path:
     if args.out:
         return chosen_dir(args.out, RESULT, run_desc, "online")
     name = run_name(args)
-    return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}{'cap' if args.load_basis == 'capacity' else ''}-s{args.seed}", RESULT, run_desc)
+    basis = "cap" if args.load_basis == "capacity" else ""
+    return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}{basis}-s{args.seed}", RESULT, run_desc)
 
 
 def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict, restart: bool, progress: bool,
@@ -415,36 +416,14 @@ def _evaluate(system, scenario, schedulers: dict, args, progress: bool, where: s
             bar.close()
 
 
-def _record(system, scenario, rates, results: dict, run_desc: dict, history, args, policy) -> dict:
-    from coexplore.online.compare import gains, mean_summary
-    from coexplore.online.stream import capacity_rate
-    means = {n: mean_summary(rs) for n, rs in results.items()}
-    capacity = capacity_rate(system, rates / rates.sum()) if rates.sum() > 0 else 0.0   # requests/cycle, this mix
-    data = {"name": run_name(args), "run": run_desc,
-            "cores": list(system.cores), "bandwidth_bytes_per_cycle": system.bandwidth,
-            "models": [{"name": m.name, "layers": len(m.layers), "isolated_latency_cycles": m.isolated_latency,
-                        "work_cycles": m.work, "requests_per_cycle": float(r)}
-                       for m, r in zip(system.models, rates)],
-            "capacity_requests_per_cycle": capacity,
-            "load_of_capacity": float(rates.sum()) / capacity if capacity > 0 else None,
-            "schedulers": means}
-    heuristics = {n: v for n, v in means.items() if n != "relmas"}
-    if heuristics:
-        best = max(heuristics, key=lambda n: (heuristics[n]["sla_rate"], -heuristics[n]["energy_pJ"]))
-        data["best_heuristic"] = best
-    if "relmas" in means:
-        data["relmas_gains"] = gains(means, "relmas")
-        data["policy"] = {"weights": dict(zip(_features(), policy.weights.tolist())),
-                          "training_history": history}
-    return data
-
-
 def _at_load(system, load: float, rates, results: dict) -> dict:
-    """online.json's entry of one evaluation load: its rates and each scheduler's means and gains."""
+    """The numbers of one evaluation load: its rates, the cores' capacity for this mix (requests/cycle),
+    each scheduler's means, the best heuristic and relmas's gains (online.json's `loads` entries)."""
     from coexplore.online.compare import gains, mean_summary
     from coexplore.online.stream import capacity_rate
     means = {n: mean_summary(rs) for n, rs in results.items()}
-    entry = {"load": load, "load_of_capacity": float(rates.sum()) / capacity_rate(system, rates / rates.sum()),
+    capacity = capacity_rate(system, rates / rates.sum())
+    entry = {"load": load, "capacity_requests_per_cycle": capacity, "load_of_capacity": float(rates.sum()) / capacity,
              "requests_per_cycle": [float(r) for r in rates], "schedulers": means}
     heuristics = {n: v for n, v in means.items() if n != "relmas"}
     if heuristics:
@@ -452,6 +431,21 @@ def _at_load(system, load: float, rates, results: dict) -> dict:
     if "relmas" in means:
         entry["relmas_gains"] = gains(means, "relmas")
     return entry
+
+
+def _record(system, entry: dict, run_desc: dict, history, args, policy) -> dict:
+    """online.json: the run, the system and its DNNs, and the numbers of the `--load` evaluation (`entry`)."""
+    data = {"name": run_name(args), "run": run_desc,
+            "cores": list(system.cores), "bandwidth_bytes_per_cycle": system.bandwidth,
+            "models": [{"name": m.name, "layers": len(m.layers), "isolated_latency_cycles": m.isolated_latency,
+                        "work_cycles": m.work, "requests_per_cycle": r}
+                       for m, r in zip(system.models, entry["requests_per_cycle"])],
+            **{k: entry[k] for k in ("capacity_requests_per_cycle", "load_of_capacity", "schedulers",
+                                     "best_heuristic", "relmas_gains") if k in entry}}
+    if "relmas" in entry["schedulers"]:
+        data["policy"] = {"weights": dict(zip(_features(), policy.weights.tolist())),
+                          "training_history": history}
+    return data
 
 
 def _features():

@@ -84,7 +84,7 @@ def capacity_rate(system: ServedSystem, mix) -> float:
     from scipy.sparse import coo_matrix
     mix = np.asarray(mix, dtype=float)
     cores = system.num_cores
-    cols, eq_rows, core_rows, core_vals = [], [], [], []
+    eq_rows, core_rows, core_vals = [], [], []  # per y (one column each): its layer's row, its core, the latency
     layer = 0
     eq_t = []                                   # -mix_m on each layer's row, for the column of t
     for m, model in enumerate(system.models):
@@ -92,12 +92,12 @@ def capacity_rate(system: ServedSystem, mix) -> float:
             continue
         for lat in model.latency:
             for c in np.flatnonzero(np.isfinite(lat)):
-                cols.append(len(cols))
                 eq_rows.append(layer)
                 core_rows.append(int(c))
                 core_vals.append(float(lat[c]))
             eq_t.append(-mix[m])
             layer += 1
+    cols = np.arange(len(eq_rows))
     n = len(cols) + 1                           # the y's, then t
     a_eq = coo_matrix((np.r_[np.ones(len(cols)), eq_t], (np.r_[eq_rows, np.arange(layer)],
                                                          np.r_[cols, np.full(layer, n - 1)])), shape=(layer, n))

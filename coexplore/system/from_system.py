@@ -117,48 +117,41 @@ def layer_context(cm: CoreModel, layer) -> Context:
     return Context(cm.context_arch, parse_problem(layer_problem(layer), name=layer.name), cm.ert, cm.costs)
 
 
+MEMORY = ":memory:"          # a search's cache held in its task (`MemoryCache`), for a task on another machine
+
+
 def _map_in_worker(task) -> tuple:
-    """One (layer, core design) search in a worker process: (pair index, the best mapping's record),
-    the record None when the search raised (the parent repeats it to raise it, the layer named)."""
+    """One (layer, core design) search in a worker process or a Ray task: (pair index, the best
+    mapping's record, None when the search raised (the parent repeats it to raise it, the layer
+    named), the cache entries made in memory for the parent to store). `cache_path`: the SQLite file
+    (a process of this machine writes it itself), MEMORY (a task elsewhere), or None (no cache)."""
     i, cm, layer, spec, budget, seed, cache_path = task
-    from coexplore.model.cache import ResultCache
+    from coexplore.model.cache import MemoryCache, ResultCache
     warnings.simplefilter("ignore")       # what a search says, the parent says once (not raw, per worker)
+    cache = None
     try:
-        cache = ResultCache(cache_path) if cache_path is not None else None
+        cache = MemoryCache() if cache_path == MEMORY else ResultCache(cache_path) if cache_path is not None else None
         ctx = layer_context(cm, layer)
-        return i, map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache).best
+        best = map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache).best
     except Exception:
-        return i, None
-
-
-def _map_on_ray(task) -> tuple:
-    """One (layer, core design) search as a Ray task: (pair index, the best mapping's record or None,
-    the cache entries it made, for the driver to store)."""
-    from coexplore.model.cache import MemoryCache
-    i, cm, layer, spec, budget, seed, _ = task
-    warnings.simplefilter("ignore")
-    cache = MemoryCache()
-    try:
-        ctx = layer_context(cm, layer)
-        return i, map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache).best, cache.added
-    except Exception:
-        return i, None, []
+        best = None
+    return i, best, getattr(cache, "added", [])
 
 
 def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: int, done,
                      ray: bool = False) -> dict:
     """The best mapping records of `items` = [(key, layer, CoreModel)] searched by `workers` processes,
     or as tasks on the Ray cluster the caller joined (`ray`; `workers` then caps the tasks in flight,
-    0: the cluster's CPUs), each search seeded as it would be alone, so the results are those of one process; by
-    key. Finished searches are cached as they end, so an interrupted run keeps them. `done(key)`
-    after each."""
-    cache_path = None if cache is None else str(cache.path)
+    0: the cluster's CPUs), each search seeded as it would be alone, so the results are those of one
+    process; by key. Finished searches are cached as they end (by the processes, or here for Ray
+    tasks), so an interrupted run keeps them. `done(key)` after each."""
+    cache_path = MEMORY if ray else None if cache is None else str(cache.path)
     tasks = [(i, cm, layer, spec, budget, seed, cache_path) for i, (_, layer, cm) in enumerate(items)]
     if ray:
         from coexplore.system.ray_tasks import on_ray
-        ended = (result for _, result in on_ray(_map_on_ray, tasks, limit=workers or None))
+        ended = (result for _, result in on_ray(_map_in_worker, tasks, limit=workers or None))
     else:
-        ended = ((i, rec, ()) for i, rec in in_processes(_map_in_worker, tasks, workers))
+        ended = in_processes(_map_in_worker, tasks, workers)
     records = {}
     for i, rec, added in ended:
         if added and cache is not None:
