@@ -495,3 +495,31 @@ def test_a_bad_cache_is_said_before_ray_starts(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert rc == 2 and "cache" in err and "Traceback" not in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_task_scratch_folder_is_removed_and_gone_workers_folders_with_it(tmp_path, monkeypatch):
+    """The folders of processes that ended (a cancelled task's) go when the next task starts; a live
+    process's folder and other names stay; a task's own folder goes when it ends, error or not."""
+    import subprocess
+    import tempfile
+
+    from coexplore.system.ray_tasks import SCRATCH_PREFIX, scratch_folder
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for name in (f"{SCRATCH_PREFIX}{gone}-abc", f"{SCRATCH_PREFIX}{live.pid}-abc", f"{SCRATCH_PREFIX}x-abc",
+                     f"other-{gone}-abc"):
+            (tmp_path / name / "points").mkdir(parents=True)
+        with scratch_folder() as tmp:
+            (Path(tmp) / "f").write_text("x")
+            left = sorted(p.name for p in tmp_path.iterdir())
+        assert left == sorted([Path(tmp).name, f"{SCRATCH_PREFIX}{live.pid}-abc", f"{SCRATCH_PREFIX}x-abc",
+                               f"other-{gone}-abc"])
+        with pytest.raises(RuntimeError), scratch_folder() as tmp:
+            raise RuntimeError
+        assert not Path(tmp).exists() and len(list(tmp_path.iterdir())) == 3
+    finally:
+        live.kill()
+        live.wait()

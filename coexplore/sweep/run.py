@@ -240,13 +240,12 @@ def _points_on_ray(spec: SystemSpec, todo: list, settings: SweepSettings, out: P
 def _point_on_ray(task, entries: dict) -> tuple:
     """One point as a Ray task, in a temporary folder: (record, {path in its folder: bytes}, the
     cache entries it made, None), or (None, {}, entries, the CoexploreError's parts)."""
-    import tempfile
-
     from coexplore.model.cache import MemoryCache
+    from coexplore.system.ray_tasks import scratch_folder
     spec, index, pid, values, settings = task
     warnings.simplefilter("ignore")       # what the point warns of is in its record
     cache = MemoryCache(entries)
-    with tempfile.TemporaryDirectory(prefix="coexplore-point-") as tmp:
+    with scratch_folder() as tmp:
         try:
             rec = run_point(spec, index, pid, values, settings, Path(tmp), cache=cache)
         except CoexploreError as exc:

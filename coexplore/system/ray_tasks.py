@@ -214,6 +214,43 @@ def _call(fn, task, shared, versions: dict):
     return fn(task) if shared is None else fn(task, shared)
 
 
+SCRATCH_PREFIX = "coexplore-task-"
+
+
+@contextlib.contextmanager
+def scratch_folder() -> Iterator[str]:
+    """A temporary folder for one task on its node, removed after it. A task cancelled by a stop
+    or whose worker is killed cannot remove its own, so the folder's name holds the worker's
+    process id and each new one first removes those of processes that are gone."""
+    import shutil
+    import tempfile
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        pid = _owner(name)
+        if pid is not None and pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-") as tmp:
+        yield tmp
+
+
+def _owner(name: str) -> int | None:
+    """The process id in a scratch folder's name, None for other names."""
+    if not name.startswith(SCRATCH_PREFIX):
+        return None
+    pid, sep, _ = name[len(SCRATCH_PREFIX):].partition("-")
+    return int(pid) if sep and pid.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:               # another user's process: alive (and its folder not ours)
+        return True
+    return True
+
+
 def _cannot_run(exc: BaseException, expected: str) -> CoexploreError:
     return CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(exc).splitlines()[0]})", key="--ray",
                           expected=expected)
