@@ -7,7 +7,11 @@ import sys
 
 from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs, problem_in_arch, top_keys
 from coexplore.errors import CoexploreError
+from coexplore.model.compare import compare_records
 from coexplore.model.nest import STRIDE_RULES
+from coexplore.model.timeloop_run import find_timeloop_model, run_timeloop_model
+from coexplore.model.timeloop_stats import energy_tolerance_pJ
+from coexplore.spec.mapping import to_arrays
 
 
 def register(sub) -> None:
@@ -25,7 +29,16 @@ def register(sub) -> None:
     p.add_argument("--check-constraints", action="store_true",
                    help="check the mapping against the constraints `coexplore map` would use for ARCH")
     p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
+    p.add_argument("--model", choices=MODELS, default="builtin",
+                   help="builtin (default): coexplore's Timeloop-compatible model; timeloop: the real timeloop-model "
+                        "(on PATH, or $COEXPLORE_TIMELOOP_MODEL) run on the same inputs; both: the two side by side, "
+                        "exit code 1 where they disagree")
+    p.add_argument("--timeloop-dir", metavar="DIR",
+                   help="with --model timeloop/both: leave the files timeloop-model read and wrote in DIR")
     p.set_defaults(func=run)
+
+
+MODELS = ("builtin", "timeloop", "both")
 
 
 def _fmt(x: float) -> str:
@@ -39,8 +52,8 @@ def _uj(pj: float) -> str:
 
 
 def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None = None,
-                   stride_rule: str = "current") -> str:
-    lines = [f"coexplore evaluate: {layer_name} on {arch_name} (built-in Timeloop-compatible model)"]
+                   stride_rule: str = "current", model: str = "built-in Timeloop-compatible model") -> str:
+    lines = [f"coexplore evaluate: {layer_name} on {arch_name} ({model})"]
     if ert:
         lines.append(f"energy table: {ert}")
     if stride_rule != "current":
@@ -89,20 +102,84 @@ def run(args) -> int:
     mapping = ctx.load_mapping(args.mapping)
     for w in mapping.warnings:
         print(f"coexplore: warning: {args.mapping}: {w}", file=sys.stderr)
-    res = ctx.evaluate_mappings([mapping])
-    rec = ctx.record(res, 0)
+    if args.model == "timeloop" and args.stride_rule != "current":
+        raise CoexploreError("--stride-rule applies to the built-in model only", key="--stride-rule",
+                             expected="--model builtin or both (timeloop-model follows its own build)")
+    if args.timeloop_dir and args.model == "builtin":
+        raise CoexploreError("--timeloop-dir without a timeloop-model run", key="--timeloop-dir",
+                             expected="--model timeloop or both")
+    arrays = to_arrays([mapping], ctx.arch, ctx.problem)
+    real = exe = None
+    if args.model != "builtin":
+        exe = find_timeloop_model()
+        real = run_timeloop_model(ctx, arrays, 0, exe, keep=args.timeloop_dir)
+    rec = real if args.model == "timeloop" else ctx.record(ctx.evaluate(arrays), 0)
     broken = _breaks_constraints(ctx, constraints, mapping) if check else None
     if broken:
         print(f"coexplore evaluate: warning: {args.mapping}: {broken}", file=sys.stderr)
+    agree = None
+    if args.model == "both":
+        agree = compare_records(rec, real)
+        if "energy_rel_err" in agree:
+            agree["energy_close"] = abs(rec["energy_pJ"] - real["energy_pJ"]) <= energy_tolerance_pJ(real)
     if args.json:
-        out = {"arch": ctx.arch.name, "layer": ctx.problem.name, **rec, "model": "builtin", "ert": ctx.ert.source,
+        out = {"arch": ctx.arch.name, "layer": ctx.problem.name, **rec,
+               "model": "timeloop-model" if args.model == "timeloop" else "builtin", "ert": ctx.ert.source,
                "stride_rule": ctx.stride_rule}
+        if exe:
+            out["timeloop_model"] = exe
+        if agree is not None:
+            out["timeloop"] = real
+            out["agreement"] = {**{k: agree[k] for k in AGREEMENT_KEYS if k in agree}, "agree": agrees(agree)}
         if check:
             out["constraints_kept"], out["constraints_error"] = broken is None, broken
         print(json.dumps(out, indent=1))
     else:
-        print(format_summary(rec, ctx.arch.name, ctx.problem.name, ctx.ert.source, ctx.stride_rule))
+        model = f"real timeloop-model: {exe}" if args.model == "timeloop" else "built-in Timeloop-compatible model"
+        print(format_summary(rec, ctx.arch.name, ctx.problem.name, ctx.ert.source, ctx.stride_rule, model))
+        if agree is not None:
+            print("\n" + format_agreement(agree, exe))
+    if agree is not None and not agrees(agree):
+        return 1
     return 0 if rec["valid"] else 1   # like timeloop-model: an invalid mapping is a failed run
+
+
+AGREEMENT_KEYS = ("valid_agree", "message_exact", "cycles_exact", "counts_exact", "energy_rel_err", "energy_close",
+                  "mismatches")
+
+
+def agrees(cmp: dict) -> bool:
+    """The built-in model and timeloop-model agree: validity, Timeloop's message where both refuse,
+    cycles and every count exactly, energy within stats.txt's printing (0.01%)."""
+    if not cmp["valid_agree"]:
+        return False
+    if "message_exact" in cmp:
+        return cmp["message_exact"]
+    if "cycles_exact" not in cmp:
+        return True
+    return cmp["cycles_exact"] and cmp["counts_exact"] and cmp["energy_close"]
+
+
+def format_agreement(cmp: dict, exe: str) -> str:
+    """What the comparison with the real timeloop-model found, a line each."""
+    lines = [f"against the real timeloop-model ({exe}):"]
+    if not cmp["valid_agree"]:
+        lines.append(f"  validity DIFFERS: built-in {'valid' if cmp['valid_got'] else 'invalid'}, "
+                     f"timeloop-model {'valid' if cmp['valid_ref'] else 'invalid'}")
+    elif "message_exact" in cmp:
+        lines.append("  both refuse the mapping, " + ("with the same message" if cmp["message_exact"]
+                                                      else "with DIFFERENT messages"))
+    else:
+        lines.append(f"  cycles {'equal' if cmp['cycles_exact'] else 'DIFFER'}: built-in {cmp['cycles_got']:,}, "
+                     f"timeloop-model {cmp['cycles_ref']:,}")
+        bad = cmp["mismatches"]
+        lines.append("  counts: every per-level read/fill/update/capacity/instances equal" if not bad else
+                     f"  counts: {len(bad)} DIFFER, e.g. " + "; ".join(
+                         f"{m['level']} {m['dataspace']} {m['key']} {m['got']} vs {m['ref']}" for m in bad[:3]))
+        lines.append(f"  energy: relative difference {cmp['energy_rel_err']:.2e} "
+                     f"({'within' if cmp['energy_close'] else 'BEYOND'} what stats.txt's printing to 0.01 pJ allows)")
+    lines.append("  agree" if agrees(cmp) else "  DISAGREE")
+    return "\n".join(lines)
 
 
 def _breaks_constraints(ctx, constraints, mapping) -> str | None:

@@ -9,6 +9,7 @@ import sys
 from coexplore.cli.inputs import STRIDE_HELP
 from coexplore.model.nest import STRIDE_RULES
 from coexplore.cli.paths import nonnegative
+from coexplore.errors import CoexploreError
 from coexplore.model.validation import ValidateInterrupted, validate
 
 
@@ -27,6 +28,9 @@ def register(sub) -> None:
                    help="list at most this many mismatching cases (text output; --json lists them all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
+    p.add_argument("--model", choices=("builtin", "timeloop"), default="builtin",
+                   help="builtin (default): coexplore's model; timeloop: every case through the real timeloop-model "
+                        "(on PATH, or $COEXPLORE_TIMELOOP_MODEL), e.g. to check a Timeloop build against the references")
     p.set_defaults(func=run)
 
 
@@ -63,6 +67,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
               f"counts exact    : {_pct(s['counts_exact'], v)} (every per-level read/fill/update/capacity/instances)",
               f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}",
               f"time            : {s['wall_s']:.1f} s in all, {s['model_s']:.2f} s in the model"]
+    if s.get("model", "builtin") != "builtin":
+        lines.append("model           : the real timeloop-model (energies as its stats.txt prints them, to 0.01 pJ)")
     if s.get("stride_rule", "current") != "current":
         lines.append(f"stride rule     : {s['stride_rule']} (sliding-window reuse as Timeloop before 2025)")
     if s["failures"]:
@@ -79,9 +85,12 @@ def format_table(s: dict, max_failures: int = 10) -> str:
 
 def run(args) -> int:
     code = 0
+    if args.model == "timeloop" and args.stride_rule != "current":
+        raise CoexploreError("--stride-rule applies to the built-in model only", key="--stride-rule",
+                             expected="--model builtin (timeloop-model follows its own build)")
     try:
         s = validate(args.dir, progress=not args.no_progress and not args.json,
-                     stride_rule=args.stride_rule)
+                     stride_rule=args.stride_rule, model=args.model)
     except ValidateInterrupted as exc:
         s, code = exc.summary, 130
         print(f"coexplore validate: interrupted after {s['interrupted_after']}; the summary covers those",

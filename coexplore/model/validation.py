@@ -14,15 +14,20 @@ from coexplore.errors import CoexploreError
 from coexplore.model.compare import COUNT_KEYS, compare_records
 from coexplore.model.corpus import discover
 from coexplore.model.inputs import load_context
+from coexplore.model.timeloop_run import find_timeloop_model, run_timeloop_model
+from coexplore.spec.mapping import to_arrays
 
 CASE_FILES = ("mapping.yaml", "expected.json")
 SCHEMA = "the corpus' expected.json schema (valid, error, cycles, energy_pJ, edp_J_cycle, levels)"
 
 
-def validate(root, progress: bool = True, stride_rule: str = "current") -> dict:
+def validate(root, progress: bool = True, stride_rule: str = "current", model: str = "builtin") -> dict:
     """Evaluate all cases (batched per (arch, layer)) and summarise the errors.
 
-    stride_rule "pre2025" reproduces references made by Timeloop before 2025 (model.nest.analyse)."""
+    stride_rule "pre2025" reproduces references made by Timeloop before 2025 (model.nest.analyse).
+    model "timeloop": each case through the real timeloop-model instead (`timeloop_run`), e.g. to
+    check a Timeloop build against the references."""
+    executable = find_timeloop_model() if model == "timeloop" else None
     if Path(root).is_dir():
         refuse_incomplete(root)     # first: a corpus of incomplete folders only names one of them
     cases = discover(root)
@@ -42,17 +47,17 @@ def validate(root, progress: bool = True, stride_rule: str = "current") -> dict:
         bar = progress_bar(total=len(cases), desc="validate", unit="case", leave=False)
     model_s = [0.0]                     # seconds in the model, kept if Ctrl-C comes
     try:
-        _evaluate_groups(groups, refs, root, rows, bar, model_s, stride_rule)
+        _evaluate_groups(groups, refs, root, rows, bar, model_s, stride_rule, executable)
     except KeyboardInterrupt:           # Ctrl-C: the summary of the cases done so far
         if bar is not None:
             bar.close()
-        s = summarise(rows, time.perf_counter() - t0, model_s[0])
+        s = summarise(rows, time.perf_counter() - t0, model_s[0], model)
         s["interrupted_after"] = f"{len(rows)} of {len(cases)} cases"
         s["stride_rule"] = stride_rule
         raise ValidateInterrupted(s) from None
     if bar is not None:
         bar.close()
-    return {**summarise(rows, time.perf_counter() - t0, model_s[0]), "stride_rule": stride_rule}
+    return {**summarise(rows, time.perf_counter() - t0, model_s[0], model), "stride_rule": stride_rule}
 
 
 class ValidateInterrupted(KeyboardInterrupt):
@@ -153,7 +158,8 @@ def _level_mismatches(got: dict, ref: dict) -> list[dict]:
                for lv in sorted(theirs - mine)])
 
 
-def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: list, stride_rule: str) -> None:
+def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: list, stride_rule: str,
+                     executable: str | None) -> None:
     for (arch_file, ert_file, layer_file), group in groups.items():
         try:
             ctx = load_context(arch_file, layer_file, ert_file)
@@ -167,11 +173,15 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
         ctx.stride_rule = stride_rule
         mappings = [ctx.load_mapping(c.path / "mapping.yaml") for c in group]
         t = time.perf_counter()
-        res = ctx.evaluate_mappings(mappings)
+        if executable is None:
+            res = ctx.evaluate_mappings(mappings)
+            records = [ctx.record(res, i) for i in range(len(group))]
+        else:
+            records = [run_timeloop_model(ctx, to_arrays([m], ctx.arch, ctx.problem), 0, executable)
+                       for m in mappings]
         model_s[0] += time.perf_counter() - t
-        for i, c in enumerate(group):
+        for c, got in zip(group, records):
             ref = refs[c.path]
-            got = ctx.record(res, i)
             cmp = compare_records(got, ref)
             if cmp.get("counts_exact") is not None:
                 extra = _level_mismatches(got, ref)
@@ -205,7 +215,7 @@ def _stats(rows: list[dict]) -> dict:
     }
 
 
-def summarise(rows: list[dict], wall_s: float, model_s: float) -> dict:
+def summarise(rows: list[dict], wall_s: float, model_s: float, model: str = "builtin") -> dict:
     out = _stats(rows)
     by_arch = defaultdict(list)
     for r in rows:
@@ -216,5 +226,5 @@ def summarise(rows: list[dict], wall_s: float, model_s: float) -> dict:
                                                               or r["energy_rel_err"] > 1e-4))]
     out["wall_s"] = wall_s
     out["model_s"] = model_s
-    out["model"] = "builtin"
+    out["model"] = model
     return out

@@ -1,0 +1,90 @@
+"""The real `timeloop-model` as an optional backend: one mapping of a `Context` written as the
+files timeloop-model reads (the flattened architecture, the problem, the mapping and the energy
+table, as coexplore reads them), run in a temporary folder, and its stats.txt (or its error) read
+back as a record of the built-in model's schema (`timeloop_stats`). Timeloop is not installable
+from the package registries; where a user has it (a build, the Accelergy docker image), this
+checks the built-in model against it mapping by mapping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from coexplore.errors import CoexploreError
+from coexplore.model.timeloop_stats import failed_run, parse_stats
+from coexplore.spec.architecture import architecture_to_v3
+from coexplore.spec.mapping import MappingArrays, save_mapping
+from coexplore.spec.yamlio import write_yaml
+
+EXECUTABLE = "timeloop-model"
+ENV = "COEXPLORE_TIMELOOP_MODEL"          # a timeloop-model not on PATH
+STATS = "timeloop-model.stats.txt"
+TIMEOUT_S = 600.0
+
+
+def find_timeloop_model() -> str:
+    """The timeloop-model to run: $COEXPLORE_TIMELOOP_MODEL, else the one on PATH."""
+    given = os.environ.get(ENV)
+    if given:
+        path = shutil.which(given)
+        if path is None:
+            raise CoexploreError(f"${ENV} is {given!r}, which is not an executable", key=ENV,
+                                 expected="the path of a timeloop-model executable")
+        return path
+    path = shutil.which(EXECUTABLE)
+    if path is None:
+        raise CoexploreError("timeloop-model is not installed here (not on PATH)", key="--model",
+                             expected=f"Timeloop built and on PATH (or ${ENV}=/path/to/timeloop-model), or "
+                                      "--model builtin (the default: Timeloop's numbers without Timeloop)")
+    return path
+
+
+def write_inputs(ctx, arrays: MappingArrays, index: int, folder: str | Path) -> list[Path]:
+    """The files timeloop-model needs for mapping `index` of `arrays`, written into `folder`."""
+    folder = Path(folder)
+    files = [write_yaml_file(folder / "arch.yaml", architecture_to_v3(ctx.arch)),
+             write_yaml_file(folder / "problem.yaml", {"problem": {"shape": ctx.problem.shape,
+                                                                   "instance": ctx.problem.instance}}),
+             save_mapping(folder / "mapping.yaml", arrays, index, ctx.arch, ctx.problem)]
+    if ctx.ert.raw is not None and ctx.ert.actions:
+        files.append(write_yaml_file(folder / "ERT.yaml", {"ERT": ctx.ert.raw}))
+    return files
+
+
+def write_yaml_file(path: Path, data) -> Path:
+    write_yaml(path, data)
+    return path
+
+
+def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: str | None = None,
+                       timeout: float = TIMEOUT_S, keep: str | Path | None = None) -> dict:
+    """Mapping `index` of `arrays` through the real timeloop-model: its record (the schema of
+    `Context.record`; an invalid mapping is `valid: False` with Timeloop's `ERROR:` line). `keep`:
+    a folder to leave the inputs and Timeloop's outputs in (default: a temporary one, removed)."""
+    exe = executable or find_timeloop_model()
+    with tempfile.TemporaryDirectory(prefix="coexplore-timeloop-") as tmp:
+        folder = Path(keep) if keep is not None else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = write_inputs(ctx, arrays, index, folder)
+        try:
+            done = subprocess.run([exe, *(f.name for f in files)], cwd=folder, capture_output=True, text=True,
+                                  timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise CoexploreError(f"timeloop-model ran longer than {timeout:g} s", key="--model",
+                                 expected="a timeloop-model that finishes") from None
+        except OSError as exc:
+            raise CoexploreError(f"cannot run {exe}: {exc.strerror or exc}", key="--model",
+                                 expected="an executable timeloop-model") from None
+        log = done.stdout + "\n" + done.stderr
+        stats = folder / STATS
+        if done.returncode == 0 and stats.is_file() and stats.stat().st_size:
+            return parse_stats(stats.read_text(), [lv.name for lv in ctx.arch.all_levels], file=str(stats))
+        if done.returncode == 1 and "ERROR" in log:              # Timeloop refused the mapping
+            return failed_run(log)
+        tail = " | ".join(ln.strip() for ln in log.strip().splitlines()[-3:]) or "no output"
+        raise CoexploreError(f"timeloop-model failed (exit code {done.returncode}): {tail}", key="--model",
+                             expected="a timeloop-model run that writes timeloop-model.stats.txt or says ERROR")

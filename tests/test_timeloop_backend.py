@@ -1,0 +1,240 @@
+"""The real timeloop-model as an optional backend: its stats.txt and errors read against the corpus's
+expected.json (real Timeloop outputs, tests/data/timeloop_stats), the inputs coexplore writes for
+it, and `coexplore evaluate --model timeloop|both` with a stand-in executable (Timeloop itself is
+not installable here) that answers with those real outputs."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import CORPUS, DATA
+from coexplore.errors import CoexploreError
+from coexplore.model.compare import compare_records
+from coexplore.model.inputs import load_context
+from coexplore.model.timeloop_run import write_inputs
+from coexplore.model.timeloop_stats import energy_tolerance_pJ, failed_run, parse_stats
+from coexplore.spec.mapping import to_arrays
+
+STATS = DATA / "timeloop_stats"
+VALID = ["eyeriss_like/tiny_conv/017", "simba_like/tiny_conv/017", "simple_output_stationary/tiny_conv/010",
+         "simple_output_stationary/bert_qkv/001"]
+INVALID = ["eyeriss_like/tiny_conv/007", "simple_output_stationary/tiny_conv/019"]
+
+
+def _stats(case: str) -> str:
+    return gzip.decompress((STATS / case / "timeloop-model.stats.txt.gz").read_bytes()).decode()
+
+
+def _expected(case: str) -> dict:
+    return json.loads((CORPUS / "public" / case / "expected.json").read_text())
+
+
+def _context(case: str, arch_file: str = "processed.yaml"):
+    arch, layer, _ = case.split("/")
+    return load_context(CORPUS / "arches" / arch / arch_file, CORPUS / "layers" / f"{layer}.yaml",
+                        CORPUS / "arches" / arch / "ERT.yaml")
+
+
+@pytest.mark.parametrize("case", VALID)
+def test_stats_txt_reads_as_timeloop_s_expected_json(case):
+    exp = _expected(case)
+    got = parse_stats(_stats(case), list(exp["levels"]))
+    assert (got["valid"], got["cycles"], got["computes"]) == (True, exp["cycles"], exp["computes"])
+    assert got["utilization"] == pytest.approx(exp["utilization"], rel=1e-12)
+    assert list(got["levels"]) == list(exp["levels"])              # every level, in the architecture's order
+    for name, lv in exp["levels"].items():
+        g = got["levels"][name]
+        assert g["energy_pJ"] == pytest.approx(lv["energy_pJ"], abs=0.005 * (2 + len(lv["dataspaces"])))
+        assert g.get("leakage_pJ", 0) == pytest.approx(lv.get("leakage_pJ", 0), abs=0.005)
+        for ds, v in lv["dataspaces"].items():
+            assert {k: g["dataspaces"][ds][k] for k in v if k != "energy_pJ"} == \
+                {k: x for k, x in v.items() if k != "energy_pJ"}
+        assert set(g["dataspaces"]) == set(lv["dataspaces"])
+    assert abs(got["energy_pJ"] - exp["energy_pJ"]) <= energy_tolerance_pJ(got)
+    assert got["edp_J_cycle"] == pytest.approx(exp["edp_J_cycle"], rel=1e-6)
+    cmp = compare_records(got, exp)
+    assert cmp["cycles_exact"] and cmp["counts_exact"]
+
+
+def test_the_slowest_level_sets_the_cycles_not_the_arithmetic():
+    """eyeriss_like tiny_conv 017: the MACs take 432 cycles, bandwidth stretches the run to 468."""
+    text = _stats(VALID[0])
+    assert "Cycles                  : 432" in text
+    assert parse_stats(text)["cycles"] == _expected(VALID[0])["cycles"] == 468
+
+
+@pytest.mark.parametrize("case", INVALID)
+def test_a_refused_run_reads_as_timeloop_s_error(case):
+    exp = _expected(case)
+    got = failed_run((STATS / case / "timeloop-model.log").read_text())
+    assert got["valid"] is False and got["error"] == exp["error"]
+
+
+def test_levels_left_out_are_zero_and_foreign_ones_refused():
+    exp = _expected(VALID[0])
+    got = parse_stats(_stats(VALID[0]), list(exp["levels"]))
+    assert got["levels"]["inter_PE_spatial"] == {"energy_pJ": 0.0, "leakage_pJ": 0.0, "dataspaces": {}}
+    with pytest.raises(CoexploreError, match="levels the architecture does not have: .*DRAM"):
+        parse_stats(_stats(VALID[0]), [n for n in exp["levels"] if n != "DRAM"])
+    with pytest.raises(CoexploreError, match="no level statistics"):
+        parse_stats("Summary Stats\n-------------\nCycles: 5\n")
+    with pytest.raises(CoexploreError, match="Summary Stats"):
+        parse_stats(_stats(VALID[0]).split("Summary Stats")[0])
+
+
+@pytest.mark.parametrize("arch_file", ["processed.yaml", "arch.yaml"])
+@pytest.mark.parametrize("case", VALID[:3] + INVALID[:1])
+def test_the_inputs_written_for_timeloop_read_back_as_the_same_evaluation(case, arch_file, tmp_path):
+    """What timeloop-model is given (architecture, problem, mapping, ERT) is the evaluation asked for:
+    read back by coexplore, the same record, which is Timeloop's own for these cases; also from a
+    v0.4 node list (arch.yaml), which coexplore flattens as timeloopfe does."""
+    ctx = _context(case, arch_file)
+    mapping = ctx.load_mapping(CORPUS / "public" / case / "mapping.yaml")
+    arrays = to_arrays([mapping], ctx.arch, ctx.problem)
+    files = write_inputs(ctx, arrays, 0, tmp_path)
+    assert [f.name for f in files] == ["arch.yaml", "problem.yaml", "mapping.yaml", "ERT.yaml"]
+    again = load_context(tmp_path / "arch.yaml", tmp_path / "problem.yaml", tmp_path / "ERT.yaml")
+    rec = again.record(again.evaluate_mappings([tmp_path / "mapping.yaml"]))
+    exp = _expected(case)
+    assert rec["valid"] == exp["valid"]
+    if exp["valid"]:
+        cmp = compare_records(rec, exp)
+        assert cmp["cycles_exact"] and cmp["counts_exact"] and cmp["energy_rel_err"] < 1e-9
+    else:
+        assert rec["error"] == exp["error"]
+
+
+FAKE = """\
+    import gzip, os, sys, yaml
+    # a stand-in for timeloop-model: YAML files as arguments, outputs in the working folder
+    keys = set()
+    for f in sys.argv[1:]:
+        keys |= set(yaml.safe_load(open(f)))
+    open("seen.txt", "w").write(" ".join(sys.argv[1:]) + "\\n" + " ".join(sorted(keys)))
+    answer = os.environ["FAKE_TIMELOOP"]
+    if answer.endswith(".json"):          # answers by the mapping given
+        answer = __import__("json").load(open(answer))[open("mapping.yaml").read()]
+    if answer.endswith(".gz"):
+        open("timeloop-model.stats.txt", "wb").write(gzip.decompress(open(answer, "rb").read()))
+        print("Utilization = 0.26 | pJ/Compute =   21.421 | Cycles = 468")
+    elif answer.endswith(".log"):
+        print(open(answer).read())
+        sys.exit(1)
+    else:
+        print("terminate called after throwing an instance of 'std::out_of_range'", file=sys.stderr)
+        sys.exit(134)
+"""
+
+
+@pytest.fixture
+def fake_timeloop(tmp_path, monkeypatch):
+    exe = tmp_path / "bin" / "timeloop-model"
+    exe.parent.mkdir()
+    exe.write_text(f"#!{sys.executable}\n" + textwrap.dedent(FAKE))
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    return exe
+
+
+def _evaluate(case, *extra, answer=None, env=None):
+    arch, layer, _ = case.split("/")
+    run_env = {**os.environ, **(env or {})}
+    if answer is not None:
+        run_env["FAKE_TIMELOOP"] = str(answer)
+    return subprocess.run([sys.executable, "-m", "coexplore.cli.main", "evaluate",
+                           str(CORPUS / "arches" / arch / "processed.yaml"), str(CORPUS / "layers" / f"{layer}.yaml"),
+                           str(CORPUS / "public" / case / "mapping.yaml"), *map(str, extra)],
+                          capture_output=True, text=True, timeout=120, env=run_env)
+
+
+def test_both_models_side_by_side_agree_on_a_corpus_case(fake_timeloop, tmp_path):
+    case = VALID[0]
+    r = _evaluate(case, "--model", "both", "--timeloop-dir", tmp_path / "tl",
+                  answer=STATS / case / "timeloop-model.stats.txt.gz")
+    assert r.returncode == 0, r.stderr
+    assert f"against the real timeloop-model ({fake_timeloop})" in r.stdout
+    assert "cycles equal: built-in 468, timeloop-model 468" in r.stdout and r.stdout.rstrip().endswith("agree")
+    seen = (tmp_path / "tl" / "seen.txt").read_text().splitlines()
+    assert seen == ["arch.yaml problem.yaml mapping.yaml ERT.yaml", "ERT architecture mapping problem"]
+    assert (tmp_path / "tl" / "timeloop-model.stats.txt").is_file()       # --timeloop-dir keeps what it wrote
+    r = _evaluate(case, "--model", "both", "--json", answer=STATS / case / "timeloop-model.stats.txt.gz")
+    out = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    assert out["model"] == "builtin" and out["agreement"]["agree"] is True
+    assert out["timeloop"]["cycles"] == out["cycles"] == _expected(case)["cycles"]
+
+
+def test_timeloop_s_numbers_are_printed_and_a_disagreement_is_exit_1(fake_timeloop):
+    case = VALID[0]
+    other = STATS / "eyeriss_like/tiny_conv/017/timeloop-model.stats.txt.gz"
+    r = _evaluate(case, "--model", "timeloop", "--json", answer=other)
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["model"] == "timeloop-model" and out["timeloop_model"] == str(fake_timeloop)
+    assert out["cycles"] == 468 and abs(out["energy_pJ"] - _expected(case)["energy_pJ"]) < 0.1
+    wrong = STATS / "simple_output_stationary/tiny_conv/010/timeloop-model.stats.txt.gz"
+    r = _evaluate("simple_output_stationary/tiny_conv/006", "--model", "both", answer=wrong)
+    assert r.returncode == 1 and "DISAGREE" in r.stdout and "counts: " in r.stdout
+    r = _evaluate("simple_output_stationary/tiny_conv/006", "--model", "both", "--json", answer=wrong)
+    agreement = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))["agreement"]
+    assert r.returncode == 1 and agreement["agree"] is False and agreement["mismatches"]
+
+
+def test_a_mapping_timeloop_refuses_and_a_crash(fake_timeloop):
+    case = INVALID[0]
+    r = _evaluate(case, "--model", "both", answer=STATS / case / "timeloop-model.log")
+    assert r.returncode == 1 and "both refuse the mapping, with the same message" in r.stdout
+    assert r.stdout.rstrip().endswith("agree")
+    r = _evaluate(VALID[0], "--model", "timeloop", answer="crash")
+    assert r.returncode == 2 and "timeloop-model failed (exit code 134)" in r.stderr
+    assert "std::out_of_range" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_without_timeloop_and_options_that_would_do_nothing(tmp_path):
+    r = _evaluate(VALID[0], "--model", "timeloop", env={"PATH": str(tmp_path)})
+    assert r.returncode == 2 and "timeloop-model is not installed here" in r.stderr
+    r = _evaluate(VALID[0], "--model", "both", env={"COEXPLORE_TIMELOOP_MODEL": str(tmp_path / "nope")})
+    assert r.returncode == 2 and "COEXPLORE_TIMELOOP_MODEL" in r.stderr
+    r = _evaluate(VALID[0], "--timeloop-dir", tmp_path)
+    assert r.returncode == 2 and "--timeloop-dir" in r.stderr
+    r = _evaluate(VALID[0], "--model", "timeloop", "--stride-rule", "pre2025")
+    assert r.returncode == 2 and "--stride-rule" in r.stderr
+
+
+def test_validate_runs_each_case_through_timeloop_model(fake_timeloop, tmp_path):
+    """A corpus of two cases (one valid, one refused); the stand-in answers each mapping it is given
+    with that case's real output: all agree. Answers swapped: both cases fail, exit 1."""
+    import shutil
+    corpus = tmp_path / "corpus"
+    cases = [VALID[0], INVALID[0]]
+    for sub in ["arches/eyeriss_like", "layers"]:
+        shutil.copytree(CORPUS / sub, corpus / sub)
+    answers = {}
+    for case in cases:
+        shutil.copytree(CORPUS / "public" / case, corpus / "public" / case)
+        ctx = _context(case)
+        arrays = to_arrays([ctx.load_mapping(CORPUS / "public" / case / "mapping.yaml")], ctx.arch, ctx.problem)
+        write_inputs(ctx, arrays, 0, tmp_path / "w" / case)
+        out = STATS / case
+        answers[(tmp_path / "w" / case / "mapping.yaml").read_text()] = str(
+            out / "timeloop-model.stats.txt.gz" if (out / "timeloop-model.stats.txt.gz").exists()
+            else out / "timeloop-model.log")
+    (tmp_path / "answers.json").write_text(json.dumps(answers))
+    run = [sys.executable, "-m", "coexplore.cli.main", "validate", str(corpus), "--model", "timeloop"]
+    env = {**os.environ, "FAKE_TIMELOOP": str(tmp_path / "answers.json")}
+    r = subprocess.run(run + ["--json"], capture_output=True, text=True, timeout=120, env=env)
+    s = json.loads(r.stdout)
+    assert r.returncode == 0, r.stderr
+    assert (s["model"], s["cases"], s["validity_agrees"], s["invalid_messages_exact"]) == ("timeloop", 2, 2, 1)
+    assert (s["cycles_exact"], s["counts_exact"], s["energy_within_1e-4"]) == (1, 1, 1)
+    r = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env)
+    assert "model           : the real timeloop-model" in r.stdout
+    swapped = dict(zip(answers, reversed(answers.values())))
+    (tmp_path / "answers.json").write_text(json.dumps(swapped))
+    r = subprocess.run(run + ["--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1 and json.loads(r.stdout)["validity_agrees"] == 0
+    r = subprocess.run(run + ["--stride-rule", "pre2025"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2 and "--stride-rule" in r.stderr
