@@ -162,6 +162,8 @@ def test_both_models_side_by_side_agree_on_a_corpus_case(fake_timeloop, tmp_path
     seen = (tmp_path / "tl" / "seen.txt").read_text().splitlines()
     assert seen == ["arch.yaml problem.yaml mapping.yaml ERT.yaml", "ERT architecture mapping problem"]
     assert (tmp_path / "tl" / "timeloop-model.stats.txt").is_file()       # --timeloop-dir keeps what it wrote
+    r = _evaluate(case, "--model", "timeloop", "--timeloop-dir", tmp_path / "tl", answer="crash")
+    assert r.returncode == 2 and not (tmp_path / "tl" / "timeloop-model.stats.txt").exists()   # not the last run's
     r = _evaluate(case, "--model", "both", "--json", answer=STATS / case / "timeloop-model.stats.txt.gz")
     out = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
     assert out["model"] == "builtin" and out["agreement"]["agree"] is True

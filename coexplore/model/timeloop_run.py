@@ -69,6 +69,9 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
     with tempfile.TemporaryDirectory(prefix="coexplore-timeloop-") as tmp:
         folder = Path(keep) if keep is not None else Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("timeloop-model.*"):     # an earlier run's outputs are not this one's
+            if old.is_file():
+                old.unlink()
         files = write_inputs(ctx, arrays, index, folder)
         try:
             done = subprocess.run([exe, *(f.name for f in files)], cwd=folder, capture_output=True, text=True,
