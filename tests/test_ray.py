@@ -447,17 +447,6 @@ def test_an_address_that_is_not_ray_is_said_within_the_timeout(tmp_path):
     assert "no Ray cluster answered" in str(err.value) or "cannot connect" in str(err.value)
 
 
-def test_two_sweeps_into_one_folder_the_second_is_refused(tmp_path):
-    from coexplore.errors import CoexploreError
-    from coexplore.sweep.store import writing
-    with writing(tmp_path / "o"):
-        with pytest.raises(CoexploreError, match="another coexplore sweep is writing this folder"):
-            with writing(tmp_path / "o"):
-                pass
-    with writing(tmp_path / "o"):              # released at the end
-        pass
-
-
 def test_a_two_node_cluster_by_address(one_process, tmp_path):
     """A cluster of two 1-CPU nodes (two raylets on this machine), joined by address by the command in
     a process of its own: the tasks and their results cross between nodes, the records are those of

@@ -16,7 +16,7 @@ import sys
 import threading
 import warnings
 
-from coexplore.cli.paths import CLAIMED, CREATED, remove_empty_created
+from coexplore.cli.paths import CLAIMED, CREATED, release_held, remove_empty_created
 from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.system.parallel import WorkerDied
 
@@ -217,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
               "input files)", file=sys.stderr)
         remove_empty_created()
         return 3
+    finally:
+        release_held()
 
 
 def entry() -> None:

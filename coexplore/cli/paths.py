@@ -20,6 +20,42 @@ CLAIM = ".run.json"          # written first into a default result folder: which
 CLAIMED: list[Path] = []     # folders default_run_dir claimed in this process
 
 
+HELD: dict[Path, int] = {}   # result folders this command writes: their locked descriptors (`hold`)
+
+
+def hold(folder: Path) -> Path:
+    """Hold the result folder `folder` until the command ends (`release_held`): an advisory lock on
+    the folder itself, which the system also drops however the process ends. A second coexplore
+    run choosing the same folder meanwhile is refused, instead of both writing it. Where there are
+    no POSIX locks (Windows), nothing is held."""
+    try:
+        import fcntl
+        import os
+    except ImportError:
+        return folder
+    key = Path(folder).resolve()
+    if key in HELD:
+        return folder
+    fd = os.open(key, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise CoexploreError("another coexplore run is writing this folder now", file=str(folder), key="--out",
+                             expected="that run's end (run the command again then: it resumes, or finds the "
+                                      "result written), or another --out folder") from None
+    HELD[key] = fd
+    return folder
+
+
+def release_held() -> None:
+    """Let go of the folders `hold` holds (when a command ends)."""
+    import os
+    for fd in HELD.values():
+        os.close(fd)
+    HELD.clear()
+
+
 def add_cache_option(parser: argparse.ArgumentParser, no_cache: bool = False) -> None:
     """The `--cache PATH` option of every command that uses the result cache (and `--no-cache`)."""
     from coexplore.model.cache import ENV_VAR
@@ -98,7 +134,7 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> P
     """An explicit --out folder (see `output_dir`); its result is replaced as asked, with a note
     when it records another run (the default folders are numbered instead). The saved search state
     of another run (also of this command before an input was edited) is never overwritten."""
-    out = output_dir(path)
+    out = hold(output_dir(path))
     want = json.loads(json.dumps(run, sort_keys=True))
     claim = _owner(out / CLAIM)
     owner = _owner(out / result_file, key="run") if (out / result_file).exists() else None
@@ -226,9 +262,9 @@ def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
             owner = "files of no run"               # e.g. the user's own: left alone
         if owner is None and _claim(claim, want):
             CLAIMED.append(cand)
-            return cand
+            return hold(cand)
         if (owner or _owner(claim)) == want:
-            return cand
+            return hold(cand)
     raise CoexploreError("no free default result folder", file=str(base), key="--out",
                          expected="an --out folder")
 

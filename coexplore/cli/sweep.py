@@ -113,13 +113,11 @@ def run(args) -> int:
 
 def _sweep_into(args, spec, settings, run_desc: dict, objectives: list, cache) -> int:
     """Run the sweep into its result folder (chosen here) and write its tables and report."""
-    from coexplore.sweep.store import writing
     if args.out and not args.restart:
         _refuse_other_runs_points(Path(args.out), run_desc)
     out = chosen_dir(args.out, RESULT, run_desc, "sweep") if args.out else \
         default_run_dir(Path("results") / "sweep" / f"{Path(args.system).stem}-s{args.seed}", RESULT, run_desc)
-    with writing(out):
-        return _sweep_in(args, spec, settings, run_desc, objectives, out, cache)
+    return _sweep_in(args, spec, settings, run_desc, objectives, out, cache)    # (the folder held: paths.hold)
 
 
 def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path, cache) -> int:

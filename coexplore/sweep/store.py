@@ -9,7 +9,6 @@ input, other settings) are never resumed (`drop_others`, or the caller refuses t
 
 from __future__ import annotations
 
-import contextlib
 
 import csv
 import io
@@ -123,28 +122,3 @@ def write_tables(out: Path, records: list[dict], axes: list[str], objectives: li
     write_text(files["pareto"], points_csv(on, axes, [True] * len(on)))
     return files
 
-
-LOCK = ".sweep.lock"
-
-
-@contextlib.contextmanager
-def writing(out: str | Path):
-    """Hold the folder `out` for one sweep process (an advisory lock on out/.sweep.lock, released when
-    the process ends, however it ends): a second sweep into the same folder is refused instead of
-    running every point again beside the first. Where there are no POSIX locks, nothing is held."""
-    try:
-        import fcntl
-    except ImportError:                       # (Windows)
-        yield
-        return
-    Path(out).mkdir(parents=True, exist_ok=True)
-    with open(Path(out) / LOCK, "a") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise CoexploreError("another coexplore sweep is writing this folder now", file=str(out), key="--out",
-                                 expected="that run's end (a rerun then resumes), or another --out folder") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
