@@ -75,6 +75,27 @@ def test_a_refused_run_reads_as_timeloop_s_error(case):
     assert got["valid"] is False and got["error"] == exp["error"]
 
 
+def test_the_layout_of_timeloop_2020_and_sparseloop_s():
+    """An exercise's output written by the Timeloop of 2020-21 (no leakage, `MACCs =`): its reference
+    run's cycles, computes and total energy; a Sparseloop run's statistics are refused, not misread."""
+    ex = STATS / "exercises"
+    want = json.loads((ex / "summaries.json").read_text())["v3_ex02_conv1d_oc_2level_tiled"]
+    got = parse_stats(gzip.decompress((ex / "v3_ex02_conv1d_oc_2level_tiled.stats.txt.gz").read_bytes()).decode())
+    assert (got["cycles"], got["computes"]) == (want["cycles"], want["computes"])
+    assert abs(got["energy_pJ"] - want["total_topology_energy_pJ"]) <= energy_tolerance_pJ(got)
+    assert all(lv.get("leakage_pJ", 0) == 0 for lv in got["levels"].values())
+    sparse = gzip.decompress((ex / "v4_sparseloop_0122_SUDU_dot_product.stats.txt.gz").read_bytes()).decode()
+    with pytest.raises(CoexploreError, match="sparse-tensor statistics at Buffer.A"):
+        parse_stats(sparse)
+
+
+def test_a_missing_field_is_named():
+    text = _stats(VALID[0]).replace("Scalar fills (per-instance)", "Scalar fill (per-instance)", 1)
+    with pytest.raises(CoexploreError) as err:
+        parse_stats(text)
+    assert err.value.key == "psum_spad.Outputs.Scalar fills (per-instance)"
+
+
 def test_levels_left_out_are_zero_and_foreign_ones_refused():
     exp = _expected(VALID[0])
     got = parse_stats(_stats(VALID[0]), list(exp["levels"]))

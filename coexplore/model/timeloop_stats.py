@@ -18,7 +18,8 @@ from coexplore.errors import CoexploreError
 _LEVEL = re.compile(r"^=== (.+) ===$")
 _FIELD = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*)$")
 _DATASPACE = re.compile(r"^    (\S[^:]*):$")
-_SUMMARY_CYCLES = re.compile(r"^Summary Stats\n-+\n(?:.*\n)*?Cycles: ([0-9]+)$", re.MULTILINE)
+_SUMMARY = re.compile(r"^Summary Stats\n-+\n(?:.*\n)*?Cycles: ([0-9]+)$", re.MULTILINE)
+_SUMMARY_COMPUTES = re.compile(r"^(?:MACCs|Computes) = ([0-9]+)$", re.MULTILINE)
 _NUMBER = re.compile(r"^(-?[0-9.]+(?:e[+-]?[0-9]+)?)")
 
 
@@ -32,11 +33,13 @@ def _number(text: str, where: str) -> float:
 def parse_stats(text: str, levels: list[str] | None = None, file: str | None = None) -> dict:
     """The record of a stats.txt: `valid`, `energy_pJ`, `cycles`, `computes`, `utilization`,
     `edp_J_cycle` and `levels` {name: {energy_pJ, leakage_pJ, dataspaces: {name: {reads, fills,
-    updates, utilized_capacity, utilized_instances, energy_pJ}}}} (the arithmetic level: its
-    energy only). `levels`, the architecture's level names top to bottom, orders the record and
-    adds the levels stats.txt leaves out."""
+    updates, utilized_capacity, utilized_instances, energy_pJ}}}} (the arithmetic level, Level 0:
+    its energy only). `levels`, the architecture's level names top to bottom, orders the record and
+    adds the levels stats.txt leaves out. Also the layout of Timeloop before 2022 (no leakage,
+    `MACCs = N` in the summary); Sparseloop's statistics are refused (coexplore models dense
+    tensors)."""
     found: dict[str, dict] = {}
-    arith = None
+    order: list[str] = []
     name = section = ds = None
     for raw in text.splitlines():
         line = raw.rstrip()
@@ -45,11 +48,12 @@ def parse_stats(text: str, levels: list[str] | None = None, file: str | None = N
         m = _LEVEL.match(line)
         if m:
             name, section, ds = m.group(1), None, None
-            found[name] = {"energy_pJ": 0.0, "leakage_pJ": 0.0, "dataspaces": {}, "_fields": {}}
+            found[name] = {"dataspaces": {}, "fields": {}}
+            order.append(name)
             continue
         if name is None:
             continue
-        if line.strip() in ("SPECS", "STATS"):
+        if line.strip() in ("SPECS", "STATS", "MAPPING"):
             section, ds = line.strip(), None
             continue
         lv = found[name]
@@ -59,46 +63,39 @@ def parse_stats(text: str, levels: list[str] | None = None, file: str | None = N
             lv["dataspaces"][ds] = {}
             continue
         m = _FIELD.match(line)
-        if not m or section is None:
+        if not m or section not in ("SPECS", "STATS"):
             continue
-        key, value = m.group(2), m.group(3)
         if ds is not None and section == "STATS":
-            lv["dataspaces"][ds][key] = value
+            lv["dataspaces"][ds][m.group(2)] = m.group(3)
         else:
-            lv["_fields"][(section, key)] = value
+            lv["fields"][(section, m.group(2))] = m.group(3)
     if not found:
         raise CoexploreError("no level statistics", file=file, expected="a timeloop-model.stats.txt of a valid run "
                              "(its 'Buffer and Arithmetic Levels' section)")
-    out_levels: dict[str, dict] = {}
-    computes = instances = None
-    for name, lv in found.items():
-        f = lv.pop("_fields")
-        where = f"{name}"
-        if ("STATS", "Computes (total)") in f:            # the arithmetic level
-            arith = name
-            computes = int(_number(f[("STATS", "Computes (total)")], where + ".Computes"))
-            instances = int(_number(f[("SPECS", "Instances")], where + ".Instances"))
-            out_levels[name] = {"energy_pJ": _number(f[("STATS", "Energy (total)")], where + ".Energy"),
-                                "dataspaces": {}}
-            continue
-        leak = _number(f.get(("SPECS", "Leakage energy (total)"), "0"), where + ".Leakage energy")
+    arith = order[0]                              # Level 0: the arithmetic units
+    f = found[arith]["fields"]
+    instances = int(_field(f, ("SPECS", "Instances"), arith, file))
+    out_levels = {arith: {"energy_pJ": _field(f, ("STATS", "Energy (total)"), arith, file), "dataspaces": {}}}
+    for name in order[1:]:
+        lv = found[name]
+        leak = _number(lv["fields"].get(("SPECS", "Leakage energy (total)"), "0"), f"{name}.Leakage energy")
         spaces = {}
         for ds, d in lv["dataspaces"].items():
             at = f"{name}.{ds}"
-            used = int(_number(d["Utilized instances (max)"], at + ".Utilized instances"))
+            if "Scalar reads (per-instance)" not in d and any(k.startswith("Actual scalar") for k in d):
+                raise CoexploreError(f"sparse-tensor statistics at {at} (Sparseloop)", file=file,
+                                     expected="a dense run's stats.txt (coexplore models dense tensors)")
+            used = int(_field(d, "Utilized instances (max)", at, file))
             spaces[ds] = {
-                "reads": int(_number(d["Scalar reads (per-instance)"], at + ".Scalar reads")) * used,
-                "fills": int(_number(d["Scalar fills (per-instance)"], at + ".Scalar fills")) * used,
-                "updates": int(_number(d["Scalar updates (per-instance)"], at + ".Scalar updates")) * used,
-                "utilized_capacity": int(_number(d["Utilized capacity"], at + ".Utilized capacity")),
+                "reads": int(_field(d, "Scalar reads (per-instance)", at, file)) * used,
+                "fills": int(_field(d, "Scalar fills (per-instance)", at, file)) * used,
+                "updates": int(_field(d, "Scalar updates (per-instance)", at, file)) * used,
+                "utilized_capacity": int(_field(d, "Utilized capacity", at, file)),
                 "utilized_instances": used,
-                "energy_pJ": _number(d["Energy (total)"], at + ".Energy (total)"),
+                "energy_pJ": _field(d, "Energy (total)", at, file),
             }
-        out_levels[name] = {"energy_pJ": sum(s["energy_pJ"] for s in spaces.values()) + leak,
+        out_levels[name] = {"energy_pJ": sum(sp["energy_pJ"] for sp in spaces.values()) + leak,
                             "leakage_pJ": leak, "dataspaces": spaces}
-    if arith is None:
-        raise CoexploreError("no arithmetic level", file=file, expected="a level with 'Computes (total)' "
-                             "(a timeloop-model.stats.txt)")
     if levels is not None:
         missing = [n for n in out_levels if n not in levels]
         if missing:
@@ -106,16 +103,33 @@ def parse_stats(text: str, levels: list[str] | None = None, file: str | None = N
                                  expected="the stats of a run on this architecture")
         out_levels = {n: out_levels.get(n, {"energy_pJ": 0.0, "leakage_pJ": 0.0, "dataspaces": {}})
                       for n in levels}
-        out_levels[arith] = {k: v for k, v in out_levels[arith].items() if k != "leakage_pJ"}
-    summary = _SUMMARY_CYCLES.search(text)       # the slowest level's (bandwidth), not the arithmetic's
+    summary = _SUMMARY.search(text)
     if summary is None:
-        raise CoexploreError("no 'Cycles:' in its 'Summary Stats'", file=file,
+        raise CoexploreError("no 'Summary Stats' section with 'Cycles:'", file=file,
                              expected="a whole timeloop-model.stats.txt")
-    cycles = int(summary.group(1))
+    cycles = int(summary.group(1))               # the slowest level's (bandwidth), not the arithmetic's
+    if ("STATS", "Computes (total)") in f:
+        computes = int(_field(f, ("STATS", "Computes (total)"), arith, file))
+    else:                                         # (Timeloop before 2022: the summary's MACCs)
+        m = _SUMMARY_COMPUTES.search(text)
+        if m is None:
+            raise CoexploreError("no compute count (neither 'Computes (total)' nor the summary's 'MACCs ='/"
+                                 "'Computes ='", file=file, expected="a whole timeloop-model.stats.txt")
+        computes = int(m.group(1))
     energy = sum(lv["energy_pJ"] for lv in out_levels.values())
     return {"valid": True, "error": None, "energy_pJ": energy, "cycles": cycles, "computes": computes,
             "utilization": computes / (cycles * instances) if cycles and instances else 0.0,
             "edp_J_cycle": energy * 1e-12 * cycles, "levels": out_levels}
+
+
+def _field(fields: dict, key, where: str, file) -> float:
+    """A number stats.txt printed; a missing one names the level (and dataspace) and the field."""
+    if key not in fields:
+        label = key[1] if isinstance(key, tuple) else key
+        raise CoexploreError("missing field", file=file, key=f"{where}.{label}",
+                             expected="a stats.txt as timeloop-model writes it")
+    label = key[1] if isinstance(key, tuple) else key
+    return _number(fields[key], f"{where}.{label}")
 
 
 def energy_tolerance_pJ(record: dict) -> float:
