@@ -261,3 +261,53 @@ def test_validate_runs_each_case_through_timeloop_model(fake_timeloop, tmp_path)
     assert r.returncode == 1 and json.loads(r.stdout)["validity_agrees"] == 0
     r = subprocess.run(run + ["--stride-rule", "pre2025"], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 2 and "--stride-rule" in r.stderr
+
+
+def _raw_corpus(tmp_path):
+    """A corpus of the six cases as timeloop-model left them: mapping.yaml with stats.txt or the log of
+    a refused run, no expected.json."""
+    import shutil
+    corpus = tmp_path / "raw"
+    shutil.copytree(CORPUS / "layers", corpus / "layers")
+    for case in VALID + INVALID:
+        arch = case.split("/")[0]
+        if not (corpus / "arches" / arch).exists():
+            shutil.copytree(CORPUS / "arches" / arch, corpus / "arches" / arch)
+        folder = corpus / "public" / case
+        folder.mkdir(parents=True)
+        shutil.copy(CORPUS / "public" / case / "mapping.yaml", folder)
+        if case in VALID:
+            (folder / "timeloop-model.stats.txt").write_text(_stats(case))
+        else:
+            shutil.copy(STATS / case / "timeloop-model.log", folder)
+    return corpus
+
+
+def _validate(corpus, *extra):
+    return subprocess.run([sys.executable, "-m", "coexplore.cli.main", "validate", str(corpus), *extra],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_validate_takes_timeloop_s_own_outputs_as_references(tmp_path):
+    corpus = _raw_corpus(tmp_path)
+    r = _validate(corpus, "--json")
+    s = json.loads(r.stdout)
+    assert r.returncode == 0, r.stderr
+    assert (s["cases"], s["validity_agrees"], s["invalid_messages_exact"]) == (6, 6, 2)
+    assert (s["cycles_exact"], s["counts_exact"], s["energy_within_1e-4"]) == (4, 4, 4)
+    # another run's stats.txt (same architecture, another layer): that case disagrees
+    (corpus / "public" / VALID[2] / "timeloop-model.stats.txt").write_text(_stats(VALID[3]))
+    r = _validate(corpus, "--json")
+    assert r.returncode == 1 and [f["case"] for f in json.loads(r.stdout)["failures"]] == [f"public/{VALID[2]}"]
+
+
+def test_raw_outputs_that_cannot_be_references_are_said(tmp_path):
+    corpus = _raw_corpus(tmp_path)
+    log = corpus / "public" / INVALID[0] / "timeloop-model.log"
+    log.write_text("Segmentation fault\n")
+    r = _validate(corpus)
+    assert r.returncode == 2 and "no ERROR line" in r.stderr and str(log) in r.stderr
+    log.write_text((STATS / INVALID[0] / "timeloop-model.log").read_text())
+    (corpus / "public" / VALID[0] / "mapping.yaml").unlink()
+    r = _validate(corpus)
+    assert r.returncode == 2 and "has timeloop-model.stats.txt but no mapping.yaml" in r.stderr

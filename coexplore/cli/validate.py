@@ -1,4 +1,4 @@
-"""`coexplore validate DIR [--json]`: the built-in model against a reference corpus."""
+"""`coexplore validate DIR [--json]`: the built-in model (or an installed timeloop-model) against a reference corpus."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ def register(sub) -> None:
                        description="Evaluate every case of a corpus laid out as "
                                    "<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} with "
                                    "arches/<arch>/ and layers/ above it (the bundled "
-                                   "tests/data/timeloop_corpus) and report the error against each expected.json. "
+                                   "tests/data/timeloop_corpus) and report the error against each expected.json "
+                                   "(or, in its place, the timeloop-model.stats.txt or the timeloop-model.log of a "
+                                   "refused mapping that timeloop-model wrote for the case). "
                                    "Exit 1 if a case disagrees; 2 if the corpus is malformed (a case folder "
                                    "missing one of its two files, an expected.json off its schema, an arch "
                                    "without processed.yaml/arch.yaml or ERT.yaml).")

@@ -1,14 +1,20 @@
 """Reference corpora laid out like Timeloop's: `<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json}`
-with `arches/<arch>/{processed.yaml|arch.yaml, ERT.yaml}` and `layers/<layer>.yaml` at the root or above."""
+with `arches/<arch>/{processed.yaml|arch.yaml, ERT.yaml}` and `layers/<layer>.yaml` at the root or above.
+Instead of expected.json a case may hold what timeloop-model wrote: its `timeloop-model.stats.txt`, or
+for a refused mapping its output saved as `timeloop-model.log` (read by `timeloop_stats`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import read_text
+
+
+REFERENCES = ("expected.json", "timeloop-model.stats.txt", "timeloop-model.log")   # in this order of precedence
 
 
 @dataclass
@@ -21,8 +27,15 @@ class Case:
     layer_file: Path
 
     @property
+    def reference(self) -> Path:
+        """The case's reference results: the first of REFERENCES it holds."""
+        return next((self.path / n for n in REFERENCES if (self.path / n).is_file()), self.path / REFERENCES[0])
+
+    @property
     def expected(self) -> dict:
-        f = self.path / "expected.json"
+        f = self.reference
+        if f.name != "expected.json":
+            return _from_timeloop_output(f, self.arch_file)
         try:
             data = json.loads(read_text(f))
         except ValueError as exc:
@@ -36,6 +49,27 @@ class Case:
                                  expected="Timeloop results in the corpus' expected.json schema "
                                           "(valid, cycles, energy_pJ, edp_J_cycle, levels)")
         return data
+
+
+def _from_timeloop_output(f: Path, arch_file: Path) -> dict:
+    """The expected.json-schema record of a stats.txt or a refused run's log."""
+    from coexplore.model.timeloop_stats import failed_run, parse_stats
+    text = read_text(f)
+    if f.name == "timeloop-model.log":
+        if "ERROR" not in text:
+            raise CoexploreError("no ERROR line: not the output of a run timeloop-model refused", file=str(f),
+                                 expected="timeloop-model's output for a refused mapping, or its stats.txt")
+        return failed_run(text)
+    return parse_stats(text, _level_names(arch_file), file=str(f))
+
+
+@functools.lru_cache(maxsize=64)
+def _level_names(arch_file: Path) -> tuple[str, ...]:
+    import warnings
+    from coexplore.spec.architecture import load_architecture
+    with warnings.catch_warnings():                 # (said when the case is evaluated)
+        warnings.simplefilter("ignore")
+        return tuple(lv.name for lv in load_architecture(arch_file).all_levels)
 
 
 def _find_up(start: Path, sub: str, stop: Path) -> Path | None:
@@ -55,9 +89,9 @@ def discover(root: str | Path) -> list[Case]:
     if not root.is_dir():
         raise CoexploreError("not a directory", file=str(root), expected="a corpus directory")
     cases = []
-    for exp in sorted(root.rglob("expected.json")):
-        case = exp.parent
-        if not (case / "mapping.yaml").exists():
+    for mapping in sorted(root.rglob("mapping.yaml")):
+        case = mapping.parent
+        if not any((case / n).is_file() for n in REFERENCES):
             continue
         parts = case.parts
         if len(parts) < 3:
@@ -75,5 +109,6 @@ def discover(root: str | Path) -> list[Case]:
         cases.append(Case(case, arch, layer, arch_file, ert if ert.exists() else None, layer_file))
     if not cases:
         raise CoexploreError("no cases found", file=str(root),
-                             expected="<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} below it")
+                             expected="<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} below it "
+                                      "(or timeloop-model.stats.txt / .log instead of expected.json)")
     return cases

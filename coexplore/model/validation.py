@@ -12,12 +12,13 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import COUNT_KEYS, compare_records
-from coexplore.model.corpus import discover
+from coexplore.model.corpus import REFERENCES, discover
 from coexplore.model.inputs import load_context
 from coexplore.model.timeloop_run import find_timeloop_model, run_timeloop_model
+from coexplore.model.timeloop_stats import energy_tolerance_pJ
 from coexplore.spec.mapping import to_arrays
 
-CASE_FILES = ("mapping.yaml", "expected.json")
+ENERGY_TOL = 1e-4          # relative energy difference beyond which a case disagrees
 SCHEMA = "the corpus' expected.json schema (valid, error, cycles, energy_pJ, edp_J_cycle, levels)"
 
 
@@ -36,7 +37,7 @@ def validate(root, progress: bool = True, stride_rule: str = "current", model: s
     if no_arch:
         raise CoexploreError("no processed.yaml or arch.yaml", file=str(no_arch[0]),
                              expected="the corpus' arches/<arch>/processed.yaml (or arch.yaml) with its ERT.yaml")
-    refs = {c.path: check_expected(c.expected, c.path / "expected.json") for c in cases}
+    refs = {c.path: check_expected(c.expected, c.reference) for c in cases}
     groups = defaultdict(list)
     for c in cases:
         groups[(c.arch_file, c.ert_file, c.layer_file)].append(c)
@@ -69,22 +70,24 @@ class ValidateInterrupted(KeyboardInterrupt):
 
 
 def refuse_incomplete(root) -> None:
-    """A case folder with a mapping.yaml but no expected.json (or the reverse) is an error, not a
-    case quietly left out: a CI gate must not pass on fewer cases than the corpus holds."""
+    """A case folder with a mapping.yaml but no reference results (expected.json, or timeloop-model's
+    stats.txt / log), or the reverse, is an error, not a case quietly left out: a CI gate must not
+    pass on fewer cases than the corpus holds."""
     have = defaultdict(set)
-    for name in CASE_FILES:
+    for name in ("mapping.yaml", *REFERENCES):
         for f in Path(root).rglob(name):
             have[f.parent].add(name)
-    bad = sorted((d, next(n for n in CASE_FILES if n not in names)) for d, names in have.items()
-                 if len(names) < len(CASE_FILES))
+    bad = sorted((d, "mapping.yaml" if "mapping.yaml" not in names else "expected.json")
+                 for d, names in have.items() if "mapping.yaml" not in names or len(names) == 1)
     if bad:
         (first, missing), more = bad[0], bad[1:]
-        other = "mapping.yaml" if missing == "expected.json" else "expected.json"
+        other = next(iter(sorted(have[first]))) if missing == "mapping.yaml" else "mapping.yaml"
         extra = (f"; {len(more)} more incomplete case folder{'s' if len(more) > 1 else ''}: "
                  + ", ".join(f"{d} (no {m})" for d, m in more[:3]) + (", ..." if len(more) > 3 else "")) if more else ""
         raise CoexploreError(f"case folder has {other} but no {missing}{extra}", file=str(first),
-                             expected="mapping.yaml and expected.json in every case folder "
-                                      "<split>/<arch>/<layer>/<id>/ (complete or remove the folder)")
+                             expected="mapping.yaml and expected.json (or timeloop-model.stats.txt / .log as "
+                                      "timeloop-model wrote them) in every case folder <split>/<arch>/<layer>/<id>/ "
+                                      "(complete or remove the folder)")
 
 
 def _fail(file, key, value, expected) -> CoexploreError:
@@ -191,6 +194,8 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                     cmp["count_max_rel_err"] = math.inf
             cmp.update(case=str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path),
                        arch=c.arch, layer=c.layer, source=ref.get("source"))
+            if c.reference.name == "timeloop-model.stats.txt" and ref["valid"] and ref["energy_pJ"]:
+                cmp["energy_tol"] = max(ENERGY_TOL, energy_tolerance_pJ(ref) / ref["energy_pJ"])   # printed to 0.01 pJ
             rows.append(cmp)
         if bar is not None:
             bar.update(len(group))
@@ -223,7 +228,7 @@ def summarise(rows: list[dict], wall_s: float, model_s: float, model: str = "bui
     out["per_arch"] = {a: _stats(rs) for a, rs in sorted(by_arch.items())}
     out["failures"] = [r for r in rows if not r["valid_agree"] or
                        (r["valid_ref"] and r["valid_got"] and (not r["counts_exact"] or not r["cycles_exact"]
-                                                              or r["energy_rel_err"] > 1e-4))]
+                                                              or r["energy_rel_err"] > r.get("energy_tol", ENERGY_TOL)))]
     out["wall_s"] = wall_s
     out["model_s"] = model_s
     out["model"] = model
