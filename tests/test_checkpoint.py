@@ -471,3 +471,44 @@ def test_a_kept_earlier_result_keeps_the_search_state_only_while_it_can_still_im
     assert keeps_earlier(result, run, 500, "map", ck)
     assert ck.path.exists() == earlier_interrupted
     assert "kept" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("searcher", ["marl", "ga", "random"])
+def test_a_snapshot_on_a_large_mapspace_says_whose_it_is(searcher, tmp_path):
+    """On a real layer the memory of asked points is stored as rows of the space (too large to
+    index), which only the space rebuilds: the run key is still read without it."""
+    from coexplore.search.checkpoint import snapshot_key
+    arch = CORPUS / "arches" / "simba_like" / "processed.yaml"
+    ctx = load_context(arch, CORPUS / "layers" / "resnet50_res3a_2b.yaml")
+    ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch))
+    s = registry.make_searcher(searcher, ms, seed=0)
+    run_search(s, lambda x: np.ones(len(x)), 100, 100)
+    assert isinstance(next(iter(s._memo.losses)) if hasattr(s, "_memo") else b"", bytes)
+    ck = Checkpoint(tmp_path / "ck.pkl", key="run-b", every_s=0)
+    ck.save(s, {"best_x": s.best_x, "best_loss": s.best_loss, "best_tie": np.inf, "lexicographic": False,
+                "history": []})
+    assert snapshot_key(tmp_path / "ck.pkl") == "run-b"
+    again = registry.make_searcher(searcher, ms, seed=0)
+    assert Checkpoint(tmp_path / "ck.pkl", key="run-b").restore(again) is not None and again.samples == 100
+
+
+def test_an_explicit_out_holding_another_map_run_s_interrupted_search_is_refused(tmp_path, monkeypatch, capsys,
+                                                                                 ctrl_c):
+    """The saved state of an interrupted `map` run (seed 11) on a real layer in --out is not lost to a
+    run of other settings (seed 12): refused, naming what differs; the first run resumes from it."""
+    arch = CORPUS / "arches" / "simba_like" / "processed.yaml"
+    layer = CORPUS / "layers" / "resnet50_res3a_2b.yaml"
+    out = tmp_path / "o"
+    common = [str(arch), str(layer), "--searcher", "marl", "--budget", "3000", "--no-cache", "--out", str(out)]
+    real = layer_mod.make_objective
+    monkeypatch.setattr(layer_mod, "make_objective", lambda *a: pressing_ctrl_c(real(*a), 3))
+    assert main(["map", *common, "--seed", "11"]) == 130
+    monkeypatch.setattr(layer_mod, "make_objective", real)
+    saved = (out / ".checkpoint.pkl").read_bytes()
+    capsys.readouterr()
+    assert main(["map", *common, "--seed", "12"]) == 2
+    err = capsys.readouterr().err
+    assert "holds the saved search state of another run" in err and "settings seed" in err
+    assert (out / ".checkpoint.pkl").read_bytes() == saved
+    assert main(["map", *common, "--seed", "11"]) == 0
+    assert "resuming the interrupted run from its checkpoint at 300 samples" in capsys.readouterr().err

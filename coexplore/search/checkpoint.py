@@ -25,7 +25,8 @@ from typing import Callable
 
 import coexplore
 
-FORMAT = 2   # 2: the memory of evaluated points keys rows by their narrow bytes (search.space.keys)
+FORMAT = 3   # 2: the memory of evaluated points keys rows by their narrow bytes (search.space.keys);
+             # 3: a header pickle (format, version, key, ...) before the state, readable on its own
 SHARED_ATTRIBUTES = ("space", "mapspace", "table")   # rebuilt by the caller: stored by name
 
 
@@ -57,12 +58,13 @@ class Checkpoint:
         t0 = time.perf_counter()
         shared = _shared(searcher)
         buf = io.BytesIO()
+        pickle.dump({"format": FORMAT, "coexplore": coexplore.__version__, "key": self.key,   # the header: whose
+                     "searcher_class": _class_name(searcher), "samples": int(searcher.samples),
+                     "elapsed_s": self.elapsed()}, buf, protocol=pickle.HIGHEST_PROTOCOL)
         pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
         ids = {id(obj): name for name, obj in shared.items()}
         pickler.persistent_id = lambda obj: ids.get(id(obj))
-        pickler.dump({"format": FORMAT, "coexplore": coexplore.__version__, "key": self.key,
-                      "searcher_class": _class_name(searcher), "samples": int(searcher.samples),
-                      "elapsed_s": self.elapsed(), "driver": driver, "searcher": searcher.state_dict()})
+        pickler.dump({"driver": driver, "searcher": searcher.state_dict()})
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")   # per process: two runs never share one
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
@@ -88,9 +90,11 @@ class Checkpoint:
         shared = _shared(searcher)
         try:
             with open(self.path, "rb") as fh:
-                unpickler = pickle.Unpickler(fh)
-                unpickler.persistent_load = lambda name: shared[name]
-                data = unpickler.load()
+                data = _header(fh)
+                if _mismatch(data, self.key, searcher) is None:
+                    unpickler = pickle.Unpickler(fh)
+                    unpickler.persistent_load = lambda name: shared[name]
+                    data = {**data, **unpickler.load()}
         except Exception as exc:          # truncated, another version's classes, a missing link
             self.say(f"ignored the checkpoint {self.path} (unreadable: {type(exc).__name__}); starting from sample 0")
             return None
@@ -118,15 +122,21 @@ def snapshot_key(path: str | Path) -> str | None:
     of this format and version); None otherwise (no file, unreadable, another version's)."""
     try:
         with open(path, "rb") as fh:
-            unpickler = pickle.Unpickler(fh)
-            unpickler.persistent_load = lambda name: None      # the shared objects are not needed here
-            data = unpickler.load()
+            data = _header(fh)                 # (the state after it is not needed: nor rebuilt)
     except Exception:
         return None
     if _unusable(data):
         return None
     key = data.get("key")
     return key if isinstance(key, str) else None
+
+
+def _header(fh) -> dict:
+    """The snapshot's header (format, version, run key, searcher class, samples), read alone: plain
+    data, whatever the state after it needs to be rebuilt."""
+    unpickler = pickle.Unpickler(fh)
+    unpickler.persistent_load = lambda name: None       # (a format-2 snapshot: one pickle of everything)
+    return unpickler.load()
 
 
 def _class_name(obj) -> str:
