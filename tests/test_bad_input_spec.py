@@ -312,3 +312,26 @@ def test_a_mesh_that_does_not_fit_the_instances_says_what_was_written(capsys, tm
     message naming a meshY the user never wrote would mislead)."""
     arch = arch_copy(tmp_path, lambda d: change(_pe_input_buffer(d)))
     refused(capsys, ["evaluate", arch, LAYER, MAPPING], says, "meshX")
+
+
+def test_unknown_keys_of_a_v03_tree_are_warned_and_named_when_nothing_is_left(tmp_path):
+    """Timeloop ignores a v0.3 key it does not read; a typo (`atributes`) then silently drops every
+    attribute of the component (simba_like's DRAM: 8x its energy). Warned, with the key it resembles;
+    where nothing is left (`locals`), the error names the key."""
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.architecture import load_architecture
+    text = (CORPUS / "arches" / "simba_like" / "processed.yaml").read_text()
+    good = load_architecture(CORPUS / "arches" / "simba_like" / "processed.yaml")
+    assert not [x for x in good.warnings if "unknown key" in x]
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(text.replace("      attributes:", "      atributes:", 1))
+    arch = load_architecture(typo)
+    assert any("local[0]: unknown key 'atributes'" in x and "did you mean 'attributes'" in x for x in arch.warnings)
+    assert arch.levels[0].attributes != good.levels[0].attributes       # what Timeloop then reads
+    odd = tmp_path / "odd.yaml"
+    odd.write_text(text.replace("      attributes:", "      foo: bar\n      attributes:", 1))
+    assert any("unknown key 'foo'" in x and "it reads name, class" in x for x in load_architecture(odd).warnings)
+    gone = tmp_path / "gone.yaml"
+    gone.write_text(text.replace("local:", "locals:"))
+    with pytest.raises(CoexploreError, match="unknown key 'locals'.*did you mean 'local'"):
+        load_architecture(gone)

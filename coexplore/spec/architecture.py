@@ -603,9 +603,28 @@ def _sparse_nodes(nodes) -> list[str]:
     return out
 
 
-def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
+V3_SUBTREE_KEYS = ("name", "attributes", "local", "subtree", "description")
+V3_COMPONENT_KEYS = ("name", "class", "subclass", "attributes", "enabled", "required_actions", "actions",
+                     "area_share", "description")
+
+
+def _unknown_v3_keys(node: dict, known: tuple[str, ...], here: str) -> list[str]:
+    """Keys of a v0.3 subtree or component that Timeloop does not read (it ignores them silently:
+    most likely typos, e.g. `atributes`, whose attributes are then all defaults)."""
+    import difflib
+    out = []
+    for key in node:
+        if str(key) not in known:
+            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
+            out.append(f"{here}: unknown key '{key}' ignored, as Timeloop ignores it"
+                       + (f" (did you mean '{close[0]}'?)" if close else f" (it reads {', '.join(known)})"))
+    return out
+
+
+def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict, list[str]]:
     levels: list[Level] = []
     top_attrs: dict = {}
+    notes: list[str] = []
 
     def walk(subtrees, inherited, mult, where):
         for i, st in enumerate(yaml_list(subtrees, file=file, key=where, what="subtrees")):
@@ -613,6 +632,7 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
             if not isinstance(st, dict) or "name" not in st:
                 raise CoexploreError("malformed subtree", file=file, key=here,
                                      expected="a mapping with name, local and/or subtree")
+            notes.extend(_unknown_v3_keys(st, V3_SUBTREE_KEYS, here))
             attrs = dict(inherited)
             attrs.update({str(k).replace("-", "_"): v for k, v in
                           _mapping(st.get("attributes"), file=file, key=f"{here}.attributes").items()})
@@ -622,6 +642,8 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
             m = mult * count
             for j, comp in enumerate(yaml_list(st.get("local"), file=file, key=f"{here}.local", what="components")):
                 cname = comp.get("name", "") if isinstance(comp, dict) else ""
+                if isinstance(comp, dict):
+                    notes.extend(_unknown_v3_keys(comp, V3_COMPONENT_KEYS, f"{here}.local[{j}]"))
                 _, n = split_range(cname, file, f"{here}.local[{j}].name")
                 inst = m * n        # a ranged local inside ranged subtrees: Timeloop multiplies (PE[0..15] x [0..3])
                 lv = _make_level(comp, attrs, inst, 1, 1, file, f"{here}.local[{j}]")
@@ -648,7 +670,7 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict]:
             walk(st.get("subtree"), attrs, m, f"{here}.subtree")
 
     walk(tree, {}, 1, "architecture.subtree")
-    return levels, top_attrs
+    return levels, top_attrs, notes
 
 
 def parse_architecture(data: Any, file: str | None = None, name: str | None = None) -> Architecture:
@@ -660,10 +682,11 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     if not isinstance(arch, dict):
         raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
     expressions.FAILED.clear()
+    unknown: list[str] = []
     if "nodes" in arch:
         levels, attrs, meshless, branches = _from_v4_nodes(arch["nodes"], file, _variables(data, file))
     elif "subtree" in arch:
-        levels, attrs = _from_v3_tree(arch["subtree"], file)
+        levels, attrs, unknown = _from_v3_tree(arch["subtree"], file)
         meshless, branches = (), {}
     else:
         raise CoexploreError("missing key", file=file, key="architecture.nodes",
@@ -676,8 +699,8 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     if len(computes) == 1:     # Timeloop's topology makes the compute unit level 0 wherever it is listed
         levels = [lv for lv in levels if not lv.is_compute] + computes
     if not levels:
-        raise CoexploreError("no components", file=file, key="architecture",
-                             expected="at least one storage level and a compute level")
+        raise CoexploreError("no components" + (f" ({'; '.join(unknown)})" if unknown else ""), file=file,
+                             key="architecture", expected="at least one storage level and a compute level")
     compute = levels[-1]
     if not compute.is_compute:
         dropped = f" ({'; '.join(ignored)})" if ignored else ""
@@ -716,7 +739,7 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
                              expected="unique component names")
     return Architecture(name=name or (name_from_path(file, "arch") if file else "arch"), levels=storage,
                         compute=compute, attributes=attrs, source=file,
-                        warnings=ignored + _suspicious(storage), meshless=meshless, branches=branches)
+                        warnings=unknown + ignored + _suspicious(storage), meshless=meshless, branches=branches)
 
 
 # attributes Timeloop reads from a storage level (others are Accelergy's business)
