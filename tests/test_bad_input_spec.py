@@ -335,3 +335,16 @@ def test_unknown_keys_of_a_v03_tree_are_warned_and_named_when_nothing_is_left(tm
     gone.write_text(text.replace("local:", "locals:"))
     with pytest.raises(CoexploreError, match="unknown key 'locals'.*did you mean 'local'"):
         load_architecture(gone)
+
+
+def test_a_dimension_listed_twice_in_a_problem_shape_is_refused(tmp_path, capsys):
+    """(It gave a false 'product of the factors' error for a correct mapping.)"""
+    text = (CORPUS / "layers" / "alexnet_conv3.yaml").read_text()
+    assert "dimensions: [C, M, R, S, N, P, Q]" in text
+    bad = tmp_path / "p.yaml"
+    bad.write_text(text.replace("dimensions: [C, M, R, S, N, P, Q]", "dimensions: [C, M, R, S, N, P, Q, Q]"))
+    case = next(p for p in sorted((CORPUS / "public" / "simba_like" / "alexnet_conv3").iterdir()))
+    assert main(["evaluate", str(CORPUS / "arches" / "simba_like" / "processed.yaml"), str(bad),
+                 str(case / "mapping.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: key 'problem.shape.dimensions': dimension Q listed twice" in err

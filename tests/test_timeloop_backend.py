@@ -6,6 +6,7 @@ not installable here) that answers with those real outputs."""
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -311,3 +312,147 @@ def test_raw_outputs_that_cannot_be_references_are_said(tmp_path):
     (corpus / "public" / VALID[0] / "mapping.yaml").unlink()
     r = _validate(corpus)
     assert r.returncode == 2 and "has timeloop-model.stats.txt but no mapping.yaml" in r.stderr
+
+
+# from the review of the backend (a stand-in that behaves as Timeloop can, and tampered real outputs)
+
+def test_a_relative_timeloop_model_path_is_run(fake_timeloop, tmp_path):
+    case = VALID[0]
+    arch, layer, _ = case.split("/")
+    env = {**os.environ, "COEXPLORE_TIMELOOP_MODEL": os.path.relpath(fake_timeloop, tmp_path),
+           "FAKE_TIMELOOP": str(STATS / case / "timeloop-model.stats.txt.gz")}
+    r = subprocess.run([sys.executable, "-m", "coexplore.cli.main", "evaluate",
+                        str(CORPUS / "arches" / arch / "processed.yaml"), str(CORPUS / "layers" / f"{layer}.yaml"),
+                        str(CORPUS / "public" / case / "mapping.yaml"), "--model", "timeloop", "--json"],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cycles"] == _expected(case)["cycles"]
+
+
+def test_a_timeloop_dir_that_is_a_file_is_one_line(fake_timeloop, tmp_path):
+    (tmp_path / "f").touch()
+    r = _evaluate(VALID[0], "--model", "timeloop", "--timeloop-dir", tmp_path / "f",
+                  answer=STATS / VALID[0] / "timeloop-model.stats.txt.gz")
+    assert r.returncode == 2 and "--timeloop-dir" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_energy_tolerance_is_half_a_hundredth_per_printed_energy():
+    text = _stats(VALID[1])
+    printed = len(re.findall(r"^\s+(?:Energy \(total\)|Leakage energy \(total\)|Temporal Reduction Energy \(total\)"
+                             r"|Address Generation Energy \(total\))\s*:", text.split("\nNetworks")[0], re.M))
+    assert printed > 10
+    assert energy_tolerance_pJ(parse_stats(text)) == pytest.approx(0.005 * printed)
+
+
+def test_reduction_and_address_generation_energies_count_in_their_level():
+    text = _stats(VALID[0])
+    old = "Temporal Reduction Energy (total)        : 0.00 pJ"
+    assert old in text
+    base = parse_stats(text)
+    more = parse_stats(text.replace(old, "Temporal Reduction Energy (total)        : 7.50 pJ", 1))
+    assert more["energy_pJ"] == pytest.approx(base["energy_pJ"] + 7.5)
+
+
+ODD = """\
+    import gzip, os, sys, time
+    how = os.environ["ODD"]
+    if how == "error-then-abort":
+        print("ERROR: width: 64  block_size: 1  word_bits: 7", flush=True); os.abort()
+    if how == "exit1-silent": sys.exit(1)
+    if how == "exit1-input-error":
+        print("ERROR: network X not found", file=sys.stderr); sys.exit(1)
+    if how == "empty-stats": open("timeloop-model.stats.txt", "w").close(); sys.exit(0)
+    if how == "stats-then-crash":
+        open("timeloop-model.stats.txt", "wb").write(gzip.decompress(open(os.environ["STATS_GZ"], "rb").read()))
+        os.abort()
+    if how == "stdin":
+        same = os.path.samestat(os.fstat(0), os.stat(os.devnull))
+        print("ERROR: couldn't map level stdin: " + ("devnull" if same else "not devnull"), file=sys.stderr)
+        sys.exit(1)
+    if how == "sleep": time.sleep(30)
+"""
+
+
+@pytest.fixture
+def odd_timeloop(tmp_path):
+    exe = tmp_path / "odd" / "timeloop-model"
+    exe.parent.mkdir()
+    exe.write_text(f"#!{sys.executable}\n" + textwrap.dedent(ODD))
+    exe.chmod(0o755)
+    return exe
+
+
+def _run(exe, how, monkeypatch, **kw):
+    from coexplore.model.timeloop_run import run_timeloop_model
+    ctx = _context(VALID[0])
+    arrays = to_arrays([ctx.load_mapping(CORPUS / "public" / VALID[0] / "mapping.yaml")], ctx.arch, ctx.problem)
+    monkeypatch.setenv("ODD", how)
+    monkeypatch.setenv("STATS_GZ", str(STATS / VALID[0] / "timeloop-model.stats.txt.gz"))
+    return run_timeloop_model(ctx, arrays, 0, str(exe), **kw)
+
+
+@pytest.mark.parametrize("how, says", [("error-then-abort", "exit code -6"), ("exit1-silent", "exit code 1"),
+                                       ("exit1-input-error", "exit code 1"), ("empty-stats", "exit code 0"),
+                                       ("stats-then-crash", "exit code -6")])
+def test_a_crash_or_an_input_error_is_not_a_refused_mapping_nor_a_result(odd_timeloop, monkeypatch, how, says):
+    with pytest.raises(CoexploreError, match=re.escape(f"timeloop-model failed ({says})")):
+        _run(odd_timeloop, how, monkeypatch)
+
+
+def test_timeloop_model_reads_no_stdin_and_is_stopped_at_the_timeout(odd_timeloop, monkeypatch):
+    r, w = os.pipe()
+    saved = os.dup(0)
+    os.dup2(r, 0)                                 # our stdin an open pipe
+    try:
+        assert _run(odd_timeloop, "stdin", monkeypatch, timeout=20)["error"].endswith("stdin: devnull")
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, r, w):
+            os.close(fd)
+    with pytest.raises(CoexploreError, match="ran longer than 1 s"):
+        _run(odd_timeloop, "sleep", monkeypatch, timeout=1)
+
+
+def test_the_first_error_line_is_timeloop_s_message():
+    log = "Start Parsering Layout\nERROR: couldn't map level A: x\n\nERROR: couldn't map level B: y\n"
+    assert failed_run(log)["error"] == "ERROR: couldn't map level A: x"
+
+
+def test_timeloop_model_s_own_numbers_are_reported(fake_timeloop):
+    other = "simple_output_stationary/tiny_conv/010"
+    r = _evaluate("simple_output_stationary/tiny_conv/006", "--model", "timeloop", "--json",
+                  answer=STATS / other / "timeloop-model.stats.txt.gz")
+    out = json.loads(r.stdout)
+    assert (out["cycles"], out["computes"]) == (_expected(other)["cycles"], _expected(other)["computes"])
+    assert out["cycles"] != _expected("simple_output_stationary/tiny_conv/006")["cycles"]
+
+
+def _tampered(tmp_path, case, old, new, name):
+    text = _stats(case)
+    assert old in text
+    p = tmp_path / f"{name}.stats.txt.gz"
+    p.write_bytes(gzip.compress(text.replace(old, new, 1).encode()))
+    return p
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("Cycles: 468", "Cycles: 469", "cycles_exact"),
+    ("Scalar reads (per-instance)              : 384", "Scalar reads (per-instance)              : 385", "counts_exact"),
+    ("Energy (total)          : 4306.70 pJ", "Energy (total)          : 4307.70 pJ", "energy_close")])
+def test_each_kind_of_difference_is_a_disagreement(fake_timeloop, tmp_path, old, new, key):
+    r = _evaluate(VALID[0], "--model", "both", "--json", answer=_tampered(tmp_path, VALID[0], old, new, key))
+    a = json.loads(r.stdout)["agreement"]
+    assert r.returncode == 1 and a[key] is False and a["agree"] is False
+    assert all(a[k] is True for k in {"cycles_exact", "counts_exact", "energy_close"} - {key})
+
+
+def test_a_difference_within_stats_txt_s_rounding_is_agreement(fake_timeloop, tmp_path):
+    r = _evaluate(VALID[0], "--model", "both", "--json", answer=_tampered(
+        tmp_path, VALID[0], "Energy (total)          : 4306.70 pJ", "Energy (total)          : 4306.71 pJ", "lsd"))
+    assert r.returncode == 0 and json.loads(r.stdout)["agreement"]["agree"] is True
+
+
+def test_both_refusing_with_different_messages_is_a_disagreement(fake_timeloop):
+    r = _evaluate(INVALID[0], "--model", "both", "--json", answer=STATS / INVALID[1] / "timeloop-model.log")
+    a = json.loads(r.stdout)["agreement"]
+    assert r.returncode == 1 and a["message_exact"] is False and a["agree"] is False

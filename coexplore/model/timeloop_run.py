@@ -24,6 +24,9 @@ EXECUTABLE = "timeloop-model"
 ENV = "COEXPLORE_TIMELOOP_MODEL"          # a timeloop-model not on PATH
 STATS = "timeloop-model.stats.txt"
 TIMEOUT_S = 600.0
+# what timeloop-model prints when the mapping does not fit (model.cpp): other errors (exit 1 too) are
+# a problem with its inputs or build, not an invalid mapping
+REFUSALS = ("ERROR: couldn't map level", "ERROR: mapping violates architecture constraints")
 
 
 def find_timeloop_model() -> str:
@@ -34,13 +37,13 @@ def find_timeloop_model() -> str:
         if path is None:
             raise CoexploreError(f"${ENV} is {given!r}, which is not an executable", key=ENV,
                                  expected="the path of a timeloop-model executable")
-        return path
+        return os.path.abspath(path)              # (it runs in another folder)
     path = shutil.which(EXECUTABLE)
     if path is None:
         raise CoexploreError("timeloop-model is not installed here (not on PATH)", key="--model",
                              expected=f"Timeloop built and on PATH (or ${ENV}=/path/to/timeloop-model), or "
                                       "--model builtin (the default: Timeloop's numbers without Timeloop)")
-    return path
+    return os.path.abspath(path)
 
 
 def write_inputs(ctx, arrays: MappingArrays, index: int, folder: str | Path) -> list[Path]:
@@ -68,11 +71,16 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
     exe = executable or find_timeloop_model()
     with tempfile.TemporaryDirectory(prefix="coexplore-timeloop-") as tmp:
         folder = Path(keep) if keep is not None else Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("timeloop-model.*"):     # an earlier run's outputs are not this one's
-            if old.is_file():
-                old.unlink()
-        files = write_inputs(ctx, arrays, index, folder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for old in folder.glob("timeloop-model.*"):     # an earlier run's outputs are not this one's
+                if old.is_file():
+                    old.unlink()
+            files = write_inputs(ctx, arrays, index, folder)
+        except OSError as exc:
+            raise CoexploreError(f"cannot write timeloop-model's inputs there: {exc.strerror or exc}",
+                                 file=str(folder), key="--timeloop-dir", expected="a folder path (created if missing)"
+                                 ) from None
         try:
             done = subprocess.run([exe, *(f.name for f in files)], cwd=folder, capture_output=True, text=True,
                                   timeout=timeout, stdin=subprocess.DEVNULL)
@@ -86,8 +94,9 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
         stats = folder / STATS
         if done.returncode == 0 and stats.is_file() and stats.stat().st_size:
             return parse_stats(stats.read_text(), [lv.name for lv in ctx.arch.all_levels], file=str(stats))
-        if done.returncode == 1 and "ERROR" in log:              # Timeloop refused the mapping
-            return failed_run(log)
+        if done.returncode == 1 and any(ln.strip().startswith(REFUSALS) for ln in log.splitlines()):
+            return failed_run(log)                             # Timeloop refused the mapping
         tail = " | ".join(ln.strip() for ln in log.strip().splitlines()[-3:]) or "no output"
         raise CoexploreError(f"timeloop-model failed (exit code {done.returncode}): {tail}", key="--model",
-                             expected="a timeloop-model run that writes timeloop-model.stats.txt or says ERROR")
+                             expected="a timeloop-model run that writes timeloop-model.stats.txt or refuses the "
+                                      "mapping (--timeloop-dir DIR keeps its inputs and outputs to look at)")

@@ -94,8 +94,10 @@ def parse_stats(text: str, levels: list[str] | None = None, file: str | None = N
                 "utilized_instances": used,
                 "energy_pJ": _field(d, "Energy (total)", at, file),
             }
-        out_levels[name] = {"energy_pJ": sum(sp["energy_pJ"] for sp in spaces.values()) + leak,
-                            "leakage_pJ": leak, "dataspaces": spaces}
+        extra = sum(_number(d.get(k, "0"), f"{name}.{ds}.{k}") for ds, d in lv["dataspaces"].items()
+                    for k in ("Temporal Reduction Energy (total)", "Address Generation Energy (total)"))
+        out_levels[name] = {"energy_pJ": sum(sp["energy_pJ"] for sp in spaces.values()) + leak + extra,
+                            "leakage_pJ": leak, "dataspaces": spaces}   # (a level's energy as BufferLevel::Energy)
     if levels is not None:
         missing = [n for n in out_levels if n not in levels]
         if missing:
@@ -134,8 +136,9 @@ def _field(fields: dict, key, where: str, file) -> float:
 
 def energy_tolerance_pJ(record: dict) -> float:
     """How far a stats.txt record's total energy may lie from the exact one: half a hundredth of a
-    pJ for each value printed (each level's leakage, each dataspace's energy, the arithmetic's)."""
-    printed = sum(1 + len(lv.get("dataspaces", {})) for lv in record.get("levels", {}).values())
+    pJ for each energy printed and summed (each level's leakage, the arithmetic's energy, and per
+    dataspace its access, temporal-reduction and address-generation energy)."""
+    printed = sum(1 + 3 * len(lv.get("dataspaces", {})) for lv in record.get("levels", {}).values())
     return 0.005 * printed
 
 

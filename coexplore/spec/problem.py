@@ -127,6 +127,10 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         raise CoexploreError("missing or empty", file=file, key="problem.shape.dimensions",
                              expected="a list of dimension names")
     dims = [str(d) for d in dims]
+    twice = sorted({d for d in dims if dims.count(d) > 1})
+    if twice:
+        raise CoexploreError(f"dimension{'s' if len(twice) > 1 else ''} {', '.join(twice)} listed twice",
+                             file=file, key="problem.shape.dimensions", expected="each dimension name once")
     coeffs = {}
     coeff_list = shape.get("coefficients") or []
     if not isinstance(coeff_list, list):
