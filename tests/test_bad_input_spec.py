@@ -348,3 +348,15 @@ def test_a_dimension_listed_twice_in_a_problem_shape_is_refused(tmp_path, capsys
                  str(case / "mapping.yaml")]) == 2
     err = capsys.readouterr().err
     assert f"{bad}: key 'problem.shape.dimensions': dimension Q listed twice" in err
+
+
+def test_an_empty_instance_and_a_workload_given_as_mapping_are_said_as_such(tmp_path, capsys):
+    text = (CORPUS / "layers" / "alexnet_conv3.yaml").read_text()
+    bad = tmp_path / "p.yaml"
+    bad.write_text(text.split("instance:")[0] + "instance: null\n")
+    case = next(p for p in sorted((CORPUS / "public" / "simba_like" / "alexnet_conv3").iterdir()))
+    arch = str(CORPUS / "arches" / "simba_like" / "processed.yaml")
+    assert main(["evaluate", arch, str(bad), str(case / "mapping.yaml")]) == 2
+    assert "key 'problem.instance': got None" in capsys.readouterr().err
+    assert main(["evaluate", "simba", "resnet50", "--layer", "conv1"]) == 2     # the mapping left out
+    assert "no MAPPING given: resnet50 is a workload" in capsys.readouterr().err

@@ -82,3 +82,14 @@ def test_one_process_holds_a_folder_once_and_lets_go_when_a_command_ends(tmp_pat
     assert main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "20", "--out", str(tmp_path / "m"),
                  "--no-progress"]) == 0
     assert not HELD                               # main lets go of what the command held
+
+
+def test_files_of_no_run_in_an_explicit_out_are_noted_before_they_are_replaced(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "mapping.yaml").write_text("# my hand-written mapping\n")
+    r = _map("--out", out)
+    assert r.returncode == 0
+    assert f"note: {out} holds mapping.yaml of no coexplore run; this run replaces it" in r.stderr
+    r = _map("--out", out)                        # now a folder of this run: nothing to say
+    assert r.returncode == 0 and "of no coexplore run" not in r.stderr

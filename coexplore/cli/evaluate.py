@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs, problem_in_arch, top_keys
 from coexplore.errors import CoexploreError
@@ -95,6 +96,10 @@ def run(args) -> int:
                 "a problem" if "problem" in keys else "a workload" if "workload" in keys else "an architecture")
         raise CoexploreError(f"MAPPING is {what} file, not a mapping", file=str(args.mapping), key="mapping",
                              expected="coexplore evaluate ARCH [PROBLEM] MAPPING: the mapping last")
+    if args.problem is None and _names_a_workload(args.mapping):
+        raise CoexploreError(f"no MAPPING given: {args.mapping} is a workload (or a problem), read as MAPPING",
+                             key="mapping", expected="coexplore evaluate ARCH PROBLEM MAPPING: a Timeloop mapping YAML "
+                                                     "last (`coexplore map` writes one)")
     problem_in_arch(args)
     check = bool(args.constraints) or args.check_constraints
     ctx, constraints = load_inputs(args, with_constraints=check)
@@ -180,6 +185,13 @@ def format_agreement(cmp: dict, exe: str) -> str:
                      f"({'within' if cmp['energy_close'] else 'BEYOND'} what stats.txt's printing to 0.01 pJ allows)")
     lines.append("  agree" if agrees(cmp) else "  DISAGREE")
     return "\n".join(lines)
+
+
+def _names_a_workload(name: str) -> bool:
+    """MAPPING is the name of a bundled workload (resnet50): PROBLEM was given as MAPPING, and the
+    mapping left out (a file given so is said where the mapping is read)."""
+    from coexplore.bundled import resolve
+    return not Path(name).exists() and resolve("problems", name).is_file()
 
 
 def _breaks_constraints(ctx, constraints, mapping) -> str | None:

@@ -111,7 +111,7 @@ def _choose(names: list[str], wanted: str | None, what: str, file: str, key: str
     if wanted is None:
         if len(names) == 1:
             return names[0]
-        also = " (coexplore map: or --all-layers for every one)" if what == "layer" else ""
+        also = " (with coexplore map, or --all-layers for every one)" if what == "layer" else ""
         raise CoexploreError(f"it has {len(names)} {what}s; choose one", file=file, key=key,
                              expected=f"{key} NAME, one of: {shown}{also}")
     if wanted not in names:

@@ -130,10 +130,12 @@ def digests(*paths) -> dict[str, str]:
     return out
 
 
-def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> Path:
+def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writes: tuple[str, ...] = ()) -> Path:
     """An explicit --out folder (see `output_dir`); its result is replaced as asked, with a note
-    when it records another run (the default folders are numbered instead). The saved search state
-    of another run (also of this command before an input was edited) is never overwritten."""
+    when it records another run (the default folders are numbered instead), or when it holds, with
+    no run's result, files of the names the command `writes` (e.g. a hand-written mapping.yaml).
+    The saved search state of another run (also of this command before an input was edited) is
+    never overwritten."""
     out = hold(output_dir(path))
     want = json.loads(json.dumps(run, sort_keys=True))
     claim = _owner(out / CLAIM)
@@ -149,6 +151,11 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str) -> P
         print(f"coexplore {command}: note: {out / result_file} holds the result of "
               f"{'another run' if owner else 'an earlier run'}; this run's will replace it (--out is written "
               "as given)", file=sys.stderr)
+    elif not (out / result_file).exists() and claim is None:
+        other = [n for n in writes if (out / n).is_file()]
+        if other:                                   # e.g. the user's own mapping.yaml
+            print(f"coexplore {command}: note: {out} holds {', '.join(other)} of no coexplore run; this run "
+                  f"replaces {'it' if len(other) == 1 else 'them'}", file=sys.stderr)
     if claim is not None and claim != want:    # the folder is this run's now: a rerun of the other goes elsewhere
         try:
             (out / CLAIM).write_text(json.dumps(want, sort_keys=True), encoding="utf-8")

@@ -68,7 +68,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
               f"cycles exact    : {_pct(s['cycles_exact'], v)} of valid cases",
               f"counts exact    : {_pct(s['counts_exact'], v)} (every per-level read/fill/update/capacity/instances)",
               f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}",
-              f"time            : {s['wall_s']:.1f} s in all, {s['model_s']:.2f} s in the model"]
+              f"time            : {s['wall_s']:.2f} s in all, {s['model_s']:.2f} s in the model"]
     if s.get("model", "builtin") != "builtin":
         lines.append("model           : the real timeloop-model (energies as its stats.txt prints them, to 0.01 pJ)")
     if s.get("stride_rule", "current") != "current":

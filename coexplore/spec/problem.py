@@ -120,8 +120,8 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                              expected="a mapping {name, dimensions, coefficients, data_spaces}")
     instance = _with_variables(prob.get("instance"), data)
     if not isinstance(instance, dict):
-        raise CoexploreError("missing key", file=file, key="problem.instance",
-                             expected="a mapping of dimension bounds, e.g. {C: 64, M: 64, ...}")
+        raise CoexploreError("missing key" if "instance" not in prob else f"got {prob['instance']!r}", file=file,
+                             key="problem.instance", expected="a mapping of dimension bounds, e.g. {C: 64, M: 64, ...}")
     dims = shape.get("dimensions")
     if not isinstance(dims, list) or not dims:
         raise CoexploreError("missing or empty", file=file, key="problem.shape.dimensions",
