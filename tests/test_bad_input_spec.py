@@ -360,3 +360,11 @@ def test_an_empty_instance_and_a_workload_given_as_mapping_are_said_as_such(tmp_
     assert "key 'problem.instance': got None" in capsys.readouterr().err
     assert main(["evaluate", "simba", "resnet50", "--layer", "conv1"]) == 2     # the mapping left out
     assert "no MAPPING given: resnet50 is a workload" in capsys.readouterr().err
+
+
+def test_a_fractional_factor_is_named_whole():
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.mapping import _parse_factors
+    with pytest.raises(CoexploreError) as err:
+        _parse_factors("C4 Q1.5", file="m.yaml", key="mapping[0].factors", dims=["C", "Q"])
+    assert "cannot read factor '.5' of 'C4 Q1.5'" in err.value.message and "whole-number" in err.value.expected

@@ -77,10 +77,10 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
         if item[pos:].strip(" ,\t"):
             rest = item[pos:].strip()
             residual = re.match(r",\s*\d", rest) is not None     # Timeloop's residual factor `K=3,2`
-            raise CoexploreError(f"cannot read factor {rest!r}" + (
+            raise CoexploreError(f"cannot read factor {rest!r} of {item.strip()!r}" + (
                                  ": a residual factor (imperfect factorisation), which coexplore does not model"
                                  if residual else ""), file=file, key=key,
-                                 expected="factors like 'C4 M2' or 'C=4'" + (
+                                 expected="whole-number factors like 'C4 M2' or 'C=4'" + (
                                      ", each dividing what the levels below leave" if residual else ""))
     return out
 
