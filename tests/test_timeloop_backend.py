@@ -307,7 +307,10 @@ def test_raw_outputs_that_cannot_be_references_are_said(tmp_path):
     log = corpus / "public" / INVALID[0] / "timeloop-model.log"
     log.write_text("Segmentation fault\n")
     r = _validate(corpus)
-    assert r.returncode == 2 and "no ERROR line" in r.stderr and str(log) in r.stderr
+    assert r.returncode == 2 and "not the output of a run that refused the mapping" in r.stderr and str(log) in r.stderr
+    log.write_text("input file: ERT.yaml\nERROR: could not open file ERT.yaml\n")    # an input error: no reference
+    r = _validate(corpus)
+    assert r.returncode == 2 and "not the output of a run that refused the mapping" in r.stderr
     log.write_text((STATS / INVALID[0] / "timeloop-model.log").read_text())
     (corpus / "public" / VALID[0] / "mapping.yaml").unlink()
     r = _validate(corpus)
@@ -456,3 +459,23 @@ def test_both_refusing_with_different_messages_is_a_disagreement(fake_timeloop):
     r = _evaluate(INVALID[0], "--model", "both", "--json", answer=STATS / INVALID[1] / "timeloop-model.log")
     a = json.loads(r.stdout)["agreement"]
     assert r.returncode == 1 and a["message_exact"] is False and a["agree"] is False
+
+
+def test_a_case_with_stats_and_its_saved_output_is_read_from_its_stats(tmp_path):
+    """stats.txt wins over a log saved beside it (the output of the same, successful run)."""
+    corpus = _raw_corpus(tmp_path)
+    for case in VALID:
+        (corpus / "public" / case / "timeloop-model.log").write_text("Utilization = 0.26 | Cycles = 468\n")
+    r = _validate(corpus, "--json")
+    s = json.loads(r.stdout)
+    assert r.returncode == 0 and (s["cases"], s["validity_agrees"], s["cycles_exact"]) == (6, 6, 4)
+
+
+def test_references_without_a_mapping_are_an_incomplete_case_but_a_run_beside_an_arch_is_none(tmp_path):
+    corpus = _raw_corpus(tmp_path)
+    (corpus / "arches" / "eyeriss_like" / "timeloop-model.stats.txt").write_text(_stats(VALID[0]))
+    assert _validate(corpus).returncode == 0
+    case = corpus / "public" / INVALID[0]
+    (case / "mapping.yaml").unlink()
+    r = _validate(corpus)
+    assert r.returncode == 2 and "has timeloop-model.log but no mapping.yaml" in r.stderr

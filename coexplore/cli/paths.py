@@ -36,14 +36,21 @@ def hold(folder: Path) -> Path:
     key = Path(folder).resolve()
     if key in HELD:
         return folder
-    fd = os.open(key, os.O_RDONLY)
+    try:
+        fd = os.open(key, os.O_RDONLY)
+    except OSError:                               # (a folder that can be written but not read: not held)
+        return folder
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:
         os.close(fd)
+        CREATED[:] = [p for p in CREATED if p.resolve() != key]     # (its holder's: not to be removed)
         raise CoexploreError("another coexplore run is writing this folder now", file=str(folder), key="--out",
                              expected="that run's end (run the command again then: it resumes, or finds the "
                                       "result written), or another --out folder") from None
+    except OSError:                               # no locks there (NFS without lockd, ...): not held
+        os.close(fd)
+        return folder
     HELD[key] = fd
     return folder
 

@@ -53,12 +53,13 @@ class Case:
 
 def _from_timeloop_output(f: Path, arch_file: Path) -> dict:
     """The expected.json-schema record of a stats.txt or a refused run's log."""
-    from coexplore.model.timeloop_stats import failed_run, parse_stats
+    from coexplore.model.timeloop_stats import REFUSALS, failed_run, parse_stats, refuses_mapping
     text = read_text(f)
     if f.name == "timeloop-model.log":
-        if "ERROR" not in text:
-            raise CoexploreError("no ERROR line: not the output of a run timeloop-model refused", file=str(f),
-                                 expected="timeloop-model's output for a refused mapping, or its stats.txt")
+        if not refuses_mapping(text):
+            raise CoexploreError(f"no '{REFUSALS[0]} ...' line: not the output of a run that refused the "
+                                 "mapping", file=str(f),
+                                 expected="timeloop-model's output for a mapping that does not fit, or its stats.txt")
         return failed_run(text)
     return parse_stats(text, _level_names(arch_file), file=str(f))
 

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
-from coexplore.model.timeloop_stats import failed_run, parse_stats
+from coexplore.model.timeloop_stats import failed_run, parse_stats, refuses_mapping
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.mapping import MappingArrays, save_mapping
 from coexplore.spec.yamlio import write_yaml
@@ -24,9 +24,6 @@ EXECUTABLE = "timeloop-model"
 ENV = "COEXPLORE_TIMELOOP_MODEL"          # a timeloop-model not on PATH
 STATS = "timeloop-model.stats.txt"
 TIMEOUT_S = 600.0
-# what timeloop-model prints when the mapping does not fit (model.cpp): other errors (exit 1 too) are
-# a problem with its inputs or build, not an invalid mapping
-REFUSALS = ("ERROR: couldn't map level", "ERROR: mapping violates architecture constraints")
 
 
 def find_timeloop_model() -> str:
@@ -94,7 +91,7 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
         stats = folder / STATS
         if done.returncode == 0 and stats.is_file() and stats.stat().st_size:
             return parse_stats(stats.read_text(), [lv.name for lv in ctx.arch.all_levels], file=str(stats))
-        if done.returncode == 1 and any(ln.strip().startswith(REFUSALS) for ln in log.splitlines()):
+        if done.returncode == 1 and refuses_mapping(log):
             return failed_run(log)                             # Timeloop refused the mapping
         tail = " | ".join(ln.strip() for ln in log.strip().splitlines()[-3:]) or "no output"
         raise CoexploreError(f"timeloop-model failed (exit code {done.returncode}): {tail}", key="--model",

@@ -15,6 +15,10 @@ import re
 
 from coexplore.errors import CoexploreError
 
+# what timeloop-model prints when the mapping does not fit (model.cpp): other errors (exit 1 too) are
+# a problem with its inputs or build, not an invalid mapping
+REFUSALS = ("ERROR: couldn't map level", "ERROR: mapping violates architecture constraints")
+
 _LEVEL = re.compile(r"^=== (.+) ===$")
 _FIELD = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*)$")
 _DATASPACE = re.compile(r"^    (\S[^:]*):$")
@@ -140,6 +144,11 @@ def energy_tolerance_pJ(record: dict) -> float:
     dataspace its access, temporal-reduction and address-generation energy)."""
     printed = sum(1 + 3 * len(lv.get("dataspaces", {})) for lv in record.get("levels", {}).values())
     return 0.005 * printed
+
+
+def refuses_mapping(log: str) -> bool:
+    """timeloop-model's output says the mapping does not fit (not that its inputs were bad)."""
+    return any(ln.strip().startswith(REFUSALS) for ln in log.splitlines())
 
 
 def failed_run(log: str) -> dict:

@@ -133,10 +133,21 @@ def snapshot_key(path: str | Path) -> str | None:
 
 def _header(fh) -> dict:
     """The snapshot's header (format, version, run key, searcher class, samples), read alone: plain
-    data, whatever the state after it needs to be rebuilt."""
+    data, whatever the state after it needs to be rebuilt. A snapshot of format 2 (one pickle of
+    everything, linking the shared objects) is said as such."""
     unpickler = pickle.Unpickler(fh)
-    unpickler.persistent_load = lambda name: None       # (a format-2 snapshot: one pickle of everything)
-    return unpickler.load()
+
+    def links(name):
+        raise _OneObject
+    unpickler.persistent_load = links                   # a header links to nothing
+    try:
+        return unpickler.load()
+    except _OneObject:
+        return {"format": 2}
+
+
+class _OneObject(Exception):
+    """A pickle that links shared objects: not a header."""
 
 
 def _class_name(obj) -> str:
