@@ -499,6 +499,29 @@ sweep:
     assert rc == 2 and "another sweep run" in err and "ART.yaml" in err, err
 
 
+def test_what_an_own_core_s_file_warns_of_is_said_by_a_sweep(tmp_path, capsys):
+    """(A v0.3 key Timeloop ignores, e.g. a typo, was said by map and schedule, not by sweep.)"""
+    corpus = Path(__file__).parent / "data" / "timeloop_corpus" / "arches" / "simba_like"
+    shutil.copytree(corpus, tmp_path / "simba_like")
+    processed = tmp_path / "simba_like" / "processed.yaml"
+    processed.write_text(processed.read_text().replace("      attributes:", "      foo: bar\n      attributes:", 1))
+    shutil.copy(DATA / "small_net.yaml", tmp_path / "small_net.yaml")
+    system = tmp_path / "own.yaml"
+    system.write_text("""system:
+  name: own_v03
+  dram: {type: LPDDR4, width: 64, bandwidth_GBps: 25.6}
+  cores:
+  - {name: mine, arch: simba_like/processed.yaml}
+workloads: [small_net.yaml]
+sweep:
+  axes:
+    dram.bandwidth_GBps: [12.8, 25.6]
+""")
+    rc, _, err = _sweep([str(system), *FAST, "--no-plot", "--out", str(tmp_path / "o")], capsys)
+    assert rc == 0, err
+    assert err.count("unknown key 'foo' ignored") == 1 and "core mine" in err, err
+
+
 def test_parallel_sweep_with_a_point_that_does_not_build(tmp_path):
     """From Python a spec is not checked point by point: with --jobs 2 a point that does not build is
     left out of the layer mapping and recorded as failed, the others run."""

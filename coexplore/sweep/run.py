@@ -121,6 +121,8 @@ def _write_cores(system: SystemArch, folder: Path, estimator: str) -> tuple[floa
     for name, core in system.cores.items():
         core.write(folder / name)
         _, told = write_core_tables(folder / name, core, estimator)
+        if isinstance(core, FileCore):            # what reading its architecture file warned of
+            told = [f"{core.arch_file}: {w}" for w in core.architecture.warnings] + list(told)
         said += [f"core {name}: {w}" for w in told]
         copies = system.spec.core(name).count
         area += copies * art_area_mm2(read_art(folder / name / "ART.yaml"))
