@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)
         args = build_parser().parse_args(argv)
-        command = f"coexplore {args.command}"
+        action = getattr(args, f"{args.command}_command", None)      # (arch generate, energy check, cache clear)
+        command = f"coexplore {args.command}" + (f" {action}" if isinstance(action, str) else "")
         with command_settings(args):
             return int(args.func(args) or 0)
     except WorkerDied as exc:        # a failed run, not bad input
