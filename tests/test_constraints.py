@@ -396,3 +396,12 @@ def test_encode_checks_the_loop_order_at_an_innermost_level_with_a_fan_out_below
     one.perm[0, li] = perm
     with pytest.raises(CoexploreError, match="orders the loops"):
         ms.encode(one)
+
+
+def test_a_constraint_key_one_letter_off_is_said_with_the_key_it_resembles():
+    from coexplore.spec.constraints import LevelConstraints, _apply
+    c = LevelConstraints()
+    _apply(c, "temporal", {"factor": "C4", "permutaton": "CM", "no_reuse": ["Weights"]}, "f.yaml", "targets[0]")
+    assert c.ignored == ["targets[0].factor (did you mean 'factors'?)",
+                         "targets[0].permutaton (did you mean 'permutation'?)", "targets[0].no_reuse"]
+    assert not c.temporal_factors and not c.temporal_permutation      # not applied (as Timeloop ignores them)

@@ -127,6 +127,13 @@ _APPLIED = {"temporal": {"factors", "factors_only", "permutation", *_MACROS},
 _APPLIED["dataspace"] = _APPLIED["datatype"] = _APPLIED["bypassing"] = _APPLIED["bypass"]
 
 
+def _resembling(key: str, known) -> str:
+    """' (did you mean 'factors'?)' for a key one letter or so from one the mapspace applies."""
+    import difflib
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
 def _respecified(what: str, level: str, file, key):
     return CoexploreError(f"re-specification of {what} at level {level}: this may imply a conflict between "
                           "architecture and mapspace constraints (timeloop-mapper refuses it too)",
@@ -143,7 +150,8 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         raise CoexploreError(f"unrecognized constraint type '{kind}'", file=file, key=f"{key}.type",
                              expected=" | ".join(TYPES))
     applied = _APPLIED[kind] if macros else _APPLIED[kind] - _MACROS    # (timeloopfe's, not Timeloop's)
-    c.ignored += [f"{key}.{k}" for k in body if k not in applied | {"target", "type", "name"}]
+    c.ignored += [f"{key}.{k}" + _resembling(str(k), applied) for k in body
+                  if k not in applied | {"target", "type", "name"}]
     for rule in ("no_iteration_over_dataspaces", "must_iterate_over_dataspaces") if macros else ():
         if kind in ("temporal", "spatial") and body.get(rule) is not None:
             names = body[rule]
