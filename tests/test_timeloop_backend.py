@@ -479,3 +479,32 @@ def test_references_without_a_mapping_are_an_incomplete_case_but_a_run_beside_an
     (case / "mapping.yaml").unlink()
     r = _validate(corpus)
     assert r.returncode == 2 and "has timeloop-model.log but no mapping.yaml" in r.stderr
+
+
+def test_validate_finds_the_folders_timeloop_ran_in(tmp_path):
+    """Two exercises' ref/ folders (a timeloop-model run and a timeloop-mapper run: the flattened input,
+    the ERT, the mapper's map.yaml, the stats.txt) and a Sparseloop run: the two are cases, the third
+    is skipped. The mapper run's references predate Timeloop's stride fix: its Input reads differ
+    (475,136 here, 573,440 in its stats.txt) unless --stride-rule pre2025, which makes both exact."""
+    import shutil
+    root = tmp_path / "runs"
+    ex = STATS / "exercises"
+    for case, stats in (("v4_ex03_conv1d_oc_3level_bypass", "timeloop-model.stats.txt"),
+                        ("v4_ex06_mapper_eyeriss_vgg02_layer5", "timeloop-mapper.stats.txt")):
+        shutil.copytree(DATA / "exercises_v4" / case, root / case / "ref")
+        (root / case / "ref" / stats).write_bytes(gzip.decompress((ex / f"{case}.stats.txt.gz").read_bytes()))
+    sparse = root / "sparse" / "ref"
+    shutil.copytree(DATA / "exercises_v4" / "v4_ex03_conv1d_oc_3level_bypass", sparse)
+    (sparse / "timeloop-model.stats.txt").write_bytes(
+        gzip.decompress((ex / "v4_sparseloop_0122_SUDU_dot_product.stats.txt.gz").read_bytes()))
+    r = _validate(root, "--json")
+    s = json.loads(r.stdout)
+    assert r.returncode == 1, r.stderr
+    assert (s["cases"], s["validity_agrees"], s["cycles_exact"], s["counts_exact"]) == (2, 2, 2, 1)
+    [failure] = s["failures"]
+    assert failure["case"] == "v4_ex06_mapper_eyeriss_vgg02_layer5/ref"
+    assert {"level": "DRAM", "dataspace": "Inputs", "key": "reads", "got": 475136, "ref": 573440} in failure["mismatches"]
+    assert s["skipped_sparse_runs"] == [str(sparse)]
+    r = _validate(root, "--stride-rule", "pre2025")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "counts exact    : 2/2" in r.stdout and "skipped         : 1 Sparseloop run" in r.stdout

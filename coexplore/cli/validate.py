@@ -20,7 +20,9 @@ def register(sub) -> None:
                                    "arches/<arch>/ and layers/ above it (the bundled "
                                    "tests/data/timeloop_corpus) and report the error against each expected.json "
                                    "(or, in its place, the timeloop-model.stats.txt or the timeloop-model.log of a "
-                                   "refused mapping that timeloop-model wrote for the case). "
+                                   "refused mapping that timeloop-model wrote for the case); also the folders Timeloop "
+                                   "ran in (timeloopfe's output folders, the exercises' ref/: "
+                                   "parsed-processed-input.yaml with the stats.txt and ERT beside it). "
                                    "Exit 1 if a case disagrees; 2 if the corpus is malformed (a case folder "
                                    "missing one of its two files, an expected.json off its schema, an arch "
                                    "without processed.yaml/arch.yaml or ERT.yaml).")
@@ -47,13 +49,14 @@ def _mismatch(m: dict) -> str:
 
 
 def format_table(s: dict, max_failures: int = 10) -> str:
-    hdr = (f"{'architecture':<34}{'cases':>6}{'valid':>6}{'validity agrees':>17}{'cycles exact':>14}"
+    w = max([34, *(len(a) + 2 for a in s["per_arch"])])
+    hdr = (f"{'architecture':<{w}}{'cases':>6}{'valid':>6}{'validity agrees':>17}{'cycles exact':>14}"
            f"{'counts exact':>14}{'E err median':>14}{'E err max':>12}")
     lines = [hdr, "-" * len(hdr)]
 
     def row(name, st):
         v = st["valid_cases"]
-        return (f"{name:<34}{st['cases']:>6}{v:>6}{st['validity_agrees']:>17}{st['cycles_exact']:>14}"
+        return (f"{name:<{w}}{st['cases']:>6}{v:>6}{st['validity_agrees']:>17}{st['cycles_exact']:>14}"
                 f"{st['counts_exact']:>14}{st['energy_median_rel_err']:>14.2e}{st['energy_max_rel_err']:>12.2e}")
 
     for a, st in s["per_arch"].items():
@@ -71,6 +74,10 @@ def format_table(s: dict, max_failures: int = 10) -> str:
               f"time            : {s['wall_s']:.2f} s in all, {s['model_s']:.2f} s in the model"]
     if s.get("model", "builtin") != "builtin":
         lines.append("model           : the real timeloop-model (energies as its stats.txt prints them, to 0.01 pJ)")
+    skipped = s.get("skipped_sparse_runs") or []
+    if skipped:
+        lines.append(f"skipped         : {len(skipped)} Sparseloop run{'s' if len(skipped) > 1 else ''} (coexplore "
+                     f"models dense tensors), e.g. {skipped[0]}")
     if s.get("stride_rule", "current") != "current":
         lines.append(f"stride rule     : {s['stride_rule']} (sliding-window reuse as Timeloop before 2025)")
     if s["failures"]:

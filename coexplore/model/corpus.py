@@ -25,10 +25,18 @@ class Case:
     arch_file: Path
     ert_file: Path | None
     layer_file: Path
+    mapping_file: Path | None = None      # default: mapping.yaml in the case folder
+    reference_file: Path | None = None    # default: the first of REFERENCES it holds
+
+    @property
+    def mapping(self) -> Path:
+        return self.mapping_file or self.path / "mapping.yaml"
 
     @property
     def reference(self) -> Path:
         """The case's reference results: the first of REFERENCES it holds."""
+        if self.reference_file is not None:
+            return self.reference_file
         return next((self.path / n for n in REFERENCES if (self.path / n).is_file()), self.path / REFERENCES[0])
 
     @property
@@ -64,6 +72,32 @@ def _from_timeloop_output(f: Path, arch_file: Path) -> dict:
     return parse_stats(text, _level_names(arch_file), file=str(f))
 
 
+# a folder timeloopfe ran Timeloop in: its flattened input and what Timeloop wrote beside it
+RUN_INPUT = "parsed-processed-input.yaml"
+RUN_STATS = ("timeloop-model.stats.txt", "timeloop-mapper.stats.txt")
+RUN_ERTS = ("timeloop-model.ERT.yaml", "timeloop-mapper.ERT.yaml", "ERT.yaml")
+
+
+def _runs(root: Path, skipped: list) -> list[Case]:
+    """The Timeloop run folders below `root` (timeloopfe's output folders, the exercises' ref/): the
+    flattened input, the ERT Timeloop used, the mapping it evaluated (the mapper's best, else the
+    input's) and its stats.txt. Sparseloop runs go to `skipped` (coexplore models dense tensors)."""
+    cases = []
+    for inp in sorted(root.rglob(RUN_INPUT)):
+        folder = inp.parent
+        stats = next((folder / n for n in RUN_STATS if (folder / n).is_file()), None)
+        ert = next((folder / n for n in RUN_ERTS if (folder / n).is_file()), None)
+        if stats is None or ert is None:
+            continue
+        if "Actual scalar reads" in read_text(stats):
+            skipped.append(folder)
+            continue
+        mapper = folder / "timeloop-mapper.map.yaml"
+        name = str((folder.parent if folder.name == "ref" else folder).relative_to(root)) or folder.name
+        cases.append(Case(folder, name, "run", inp, ert, inp, mapper if mapper.is_file() else inp, stats))
+    return cases
+
+
 @functools.lru_cache(maxsize=64)
 def _level_names(arch_file: Path) -> tuple[str, ...]:
     import warnings
@@ -73,7 +107,7 @@ def _level_names(arch_file: Path) -> tuple[str, ...]:
         return tuple(lv.name for lv in load_architecture(arch_file).all_levels)
 
 
-def _find_up(start: Path, sub: str, stop: Path) -> Path | None:
+def _find_up(start: Path, sub: str, stop: Path | None = None) -> Path | None:
     """The nearest `sub` at or above `start` (a case may sit deep below the corpus root)."""
     cur = start
     while True:
@@ -85,11 +119,14 @@ def _find_up(start: Path, sub: str, stop: Path) -> Path | None:
         cur = cur.parent
 
 
-def discover(root: str | Path) -> list[Case]:
+def discover(root: str | Path, skipped: list | None = None) -> list[Case]:
+    """The cases below `root`: corpus cases (mapping.yaml + expected.json or Timeloop's outputs, with
+    arches/ and layers/ above) and Timeloop run folders (`_runs`); Sparseloop runs left out are
+    appended to `skipped`."""
     root = Path(root)
     if not root.is_dir():
         raise CoexploreError("not a directory", file=str(root), expected="a corpus directory")
-    cases = []
+    cases = _runs(root, skipped if skipped is not None else [])
     for mapping in sorted(root.rglob("mapping.yaml")):
         case = mapping.parent
         if not any((case / n).is_file() for n in REFERENCES):
@@ -111,5 +148,6 @@ def discover(root: str | Path) -> list[Case]:
     if not cases:
         raise CoexploreError("no cases found", file=str(root),
                              expected="<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} below it "
-                                      "(or timeloop-model.stats.txt / .log instead of expected.json)")
+                                      "(or timeloop-model.stats.txt / .log instead of expected.json), or folders "
+                                      f"Timeloop ran in ({RUN_INPUT} with a stats.txt beside it)")
     return cases

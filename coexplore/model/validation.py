@@ -12,7 +12,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import COUNT_KEYS, compare_records
-from coexplore.model.corpus import REFERENCES, discover
+from coexplore.model.corpus import REFERENCES, _find_up, discover
 from coexplore.model.inputs import load_context
 from coexplore.model.timeloop_run import find_timeloop_model, run_timeloop_model
 from coexplore.model.timeloop_stats import energy_tolerance_pJ
@@ -31,7 +31,8 @@ def validate(root, progress: bool = True, stride_rule: str = "current", model: s
     executable = find_timeloop_model() if model == "timeloop" else None
     if Path(root).is_dir():
         refuse_incomplete(root)     # first: a corpus of incomplete folders only names one of them
-    cases = discover(root)
+    skipped: list = []
+    cases = discover(root, skipped)
     t0 = time.perf_counter()
     no_arch = sorted({c.arch_file.parent for c in cases if not c.arch_file.is_file()})
     if no_arch:
@@ -58,7 +59,8 @@ def validate(root, progress: bool = True, stride_rule: str = "current", model: s
         raise ValidateInterrupted(s) from None
     if bar is not None:
         bar.close()
-    return {**summarise(rows, time.perf_counter() - t0, model_s[0], model), "stride_rule": stride_rule}
+    return {**summarise(rows, time.perf_counter() - t0, model_s[0], model), "stride_rule": stride_rule,
+            "skipped_sparse_runs": [str(p) for p in skipped]}
 
 
 class ValidateInterrupted(KeyboardInterrupt):
@@ -80,11 +82,12 @@ def refuse_incomplete(root) -> None:
         for f in root.rglob(name):
             have[f.parent].add(name)
 
-    def beside_inputs(d: Path) -> bool:             # (a timeloop-model run left beside an architecture)
-        return bool({"arches", "layers"} & set(d.relative_to(root).parts))
+    def case_folder(d: Path) -> bool:             # <split>/<arch>/<layer>/<id> with arches/<arch> above it
+        return len(d.parts) >= 3 and "arches" not in d.relative_to(root).parts and \
+            _find_up(d, f"arches/{d.parts[-3]}", root) is not None
     bad = sorted((d, "mapping.yaml" if "mapping.yaml" not in names else "expected.json")
                  for d, names in have.items()
-                 if ("mapping.yaml" not in names or len(names) == 1) and not beside_inputs(d))
+                 if ("mapping.yaml" not in names or len(names) == 1) and case_folder(d))
     if bad:
         (first, missing), more = bad[0], bad[1:]
         other = next(iter(sorted(have[first]))) if missing == "mapping.yaml" else "mapping.yaml"
@@ -180,7 +183,7 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                                           f"{arch_file.name} in the corpus' arches/{arch_file.parent.name}/, "
                                           f"or an 'ERT:' key in {arch_file.name}") from None
         ctx.stride_rule = stride_rule
-        mappings = [ctx.load_mapping(c.path / "mapping.yaml") for c in group]
+        mappings = [ctx.load_mapping(c.mapping) for c in group]
         t = time.perf_counter()
         if executable is None:
             res = ctx.evaluate_mappings(mappings)
