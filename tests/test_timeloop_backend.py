@@ -394,12 +394,44 @@ def _run(exe, how, monkeypatch, **kw):
     return run_timeloop_model(ctx, arrays, 0, str(exe), **kw)
 
 
-@pytest.mark.parametrize("how, says", [("error-then-abort", "exit code -6"), ("exit1-silent", "exit code 1"),
-                                       ("exit1-input-error", "exit code 1"), ("empty-stats", "exit code 0"),
-                                       ("stats-then-crash", "exit code -6")])
+@pytest.mark.parametrize("how, says", [("error-then-abort", "killed by signal 6 (SIGABRT)"),
+                                       ("exit1-silent", "failed (exit code 1)"),
+                                       ("exit1-input-error", "failed (exit code 1): ERROR: network X not found"),
+                                       ("empty-stats", "ended (exit code 0) without writing timeloop-model.stats.txt"),
+                                       ("stats-then-crash", "killed by signal 6 (SIGABRT)")])
 def test_a_crash_or_an_input_error_is_not_a_refused_mapping_nor_a_result(odd_timeloop, monkeypatch, how, says):
-    with pytest.raises(CoexploreError, match=re.escape(f"timeloop-model failed ({says})")):
+    with pytest.raises(CoexploreError, match=re.escape(f"timeloop-model {says}")):
         _run(odd_timeloop, how, monkeypatch)
+
+
+def test_a_timeloop_dir_of_the_user_s_own_files_is_refused(fake_timeloop, tmp_path):
+    """Its mapping.yaml and ERT.yaml would be replaced, a real stats.txt deleted."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "mapping.yaml").write_text("# mine\n")
+    r = _evaluate(VALID[0], "--model", "timeloop", "--timeloop-dir", mine,
+                  answer=STATS / VALID[0] / "timeloop-model.stats.txt.gz")
+    assert r.returncode == 2 and "holds files of its own (mapping.yaml)" in r.stderr
+    assert (mine / "mapping.yaml").read_text() == "# mine\n"
+    fresh = tmp_path / "fresh"
+    for _ in range(2):                             # a new folder, then the one it wrote: both fine
+        r = _evaluate(VALID[0], "--model", "timeloop", "--timeloop-dir", fresh,
+                      answer=STATS / VALID[0] / "timeloop-model.stats.txt.gz")
+        assert r.returncode == 0, r.stderr
+
+
+def test_a_stats_txt_that_cannot_be_read_names_no_deleted_file(fake_timeloop, tmp_path):
+    garbage = tmp_path / "g.stats.txt.gz"
+    garbage.write_bytes(gzip.compress(b"Summary Stats\n-------------\nCycles: 5\n"))
+    r = _evaluate(VALID[0], "--model", "timeloop", answer=garbage)
+    assert r.returncode == 2 and "timeloop-model wrote a stats.txt coexplore cannot read" in r.stderr
+    assert "coexplore-timeloop-" not in r.stderr and "--timeloop-dir DIR keeps" in r.stderr
+
+
+def test_a_timeloop_model_on_path_but_not_executable_is_said(tmp_path):
+    (tmp_path / "timeloop-model").write_text("#!/bin/sh\n")
+    r = _evaluate(VALID[0], "--model", "timeloop", env={"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"})
+    assert r.returncode == 2 and f"{tmp_path / 'timeloop-model'} is not executable" in r.stderr
 
 
 def test_timeloop_model_reads_no_stdin_and_is_stopped_at_the_timeout(odd_timeloop, monkeypatch):
@@ -459,6 +491,9 @@ def test_both_refusing_with_different_messages_is_a_disagreement(fake_timeloop):
     r = _evaluate(INVALID[0], "--model", "both", "--json", answer=STATS / INVALID[1] / "timeloop-model.log")
     a = json.loads(r.stdout)["agreement"]
     assert r.returncode == 1 and a["message_exact"] is False and a["agree"] is False
+    assert (a["error_got"], a["error_ref"]) == (_expected(INVALID[0])["error"], _expected(INVALID[1])["error"])
+    r = _evaluate(INVALID[0], "--model", "both", answer=STATS / INVALID[1] / "timeloop-model.log")
+    assert f"timeloop-model {_expected(INVALID[1])['error']!r}" in r.stdout
 
 
 def test_a_case_with_stats_and_its_saved_output_is_read_from_its_stats(tmp_path):
@@ -504,7 +539,54 @@ def test_validate_finds_the_folders_timeloop_ran_in(tmp_path):
     [failure] = s["failures"]
     assert failure["case"] == "v4_ex06_mapper_eyeriss_vgg02_layer5/ref"
     assert {"level": "DRAM", "dataspace": "Inputs", "key": "reads", "got": 475136, "ref": 573440} in failure["mismatches"]
-    assert s["skipped_sparse_runs"] == [str(sparse)]
+    assert s["skipped"] == [{"folder": str(sparse), "why": "Sparseloop run (coexplore models dense tensors)"}]
     r = _validate(root, "--stride-rule", "pre2025")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "counts exact    : 2/2" in r.stdout and "skipped         : 1 Sparseloop run" in r.stdout
+    assert "counts exact    : 2/2" in r.stdout and "skipped         : 1 folder: Sparseloop run" in r.stdout
+
+
+def test_validate_through_a_failing_timeloop_model_names_the_case(fake_timeloop, tmp_path):
+    corpus = _raw_corpus(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "coexplore.cli.main", "validate", str(corpus), "--model", "timeloop"],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "FAKE_TIMELOOP": "crash"})
+    assert r.returncode == 2 and "case " in r.stderr and "public/" in r.stderr
+    assert "killed" in r.stderr or "failed (exit code 134)" in r.stderr
+    assert "coexplore evaluate ... --model timeloop --timeloop-dir DIR on that case" in r.stderr
+
+
+def test_a_refusal_for_another_reason_fails_validate_and_is_shown(tmp_path):
+    """Both refuse the mapping, Timeloop for another level: a disagreement a CI gate must see."""
+    corpus = _raw_corpus(tmp_path)
+    log = corpus / "public" / INVALID[0] / "timeloop-model.log"
+    log.write_text(log.read_text().replace("couldn't map level psum_spad", "couldn't map level ifmap_spad"))
+    r = _validate(corpus)
+    assert r.returncode == 1 and "both refuse it, for other reasons" in r.stdout and "ifmap_spad" in r.stdout
+
+
+def test_run_folders_through_symlinks_with_both_tools_and_without_outputs(tmp_path):
+    """A symlinked run folder is found; timeloop-model's stats are checked with the input's mapping even
+    where the mapper's map.yaml lies beside them (the mapper's own need its stats); a folder without
+    Timeloop's outputs is counted as skipped; one with outputs but no ERT is refused, naming it."""
+    import shutil
+    ex = STATS / "exercises"
+    store = tmp_path / "store"
+    shutil.copytree(DATA / "exercises_v4" / "v4_ex03_conv1d_oc_3level_bypass", store / "ex03")
+    (store / "ex03" / "timeloop-model.stats.txt").write_bytes(
+        gzip.decompress((ex / "v4_ex03_conv1d_oc_3level_bypass.stats.txt.gz").read_bytes()))
+    root = tmp_path / "runs"
+    root.mkdir()
+    (root / "linked").symlink_to(store / "ex03")
+    both = root / "both"
+    shutil.copytree(store / "ex03", both)
+    six = DATA / "exercises_v4" / "v4_ex06_mapper_eyeriss_vgg02_layer5"
+    for name in ("timeloop-mapper.map.yaml", "timeloop-mapper.ERT.yaml"):
+        shutil.copy(six / name, both / name)
+    shutil.copytree(DATA / "exercises_v4" / "v4_ex01_conv1d_2level_os", root / "empty")     # inputs only
+    r = _validate(root, "--json")
+    s = json.loads(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(f["folder"] for f in s["skipped"]) == [str(root / "empty")]
+    assert s["cases"] == 2                          # linked + both (timeloop-model's); the mapper's needs its stats
+    (both / "timeloop-model.ERT.yaml").unlink()
+    r = _validate(root)
+    assert r.returncode == 2 and "timeloop-model's outputs but not the energy table it used" in r.stderr

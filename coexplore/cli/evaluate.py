@@ -149,8 +149,8 @@ def run(args) -> int:
     return 0 if rec["valid"] else 1   # like timeloop-model: an invalid mapping is a failed run
 
 
-AGREEMENT_KEYS = ("valid_agree", "message_exact", "cycles_exact", "counts_exact", "energy_rel_err", "energy_close",
-                  "mismatches")
+AGREEMENT_KEYS = ("valid_agree", "message_exact", "error_got", "error_ref", "cycles_exact", "counts_exact",
+                  "energy_rel_err", "energy_close", "mismatches")
 
 
 def agrees(cmp: dict) -> bool:
@@ -170,10 +170,11 @@ def format_agreement(cmp: dict, exe: str) -> str:
     lines = [f"against the real timeloop-model ({exe}):"]
     if not cmp["valid_agree"]:
         lines.append(f"  validity DIFFERS: built-in {'valid' if cmp['valid_got'] else 'invalid'}, "
-                     f"timeloop-model {'valid' if cmp['valid_ref'] else 'invalid'}")
+                     f"timeloop-model {'valid' if cmp['valid_ref'] else 'invalid'}: "
+                     f"{cmp.get('error_got') or cmp.get('error_ref')}")
     elif "message_exact" in cmp:
-        lines.append("  both refuse the mapping, " + ("with the same message" if cmp["message_exact"]
-                                                      else "with DIFFERENT messages"))
+        lines.append("  both refuse the mapping, " + ("with the same message" if cmp["message_exact"] else
+                     f"with DIFFERENT messages: built-in {cmp['error_got']!r}, timeloop-model {cmp['error_ref']!r}"))
     else:
         lines.append(f"  cycles {'equal' if cmp['cycles_exact'] else 'DIFFER'}: built-in {cmp['cycles_got']:,}, "
                      f"timeloop-model {cmp['cycles_ref']:,}")

@@ -50,7 +50,7 @@ def _mismatch(m: dict) -> str:
 
 def format_table(s: dict, max_failures: int = 10) -> str:
     w = max([34, *(len(a) + 2 for a in s["per_arch"])])
-    hdr = (f"{'architecture':<{w}}{'cases':>6}{'valid':>6}{'validity agrees':>17}{'cycles exact':>14}"
+    hdr = (f"{'architecture (or run)':<{w}}{'cases':>6}{'valid':>6}{'validity agrees':>17}{'cycles exact':>14}"
            f"{'counts exact':>14}{'E err median':>14}{'E err max':>12}")
     lines = [hdr, "-" * len(hdr)]
 
@@ -74,17 +74,25 @@ def format_table(s: dict, max_failures: int = 10) -> str:
               f"time            : {s['wall_s']:.2f} s in all, {s['model_s']:.2f} s in the model"]
     if s.get("model", "builtin") != "builtin":
         lines.append("model           : the real timeloop-model (energies as its stats.txt prints them, to 0.01 pJ)")
-    skipped = s.get("skipped_sparse_runs") or []
-    if skipped:
-        lines.append(f"skipped         : {len(skipped)} Sparseloop run{'s' if len(skipped) > 1 else ''} (coexplore "
-                     f"models dense tensors), e.g. {skipped[0]}")
+    why: dict = {}
+    for item in s.get("skipped") or ():
+        why.setdefault(item["why"], []).append(item["folder"])
+    for reason, folders in why.items():
+        lines.append(f"skipped         : {len(folders)} folder{'s' if len(folders) > 1 else ''}: {reason}, e.g. "
+                     f"{folders[0]}")
     if s.get("stride_rule", "current") != "current":
         lines.append(f"stride rule     : {s['stride_rule']} (sliding-window reuse as Timeloop before 2025)")
     if s["failures"]:
         lines += ["", f"mismatching cases ({len(s['failures'])}, first {min(max_failures, len(s['failures']))}):"]
         for r in s["failures"][:max_failures]:
             if not r["valid_agree"]:
-                lines.append(f"  {r['case']}: validity differs (model {r['valid_got']}, reference {r['valid_ref']})")
+                said = f"; {r['error_got'] or r['error_ref']}" if r.get("error_got") or r.get("error_ref") else ""
+                lines.append(f"  {r['case']}: validity differs (model {r['valid_got']}, reference "
+                             f"{r['valid_ref']}){said}")
+                continue
+            if not r.get("message_exact", True):
+                lines.append(f"  {r['case']}: both refuse it, for other reasons: model {r['error_got']!r}, "
+                             f"reference {r['error_ref']!r}")
                 continue
             what = ", ".join(_mismatch(m) for m in r["mismatches"][:3])
             cycles = "exact" if r["cycles_exact"] else f"{r['cycles_got']} vs {r['cycles_ref']}"

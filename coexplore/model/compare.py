@@ -22,6 +22,7 @@ def compare_records(got: dict, ref: dict) -> dict:
     if not ref["valid"] and not got["valid"]:      # Timeloop's message, word for word
         out["message_exact"] = (got.get("error") or "").strip() == (ref.get("error") or "").strip()
     if not (ref["valid"] and got["valid"]):
+        out["error_got"], out["error_ref"] = got.get("error"), ref.get("error")     # (why either refused)
         return out
     out["cycles_exact"] = got["cycles"] == ref["cycles"]
     out["cycles_got"], out["cycles_ref"] = got["cycles"], ref["cycles"]

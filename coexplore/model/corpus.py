@@ -74,27 +74,67 @@ def _from_timeloop_output(f: Path, arch_file: Path) -> dict:
 
 # a folder timeloopfe ran Timeloop in: its flattened input and what Timeloop wrote beside it
 RUN_INPUT = "parsed-processed-input.yaml"
-RUN_STATS = ("timeloop-model.stats.txt", "timeloop-mapper.stats.txt")
-RUN_ERTS = ("timeloop-model.ERT.yaml", "timeloop-mapper.ERT.yaml", "ERT.yaml")
+RUN_TOOLS = ("timeloop-model", "timeloop-mapper")
 
 
-def _runs(root: Path, skipped: list) -> list[Case]:
+def find_files(root: Path, name: str) -> list[Path]:
+    """Every file `name` below `root`, symlinked folders followed (each real folder once)."""
+    import os
+    out, seen = [], set()
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        if name in files:
+            out.append(Path(folder) / name)
+    return sorted(out)
+
+
+def _runs(root: Path, skipped: list, taken: set) -> list[Case]:
     """The Timeloop run folders below `root` (timeloopfe's output folders, the exercises' ref/): the
-    flattened input, the ERT Timeloop used, the mapping it evaluated (the mapper's best, else the
-    input's) and its stats.txt. Sparseloop runs go to `skipped` (coexplore models dense tensors)."""
+    flattened input and, per tool that ran there, its ERT, the mapping it evaluated (the mapper's
+    map.yaml; timeloop-model's: the input's `mapping:`) and its stats.txt (or, for a refused
+    mapping, timeloop-model.log). Folders in `taken` (corpus cases) are not runs; Sparseloop runs
+    and folders with no outputs go to `skipped` as (folder, why)."""
     cases = []
-    for inp in sorted(root.rglob(RUN_INPUT)):
+    for inp in find_files(root, RUN_INPUT):
         folder = inp.parent
-        stats = next((folder / n for n in RUN_STATS if (folder / n).is_file()), None)
-        ert = next((folder / n for n in RUN_ERTS if (folder / n).is_file()), None)
-        if stats is None or ert is None:
+        if folder in taken:
             continue
-        if "Actual scalar reads" in read_text(stats):
-            skipped.append(folder)
-            continue
-        mapper = folder / "timeloop-mapper.map.yaml"
-        name = str((folder.parent if folder.name == "ref" else folder).relative_to(root)) or folder.name
-        cases.append(Case(folder, name, "run", inp, ert, inp, mapper if mapper.is_file() else inp, stats))
+        rel = folder.relative_to(root)
+        if rel.name == "ref":                     # (the exercises' <case>/ref)
+            rel = rel.parent
+        name = str(rel) if str(rel) != "." else (folder.parent.name if folder.name == "ref" else folder.name)
+        found = 0
+        for tool in RUN_TOOLS:
+            stats, log = folder / f"{tool}.stats.txt", folder / f"{tool}.log"
+            ref = stats if stats.is_file() else log if tool == "timeloop-model" and log.is_file() else None
+            if ref is None:
+                continue
+            found += 1
+            ert = folder / f"{tool}.ERT.yaml"
+            if not ert.is_file():
+                ert = folder / "ERT.yaml"
+            if not ert.is_file():
+                raise CoexploreError(f"{tool}'s outputs but not the energy table it used", file=str(folder),
+                                     expected=f"{tool}.ERT.yaml (or ERT.yaml) beside {RUN_INPUT}")
+            mapping = inp
+            if tool == "timeloop-mapper":
+                mapping = folder / "timeloop-mapper.map.yaml"
+                if not mapping.is_file():
+                    raise CoexploreError("timeloop-mapper's stats but not the mapping it found", file=str(folder),
+                                         expected="timeloop-mapper.map.yaml beside its stats.txt")
+            if ref is stats and "Actual scalar reads" in read_text(stats):
+                skipped.append((folder, "Sparseloop run (coexplore models dense tensors)"))
+                continue
+            label = name if tool == "timeloop-model" or not (folder / "timeloop-model.stats.txt").is_file() \
+                else f"{name} (mapper)"
+            cases.append(Case(folder, label, "run", inp, ert, inp, mapping, ref))
+        if not found:
+            skipped.append((folder, f"no Timeloop outputs ({RUN_TOOLS[0]}.stats.txt / {RUN_TOOLS[1]}.stats.txt)"))
     return cases
 
 
@@ -121,13 +161,13 @@ def _find_up(start: Path, sub: str, stop: Path | None = None) -> Path | None:
 
 def discover(root: str | Path, skipped: list | None = None) -> list[Case]:
     """The cases below `root`: corpus cases (mapping.yaml + expected.json or Timeloop's outputs, with
-    arches/ and layers/ above) and Timeloop run folders (`_runs`); Sparseloop runs left out are
-    appended to `skipped`."""
+    arches/ and layers/ above) and Timeloop run folders (`_runs`); what is left out is appended to
+    `skipped` as (folder, why)."""
     root = Path(root)
     if not root.is_dir():
         raise CoexploreError("not a directory", file=str(root), expected="a corpus directory")
-    cases = _runs(root, skipped if skipped is not None else [])
-    for mapping in sorted(root.rglob("mapping.yaml")):
+    cases = []
+    for mapping in find_files(root, "mapping.yaml"):
         case = mapping.parent
         if not any((case / n).is_file() for n in REFERENCES):
             continue
@@ -137,14 +177,18 @@ def discover(root: str | Path, skipped: list | None = None) -> list[Case]:
         arch, layer = parts[-3], parts[-2]
         arch_dir = _find_up(case, f"arches/{arch}", root)
         layer_file = _find_up(case, f"layers/{layer}.yaml", root)
+        if (arch_dir is None or layer_file is None) and (case / RUN_INPUT).is_file():
+            continue                              # (a folder Timeloop ran in: `_runs`)
         if arch_dir is None or layer_file is None:
-            raise CoexploreError(f"case {case} has no arches/{arch}/ or layers/{layer}.yaml at or above {root}",
-                                 file=str(case), expected="arches/ and layers/ at the corpus root or one level up")
+            raise CoexploreError(f"case {case} has no arches/{arch}/ or layers/{layer}.yaml in a folder above it",
+                                 file=str(case), expected="arches/ and layers/ at the corpus root (or any folder "
+                                                          "above the case)")
         arch_file = arch_dir / "processed.yaml"
         if not arch_file.exists():
             arch_file = arch_dir / "arch.yaml"
         ert = arch_dir / "ERT.yaml"
         cases.append(Case(case, arch, layer, arch_file, ert if ert.exists() else None, layer_file))
+    cases += _runs(root, skipped if skipped is not None else [], {c.path for c in cases})
     if not cases:
         raise CoexploreError("no cases found", file=str(root),
                              expected="<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} below it "

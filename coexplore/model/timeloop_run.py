@@ -37,6 +37,11 @@ def find_timeloop_model() -> str:
         return os.path.abspath(path)              # (it runs in another folder)
     path = shutil.which(EXECUTABLE)
     if path is None:
+        there = next((Path(d) / EXECUTABLE for d in os.environ.get("PATH", "").split(os.pathsep)
+                      if d and (Path(d) / EXECUTABLE).is_file()), None)
+        if there is not None:
+            raise CoexploreError(f"{there} is not executable", key="--model",
+                                 expected=f"chmod +x {there}, or ${ENV}=/path/to/timeloop-model")
         raise CoexploreError("timeloop-model is not installed here (not on PATH)", key="--model",
                              expected=f"Timeloop built and on PATH (or ${ENV}=/path/to/timeloop-model), or "
                                       "--model builtin (the default: Timeloop's numbers without Timeloop)")
@@ -70,6 +75,8 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
         folder = Path(keep) if keep is not None else Path(tmp)
         try:
             folder.mkdir(parents=True, exist_ok=True)
+            if keep is not None:
+                _claim_folder(folder)
             for old in folder.glob("timeloop-model.*"):     # an earlier run's outputs are not this one's
                 if old.is_file():
                     old.unlink()
@@ -89,11 +96,45 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
                                  expected="an executable timeloop-model") from None
         log = done.stdout + "\n" + done.stderr
         stats = folder / STATS
+        look = "(--timeloop-dir DIR keeps its inputs and outputs to look at)" if keep is None else f"(see {folder})"
         if done.returncode == 0 and stats.is_file() and stats.stat().st_size:
-            return parse_stats(stats.read_text(), [lv.name for lv in ctx.arch.all_levels], file=str(stats))
+            try:
+                return parse_stats(stats.read_text(), [lv.name for lv in ctx.arch.all_levels],
+                                   file=str(stats) if keep is not None else None)
+            except CoexploreError as exc:
+                raise CoexploreError(f"timeloop-model wrote a stats.txt coexplore cannot read: {exc.format()}",
+                                     key="--model", expected=f"the stats.txt of a dense timeloop-model run {look}"
+                                     ) from None
         if done.returncode == 1 and refuses_mapping(log):
             return failed_run(log)                             # Timeloop refused the mapping
-        tail = " | ".join(ln.strip() for ln in log.strip().splitlines()[-3:]) or "no output"
-        raise CoexploreError(f"timeloop-model failed (exit code {done.returncode}): {tail}", key="--model",
-                             expected="a timeloop-model run that writes timeloop-model.stats.txt or refuses the "
-                                      "mapping (--timeloop-dir DIR keeps its inputs and outputs to look at)")
+        tail = " | ".join(ln.strip() for ln in log.strip().splitlines() if ln.strip())
+        tail = " | ".join(tail.split(" | ")[-3:]) or "no output"
+        if done.returncode < 0:
+            import signal
+            try:
+                how = f"killed by signal {-done.returncode} ({signal.Signals(-done.returncode).name})"
+            except ValueError:
+                how = f"killed by signal {-done.returncode}"
+        elif done.returncode == 0:
+            how = f"ended (exit code 0) without writing {STATS}"
+        else:
+            how = f"failed (exit code {done.returncode})"
+        raise CoexploreError(f"timeloop-model {how}: {tail}", key="--model",
+                             expected=f"a timeloop-model run that writes {STATS} or refuses the mapping {look}")
+
+
+MARK = ".coexplore-timeloop"         # in a --timeloop-dir: coexplore's (its files may be replaced)
+
+
+def _claim_folder(folder: Path) -> None:
+    """A --timeloop-dir is written only if it is empty or coexplore's (it holds MARK): the files
+    coexplore writes there (mapping.yaml, ERT.yaml, ...) would replace a user's own."""
+    if (folder / MARK).is_file():
+        return
+    other = sorted(p.name for p in folder.iterdir())
+    if other:
+        raise CoexploreError(f"holds files of its own ({', '.join(other[:4])}{', ...' if len(other) > 4 else ''}), "
+                             "which timeloop-model's inputs and outputs would replace", file=str(folder),
+                             key="--timeloop-dir", expected="a new or empty folder (or one an earlier --timeloop-dir "
+                                                            "run wrote)")
+    (folder / MARK).write_text("timeloop-model's inputs and outputs, written by coexplore evaluate --timeloop-dir\n")

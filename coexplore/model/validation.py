@@ -12,7 +12,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import COUNT_KEYS, compare_records
-from coexplore.model.corpus import REFERENCES, _find_up, discover
+from coexplore.model.corpus import REFERENCES, _find_up, discover, find_files
 from coexplore.model.inputs import load_context
 from coexplore.model.timeloop_run import find_timeloop_model, run_timeloop_model
 from coexplore.model.timeloop_stats import energy_tolerance_pJ
@@ -60,7 +60,7 @@ def validate(root, progress: bool = True, stride_rule: str = "current", model: s
     if bar is not None:
         bar.close()
     return {**summarise(rows, time.perf_counter() - t0, model_s[0], model), "stride_rule": stride_rule,
-            "skipped_sparse_runs": [str(p) for p in skipped]}
+            "skipped": [{"folder": str(p), "why": why} for p, why in skipped]}
 
 
 class ValidateInterrupted(KeyboardInterrupt):
@@ -79,7 +79,7 @@ def refuse_incomplete(root) -> None:
     root = Path(root)
     have = defaultdict(set)
     for name in ("mapping.yaml", *REFERENCES):
-        for f in root.rglob(name):
+        for f in find_files(root, name):
             have[f.parent].add(name)
 
     def case_folder(d: Path) -> bool:             # <split>/<arch>/<layer>/<id> with arches/<arch> above it
@@ -189,8 +189,7 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
             res = ctx.evaluate_mappings(mappings)
             records = [ctx.record(res, i) for i in range(len(group))]
         else:
-            records = [run_timeloop_model(ctx, to_arrays([m], ctx.arch, ctx.problem), 0, executable)
-                       for m in mappings]
+            records = [_through_timeloop(ctx, m, c, executable) for m, c in zip(mappings, group)]
         model_s[0] += time.perf_counter() - t
         for c, got in zip(group, records):
             ref = refs[c.path]
@@ -201,13 +200,25 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                     cmp["mismatches"] = extra + cmp["mismatches"]
                     cmp["counts_exact"] = False
                     cmp["count_max_rel_err"] = math.inf
-            cmp.update(case=str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path),
+            here = str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path)
+            cmp.update(case=(here if here != "." else str(c.path)) + (" (mapper)" if c.arch.endswith("(mapper)") else ""),
                        arch=c.arch, layer=c.layer, source=ref.get("source"))
-            if c.reference.name == "timeloop-model.stats.txt" and ref["valid"] and ref["energy_pJ"]:
+            if c.reference.name.endswith(".stats.txt") and ref["valid"] and ref["energy_pJ"]:
                 cmp["energy_tol"] = max(ENERGY_TOL, energy_tolerance_pJ(ref) / ref["energy_pJ"])   # printed to 0.01 pJ
             rows.append(cmp)
         if bar is not None:
             bar.update(len(group))
+
+
+def _through_timeloop(ctx, mapping, case, executable: str) -> dict:
+    """One case through the real timeloop-model; a failed run names the case."""
+    try:
+        return run_timeloop_model(ctx, to_arrays([mapping], ctx.arch, ctx.problem), 0, executable)
+    except CoexploreError as exc:
+        raise CoexploreError(f"case {case.path}: {exc.message}", key=exc.key,
+                             expected=exc.expected.replace("--timeloop-dir DIR keeps",
+                                                           "coexplore evaluate ... --model timeloop --timeloop-dir DIR "
+                                                           "on that case keeps")) from None
 
 
 def _stats(rows: list[dict]) -> dict:
@@ -235,7 +246,7 @@ def summarise(rows: list[dict], wall_s: float, model_s: float, model: str = "bui
     for r in rows:
         by_arch[r["arch"]].append(r)
     out["per_arch"] = {a: _stats(rs) for a, rs in sorted(by_arch.items())}
-    out["failures"] = [r for r in rows if not r["valid_agree"] or
+    out["failures"] = [r for r in rows if not r["valid_agree"] or not r.get("message_exact", True) or
                        (r["valid_ref"] and r["valid_got"] and (not r["counts_exact"] or not r["cycles_exact"]
                                                               or r["energy_rel_err"] > r.get("energy_tol", ENERGY_TOL)))]
     out["wall_s"] = wall_s
