@@ -461,24 +461,32 @@ def test_default_folder_and_partial_failure(tmp_path, capsys, monkeypatch, done)
     assert [r["point"] for r in _rows(tmp_path / "c" / "points.csv")] == ["p0", "p1"]
 
 
-def test_own_core_in_a_grid(tmp_path, capsys):
-    """A core of the user's own files (the corpus' simba_like with its ERT and ART) in a 1 x 2 grid:
-    twice its MACs (from its ART's instance ranges) and twice its ART area; editing its ART is
-    another run."""
-    corpus = Path(__file__).parent / "data" / "timeloop_corpus" / "arches" / "simba_like"
-    shutil.copytree(corpus, tmp_path / "simba_like")
+def _own_core_system(tmp_path, name: str, core: str) -> Path:
+    """A system of one core of the user's own files (a copy of the corpus' simba_like), swept over
+    two bandwidths, with small_net as its workload."""
+    shutil.copytree(Path(__file__).parent / "data" / "timeloop_corpus" / "arches" / "simba_like",
+                    tmp_path / "simba_like")
     shutil.copy(DATA / "small_net.yaml", tmp_path / "small_net.yaml")
     system = tmp_path / "own.yaml"
-    system.write_text("""system:
-  name: own_grid
-  dram: {type: LPDDR4, width: 64, bandwidth_GBps: 25.6}
+    system.write_text(f"""system:
+  name: {name}
+  dram: {{type: LPDDR4, width: 64, bandwidth_GBps: 25.6}}
   cores:
-  - {name: mine, arch: simba_like/arch.yaml, grid: [1, 2]}
+  - {{name: mine, {core}}}
 workloads: [small_net.yaml]
 sweep:
   axes:
     dram.bandwidth_GBps: [12.8, 25.6]
 """)
+    return system
+
+
+def test_own_core_in_a_grid(tmp_path, capsys):
+    """A core of the user's own files (the corpus' simba_like with its ERT and ART) in a 1 x 2 grid:
+    twice its MACs (from its ART's instance ranges) and twice its ART area; editing its ART is
+    another run."""
+    corpus = Path(__file__).parent / "data" / "timeloop_corpus" / "arches" / "simba_like"
+    system = _own_core_system(tmp_path, "own_grid", "arch: simba_like/arch.yaml, grid: [1, 2]")
     rc, _, err = _sweep([str(system), *FAST, "--no-plot", "--out", str(tmp_path / "o")], capsys)
     assert rc == 0, err
     art = yaml.safe_load((corpus / "ART.yaml").read_text())["ART"]["tables"]
@@ -501,22 +509,9 @@ sweep:
 
 def test_what_an_own_core_s_file_warns_of_is_said_by_a_sweep(tmp_path, capsys):
     """(A v0.3 key Timeloop ignores, e.g. a typo, was said by map and schedule, not by sweep.)"""
-    corpus = Path(__file__).parent / "data" / "timeloop_corpus" / "arches" / "simba_like"
-    shutil.copytree(corpus, tmp_path / "simba_like")
+    system = _own_core_system(tmp_path, "own_v03", "arch: simba_like/processed.yaml")
     processed = tmp_path / "simba_like" / "processed.yaml"
     processed.write_text(processed.read_text().replace("      attributes:", "      foo: bar\n      attributes:", 1))
-    shutil.copy(DATA / "small_net.yaml", tmp_path / "small_net.yaml")
-    system = tmp_path / "own.yaml"
-    system.write_text("""system:
-  name: own_v03
-  dram: {type: LPDDR4, width: 64, bandwidth_GBps: 25.6}
-  cores:
-  - {name: mine, arch: simba_like/processed.yaml}
-workloads: [small_net.yaml]
-sweep:
-  axes:
-    dram.bandwidth_GBps: [12.8, 25.6]
-""")
     rc, _, err = _sweep([str(system), *FAST, "--no-plot", "--out", str(tmp_path / "o")], capsys)
     assert rc == 0, err
     assert err.count("unknown key 'foo' ignored") == 1 and "core mine" in err, err
