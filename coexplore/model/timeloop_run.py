@@ -51,16 +51,16 @@ def find_timeloop_model() -> str:
 def write_inputs(ctx, arrays: MappingArrays, index: int, folder: str | Path) -> list[Path]:
     """The files timeloop-model needs for mapping `index` of `arrays`, written into `folder`."""
     folder = Path(folder)
-    files = [write_yaml_file(folder / "arch.yaml", architecture_to_v3(ctx.arch)),
-             write_yaml_file(folder / "problem.yaml", {"problem": {"shape": ctx.problem.shape,
+    files = [_written(folder / "arch.yaml", architecture_to_v3(ctx.arch)),
+             _written(folder / "problem.yaml", {"problem": {"shape": ctx.problem.shape,
                                                                    "instance": ctx.problem.instance}}),
              save_mapping(folder / "mapping.yaml", arrays, index, ctx.arch, ctx.problem)]
     if ctx.ert.raw is not None and ctx.ert.actions:
-        files.append(write_yaml_file(folder / "ERT.yaml", {"ERT": ctx.ert.raw}))
+        files.append(_written(folder / "ERT.yaml", {"ERT": ctx.ert.raw}))
     return files
 
 
-def write_yaml_file(path: Path, data) -> Path:
+def _written(path: Path, data) -> Path:
     write_yaml(path, data)
     return path
 
