@@ -472,7 +472,8 @@ def _tampered(tmp_path, case, old, new, name):
 
 @pytest.mark.parametrize("old, new, key", [
     ("Cycles: 468", "Cycles: 469", "cycles_exact"),
-    ("Scalar reads (per-instance)              : 384", "Scalar reads (per-instance)              : 385", "counts_exact"),
+    ("Scalar reads (per-instance)              : 384",
+     "Scalar reads (per-instance)              : 385", "counts_exact"),
     ("Energy (total)          : 4306.70 pJ", "Energy (total)          : 4307.70 pJ", "energy_close")])
 def test_each_kind_of_difference_is_a_disagreement(fake_timeloop, tmp_path, old, new, key):
     r = _evaluate(VALID[0], "--model", "both", "--json", answer=_tampered(tmp_path, VALID[0], old, new, key))
@@ -538,7 +539,8 @@ def test_validate_finds_the_folders_timeloop_ran_in(tmp_path):
     assert (s["cases"], s["validity_agrees"], s["cycles_exact"], s["counts_exact"]) == (2, 2, 2, 1)
     [failure] = s["failures"]
     assert failure["case"] == "v4_ex06_mapper_eyeriss_vgg02_layer5/ref"
-    assert {"level": "DRAM", "dataspace": "Inputs", "key": "reads", "got": 475136, "ref": 573440} in failure["mismatches"]
+    assert {"level": "DRAM", "dataspace": "Inputs", "key": "reads", "got": 475136, "ref": 573440} \
+        in failure["mismatches"]
     assert s["skipped"] == [{"folder": str(sparse), "why": "Sparseloop run (coexplore models dense tensors)"}]
     r = _validate(root, "--stride-rule", "pre2025")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -590,3 +592,195 @@ def test_run_folders_through_symlinks_with_both_tools_and_without_outputs(tmp_pa
     (both / "timeloop-model.ERT.yaml").unlink()
     r = _validate(root)
     assert r.returncode == 2 and "timeloop-model's outputs but not the energy table it used" in r.stderr
+
+
+# from the mutation review of the run folders and the backend's failures
+
+EX = DATA / "exercises_v4"
+EX03 = "v4_ex03_conv1d_oc_3level_bypass"
+TAMPER = ("Scalar reads (per-instance)              : 1024", "Scalar reads (per-instance)              : 1025")
+
+
+def _ex03_run(folder):
+    """ex03's ref/ as timeloop-model left it: the flattened input, its ERT and its stats.txt."""
+    import shutil
+    shutil.copytree(EX / EX03, folder)
+    (folder / "timeloop-model.stats.txt").write_bytes(
+        gzip.decompress((STATS / "exercises" / f"{EX03}.stats.txt.gz").read_bytes()))
+    return folder
+
+
+def _validate_json(root, *extra):
+    r = _validate(root, "--json", *extra)
+    return r, (json.loads(r.stdout) if r.stdout.strip() else None)
+
+
+def test_a_run_folder_with_the_mapper_s_outputs_beside_the_model_s_is_two_cases_each_named(tmp_path):
+    """timeloop-mapper's outputs beside timeloop-model's (its map.yaml the input's mapping, its ERT the
+    same): two cases, the mapper's labelled as such, also where it fails."""
+    import shutil
+    run = _ex03_run(tmp_path / "runs" / "x")
+    text = (run / "parsed-processed-input.yaml").read_text()
+    (run / "timeloop-mapper.map.yaml").write_text(text[text.index("\nmapping:") + 1:text.index("\nmapper:") + 1])
+    shutil.copy(run / "timeloop-model.ERT.yaml", run / "timeloop-mapper.ERT.yaml")
+    stats = (run / "timeloop-model.stats.txt").read_text()
+    (run / "timeloop-mapper.stats.txt").write_text(stats)
+    r, s = _validate_json(tmp_path / "runs")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert s["cases"] == 2 and sorted(s["per_arch"]) == ["x", "x (mapper)"]
+    assert TAMPER[0] in stats
+    (run / "timeloop-mapper.stats.txt").write_text(stats.replace(*TAMPER, 1))
+    r, s = _validate_json(tmp_path / "runs")
+    assert r.returncode == 1 and ("x (mapper)", "x (mapper)") in [(f["case"], f["arch"]) for f in s["failures"]]
+
+
+def test_each_tool_s_case_is_compared_with_its_own_stats(tmp_path):
+    import shutil
+    run = _ex03_run(tmp_path / "runs" / "x")
+    text = (run / "parsed-processed-input.yaml").read_text()
+    (run / "timeloop-mapper.map.yaml").write_text(text[text.index("\nmapping:") + 1:text.index("\nmapper:") + 1])
+    shutil.copy(run / "timeloop-model.ERT.yaml", run / "timeloop-mapper.ERT.yaml")
+    stats = (run / "timeloop-model.stats.txt").read_text()
+    (run / "timeloop-mapper.stats.txt").write_text(stats)
+    (run / "timeloop-model.stats.txt").write_text(stats.replace(*TAMPER, 1))     # timeloop-model's is off
+    r, s = _validate_json(tmp_path / "runs")
+    assert r.returncode == 1 and [f["case"] for f in s["failures"]] == ["x"]
+
+
+def test_a_run_folder_given_as_the_root_is_named_by_its_case(tmp_path):
+    """<case>/ref given as the root, or its parent: the run is named <case>, a failure by its folder."""
+    run = _ex03_run(tmp_path / EX03 / "ref")
+    for root, case in ((tmp_path, f"{EX03}/ref"), (run, str(run))):
+        r, s = _validate_json(root)
+        assert r.returncode == 0 and list(s["per_arch"]) == [EX03], r.stderr
+    (run / "timeloop-model.stats.txt").write_text((run / "timeloop-model.stats.txt").read_text().replace(*TAMPER, 1))
+    for root, case in ((tmp_path, f"{EX03}/ref"), (run, str(run))):
+        r, s = _validate_json(root)
+        assert r.returncode == 1 and [f["case"] for f in s["failures"]] == [case]
+
+
+def test_a_run_folder_reached_twice_through_a_symlink_is_one_case(tmp_path):
+    root = tmp_path / "runs"
+    _ex03_run(root / "real")
+    (root / "alias").symlink_to(root / "real")
+    r, s = _validate_json(root)
+    assert r.returncode == 0 and s["cases"] == 1, r.stdout + r.stderr
+
+
+def test_a_corpus_case_holding_a_flattened_input_is_not_also_a_run(tmp_path):
+    import shutil
+    corpus = _raw_corpus(tmp_path)
+    shutil.copy(EX / EX03 / "parsed-processed-input.yaml", corpus / "public" / VALID[0])
+    r, s = _validate_json(corpus)
+    assert r.returncode == 0 and s["cases"] == 6, r.stderr
+
+
+def test_a_run_folder_s_other_files_are_not_outputs_to_check(tmp_path):
+    """A log of timeloop-mapper (no stats: it found nothing), a mapping.yaml beside the input and an
+    ERT.yaml of another architecture beside timeloop-model's own ERT: still the one case, exact."""
+    import shutil
+    run = _ex03_run(tmp_path / "runs" / "x")
+    (run / "timeloop-mapper.log").write_text("ERROR: no valid mappings found within the search criteria\n")
+    text = (run / "parsed-processed-input.yaml").read_text()
+    (run / "mapping.yaml").write_text(text[text.index("\nmapping:") + 1:text.index("\nmapper:") + 1])
+    shutil.copy(EX / "v4_ex06_mapper_eyeriss_vgg02_layer5" / "timeloop-mapper.ERT.yaml", run / "ERT.yaml")
+    r, s = _validate_json(tmp_path / "runs")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (s["cases"], s["counts_exact"], s["skipped"]) == (1, 1, [])
+
+
+def test_expected_json_takes_precedence_over_the_stats_txt_beside_it(tmp_path):
+    import shutil
+    corpus = _raw_corpus(tmp_path)
+    folder = corpus / "public" / VALID[2]
+    (folder / "timeloop-model.stats.txt").write_text(_stats(VALID[3]))        # another layer's run
+    shutil.copy(CORPUS / "public" / VALID[2] / "expected.json", folder)
+    r, s = _validate_json(corpus)
+    assert r.returncode == 0 and s["cases"] == 6, r.stdout + r.stderr
+
+
+def test_each_reason_for_skipping_is_a_line(tmp_path):
+    import shutil
+    root = tmp_path / "runs"
+    _ex03_run(root / "a")
+    sparse = _ex03_run(root / "sparse")
+    (sparse / "timeloop-model.stats.txt").write_bytes(
+        gzip.decompress((STATS / "exercises" / "v4_sparseloop_0122_SUDU_dot_product.stats.txt.gz").read_bytes()))
+    shutil.copytree(EX / "v4_ex01_conv1d_2level_os", root / "empty")
+    r = _validate(root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("skipped")]
+    assert len(lines) == 2
+    assert any("1 folder: Sparseloop run" in ln and str(sparse) in ln for ln in lines)
+    assert any("1 folder: no Timeloop outputs" in ln and str(root / "empty") in ln for ln in lines)
+
+
+def test_a_validity_difference_says_why_the_refusing_side_refused(tmp_path, fake_timeloop):
+    import shutil
+    corpus = _raw_corpus(tmp_path)
+    folder = corpus / "public" / VALID[0]
+    (folder / "timeloop-model.stats.txt").unlink()
+    shutil.copy(STATS / INVALID[0] / "timeloop-model.log", folder)
+    why = _expected(INVALID[0])["error"]
+    r = _validate(corpus)
+    assert r.returncode == 1 and f"validity differs (model True, reference False); {why}" in r.stdout
+    r = _evaluate(VALID[0], "--model", "both", answer=STATS / INVALID[0] / "timeloop-model.log")
+    assert r.returncode == 1 and f"validity DIFFERS: built-in valid, timeloop-model invalid: {why}" in r.stdout
+
+
+def test_energy_within_stats_txt_s_printing_is_agreement_for_each_tool(tmp_path, monkeypatch):
+    """A level's printed energy off by 0.01 pJ is within stats.txt's rounding, whatever ENERGY_TOL:
+    for timeloop-model's stats.txt and timeloop-mapper's."""
+    import shutil
+    from coexplore.model import validation
+    monkeypatch.setattr(validation, "ENERGY_TOL", 1e-9)
+    for tool in ("timeloop-model", "timeloop-mapper"):
+        run = _ex03_run(tmp_path / tool / "x")
+        stats = (run / "timeloop-model.stats.txt").read_text()
+        old = "Energy (total)                           : 1089.64 pJ"
+        assert old in stats
+        (run / "timeloop-model.stats.txt").unlink()
+        (run / f"{tool}.stats.txt").write_text(stats.replace(old, old.replace("1089.64", "1089.65"), 1))
+        if tool == "timeloop-mapper":
+            text = (run / "parsed-processed-input.yaml").read_text()
+            (run / "timeloop-mapper.map.yaml").write_text(text[text.index("\nmapping:") + 1:
+                                                               text.index("\nmapper:") + 1])
+            shutil.copy(run / "timeloop-model.ERT.yaml", run / "timeloop-mapper.ERT.yaml")
+        s = validation.validate(tmp_path / tool, progress=False)
+        assert s["cases"] == 1 and 0 < s["energy_max_rel_err"] and s["failures"] == [], tool
+
+
+def _script(tmp_path, body):
+    exe = tmp_path / "say" / "timeloop-model"
+    exe.parent.mkdir(exist_ok=True)
+    exe.write_text(f"#!{sys.executable}\nimport os, sys\n" + textwrap.dedent(body))
+    exe.chmod(0o755)
+    return exe
+
+
+@pytest.mark.parametrize("body, says", [
+    ("print('one\\n\\ntwo\\nthree\\n\\nfour\\n five '); sys.exit(3)", "failed (exit code 3): three | four | five"),
+    ("sys.exit(3)", "failed (exit code 3): no output")])
+def test_a_failure_says_the_last_three_lines_timeloop_printed(tmp_path, monkeypatch, body, says):
+    with pytest.raises(CoexploreError) as err:
+        _run(_script(tmp_path, body), "-", monkeypatch)
+    assert err.value.message == f"timeloop-model {says}"
+
+
+@pytest.mark.parametrize("code", ["os.abort()", "sys.exit(2)"])
+def test_a_refusal_then_a_crash_or_another_exit_code_is_no_refused_mapping(tmp_path, monkeypatch, code):
+    log = (STATS / INVALID[0] / "timeloop-model.log").read_text()
+    exe = _script(tmp_path, f"sys.stdout.write({log!r}); sys.stdout.flush(); {code}")
+    with pytest.raises(CoexploreError, match=re.escape("killed by signal 6") if "abort" in code
+                       else re.escape("failed (exit code 2)")):
+        _run(exe, "-", monkeypatch)
+
+
+def test_a_run_deep_below_an_architecture_is_no_incomplete_case(tmp_path):
+    """Timeloop's outputs in a folder below arches/<arch>/ (whose third-last part names an arch): not a case."""
+    corpus = _raw_corpus(tmp_path)
+    run = corpus / "arches" / "eyeriss_like" / "runs" / "1"
+    run.mkdir(parents=True)
+    (run / "timeloop-model.stats.txt").write_text(_stats(VALID[0]))
+    r, s = _validate_json(corpus)
+    assert r.returncode == 0 and s["cases"] == 6, r.stderr

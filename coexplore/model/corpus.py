@@ -130,8 +130,8 @@ def _runs(root: Path, skipped: list, taken: set) -> list[Case]:
             if ref is stats and "Actual scalar reads" in read_text(stats):
                 skipped.append((folder, "Sparseloop run (coexplore models dense tensors)"))
                 continue
-            label = name if tool == "timeloop-model" or not (folder / "timeloop-model.stats.txt").is_file() \
-                else f"{name} (mapper)"
+            label = name if tool == "timeloop-model" or not any(
+                (folder / f"timeloop-model.{n}").is_file() for n in ("stats.txt", "log")) else f"{name} (mapper)"
             cases.append(Case(folder, label, "run", inp, ert, inp, mapping, ref))
         if not found:
             skipped.append((folder, f"no Timeloop outputs ({RUN_TOOLS[0]}.stats.txt / {RUN_TOOLS[1]}.stats.txt)"))

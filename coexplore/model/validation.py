@@ -38,7 +38,8 @@ def validate(root, progress: bool = True, stride_rule: str = "current", model: s
     if no_arch:
         raise CoexploreError("no processed.yaml or arch.yaml", file=str(no_arch[0]),
                              expected="the corpus' arches/<arch>/processed.yaml (or arch.yaml) with its ERT.yaml")
-    refs = {c.path: check_expected(c.expected, c.reference) for c in cases}
+    # keyed by case folder and reference file: a run folder where both tools ran holds two cases
+    refs = {(c.path, c.reference): check_expected(c.expected, c.reference) for c in cases}
     groups = defaultdict(list)
     for c in cases:
         groups[(c.arch_file, c.ert_file, c.layer_file)].append(c)
@@ -83,7 +84,7 @@ def refuse_incomplete(root) -> None:
             have[f.parent].add(name)
 
     def case_folder(d: Path) -> bool:             # <split>/<arch>/<layer>/<id> with arches/<arch> above it
-        return len(d.parts) >= 3 and "arches" not in d.relative_to(root).parts and \
+        return len(d.parts) >= 3 and not {"arches", "layers"} & set(d.relative_to(root).parts) and \
             _find_up(d, f"arches/{d.parts[-3]}", root) is not None
     bad = sorted((d, "mapping.yaml" if "mapping.yaml" not in names else "expected.json")
                  for d, names in have.items()
@@ -192,7 +193,7 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
             records = [_through_timeloop(ctx, m, c, executable) for m, c in zip(mappings, group)]
         model_s[0] += time.perf_counter() - t
         for c, got in zip(group, records):
-            ref = refs[c.path]
+            ref = refs[(c.path, c.reference)]
             cmp = compare_records(got, ref)
             if cmp.get("counts_exact") is not None:
                 extra = _level_mismatches(got, ref)
@@ -201,8 +202,9 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                     cmp["counts_exact"] = False
                     cmp["count_max_rel_err"] = math.inf
             here = str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path)
-            cmp.update(case=(here if here != "." else str(c.path)) + (" (mapper)" if c.arch.endswith("(mapper)") else ""),
-                       arch=c.arch, layer=c.layer, source=ref.get("source"))
+            tool = " (mapper)" if c.arch.endswith("(mapper)") else ""
+            cmp.update(case=(here if here != "." else str(c.path)) + tool, arch=c.arch, layer=c.layer,
+                       source=ref.get("source"))
             if c.reference.name.endswith(".stats.txt") and ref["valid"] and ref["energy_pJ"]:
                 cmp["energy_tol"] = max(ENERGY_TOL, energy_tolerance_pJ(ref) / ref["energy_pJ"])   # printed to 0.01 pJ
             rows.append(cmp)
@@ -215,7 +217,7 @@ def _through_timeloop(ctx, mapping, case, executable: str) -> dict:
     try:
         return run_timeloop_model(ctx, to_arrays([mapping], ctx.arch, ctx.problem), 0, executable)
     except CoexploreError as exc:
-        raise CoexploreError(f"case {case.path}: {exc.message}", key=exc.key,
+        raise CoexploreError(f"case {case.path}: {exc.message}", file=exc.file, key=exc.key,
                              expected=exc.expected.replace("--timeloop-dir DIR keeps",
                                                            "coexplore evaluate ... --model timeloop --timeloop-dir DIR "
                                                            "on that case keeps")) from None
@@ -247,8 +249,9 @@ def summarise(rows: list[dict], wall_s: float, model_s: float, model: str = "bui
         by_arch[r["arch"]].append(r)
     out["per_arch"] = {a: _stats(rs) for a, rs in sorted(by_arch.items())}
     out["failures"] = [r for r in rows if not r["valid_agree"] or not r.get("message_exact", True) or
-                       (r["valid_ref"] and r["valid_got"] and (not r["counts_exact"] or not r["cycles_exact"]
-                                                              or r["energy_rel_err"] > r.get("energy_tol", ENERGY_TOL)))]
+                       (r["valid_ref"] and r["valid_got"] and (
+                           not r["counts_exact"] or not r["cycles_exact"]
+                           or r["energy_rel_err"] > r.get("energy_tol", ENERGY_TOL)))]
     out["wall_s"] = wall_s
     out["model_s"] = model_s
     out["model"] = model
