@@ -610,6 +610,14 @@ def _ex03_run(folder):
     return folder
 
 
+def _as_mapper_run(run):
+    """timeloop-mapper's map.yaml (the input's own mapping) and ERT beside ex03's outputs."""
+    import shutil
+    text = (run / "parsed-processed-input.yaml").read_text()
+    (run / "timeloop-mapper.map.yaml").write_text(text[text.index("\nmapping:") + 1:text.index("\nmapper:") + 1])
+    shutil.copy(run / "timeloop-model.ERT.yaml", run / "timeloop-mapper.ERT.yaml")
+
+
 def _validate_json(root, *extra):
     r = _validate(root, "--json", *extra)
     return r, (json.loads(r.stdout) if r.stdout.strip() else None)
@@ -618,11 +626,8 @@ def _validate_json(root, *extra):
 def test_a_run_folder_with_the_mapper_s_outputs_beside_the_model_s_is_two_cases_each_named(tmp_path):
     """timeloop-mapper's outputs beside timeloop-model's (its map.yaml the input's mapping, its ERT the
     same): two cases, the mapper's labelled as such, also where it fails."""
-    import shutil
     run = _ex03_run(tmp_path / "runs" / "x")
-    text = (run / "parsed-processed-input.yaml").read_text()
-    (run / "timeloop-mapper.map.yaml").write_text(text[text.index("\nmapping:") + 1:text.index("\nmapper:") + 1])
-    shutil.copy(run / "timeloop-model.ERT.yaml", run / "timeloop-mapper.ERT.yaml")
+    _as_mapper_run(run)
     stats = (run / "timeloop-model.stats.txt").read_text()
     (run / "timeloop-mapper.stats.txt").write_text(stats)
     r, s = _validate_json(tmp_path / "runs")
@@ -635,11 +640,8 @@ def test_a_run_folder_with_the_mapper_s_outputs_beside_the_model_s_is_two_cases_
 
 
 def test_each_tool_s_case_is_compared_with_its_own_stats(tmp_path):
-    import shutil
     run = _ex03_run(tmp_path / "runs" / "x")
-    text = (run / "parsed-processed-input.yaml").read_text()
-    (run / "timeloop-mapper.map.yaml").write_text(text[text.index("\nmapping:") + 1:text.index("\nmapper:") + 1])
-    shutil.copy(run / "timeloop-model.ERT.yaml", run / "timeloop-mapper.ERT.yaml")
+    _as_mapper_run(run)
     stats = (run / "timeloop-model.stats.txt").read_text()
     (run / "timeloop-mapper.stats.txt").write_text(stats)
     (run / "timeloop-model.stats.txt").write_text(stats.replace(*TAMPER, 1))     # timeloop-model's is off
@@ -731,7 +733,6 @@ def test_a_validity_difference_says_why_the_refusing_side_refused(tmp_path, fake
 def test_energy_within_stats_txt_s_printing_is_agreement_for_each_tool(tmp_path, monkeypatch):
     """A level's printed energy off by 0.01 pJ is within stats.txt's rounding, whatever ENERGY_TOL:
     for timeloop-model's stats.txt and timeloop-mapper's."""
-    import shutil
     from coexplore.model import validation
     monkeypatch.setattr(validation, "ENERGY_TOL", 1e-9)
     for tool in ("timeloop-model", "timeloop-mapper"):
@@ -742,10 +743,7 @@ def test_energy_within_stats_txt_s_printing_is_agreement_for_each_tool(tmp_path,
         (run / "timeloop-model.stats.txt").unlink()
         (run / f"{tool}.stats.txt").write_text(stats.replace(old, old.replace("1089.64", "1089.65"), 1))
         if tool == "timeloop-mapper":
-            text = (run / "parsed-processed-input.yaml").read_text()
-            (run / "timeloop-mapper.map.yaml").write_text(text[text.index("\nmapping:") + 1:
-                                                               text.index("\nmapper:") + 1])
-            shutil.copy(run / "timeloop-model.ERT.yaml", run / "timeloop-mapper.ERT.yaml")
+            _as_mapper_run(run)
         s = validation.validate(tmp_path / tool, progress=False)
         assert s["cases"] == 1 and 0 < s["energy_max_rel_err"] and s["failures"] == [], tool
 
