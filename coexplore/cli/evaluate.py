@@ -155,7 +155,7 @@ AGREEMENT_KEYS = ("valid_agree", "message_exact", "error_got", "error_ref", "cyc
 
 def agrees(cmp: dict) -> bool:
     """The built-in model and timeloop-model agree: validity, Timeloop's message where both refuse,
-    cycles and every count exactly, energy within stats.txt's printing (0.01%)."""
+    cycles and every count exactly, energy within what stats.txt's printing to 0.01 pJ allows."""
     if not cmp["valid_agree"]:
         return False
     if "message_exact" in cmp:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,7 +31,6 @@ def hold(folder: Path) -> Path:
     no POSIX locks (Windows), nothing is held."""
     try:
         import fcntl
-        import os
     except ImportError:
         return folder
     key = Path(folder).resolve()
@@ -57,7 +57,6 @@ def hold(folder: Path) -> Path:
 
 def release_held() -> None:
     """Let go of the folders `hold` holds (when a command ends)."""
-    import os
     for fd in HELD.values():
         os.close(fd)
     HELD.clear()

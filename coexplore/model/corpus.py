@@ -147,7 +147,7 @@ def _level_names(arch_file: Path) -> tuple[str, ...]:
         return tuple(lv.name for lv in load_architecture(arch_file).all_levels)
 
 
-def _find_up(start: Path, sub: str, stop: Path | None = None) -> Path | None:
+def find_up(start: Path, sub: str, stop: Path | None = None) -> Path | None:
     """The nearest `sub` at or above `start` (a case may sit deep below the corpus root)."""
     cur = start
     while True:
@@ -175,8 +175,8 @@ def discover(root: str | Path, skipped: list | None = None) -> list[Case]:
         if len(parts) < 3:
             continue
         arch, layer = parts[-3], parts[-2]
-        arch_dir = _find_up(case, f"arches/{arch}", root)
-        layer_file = _find_up(case, f"layers/{layer}.yaml", root)
+        arch_dir = find_up(case, f"arches/{arch}", root)
+        layer_file = find_up(case, f"layers/{layer}.yaml", root)
         if (arch_dir is None or layer_file is None) and (case / RUN_INPUT).is_file():
             continue                              # (a folder Timeloop ran in: `_runs`)
         if arch_dir is None or layer_file is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import COUNT_KEYS, compare_records
-from coexplore.model.corpus import REFERENCES, _find_up, discover, find_files
+from coexplore.model.corpus import REFERENCES, find_up, discover, find_files
 from coexplore.model.inputs import load_context
 from coexplore.model.timeloop_run import find_timeloop_model, run_timeloop_model
 from coexplore.model.timeloop_stats import energy_tolerance_pJ
@@ -85,7 +85,7 @@ def refuse_incomplete(root) -> None:
 
     def case_folder(d: Path) -> bool:             # <split>/<arch>/<layer>/<id> with arches/<arch> above it
         return len(d.parts) >= 3 and not {"arches", "layers"} & set(d.relative_to(root).parts) and \
-            _find_up(d, f"arches/{d.parts[-3]}", root) is not None
+            find_up(d, f"arches/{d.parts[-3]}", root) is not None
     bad = sorted((d, "mapping.yaml" if "mapping.yaml" not in names else "expected.json")
                  for d, names in have.items()
                  if ("mapping.yaml" not in names or len(names) == 1) and case_folder(d))
