@@ -340,9 +340,13 @@ class ResultCache:
 
     def _check_identity(self, conn: sqlite3.Connection) -> None:
         """Refuse files that are not (or not yet) coexplore caches of a known schema."""
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        conn.execute("BEGIN")                        # one snapshot: another process may be creating the schema
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.execute("COMMIT")
         if app_id == 0 and not tables:
             return                                   # empty or new file: ours to initialise
         hint = _CLEAR_HINT.format(path=self.path)
