@@ -59,7 +59,8 @@ def test_the_same_default_folder_is_refused_while_its_run_goes_on():
     holder = _held_elsewhere(run_dir)
     try:
         r = _map()                                    # the same run: its folder, held by the other process
-        assert r.returncode == 2 and "another coexplore run is writing this folder now" in r.stderr
+        assert r.returncode == 2 and "the same run (same inputs and settings) is running now" in r.stderr
+        assert "--out:" not in r.stderr and "key '--out'" not in r.stderr   # the user named no --out
     finally:
         holder.kill()
         holder.wait()

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -147,6 +148,8 @@ FAKE = """\
     elif answer.endswith(".log"):
         print(open(answer).read())
         sys.exit(1)
+    elif answer == "sleep":
+        __import__("time").sleep(60)
     else:
         print("terminate called after throwing an instance of 'std::out_of_range'", file=sys.stderr)
         sys.exit(134)
@@ -231,9 +234,27 @@ def test_without_timeloop_and_options_that_would_do_nothing(tmp_path):
 def test_validate_runs_each_case_through_timeloop_model(fake_timeloop, tmp_path):
     """A corpus of two cases (one valid, one refused); the stand-in answers each mapping it is given
     with that case's real output: all agree. Answers swapped: both cases fail, exit 1."""
+    corpus, answers, run, env = _answered_corpus(tmp_path, [VALID[0], INVALID[0]])
+    r = subprocess.run(run + ["--json"], capture_output=True, text=True, timeout=120, env=env)
+    s = json.loads(r.stdout)
+    assert r.returncode == 0, r.stderr
+    assert (s["model"], s["cases"], s["validity_agrees"], s["invalid_messages_exact"]) == ("timeloop", 2, 2, 1)
+    assert (s["cycles_exact"], s["counts_exact"], s["energy_within_1e-4"]) == (1, 1, 1)
+    r = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env)
+    assert "model           : the real timeloop-model" in r.stdout
+    swapped = dict(zip(answers, reversed(answers.values())))
+    (tmp_path / "answers.json").write_text(json.dumps(swapped))
+    r = subprocess.run(run + ["--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1 and json.loads(r.stdout)["validity_agrees"] == 0
+    r = subprocess.run(run + ["--stride-rule", "pre2025"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2 and "--stride-rule" in r.stderr
+
+
+def _answered_corpus(tmp_path, cases):
+    """A corpus of eyeriss_like `cases` and the stand-in's answers (its stats.txt or log) keyed by the
+    mapping.yaml coexplore writes for each; the validate command through it and its environment."""
     import shutil
-    corpus = tmp_path / "corpus"
-    cases = [VALID[0], INVALID[0]]
+    corpus = tmp_path / "c"
     for sub in ["arches/eyeriss_like", "layers"]:
         shutil.copytree(CORPUS / sub, corpus / sub)
     answers = {}
@@ -249,19 +270,7 @@ def test_validate_runs_each_case_through_timeloop_model(fake_timeloop, tmp_path)
     (tmp_path / "answers.json").write_text(json.dumps(answers))
     run = [sys.executable, "-m", "coexplore.cli.main", "validate", str(corpus), "--model", "timeloop"]
     env = {**os.environ, "FAKE_TIMELOOP": str(tmp_path / "answers.json")}
-    r = subprocess.run(run + ["--json"], capture_output=True, text=True, timeout=120, env=env)
-    s = json.loads(r.stdout)
-    assert r.returncode == 0, r.stderr
-    assert (s["model"], s["cases"], s["validity_agrees"], s["invalid_messages_exact"]) == ("timeloop", 2, 2, 1)
-    assert (s["cycles_exact"], s["counts_exact"], s["energy_within_1e-4"]) == (1, 1, 1)
-    r = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env)
-    assert "model           : the real timeloop-model" in r.stdout
-    swapped = dict(zip(answers, reversed(answers.values())))
-    (tmp_path / "answers.json").write_text(json.dumps(swapped))
-    r = subprocess.run(run + ["--json"], capture_output=True, text=True, timeout=120, env=env)
-    assert r.returncode == 1 and json.loads(r.stdout)["validity_agrees"] == 0
-    r = subprocess.run(run + ["--stride-rule", "pre2025"], capture_output=True, text=True, timeout=120, env=env)
-    assert r.returncode == 2 and "--stride-rule" in r.stderr
+    return corpus, answers, run, env
 
 
 def _raw_corpus(tmp_path):
@@ -296,6 +305,9 @@ def test_validate_takes_timeloop_s_own_outputs_as_references(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (s["cases"], s["validity_agrees"], s["invalid_messages_exact"]) == (6, 6, 2)
     assert (s["cycles_exact"], s["counts_exact"], s["energy_within_1e-4"]) == (4, 4, 4)
+    assert (s["energy_within_tolerance"], s["energy_tolerance_from_stats"]) == (4, 4)
+    assert "energy in tol.  : 4/4 (100.0%) (0.01%, or for the 4 stats.txt references" in _validate(corpus).stdout
+    assert "energy in tol." not in _validate(CORPUS).stdout      # expected.json references: 1e-4 alone
     # another run's stats.txt (same architecture, another layer): that case disagrees
     (corpus / "public" / VALID[2] / "timeloop-model.stats.txt").write_text(_stats(VALID[3]))
     r = _validate(corpus, "--json")
@@ -547,13 +559,49 @@ def test_validate_finds_the_folders_timeloop_ran_in(tmp_path):
     assert "counts exact    : 2/2" in r.stdout and "skipped         : 1 folder: Sparseloop run" in r.stdout
 
 
-def test_validate_through_a_failing_timeloop_model_names_the_case(fake_timeloop, tmp_path):
-    corpus = _raw_corpus(tmp_path)
+def test_validate_through_a_timeloop_model_that_fails_on_every_case_stops_naming_the_first(fake_timeloop, tmp_path):
+    corpus = _raw_corpus(tmp_path)                      # 6 cases: the first 5 runs fail, the 6th is not run
     r = subprocess.run([sys.executable, "-m", "coexplore.cli.main", "validate", str(corpus), "--model", "timeloop"],
                        capture_output=True, text=True, timeout=120, env={**os.environ, "FAKE_TIMELOOP": "crash"})
-    assert r.returncode == 2 and "case " in r.stderr and "public/" in r.stderr
+    assert r.returncode == 2 and "timeloop-model failed on each of the first 5 cases; the first: public/" in r.stderr
     assert "killed" in r.stderr or "failed (exit code 134)" in r.stderr
-    assert "coexplore evaluate ... --model timeloop --timeloop-dir DIR on that case" in r.stderr
+    assert "coexplore evaluate ... --model timeloop --timeloop-dir DIR on one of them" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_failed_timeloop_model_run_fails_its_case_and_validate_goes_on(fake_timeloop, tmp_path):
+    """One case's run times out (--timeloop-timeout), the other's answers: the first is a failing case
+    with the reason, the second is compared; exit 1."""
+    corpus, answers, run, env = _answered_corpus(tmp_path, [VALID[0], INVALID[0]])
+    first = next(iter(answers))
+    answers[first] = "sleep"
+    (tmp_path / "answers.json").write_text(json.dumps(answers))
+    t0 = time.monotonic()
+    r = subprocess.run(run + ["--json", "--timeloop-timeout", "1.5"], capture_output=True, text=True, timeout=120, env=env)
+    assert time.monotonic() - t0 < 50                  # stopped at 1.5 s, not the stand-in's 60 s
+    s = json.loads(r.stdout)
+    assert r.returncode == 1, r.stderr
+    assert (s["cases"], s["runs_failed"], s["validity_agrees"], s["invalid_messages_exact"]) == (2, 1, 1, 1)
+    [failed] = s["failures"]
+    assert failed["case"] == f"public/{VALID[0]}" and failed["run_error"] == "timeloop-model ran longer than 1.5 s"
+    r = subprocess.run(run + ["--timeloop-timeout", "1.5"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1
+    assert "runs failed     : 1 timeloop-model run" in r.stdout
+    assert f"public/{VALID[0]}: timeloop-model failed: timeloop-model ran longer than 1.5 s" in r.stdout
+
+
+@pytest.mark.parametrize("command", ["validate", "evaluate"])
+def test_timeloop_timeout_needs_timeloop_runs_and_a_positive_time(command, tmp_path):
+    inputs = [str(CORPUS)] if command == "validate" else [
+        str(CORPUS / "arches/eyeriss_like/processed.yaml"), str(CORPUS / "layers/tiny_conv.yaml"),
+        str(CORPUS / "public" / VALID[0] / "mapping.yaml")]
+    base = [sys.executable, "-m", "coexplore.cli.main", command, *inputs]
+    r = subprocess.run(base + ["--timeloop-timeout", "5"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--timeloop-timeout without" in r.stderr
+    for bad in ("0", "-1", "inf", "soon"):
+        r = subprocess.run(base + ["--model", "timeloop", "--timeloop-timeout", bad], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 2 and "--timeloop-timeout" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_refusal_for_another_reason_fails_validate_and_is_shown(tmp_path):
@@ -782,3 +830,24 @@ def test_a_run_deep_below_an_architecture_is_no_incomplete_case(tmp_path):
     (run / "timeloop-model.stats.txt").write_text(_stats(VALID[0]))
     r, s = _validate_json(corpus)
     assert r.returncode == 0 and s["cases"] == 6, r.stderr
+
+
+def test_energy_within_tolerance_counts_each_case_against_its_own_tolerance():
+    """A stats.txt reference printed to 0.01 pJ may be off by more than 1e-4 on a tiny total: within its
+    tolerance it passes and counts in `energy_within_tolerance`, not in `energy_within_1e-4`."""
+    from coexplore.model.validation import summarise
+
+    def row(err, tol=None):
+        r = {"case": "c", "arch": "a", "layer": "l", "valid_ref": True, "valid_got": True, "valid_agree": True,
+             "cycles_exact": True, "counts_exact": True, "energy_rel_err": err, "cycles_rel_err": 0.0}
+        return r if tol is None else {**r, "energy_tol": tol}
+    s = summarise([row(2e-4, 3e-4), row(2e-4), row(5e-5, 3e-4), row(4e-4, 3e-4)], 0.0, 0.0)
+    assert (s["energy_within_1e-4"], s["energy_within_tolerance"], s["energy_tolerance_from_stats"]) == (1, 2, 3)
+    assert [r["energy_rel_err"] for r in s["failures"]] == [2e-4, 4e-4]
+
+
+def test_evaluate_stops_a_timeloop_model_run_at_its_timeout(fake_timeloop):
+    t0 = time.monotonic()
+    r = _evaluate(VALID[0], "--model", "both", "--timeloop-timeout", "1", answer="sleep")
+    assert time.monotonic() - t0 < 50                  # the stand-in sleeps 60 s
+    assert r.returncode == 2 and "timeloop-model ran longer than 1 s" in r.stderr and "Traceback" not in r.stderr

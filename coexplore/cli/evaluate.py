@@ -6,11 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, load_inputs, problem_in_arch, top_keys
+from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, add_timeout_option,
+                                  load_inputs, problem_in_arch, top_keys)
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import compare_records
 from coexplore.model.nest import STRIDE_RULES
-from coexplore.model.timeloop_run import find_timeloop_model, run_timeloop_model
+from coexplore.model.timeloop_run import TIMEOUT_S, find_timeloop_model, run_timeloop_model
 from coexplore.model.timeloop_stats import energy_tolerance_pJ
 from coexplore.spec.mapping import to_arrays
 
@@ -36,10 +37,12 @@ def register(sub) -> None:
                         "exit code 1 where they disagree")
     p.add_argument("--timeloop-dir", metavar="DIR",
                    help="with --model timeloop/both: leave the files timeloop-model read and wrote in DIR")
+    add_timeout_option(p)
     p.set_defaults(func=run)
 
 
 MODELS = ("builtin", "timeloop", "both")
+
 
 
 def _fmt(x: float) -> str:
@@ -110,14 +113,16 @@ def run(args) -> int:
     if args.model == "timeloop" and args.stride_rule != "current":
         raise CoexploreError("--stride-rule applies to the built-in model only", key="--stride-rule",
                              expected="--model builtin or both (timeloop-model follows its own build)")
-    if args.timeloop_dir and args.model == "builtin":
-        raise CoexploreError("--timeloop-dir without a timeloop-model run", key="--timeloop-dir",
-                             expected="--model timeloop or both")
+    for option, given in (("--timeloop-dir", args.timeloop_dir), ("--timeloop-timeout", args.timeloop_timeout)):
+        if given is not None and args.model == "builtin":
+            raise CoexploreError(f"{option} without a timeloop-model run", key=option,
+                                 expected="--model timeloop or both")
     arrays = to_arrays([mapping], ctx.arch, ctx.problem)
     real = exe = None
     if args.model != "builtin":
         exe = find_timeloop_model()
-        real = run_timeloop_model(ctx, arrays, 0, exe, keep=args.timeloop_dir)
+        real = run_timeloop_model(ctx, arrays, 0, exe, keep=args.timeloop_dir,
+                                  timeout=args.timeloop_timeout or TIMEOUT_S)
     rec = real if args.model == "timeloop" else ctx.record(ctx.evaluate(arrays), 0)
     broken = _breaks_constraints(ctx, constraints, mapping) if check else None
     if broken:

@@ -13,10 +13,12 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import bundled_names, resolve
+from coexplore.cli.paths import seconds
 from coexplore.errors import CoexploreError
 from coexplore.model.evaluate import level_costs
 from coexplore.energy.pricing import CLASS_SETS, builtin_ert, is_node_list
 from coexplore.model.inputs import Context, find_ert, locate_ert, problem_warnings
+from coexplore.model.timeloop_run import TIMEOUT_S
 from coexplore.spec.architecture import load_architecture
 from coexplore.spec.constraints import LevelConstraints, load_constraints
 from coexplore.spec.problem import Problem, load_problem, parse_problem
@@ -214,3 +216,9 @@ def _warn_ignored(constraints: dict[str, LevelConstraints]) -> dict[str, LevelCo
               file=sys.stderr)
     return constraints
 
+
+def add_timeout_option(p) -> None:
+    """--timeloop-timeout (evaluate, validate): how long one timeloop-model run may take."""
+    p.add_argument("--timeloop-timeout", type=seconds, metavar="SECONDS",
+                   help=f"with --model timeloop/both: a timeloop-model run taking longer is stopped and counts as failed "
+                        f"(default {TIMEOUT_S:g} s)")

@@ -24,11 +24,12 @@ CLAIMED: list[Path] = []     # folders default_run_dir claimed in this process
 HELD: dict[Path, int] = {}   # result folders this command writes: their locked descriptors (`hold`)
 
 
-def hold(folder: Path) -> Path:
+def hold(folder: Path, given: bool = True) -> Path:
     """Hold the result folder `folder` until the command ends (`release_held`): an advisory lock on
     the folder itself, which the system also drops however the process ends. A second coexplore
     run choosing the same folder meanwhile is refused, instead of both writing it. Where there are
-    no POSIX locks (Windows), nothing is held."""
+    no POSIX locks (Windows), nothing is held. `given`: the user named it (--out), else it is the
+    command's default folder for this run."""
     try:
         import fcntl
     except ImportError:
@@ -45,9 +46,14 @@ def hold(folder: Path) -> Path:
     except BlockingIOError:
         os.close(fd)
         CREATED[:] = [p for p in CREATED if p.resolve() != key]     # (its holder's: not to be removed)
-        raise CoexploreError("another coexplore run is writing this folder now", file=str(folder), key="--out",
-                             expected="that run's end (run the command again then: it resumes, or finds the "
-                                      "result written), or another --out folder") from None
+        if given:
+            raise CoexploreError("another coexplore run is writing this folder now", file=str(folder), key="--out",
+                                 expected="that run's end (run the command again then: it resumes, or finds the "
+                                          "result written), or another --out folder") from None
+        raise CoexploreError("the same run (same inputs and settings) is running now and writing its default "
+                             "result folder", file=str(folder),
+                             expected="that run's end (run the command again then: it finds the result written), "
+                                      "or --out another folder") from None
     except OSError:                               # no locks there (NFS without lockd, ...): not held
         os.close(fd)
         return folder
@@ -275,9 +281,9 @@ def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
             owner = "files of no run"               # e.g. the user's own: left alone
         if owner is None and _claim(claim, want):
             CLAIMED.append(cand)
-            return hold(cand)
+            return hold(cand, given=False)
         if (owner or _owner(claim)) == want:
-            return hold(cand)
+            return hold(cand, given=False)
     raise CoexploreError("no free default result folder", file=str(base), key="--out",
                          expected="an --out folder")
 
@@ -346,6 +352,17 @@ def nonnegative(text: str) -> int:
     value = _integer(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """argparse type for time limits: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
     return value
 
 

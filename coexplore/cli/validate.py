@@ -6,8 +6,9 @@ import json
 import math
 import sys
 
-from coexplore.cli.inputs import STRIDE_HELP
+from coexplore.cli.inputs import STRIDE_HELP, add_timeout_option
 from coexplore.model.nest import STRIDE_RULES
+from coexplore.model.timeloop_run import TIMEOUT_S
 from coexplore.cli.paths import nonnegative
 from coexplore.errors import CoexploreError
 from coexplore.model.validation import ValidateInterrupted, validate
@@ -35,6 +36,7 @@ def register(sub) -> None:
     p.add_argument("--model", choices=("builtin", "timeloop"), default="builtin",
                    help="builtin (default): coexplore's model; timeloop: every case through the real timeloop-model "
                         "(on PATH, or $COEXPLORE_TIMELOOP_MODEL), e.g. to check a Timeloop build against the references")
+    add_timeout_option(p)
     p.set_defaults(func=run)
 
 
@@ -70,8 +72,14 @@ def format_table(s: dict, max_failures: int = 10) -> str:
               "word for word",
               f"cycles exact    : {_pct(s['cycles_exact'], v)} of valid cases",
               f"counts exact    : {_pct(s['counts_exact'], v)} (every per-level read/fill/update/capacity/instances)",
-              f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}",
-              f"time            : {s['wall_s']:.2f} s in all, {s['model_s']:.2f} s in the model"]
+              f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}"]
+    if s.get("energy_tolerance_from_stats"):
+        lines.append(f"energy in tol.  : {_pct(s['energy_within_tolerance'], v)} (0.01%, or for the "
+                     f"{s['energy_tolerance_from_stats']} stats.txt references the precision of their printed energies)")
+    if s.get("runs_failed"):
+        lines.append(f"runs failed     : {s['runs_failed']} timeloop-model run{'s' if s['runs_failed'] > 1 else ''} "
+                     "(crashed, timed out or unreadable: listed below)")
+    lines.append(f"time            : {s['wall_s']:.2f} s in all, {s['model_s']:.2f} s in the model")
     if s.get("model", "builtin") != "builtin":
         lines.append("model           : the real timeloop-model (energies as its stats.txt prints them, to 0.01 pJ)")
     why: dict = {}
@@ -85,6 +93,9 @@ def format_table(s: dict, max_failures: int = 10) -> str:
     if s["failures"]:
         lines += ["", f"mismatching cases ({len(s['failures'])}, first {min(max_failures, len(s['failures']))}):"]
         for r in s["failures"][:max_failures]:
+            if r.get("run_error"):
+                lines.append(f"  {r['case']}: timeloop-model failed: {r['run_error']}")
+                continue
             if not r["valid_agree"]:
                 said = f"; {r['error_got'] or r['error_ref']}" if r.get("error_got") or r.get("error_ref") else ""
                 lines.append(f"  {r['case']}: validity differs (model {r['valid_got']}, reference "
@@ -105,9 +116,12 @@ def run(args) -> int:
     if args.model == "timeloop" and args.stride_rule != "current":
         raise CoexploreError("--stride-rule applies to the built-in model only", key="--stride-rule",
                              expected="--model builtin (timeloop-model follows its own build)")
+    if args.timeloop_timeout is not None and args.model != "timeloop":
+        raise CoexploreError("--timeloop-timeout without timeloop-model runs", key="--timeloop-timeout",
+                             expected="--model timeloop")
     try:
-        s = validate(args.dir, progress=not args.no_progress and not args.json,
-                     stride_rule=args.stride_rule, model=args.model)
+        s = validate(args.dir, progress=not args.no_progress and not args.json, stride_rule=args.stride_rule,
+                     model=args.model, timeout=args.timeloop_timeout or TIMEOUT_S)
     except ValidateInterrupted as exc:
         s, code = exc.summary, 130
         print(f"coexplore validate: interrupted after {s['interrupted_after']}; the summary covers those",

@@ -14,21 +14,25 @@ from coexplore.errors import CoexploreError
 from coexplore.model.compare import COUNT_KEYS, compare_records
 from coexplore.model.corpus import REFERENCES, find_up, discover, find_files
 from coexplore.model.inputs import load_context
-from coexplore.model.timeloop_run import find_timeloop_model, run_timeloop_model
+from coexplore.model.timeloop_run import TIMEOUT_S, find_timeloop_model, run_timeloop_model
 from coexplore.model.timeloop_stats import energy_tolerance_pJ
 from coexplore.spec.mapping import to_arrays
 
 ENERGY_TOL = 1e-4          # relative energy difference beyond which a case disagrees
+FIRST_FAILED = 5           # timeloop-model failing on each of the first this many cases: it cannot run here
 SCHEMA = "the corpus' expected.json schema (valid, error, cycles, energy_pJ, edp_J_cycle, levels)"
 
 
-def validate(root, progress: bool = True, stride_rule: str = "current", model: str = "builtin") -> dict:
+def validate(root, progress: bool = True, stride_rule: str = "current", model: str = "builtin",
+             timeout: float = TIMEOUT_S) -> dict:
     """Evaluate all cases (batched per (arch, layer)) and summarise the errors.
 
     stride_rule "pre2025" reproduces references made by Timeloop before 2025 (model.nest.analyse).
-    model "timeloop": each case through the real timeloop-model instead (`timeloop_run`), e.g. to
-    check a Timeloop build against the references."""
-    executable = find_timeloop_model() if model == "timeloop" else None
+    model "timeloop": each case through the real timeloop-model instead (`timeloop_run`, each run
+    stopped after `timeout` s), e.g. to check a Timeloop build against the references; a case whose
+    run fails is a failing case (its `run_error`), unless the first FIRST_FAILED runs all fail (a
+    timeloop-model that cannot run: an error)."""
+    executable = (find_timeloop_model(), timeout) if model == "timeloop" else None
     if Path(root).is_dir():
         refuse_incomplete(root)     # first: a corpus of incomplete folders only names one of them
     skipped: list = []
@@ -172,7 +176,7 @@ def _level_mismatches(got: dict, ref: dict) -> list[dict]:
 
 
 def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: list, stride_rule: str,
-                     executable: str | None) -> None:
+                     executable: tuple[str, float] | None) -> None:
     for (arch_file, ert_file, layer_file), group in groups.items():
         try:
             ctx = load_context(arch_file, layer_file, ert_file)
@@ -190,10 +194,24 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
             res = ctx.evaluate_mappings(mappings)
             records = [ctx.record(res, i) for i in range(len(group))]
         else:
-            records = [_through_timeloop(ctx, m, c, executable) for m, c in zip(mappings, group)]
+            records = []
+            for m, c in zip(mappings, group):
+                records.append(_through_timeloop(ctx, m, c, *executable))
+                if len(rows) + len(records) == FIRST_FAILED and all(isinstance(r, str) for r in records) and \
+                        all(r.get("run_error") for r in rows):
+                    first = f"{rows[0]['case']}: {rows[0]['run_error']}" if rows else \
+                        f"{_case_name(group[0], root)}: {records[0]}"
+                    raise CoexploreError(f"timeloop-model failed on each of the first {FIRST_FAILED} cases; the first: "
+                                         f"{first}",
+                                         key="--model", expected="a timeloop-model that runs these cases (coexplore "
+                                         "evaluate ... --model timeloop --timeloop-dir DIR on one of them keeps its "
+                                         "inputs and outputs to look at)")
         model_s[0] += time.perf_counter() - t
         for c, got in zip(group, records):
             ref = refs[(c.path, c.reference)]
+            if isinstance(got, str):            # timeloop-model's run failed (crashed, timed out, ...)
+                rows.append(_run_failed(c, ref, got, root))
+                continue
             cmp = compare_records(got, ref)
             if cmp.get("counts_exact") is not None:
                 extra = _level_mismatches(got, ref)
@@ -201,10 +219,7 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                     cmp["mismatches"] = extra + cmp["mismatches"]
                     cmp["counts_exact"] = False
                     cmp["count_max_rel_err"] = math.inf
-            here = str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path)
-            tool = " (mapper)" if c.arch.endswith("(mapper)") else ""
-            cmp.update(case=(here if here != "." else str(c.path)) + tool, arch=c.arch, layer=c.layer,
-                       source=ref.get("source"))
+            cmp.update(case=_case_name(c, root), arch=c.arch, layer=c.layer, source=ref.get("source"))
             if c.reference.name.endswith(".stats.txt") and ref["valid"] and ref["energy_pJ"]:
                 cmp["energy_tol"] = max(ENERGY_TOL, energy_tolerance_pJ(ref) / ref["energy_pJ"])   # printed to 0.01 pJ
             rows.append(cmp)
@@ -212,15 +227,24 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
             bar.update(len(group))
 
 
-def _through_timeloop(ctx, mapping, case, executable: str) -> dict:
-    """One case through the real timeloop-model; a failed run names the case."""
+def _case_name(c, root) -> str:
+    here = str(c.path.relative_to(root)) if c.path.is_relative_to(root) else str(c.path)
+    return (here if here != "." else str(c.path)) + (" (mapper)" if c.arch.endswith("(mapper)") else "")
+
+
+def _through_timeloop(ctx, mapping, case, executable: str, timeout: float) -> dict | str:
+    """One case through the real timeloop-model: its record, or why the run failed (text)."""
     try:
-        return run_timeloop_model(ctx, to_arrays([mapping], ctx.arch, ctx.problem), 0, executable)
+        return run_timeloop_model(ctx, to_arrays([mapping], ctx.arch, ctx.problem), 0, executable, timeout=timeout)
     except CoexploreError as exc:
-        raise CoexploreError(f"case {case.path}: {exc.message}", file=exc.file, key=exc.key,
-                             expected=exc.expected.replace("--timeloop-dir DIR keeps",
-                                                           "coexplore evaluate ... --model timeloop --timeloop-dir DIR "
-                                                           "on that case keeps")) from None
+        return exc.message
+
+
+def _run_failed(c, ref: dict, why: str, root) -> dict:
+    """The row of a case whose timeloop-model run failed: a failing case with nothing compared."""
+    return {"case": _case_name(c, root), "arch": c.arch, "layer": c.layer, "source": ref.get("source"),
+            "run_error": why, "valid_ref": ref["valid"], "valid_got": None, "valid_agree": False,
+            "message_exact": False, "error_ref": ref.get("error"), "error_got": None}
 
 
 def _stats(rows: list[dict]) -> dict:
@@ -236,9 +260,13 @@ def _stats(rows: list[dict]) -> dict:
         "counts_exact": sum(r["counts_exact"] for r in valid),
         "energy_within_1e-4": sum(e <= 1e-4 for e in errs),
         "energy_within_1e-2": sum(e <= 1e-2 for e in errs),
+        # within each case's tolerance: 1e-4, or a stats.txt reference's printing (`energy_tol`)
+        "energy_within_tolerance": sum(r["energy_rel_err"] <= r.get("energy_tol", ENERGY_TOL) for r in valid),
+        "energy_tolerance_from_stats": sum("energy_tol" in r for r in valid),
         "energy_max_rel_err": max(errs) if errs else 0.0,
         "energy_median_rel_err": statistics.median(errs) if errs else 0.0,
         "cycles_max_rel_err": max((r["cycles_rel_err"] for r in valid), default=0.0),
+        "runs_failed": sum(bool(r.get("run_error")) for r in rows),     # timeloop-model runs that failed
     }
 
 
