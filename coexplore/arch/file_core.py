@@ -2,14 +2,16 @@
 a Timeloop architecture file (v0.4 node list, whole spec, template or flattened v0.3) standing beside
 the generated template cores. Its files are found as `coexplore evaluate` / `map` find an ARCH's
 (an ERT given, beside it or inside it; a constraints file given or beside it); the system's clock and
-DRAM settings do not rewrite it (its own DRAM and technology price it)."""
+DRAM settings do not rewrite it (its own DRAM and technology price it). A Jinja2 template takes
+its names from the core's `var:` (over any --var), wherever the file is read."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -26,12 +28,32 @@ class FileCore:
     ert_file: Path | None = None
     constraints_file: Path | None = None
     key: str = "system.cores[0]"          # where the system file names it (for messages)
+    var: dict = field(default_factory=dict)   # a template's names (the core's `var:`)
     template = None
+
+    @classmethod
+    def of(cls, core) -> "FileCore":
+        """The core of a system YAML's entry (`spec.system.CoreSpec` with `arch:`)."""
+        return cls(core.name, core.arch, core.ert, core.constraints, key=core.key, var=core.var)
+
+    def rendering(self):
+        """A block in which reading the architecture file renders it with the core's names; yields
+        the set of names the template asked for."""
+        from coexplore.spec.template import with_names
+        return with_names(self.var)
 
     @cached_property
     def architecture(self) -> Architecture:
         """The architecture, named after the core (results and messages say `tpu`, not the file's name)."""
-        return dataclasses.replace(load_architecture(self.arch_file), name=self.name)
+        with self.rendering() as asked:
+            arch = load_architecture(self.arch_file)
+        unused = sorted(set(self.var) - asked)
+        if unused:
+            from coexplore.errors import CoexploreError
+            raise CoexploreError(f"the template {self.arch_file} does not ask for {', '.join(unused)}", key=f"{self.key}.var."
+                                 f"{unused[0]}", expected="names the template uses" + (
+                                     f": {', '.join(sorted(asked))}" if asked else " (it asks for none)"))
+        return dataclasses.replace(arch, name=self.name)
 
     def ert_source(self) -> Path | dict | None:
         """The energy table the core is priced with: the `ert:` given, else an ERT beside the file,
@@ -41,7 +63,8 @@ class FileCore:
         beside = ert_file_beside(self.arch_file)
         if beside is not None:
             return beside
-        data = load_yaml(self.arch_file)
+        with self.rendering():
+            data = load_yaml(self.arch_file)
         return data["ERT"] if isinstance(data, dict) and isinstance(data.get("ERT"), dict) else None
 
     def constraints_source(self) -> Path | None:
@@ -50,7 +73,9 @@ class FileCore:
         if self.constraints_file is not None:
             return self.constraints_file
         from coexplore.spec.constraints import constraint_targets
-        if constraint_targets(load_yaml(self.arch_file), str(self.arch_file)) is not None:
+        with self.rendering():
+            data = load_yaml(self.arch_file)
+        if constraint_targets(data, str(self.arch_file)) is not None:
             return None
         beside = self.arch_file.parent / "constraints.yaml"
         return beside if beside.is_file() else None
@@ -81,7 +106,7 @@ class FileCore:
         said: list[str] = []
         if (ert is None or art is None) and price:
             from coexplore.energy.pricing import price_architecture
-            with warnings.catch_warnings():       # said once, by the caller
+            with warnings.catch_warnings(), self.rendering():       # (warnings: said once, by the caller)
                 warnings.simplefilter("ignore")
                 built_ert, built_art, _ = price_architecture(self.arch_file, estimator=estimator)
             if ert is None:
@@ -98,7 +123,10 @@ class FileCore:
         out.mkdir(parents=True, exist_ok=True)
         files = {"arch": out / "arch.yaml"}
         if is_template(self.arch_file, read_text(self.arch_file)):
-            files["arch"].write_text(f"# {self.arch_file} rendered\n" + dump_yaml(load_yaml(self.arch_file)))
+            with self.rendering():
+                rendered = load_yaml(self.arch_file)
+            names = f" with {json.dumps(self.var, sort_keys=True)}" if self.var else ""
+            files["arch"].write_text(f"# {self.arch_file} rendered{names}\n" + dump_yaml(rendered))
         else:
             files["arch"].write_bytes(self.arch_file.read_bytes())
         cons = self.constraints_source()
@@ -112,4 +140,6 @@ class FileCore:
         h = hashlib.sha256()
         for p in self.files():
             h.update(p.read_bytes() + b"\0")
+        if self.var:                            # the same template with other names is another core
+            h.update(json.dumps(self.var, sort_keys=True, default=str).encode())
         return h.hexdigest()

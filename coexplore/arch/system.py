@@ -69,8 +69,11 @@ def build_system(spec: SystemSpec) -> SystemArch:
     cores = {}
     for c in spec.cores:
         if c.template is None:          # a Timeloop architecture file of the user's own
-            cores[c.name] = FileCore(c.name, c.arch, c.ert, c.constraints, key=c.key)
-            cores[c.name].architecture       # read now: a bad file is said before any work
+            cores[c.name] = FileCore.of(c)
+            try:
+                cores[c.name].architecture       # read now: a bad file is said before any work
+            except CoexploreError as exc:
+                raise exc.with_file(spec.file) from None     # (a var: the template does not use)
             continue
         try:
             cores[c.name] = build_core(c.template, core_params(spec, c), c.name, file=spec.file,

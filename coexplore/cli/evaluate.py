@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, add_timeout_option,
-                                  load_inputs, problem_in_arch, top_keys)
+                                  load_inputs, own_core_names, problem_in_arch, top_keys)
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import compare_records
 from coexplore.model.nest import STRIDE_RULES
@@ -93,6 +93,11 @@ def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None =
 
 
 def run(args) -> int:
+    with own_core_names(args):           # (a system's own template core: its var: names)
+        return _run(args)
+
+
+def _run(args) -> int:
     keys = top_keys(args.mapping)
     if "mapping" not in keys and keys & {"problem", "architecture", "workload"}:
         what = ("a whole spec (architecture and problem)" if {"architecture", "problem"} <= keys else

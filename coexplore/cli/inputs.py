@@ -74,6 +74,22 @@ def template_names(given: list[str] | None) -> dict:
     return out
 
 
+def own_core_names(args):
+    """The command's block for a system ARCH whose chosen core (--core, or its only design) is a
+    Jinja2 template of the user's own with `var:`: its file is read with those names throughout
+    (it may hold the problem too); otherwise a block that changes nothing."""
+    import contextlib
+    from coexplore.spec import template
+    from coexplore.spec.system import load_system
+    arch = resolve("arch", args.arch) if getattr(args, "arch", None) else None
+    if arch is None or "system" not in top_keys(arch):
+        return contextlib.nullcontext()
+    cores = load_system(arch).cores
+    chosen = [c for c in cores if c.name == args.core] if getattr(args, "core", None) else cores[:1] \
+        if len(cores) == 1 else []
+    return template.with_names(chosen[0].var) if chosen and chosen[0].var else contextlib.nullcontext()
+
+
 def problem_in_arch(args) -> None:
     """No PROBLEM given: the `problem:` of ARCH when ARCH is a whole Timeloop spec (problem,
     architecture, mapper... in one file, as timeloopfe's top.yaml.jinja2 renders)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.spec import template
-from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, problem_in_arch, top_keys
+from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, own_core_names, problem_in_arch, top_keys
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, processes, run_checkpoint, seed)
 from coexplore.search import registry
@@ -115,6 +115,11 @@ def mapper_of(args) -> registry.MapperSpec:
 
 
 def run(args) -> int:
+    with own_core_names(args):           # (a system's own template core: its var: names)
+        return _run(args)
+
+
+def _run(args) -> int:
     problem_in_arch(args)
     if args.budget < 1:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",

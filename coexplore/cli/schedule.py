@@ -256,7 +256,7 @@ def system_input_files(system: str, workloads: list | None, layer_searcher: str 
     spec = load_system(system)
     files = [system, *([resolve("problems", w) for w in workloads] if workloads else spec.workloads)]
     files += list(spec.mappers.values())
-    own = [FileCore(c.name, c.arch, c.ert, c.constraints) for c in spec.cores if c.template is None]
+    own = [FileCore.of(c) for c in spec.cores if c.template is None]
     files += [p for core in own for p in core.files()]
     for core in own:
         core.architecture                               # (rendered: its includes recorded)

@@ -210,7 +210,7 @@ def _own_core_inputs(spec) -> list:
             continue
         for c in point.cores:
             if c.template is None:
-                core = FileCore(c.name, c.arch, c.ert, c.constraints)
+                core = FileCore.of(c)
                 core.architecture                       # (rendered: a template's includes recorded)
                 files += core.inputs()
     return files + list(template.files_read())

@@ -18,7 +18,8 @@
         arch: tpu/arch.yaml       #   list, whole spec or flattened v0.3), relative to this file;
         ert: tpu/ERT.yaml         #   optional: its energy table (default: beside it or inside it, else
         constraints: tpu/c.yaml   #   priced with the built-in estimator) and mapspace constraints
-        count: 2                  #   (default: its nodes' or a constraints.yaml beside it)
+        count: 2                  #   (default: its nodes' or a constraints.yaml beside it); an arch
+                                  #   that is a Jinja2 template takes var: {NAME: VALUE} (its names)
     workloads: [../problems/resnet50.yaml]     # optional; paths relative to this file, or bundled names (bert_base)
     sweep:                        # optional; Cartesian product of the axes
       axes:
@@ -51,7 +52,7 @@ from coexplore.spec.yamlio import load_yaml
 TOP_KEYS = ("system", "workloads", "sweep", "objectives", "mappers")
 SYSTEM_KEYS = ("name", "description", "clock_GHz", "technology", "dram", "cores")
 DRAM_KEYS = ("type", "width", "bandwidth_GBps", "bytes_per_cycle")
-CORE_KEYS = ("name", "template", "arch", "ert", "constraints", "params", "count", "grid")
+CORE_KEYS = ("name", "template", "arch", "ert", "constraints", "var", "params", "count", "grid")
 MAX_CORES = 10_000     # cores in a system: the job table has a latency and a bandwidth column per core
 OBJECTIVES = ("latency", "energy", "edp", "area", "throughput")
 MAPPER_ROLES = ("layer", "system")   # an online (multi-tenant) scheduler is not part of coexplore yet
@@ -90,6 +91,7 @@ class CoreSpec:
     arch: Path | None = None
     ert: Path | None = None
     constraints: Path | None = None
+    var: dict = field(default_factory=dict)   # an own core's template names (Jinja2), over any --var
 
     def instance_names(self) -> list[str]:
         """Names of the copies: `name` (one copy), `name_i` (count) or `name_r_c` (grid)."""
@@ -289,6 +291,11 @@ def _parse_core(value, file, index: int, base: Path) -> CoreSpec:
             if k in c:
                 raise _err(f"'{k}' with a template", file, f"{key}.{k}",
                            f"{k} files only with arch: (a template's core is priced and constrained by coexplore)")
+        if "var" in c:
+            raise _err("'var' with a template", file, f"{key}.var",
+                       "params: {...} for a coexplore template; var: {...} gives the names of an arch: file that "
+                       "is a Jinja2 template")
+    var = _template_names(c, files.get("arch"), file, key)
     template = _string(c["template"], file, f"{key}.template") if "template" in c else None
     name = _string(_core_name(c), file, f"{key}.name")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name):
@@ -313,7 +320,27 @@ def _parse_core(value, file, index: int, base: Path) -> CoreSpec:
     elif "count" in c:
         count = _number(c["count"], file, f"{key}.count", integer=True)
     return CoreSpec(name=name, template=template, params=dict(params), count=count, grid=grid,
-                    key=key, **files)
+                    key=key, var=var, **files)
+
+
+def _template_names(c: dict, arch: Path | None, file, key: str) -> dict:
+    """An own core's `var:`: names for its architecture file, which must be a Jinja2 template."""
+    if "var" not in c:
+        return {}
+    var = c["var"]
+    if not isinstance(var, dict):
+        raise _err(f"must be a mapping, got {_kind(var)}", file, f"{key}.var",
+                   "a mapping of the template's names to their values (name: value)")
+    for name in var:
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise _err(f"name {name!r} cannot be a template variable", file, f"{key}.var",
+                       "names of letters, digits and '_' (as the template writes {{ name }})")
+    from coexplore.spec.template import is_template
+    from coexplore.spec.yamlio import read_text
+    if var and arch is not None and not is_template(arch, read_text(arch)):
+        raise _err(f"{arch} is not a template: nothing would use these names", file, f"{key}.var",
+                   "var: only with a Jinja2 template (a .jinja2 file, or {{ }} / {% %} in it)")
+    return dict(var)
 
 
 def _split_path(path: str) -> list[str]:
@@ -335,7 +362,7 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
         if part == "cores" and isinstance(node.get("cores"), list):
             if i + 1 >= len(parts) - 1:
                 raise _err(f"path '{path}' stops at a core", file, key,
-                           "cores.<name>.params.<parameter>, cores.<name>.count or .grid")
+                           "cores.<name>.params.<parameter>, cores.<name>.count or .grid, cores.<name>.var.<NAME>")
             name = parts[i + 1]
             match = [c for c in node["cores"] if isinstance(c, dict) and _core_name(c) == name]
             if not match:
@@ -349,7 +376,13 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
                 node["params"] = {}
             elif part == "params" and "arch" in node:
                 raise _err(f"path '{path}': core '{_core_name(node)}' is an architecture file of its own, with no "
-                           "template parameters", file, key, "cores.<name>.count, .grid or .arch for such a core")
+                           "template parameters", file, key,
+                           "cores.<name>.count, .grid, .arch or .var.<name> (a Jinja2 template's) for such a core")
+            elif part == "var" and "arch" in node:
+                node["var"] = {}
+            elif part == "var":
+                raise _err(f"path '{path}': core '{_core_name(node)}' is a coexplore template: its values are "
+                           "params", file, key, f"cores.{_core_name(node)}.params.<parameter>")
             else:
                 raise _err(f"path '{path}': no key '{part}'", file, key, "an existing key")
         node = node[part]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import glob
 import itertools
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,24 @@ def set_data(data: dict[str, Any]) -> None:
     _DATA.update(data)
     _READ.clear()
     _USED.clear()
+
+
+@contextlib.contextmanager
+def with_names(extra: dict[str, Any]):
+    """Render with `extra` over the names `set_data` gave (a system core's `var:`); yields the set
+    of names the templates rendered meanwhile asked for (filled when the block ends)."""
+    saved, used = dict(_DATA), set(_USED)
+    _DATA.update(extra)
+    _USED.clear()
+    asked: set[str] = set()
+    try:
+        yield asked
+    finally:
+        asked |= _USED
+        _DATA.clear()
+        _DATA.update(saved)
+        _USED.clear()
+        _USED.update(used | (asked - set(extra)))     # a --var a core's template used counts as used
 
 
 def unused_names() -> list[str]:
@@ -231,8 +250,8 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
     except jinja2.UndefinedError as exc:
         raise CoexploreError(f"template: {exc.message}", file=str(path),
                              expected="its value, given with --var NAME=VALUE (evaluate, map, energy tables; "
-                                      "template.set_data in Python; timeloopfe's jinja_parse_data), or a "
-                                      "| default(...) in the template"
+                                      "var: {NAME: VALUE} in a system's core entry; template.set_data in Python; "
+                                      "timeloopfe's jinja_parse_data), or a | default(...) in the template"
                              ) from None
     except jinja2.TemplateSyntaxError as exc:
         raise CoexploreError(f"template syntax at line {exc.lineno}: {exc.message}", file=str(path)) from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from coexplore.arch.file_core import FileCore
@@ -45,6 +45,7 @@ class CoreModel:
     warnings: tuple = ()     # where the built-in energy estimate is not what Accelergy would give
     own: bool = False        # a core of the user's own files (system.cores[].arch)
     constraints_file: Path | None = None
+    names: dict = field(default_factory=dict)    # an own template core's `var:` (its file is read again)
 
     def constraints_for(self, problem) -> dict:
         """The mapspace constraints of one layer on this core: a template core's are fixed (flattened
@@ -52,7 +53,9 @@ class CoreModel:
         for the layer as timeloopfe completes a node list's (unit loops, permutations, macros)."""
         if not self.own:
             return self.constraints
-        return load_constraints(self.context_arch, self.constraints_file, problem)
+        from coexplore.spec.template import with_names
+        with with_names(self.names):
+            return load_constraints(self.context_arch, self.constraints_file, problem)
 
 
 def system_layer_mapper(system) -> "registry.MapperSpec | None":
@@ -94,15 +97,17 @@ def _file_core_model(core: FileCore, ert_file: Path | None = None) -> CoreModel:
     so); its constraints given, else its nodes' or a constraints.yaml beside it."""
     arch = core.architecture
     source = ert_file if ert_file is not None else core.ert_source()
-    with warnings.catch_warnings(record=True) as said:
+    with warnings.catch_warnings(record=True) as said, core.rendering():      # (a template: the core's var:)
         warnings.simplefilter("always")
         ert = load_ert(source) if isinstance(source, Path) else parse_ert(source, str(core.arch_file)) \
             if source is not None else builtin_ert(core.arch_file, override=f"ert: FILE in {core.key}")
         costs = level_costs(arch, ert)
     told = [f"{core.arch_file}: {w}" for w in arch.warnings] + [str(w.message) for w in said] + \
         [f"{ert.source}: {w}" for w in costs.notes]
-    cons = load_constraints(arch, core.constraints_file)        # read now: a bad file is said at once
-    return CoreModel(core.name, arch, costs, ert, cons, tuple(told), own=True, constraints_file=core.constraints_file)
+    with core.rendering():
+        cons = load_constraints(arch, core.constraints_file)        # read now: a bad file is said at once
+    return CoreModel(core.name, arch, costs, ert, cons, tuple(told), own=True, constraints_file=core.constraints_file,
+                     names=dict(core.var))
 
 
 def core_models(system: SystemArch) -> dict[str, CoreModel]:
