@@ -221,7 +221,7 @@ def test_an_empty_or_ragged_grid_is_refused(monkeypatch, capsys, tmp_path):
     header, first = GRID.read_text().splitlines()[:2]
     for name, text, says in (("empty.csv", header + "\n", "no rows after the header"),
                              ("short.csv", header + "\n" + first + "\n" + ",".join(first.split(",")[:5]) + "\n",
-                              "row 2 has fewer cells than the header")):
+                              "line 3 has fewer cells than the header")):
         (tmp_path / name).write_text(text)
         assert run(["energy", "check", str(tmp_path / name)], monkeypatch) == 2
         assert says in capsys.readouterr().err

@@ -43,7 +43,7 @@ class GridRow:
         return "primitives" if self.definition == "primitive" else "example_designs"
 
 
-def _float(text: str | None, n: int, column: str, file: str) -> float | None:
+def _float(text: str | None, where: str, column: str, file: str) -> float | None:
     """A number, or None for an empty cell; a non-finite or negative one is refused."""
     text = (text or "").strip()
     if not text:
@@ -51,25 +51,25 @@ def _float(text: str | None, n: int, column: str, file: str) -> float | None:
     try:
         value = float(text)
     except ValueError:
-        raise CoexploreError(f"row {n}: not a number: {text[:40]!r}", file=file, key=column,
+        raise CoexploreError(f"{where}: not a number: {text[:40]!r}", file=file, key=column,
                              expected="a number >= 0 (pJ or um^2)") from None
     if not math.isfinite(value) or value < 0:
-        raise CoexploreError(f"row {n}: {value}", file=file, key=column, expected="a finite number >= 0 (pJ or um^2)")
+        raise CoexploreError(f"{where}: {value}", file=file, key=column, expected="a finite number >= 0 (pJ or um^2)")
     return value
 
 
 ROUNDING = 1e-4    # the grid's rounded column (6 significant digits) against its full-precision one
 
 
-def _value(rec: dict, column: str, n: int, file: str) -> float | None:
+def _value(rec: dict, column: str, where: str, file: str) -> float | None:
     """A row's reference value: its `<column>_full` when the grid has one, else `<column>`; both
     are read, and a rounded value that is not the full one rounded is refused (an edited cell)."""
-    rounded = _float(rec[column], n, column, file)
-    full = _float(rec.get(column + "_full"), n, column + "_full", file)
+    rounded = _float(rec[column], where, column, file)
+    full = _float(rec.get(column + "_full"), where, column + "_full", file)
     if full is None:
         return rounded
     if rounded is not None and abs(rounded - full) > ROUNDING * max(abs(full), 1e-12):
-        raise CoexploreError(f"row {n}: {rounded:g} is not {column}_full = {full:g} rounded", file=file, key=column,
+        raise CoexploreError(f"{where}: {rounded:g} is not {column}_full = {full:g} rounded", file=file, key=column,
                              expected=f"{column} and {column}_full the same number (one rounded)")
     return full
 
@@ -90,7 +90,7 @@ def read_grid(path: str | Path) -> list[GridRow]:
                                  expected="columns " + ", ".join(REQUIRED_COLUMNS))
         try:
             for n, rec in enumerate(reader, start=1):
-                rows.append(_grid_row(rec, n, file))
+                rows.append(_grid_row(rec, n, file, reader.line_num))
         except csv.Error as exc:
             raise CoexploreError(f"line {reader.line_num}: {exc}", file=file,
                                  expected="a CSV in the format of accelergy-ert-grid/ert_grid.csv") from None
@@ -100,23 +100,25 @@ def read_grid(path: str | Path) -> list[GridRow]:
     return rows
 
 
-def _grid_row(rec: dict, n: int, file: str) -> GridRow:
+def _grid_row(rec: dict, n: int, file: str, line: int | None = None) -> GridRow:
+    """Record `n` (the grid's row when it has no `row` column), ending at file line `line` (said in errors)."""
+    where = f"line {line}" if line is not None else f"row {n}"
     if None in rec or any(rec.get(c) is None for c in REQUIRED_COLUMNS):
         what = "more" if None in rec else "fewer"
-        raise CoexploreError(f"row {n} has {what} cells than the header", file=file,
+        raise CoexploreError(f"{where} has {what} cells than the header", file=file,
                              expected="one cell per column of the header")
     try:
         attributes = json.loads(rec["attributes_json"] or "{}")
     except json.JSONDecodeError as exc:
-        raise CoexploreError(f"row {n}: not JSON ({exc.msg})", file=file, key="attributes_json",
+        raise CoexploreError(f"{where}: not JSON ({exc.msg})", file=file, key="attributes_json",
                              expected="a JSON object of the component's attributes") from None
     if not isinstance(attributes, dict):
-        raise CoexploreError(f"row {n}: {type(attributes).__name__}", file=file, key="attributes_json",
+        raise CoexploreError(f"{where}: {type(attributes).__name__}", file=file, key="attributes_json",
                              expected="a JSON object of the component's attributes")
-    energy, area = _value(rec, "energy_pJ", n, file), _value(rec, "area_um2", n, file)
+    energy, area = _value(rec, "energy_pJ", where, file), _value(rec, "area_um2", where, file)
     row = (rec.get("row") or "").strip()
     if row and not row.isdigit():
-        raise CoexploreError(f"row {n}: {row[:40]!r}", file=file, key="row", expected="a whole number >= 0")
+        raise CoexploreError(f"{where}: {row[:40]!r}", file=file, key="row", expected="a whole number >= 0")
     return GridRow(
         row=int(row) if row else n, component_id=rec["component_id"],
         group=rec.get("group", ""), cls=rec["class"], definition=rec["definition"],

@@ -67,8 +67,10 @@ def _leak_scale(gcs: float) -> float:
 
 
 def _lib_notes(tech: float) -> list:
-    """The Library plug-in interpolates the node index the reverse way (see technology.py): exact
-    at tabulated nodes and at its 40 nm data, not monotonic in between (22 nm above 28 nm)."""
+    """The Library plug-in interpolates the node index the reverse way (see technology.py): energies
+    exact at tabulated nodes and at its 40 nm data, not monotonic in between (22 nm above 28 nm).
+    Areas go through the bilinear area scaling even at 40 nm (area_scale(40, 40) = 1.156, not 1),
+    as the plug-in's scaling module computes them; the grid holds no 40 nm Library row to confirm it."""
     from coexplore.energy.technology import NODES_NM
     if tech in NODES_NM or tech == LIB_NODE:
         return []
@@ -211,6 +213,8 @@ def _cacti_native(model, w, d, nb, tech: float) -> tuple[dict, list, bool]:
     if tech <= lo_node or tech >= hi_node:
         node = lo_node if tech <= lo_node else hi_node
         base = at(node)
+        if tech == node:       # (area_scale(x, x) is not 1 between the scaling table's nodes)
+            return base, notes, ok
         e, a = energy_scale(node, tech), area_scale(node, tech)
         return ({"read": base["read"] * e, "write": base["write"] * e, "leak": base["leak"] * e,
                  "area": base["area"] * a}, notes, ok)
