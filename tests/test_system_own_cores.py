@@ -298,3 +298,43 @@ def test_a_templates_includes_are_part_of_a_schedules_run_identity(tmp_path):
     before = _run_description(args, system_mapper_option(args), 1000)["inputs_sha256"]
     (tmp_path / "t" / "depth.txt").write_text("32768")
     assert _run_description(args, system_mapper_option(args), 1000)["inputs_sha256"] != before
+
+
+def test_tables_of_another_design_or_size_are_refused_for_an_own_core(tmp_path):
+    """The corpus' eyeriss_like with 7 PE columns instead of 14 (84 PEs), its 168-PE ERT/ART beside it:
+    Timeloop would take them by name; the study's energies and area would be another design's."""
+    shutil.copytree(ARCHES / "eyeriss_like", tmp_path / "mine")
+    (tmp_path / "mine" / "constraints.yaml").unlink()
+    arch = tmp_path / "mine" / "arch.yaml"
+    text = arch.read_text()
+    assert text.count("spatial: {meshX: 14}") == 1
+    arch.write_text(text.replace("spatial: {meshX: 14}", "spatial: {meshX: 7}"))
+    (tmp_path / "wl.yaml").write_text(WORKLOAD)
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {arch: mine/arch.yaml}\nworkloads: [wl.yaml]\n")
+    r = cli("arch", "generate", path, "--out", tmp_path / "gen")
+    assert r.returncode == 2 and "does not fit core 'arch': no entry for" in r.stderr, r.stderr
+    assert "ifmap_spad[1..84] (it has ifmap_spad x 168)" in r.stderr and "ERT.yaml" in r.stderr
+    r = cli("schedule", path, "--layer-budget", "50", "--budget", "50", "--no-progress", "--out", tmp_path / "s")
+    assert r.returncode == 2 and "does not fit core 'arch'" in r.stderr
+    # another design's table given with ert: (simba_like's)
+    path.write_text(path.read_text().replace("{arch: mine/arch.yaml}",
+                                             f"{{arch: mine/arch.yaml, ert: {ARCHES / 'simba_like' / 'ERT.yaml'}}}"))
+    r = cli("arch", "generate", path, "--out", tmp_path / "gen")
+    assert r.returncode == 2 and "does not fit core 'arch': no entry for" in r.stderr
+    # no tables beside it: the built-in estimator prices the 84-PE core (its area below the 168-PE one's)
+    (tmp_path / "mine" / "ERT.yaml").unlink()
+    path.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {arch: mine/arch.yaml}\nworkloads: [wl.yaml]\n")
+    r = cli("arch", "generate", path, "--out", tmp_path / "gen", "--json")
+    assert r.returncode == 2 and "ART.yaml" in r.stderr and "does not fit core" in r.stderr   # the ART beside it
+    (tmp_path / "mine" / "ART.yaml").unlink()
+    r = cli("arch", "generate", path, "--out", tmp_path / "gen", "--json")
+    assert r.returncode == 0, r.stderr
+    [core] = json.loads(r.stdout)["cores"]
+    (tmp_path / "full").mkdir()                          # the 168-PE original, priced the same way
+    shutil.copy(ARCHES / "eyeriss_like" / "arch.yaml", tmp_path / "full" / "arch.yaml")
+    path.write_text(path.read_text().replace("mine/arch.yaml", "full/arch.yaml"))
+    r = cli("arch", "generate", path, "--out", tmp_path / "gen168", "--json")
+    assert r.returncode == 0, r.stderr
+    [full] = json.loads(r.stdout)["cores"]
+    assert (core["macs"], full["macs"]) == (84, 168) and core["area_mm2"] < full["area_mm2"]

@@ -104,6 +104,10 @@ class FileCore:
                 art = ("copied", folder / "ART.yaml")
                 break
         said: list[str] = []
+        if art is not None:                 # an ART of another design or size would give its area
+            from coexplore.arch.tables import check_own_table
+            from coexplore.energy.tables import read_art
+            check_own_table(self.name, self.architecture, read_art(art[1]), "ART", art[1])
         if (ert is None or art is None) and price:
             from coexplore.energy.pricing import price_architecture
             with warnings.catch_warnings(), self.rendering():       # (warnings: said once, by the caller)

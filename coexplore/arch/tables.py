@@ -61,6 +61,32 @@ def find_given_tables(core: CoreArch, source: str | Path) -> tuple[Path, Path]:
     return ert, art
 
 
+def check_own_table(name: str, arch, table: dict, root: str, file) -> None:
+    """An ERT or ART attached to a core of the user's own must be that architecture's, as a table
+    given for a template core must (`find_given_tables`): an entry for every level that is priced
+    (every storage and the compute level; the dummy spatial levels aside), with its instances. A
+    table of another design, or of this one at another size ([1..168] on a 64-PE array), would
+    price the core silently wrong (Timeloop keys tables by name alone)."""
+    from coexplore.energy.tables import entry_instances
+    tables = (table.get(root) or table).get("tables") if isinstance(table, dict) else None
+    if not isinstance(tables, list):
+        raise CoexploreError(f"no {root}.tables list", file=str(file), key=f"{root}.tables",
+                             expected=f"Accelergy's {root}.yaml format")
+    have: dict[str, set[int]] = {}
+    for i, t in enumerate(tables):
+        if isinstance(t, dict) and "name" in t:
+            short, n = entry_instances(t["name"], f"{root}.tables[{i}].name")
+            have.setdefault(short, set()).add(n)
+    wrong = [f"{lv.name}[1..{lv.instances}]" + (f" (it has {lv.name} x {', '.join(map(str, sorted(have[lv.name])))})"
+                                                if lv.name in have else "")
+             for lv in arch.all_levels if not lv.is_dummy and lv.instances not in have.get(lv.name, ())]
+    if wrong:
+        raise CoexploreError(f"does not fit core '{name}': no entry for {', '.join(wrong[:3])}"
+                             + (" ..." if len(wrong) > 3 else ""), file=str(file), key=f"{root}.tables",
+                             expected="a table made for this architecture (same level names and instances), or none "
+                                      "(the built-in estimator prices the core)")
+
+
 def price_core(core: CoreArch, estimator: str = "builtin"):
     """ERT and ART of a core from the energy estimator (`coexplore.energy.tables`), priced on the
     flattened form, which carries the inherited attributes (technology, clock) Accelergy sees."""

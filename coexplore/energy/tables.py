@@ -226,15 +226,19 @@ def area_breakdown(art: dict) -> list[tuple[str, int, float]]:
     """(component, instances, um^2 per instance) of each ART entry; the instance count is the
     product of the `[a..b]` ranges in the component's full name, as Accelergy writes it (the
     component's own and its v0.3 subtrees': `system.PE[0..15].MAC[0..15]` is 256 MACs)."""
-    out = []
-    for i, t in enumerate(art["ART"]["tables"]):
-        parts = re.findall(r"([^.\[\]]+)(\[[^\[\]]*\])?", str(t["name"]))
-        n = 1
-        for part, rng in parts:
-            if rng:
-                n *= split_range(part + rng, key=f"ART.tables[{i}].name")[1]   # refuses PE[16..1]
-        out.append((parts[-1][0] if parts else str(t["name"]), n, float(t["area"])))
-    return out
+    return [(*entry_instances(t["name"], f"ART.tables[{i}].name"), float(t["area"]))
+            for i, t in enumerate(art["ART"]["tables"])]
+
+
+def entry_instances(name, key: str = "name") -> tuple[str, int]:
+    """(component, instances) of an ERT/ART entry's full name: its last segment, and the product of
+    the `[a..b]` ranges along the name (`system.PE[0..15].MAC[0..15]`: MAC, 256)."""
+    parts = re.findall(r"([^.\[\]]+)(\[[^\[\]]*\])?", str(name))
+    n = 1
+    for part, rng in parts:
+        if rng:
+            n *= split_range(part + rng, key=key)[1]   # refuses PE[16..1]
+    return (parts[-1][0] if parts else str(name)), n
 
 
 def write_art(path: str | Path, art: dict, estimator: str | None = None) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from coexplore.arch.file_core import FileCore
 from coexplore.arch.system import SystemArch, load_system_arch
-from coexplore.arch.tables import price_core
+from coexplore.arch.tables import check_own_table, price_core
 from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.model.evaluate import dram_bytes, level_costs
 from coexplore.model.inputs import Context
@@ -101,6 +101,8 @@ def _file_core_model(core: FileCore, ert_file: Path | None = None) -> CoreModel:
         warnings.simplefilter("always")
         ert = load_ert(source) if isinstance(source, Path) else parse_ert(source, str(core.arch_file)) \
             if source is not None else builtin_ert(core.arch_file, override=f"ert: FILE in {core.key}")
+        if source is not None:            # a table given, beside or inside: it must be this design's
+            check_own_table(core.name, arch, ert.raw, "ERT", source if isinstance(source, Path) else core.arch_file)
         costs = level_costs(arch, ert)
     told = [f"{core.arch_file}: {w}" for w in arch.warnings] + [str(w.message) for w in said] + \
         [f"{ert.source}: {w}" for w in costs.notes]
