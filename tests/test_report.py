@@ -584,3 +584,20 @@ def test_title_is_the_systems_name_else_the_file_stem():
     plain = render_report(dict(RUN, system="/abs/arch/simba_2x2.yaml"), pts, objs, front)
     assert h1(plain) == "coexplore sweep: simba_2x2"
     assert h1(render_report({}, pts, objs, front)) == "coexplore sweep: sweep"
+
+
+def test_the_points_warnings_are_listed_once_each_with_their_points():
+    pts, objs = sweep(), objectives("latency", "energy")
+    for p in pts:
+        p["warnings"] = ["SRAM: depth 64 is outside the fitted CACTI data <x>"]
+    pts[1]["warnings"] = pts[1]["warnings"] + ["only here"]
+    text = render_report(RUN, pts, objs, front_of(pts, objs))
+    doc = parse(text)
+    assert "<h2>Warnings</h2>" in text and "<x>" not in text
+    head, *rows = doc.tables[-1]
+    assert head == ["points", "warning"]
+    assert rows == [["every point", "SRAM: depth 64 is outside the fitted CACTI data <x>"],
+                    [pts[1]["point"], "only here"]]
+    for p in pts:
+        p["warnings"] = []
+    assert "Warnings" not in render_report(RUN, pts, objs, front_of(pts, objs))

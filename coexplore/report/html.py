@@ -215,8 +215,26 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
     out.append("</table>")
     out.append('<p class="note">Numbers to 4 significant digits (inf: infinite, n/a: not a number). '
                "Objective columns shaded; &#9733; marks the Pareto front.</p>")
+    out += _warnings(points)
     out += ["</body>", "</html>", ""]
     return "\n".join(out)
+
+
+def _warnings(points: list[dict]) -> list[str]:
+    """What the points warned of (estimates standing in, extrapolated fits, idle fan-outs ...),
+    each once with the points it came from: the numbers above rest on them."""
+    said: dict = {}
+    for p in points:
+        for w in p.get("warnings") or ():
+            said.setdefault(str(w), []).append(str(p.get("point", "")))
+    if not said:
+        return []
+    out = ["<h2>Warnings</h2>", '<table class="warnings"><tr><th>points</th><th>warning</th></tr>']
+    for w, ids in said.items():
+        where = "every point" if len(ids) == len(points) > 1 else ", ".join(ids)
+        out.append(f"<tr><td>{escape(where)}</td><td>{escape(w)}</td></tr>")
+    out.append("</table>")
+    return out
 
 
 def write_report(path: str | Path, run: dict, points: list[dict], objectives: list[Objective], front,
