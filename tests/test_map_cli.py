@@ -464,3 +464,14 @@ def test_a_custom_objective_sees_inf_for_invalid_mappings_and_a_refusal_is_named
     assert str(e.value).startswith("objective: the objective function gave no finite loss") or \
         "key 'objective': the objective function gave no finite loss" in str(e.value)
     assert "penalty" in str(e.value) and "--budget" not in str(e.value)
+
+
+def test_a_missing_workload_with_layer_is_said_missing(tmp_path):
+    """Not 'this is a single problem': the file is not there at all (user study)."""
+    for command in (["map", ARCH, tmp_path / "wl5.yaml", "--layer", "a", "--budget", "10"],
+                    ["evaluate", ARCH, tmp_path / "wl5.yaml", tmp_path / "m.yaml", "--layer", "a"]):
+        r = cli(*command)
+        assert r.returncode == 2 and f"{tmp_path / 'wl5.yaml'}: file not found" in r.stderr, r.stderr
+        assert "single problem" not in r.stderr
+    r = cli("map", ARCH, LAYER, "--layer", "a", "--budget", "10")     # a problem that exists: --layer refused
+    assert r.returncode == 2 and "--layer picks a layer of a workload file; this is a single problem" in r.stderr

@@ -143,6 +143,8 @@ def load_problem_arg(path: str | Path, layer: str | None) -> Problem:
 
     p = Path(path)
     if not is_workload(p):
+        if layer is not None and not resolve("problems", p).is_file():      # (not a problem either)
+            raise CoexploreError("file not found", file=str(p), expected="a workload YAML (or a bundled workload name)")
         if layer is not None:
             raise CoexploreError("--layer picks a layer of a workload file; this is a single problem",
                                  file=str(p), key="--layer", expected="no --layer, or a workload YAML")
