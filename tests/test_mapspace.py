@@ -434,3 +434,24 @@ def test_a_split_without_a_permutation_on_a_one_axis_array_keeps_the_canonical_o
     ok = ms.satisfies(a)
     P = ms.problem.dims.index("P")
     assert ok.any() and (a.spatial_x[ok, 1, P] == 1).all() and (a.spatial_x[:, 1, P] > 1).any()
+
+
+def test_fixed_spatial_factors_beyond_the_fan_out_are_refused_up_front(tmp_path):
+    """eyeriss_like's PE columns fan out 14 (X): M=8 fits, M=8 with Q=6 (48) leaves no valid mapping
+    (a search would spend its whole budget and find none): refused naming the factors and the level."""
+    from coexplore.errors import CoexploreError
+    ctx = load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    text = (CORPUS / "arches" / "eyeriss_like" / "constraints.yaml").read_text()
+    old = "    factors: N=1,C=1,P=1,R=1,S=1\n    permutation: NCPRSQM\n    split: 999\n    target: inter_PE_column_spatial\n"
+    assert old in text
+    f = tmp_path / "c.yaml"
+    f.write_text(text.replace(old, old.replace("S=1\n", "S=1,M=8\n")))
+    ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, f))          # fits: 8 of 14
+    x = ms.sample(np.random.default_rng(0), 50)
+    li = [lv.name for lv in reversed(ctx.arch.levels)].index("inter_PE_column_spatial")
+    assert np.all(ms.decode(x).spatial_x[:, li, ctx.problem.dims.index("M")] == 8)
+    f.write_text(text.replace(old, old.replace("S=1\n", "S=1,M=8,Q=6\n")))
+    with pytest.raises(CoexploreError, match=r"spatial factors M=8 Q=6 at inter_PE_column_spatial need an X fan-out "
+                                             r"of 48; the level fans out 14 x 1") as info:
+        MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, f))
+    assert info.value.key == "inter_PE_column_spatial.spatial.factors" and info.value.file == str(f)

@@ -141,6 +141,27 @@ class FactorParam:
 class MapSpace:
     """Encoding/decoding of one (architecture, layer) mapspace under Timeloop constraints."""
 
+    def _check_fixed_fanout(self, inner, fx, fy) -> None:
+        """Fixed spatial factors that need more of a fan-out than the level has leave no valid
+        mapping (every candidate would overflow the array): refused up front, naming them, not
+        after a whole search that finds nothing."""
+        dims = self.problem.dims
+        for li, lv in enumerate(inner):
+            chosen = [(d, n) for l2, d, n in self.axis_choices if l2 == li]      # X or Y: a parameter
+            free_x = int(np.prod(self.base_x[li])) // int(np.prod([n for _, n in chosen], dtype=np.int64))
+            fixed_y = int(np.prod(self.base_y[li]))
+            total = int(np.prod(self.base_x[li])) * fixed_y
+            for need, have, what in ((free_x, fx[li], f"an X fan-out of {free_x}"), (fixed_y, fy[li],
+                                     f"a Y fan-out of {fixed_y}"), (total, fx[li] * fy[li], f"a fan-out of {total}")):
+                if need > have:
+                    factors = " ".join(f"{dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}"
+                                       for d in range(len(dims)) if self.base_x[li, d] * self.base_y[li, d] > 1)
+                    c = self.constraints.get(lv.name, LevelConstraints())
+                    raise CoexploreError(f"spatial factors {factors} at {lv.name} need {what}; the level fans out "
+                                         f"{fx[li]} x {fy[li]} (X x Y)", file=c.source,
+                                         key=f"{lv.name}.spatial.factors",
+                                         expected="fixed spatial factors whose product fits the level's fan-out")
+
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
         self.arch, self.problem = arch, problem
         self.constraints = _resolved(constraints or {}, problem)
@@ -214,6 +235,7 @@ class MapSpace:
                 if x_allowed[li, d] or y_allowed[li, d]:
                     self.s_max[li, d] = c.spatial_max.get(name, self.s_max[li, d])
                     self.s_min[li, d] = c.spatial_min.get(name, 1)
+        self._check_fixed_fanout(inner, fx, fy)
         for d, name in enumerate(dims):     # a prime with no level to go to: the constraints conflict
             if remaining[d] > 1 and not (t_allowed[:, d].any() or x_allowed[:, d].any() or y_allowed[:, d].any()):
                 raise CoexploreError(f"the constraints leave no level for the factor {remaining[d]} of dimension "
