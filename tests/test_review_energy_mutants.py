@@ -412,3 +412,11 @@ def test_ert_lists_components_in_the_order_of_the_art():
     art_names = [t["name"] for t in art["ART"]["tables"]]
     assert art_names[:2] == ["top.sram[1..1]", "top.dram[1..1]"]
     assert ert_names == [n for n in art_names if n in ert_names]
+
+
+def test_an_extrapolated_sram_is_said_with_the_size_as_written():
+    """depth 16 is priced as the plug-in's 64 words per bank; the warning names both (user study)."""
+    [said] = E("SRAM", width=64, depth=16, technology="45nm").warnings
+    assert said.startswith("SRAM: depth 16 (priced as 64, the CACTI plug-in's rounding) is outside the fitted")
+    [said] = E("SRAM", width=64, depth=10**8, technology="45nm").warnings
+    assert said.startswith("SRAM: depth 1e+08 is outside the fitted")

@@ -180,8 +180,9 @@ def cacti_rounding(width: float, depth: float, n_banks: float):
     return w, d, nb, (0.7 * ws + 0.3) * ds ** 0.78, ws * ds
 
 
-def _cacti_native(model, w, d, nb, tech: float) -> tuple[dict, list, bool]:
-    """Fitted CACTI values at `tech` (nm) for a rounded size; notes when extrapolated."""
+def _cacti_native(model, w, d, nb, tech: float, given: tuple | None = None) -> tuple[dict, list, bool]:
+    """Fitted CACTI values at `tech` (nm) for a rounded size; notes when extrapolated (naming the
+    size as written, `given` = (width, depth, banks), when the plug-in's rounding changed it)."""
     def at(node):
         if node in sram_model.CACTI_NODES:
             return model.at_node(w, d, nb, node)
@@ -197,10 +198,12 @@ def _cacti_native(model, w, d, nb, tech: float) -> tuple[dict, list, bool]:
                 "area": base["area"] * a}
 
     notes, ok = [], True
-    for what, value, (low, high) in (("width", w, FIT_RANGE["width"]), ("depth", d, FIT_RANGE["depth"]),
-                                     ("banks", nb, FIT_RANGE["n_banks"])):
+    for i, (what, value, (low, high)) in enumerate((("width", w, FIT_RANGE["width"]), ("depth", d, FIT_RANGE["depth"]),
+                                                    ("banks", nb, FIT_RANGE["n_banks"]))):
         if not low <= value <= high:
-            notes.append(f"SRAM: {what} {value:g} is outside the fitted CACTI data ({low:g}-{high:g}); "
+            written = given[i] if given is not None else value
+            shown = f"{written:g}" if written == value else f"{written:g} (priced as {value:g}, the CACTI plug-in's rounding)"
+            notes.append(f"SRAM: {what} {shown} is outside the fitted CACTI data ({low:g}-{high:g}); "
                          "the fit is extrapolated there")
     lo_node, hi_node = CACTI_RUN_NODES[0], CACTI_RUN_NODES[-1]
     if tech < CACTI_RANGE[0] or tech > CACTI_RANGE[1]:
@@ -234,7 +237,7 @@ def cacti_sram(width: float, depth: float, n_banks: float, tech: float, gcs: flo
         return Priced({"read": 0.0, "write": 0.0, "update": 0.0, "leak": 0.0}, 0.0, "CactiSRAM-fit")
     model = model or sram_model.default_model()
     w, d, nb, dyn, lin = cacti_rounding(width, depth, n_banks)
-    raw, notes, ok = _cacti_native(model, w, d, nb, tech)
+    raw, notes, ok = _cacti_native(model, w, d, nb, tech, given=(width, depth, n_banks))
     read, write = raw["read"] * dyn, raw["write"] * dyn
     return Priced({"read": read, "write": write, "update": write,
                    "leak": raw["leak"] * lin * _leak_scale(gcs)}, raw["area"] * lin,
