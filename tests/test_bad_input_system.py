@@ -96,3 +96,26 @@ def test_values_in_another_unit_are_warned_about(tmp_path, field, value, says):
     f.write_text(yaml.safe_dump(doc))
     with pytest.warns(CoexploreWarning, match=says):
         load_system(f)
+
+
+def test_a_misspelt_sweep_parameter_and_an_odd_word_are_blamed_on_what_was_written(tmp_path):
+    """User study: 'value 2048 makes ...glb_dpth invalid' blamed the value; word_bits 12 was blamed on
+    the shared DRAM width nobody changed."""
+    from coexplore.arch.system import load_system_arch
+    from coexplore.errors import CoexploreError
+    f = tmp_path / "s.yaml"
+    f.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {template: simba}\nsweep:\n  axes:\n    cores.simba.params.glb_dpth: [1024, 2048]\n"
+                 "    system.clock_GHz: [1.0, 2.0]\n")
+    with pytest.raises(CoexploreError) as info:
+        load_system_arch(f)
+    assert info.value.key == "sweep.axes.cores.simba.params.glb_dpth"
+    assert info.value.message.startswith("the axis names an unknown parameter 'glb_dpth'")
+    assert "glb_depth" in info.value.expected
+    f.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {template: simba, params: {word_bits: 12}}\n")
+    with pytest.raises(CoexploreError) as info:
+        load_system_arch(f)
+    assert info.value.key == "system.cores[0].params.word_bits" and "system.dram.width" in info.value.expected
+    f.write_text("system:\n  dram: {width: 60, bandwidth_GBps: 8}\n  cores:\n  - {template: simba}\n")       # the DRAM width's own fault
+    with pytest.raises(CoexploreError) as info:
+        load_system_arch(f)
+    assert info.value.key == "system.dram.width"

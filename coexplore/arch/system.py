@@ -81,6 +81,11 @@ def build_system(spec: SystemSpec) -> SystemArch:
         except CoexploreError as exc:       # a system-wide setting: name the system key
             param = (exc.key or "").rpartition(".params.")[2]
             inherited = param not in c.params and (param in SYSTEM_OWNED or param == "technology")
+            if param == "dram_width" and "word_bits" in c.params:
+                exc.key = f"{c.key}.params.word_bits"      # the shared DRAM width vs this core's word
+                exc.expected = "word_bits dividing the shared DRAM width (system.dram.width), e.g. 8 or 16"
+                exc.args = (exc.format(),)
+                raise
             if exc.key and exc.key.startswith(f"{c.key}.params.") and inherited:
                 exc.key = SYSTEM_OWNED.get(param, "system.technology")
                 exc.args = (exc.format(),)
@@ -133,6 +138,9 @@ def _check_point(spec: SystemSpec, point: SystemSpec, path: str, value) -> None:
     try:
         build_system(point)
     except CoexploreError as exc:
+        if exc.message.startswith("unknown parameter") and (exc.key or "").endswith(path.rpartition(".")[2]):
+            raise CoexploreError(f"the axis names an {exc.message} (of {exc.key.rpartition('.params.')[0]})",
+                                 file=spec.file, key=f"sweep.axes.{path}", expected=exc.expected) from None
         raise CoexploreError(f"value {value!r} makes {exc.key} invalid: {exc.message}",
                              file=spec.file, key=f"sweep.axes.{path}", expected=exc.expected) from None
 
