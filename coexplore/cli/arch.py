@@ -121,8 +121,8 @@ def run(args) -> int:
     print(f"{'core':<{w}} {'template':<9} {'copies':>6} {'MACs':>6} {'levels':>6} {'area mm^2':>10}  ERT/ART")
     for name, template, count, macs, levels, source, area, _ in rows:
         print(f"{name:<{w}} {template or '(file)':<9} {count:>6} {macs:>6} {levels:>6} {area:>10.4g}  {source}")
-    print("(levels: storage levels and the compute level; area: one copy, instances x per-instance area "
-          "from its ART.yaml)")
+    print("(levels: storage levels, a node list's fan-out levels (inter_*_spatial) and the compute level; "
+          "area: one copy, instances x per-instance area from its ART.yaml)")
     made = [name for name, template, *_ in rows if template is not None]
     print("wrote " + "; ".join(([f"{out}/<core>/{{arch,processed,constraints,ERT,ART}}.yaml ({', '.join(made)})"]
                                 if made else [])

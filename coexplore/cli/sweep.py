@@ -318,10 +318,11 @@ def axis_labels(paths: list[str]) -> list[str]:
     return out
 
 
-def _shown(value) -> str:
-    """An axis value in the summary (a file path by its name)."""
+def _shown(value, width: int = 32) -> str:
+    """An axis value in the summary: as written (a file path too: two designs are often both
+    `arch.yaml`), its end when longer than `width`."""
     text = str(value)
-    return Path(text).name if isinstance(value, str) and "/" in text else text
+    return text if len(text) <= width else "..." + text[-(width - 3):]
 
 
 def summary_lines(spec, records: list[dict], objectives: list, front: list[bool], total: int) -> list[str]:
