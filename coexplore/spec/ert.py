@@ -31,6 +31,13 @@ def level_key(table_name: str) -> str:
     return name.split(".")[-1]
 
 
+def named_instances(table_name: str) -> int | None:
+    """The instances a table's name gives its component (the product of its `[a..b]` ranges:
+    `system.PE[0..15].MAC[0..15]` 256), None for a name without ranges."""
+    ranges = re.findall(r"\[(\d+)\.\.(\d+)\]", str(table_name))
+    return math.prod(max(0, int(hi) - int(lo) + 1) for lo, hi in ranges) if ranges else None
+
+
 @dataclass
 class EnergyTable:
     """Per level, the max energy (pJ) of each Accelergy action, and Timeloop's per-operation view."""
@@ -38,6 +45,7 @@ class EnergyTable:
     actions: dict[str, dict[str, float]] = field(default_factory=dict)
     source: str | None = None
     raw: Any = None
+    instances: dict[str, set[int]] = field(default_factory=dict)   # level -> what its tables' names give
 
     def energy(self, level: str, op: str) -> float | None:
         acts = self.actions.get(level)
@@ -81,6 +89,11 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
                                      expected="a finite number >= 0 (pJ)")
             acts[str(a["name"])] = max(e, acts.get(str(a["name"]), float("-inf")))
     out: dict[str, dict[str, float]] = {}
+    instances: dict[str, set[int]] = {}
+    for name in full:
+        n = named_instances(name)
+        if n is not None:
+            instances.setdefault(level_key(name), set()).add(n)
     for name, acts in full.items():
         level = out.setdefault(level_key(name), {})
         for names in OPERATIONS.values():
@@ -88,7 +101,7 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
                 for n in names:
                     level.pop(n, None)
         level.update(acts)
-    return EnergyTable(out, file, data)
+    return EnergyTable(out, file, data, instances)
 
 
 def _energy(value) -> float | None:
