@@ -24,12 +24,12 @@ CLAIMED: list[Path] = []     # folders default_run_dir claimed in this process
 HELD: dict[Path, int] = {}   # result folders this command writes: their locked descriptors (`hold`)
 
 
-def hold(folder: Path, given: bool = True) -> Path:
+def hold(folder: Path, given: bool = True, same_run: bool = False) -> Path:
     """Hold the result folder `folder` until the command ends (`release_held`): an advisory lock on
     the folder itself, which the system also drops however the process ends. A second coexplore
     run choosing the same folder meanwhile is refused, instead of both writing it. Where there are
     no POSIX locks (Windows), nothing is held. `given`: the user named it (--out), else it is the
-    command's default folder for this run."""
+    command's default folder; `same_run`: a default folder recording this very run."""
     try:
         import fcntl
     except ImportError:
@@ -50,10 +50,13 @@ def hold(folder: Path, given: bool = True) -> Path:
             raise CoexploreError("another coexplore run is writing this folder now", file=str(folder), key="--out",
                                  expected="that run's end (run the command again then: it resumes, or finds the "
                                           "result written), or another --out folder") from None
-        raise CoexploreError("the same run (same inputs and settings) is running now and writing its default "
-                             "result folder", file=str(folder),
-                             expected="that run's end (run the command again then: it finds the result written), "
-                                      "or --out another folder") from None
+        if same_run:
+            raise CoexploreError("the same run (same inputs and settings) is running now and writing its default "
+                                 "result folder", file=str(folder),
+                                 expected="that run's end (run the command again then: it finds the result written), "
+                                          "or --out another folder") from None
+        raise CoexploreError("another coexplore run is writing this default result folder now", file=str(folder),
+                             expected="that run's end, or --out another folder") from None
     except OSError:                               # no locks there (NFS without lockd, ...): not held
         os.close(fd)
         return folder
@@ -283,7 +286,7 @@ def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
             CLAIMED.append(cand)
             return hold(cand, given=False)
         if (owner or _owner(claim)) == want:
-            return hold(cand, given=False)
+            return hold(cand, given=False, same_run=True)
     raise CoexploreError("no free default result folder", file=str(base), key="--out",
                          expected="an --out folder")
 

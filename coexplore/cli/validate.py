@@ -24,9 +24,11 @@ def register(sub) -> None:
                                    "refused mapping that timeloop-model wrote for the case); also the folders Timeloop "
                                    "ran in (timeloopfe's output folders, the exercises' ref/: "
                                    "parsed-processed-input.yaml with the stats.txt and ERT beside it). "
-                                   "Exit 1 if a case disagrees; 2 if the corpus is malformed (a case folder "
+                                   "Exit 1 if a case disagrees (with --model timeloop: or its timeloop-model run "
+                                   "failed); 2 if the corpus is malformed (a case folder "
                                    "missing one of its two files, an expected.json off its schema, an arch "
-                                   "without processed.yaml/arch.yaml or ERT.yaml).")
+                                   "without processed.yaml/arch.yaml or ERT.yaml), or timeloop-model failed on each "
+                                   "of the first 5 cases.")
     p.add_argument("dir", help="corpus directory (e.g. tests/data/timeloop_corpus)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--failures", type=nonnegative, default=10,
@@ -78,7 +80,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
                      f"{s['energy_tolerance_from_stats']} stats.txt references the precision of their printed energies)")
     if s.get("runs_failed"):
         lines.append(f"runs failed     : {s['runs_failed']} timeloop-model run{'s' if s['runs_failed'] > 1 else ''} "
-                     "(crashed, timed out or unreadable: listed below)")
+                     "(crashed, timed out or unreadable; failing cases, each with its reason)")
     lines.append(f"time            : {s['wall_s']:.2f} s in all, {s['model_s']:.2f} s in the model")
     if s.get("model", "builtin") != "builtin":
         lines.append("model           : the real timeloop-model (energies as its stats.txt prints them, to 0.01 pJ)")
@@ -94,7 +96,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
         lines += ["", f"mismatching cases ({len(s['failures'])}, first {min(max_failures, len(s['failures']))}):"]
         for r in s["failures"][:max_failures]:
             if r.get("run_error"):
-                lines.append(f"  {r['case']}: timeloop-model failed: {r['run_error']}")
+                lines.append(f"  {r['case']}: {r['run_error']}")
                 continue
             if not r["valid_agree"]:
                 said = f"; {r['error_got'] or r['error_ref']}" if r.get("error_got") or r.get("error_ref") else ""

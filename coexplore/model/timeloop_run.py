@@ -86,10 +86,9 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
                                  file=str(folder), key="--timeloop-dir", expected="a folder path (created if missing)"
                                  ) from None
         try:
-            done = subprocess.run([exe, *(f.name for f in files)], cwd=folder, capture_output=True, text=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
+            done = _run_group([exe, *(f.name for f in files)], folder, timeout)
         except subprocess.TimeoutExpired:
-            raise CoexploreError(f"timeloop-model ran longer than {timeout:g} s", key="--model",
+            raise CoexploreError(f"timeloop-model ran longer than {timeout:g} s (--timeloop-timeout)", key="--model",
                                  expected="a timeloop-model that finishes") from None
         except OSError as exc:
             raise CoexploreError(f"cannot run {exe}: {exc.strerror or exc}", key="--model",
@@ -121,6 +120,24 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
             how = f"failed (exit code {done.returncode})"
         raise CoexploreError(f"timeloop-model {how}: {tail}", key="--model",
                              expected=f"a timeloop-model run that writes {STATS} or refuses the mapping {look}")
+
+
+def _run_group(command: list, folder: Path, timeout: float) -> subprocess.CompletedProcess:
+    """Run `command` in a process group of its own, so a timeout or a Ctrl-C stops everything it
+    started (a timeloop-model behind a wrapper script, docker or conda leaves no process behind)."""
+    import signal
+    proc = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:                 # the timeout, Ctrl-C, SIGTERM: the whole group goes
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 MARK = ".coexplore-timeloop"         # in a --timeloop-dir: coexplore's (its files may be replaced)

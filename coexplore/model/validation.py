@@ -189,42 +189,46 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                                           f"or an 'ERT:' key in {arch_file.name}") from None
         ctx.stride_rule = stride_rule
         mappings = [ctx.load_mapping(c.mapping) for c in group]
-        t = time.perf_counter()
-        if executable is None:
+        if executable is None:              # the built-in model: the group in one batch
+            t = time.perf_counter()
             res = ctx.evaluate_mappings(mappings)
-            records = [ctx.record(res, i) for i in range(len(group))]
-        else:
-            records = []
-            for m, c in zip(mappings, group):
-                records.append(_through_timeloop(ctx, m, c, *executable))
-                if len(rows) + len(records) == FIRST_FAILED and all(isinstance(r, str) for r in records) and \
-                        all(r.get("run_error") for r in rows):
-                    first = f"{rows[0]['case']}: {rows[0]['run_error']}" if rows else \
-                        f"{_case_name(group[0], root)}: {records[0]}"
-                    raise CoexploreError(f"timeloop-model failed on each of the first {FIRST_FAILED} cases; the first: "
-                                         f"{first}",
-                                         key="--model", expected="a timeloop-model that runs these cases (coexplore "
-                                         "evaluate ... --model timeloop --timeloop-dir DIR on one of them keeps its "
-                                         "inputs and outputs to look at)")
-        model_s[0] += time.perf_counter() - t
-        for c, got in zip(group, records):
-            ref = refs[(c.path, c.reference)]
-            if isinstance(got, str):            # timeloop-model's run failed (crashed, timed out, ...)
-                rows.append(_run_failed(c, ref, got, root))
-                continue
-            cmp = compare_records(got, ref)
-            if cmp.get("counts_exact") is not None:
-                extra = _level_mismatches(got, ref)
-                if extra:
-                    cmp["mismatches"] = extra + cmp["mismatches"]
-                    cmp["counts_exact"] = False
-                    cmp["count_max_rel_err"] = math.inf
-            cmp.update(case=_case_name(c, root), arch=c.arch, layer=c.layer, source=ref.get("source"))
-            if c.reference.name.endswith(".stats.txt") and ref["valid"] and ref["energy_pJ"]:
-                cmp["energy_tol"] = max(ENERGY_TOL, energy_tolerance_pJ(ref) / ref["energy_pJ"])   # printed to 0.01 pJ
-            rows.append(cmp)
-        if bar is not None:
-            bar.update(len(group))
+            model_s[0] += time.perf_counter() - t
+            rows.extend(_row(c, ctx.record(res, i), refs, root) for i, c in enumerate(group))
+            if bar is not None:
+                bar.update(len(group))
+            continue
+        for m, c in zip(mappings, group):   # timeloop-model: case by case, each row kept as it ends (Ctrl-C)
+            t = time.perf_counter()
+            got = _through_timeloop(ctx, m, c, *executable)
+            model_s[0] += time.perf_counter() - t
+            rows.append(_row(c, got, refs, root))
+            if bar is not None:
+                bar.update(1)
+            if len(rows) == FIRST_FAILED and all(r.get("run_error") for r in rows):
+                raise CoexploreError(f"timeloop-model failed on each of the first {FIRST_FAILED} cases; the first: "
+                                     f"{rows[0]['case']}: {rows[0]['run_error']}", key="--model",
+                                     expected="a timeloop-model that runs these cases (coexplore evaluate ... --model "
+                                              "timeloop --timeloop-dir DIR on one of them keeps its inputs and outputs "
+                                              "to look at)")
+
+
+def _row(c, got: dict | str, refs: dict, root) -> dict:
+    """One case's row: the model's (or timeloop-model's) record against its reference; `got` as
+    text: why timeloop-model's run failed."""
+    ref = refs[(c.path, c.reference)]
+    if isinstance(got, str):
+        return _run_failed(c, ref, got, root)
+    cmp = compare_records(got, ref)
+    if cmp.get("counts_exact") is not None:
+        extra = _level_mismatches(got, ref)
+        if extra:
+            cmp["mismatches"] = extra + cmp["mismatches"]
+            cmp["counts_exact"] = False
+            cmp["count_max_rel_err"] = math.inf
+    cmp.update(case=_case_name(c, root), arch=c.arch, layer=c.layer, source=ref.get("source"))
+    if c.reference.name.endswith(".stats.txt") and ref["valid"] and ref["energy_pJ"]:
+        cmp["energy_tol"] = max(ENERGY_TOL, energy_tolerance_pJ(ref) / ref["energy_pJ"])   # printed to 0.01 pJ
+    return cmp
 
 
 def _case_name(c, root) -> str:
@@ -233,10 +237,13 @@ def _case_name(c, root) -> str:
 
 
 def _through_timeloop(ctx, mapping, case, executable: str, timeout: float) -> dict | str:
-    """One case through the real timeloop-model: its record, or why the run failed (text)."""
+    """One case through the real timeloop-model: its record, or why the run failed (text). Inputs
+    that cannot be written (a full disk) stop validate: no run of timeloop-model failed."""
     try:
         return run_timeloop_model(ctx, to_arrays([mapping], ctx.arch, ctx.problem), 0, executable, timeout=timeout)
     except CoexploreError as exc:
+        if exc.key == "--timeloop-dir":
+            raise
         return exc.message
 
 
@@ -244,7 +251,8 @@ def _run_failed(c, ref: dict, why: str, root) -> dict:
     """The row of a case whose timeloop-model run failed: a failing case with nothing compared."""
     return {"case": _case_name(c, root), "arch": c.arch, "layer": c.layer, "source": ref.get("source"),
             "run_error": why, "valid_ref": ref["valid"], "valid_got": None, "valid_agree": False,
-            "message_exact": False, "error_ref": ref.get("error"), "error_got": None}
+            "message_exact": False, "error_ref": ref.get("error"), "error_got": None,
+            "mismatches": [], "cycles_exact": None, "counts_exact": None, "energy_rel_err": None}
 
 
 def _stats(rows: list[dict]) -> dict:
