@@ -451,7 +451,7 @@ def test_fixed_spatial_factors_beyond_the_fan_out_are_refused_up_front(tmp_path)
     li = [lv.name for lv in reversed(ctx.arch.levels)].index("inter_PE_column_spatial")
     assert np.all(ms.decode(x).spatial_x[:, li, ctx.problem.dims.index("M")] == 8)
     f.write_text(text.replace(old, old.replace("S=1\n", "S=1,M=8,Q=6\n")))
-    with pytest.raises(CoexploreError, match=r"spatial factors M=8 Q=6 at inter_PE_column_spatial need an X fan-out "
-                                             r"of 48; the level fans out 14 x 1") as info:
+    with pytest.raises(CoexploreError, match=r"the fixed spatial factors \(inter_PE_column_spatial: M=8 Q=6\) need an X "
+                                             r"mesh of 48 at inter_PE_spatial, which has 14 x 1 \(X x Y\)") as info:
         MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, f))
     assert info.value.key == "inter_PE_column_spatial.spatial.factors" and info.value.file == str(f)

@@ -601,3 +601,10 @@ def test_the_points_warnings_are_listed_once_each_with_their_points():
     for p in pts:
         p["warnings"] = []
     assert "Warnings" not in render_report(RUN, pts, objs, front_of(pts, objs))
+
+
+def test_a_warning_said_twice_by_one_point_is_not_every_points():
+    from coexplore.report.html import grouped_warnings
+    pts = [{"point": "p0", "warnings": ["w", "w"]}, {"point": "p1", "warnings": []}]
+    assert grouped_warnings(pts) == [("p0", "w")]
+    assert grouped_warnings([pts[0], {"point": "p1", "warnings": ["w"]}]) == [("every point", "w")]

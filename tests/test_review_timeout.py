@@ -9,12 +9,11 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, DATA
+from conftest import CORPUS, DATA, stand_in_timeloop
 
 CASE = "eyeriss_like/tiny_conv/007"         # a mapping Timeloop refuses (the stand-in's "ok" answer)
 LOG = DATA / "timeloop_stats" / CASE / "timeloop-model.log"
@@ -43,12 +42,7 @@ SEQ = """\
 
 @pytest.fixture
 def seq_timeloop(tmp_path, monkeypatch):
-    exe = tmp_path / "bin" / "timeloop-model"
-    exe.parent.mkdir()
-    exe.write_text(f"#!{sys.executable}\n" + textwrap.dedent(SEQ))
-    exe.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
-    return exe
+    return stand_in_timeloop(tmp_path, monkeypatch, SEQ)
 
 
 def _corpus(tmp_path, groups):

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import CORPUS, DATA
+from conftest import CORPUS, DATA, stand_in_timeloop
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import compare_records
 from coexplore.model.inputs import load_context
@@ -158,12 +158,7 @@ FAKE = """\
 
 @pytest.fixture
 def fake_timeloop(tmp_path, monkeypatch):
-    exe = tmp_path / "bin" / "timeloop-model"
-    exe.parent.mkdir()
-    exe.write_text(f"#!{sys.executable}\n" + textwrap.dedent(FAKE))
-    exe.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
-    return exe
+    return stand_in_timeloop(tmp_path, monkeypatch, FAKE)
 
 
 def _evaluate(case, *extra, answer=None, env=None):

@@ -286,12 +286,8 @@ def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectiv
     if args.json:
         print(json.dumps(data))
         return _all_failed(records)
-    said: dict = {}                       # each warning once, with the points it came from
-    for r in records:
-        for w in r.get("warnings") or ():
-            said.setdefault(w, []).append(r["point"])
-    for w, ids in said.items():
-        where = "every point" if len(ids) == len(records) > 1 else ", ".join(ids)
+    from coexplore.report.html import grouped_warnings
+    for where, w in grouped_warnings(records):        # each warning once, with the points it came from
         print(f"coexplore: warning: {where}: {w}", file=sys.stderr)
     print("\n".join(summary_lines(spec, records, objectives, front, total)))
     print(f"points     {out / 'points.csv'}\npareto     {out / 'pareto.csv'}"

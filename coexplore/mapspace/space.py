@@ -141,26 +141,37 @@ class FactorParam:
 class MapSpace:
     """Encoding/decoding of one (architecture, layer) mapspace under Timeloop constraints."""
 
-    def _check_fixed_fanout(self, inner, fx, fy) -> None:
-        """Fixed spatial factors that need more of a fan-out than the level has leave no valid
-        mapping (every candidate would overflow the array): refused up front, naming them, not
-        after a whole search that finds nothing."""
+    def _check_fixed_fanout(self, inner) -> None:
+        """Fixed spatial factors that no mapping can fit leave no valid mapping: refused up front,
+        naming them, not after a whole search that finds nothing. The test is the model's (and
+        Timeloop's): the spatial factors of every level above a unit (a buffer level, the compute
+        level) multiply into its X / Y mesh and its instances, so a level may use more than its own
+        fan-out where a level above idles; only the fixed factors (others are at least 1) count, and
+        a factor the constraints put on no axis (an X or Y choice) counts in the instances only."""
         dims = self.problem.dims
-        for li, lv in enumerate(inner):
-            chosen = [(d, n) for l2, d, n in self.axis_choices if l2 == li]      # X or Y: a parameter
-            free_x = int(np.prod(self.base_x[li])) // int(np.prod([n for _, n in chosen], dtype=np.int64))
-            fixed_y = int(np.prod(self.base_y[li]))
-            total = int(np.prod(self.base_x[li])) * fixed_y
-            for need, have, what in ((free_x, fx[li], f"an X fan-out of {free_x}"), (fixed_y, fy[li],
-                                     f"a Y fan-out of {fixed_y}"), (total, fx[li] * fy[li], f"a fan-out of {total}")):
+        L = len(inner)
+        free_axis = np.ones((L, len(dims)), np.int64)
+        for li, d, n in self.axis_choices:
+            free_axis[li, d] = n
+        fixed_x = np.prod(self.base_x // free_axis, axis=1)         # per level, on X for sure
+        fixed_y = np.prod(self.base_y, axis=1)
+        fixed = np.prod(self.base_x * self.base_y, axis=1)
+        units = [(-1, self.arch.compute)] + list(enumerate(inner))
+        for start, unit in reversed(units):          # outermost first: the unit right below the factors
+            above = range(start + 1, L)
+            cx, cy, ct = (int(np.prod([a[li] for li in above], dtype=np.int64)) for a in (fixed_x, fixed_y, fixed))
+            for need, have, what in ((cx, unit.mesh_x, f"an X mesh of {cx}"), (cy, unit.mesh_y, f"a Y mesh of {cy}"),
+                                     (ct, unit.instances, f"{ct} instances")):
                 if need > have:
-                    factors = " ".join(f"{dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}"
-                                       for d in range(len(dims)) if self.base_x[li, d] * self.base_y[li, d] > 1)
-                    c = self.constraints.get(lv.name, LevelConstraints())
-                    raise CoexploreError(f"spatial factors {factors} at {lv.name} need {what}; the level fans out "
-                                         f"{fx[li]} x {fy[li]} (X x Y)", file=c.source,
-                                         key=f"{lv.name}.spatial.factors",
-                                         expected="fixed spatial factors whose product fits the level's fan-out")
+                    levels = [li for li in above if fixed[li] > 1]
+                    factors = "; ".join(f"{inner[li].name}: " + " ".join(
+                        f"{dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}" for d in range(len(dims))
+                        if self.base_x[li, d] * self.base_y[li, d] > 1) for li in levels)
+                    c = self.constraints.get(inner[levels[0]].name, LevelConstraints())
+                    raise CoexploreError(f"the fixed spatial factors ({factors}) need {what} at {unit.name}, which has "
+                                         f"{unit.mesh_x} x {unit.mesh_y} (X x Y), {unit.instances} instances: no "
+                                         "mapping fits", file=c.source, key=f"{inner[levels[0]].name}.spatial.factors",
+                                         expected="fixed spatial factors whose products fit the array below them")
 
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
         self.arch, self.problem = arch, problem
@@ -235,7 +246,7 @@ class MapSpace:
                 if x_allowed[li, d] or y_allowed[li, d]:
                     self.s_max[li, d] = c.spatial_max.get(name, self.s_max[li, d])
                     self.s_min[li, d] = c.spatial_min.get(name, 1)
-        self._check_fixed_fanout(inner, fx, fy)
+        self._check_fixed_fanout(inner)
         for d, name in enumerate(dims):     # a prime with no level to go to: the constraints conflict
             if remaining[d] > 1 and not (t_allowed[:, d].any() or x_allowed[:, d].any() or y_allowed[:, d].any()):
                 raise CoexploreError(f"the constraints leave no level for the factor {remaining[d]} of dimension "

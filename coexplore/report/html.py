@@ -220,21 +220,26 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
     return "\n".join(out)
 
 
-def _warnings(points: list[dict]) -> list[str]:
-    """What the points warned of (estimates standing in, extrapolated fits, idle fan-outs ...),
-    each once with the points it came from: the numbers above rest on them."""
+def grouped_warnings(points: list[dict]) -> list[tuple[str, str]]:
+    """(where, warning) for each distinct warning of the points' records, where = the points it
+    came from ("every point" when all of several did)."""
     said: dict = {}
     for p in points:
         for w in p.get("warnings") or ():
-            said.setdefault(str(w), []).append(str(p.get("point", "")))
+            ids = said.setdefault(str(w), [])
+            if str(p.get("point", "")) not in ids:
+                ids.append(str(p.get("point", "")))
+    return [("every point" if len(ids) == len(points) > 1 else ", ".join(ids), w) for w, ids in said.items()]
+
+
+def _warnings(points: list[dict]) -> list[str]:
+    """What the points warned of (estimates standing in, extrapolated fits, idle fan-outs ...),
+    each once with the points it came from: the numbers above rest on them."""
+    said = grouped_warnings(points)
     if not said:
         return []
-    out = ["<h2>Warnings</h2>", '<table class="warnings"><tr><th>points</th><th>warning</th></tr>']
-    for w, ids in said.items():
-        where = "every point" if len(ids) == len(points) > 1 else ", ".join(ids)
-        out.append(f"<tr><td>{escape(where)}</td><td>{escape(w)}</td></tr>")
-    out.append("</table>")
-    return out
+    return (["<h2>Warnings</h2>", '<table class="warnings"><tr><th>points</th><th>warning</th></tr>']
+            + [f"<tr><td>{escape(where)}</td><td>{escape(w)}</td></tr>" for where, w in said] + ["</table>"])
 
 
 def write_report(path: str | Path, run: dict, points: list[dict], objectives: list[Objective], front,
