@@ -50,8 +50,8 @@ class FileCore:
         unused = sorted(set(self.var) - asked)
         if unused:
             from coexplore.errors import CoexploreError
-            raise CoexploreError(f"the template {self.arch_file} does not ask for {', '.join(unused)}", key=f"{self.key}.var."
-                                 f"{unused[0]}", expected="names the template uses" + (
+            raise CoexploreError(f"the template {self.arch_file} does not ask for {', '.join(unused)}",
+                                 key=f"{self.key}.var.{unused[0]}", expected="names the template uses" + (
                                      f": {', '.join(sorted(asked))}" if asked else " (it asks for none)"))
         return dataclasses.replace(arch, name=self.name)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.spec import template
-from coexplore.cli.inputs import ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload, load_inputs, own_core_names, problem_in_arch, top_keys
+from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload,
+                                  load_inputs, own_core_names, problem_in_arch, top_keys)
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, processes, run_checkpoint, seed)
 from coexplore.search import registry

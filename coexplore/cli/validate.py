@@ -77,7 +77,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
               f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}"]
     if s.get("energy_tolerance_from_stats"):
         lines.append(f"energy in tol.  : {_pct(s['energy_within_tolerance'], v)} (0.01%, or for the "
-                     f"{s['energy_tolerance_from_stats']} stats.txt references the precision of their printed energies)")
+                     f"{s['energy_tolerance_from_stats']} stats.txt references the precision of their printed "
+                     "energies)")
     if s.get("runs_failed"):
         lines.append(f"runs failed     : {s['runs_failed']} timeloop-model run{'s' if s['runs_failed'] > 1 else ''} "
                      "(crashed, timed out or unreadable; failing cases, each with its reason)")

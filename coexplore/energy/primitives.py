@@ -202,7 +202,8 @@ def _cacti_native(model, w, d, nb, tech: float, given: tuple | None = None) -> t
                                                     ("banks", nb, FIT_RANGE["n_banks"]))):
         if not low <= value <= high:
             written = given[i] if given is not None else value
-            shown = f"{written:g}" if written == value else f"{written:g} (priced as {value:g}, the CACTI plug-in's rounding)"
+            shown = f"{written:g}" if written == value else \
+                f"{written:g} (priced as {value:g}, the CACTI plug-in's rounding)"
             notes.append(f"SRAM: {what} {shown} is outside the fitted CACTI data ({low:g}-{high:g}); "
                          "the fit is extrapolated there")
     lo_node, hi_node = CACTI_RUN_NODES[0], CACTI_RUN_NODES[-1]

@@ -79,9 +79,10 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
     for lv in arch.all_levels:         # Timeloop keys tables by name alone: a table of another size is said
         sizes = ert.instances.get(lv.name)
         if not lv.is_dummy and sizes and lv.instances not in sizes:
-            notes.append(f"{lv.name}: the ERT's table is named for {' or '.join(map(str, sorted(sizes)))} instances, the "
-                         f"architecture has {lv.instances}: a table made for another design or array size? (its "
-                         "energies are used, as Timeloop uses them)")
+            counts = " or ".join(map(str, sorted(sizes)))
+            notes.append(f"{lv.name}: the ERT's table is named for {counts} instances, the architecture has "
+                         f"{lv.instances}: a table made for another design or array size? (its energies are used, "
+                         "as Timeloop uses them)")
     named = [lv.name for lv in arch.levels if not lv.is_dummy and ert.has_level(lv.name)]
     if not named and not ert.has_level(arch.compute.name):
         raise CoexploreError("the ERT has a table for none of the architecture's levels (another architecture's?)",
