@@ -98,7 +98,7 @@ def test_bad_var_entries_are_refused_naming_the_key(folder):
             load_system_arch(_system(folder, core))
         assert said in info.value.message, (core, info.value.format())
         assert key is None or info.value.key == key, (core, info.value.format())
-    assert "var: {NAME: VALUE} in a system's core entry" in \
+    assert "its value under system.cores[0].var in" in \
         pytest.raises(CoexploreError, load_system_arch, _system(folder, cases[0][0])).value.format()
     shutil.copy(ARCH / "arch.yaml", folder / "mine" / "plain.yaml")                # not a template
     with pytest.raises(CoexploreError, match="is not a template: nothing would use these names") as info:
@@ -148,3 +148,40 @@ def test_map_and_evaluate_a_system_core_whose_template_holds_the_problem(folder)
     again = json.loads(e.stdout)
     assert (again["cycles"], again["energy_pJ"]) == (best["cycles"], best["energy_pJ"])
     assert "--var" not in e.stderr and "--var" not in r.stderr         # no unused---var warning for var: names
+
+
+def test_a_name_only_an_axis_sets_and_a_bad_value_are_said_with_the_core_key(folder):
+    path = _system(folder, "{name: mine, arch: mine/core.yaml.jinja2}",
+                   "sweep:\n  axes:\n    cores.mine.var.glb_depth: [16384, 256]\n")
+    with pytest.raises(CoexploreError) as info:
+        load_system_arch(path)
+    assert "'glb_depth' is undefined" in info.value.message
+    assert "system.cores[0].var" in info.value.expected and "sweep axis" in info.value.expected
+    path = _system(folder, "{name: mine, arch: mine/core.yaml.jinja2, var: {glb_depth: 256.5}}")
+    with pytest.raises(CoexploreError) as info:
+        load_system_arch(path)
+    assert info.value.key == "shared_glb.attributes.depth"
+    assert 'rendered with system.cores[0].var = {"glb_depth": 256.5}' in info.value.message
+
+
+def test_a_sweep_records_how_each_design_is_priced_and_tables_made_for_one_rendering(folder):
+    """User study: sweep left out what schedule says (the built-in estimator priced the core), and
+    an ERT/ART beside a template priced every swept depth the same, silently."""
+    path = _system(folder, "{name: mine, arch: mine/core.yaml.jinja2, var: {glb_depth: 16384}}",
+                   "sweep:\n  axes:\n    cores.mine.var.glb_depth: [16384, 4096]\n")
+    args = ["sweep", path, "--layer-searcher", "random", "--layer-budget", "100", "--budget", "50", "--no-plot",
+            "--no-progress", "--no-cache", "--json"]
+    r = cli(*args, "--out", folder / "o1", cwd=folder)
+    assert r.returncode == 0, r.stderr
+    for rec in json.loads(r.stdout)["records"]:
+        assert any("no ERT given or beside it: energies from the built-in estimator" in w for w in rec["warnings"])
+        assert not any("price every point as given" in w for w in rec["warnings"])
+    for table in ("ERT.yaml", "ART.yaml"):
+        shutil.copy(ARCH / table, folder / "mine" / table)
+    r = cli(*args, "--out", folder / "o2", cwd=folder)
+    assert r.returncode == 0, r.stderr
+    records = json.loads(r.stdout)["records"]
+    for rec in records:
+        [said] = [w for w in rec["warnings"] if "price every point as given" in w]
+        assert "cores.mine.var.glb_depth" in said and "ERT.yaml and" in said
+    assert records[0]["area_mm2"] == records[1]["area_mm2"]          # what the warning is about

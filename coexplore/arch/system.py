@@ -73,7 +73,7 @@ def build_system(spec: SystemSpec) -> SystemArch:
             try:
                 cores[c.name].architecture       # read now: a bad file is said before any work
             except CoexploreError as exc:
-                raise exc.with_file(spec.file) from None     # (a var: the template does not use)
+                raise _in_core(exc, spec, c) from None
             continue
         try:
             cores[c.name] = build_core(c.template, core_params(spec, c), c.name, file=spec.file,
@@ -92,6 +92,22 @@ def build_system(spec: SystemSpec) -> SystemArch:
             raise
         _check_generated(spec, c, cores[c.name])
     return SystemArch(spec, cores)
+
+
+def _in_core(exc: CoexploreError, spec: SystemSpec, c: CoreSpec) -> CoexploreError:
+    """An error reading an own core's file, said with where the system gives its names: a name the
+    template lacks belongs in the core's var: (also one a sweep axis sets: the system as written is
+    built too), a bad value may come from there."""
+    import json
+    if exc.file is None:                  # (a var: the template does not use: the system file's)
+        return exc.with_file(spec.file)
+    if "is undefined" in exc.message:
+        exc.expected = (f"its value under {c.key}.var in {spec.file} (a name a sweep axis sets needs one there "
+                        "too: the system as written is read as well), or a | default(...) in the template")
+    elif c.var:
+        exc.message += f" (the template rendered with {c.key}.var = {json.dumps(c.var, sort_keys=True)} of {spec.file})"
+    exc.args = (exc.format(),)
+    return exc
 
 
 def _check_generated(spec: SystemSpec, c: CoreSpec, core) -> None:

@@ -417,7 +417,8 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
         tech = _string(tech, file, "system.technology")
     if "dram" not in s:
         raise _err("missing key 'dram'", file, "system.dram",
-                   "dram: {type, width, bandwidth_GBps or bytes_per_cycle}")
+                   "dram: {bandwidth_GBps: B} or {bytes_per_cycle: B} (the shared off-chip bandwidth; type and width "
+                   "optional)")
     dram = _parse_dram(s["dram"], file)
     _say_implausible(clock, dram, file)
     cores_raw = s.get("cores")

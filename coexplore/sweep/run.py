@@ -93,9 +93,12 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
     except CoexploreError as exc:
         raise _invalid(record["values"], exc) from None
     area, macs, told = _write_cores(system, folder / "cores", settings.estimator)
-    record["warnings"] += told
+    record["warnings"] += told + _tables_for_one_rendering(system, record["values"])
     table, system = system_job_table(system, settings.workloads, settings.layer_mapper, settings.layer_budget,
                                      settings.layer_seed, cache=cache, progress=progress, workers=settings.workers)
+    from coexplore.system.from_system import core_models
+    for name, cm in core_models(system).items():        # how each design is priced, as schedule says it
+        record["warnings"] += [f"core {name}: {w}" for w in cm.warnings]
     save_table(table, folder / "jobs.csv")
     bandwidth = system.offchip_bytes_per_cycle
     result = search_schedule(table, bandwidth, settings.searcher, settings.budget, settings.seed,
@@ -111,6 +114,25 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
                                 cores=table.num_cores, macs=macs, jobs=table.num_jobs,
                                 offchip_bytes_per_cycle=bandwidth),
                   lower_bound_cycles=float(result.lower_bound))
+
+
+def _tables_for_one_rendering(system: SystemArch, values: dict) -> list[str]:
+    """A template core of the user's own whose names the sweep changes, priced by a table given or
+    beside it: one table for every rendering (a buffer's depth swept, its energy and area not)."""
+    from coexplore.arch.file_core import FileCore
+    out = []
+    for name, core in system.cores.items():
+        swept = sorted(p for p in values if p.removeprefix("system.").startswith(f"cores.{name}.var."))
+        if not swept or not isinstance(core, FileCore):
+            continue
+        ert, art, _ = core.tables(price=False)
+        given = [str(t[1]) if t[0] == "copied" else "the ERT: inside it" for t in (ert, art) if t is not None]
+        if given:
+            out.append(f"core {name}: the sweep changes its template's names ({', '.join(swept)}), but "
+                       f"{' and '.join(given)} price{'s' if len(given) == 1 else ''} every point as given (made for "
+                       "one rendering: a depth or width swept changes no energy or area); leave no ERT/ART beside "
+                       "the template to have each point priced")
+    return out
 
 
 def _write_cores(system: SystemArch, folder: Path, estimator: str) -> tuple[float, int, list[str]]:
