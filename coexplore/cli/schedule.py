@@ -359,9 +359,8 @@ def system_table(args, progress: bool, command: str = "schedule"):
     finally:
         if cache is not None:
             cache.close()
-    from coexplore.system.from_system import core_models
-    for name, cm in core_models(system).items():
-        for w in cm.warnings:
+    for name, notes in table.core_notes.items():
+        for w in notes:
             print(f"coexplore: warning: {args.system} core {name}: {w}", file=sys.stderr)
     if table.num_jobs >= LARGE_TABLE and command == "schedule":    # e.g. MobileNet-V2's depthwise layers: one job per channel
         per_dnn: dict = {}

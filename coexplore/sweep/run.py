@@ -96,9 +96,8 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
     record["warnings"] += told + _tables_for_one_rendering(system, record["values"])
     table, system = system_job_table(system, settings.workloads, settings.layer_mapper, settings.layer_budget,
                                      settings.layer_seed, cache=cache, progress=progress, workers=settings.workers)
-    from coexplore.system.from_system import core_models
-    for name, cm in core_models(system).items():        # how each design is priced, as schedule says it
-        record["warnings"] += [f"core {name}: {w}" for w in cm.warnings]
+    for name, notes in table.core_notes.items():       # how each design is priced, as schedule says it
+        record["warnings"] += [f"core {name}: {w}" for w in notes]
     save_table(table, folder / "jobs.csv")
     bandwidth = system.offchip_bytes_per_cycle
     result = search_schedule(table, bandwidth, settings.searcher, settings.budget, settings.seed,

@@ -354,4 +354,5 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
         warnings.warn(f"layer {name} has no valid mapping on core {design} ({exc.samples:,} samples): its jobs "
                       "are scheduled on the other cores (a core too small for its tiles, or valid mappings too "
                       "rare for this budget: a larger --layer-budget may find one)", CoexploreWarning, stacklevel=2)
+    table.core_notes = {name: tuple(cm.warnings) for name, cm in models.items()}
     return table, system

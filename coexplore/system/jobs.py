@@ -37,6 +37,9 @@ class JobTable:
     latency: np.ndarray          # [J, N] float, > 0; inf: the job cannot run on that core
     bandwidth: np.ndarray        # [J, N] float, >= 0
     energy: np.ndarray = field(default=None)  # [J, N] float, NaN = unknown
+    # what each core design's model said of itself (its pricing, its energy table's coverage), by
+    # design: filled by the system's job table, empty for a table read from a file
+    core_notes: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         self.latency = np.asarray(self.latency, dtype=float)
