@@ -309,3 +309,25 @@ def test_a_width_that_is_not_whole_words_is_refused(tmp_path):
     (d / "processed.yaml").write_text(text[:at] + "width: 60" + text[at + len("width: 64"):])
     one_line_error(cli("evaluate", d / "processed.yaml", LAYER, "m.yaml"), "shared_glb.attributes.width",
                    "width 60 is not a multiple of datawidth = 8")
+
+
+def test_a_typo_in_a_spaced_permutation_names_the_letter(tmp_path):
+    """'RSP CMNQZ' is read letter by letter, as Timeloop reads it: the Z is the typo, not 'CMNQZ'."""
+    cons = tmp_path / "constraints.yaml"
+    text = (ARCH_DIR / "constraints.yaml").read_text()
+    line = next(ln for ln in text.splitlines() if "permutation:" in ln and len(ln.split(":")[1].strip()) >= 3)
+    perm = line.split(":")[1].strip()
+    cons.write_text(text.replace(line, line.replace(perm, perm[:2] + " " + perm[2:] + "Z"), 1))
+    r = cli("map", ARCH_DIR / "processed.yaml", LAYER, "--constraints", cons, "--budget", "10", "--no-cache")
+    one_line_error(r, "unknown dimension(s) Z (")
+    assert perm[2:] + "Z" not in r.stderr
+
+
+@pytest.mark.parametrize("command", ["evaluate", "map"])
+def test_a_timeloop_style_file_list_is_answered_with_the_options_that_take_each_role(command, tmp_path):
+    extra = tmp_path / "constraints.yaml"
+    extra.write_text("constraints: []\n")
+    files = [ARCH_DIR / "processed.yaml", LAYER] + ([CORPUS / "public/eyeriss_like/tiny_conv/017/mapping.yaml"]
+                                                    if command == "evaluate" else [])
+    r = cli(command, *files, extra)
+    one_line_error(r, "more files than it takes", str(extra), "--constraints F", "--ert F", "--searcher F")

@@ -47,7 +47,7 @@ def test_options_may_sit_between_the_positionals():
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["cycles"] == exp["cycles"]
     r = cli("evaluate", ARCH / "processed.yaml", "--json", LAYER, case / "mapping.yaml", "extra.yaml")
-    assert r.returncode == 2 and "coexplore evaluate: error: unrecognized arguments: extra.yaml" in r.stderr
+    assert r.returncode == 2 and "coexplore evaluate: error: more files than it takes (ARCH [PROBLEM] MAPPING): extra.yaml" in r.stderr
 
 
 def test_evaluate_v04_arch_with_explicit_ert_and_table():

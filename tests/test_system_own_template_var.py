@@ -185,3 +185,35 @@ def test_a_sweep_records_how_each_design_is_priced_and_tables_made_for_one_rende
         [said] = [w for w in rec["warnings"] if "price every point as given" in w]
         assert "cores.mine.var.glb_depth" in said and "ERT.yaml and" in said
     assert records[0]["area_mm2"] == records[1]["area_mm2"]          # what the warning is about
+
+
+def test_a_sweep_of_architecture_files_priced_by_one_ert_key_says_so(folder):
+    """User study (v0.3 lab): two architecture files swept, one `ert:` for both: the smaller buffer
+    got the same area, silently."""
+    for depth in (16384, 4096):
+        d = folder / f"a{depth}"
+        d.mkdir()
+        (d / "arch.yaml").write_text((ARCH / "arch.yaml").read_text().replace("depth: 16384", f"depth: {depth}"))
+    shutil.copy(ARCH / "ERT.yaml", folder / "ERT_ref.yaml")
+    shutil.copy(ARCH / "ART.yaml", folder / "ART.yaml")
+    args = ["--layer-searcher", "random", "--layer-budget", "100", "--budget", "50", "--no-plot",
+            "--no-progress", "--no-cache", "--json"]
+    path = _system(folder, "{name: mine, arch: a16384/arch.yaml, ert: ERT_ref.yaml}",
+                   "sweep:\n  axes:\n    cores.mine.arch: [a16384/arch.yaml, a4096/arch.yaml]\n")
+    r = cli("sweep", path, *args, "--out", folder / "o1", cwd=folder)
+    assert r.returncode == 0, r.stderr
+    records = json.loads(r.stdout)["records"]
+    for rec in records:
+        [said] = [w for w in rec["warnings"] if "price every file as given" in w or "prices every file" in w]
+        assert "ERT_ref.yaml" in said and "ert: key" in said
+    assert records[0]["area_mm2"] == records[1]["area_mm2"]          # what the warning is about
+    # each file with its own tables beside it and no ert: key: priced per point, nothing said
+    for depth in (16384, 4096):
+        for t in ("ERT.yaml", "ART.yaml"):
+            shutil.copy(ARCH / t, folder / f"a{depth}" / t)
+    path = _system(folder, "{name: mine, arch: a16384/arch.yaml}",
+                   "sweep:\n  axes:\n    cores.mine.arch: [a16384/arch.yaml, a4096/arch.yaml]\n")
+    r = cli("sweep", path, *args, "--out", folder / "o2", cwd=folder)
+    assert r.returncode == 0, r.stderr
+    for rec in json.loads(r.stdout)["records"]:
+        assert not any("every file as given" in w for w in rec["warnings"])

@@ -10,7 +10,7 @@ from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP
                                   load_inputs, own_core_names, problem_in_arch, top_keys)
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import compare_records
-from coexplore.model.nest import STRIDE_RULES
+from coexplore.model.nest import RULE_NOTES, STRIDE_RULES
 from coexplore.model.timeloop_run import TIMEOUT_S, find_timeloop_model, run_timeloop_model
 from coexplore.model.timeloop_stats import energy_tolerance_pJ
 from coexplore.spec.mapping import to_arrays
@@ -30,7 +30,8 @@ def register(sub) -> None:
                         "timeloop-model does not check them, timeloop-mapper only proposes mappings that keep them)")
     p.add_argument("--check-constraints", action="store_true",
                    help="check the mapping against the constraints `coexplore map` would use for ARCH")
-    p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
+    p.add_argument("--stride-rule", "--timeloop-rules", dest="stride_rule", choices=STRIDE_RULES,
+                   default="current", help=STRIDE_HELP)
     p.add_argument("--model", choices=MODELS, default="builtin",
                    help="builtin (default): coexplore's Timeloop-compatible model; timeloop: the real timeloop-model "
                         "(on PATH, or $COEXPLORE_TIMELOOP_MODEL) run on the same inputs; both: the two side by side, "
@@ -61,7 +62,7 @@ def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None =
     if ert:
         lines.append(f"energy table: {ert}")
     if stride_rule != "current":
-        lines.append(f"stride rule: {stride_rule} (sliding-window reuse as Timeloop before 2025)")
+        lines.append(f"stride rule: {stride_rule} ({RULE_NOTES[stride_rule]})")
     if not rec["valid"]:
         lines.append(f"INVALID mapping: {rec['error']}")
         return "\n".join(lines)

@@ -33,9 +33,11 @@ PROBLEM_HELP = ("layer: Timeloop problem YAML, or a coexplore workload (problems
                 "(a whole Timeloop spec, such as timeloopfe's top.yaml.jinja2)")
 ERT_HELP = ("energy reference table (default: ERT.yaml beside ARCH; for a system YAML, or a v0.4 node "
             "list with no ERT beside it, the built-in estimator)")
-STRIDE_HELP = ("how Timeloop counts the input window of a strided convolution: current (Timeloop since "
-               "2025, PR #297) or pre2025 (to reproduce references made with older Timeloop, such as the "
-               "official exercises' outputs)")
+STRIDE_HELP = ("which Timeloop's rules (also --timeloop-rules): current (Timeloop since 2025, PR #297), "
+               "pre2025 (its sliding-window reuse of strided convolutions before PR #297, as in the official "
+               "v0.4 exercises' outputs) or v0.3 (the Timeloop of 2020-21 that made the v0.3 exercises' outputs: "
+               "that reuse rule, a read-write tensor's first fills counted, every buffer access priced at its "
+               "ERT table's largest action, no leakage)")
 
 
 def add_arguments(p) -> None:
@@ -191,7 +193,7 @@ def load_inputs(args, with_constraints: bool = False
                                   "the architecture is not a node list (give --ert ERT.yaml)")
         elif ert is None:
             ert = find_ert(args.arch, args.ert)
-        ctx = _context(arch, problem, ert)
+        ctx = _context(arch, problem, ert, getattr(args, "stride_rule", "current"))
         return ctx, _warn_ignored(load_constraints(arch, cons_path, problem)) if with_constraints else None
     from coexplore.arch.system import load_system_arch
     from coexplore.system.from_system import core_model
@@ -204,18 +206,18 @@ def load_inputs(args, with_constraints: bool = False
     for w in cm.warnings:
         if not w.startswith(f"{cm.ert.source}: "):     # what the ERT leaves out: said by _context
             print(f"coexplore: warning: {args.arch} core {name}: {w}", file=sys.stderr)
-    ctx = _context(cm.context_arch, problem, cm.ert)
+    ctx = _context(cm.context_arch, problem, cm.ert, getattr(args, "stride_rule", "current"))
     if not with_constraints:
         return ctx, None
     return ctx, _warn_ignored(load_constraints(ctx.arch, cons_path, problem) if cons_path
                               else cm.constraints_for(problem))
 
 
-def _context(arch, problem, ert) -> Context:
-    """The evaluation context; what the ERT does not price and Timeloop's estimate stands in for is
-    said on stderr."""
-    ctx = Context(arch, problem, ert, level_costs(arch, ert))
-    for w in ctx.costs.notes:
+def _context(arch, problem, ert, rule: str = "current") -> Context:
+    """The evaluation context under Timeloop's `rule`s; what the ERT does not price and Timeloop's
+    estimate stands in for (by those rules) is said on stderr."""
+    ctx = Context(arch, problem, ert, level_costs(arch, ert), stride_rule=rule)
+    for w in (ctx.costs.as_v03() if rule == "v0.3" else ctx.costs).notes:
         print(f"coexplore: warning: {ert.source}: {w}", file=sys.stderr)
     return ctx
 

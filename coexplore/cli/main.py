@@ -65,6 +65,14 @@ class _Parser(argparse.ArgumentParser):
                 if chosen is None:
                     break
                 parser = chosen
+            files = [e for e in extras if not e.startswith("-")]
+            if files and parser.prog.split()[-1] in ("evaluate", "map") and len(files) == len(extras):
+                takes = "ARCH [PROBLEM] MAPPING" if parser.prog.endswith("evaluate") else "ARCH [PROBLEM]"
+                parser.error(f"more files than it takes ({takes}): {' '.join(extras)} left over. A Timeloop "
+                             "file list is given by role: constraints with --constraints F (repeatable), "
+                             "the energy table with "
+                             "--ert F, mapper settings with --searcher F; Accelergy components/*.yaml are not "
+                             "read (give the ERT Accelergy wrote, or `coexplore energy tables`)")
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
 

@@ -52,7 +52,8 @@ def register(sub) -> None:
                                  "results/map/<arch>-<workload>-<searcher>-seed<S>, a sub-folder per layer; numbered -2, -3, "
                                  "... when it holds another run's result)")
     add_cache_option(p, no_cache=True)
-    p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
+    p.add_argument("--stride-rule", "--timeloop-rules", dest="stride_rule", choices=STRIDE_RULES,
+                   default="current", help=STRIDE_HELP)
     p.add_argument("--all-layers", action="store_true",
                    help="map every distinct layer of the workload PROBLEM (each in its own sub-folder of the "
                         "result folder) and write the network's table layers.csv and totals summary.json")

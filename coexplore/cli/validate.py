@@ -7,7 +7,7 @@ import math
 import sys
 
 from coexplore.cli.inputs import STRIDE_HELP, add_timeout_option
-from coexplore.model.nest import STRIDE_RULES
+from coexplore.model.nest import RULE_NOTES, STRIDE_RULES
 from coexplore.model.timeloop_run import TIMEOUT_S
 from coexplore.cli.paths import nonnegative
 from coexplore.errors import CoexploreError
@@ -34,7 +34,8 @@ def register(sub) -> None:
     p.add_argument("--failures", type=nonnegative, default=10,
                    help="list at most this many mismatching cases (text output; --json lists them all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--stride-rule", choices=STRIDE_RULES, default="current", help=STRIDE_HELP)
+    p.add_argument("--stride-rule", "--timeloop-rules", dest="stride_rule", choices=STRIDE_RULES,
+                   default="current", help=STRIDE_HELP)
     p.add_argument("--model", choices=("builtin", "timeloop"), default="builtin",
                    help="builtin (default): coexplore's model; timeloop: every case through the real timeloop-model "
                         "(on PATH, or $COEXPLORE_TIMELOOP_MODEL), e.g. to check a Timeloop build against the references")
@@ -92,7 +93,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
         lines.append(f"skipped         : {len(folders)} folder{'s' if len(folders) > 1 else ''}: {reason}, e.g. "
                      f"{folders[0]}")
     if s.get("stride_rule", "current") != "current":
-        lines.append(f"stride rule     : {s['stride_rule']} (sliding-window reuse as Timeloop before 2025)")
+        lines.append(f"stride rule     : {s['stride_rule']} ({RULE_NOTES[s['stride_rule']]})")
     if s["failures"]:
         lines += ["", f"mismatching cases ({len(s['failures'])}, first {min(max_failures, len(s['failures']))}):"]
         for r in s["failures"][:max_failures]:

@@ -53,6 +53,9 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
                             ("temporal permutation", c.temporal_permutation or []),
                             ("spatial permutation", c.spatial_permutation or [])):
             bad = [n for n in names if n not in problem.dims]
+            if bad and "permutation" in what and all(len(d) == 1 for d in problem.dims):
+                # read letter by letter, as Timeloop reads 'RSP CMNQZ': the letters that are no dimension
+                bad = list(dict.fromkeys(ch for n in bad for ch in n if ch not in problem.dims and not ch.isspace()))
             if bad:
                 raise CoexploreError(f"constraint on unknown dimension(s) {', '.join(bad)} ({what})",
                                      file=c.source, key=f"constraints of {level}",

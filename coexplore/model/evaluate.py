@@ -7,7 +7,7 @@ problem, ERT) in, per-mapping metrics out as numpy arrays; `result_record` turns
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,6 +33,24 @@ class LevelCosts:
     clusters: np.ndarray  # instances / cluster_size: energy is charged per utilized cluster
     compute: float
     notes: tuple[str, ...] = ()   # what the ERT did not price and Timeloop's estimate stands in for
+    largest: np.ndarray | None = None     # [L] each level's largest ERT action / its cluster size (NaN: no table)
+    compute_largest: float | None = None  # the compute unit's largest ERT action (None: no table)
+    gaps: tuple[str, ...] = ()    # the notes on tables that price some ops only (moot under as_v03)
+    per_word: bool = False        # charge words x energy / block (2020-21), not vectors (ceil(words / block))
+
+    def as_v03(self) -> "LevelCosts":
+        """The energies as the Timeloop of 2020-21 read an ERT: every access of a buffer priced at its
+        table's largest action over its cluster size (its "vector access energy"; an old table with an
+        `access` action only prices reads, fills and updates), each word at that energy / block size
+        (today's Timeloop charges whole vectors, ceil(words / block)), the compute unit at its largest,
+        and no leakage (that Timeloop reported none). Levels without a table keep Timeloop's estimate."""
+        if self.largest is None:
+            return replace(self, leak=np.zeros_like(self.leak), per_word=True)
+        has, one = ~np.isnan(self.largest), self.largest
+        return replace(self, read=np.where(has, one, self.read), fill=np.where(has, one, self.fill),
+                       update=np.where(has, one, self.update), leak=np.zeros_like(self.leak),
+                       compute=self.compute if self.compute_largest is None else self.compute_largest,
+                       notes=tuple(n for n in self.notes if n not in self.gaps), gaps=(), per_word=True)
 
 
 
@@ -43,16 +61,19 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
     the energies of the levels its ERT names (Topology::Specs::ParseAccelergyERT), the others keep
     their `pat` estimates (said in `notes`). An ERT that names none of the levels is refused: it
     is another architecture's."""
-    notes = []
+    notes, gaps = [], []
     L = len(arch.levels)
     arrays = {op: np.zeros(L) for op in ("read", "fill", "update", "leak")}
     block = np.ones(L)
     clusters = np.ones(L)
+    largest = np.full(L, np.nan)
     for li, lv in enumerate(reversed(arch.levels)):
         block[li] = lv.block_size
         clusters[li] = max(1, lv.instances // max(1, lv.cluster_size))
         if lv.is_dummy:
             continue
+        if ert.actions.get(lv.name):
+            largest[li] = max(ert.actions[lv.name].values()) / max(1, lv.cluster_size)
         estimated = []
         for op in arrays:
             e = ert.energy(lv.name, op)
@@ -73,9 +94,12 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
             notes.append(f"{lv.name}: the ERT has no table for it: Timeloop's built-in estimate, "
                          f"{timeloop_pat.vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model")
         elif estimated:
-            notes.append(f"{lv.name}: the ERT prices no {', '.join(estimated)} (no action named "
+            gaps.append(f"{lv.name}: the ERT prices no {', '.join(estimated)} (no action named "
                          f"{' / '.join(sorted({n for op in estimated for n in OPERATIONS[op]}))}): Timeloop's built-in "
-                         f"estimate, {timeloop_pat.vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model")
+                         f"estimate, {timeloop_pat.vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model"
+                         + (" today (the Timeloop of 2020-21 priced every access at the table's largest action, "
+                            "its `access`: --stride-rule v0.3)" if "access" in ert.actions[lv.name] else ""))
+            notes.append(gaps[-1])
     for lv in arch.all_levels:         # Timeloop keys tables by name alone: a table of another size is said
         sizes = ert.instances.get(lv.name)
         if not lv.is_dummy and sizes and lv.instances not in sizes:
@@ -95,8 +119,11 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
                f"prices no compute (no action named {' / '.join(OPERATIONS['compute'])})")
         notes.append(f"{arch.compute.name}: the ERT {why}: Timeloop's built-in estimate, {ce:.6g} pJ per compute, "
                      "stands in, as in timeloop-model")
+        if ert.has_level(arch.compute.name):
+            gaps.append(notes[-1])
+    acts = ert.actions.get(arch.compute.name)
     return LevelCosts(arrays["read"], arrays["fill"], arrays["update"], arrays["leak"], block, clusters, ce,
-                      tuple(notes))
+                      tuple(notes), largest, max(acts.values()) if acts else None, tuple(gaps))
 
 
 @dataclass
@@ -135,8 +162,9 @@ def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: M
                    stride_rule: str = "current") -> BatchResult:
     """Evaluate a batch of mappings: validity, per-level counts, energy, cycles, EDP.
 
-    stride_rule: "current" Timeloop (default) or "pre2025" (to reproduce 2024 reference outputs,
-    see `coexplore.model.nest.analyse`)."""
+    stride_rule: "current" Timeloop (default), "pre2025" (to reproduce 2024 reference outputs, see
+    `coexplore.model.nest.analyse`) or "v0.3" (the Timeloop of 2020-21: its counts, and the ERT read
+    as it read it, `LevelCosts.as_v03`)."""
     m = m.checked(len(arch.levels), len(problem.dims), len(problem.dataspaces))
     B, L, D = m.temporal.shape
     # Timeloop's checks first (cheap): only valid mappings go through the access analysis
@@ -149,7 +177,7 @@ def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: M
     sub = m if len(idx) == B else m.take(idx)
     nest = analyse(problem, sub.temporal, sub.spatial_x, sub.spatial_y, sub.perm, sub.keep, mesh_x, mesh_y,
                    sub.spatial_perm, stride_rule=stride_rule)
-    met = _metrics(arch, problem, costs, nest)
+    met = _metrics(arch, problem, costs.as_v03() if stride_rule == "v0.3" else costs, nest)
     if len(idx) != B:                       # scatter back; invalid rows: NaN metrics, zero counts
         nest = take_rows(nest, idx, B)
         met = {k: _scatter(v, idx, B, np.nan if k in ("energy", "cycles", "util", "edp") else 0.0)
@@ -170,9 +198,13 @@ def _metrics(arch: Architecture, problem: Problem, costs: LevelCosts, nest: Nest
     """Energy, cycles, utilization and EDP of analysed (valid) mappings."""
     inst = nest.instances.astype(np.float64)                             # [B, L]
     blk = costs.block[None, :, None]
-    ds_energy = (np.ceil(nest.reads / blk) * costs.read[None, :, None]
-                 + np.ceil(nest.fills / blk) * costs.fill[None, :, None]
-                 + np.ceil(nest.updates / blk) * costs.update[None, :, None]) \
+    if costs.per_word:      # (one energy per access: the vectors of all of a tensor's words)
+        ds_energy = np.ceil((nest.reads + nest.fills + nest.updates) / blk) * costs.read[None, :, None]
+    else:
+        ds_energy = (np.ceil(nest.reads / blk) * costs.read[None, :, None]
+                     + np.ceil(nest.fills / blk) * costs.fill[None, :, None]
+                     + np.ceil(nest.updates / blk) * costs.update[None, :, None])
+    ds_energy = ds_energy \
         * np.minimum(inst, costs.clusters[None, :])[:, :, None]
     # bandwidth throttling per level (words / cycle / instance)
     cc = nest.compute_cycles.astype(np.float64)

@@ -34,8 +34,13 @@ import numpy as np
 
 from coexplore.spec.problem import Problem
 
-# how sliding-window reuse treats a zero translation: Timeloop since PR #297 (2025), or before it
-STRIDE_RULES = ("current", "pre2025")
+# which Timeloop's counting rules: today's (since PR #297, 2025); before it (a zero translation resets
+# sliding-window reuse too: the 2024 exercise references); the Timeloop of 2020-21 that made the v0.3
+# exercises' references (that reuse rule, and fills of a read-write tensor without first-read elision)
+STRIDE_RULES = ("current", "pre2025", "v0.3")
+RULE_NOTES = {"pre2025": "sliding-window reuse as Timeloop before 2025",
+              "v0.3": "the Timeloop of 2020-21: its sliding-window reuse, first fills of read-write tensors "
+                      "counted, each ERT table's largest action per access, no leakage"}
 
 
 @dataclass
@@ -561,14 +566,17 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
     spatial_perm [B, L, D]: each level's spatial loop order (innermost first), which numbers the
     children on that mesh; default: see `_spatial_pos`. Both matter only for link transfers.
     links=False skips link transfers (as TIMELOOP_DISABLE_LINK_TRANSFERS=1 does).
-    stride_rule: "current" (Timeloop since PR #297, 2025: zero translations are ignored) or
-    "pre2025" (a zero translation resets sliding-window reuse too; the 2024 exercise references).
+    stride_rule: "current" (Timeloop since PR #297, 2025: zero translations are ignored),
+    "pre2025" (a zero translation resets sliding-window reuse too; the 2024 exercise references) or
+    "v0.3" (as pre2025, and a read-write tensor's fills count every tile it receives, first reads
+    included, while the level above elides those reads: the Timeloop of 2020-21).
     """
     if stride_rule not in STRIDE_RULES:
         from coexplore.errors import CoexploreError
         raise CoexploreError(f"unknown stride rule {stride_rule!r}", key="stride_rule",
                              expected="one of " + ", ".join(STRIDE_RULES))
-    legacy = stride_rule == "pre2025"
+    legacy = stride_rule != "current"
+    elide = stride_rule != "v0.3"          # a read-write tensor's first fills are not counted
     B, L, D = temporal.shape
     DS = len(problem.dataspaces)
     mats = projection_matrices(problem)
@@ -640,7 +648,7 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
             else:
                 reads[:, l, s] = np.where(k, content, 0)
             if l < L - 1:
-                fill_next = A[:, l] - (part[:, l] if ds.read_write else 0)
+                fill_next = A[:, l] - (part[:, l] if ds.read_write and elide else 0)
                 fills[:, l, s] = np.where(k, fill_next, 0)
                 # content at level l+1: from level l's tile if kept, else promoted
                 content = np.where(k, A[:, l] * G[:, l + 1], content * G[:, l + 1])
@@ -681,14 +689,16 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
             tot[r, l], wsum[r, l], lnk[r, l] = t_[used], w_[used], k_[used]
         if linked.any():
             r = np.nonzero(linked.any(axis=1))[0]
-            _collapse_with_links(r, s, ds.read_write, kp[r], G[r], fanout[r], A[r], compute_cycles[r], part[r],
+            _collapse_with_links(r, s, ds.read_write and elide, ds.read_write, kp[r], G[r], fanout[r], A[r],
+                                 compute_cycles[r], part[r],
                                  rep[r], outer_kept[r], linked[r], tot[r], wsum[r], lnk[r], reads, fills, updates)
     return NestResult(reads, fills, updates, sizes, rep, compute_cycles, compute_instances)
 
 
-def _collapse_with_links(r, s, read_write, kp, G, F, A, cc, part, rep, outer_kept, linked, tot, wsum, lnk,
+def _collapse_with_links(r, s, elide_fills, read_write, kp, G, F, A, cc, part, rep, outer_kept, linked, tot, wsum, lnk,
                          reads, fills, updates):
-    """Timeloop's tile collapse for rows whose fan-outs use links (one dataspace), in place.
+    """Timeloop's tile collapse for rows whose fan-outs use links (one dataspace), in place
+    (`elide_fills`: a read-write tensor's fills less its partition, as today's Timeloop counts them).
 
     Follows tiling.cpp literally, in floating point as Timeloop does: a level's content is the
     total of its access histogram; masking a level scales the next level's histogram so that its
@@ -712,7 +722,7 @@ def _collapse_with_links(r, s, read_write, kp, G, F, A, cc, part, rep, outer_kep
             reads[r, l, s] = np.where(k, np.round(content + peer), 0)
         if l < L - 1:
             share = np.where(linked[:, l + 1], wsum[:, l + 1] / F[:, l + 1], A[:, l])
-            f = share + peer - (part[:, l] if read_write else 0)
+            f = share + peer - (part[:, l] if elide_fills else 0)
             fills[r, l, s] = np.where(k & (l != outer_kept), np.round(f), 0)
             own = np.where(linked[:, l + 1], tot[:, l + 1], A[:, l] * G[:, l + 1]).astype(np.float64)
             promoted = np.where(linked[:, l + 1], tot[:, l + 1] * (content * F[:, l + 1] / ok_w[:, l + 1]),

@@ -117,16 +117,23 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
 
 def _tables_for_one_rendering(system: SystemArch, values: dict) -> list[str]:
     """A template core of the user's own whose names the sweep changes, priced by a table given or
-    beside it: one table for every rendering (a buffer's depth swept, its energy and area not)."""
+    beside it, or a core whose architecture file the sweep changes, priced by the table its `ert:` key
+    gives: one table for every design (a buffer's depth swept, its energy and area not)."""
     from coexplore.arch.file_core import FileCore
     out = []
     for name, core in system.cores.items():
         swept = sorted(p for p in values if p.removeprefix("system.").startswith(f"cores.{name}.var."))
-        if not swept or not isinstance(core, FileCore):
+        files = any(p.removeprefix("system.") == f"cores.{name}.arch" for p in values)
+        if not (swept or files) or not isinstance(core, FileCore):
             continue
         ert, art, _ = core.tables(price=False)
         given = [str(t[1]) if t[0] == "copied" else "the ERT: inside it" for t in (ert, art) if t is not None]
-        if given:
+        if given and files and core.ert_file is not None:
+            out.append(f"core {name}: the sweep changes its architecture file, but {' and '.join(given)} "
+                       f"(its ert: key) price{'s' if len(given) == 1 else ''} every file as given (made for one "
+                       "design: another buffer size or array changes no energy or area); put each file's ERT/ART "
+                       "beside it and leave out ert: to have each point priced")
+        elif given and swept:
             out.append(f"core {name}: the sweep changes its template's names ({', '.join(swept)}), but "
                        f"{' and '.join(given)} price{'s' if len(given) == 1 else ''} every point as given (made for "
                        "one rendering: a depth or width swept changes no energy or area); leave no ERT/ART beside "
