@@ -297,3 +297,20 @@ def test_an_own_cores_warnings_carry_its_erts_notes(tmp_path):
     notes = level_costs(cm.context_arch, load_ert(tmp_path / "a" / "ERT.yaml")).notes
     assert notes and "DRAM: the ERT prices no read" in notes[0]
     assert all(any(str(n) in w for w in cm.warnings) for n in notes)
+
+
+def test_an_ert_given_without_an_art_says_the_area_is_what_is_missing(tmp_path):
+    """User study: a v0.3 design with its Accelergy ERT (`ert:`) but no ART; pricing its area from the
+    architecture fails on a component the built-in estimator cannot price, and the message said only
+    that, never that an ART would do."""
+    from coexplore.arch.file_core import FileCore
+    from coexplore.arch.system import load_system_arch
+    d = Path(__file__).parent / "data" / "exercises_v3" / "v3_bd_simple_weight_stationary_alexnet1"
+    path = tmp_path / "sys.yaml"
+    path.write_text(f"system:\n  dram: {{bandwidth_GBps: 8}}\n  cores:\n  - {{name: ws, arch: {d / 'arch.yaml'}, "
+                    f"ert: {d / 'ERT.yaml'}}}\nworkloads: [alexnet]\n")
+    core = load_system_arch(path).cores["ws"]
+    assert isinstance(core, FileCore)
+    with pytest.raises(CoexploreError) as info:
+        core.tables()
+    assert "no ART.yaml beside its ERT" in info.value.message and "ART.yaml beside the ERT" in info.value.expected

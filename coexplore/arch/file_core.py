@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import Architecture, load_architecture
 from coexplore.spec.ert import ert_file_beside
 from coexplore.spec.yamlio import load_yaml
@@ -112,7 +113,15 @@ class FileCore:
             from coexplore.energy.pricing import price_architecture
             with warnings.catch_warnings(), self.rendering():       # (warnings: said once, by the caller)
                 warnings.simplefilter("ignore")
-                built_ert, built_art, _ = price_architecture(self.arch_file, estimator=estimator)
+                try:
+                    built_ert, built_art, _ = price_architecture(self.arch_file, estimator=estimator)
+                except CoexploreError as exc:
+                    if ert is not None:          # only the area was missing: say so
+                        exc.message = (f"core {self.name}: no ART.yaml beside its ERT or architecture, so its area "
+                                       f"is priced from the architecture, which fails: {exc.message}")
+                        exc.expected = (exc.expected or "") + " (or an ART.yaml beside the ERT: Accelergy writes one)"
+                        exc.args = (exc.format(),)
+                    raise
             if ert is None:
                 ert, said = ("built", built_ert), [str(w) for w in built_ert.get("warnings") or ()]
             art = art or ("built", built_art)

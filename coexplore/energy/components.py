@@ -64,7 +64,8 @@ def _num(attrs: dict, key: str, cls: str, default=None) -> float:
             break
     value = default if value is None else value
     if value is None:
-        hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives)"
+        hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives: an option of "
+                "`coexplore energy tables`, and of evaluate/map for a v0.4 node list)"
                 if cls in ("regfile", "intmac") else "")
         raise CoexploreError(f"class {cls} needs attribute '{key}'", key=f"attributes.{key}",
                              expected="a positive number" + hint)
