@@ -331,3 +331,13 @@ def test_a_timeloop_style_file_list_is_answered_with_the_options_that_take_each_
                                                     if command == "evaluate" else [])
     r = cli(command, *files, extra)
     one_line_error(r, "more files than it takes", str(extra), "--constraints F", "--ert F", "--searcher F")
+
+
+def test_a_misspelt_data_spaces_key_is_named(tmp_path):
+    d = Path(__file__).parent / "data" / "exercises_v3" / "v3_ex01_conv1d_2level_os"
+    text = (d / "problem.yaml").read_text()
+    assert "data-spaces:" in text
+    prob = tmp_path / "p.yaml"
+    prob.write_text(text.replace("data-spaces:", "dataspaces:"))
+    r = cli("evaluate", d / "arch.yaml", prob, d / "mapping.yaml", "--ert", d / "ERT.yaml")
+    one_line_error(r, "problem.shape.dataspaces", "data-spaces")

@@ -21,7 +21,7 @@ def register(sub) -> None:
                        description="Evaluate one Timeloop mapping of one layer on one architecture. Exit code 0: valid mapping; 1: the mapping is invalid on this architecture (the reason is printed, and --json has valid: false); 2: bad input.")
     p.add_argument("arch", help=ARCH_HELP)
     p.add_argument("problem", nargs="?", default=None, help=PROBLEM_HELP)
-    p.add_argument("mapping", help="Timeloop mapping YAML")
+    p.add_argument("mapping", help="Timeloop mapping YAML, or Timeloop's printout of one (a map.txt)")
     p.add_argument("--ert", help=ERT_HELP)
     add_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (schema of the corpus expected.json)")

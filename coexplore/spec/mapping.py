@@ -211,7 +211,13 @@ def _check_directive_keys(entry: dict, key: str, file, warnings: list[str]) -> N
 
 
 def load_mapping(path: str | Path, arch: Architecture, problem: Problem) -> Mapping:
-    """`parse_mapping` of a Timeloop mapping YAML file."""
+    """`parse_mapping` of a Timeloop mapping YAML file, or of Timeloop's loop-nest printout (a
+    map.txt: what a v0.3 timeloop-mapper run leaves of its best mapping; `spec.map_txt`)."""
+    from coexplore.spec.map_txt import looks_like_map_txt, parse_map_txt
+    text = Path(path).read_text(errors="replace") if Path(path).is_file() else ""
+    if looks_like_map_txt(text):
+        return parse_mapping(parse_map_txt(text, [ds.name for ds in problem.dataspaces], str(path)), arch, problem,
+                             str(path))
     return parse_mapping(load_yaml(path), arch, problem, str(path))
 
 

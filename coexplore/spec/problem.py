@@ -204,8 +204,13 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
             raise CoexploreError(f"got {rw!r}", file=file, key=f"{where}.read_write", expected="true or false")
         dataspaces.append(DataSpace(str(ds["name"]), ranks, rw))
     if not dataspaces:
-        raise CoexploreError("no data spaces", file=file, key="problem.shape.data_spaces",
-                             expected="a list of tensors with projections")
+        import difflib
+        near = difflib.get_close_matches("data_spaces", [str(k).replace("-", "_") for k in shape], n=1, cutoff=0.75)
+        typo = next((k for k in shape if str(k).replace("-", "_") in near and k != key_ds), None)
+        raise CoexploreError("no data spaces" + (f" ('{typo}' is not a key Timeloop reads: {key_ds}?)" if typo else ""),
+                             file=file, key=f"problem.shape.{typo or key_ds}",
+                             expected="a list of tensors with projections under problem.shape.data-spaces "
+                                      "(v0.3) or data_spaces")
     problem = Problem(name=name or (name_from_path(file, "problem") if file else "problem"), dims=dims,
                       bounds=bounds, coefficients=coeffs, dataspaces=dataspaces, shape=shape,
                       instance=dict(instance), ignored=tuple(str(k) for k in unknown))

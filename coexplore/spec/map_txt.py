@@ -1,0 +1,78 @@
+"""Timeloop's loop-nest printout (`timeloop-model.map.txt`, `timeloop-mapper.map.txt`) read back as
+mapping directives.
+
+A v0.3 mapper run leaves its best mapping only as this printout (and map+stats.xml); reading it
+lets `coexplore evaluate` take that mapping as it is. The printout lists the storage levels
+outermost first, each as `Name [ Weights:864 (864) Inputs:... ]` (the dataspaces it keeps)
+followed by its loops, outermost first: `for M in [0:16)` temporal, `... (Spatial-X)` /
+`(Spatial-Y)` across its fan-out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from coexplore.errors import CoexploreError
+
+_LEVEL = re.compile(r"^(\S+)\s*\[(.*)\]\s*$")
+_LOOP = re.compile(r"^\|?\s*for\s+(\w+)\s+in\s+\[(\d+):(\d+)\)\s*(\(Spatial-([XY])\))?")
+_KEPT = re.compile(r"(\w+):\d+")
+
+
+def looks_like_map_txt(text: str) -> bool:
+    """A loop-nest printout: a level header line and a `for D in [a:b)` loop line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return any(_LEVEL.match(ln) for ln in lines) and any(_LOOP.match(ln) for ln in lines)
+
+
+def parse_map_txt(text: str, dataspaces: list[str], file: str | None = None) -> list[dict]:
+    """Mapping directives (the `mapping:` list of a Timeloop mapping YAML) of a printout: per level a
+    temporal directive (factors; permutation innermost first, as the loops print outermost first),
+    a spatial one where it fans out (X dimensions first, `split` after them) and the keep/bypass
+    of the dataspaces its header lists."""
+    out, level, loops, kept = [], None, [], []
+
+    def close():
+        if level is None:
+            return
+        temporal = [(d, n) for d, n, axis in loops if axis is None]
+        spatial = [(d, n, axis) for d, n, axis in loops if axis is not None]
+        out.append({"target": level, "type": "temporal",
+                    "factors": " ".join(f"{d}={n}" for d, n in temporal),
+                    "permutation": "".join(d for d, _ in reversed(temporal)) if all(len(d) == 1 for d, _ in temporal)
+                    else " ".join(d for d, _ in reversed(temporal))})
+        if spatial:
+            xs = [(d, n) for d, n, a in reversed(spatial) if a == "X"]
+            ys = [(d, n) for d, n, a in reversed(spatial) if a == "Y"]
+            names = [d for d, _ in xs + ys]
+            out.append({"target": level, "type": "spatial",
+                        "factors": " ".join(f"{d}={n}" for d, n in xs + ys),
+                        "permutation": "".join(names) if all(len(d) == 1 for d in names) else " ".join(names),
+                        "split": len(xs)})
+        out.append({"target": level, "type": "bypass", "keep": [d for d in dataspaces if d in kept],
+                    "bypass": [d for d in dataspaces if d not in kept]})
+
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or set(line) <= {"-"}:
+            continue
+        m = _LEVEL.match(line)
+        if m and not line.startswith("|"):
+            close()
+            level, loops, kept = m.group(1), [], _KEPT.findall(m.group(2))
+            continue
+        m = _LOOP.match(line)
+        if m is None or level is None:
+            raise CoexploreError(f"line {number} is neither a level header nor a loop: {line[:60]!r}", file=file,
+                                 key="map.txt", expected="Timeloop's printout: 'Level [ Weights:N ... ]' headers "
+                                                         "and '| for D in [0:N)' loops")
+        lo, hi = int(m.group(2)), int(m.group(3))
+        if lo != 0 or hi < 1:
+            raise CoexploreError(f"line {number}: loop over [{lo}:{hi})", file=file, key="map.txt",
+                                 expected="loops from 0 (a printout of a whole-factor mapping)")
+        if hi > 1:
+            loops.append((m.group(1), hi, m.group(5)))
+    close()
+    if not out:
+        raise CoexploreError("no levels", file=file, key="map.txt", expected="Timeloop's loop-nest printout")
+    return out
