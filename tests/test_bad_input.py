@@ -341,3 +341,14 @@ def test_a_misspelt_data_spaces_key_is_named(tmp_path):
     prob.write_text(text.replace("data-spaces:", "dataspaces:"))
     r = cli("evaluate", d / "arch.yaml", prob, d / "mapping.yaml", "--ert", d / "ERT.yaml")
     one_line_error(r, "problem.shape.dataspaces", "data-spaces")
+
+
+def test_a_bad_word_bits_is_named_as_written(tmp_path):
+    """A v0.3 file's `word-bits: 8.5` was blamed on `datawidth`, a key the file does not have."""
+    d = Path(__file__).parent / "data" / "exercises_v3" / "v3_ex01_conv1d_2level_os"
+    text = (d / "arch.yaml").read_text()
+    arch = tmp_path / "a.yaml"
+    arch.write_text(text.replace("word-bits: 8", "word-bits: 8.5"))
+    r = cli("evaluate", arch, d / "problem.yaml", d / "mapping.yaml", "--ert", d / "ERT.yaml")
+    one_line_error(r, "attributes.word_bits", "8.5")
+    assert "datawidth" not in r.stderr

@@ -45,6 +45,11 @@ def _attr(attrs: dict, key: str, default=None):
     return default
 
 
+def _attr_name(attrs: dict, key: str, default: str) -> str:
+    """The alias of `key` the attributes give (named in errors as written), else `default`."""
+    return next((a for a in _ALIASES.get(key, (key,)) if attrs.get(a) is not None), default)
+
+
 def _number(value, *, file, key, expected="a number"):
     if isinstance(value, bool):
         raise CoexploreError(f"got {value!r}", file=file, key=key, expected=expected)
@@ -216,7 +221,7 @@ def _derive_storage(level: Level, file: str | None) -> None:
     their product must be the width (Timeloop stops otherwise)."""
     a = level.attributes
     key = f"{level.name}.attributes"
-    level.word_bits = _positive(_attr(a, "word_bits", 16), file=file, key=f"{key}.datawidth")
+    level.word_bits = _positive(_attr(a, "word_bits", 16), file=file, key=f"{key}.{_attr_name(a, 'word_bits', 'datawidth')}")
     cluster = a.get("cluster_size")
     level.cluster_size = 1 if cluster is None else _positive(cluster, file=file, key=f"{key}.cluster_size")
     block = _attr(a, "block_size")
@@ -256,7 +261,8 @@ def _derive_storage(level: Level, file: str | None) -> None:
     if entries is not None:
         level.size, size_key = _positive(entries, file=file, key=f"{key}.entries"), "entries"
     elif depth is not None:
-        level.size, size_key = _positive(depth, file=file, key=f"{key}.depth") * level.block_size, "depth"
+        level.size, size_key = _positive(depth, file=file, key=f"{key}.{_attr_name(a, 'depth', 'depth')}") \
+            * level.block_size, "depth"
     elif a.get("sizeKB") is not None:
         level.size = _positive(a["sizeKB"], file=file, key=f"{key}.sizeKB", integer=False) * 8192 // level.word_bits
         size_key = "sizeKB"
