@@ -54,7 +54,7 @@ def parse_map_txt(text: str, dataspaces: list[str], file: str | None = None) -> 
 
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if not line or set(line) <= {"-"}:
+        if not line or set(line) <= {"-"} or line.lstrip("| ").startswith("<<"):   # (`<< Compute >>`)
             continue
         m = _LEVEL.match(line)
         if m and not line.startswith("|"):
