@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -399,3 +400,14 @@ def test_a_spatial_directive_where_nothing_fans_out_is_refused(tmp_path):
     assert ("cannot find spatial tiling level associated with storage level PEInputBuffer. This is because the "
             "number of instances of the next-inner level (inter_distributed_buffers_spatial) is the same as this "
             "level") in r.stderr
+
+
+def test_check_constraints_without_any_says_there_is_nothing_to_check():
+    """User study: --check-constraints on an architecture with no constraints anywhere reported
+    constraints_kept: true, as if they had been checked."""
+    d = Path(__file__).parent / "data" / "exercises_v3" / "v3_ex01_conv1d_2level_os"
+    r = cli("evaluate", d / "arch.yaml", d / "problem.yaml", d / "mapping.yaml", "--ert", d / "ERT.yaml",
+            "--check-constraints", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["constraints_kept"] is None and "nothing to check" in r.stderr

@@ -130,7 +130,11 @@ def _run(args) -> int:
         real = run_timeloop_model(ctx, arrays, 0, exe, keep=args.timeloop_dir,
                                   timeout=args.timeloop_timeout or TIMEOUT_S)
     rec = real if args.model == "timeloop" else ctx.record(ctx.evaluate(arrays), 0)
-    broken = _breaks_constraints(ctx, constraints, mapping) if check else None
+    constraints = {k: c for k, c in (constraints or {}).items() if c != type(c)(source=c.source)}   # levels that constrain something
+    if check and not constraints:
+        print(f"coexplore evaluate: note: {args.arch}: no mapspace constraints found (none beside it or in its "
+              "nodes): nothing to check; give them with --constraints F", file=sys.stderr)
+    broken = _breaks_constraints(ctx, constraints, mapping) if check and constraints else None
     if broken:
         print(f"coexplore evaluate: warning: {args.mapping}: {broken}", file=sys.stderr)
     agree = None
@@ -148,7 +152,7 @@ def _run(args) -> int:
             out["timeloop"] = real
             out["agreement"] = {**{k: agree[k] for k in AGREEMENT_KEYS if k in agree}, "agree": agrees(agree)}
         if check:
-            out["constraints_kept"], out["constraints_error"] = broken is None, broken
+            out["constraints_kept"], out["constraints_error"] = (broken is None, broken) if constraints else (None, None)
         print(json.dumps(out, indent=1))
     else:
         model = f"real timeloop-model: {exe}" if args.model == "timeloop" else "built-in Timeloop-compatible model"
