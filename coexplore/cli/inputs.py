@@ -115,7 +115,7 @@ def is_workload(path: str | Path) -> bool:
     """PROBLEM names a coexplore workload (a file with `workload:`, or a bundled name such as
     resnet50), not a single Timeloop problem."""
     p = resolve("problems", path)
-    return "workload" in top_keys(p) or (not p.exists() and not p.suffix)
+    return p.is_dir() or "workload" in top_keys(p) or (not p.exists() and not p.suffix)
 
 
 def top_keys(path: str | Path) -> set:

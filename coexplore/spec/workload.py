@@ -134,8 +134,12 @@ class Workload:
 # ----------------------------------------------------------------------------- reading
 
 def load_workload(path: str | Path) -> Workload:
-    """Read and check a workload file; errors name the file, the key and what was expected."""
+    """Read and check a workload file; errors name the file, the key and what was expected. A folder
+    of Timeloop problem files is a workload too: one layer per file (named by it), in the files'
+    natural order (layer2 before layer10)."""
     path = Path(path)
+    if path.is_dir():
+        return _problem_folder(path)
     doc = load_yaml(path)
     f = str(path)
     if not isinstance(doc, dict):
@@ -176,13 +180,33 @@ def load_workload(path: str | Path) -> Workload:
     return Workload(name=name, layers=tuple(layers), path=path, **texts)
 
 
+def _problem_folder(folder: Path) -> Workload:
+    files = sorted((p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()),
+                   key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.stem)])
+    if not files:
+        raise CoexploreError("a folder without problem files", file=str(folder),
+                             expected="a workload YAML, or a folder of Timeloop problem files (*.yaml)")
+    stems = [p.stem for p in files]
+    twice = sorted({s for s in stems if stems.count(s) > 1})
+    if twice:
+        raise CoexploreError(f"two problem files named {twice[0]} (.yaml and .yml)", file=str(folder),
+                             expected="one file per layer name")
+    name = folder.name if _NAME.match(folder.name) else "problems"
+    return Workload(name=name, layers=tuple(read_problem(p) for p in files), path=folder,
+                    description=f"the {len(files)} Timeloop problem files of {folder}")
+
+
 def read_problem(path: str | Path, name: str | None = None) -> Layer:
     """A Timeloop problem file (one layer, read as every command reads one: `problem.load_problem`)
     as a Layer: every dimension's bound and every coefficient."""
     from coexplore.spec.problem import load_problem
     p = load_problem(path)
+    shape = {k.replace("-", "_"): v for k, v in p.shape.items()}          # a v0.3 file's data-spaces
+    if isinstance(shape.get("data_spaces"), list):
+        shape["data_spaces"] = [{k.replace("-", "_"): v for k, v in ds.items()} if isinstance(ds, dict) else ds
+                                for ds in shape["data_spaces"]]
     return Layer(name=name or Path(path).stem, instance={**dict(zip(p.dims, p.bounds)), **p.coefficients},
-                 count=1, shape=check_shape(p.shape, str(path), "problem.shape"))
+                 count=1, shape=check_shape(shape, str(path), "problem.shape"))
 
 
 def bundled_workloads() -> list[Path]:
