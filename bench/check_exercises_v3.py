@@ -74,7 +74,8 @@ def main() -> int:
         sub = [r for r in rows if r["rule"] == rule]
         print(f"{rule}: {len(sub)} cases, cycles exact {sum(r['cycles'] == r['ref_cycles'] for r in sub)}, "
               f"counts exact {sum(r['counts_exact'] for r in sub)}, energy as printed (0.01 pJ or 1e-6) "
-              f"{sum(r['energy_as_printed'] for r in sub)}, max energy error {max(r['energy_rel_err'] for r in sub):.2e}")
+              f"{sum(r['energy_as_printed'] for r in sub)}, "
+              f"max energy error {max(r['energy_rel_err'] for r in sub):.2e}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"rows": rows}, indent=1) + "\n")
     print(f"wrote {args.out}")

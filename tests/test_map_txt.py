@@ -76,8 +76,8 @@ def test_a_line_that_is_no_loop_is_named(tmp_path):
 def test_evaluate_takes_a_printout_as_mapping(capsys):
     d = DATA / "v3_bd_simba_like_alexnet1"
     ref = json.loads((d / "expected.json").read_text())
-    assert main(["evaluate", str(d / "arch.yaml"), str(d / "problem.yaml"), str(d / "map.txt"), "--ert", str(d / "ERT.yaml"),
-                 "--timeloop-rules", "v0.3", "--json"]) == 0
+    assert main(["evaluate", str(d / "arch.yaml"), str(d / "problem.yaml"), str(d / "map.txt"),
+                 "--ert", str(d / "ERT.yaml"), "--timeloop-rules", "v0.3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["cycles"] == ref["cycles"] and out["energy_pJ"] == pytest.approx(ref["energy_pJ"], abs=0.02)
 

@@ -58,7 +58,8 @@ def test_ex01_output_buffer_fills_are_the_tiles_it_receives():
     # v3_ex01 os: the Buffer holds one output at a time and receives all 16 (stats.txt: fills 16);
     # MainMemory's reads of them are elided (0), in both Timeloops
     rec, ref = _run("v3_ex01_conv1d_2level_os", "v0.3")
-    assert ref["levels"]["Buffer"]["Outputs"]["fills"] == 16 == rec["levels"]["Buffer"]["dataspaces"]["Outputs"]["fills"]
+    got = rec["levels"]["Buffer"]["dataspaces"]["Outputs"]["fills"]
+    assert ref["levels"]["Buffer"]["Outputs"]["fills"] == 16 == got
     assert ref["levels"]["MainMemory"]["Outputs"]["reads"] == 0
     cur, _ = _run("v3_ex01_conv1d_2level_os", "current")
     assert cur["levels"]["Buffer"]["dataspaces"]["Outputs"]["fills"] == 0
@@ -69,8 +70,8 @@ def test_an_access_only_register_table_is_priced_by_that_action_under_v03(capsys
     # Timeloop prices them with its built-in estimate instead: the total nearly doubles
     d = DATA / "v3_bd_simple_weight_stationary_alexnet1"
     ref = json.loads((d / "expected.json").read_text())
-    args = ["evaluate", str(d / "arch.yaml"), str(d / "problem.yaml"), str(d / "mapping.yaml"), "--ert", str(d / "ERT.yaml"),
-            "--json"]
+    args = ["evaluate", str(d / "arch.yaml"), str(d / "problem.yaml"), str(d / "mapping.yaml"),
+            "--ert", str(d / "ERT.yaml"), "--json"]
     assert main(args + ["--timeloop-rules", "v0.3"]) == 0
     cap = capsys.readouterr()
     assert json.loads(cap.out)["energy_pJ"] == pytest.approx(ref["energy_pJ"], rel=1e-6)
@@ -78,7 +79,7 @@ def test_an_access_only_register_table_is_priced_by_that_action_under_v03(capsys
     assert main(args) == 0
     cap = capsys.readouterr()
     assert json.loads(cap.out)["energy_pJ"] > 1.5 * ref["energy_pJ"]
-    assert "weight_reg" in cap.err and "--stride-rule v0.3" in cap.err
+    assert "weight_reg" in cap.err and "--timeloop-rules v0.3" in cap.err
 
 
 def test_the_rule_is_said_in_the_summary(capsys):

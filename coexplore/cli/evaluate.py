@@ -130,7 +130,8 @@ def _run(args) -> int:
         real = run_timeloop_model(ctx, arrays, 0, exe, keep=args.timeloop_dir,
                                   timeout=args.timeloop_timeout or TIMEOUT_S)
     rec = real if args.model == "timeloop" else ctx.record(ctx.evaluate(arrays), 0)
-    constraints = {k: c for k, c in (constraints or {}).items() if c != type(c)(source=c.source)}   # levels that constrain something
+    # the levels that constrain something (a file without constraints gives every level an empty entry)
+    constraints = {k: c for k, c in (constraints or {}).items() if c != type(c)(source=c.source)}
     if check and not constraints:
         print(f"coexplore evaluate: note: {args.arch}: no mapspace constraints found (none beside it or in its "
               "nodes): nothing to check; give them with --constraints F", file=sys.stderr)
@@ -152,7 +153,8 @@ def _run(args) -> int:
             out["timeloop"] = real
             out["agreement"] = {**{k: agree[k] for k in AGREEMENT_KEYS if k in agree}, "agree": agrees(agree)}
         if check:
-            out["constraints_kept"], out["constraints_error"] = (broken is None, broken) if constraints else (None, None)
+            kept = (broken is None, broken) if constraints else (None, None)     # None: nothing to check
+            out["constraints_kept"], out["constraints_error"] = kept
         print(json.dumps(out, indent=1))
     else:
         model = f"real timeloop-model: {exe}" if args.model == "timeloop" else "built-in Timeloop-compatible model"

@@ -240,5 +240,5 @@ def _warn_ignored(constraints: dict[str, LevelConstraints]) -> dict[str, LevelCo
 def add_timeout_option(p) -> None:
     """--timeloop-timeout (evaluate, validate): how long one timeloop-model run may take."""
     p.add_argument("--timeloop-timeout", type=seconds, metavar="SECONDS",
-                   help=f"with --model timeloop (or both, in evaluate): a timeloop-model run taking longer is stopped and counts as "
-                        f"failed (default {TIMEOUT_S:g} s)")
+                   help=f"with --model timeloop (or both, in evaluate): a timeloop-model run taking longer is "
+                        f"stopped and counts as failed (default {TIMEOUT_S:g} s)")

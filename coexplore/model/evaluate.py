@@ -36,21 +36,22 @@ class LevelCosts:
     largest: np.ndarray | None = None     # [L] each level's largest ERT action / its cluster size (NaN: no table)
     compute_largest: float | None = None  # the compute unit's largest ERT action (None: no table)
     gaps: tuple[str, ...] = ()    # the notes on tables that price some ops only (moot under as_v03)
-    per_word: bool = False        # charge words x energy / block (2020-21), not vectors (ceil(words / block))
+    pooled: bool = False          # a tensor's reads, fills and updates in one count of vectors (2020-21)
 
     def as_v03(self) -> "LevelCosts":
         """The energies as the Timeloop of 2020-21 read an ERT: every access of a buffer priced at its
         table's largest action over its cluster size (its "vector access energy"; an old table with an
-        `access` action only prices reads, fills and updates), each word at that energy / block size
-        (today's Timeloop charges whole vectors, ceil(words / block)), the compute unit at its largest,
-        and no leakage (that Timeloop reported none). Levels without a table keep Timeloop's estimate."""
+        `access` action only prices reads, fills and updates), charged per vector of a tensor's reads,
+        fills and updates together (today's Timeloop rounds each up to whole vectors apart), the compute
+        unit at its largest, and no leakage (that Timeloop reported none). Levels without a table keep
+        Timeloop's estimate."""
         if self.largest is None:
-            return replace(self, leak=np.zeros_like(self.leak), per_word=True)
-        has, one = ~np.isnan(self.largest), self.largest
-        return replace(self, read=np.where(has, one, self.read), fill=np.where(has, one, self.fill),
-                       update=np.where(has, one, self.update), leak=np.zeros_like(self.leak),
+            return replace(self, leak=np.zeros_like(self.leak), pooled=True)
+        has = ~np.isnan(self.largest)
+        return replace(self, read=np.where(has, self.largest, self.read), fill=np.where(has, self.largest, self.fill),
+                       update=np.where(has, self.largest, self.update), leak=np.zeros_like(self.leak),
                        compute=self.compute if self.compute_largest is None else self.compute_largest,
-                       notes=tuple(n for n in self.notes if n not in self.gaps), gaps=(), per_word=True)
+                       notes=tuple(n for n in self.notes if n not in self.gaps), gaps=(), pooled=True)
 
 
 
@@ -98,7 +99,7 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
                          f"{' / '.join(sorted({n for op in estimated for n in OPERATIONS[op]}))}): Timeloop's built-in "
                          f"estimate, {timeloop_pat.vector_access_energy(lv):.6g} pJ per access, stands in, as in timeloop-model"
                          + (" today (the Timeloop of 2020-21 priced every access at the table's largest action, "
-                            "its `access`: --stride-rule v0.3)" if "access" in ert.actions[lv.name] else ""))
+                            "its `access`: --timeloop-rules v0.3)" if "access" in ert.actions[lv.name] else ""))
             notes.append(gaps[-1])
     for lv in arch.all_levels:         # Timeloop keys tables by name alone: a table of another size is said
         sizes = ert.instances.get(lv.name)
@@ -198,7 +199,7 @@ def _metrics(arch: Architecture, problem: Problem, costs: LevelCosts, nest: Nest
     """Energy, cycles, utilization and EDP of analysed (valid) mappings."""
     inst = nest.instances.astype(np.float64)                             # [B, L]
     blk = costs.block[None, :, None]
-    if costs.per_word:      # (one energy per access: the vectors of all of a tensor's words)
+    if costs.pooled:      # (one energy per access under as_v03: the vectors of all of a tensor's words)
         ds_energy = np.ceil((nest.reads + nest.fills + nest.updates) / blk) * costs.read[None, :, None]
     else:
         ds_energy = (np.ceil(nest.reads / blk) * costs.read[None, :, None]
