@@ -113,3 +113,30 @@ def test_v03_rules_report_no_leakage_and_price_each_access_at_the_largest_action
     assert priced >= 4 and (ctx.costs.read != ctx.costs.update).any()
     assert v03.compute == max(ctx.ert.actions[ctx.arch.compute.name].values())
     assert old["energy_pJ"] > now["energy_pJ"] - sum(lv.get("leakage_pJ", 0) for lv in now["levels"].values())
+
+
+def test_as_v03_prices_compute_at_its_largest_action_and_drops_leakage_without_tables():
+    import numpy as np
+
+    from coexplore.model.evaluate import LevelCosts
+    base = dict(read=np.array([1.0, 2.0]), fill=np.array([1.5, 2.5]), update=np.array([1.5, 2.5]),
+                leak=np.array([0.1, 0.2]), block=np.ones(2), clusters=np.ones(2), compute=1.0)
+    one = LevelCosts(**base, largest=np.array([3.0, np.nan]), compute_largest=2.0, notes=("a", "b"), gaps=("b",))
+    v = one.as_v03()
+    assert v.compute == 2.0 and list(v.read) == [3.0, 2.0] and list(v.fill) == [3.0, 2.5] and v.notes == ("a",)
+    assert not v.leak.any() and v.pooled
+    none = LevelCosts(**base).as_v03()                  # no table anywhere: the estimates, no leakage
+    assert none.compute == 1.0 and list(none.read) == [1.0, 2.0] and not none.leak.any() and none.pooled
+
+
+def test_v03_counts_with_the_pre2025_sliding_window_rule():
+    """The 2024 exercise references that need pre2025 (v4_ed_eyeriss_like: DRAM Input reads) get the
+    same counts under v0.3, whose Timeloop predates the 2025 fix too."""
+    import numpy as np
+
+    from coexplore.model.reference import load_reference_run
+    run = load_reference_run(Path(__file__).parent / "data" / "exercises_v4" / "v4_ed_eyeriss_like")
+    old, cur, v03 = (run.evaluate(r).nest for r in ("pre2025", "current", "v0.3"))
+    assert not np.array_equal(old.reads, cur.reads)
+    inputs = [i for i, ds in enumerate(run.context.problem.dataspaces) if not ds.read_write]
+    np.testing.assert_array_equal(v03.reads[..., inputs], old.reads[..., inputs])
