@@ -221,7 +221,8 @@ def _derive_storage(level: Level, file: str | None) -> None:
     their product must be the width (Timeloop stops otherwise)."""
     a = level.attributes
     key = f"{level.name}.attributes"
-    level.word_bits = _positive(_attr(a, "word_bits", 16), file=file, key=f"{key}.{_attr_name(a, 'word_bits', 'datawidth')}")
+    level.word_bits = _positive(_attr(a, "word_bits", 16), file=file,
+                                key=f"{key}.{_attr_name(a, 'word_bits', 'datawidth')}")
     cluster = a.get("cluster_size")
     level.cluster_size = 1 if cluster is None else _positive(cluster, file=file, key=f"{key}.cluster_size")
     block = _attr(a, "block_size")

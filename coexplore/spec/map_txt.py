@@ -25,6 +25,11 @@ def looks_like_map_txt(text: str) -> bool:
     return any(_LEVEL.match(ln) for ln in lines) and any(_LOOP.match(ln) for ln in lines)
 
 
+def _permutation(names: list[str]) -> str:
+    """Dimension names as a permutation string: letters run together, longer names spaced."""
+    return ("" if all(len(d) == 1 for d in names) else " ").join(names)
+
+
 def parse_map_txt(text: str, dataspaces: list[str], file: str | None = None) -> list[dict]:
     """Mapping directives (the `mapping:` list of a Timeloop mapping YAML) of a printout: per level a
     temporal directive (factors; permutation innermost first, as the loops print outermost first),
@@ -37,18 +42,13 @@ def parse_map_txt(text: str, dataspaces: list[str], file: str | None = None) -> 
             return
         temporal = [(d, n) for d, n, axis in loops if axis is None]
         spatial = [(d, n, axis) for d, n, axis in loops if axis is not None]
-        out.append({"target": level, "type": "temporal",
-                    "factors": " ".join(f"{d}={n}" for d, n in temporal),
-                    "permutation": "".join(d for d, _ in reversed(temporal)) if all(len(d) == 1 for d, _ in temporal)
-                    else " ".join(d for d, _ in reversed(temporal))})
+        out.append({"target": level, "type": "temporal", "factors": " ".join(f"{d}={n}" for d, n in temporal),
+                    "permutation": _permutation([d for d, _ in reversed(temporal)])})
         if spatial:
             xs = [(d, n) for d, n, a in reversed(spatial) if a == "X"]
             ys = [(d, n) for d, n, a in reversed(spatial) if a == "Y"]
-            names = [d for d, _ in xs + ys]
-            out.append({"target": level, "type": "spatial",
-                        "factors": " ".join(f"{d}={n}" for d, n in xs + ys),
-                        "permutation": "".join(names) if all(len(d) == 1 for d in names) else " ".join(names),
-                        "split": len(xs)})
+            out.append({"target": level, "type": "spatial", "factors": " ".join(f"{d}={n}" for d, n in xs + ys),
+                        "permutation": _permutation([d for d, _ in xs + ys]), "split": len(xs)})
         out.append({"target": level, "type": "bypass", "keep": [d for d in dataspaces if d in kept],
                     "bypass": [d for d in dataspaces if d not in kept]})
 
