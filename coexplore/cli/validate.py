@@ -94,6 +94,11 @@ def format_table(s: dict, max_failures: int = 10) -> str:
                      f"{folders[0]}")
     if s.get("stride_rule", "current") != "current":
         lines.append(f"stride rule     : {s['stride_rule']} ({RULE_NOTES[s['stride_rule']]})")
+    v03 = s.get("timeloop_v03_runs")
+    if v03 and v03["failing"] and s.get("stride_rule") != "v0.3":
+        lines.append(f"v0.3 runs       : {v03['failing']} of the {v03['cases']} Timeloop v0.3 run folders (map.txt, no "
+                     "input copy) disagree: a Timeloop of 2020-21 counted and priced by other rules; "
+                     "--timeloop-rules v0.3 applies them")
     if s["failures"]:
         lines += ["", f"mismatching cases ({len(s['failures'])}, first {min(max_failures, len(s['failures']))}):"]
         for r in s["failures"][:max_failures]:

@@ -27,6 +27,7 @@ class Case:
     layer_file: Path
     mapping_file: Path | None = None      # default: mapping.yaml in the case folder
     reference_file: Path | None = None    # default: the first of REFERENCES it holds
+    rules: str | None = None              # the Timeloop rules its reference was made by, when known ("v0.3")
 
     @property
     def mapping(self) -> Path:
@@ -138,6 +139,36 @@ def _runs(root: Path, skipped: list, taken: set) -> list[Case]:
     return cases
 
 
+def _v03_runs(root: Path, skipped: list, taken: set) -> list[Case]:
+    """The Timeloop v0.3 run folders below `root`: a tool's stats.txt, ERT and printed loop nest
+    (map.txt, the mapping it evaluated or found) with no input copy beside them; their inputs found
+    near them by `run_inputs.find_inputs` (a folder whose inputs cannot be told goes to `skipped`)."""
+    from coexplore.model.run_inputs import TOOLS, find_inputs, is_v03_run
+    cases = []
+    folders = sorted({f.parent for tool in TOOLS for f in find_files(root, f"{tool}.map.txt")})
+    for folder in folders:
+        tools = [t for t in TOOLS if is_v03_run(folder, t)]
+        if folder in taken or not tools:
+            continue
+        rel = folder.relative_to(root)
+        if rel.name in ("ref", "ref-output", "output"):
+            rel = rel.parent
+        name = str(rel) if str(rel) != "." else folder.name
+        for tool in tools:
+            ert = next((f for f in (folder / f"{tool}.ERT.yaml", folder / "ERT.yaml") if f.is_file()), None)
+            if ert is None:
+                skipped.append((folder, f"Timeloop v0.3 run without the energy table it used ({tool}.ERT.yaml)"))
+                continue
+            inputs = find_inputs(folder, tool)
+            if isinstance(inputs, str):
+                skipped.append((folder, inputs))
+                continue
+            label = f"{name} (mapper)" if tool == "timeloop-mapper" and len(tools) > 1 else name
+            cases.append(Case(folder, label, "run", inputs[0], ert, inputs[1], folder / f"{tool}.map.txt",
+                              folder / f"{tool}.stats.txt", rules="v0.3"))
+    return cases
+
+
 @functools.lru_cache(maxsize=64)
 def _level_names(arch_file: Path) -> tuple[str, ...]:
     import warnings
@@ -188,10 +219,13 @@ def discover(root: str | Path, skipped: list | None = None) -> list[Case]:
             arch_file = arch_dir / "arch.yaml"
         ert = arch_dir / "ERT.yaml"
         cases.append(Case(case, arch, layer, arch_file, ert if ert.exists() else None, layer_file))
-    cases += _runs(root, skipped if skipped is not None else [], {c.path for c in cases})
+    skipped = skipped if skipped is not None else []
+    cases += _runs(root, skipped, {c.path for c in cases})
+    cases += _v03_runs(root, skipped, {c.path for c in cases})
     if not cases:
         raise CoexploreError("no cases found", file=str(root),
                              expected="<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} below it "
                                       "(or timeloop-model.stats.txt / .log instead of expected.json), or folders "
-                                      f"Timeloop ran in ({RUN_INPUT} with a stats.txt beside it)")
+                                      f"Timeloop ran in ({RUN_INPUT}, or for Timeloop v0.3 the map.txt, with a "
+                                      "stats.txt beside it)")
     return cases

@@ -226,6 +226,8 @@ def _row(c, got: dict | str, refs: dict, root) -> dict:
             cmp["counts_exact"] = False
             cmp["count_max_rel_err"] = math.inf
     cmp.update(case=_case_name(c, root), arch=c.arch, layer=c.layer, source=ref.get("source"))
+    if c.rules:
+        cmp["rules"] = c.rules
     if c.reference.name.endswith(".stats.txt") and ref["valid"] and ref["energy_pJ"]:
         cmp["energy_tol"] = max(ENERGY_TOL, energy_tolerance_pJ(ref) / ref["energy_pJ"])   # printed to 0.01 pJ
     return cmp
@@ -288,6 +290,10 @@ def summarise(rows: list[dict], wall_s: float, model_s: float, model: str = "bui
                        (r["valid_ref"] and r["valid_got"] and (
                            not r["counts_exact"] or not r["cycles_exact"]
                            or r["energy_rel_err"] > r.get("energy_tol", ENERGY_TOL)))]
+    v03 = [r for r in rows if r.get("rules") == "v0.3"]
+    if v03:                 # Timeloop v0.3 run folders: how many the current rules leave disagreeing
+        out["timeloop_v03_runs"] = {"cases": len(v03), "failing": sum(any(r is f for f in out["failures"])
+                                                                      for r in v03)}
     out["wall_s"] = wall_s
     out["model_s"] = model_s
     out["model"] = model
