@@ -78,7 +78,7 @@ def test_a_given_constraints_file_is_the_cores_source_and_in_its_files(tmp_path)
     shutil.copy(tmp_path / "a" / "constraints.yaml", tmp_path / "given.yaml")
     (tmp_path / "a" / "constraints.yaml").unlink()
     core = _own(tmp_path, "{name: mine, arch: a/arch.yaml, constraints: given.yaml}").cores["mine"]
-    assert core.constraints_source() == tmp_path / "given.yaml"
+    assert core.constraints_sources() == (tmp_path / "given.yaml",)
     assert tmp_path / "given.yaml" in core.files()
     written = core.write(tmp_path / "out")
     assert written["constraints"].read_bytes() == (tmp_path / "given.yaml").read_bytes()
@@ -115,6 +115,57 @@ def test_an_own_cores_given_constraints_apply_per_layer(tmp_path):
     want = load_constraints(ctx.arch, tmp_path / "given.yaml", ctx.problem)
     assert want != load_constraints(ctx.arch, None, ctx.problem)      # the file says something
     assert cm.constraints_for(ctx.problem) == want
+
+
+def _two_constraint_files(tmp_path):
+    """A v0.3 setup's two files: the architecture constraints and the mapspace constraints."""
+    _sws_and_given_constraints(tmp_path)
+    (tmp_path / "arch_c.yaml").write_text(
+        "architecture_constraints:\n  targets:\n  - {target: shared_glb, type: bypass, keep: [Inputs, Outputs], "
+        "bypass: [Weights]}\n")
+    (tmp_path / "map_c.yaml").write_text(
+        "mapspace_constraints:\n  targets:\n  - {target: DRAM, type: temporal, permutation: [N, C, M, P, Q, R, S]}\n")
+
+
+def test_an_own_core_takes_several_constraints_files_combined_as_map_combines_them(tmp_path):
+    from coexplore.arch.system import load_system_arch
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import load_constraints
+    from coexplore.system.from_system import core_model
+    _two_constraint_files(tmp_path)
+    path = _sys(tmp_path, "{name: s, arch: s/arch.yaml, constraints: [arch_c.yaml, map_c.yaml]}")
+    system = load_system_arch(path)
+    core = system.cores["s"]
+    assert core.constraints_sources() == (tmp_path / "arch_c.yaml", tmp_path / "map_c.yaml")
+    assert {tmp_path / "arch_c.yaml", tmp_path / "map_c.yaml"} <= set(core.files())
+    ctx = load_context(tmp_path / "s" / "arch.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    both = load_constraints(ctx.arch, [tmp_path / "arch_c.yaml", tmp_path / "map_c.yaml"], ctx.problem)
+    one = load_constraints(ctx.arch, tmp_path / "arch_c.yaml", ctx.problem)
+    assert both != one and "Weights" in both["shared_glb"].bypass
+    assert core_model(system, "s").constraints_for(ctx.problem) == both
+    # arch generate's one constraints.yaml reads back to the same constraints
+    written = core.write(tmp_path / "out")
+    assert load_constraints(ctx.arch, written["constraints"], ctx.problem) == both
+
+
+def test_one_of_several_constraints_files_missing_is_named_by_its_index(tmp_path):
+    _two_constraint_files(tmp_path)
+    with pytest.raises(CoexploreError) as err:
+        load_system(_sys(tmp_path, "{name: s, arch: s/arch.yaml, constraints: [arch_c.yaml, nope.yaml]}"))
+    assert err.value.key == "system.cores[0].constraints[1]" and "nope.yaml" in err.value.message
+    with pytest.raises(CoexploreError) as err:
+        load_system(_sys(tmp_path, "{name: s, arch: s/arch.yaml, constraints: []}"))
+    assert err.value.key == "system.cores[0].constraints"
+
+
+def test_two_constraints_files_fixing_one_level_twice_are_refused_as_map_refuses_them(tmp_path):
+    from coexplore.arch.system import load_system_arch
+    from coexplore.system.from_system import core_model
+    _two_constraint_files(tmp_path)
+    (tmp_path / "again.yaml").write_text((tmp_path / "map_c.yaml").read_text().replace("N, C, M", "C, N, M"))
+    path = _sys(tmp_path, "{name: s, arch: s/arch.yaml, constraints: [map_c.yaml, again.yaml]}")
+    with pytest.raises(CoexploreError, match="DRAM"):
+        core_model(load_system_arch(path), "s")
 
 
 @pytest.mark.parametrize("k", ["ert", "constraints"])

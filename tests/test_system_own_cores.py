@@ -277,9 +277,9 @@ def test_constraints_inside_an_own_cores_file_win_over_a_file_beside_it(tmp_path
     doc.update(load_yaml(ARCHES / "eyeriss_like" / "constraints.yaml"))
     (tmp_path / "w" / "spec.yaml").write_text(dump_yaml(doc))
     (tmp_path / "w" / "constraints.yaml").write_text("architecture_constraints: {targets: []}\n")
-    assert FileCore("w", tmp_path / "w" / "spec.yaml").constraints_source() is None
+    assert FileCore("w", tmp_path / "w" / "spec.yaml").constraints_sources() == ()
     (tmp_path / "w" / "spec.yaml").write_text(dump_yaml(load_yaml(ARCHES / "eyeriss_like" / "processed.yaml")))
-    assert FileCore("w", tmp_path / "w" / "spec.yaml").constraints_source() == tmp_path / "w" / "constraints.yaml"
+    assert FileCore("w", tmp_path / "w" / "spec.yaml").constraints_sources() == (tmp_path / "w" / "constraints.yaml",)
 
 
 def test_a_templates_includes_are_part_of_a_schedules_run_identity(tmp_path):

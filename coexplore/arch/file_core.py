@@ -1,7 +1,7 @@
 """A core of the user's own in a system YAML (`cores: [{arch: FILE, ert: ..., constraints: ...}]`):
 a Timeloop architecture file (v0.4 node list, whole spec, template or flattened v0.3) standing beside
 the generated template cores. Its files are found as `coexplore evaluate` / `map` find an ARCH's
-(an ERT given, beside it or inside it; a constraints file given or beside it); the system's clock and
+(an ERT given, beside it or inside it; constraints files given or a constraints.yaml beside it); the system's clock and
 DRAM settings do not rewrite it (its own DRAM and technology price it). A Jinja2 template takes
 its names from the core's `var:` (over any --var), wherever the file is read."""
 
@@ -27,7 +27,7 @@ class FileCore:
     name: str
     arch_file: Path
     ert_file: Path | None = None
-    constraints_file: Path | None = None
+    constraints_files: tuple[Path, ...] = ()    # combined as timeloop-mapper combines them
     key: str = "system.cores[0]"          # where the system file names it (for messages)
     var: dict = field(default_factory=dict)   # a template's names (the core's `var:`)
     template = None
@@ -68,18 +68,18 @@ class FileCore:
             data = load_yaml(self.arch_file)
         return data["ERT"] if isinstance(data, dict) and isinstance(data.get("ERT"), dict) else None
 
-    def constraints_source(self) -> Path | None:
-        """The constraints file given, else (unless the file holds its own constraint targets, which
-        then apply) a constraints.yaml beside it; None: those in the file or its nodes'."""
-        if self.constraints_file is not None:
-            return self.constraints_file
+    def constraints_sources(self) -> tuple[Path, ...]:
+        """The constraints files given, else (unless the file holds its own constraint targets, which
+        then apply) a constraints.yaml beside it; none: those in the file or its nodes'."""
+        if self.constraints_files:
+            return self.constraints_files
         from coexplore.spec.constraints import constraint_targets
         with self.rendering():
             data = load_yaml(self.arch_file)
         if constraint_targets(data, str(self.arch_file)) is not None:
-            return None
+            return ()
         beside = self.arch_file.parent / "constraints.yaml"
-        return beside if beside.is_file() else None
+        return (beside,) if beside.is_file() else ()
 
     def inputs(self) -> list[Path]:
         """Every file `arch generate` reads for this core (its outputs must not land on one of them)."""
@@ -89,7 +89,7 @@ class FileCore:
     def files(self) -> list[Path]:
         """Every file the core's results depend on (a run is the same run only if none changed)."""
         ert = self.ert_source()
-        found = [self.arch_file, ert if isinstance(ert, Path) else None, self.constraints_source()]
+        found = [self.arch_file, ert if isinstance(ert, Path) else None, *self.constraints_sources()]
         return [p for p in found if p is not None]
 
     def tables(self, estimator: str = "builtin", price: bool = True
@@ -128,8 +128,8 @@ class FileCore:
         return ert, art, said
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
-        """arch.yaml (the file as given; a template rendered) and, when the core has a constraints
-        file (given or beside it), constraints.yaml (copied) into `out_dir`."""
+        """arch.yaml (the file as given; a template rendered) and, when the core has constraints files
+        (given or beside it), constraints.yaml (one copied; several combined into one) into `out_dir`."""
         from coexplore.spec.template import is_template
         from coexplore.spec.yamlio import dump_yaml, read_text
         out = Path(out_dir)
@@ -142,10 +142,15 @@ class FileCore:
             files["arch"].write_text(f"# {self.arch_file} rendered{names}\n" + dump_yaml(rendered))
         else:
             files["arch"].write_bytes(self.arch_file.read_bytes())
-        cons = self.constraints_source()
-        if cons is not None:
+        cons = self.constraints_sources()
+        if len(cons) == 1:
             files["constraints"] = out / "constraints.yaml"
-            files["constraints"].write_bytes(cons.read_bytes())
+            files["constraints"].write_bytes(cons[0].read_bytes())
+        elif cons:
+            from coexplore.spec.constraints import combined_constraints
+            files["constraints"] = out / "constraints.yaml"
+            files["constraints"].write_text("# " + " + ".join(map(str, cons)) + " combined\n"
+                                            + dump_yaml(combined_constraints(cons)))
         return files
 
     def digest(self) -> str:

@@ -549,6 +549,26 @@ def constraint_targets(data, file=None) -> list | None:
     return body if found else None
 
 
+CONSTRAINT_BLOCKS = ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints")
+
+
+def combined_constraints(paths) -> dict:
+    """One constraints document holding the directives of several files, each block under its own
+    name (a bare top-level `targets` list as mapspace constraints): what timeloop-mapper reads from
+    them together, as one file (`arch generate` writes it for a core given several)."""
+    out: dict = {}
+    for path in paths:
+        data = load_yaml(path)
+        if constraint_targets(data, str(path)) is None:
+            raise CoexploreError("no constraints in it", file=str(path),
+                                 expected="architecture_constraints / mapspace_constraints (targets: [...]) or targets")
+        blocks = [(k, data[k]) for k in CONSTRAINT_BLOCKS if isinstance(data.get(k), (dict, list))]
+        for k, v in blocks or [("mapspace_constraints", data["targets"])]:
+            targets = v.get("targets") if isinstance(v, dict) else v
+            out.setdefault(k, {"targets": []})["targets"].extend(targets or [])
+    return out
+
+
 def _is_node_list(arch: Architecture, doc) -> bool:
     """The architecture was written as v0.4 nodes (timeloopfe's input), not flattened; `doc` is its
     file's content (None without a file)."""

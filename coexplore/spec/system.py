@@ -18,7 +18,8 @@
         arch: tpu/arch.yaml       #   list, whole spec or flattened v0.3), relative to this file;
         ert: tpu/ERT.yaml         #   optional: its energy table (default: beside it or inside it, else
         constraints: tpu/c.yaml   #   priced with the built-in estimator) and mapspace constraints
-        count: 2                  #   (default: its nodes' or a constraints.yaml beside it); an arch
+        count: 2                  #   (a file or a list of files, combined as timeloop-mapper combines
+                                  #   them; default: its nodes' or a constraints.yaml beside it); an arch
                                   #   that is a Jinja2 template takes var: {NAME: VALUE} (its names)
     workloads: [../problems/resnet50.yaml]     # optional; paths relative to this file, or bundled names (bert_base)
     sweep:                        # optional; Cartesian product of the axes
@@ -90,7 +91,7 @@ class CoreSpec:
     key: str = "system.cores[0]"          # where it sits in the file (for error messages)
     arch: Path | None = None
     ert: Path | None = None
-    constraints: Path | None = None
+    constraints: tuple[Path, ...] = ()      # several files: combined as timeloop-mapper combines them
     var: dict = field(default_factory=dict)   # an own core's template names (Jinja2), over any --var
 
     def instance_names(self) -> list[str]:
@@ -279,13 +280,22 @@ def _parse_core(value, file, index: int, base: Path) -> CoreSpec:
                 raise _err(f"'{k}' with 'arch'", file, f"{key}.{k}",
                            "template parameters only with a template (edit the architecture file instead)")
         for k in ("arch", "ert", "constraints"):
-            if k in c:
-                p = _join(base, _string(c[k], file, f"{key}.{k}"))
+            if k not in c:
+                continue
+            many = k == "constraints" and isinstance(c[k], list)
+            if many and not c[k]:
+                raise _err("an empty list", file, f"{key}.{k}", "a Timeloop constraints file, or a list of them")
+            paths = []
+            for i, v in enumerate(c[k] if many else [c[k]]):
+                where = f"{key}.{k}[{i}]" if many else f"{key}.{k}"
+                p = _join(base, _string(v, file, where))
                 if not p.is_file():
-                    raise _err(f"no such file {p}", file, f"{key}.{k}",
+                    raise _err(f"no such file {p}", file, where,
                                "a Timeloop architecture file" if k == "arch" else
-                               "an energy table (ERT.yaml)" if k == "ert" else "a Timeloop constraints file")
-                files[k] = p
+                               "an energy table (ERT.yaml)" if k == "ert" else
+                               "a Timeloop constraints file (or a list of them)")
+                paths.append(p)
+            files[k] = tuple(paths) if k == "constraints" else paths[0]
     else:
         for k in ("ert", "constraints"):
             if k in c:

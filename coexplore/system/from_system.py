@@ -44,7 +44,7 @@ class CoreModel:
     constraints: dict
     warnings: tuple = ()     # where the built-in energy estimate is not what Accelergy would give
     own: bool = False        # a core of the user's own files (system.cores[].arch)
-    constraints_file: Path | None = None
+    constraints_files: tuple[Path, ...] = ()
     names: dict = field(default_factory=dict)    # an own template core's `var:` (its file is read again)
 
     def constraints_for(self, problem) -> dict:
@@ -55,7 +55,7 @@ class CoreModel:
             return self.constraints
         from coexplore.spec.template import with_names
         with with_names(self.names):
-            return load_constraints(self.context_arch, self.constraints_file, problem)
+            return load_constraints(self.context_arch, list(self.constraints_files) or None, problem)
 
 
 def system_layer_mapper(system) -> "registry.MapperSpec | None":
@@ -107,8 +107,8 @@ def _file_core_model(core: FileCore, ert_file: Path | None = None) -> CoreModel:
     told = [f"{core.arch_file}: {w}" for w in arch.warnings] + [str(w.message) for w in said] + \
         [f"{ert.source}: {w}" for w in costs.notes]
     with core.rendering():
-        cons = load_constraints(arch, core.constraints_file)        # read now: a bad file is said at once
-    return CoreModel(core.name, arch, costs, ert, cons, tuple(told), own=True, constraints_file=core.constraints_file,
+        cons = load_constraints(arch, list(core.constraints_files) or None)    # read now: a bad file is said at once
+    return CoreModel(core.name, arch, costs, ert, cons, tuple(told), own=True, constraints_files=core.constraints_files,
                      names=dict(core.var))
 
 
