@@ -541,9 +541,10 @@ def test_static_placement_plans_for_the_request_rates():
 
 
 def test_static_placement_serves_its_core_first_come_first_served():
-    r = simulate(one_core(), stream([0.0, 2.0, 1.0], [1e9] * 3, [0, 0, 0]), StaticAssignment())
-    # (stream order is arrival order in real streams; here request 2 arrived before request 1)
-    assert {int(q): s for q, _, _, s, _ in r.trace} == {0: 0.0, 2: 100.0, 1: 200.0}
+    r = simulate(one_core(), stream([0.0, 1.0, 2.0], [1e9] * 3, [0, 0, 0]), StaticAssignment())
+    assert {int(q): s for q, _, _, s, _ in r.trace} == {0: 0.0, 1: 100.0, 2: 200.0}
+    with pytest.raises(CoexploreError, match="before request 1"):     # a stream is in arrival order
+        stream([0.0, 2.0, 1.0], [1e9] * 3, [0, 0, 0])
 
 
 def test_waited_is_capped_at_four_and_hopeless_needs_negative_slack(lone):

@@ -492,7 +492,8 @@ def test_loads_summary_record_csv_and_key(tmp_path, capsys):
     rows = list(csv.DictReader((tmp_path / "many" / "results.csv").open()))
     assert [float(r["load"]) for r in rows] == sorted(float(r["load"]) for r in rows)
     assert main([*base, "--load", "0.8", "--load-basis", "capacity", "--out", str(tmp_path / "cap")]) == 0
-    assert capsys.readouterr().out.splitlines()[0].endswith("load 0.8 of capacity")
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.split("; DRAM traffic")[0].endswith("load 0.8 of capacity") and "DRAM traffic" in first
     assert main([*base, "--load", "0.8", "--loads", "0.80", "--out", str(tmp_path / "same")]) == 0
     captured = capsys.readouterr()
     assert "one load is served" in captured.err and "SLA rate by load" not in captured.out

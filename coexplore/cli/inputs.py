@@ -87,7 +87,8 @@ def own_core_names(args):
     if arch is None or "system" not in top_keys(arch):
         return contextlib.nullcontext()
     cores = load_system(arch).cores
-    chosen = [c for c in cores if c.name == args.core] if getattr(args, "core", None) else cores[:1] \
+    wanted = design_name(cores, getattr(args, "core", None))
+    chosen = [c for c in cores if c.name == wanted] if wanted else cores[:1] \
         if len(cores) == 1 else []
     return template.with_names(chosen[0].var) if chosen and chosen[0].var else contextlib.nullcontext()
 
@@ -100,7 +101,8 @@ def problem_in_arch(args) -> None:
     arch = resolve("arch", args.arch)
     if "system" in top_keys(arch) and getattr(args, "core", None):     # an own core's whole spec holds one
         from coexplore.spec.system import load_system
-        own = next((c.arch for c in load_system(arch).cores if c.name == args.core and c.arch is not None), None)
+        cores = load_system(arch).cores
+        own = next((c.arch for c in cores if c.name == design_name(cores, args.core) and c.arch is not None), None)
         if own is not None and "problem" in top_keys(own):
             args.problem = str(own)
             return
@@ -124,6 +126,14 @@ def top_keys(path: str | Path) -> set:
         return set()
     data = load_yaml(p)
     return set(data) if isinstance(data, dict) else set()
+
+
+def design_name(cores, wanted: str | None) -> str | None:
+    """--core as a design's name: a copy's name as `schedule` names it (simba_0, simba_1_0) is its
+    design's (every copy is that design)."""
+    if wanted is None or any(c.name == wanted for c in cores):
+        return wanted
+    return next((c.name for c in cores if wanted in c.instance_names()), wanted)
 
 
 def _choose(names: list[str], wanted: str | None, what: str, file: str, key: str) -> str:
@@ -201,7 +211,8 @@ def load_inputs(args, with_constraints: bool = False
     if args.classes is not None:
         raise _classes_unused(args.arch, "a system YAML's cores are priced from its own settings")
     system = load_system_arch(args.arch)
-    name = _choose(list(system.cores), args.core, "core design", str(args.arch), "--core")
+    name = _choose(list(system.cores), design_name(system.spec.cores, args.core), "core design", str(args.arch),
+                   "--core")
     cm = core_model(system, name, ert=args.ert)     # with --ert the core is not priced
     for w in cm.warnings:
         if not w.startswith(f"{cm.ert.source}: "):     # what the ERT leaves out: said by _context

@@ -197,7 +197,7 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     given = [resolve("arch", args.arch), wl.path, args.ert, *(args.constraints or []),
              resolve("mappers", args.searcher) if args.searcher else None, *template.files_read()]
     desc.update(all_layers=True, workload=str(wl.path), coexplore_version=coexplore.__version__,
-                inputs_sha256=digests(*[f for f in given if f and Path(f).is_file()]),
+                inputs_sha256=digests(*[f for f in given if f]),
                 content_key=cache_key(**parts))
     return json.loads(json.dumps(desc, default=str))
 

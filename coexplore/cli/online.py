@@ -143,13 +143,20 @@ def run(args) -> int:
         return 1
     from coexplore.online.models import served_system
     from coexplore.online.stream import request_rates
-    system = served_system(table, bandwidth)
+    try:
+        system = served_system(table, bandwidth)
+    except CoexploreError as exc:
+        raise (exc.with_file(args.table) if args.table and exc.file is None else exc) from None
     rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
     simulations = len(names) * args.seeds * len(loads) + (2 * train.pairs * train.streams * train.generations
                                              if "relmas" in names and not args.policy else 0)
     note = stream_size_note(system, rates, scenario.requests, simulations)
     if note:
         print(f"coexplore online: note: {note}", file=sys.stderr)
+    _say_dram_overload(system, scenario, loads)
+    if scenario.slack[0] < 1:
+        print(f"coexplore online: warning: --slack {scenario.slack[0]:g} ...: a deadline below "
+              "a request's isolated latency (slack 1) cannot be met, even on an idle system", file=sys.stderr)
     run_desc = _run_description(args, scenario, train, names, loads)
     out = _out_dir(args, run_desc)
     if "relmas" in names and policy is None:
@@ -283,7 +290,7 @@ def _run_description(args, scenario, train, names: list[str], loads: list[float]
                     layer_budget=2000 if args.layer_budget is None else args.layer_budget,
                     layer_seed=0 if args.layer_seed is None else args.layer_seed)
         files += system_input_files(args.system, args.workload, args.layer_searcher)
-    desc["inputs_sha256"] = digests(*[f for f in files if f and Path(f).is_file()])
+    desc["inputs_sha256"] = digests(*[f for f in files if f])
     return desc
 
 
@@ -416,14 +423,31 @@ def _evaluate(system, scenario, schedulers: dict, args, progress: bool, where: s
             bar.close()
 
 
+def _say_dram_overload(system, scenario, loads) -> None:
+    """A warning for each load whose requests ask more DRAM traffic than the bandwidth passes (the
+    load figures count the cores only): every scheduler falls behind there."""
+    import dataclasses
+
+    from coexplore.online.stream import dram_demand, request_rates
+    over = [(load, dram_demand(system, request_rates(system, dataclasses.replace(scenario, load=load))))
+            for load in sorted(loads)]
+    over = [(load, d) for load, d in over if d > 1]
+    if over:
+        print("coexplore online: warning: the requests ask more DRAM traffic than the bandwidth "
+              f"({system.bandwidth:g} bytes/cycle) passes: " + ", ".join(f"{d:.3g}x at load {load:g}" for load, d in over)
+              + "; the load counts the cores only, so no scheduler keeps up there (a lower load or more "
+                "bandwidth)", file=sys.stderr)
+
+
 def _at_load(system, load: float, rates, results: dict) -> dict:
     """The numbers of one evaluation load: its rates, the cores' capacity for this mix (requests/cycle),
     each scheduler's means, the best heuristic and relmas's gains (online.json's `loads` entries)."""
     from coexplore.online.compare import gains, mean_summary
-    from coexplore.online.stream import capacity_rate
+    from coexplore.online.stream import capacity_rate, dram_demand
     means = {n: mean_summary(rs) for n, rs in results.items()}
     capacity = capacity_rate(system, rates / rates.sum())
     entry = {"load": load, "capacity_requests_per_cycle": capacity, "load_of_capacity": float(rates.sum()) / capacity,
+             "dram_demand_of_bandwidth": dram_demand(system, rates),
              "requests_per_cycle": [float(r) for r in rates], "schedulers": means}
     heuristics = {n: v for n, v in means.items() if n != "relmas"}
     if heuristics:
@@ -440,7 +464,8 @@ def _record(system, entry: dict, run_desc: dict, history, args, policy) -> dict:
             "models": [{"name": m.name, "layers": len(m.layers), "isolated_latency_cycles": m.isolated_latency,
                         "work_cycles": m.work, "requests_per_cycle": r}
                        for m, r in zip(system.models, entry["requests_per_cycle"])],
-            **{k: entry[k] for k in ("capacity_requests_per_cycle", "load_of_capacity", "schedulers",
+            **{k: entry[k] for k in ("capacity_requests_per_cycle", "load_of_capacity", "dram_demand_of_bandwidth",
+                                     "schedulers",
                                      "best_heuristic", "relmas_gains") if k in entry}}
     if "relmas" in entry["schedulers"]:
         data["policy"] = {"weights": dict(zip(_features(), policy.weights.tolist())),
@@ -493,7 +518,9 @@ def _summary(data: dict) -> list[str]:
     lines = [f"{data['name']}: {len(data['cores'])} cores, {len(data['models'])} DNNs "
              f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}"
              + (" of capacity" if data['run']['scenario'].get('basis') == 'capacity' else
-                f" ({data['load_of_capacity']:.3g} of the cores' capacity)"),
+                f" ({data['load_of_capacity']:.3g} of the cores' capacity)")
+             + (f"; DRAM traffic {data['dram_demand_of_bandwidth']:.3g} of the bandwidth"
+                if data.get("dram_demand_of_bandwidth") else ""),
              f"{'scheduler':10} {'SLA rate':>9} {'min-max':>12} {'worst DNN':>9} {'energy J':>9} {'p95 cycles':>11} "
              f"{'util':>5} {'decide us':>9}"]
     for name, m in sorted(means.items(), key=lambda kv: -kv[1]["sla_rate"]):

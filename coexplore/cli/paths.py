@@ -135,13 +135,18 @@ def output_dir(path: str | Path) -> Path:
 
 
 def digests(*paths) -> dict[str, str]:
-    """SHA-256 of each input file given (None and non-files skipped): part of a run record, so an
-    edited input is another run, not a rerun of the same one."""
+    """SHA-256 of each input file given, a folder workload's problem files for the folder (None and
+    other paths skipped): part of a run record, so an edited input is another run, not a rerun of
+    the same one."""
     import hashlib
+
+    from coexplore.spec.workload import problem_files
     out = {}
     for p in paths:
-        if p is not None and Path(p).is_file():
-            out[str(Path(p).resolve())] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
+        if p is None:
+            continue
+        for f in problem_files(Path(p)) if Path(p).is_dir() else [Path(p)] if Path(p).is_file() else []:
+            out[str(f.resolve())] = hashlib.sha256(f.read_bytes()).hexdigest()
     return out
 
 

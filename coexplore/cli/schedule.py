@@ -112,6 +112,10 @@ def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> No
         except CoexploreError as exc:
             exc.key = "--bandwidth"
             raise
+        from coexplore.spec.system import PLAUSIBLE_GBPS
+        if args.bandwidth > PLAUSIBLE_GBPS:      # bytes/cycle: even at 1 GHz more than any DRAM gives
+            print(f"coexplore {command}: warning: --bandwidth {args.bandwidth:g} bytes/cycle is more than "
+                  f"{PLAUSIBLE_GBPS:,.0f} GB/s at 1 GHz: is it in another unit (bytes/s, GB/s)?", file=sys.stderr)
 
 
 def load_table_option(path: str):
@@ -138,6 +142,12 @@ def run(args) -> int:
         raise CoexploreError(f"got {budget}", key="--budget", expected="an integer >= 1")
     if args.table:            # checked before the output folder is chosen (and announced)
         table, bandwidth = load_table_option(args.table), args.bandwidth
+    else:                     # so are the system's cores and its workloads
+        from coexplore.arch.system import load_system_arch
+        from coexplore.system.from_system import core_models, system_workloads
+        system = load_system_arch(args.system)
+        system_workloads(system, args.workload)
+        core_models(system)
     run_desc = _run_description(args, mapper, budget)
     out = _out_dir(args, mapper, run_desc)
     clock = None                                # GHz: the system's (a table has no clock)
@@ -243,7 +253,7 @@ def _run_description(args, mapper, budget: int) -> dict:
     files = [args.table, mapper.file]
     if args.system:
         files += system_input_files(args.system, args.workload, args.layer_searcher)
-    desc["inputs_sha256"] = digests(*[f for f in files if f and Path(f).is_file()])
+    desc["inputs_sha256"] = digests(*[f for f in files if f])
     return desc
 
 

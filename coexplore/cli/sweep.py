@@ -194,7 +194,7 @@ def _run_description(args, mapper, settings, spec) -> dict:
             "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
             "budget": settings.budget, "seed": settings.seed,
             "inputs_sha256": digests(*[f for f in [mapper.file, *system_input_files(   # (the layer mapper: above)
-                args.system, args.workload, None), *_own_core_inputs(spec)] if f and Path(f).is_file()])}
+                args.system, args.workload, None), *_own_core_inputs(spec)] if f])}
 
 
 def _own_core_inputs(spec) -> list:

@@ -67,8 +67,11 @@ def served_system(table: JobTable, bandwidth: float) -> ServedSystem:
     bandwidth = check_bandwidth(bandwidth)
     names = [job.dnn for job in table.jobs]
     if not all(names):
-        raise CoexploreError("the job table does not say which DNN each job belongs to", key="dnn",
-                             expected="a dnn column (the jobs.csv `coexplore schedule` writes has one) or a system YAML")
+        i = names.index("")
+        said = (f"job {table.jobs[i].name!r} (job row {i + 1}) has no DNN" if any(names) else
+                "the job table does not say which DNN each job belongs to")
+        raise CoexploreError(said, key="dnn", expected="a dnn column naming each job's DNN (the jobs.csv `coexplore "
+                                                       "schedule` writes has one) or a system YAML")
     order = list(dict.fromkeys(names))
     models = []
     for name in order:

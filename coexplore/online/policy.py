@@ -59,8 +59,12 @@ class Policy:
 
     def __post_init__(self):
         self.weights = np.asarray(self.weights, dtype=float)
-        if self.weights.shape != (len(FEATURES),) or not np.all(np.isfinite(self.weights)):
+        if self.weights.shape != (len(FEATURES),):
             raise CoexploreError(f"policy weights of shape {self.weights.shape}", key="weights",
+                                 expected=f"{len(FEATURES)} finite numbers ({', '.join(FEATURES)})")
+        bad = np.flatnonzero(~np.isfinite(self.weights))
+        if len(bad):
+            raise CoexploreError(f"weight {FEATURES[bad[0]]!r} is {self.weights[bad[0]]}", key="weights",
                                  expected=f"{len(FEATURES)} finite numbers ({', '.join(FEATURES)})")
 
     @classmethod

@@ -50,6 +50,11 @@ class Simulation:
             best = m.alone.min(axis=1)
             self.remaining.append(np.concatenate([np.cumsum(best[::-1])[::-1], [0.0]]).tolist())
         self.isolated = [m.isolated_latency for m in system.models]
+        if len(stream) and stream.model.max() >= len(system.models):
+            i = int(np.argmax(stream.model >= len(system.models)))
+            raise CoexploreError(f"request {i} is for model {stream.model[i]}; {len(system.models)} are served",
+                                 key="model", expected=f"model indices 0..{len(system.models) - 1} ("
+                                 + ", ".join(m.name for m in system.models) + ")")
         self.arrival = stream.arrival.tolist()
         self.deadline = stream.deadline.tolist()
         self.model = stream.model.tolist()

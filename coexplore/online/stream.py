@@ -59,6 +59,35 @@ class RequestStream:
     deadline: np.ndarray
     model: np.ndarray
 
+    def __post_init__(self):
+        """A stream built by hand (a trace) is checked as the simulation needs it: one arrival,
+        deadline and model index per request, arrivals finite and in order, deadlines not before
+        them, model indices >= 0 (below the number of served models: `Simulation` checks)."""
+        arrays = {k: np.asarray(getattr(self, k)) for k in ("arrival", "deadline", "model")}
+        for k, a in arrays.items():
+            object.__setattr__(self, k, a)
+            if a.ndim != 1 or len(a) != len(arrays["arrival"]):
+                raise CoexploreError(f"{k} of shape {a.shape} for {len(arrays['arrival'])} arrivals", key=k,
+                                     expected="one value per request (1-D arrays of one length)")
+        arrival, deadline, model = arrays.values()
+        bad = np.flatnonzero(~np.isfinite(arrival.astype(float)) | (arrival < 0))
+        if len(bad):
+            raise CoexploreError(f"request {bad[0]}: arrival {arrival[bad[0]]}", key="arrival",
+                                 expected="finite arrival times >= 0 (cycles)")
+        back = np.flatnonzero(np.diff(arrival) < 0)
+        if len(back):
+            i = int(back[0]) + 1
+            raise CoexploreError(f"request {i} arrives at {arrival[i]:g}, before request {i - 1} ({arrival[i - 1]:g})",
+                                 key="arrival", expected="requests in order of arrival (sort a trace by arrival "
+                                                         "first, its deadlines and models with it)")
+        early = np.flatnonzero(~(deadline >= arrival))
+        if len(early):
+            raise CoexploreError(f"request {early[0]}: deadline {deadline[early[0]]} before its arrival "
+                                 f"{arrival[early[0]]}", key="deadline", expected="deadlines >= arrivals (cycles)")
+        if model.dtype.kind not in "iu" or (len(model) and model.min() < 0):
+            raise CoexploreError(f"model indices {model[:5].tolist()}...", key="model",
+                                 expected="integer indices >= 0 of the served models")
+
     def __len__(self) -> int:
         return len(self.arrival)
 
@@ -74,6 +103,15 @@ def request_rates(system: ServedSystem, scenario: Scenario) -> np.ndarray:
     work = np.array([m.work for m in system.models])
     per_weight = scenario.load * system.num_cores / float(np.dot(mix, work))
     return mix * per_weight
+
+
+def dram_demand(system: ServedSystem, rates) -> float:
+    """The DRAM traffic the requests at `rates` (per cycle) ask for, as a fraction of the system
+    bandwidth: each layer's bytes (latency x bandwidth need) on its least-traffic core, so no
+    schedule asks for less. Above 1 no scheduler can keep up, whatever the cores' load."""
+    per_request = [float(np.nanmin(np.where(np.isfinite(m.latency), m.latency * m.bandwidth, np.inf), axis=1).sum())
+                   for m in system.models]
+    return float(np.dot(np.asarray(rates, dtype=float), per_request)) / system.bandwidth
 
 
 def capacity_rate(system: ServedSystem, mix) -> float:

@@ -256,7 +256,7 @@ class SearchInterrupted(KeyboardInterrupt):
 
 def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray], budget: int,
                batch_size: int = 100, progress: bool = False, desc: str | None = None,
-               best_label: str = "best", checkpoint=None) -> SearchResult:
+               best_label: str = "best", checkpoint=None, target: float = -np.inf) -> SearchResult:
     """Drive ask/tell until the searcher has used `budget` samples in all (a searcher that ran
     before continues: its samples count); the driver, not the searcher, owns progress.
 
@@ -269,6 +269,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     A `checkpoint` (`search.checkpoint.Checkpoint`) is restored first, when it holds a snapshot of
     this run, and saved at batch boundaries (periodically and on Ctrl-C): a run resumed from it ends
     exactly as an uninterrupted run would. The caller discards it once the result is stored.
+    `target`: a loss no candidate can beat (a proven lower bound): the search ends when it is reached.
     """
     budget = positive_int(budget, "budget")
     batch_size = positive_int(batch_size, "batch_size")
@@ -296,7 +297,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
                               lost="the search state since its last save is lost" if checkpoint is not None else "")
     try:
         stop.__enter__()
-        while searcher.samples < budget and not _DeferredInterrupt.requested:
+        while searcher.samples < budget and not _DeferredInterrupt.requested and not best_loss <= target:
             n = min(batch_size, budget - searcher.samples)
             batch = searcher.ask(n)
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
@@ -342,7 +343,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
         stop.__exit__()
         if bar is not None:
             bar.close()
-    if asked_to_stop and searcher.samples < budget:   # a search that finished anyway is complete
+    if asked_to_stop and searcher.samples < budget and not best_loss <= target:   # finished anyway: complete
         raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True))
     if lexicographic:                                 # ties decided by the secondary key
         return SearchResult(best_x, best_loss, searcher.samples, history)

@@ -409,10 +409,30 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
     node[last] = value
 
 
+def _other_kind(doc: Any, file: str | None) -> str:
+    """What a document given as SYSTEM is when it is another input of coexplore's ("" otherwise)."""
+    if isinstance(doc, dict) and "system" not in doc:
+        for key, kind in (("workload", "a workload"), ("problem", "a Timeloop problem"),
+                          ("architecture", "a Timeloop architecture")):
+            if key in doc:
+                return kind
+    if file and str(file).lower().endswith(".csv"):
+        return "a CSV job table"
+    return ""
+
+
 def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = None,
                  _axes_checked: bool = False) -> SystemSpec:
     """Build a SystemSpec from a loaded YAML document; errors name `file` and the key."""
     base = base_dir if base_dir is not None else _base_dir(file)
+    kind = _other_kind(doc, file)
+    if kind:
+        raise _err(f"not a system YAML: {kind}", file, "system", "a system YAML (system: {dram, cores}); " + {
+            "a workload": "a workload goes with --workload FILE",
+            "a Timeloop problem": "a problem file goes with --workload FILE (one layer) or to coexplore map",
+            "a Timeloop architecture": "one core's architecture goes to evaluate/map, or into a system YAML's "
+                                       "cores: [{arch: FILE}]",
+            "a CSV job table": "a job table goes with --table FILE --bandwidth B"}[kind])
     top = _mapping(doc, file, "", TOP_KEYS, "a mapping with a 'system:' key")
     if "system" not in top:
         raise _err("missing key 'system'", file, "system",
@@ -542,9 +562,9 @@ def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
     spec = parse_system(doc, file=str(p))
     if check_files:
         for i, w in enumerate(spec.workloads):
-            if not w.is_file():
-                raise CoexploreError(f"workload file not found: {w}", file=str(p),
-                                     key=f"workloads[{i}]", expected="an existing problem YAML")
+            if not w.exists():
+                raise CoexploreError(f"workload file not found: {w}", file=str(p), key=f"workloads[{i}]",
+                                     expected="an existing workload YAML, Timeloop problem file or folder of them")
         for role, m in spec.mappers.items():
             if not m.is_file():
                 raise CoexploreError(f"mapper config not found: {m}", file=str(p),

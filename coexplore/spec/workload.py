@@ -136,12 +136,16 @@ class Workload:
 def load_workload(path: str | Path) -> Workload:
     """Read and check a workload file; errors name the file, the key and what was expected. A folder
     of Timeloop problem files is a workload too: one layer per file (named by it), in the files'
-    natural order (layer2 before layer10)."""
+    natural order (layer2 before layer10); so is one Timeloop problem file (one layer)."""
     path = Path(path)
     if path.is_dir():
         return _problem_folder(path)
     doc = load_yaml(path)
     f = str(path)
+    if isinstance(doc, dict) and "problem" in doc and "workload" not in doc:
+        layer = read_problem(path)
+        return Workload(name=layer.name if _NAME.match(layer.name) else "problem", layers=(layer,), path=path,
+                        description=f"the Timeloop problem file {path}")
     if not isinstance(doc, dict):
         raise CoexploreError("a workload file is a mapping", file=f,
                              expected="top-level keys " + ", ".join(_TOP_KEYS))
@@ -180,9 +184,14 @@ def load_workload(path: str | Path) -> Workload:
     return Workload(name=name, layers=tuple(layers), path=path, **texts)
 
 
+def problem_files(folder: Path) -> list[Path]:
+    """The problem files a folder workload is read from, in its layers' (natural) order."""
+    return sorted((p for p in Path(folder).iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()),
+                  key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.stem)])
+
+
 def _problem_folder(folder: Path) -> Workload:
-    files = sorted((p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()),
-                   key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.stem)])
+    files = problem_files(folder)
     if not files:
         raise CoexploreError("a folder without problem files", file=str(folder),
                              expected="a workload YAML, or a folder of Timeloop problem files (*.yaml)")

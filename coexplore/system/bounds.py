@@ -30,6 +30,11 @@ def lower_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: floa
     return max(longest, assignment_bound(lat, need, bandwidth)) * (1 - LP_SLACK)
 
 
+def reaches(makespan: float, bound: float) -> bool:
+    """The makespan is at the lower bound (within 2 x LP_SLACK): optimal."""
+    return makespan <= bound * (1 + 2 * LP_SLACK)
+
+
 def _alone(lat: np.ndarray, need: np.ndarray, bandwidth: float) -> np.ndarray:
     """The shortest time each job can take on each core: its no-stall latency, stretched when it
     needs more than the whole system bandwidth (its traffic cannot pass faster)."""

@@ -28,7 +28,7 @@ from coexplore.energy.pricing import builtin_ert
 from coexplore.spec.constraints import constraints_from_targets, load_constraints
 from coexplore.spec.ert import load_ert, parse_ert
 from coexplore.spec.problem import parse_problem
-from coexplore.spec.workload import Workload, find_workload, layer_problem, load_workload
+from coexplore.spec.workload import Workload, bundled_workloads, find_workload, layer_problem, load_workload
 from coexplore.system.jobs import Job, JobTable, build_job_table
 from coexplore.system.parallel import in_processes
 
@@ -179,9 +179,11 @@ def system_workloads(system: SystemArch, workloads: list[str | Path] | None = No
                              expected="a workloads list in the system file or --workload problems/X.yaml")
 
     def load(i: int, p) -> Workload:
-        if named and not Path(p).is_file():
+        if named and not Path(p).exists():
             raise CoexploreError(f"no such workload file {p}", file=system.spec.file, key=f"workloads[{i}]",
-                                 expected="a path relative to the system file, a bundled name (bert_base), or --workload NAME")
+                                 expected="a path relative to the system file (a workload YAML, a Timeloop problem "
+                                          "file or a folder of them), a bundled name ("
+                                          + ", ".join(q.stem for q in bundled_workloads()) + "), or --workload NAME")
         return load_workload(find_workload(p))
     return [load(i, p) for i, p in enumerate(paths)]
 

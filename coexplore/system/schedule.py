@@ -14,7 +14,7 @@ import numpy as np
 from coexplore.errors import CoexploreError
 from coexplore.search.base import SearchInterrupted, Searcher, holding_stops, positive_int, run_search
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
-from coexplore.system.bounds import lower_bound
+from coexplore.system.bounds import LP_SLACK, lower_bound, reaches
 from coexplore.system.encoding import MakespanObjective, space_of
 from coexplore.system.evaluator import Trace, check_bandwidth, trace
 from coexplore.system.heuristics import HEURISTICS, HeuristicSearcher, heuristic_schedule
@@ -249,8 +249,10 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # overflowing makespans are inf: refused below
             s = make_searcher(searcher, table, budget, seed, config)
+            # a schedule at the lower bound is optimal: the search ends there (e.g. one job per core)
+            bound = lower_bound(table.latency, table.bandwidth, bandwidth)
             res = run_search(s, objective, budget, batch_size=batch, progress=progress, desc=searcher,
-                             checkpoint=checkpoint)
+                             checkpoint=checkpoint, target=bound * (1 + 2 * LP_SLACK))
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
         if exc.result.best_x is None:
             raise KeyboardInterrupt from None
@@ -305,7 +307,9 @@ def summary_lines(table: JobTable, result: ScheduleResult, clock_GHz: float | No
     util = result.busy / result.makespan
     at_clock = "" if clock_GHz is None else f" = {_time(result.makespan / (clock_GHz * 1e9))} at {clock_GHz:g} GHz"
     lines = [
-        f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples)",
+        f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples"
+        + ("; at the lower bound: optimal, the search stopped there)"
+           if reaches(result.makespan, result.lower_bound) else ")"),
         f"jobs       {table.num_jobs} on {table.num_cores} core{'s' if table.num_cores != 1 else ''}, "
         f"bandwidth {result.bandwidth:g} bytes/cycle",
         f"makespan   {result.makespan:.6g} cycles{at_clock} (lower bound "

@@ -30,6 +30,14 @@ def _number(text: str, path, row: int, col: str) -> float:
                              expected="a number") from None
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def load_table(path: str | Path) -> JobTable:
     """Read a job table CSV; raise CoexploreError on missing columns or bad values."""
     with io.StringIO(read_text(path), newline="") as fh:
@@ -46,6 +54,12 @@ def load_table(path: str | Path) -> JobTable:
         raise CoexploreError("the job table is empty", file=path,
                              expected="a header with lat_<core>/bw_<core> columns and job rows")
     header = [h.strip() for h in rows[0]]
+    if not any(h.lower().startswith(("lat_", "bw_")) for h in header) and all(_is_number(h) for h in header):
+        raise CoexploreError("no header row: its first line holds numbers only", file=path,
+                             expected="a job table: a header with lat_<core>/bw_<core> columns, then a row per job "
+                                      "(a layer list, such as MAGMA's traffic_insts/*.csv of K,C,Y,X,R,S,T rows, "
+                                      "is no job table: its latencies and bandwidths come from a cost model, as "
+                                      "MAGMA's tables/ hold them)")
     for i, h in enumerate(header):       # LAT_a, Bw_a: the prefixes in any case
         low = h.lower()
         for prefix in ("lat_", "bw_", "en_"):
