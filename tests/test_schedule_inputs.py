@@ -13,7 +13,6 @@ import pytest
 from conftest import CORPUS
 
 from coexplore.cli.main import build_parser, main
-from coexplore.errors import CoexploreError
 
 LAYERS = CORPUS / "layers"
 REPO = Path(__file__).resolve().parents[1]

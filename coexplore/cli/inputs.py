@@ -43,7 +43,8 @@ STRIDE_HELP = ("which Timeloop's rules (also --timeloop-rules): current (Timeloo
 def add_arguments(p) -> None:
     """--core and --layer, for a system YAML as ARCH and a workload as PROBLEM; --classes for a v0.4
     node list that coexplore prices itself."""
-    p.add_argument("--core", metavar="NAME", help="core design of a system YAML ARCH (default: its only one)")
+    p.add_argument("--core", metavar="NAME", help="core design of a system YAML ARCH (default: its only one); a copy's "
+                                                 "name as schedule names it (simba_0) picks its design")
     p.add_argument("--layer", metavar="NAME", help="layer of a workload PROBLEM (default: its only one)")
     p.add_argument("--classes", choices=CLASS_SETS, default=None,
                    help="for a v0.4 node-list ARCH without an ERT, priced with the built-in estimator: "
