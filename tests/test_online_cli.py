@@ -286,12 +286,20 @@ def test_best_heuristic_tie_goes_to_less_energy(tmp_path):
     assert d["best_heuristic"] == min(s, key=lambda n: s[n]["energy_pJ"])
 
 
-def test_fewer_generations_than_the_kept_policy_are_not_served_by_it(tmp_path):
+def test_fewer_generations_than_the_kept_policy_do_not_replace_it_unless_restarted(tmp_path, capsys):
     t = _table(tmp_path / "t.csv")
     args = ["online", "--table", str(t), "--bandwidth", "10", "--schedulers", "fcfs,relmas", *FAST, "--out",
             str(tmp_path / "o"), "--json"]
     assert main(args) == 0
-    assert main([*args, "--train-generations", "1"]) == 0             # (last one wins in argparse)
+    kept = (tmp_path / "o" / "policy.json").read_text()
+    trained = len(json.loads(kept)["history"])
+    assert trained > 1
+    capsys.readouterr()
+    assert main([*args, "--train-generations", "1"]) == 2             # (last one wins in argparse)
+    err = capsys.readouterr().err
+    assert f"after {trained} generations" in err and "--restart" in err
+    assert (tmp_path / "o" / "policy.json").read_text() == kept       # the longer training is kept
+    assert main([*args, "--train-generations", "1", "--restart"]) == 0
     d = json.loads((tmp_path / "o" / "online.json").read_text())
     assert len(d["policy"]["training_history"]) == 1
 

@@ -342,6 +342,12 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
             if trained == train.generations:
                 print(f"coexplore online: using the policy this run already trained ({done})", file=sys.stderr)
                 return kept, kept.meta.get("history")
+            if trained > train.generations:       # a shorter training would replace a longer one: refused
+                raise CoexploreError(f"{done} holds this training after {trained} generations; "
+                                     f"--train-generations {train.generations} would replace it with a shorter one",
+                                     file=str(out), key="--train-generations",
+                                     expected=f"--train-generations {trained} (or more) to use (or continue) it, "
+                                              "--restart to train anew here, or another --out folder")
             if trained < train.generations and isinstance(kept.meta.get("strategy"), dict):
                 state = {"strategy": kept.meta["strategy"], "history": kept.meta["history"]}
                 print(f"coexplore online: continuing the training of {done} from generation {trained}",
