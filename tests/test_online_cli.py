@@ -60,9 +60,14 @@ def test_files_agree_with_each_other(done):
     names = data["run"]["schedulers"]
     assert sorted(names) == sorted(["fcfs", "edf", "lsf", "sjf", "prema", "static", "magma", "random", "relmas"])
     assert len(rows) == len(names) * 2
-    reqs = list(csv.DictReader((out / "requests.csv").open()))
+    every = list(csv.DictReader((out / "requests.csv").open()))
+    assert len(every) == 80 and {q["seed"] for q in every} == {"0", "1"}       # both streams
+    reqs = [q for q in every if q["seed"] == "0"]
     assert len(reqs) == 40
     for name in names:
+        seed1 = next(r for r in rows if r["scheduler"] == name and r["seed"] == "1")
+        assert int(seed1["met"]) == sum(1 for q in every if q["seed"] == "1" and q[f"finish_{name}"]
+                                        and float(q[f"finish_{name}"]) <= float(q["deadline_cycle"]))
         seed0 = next(r for r in rows if r["scheduler"] == name and r["seed"] == "0")
         met = sum(1 for q in reqs if q[f"finish_{name}"] and float(q[f"finish_{name}"]) <= float(q["deadline_cycle"]))
         dropped = sum(1 for q in reqs if q[f"finish_{name}"] == "")

@@ -190,7 +190,7 @@ def run(args) -> int:
         data["loads"] = [entries[load] for load in sorted(loads)]
     write_text(out / RESULT, json.dumps(data, indent=1) + "\n")
     write_text(out / "results.csv", _results_csv(by_load, args.seed))
-    write_text(out / "requests.csv", _requests_csv(system, results))
+    write_text(out / "requests.csv", _requests_csv(system, results, args.seed))
     png = None
     if not args.no_plot:
         from coexplore.report.online_plot import draw_sla
@@ -503,19 +503,24 @@ def _results_csv(by_load: dict, first_seed: int) -> str:
     return buf.getvalue()
 
 
-def _requests_csv(system, results: dict) -> str:
-    """The first stream's requests: DNN, arrival, deadline, and per scheduler the finish (empty: dropped)."""
+def _requests_csv(system, results: dict, first_seed: int) -> str:
+    """Every evaluation stream's requests (the `--load` run's): stream seed, request, DNN, arrival,
+    deadline, and per scheduler the finish (empty: dropped), so percentiles over all streams can be
+    recomputed."""
     import csv
     import io
     import math
-    first = {n: rs[0] for n, rs in results.items()}
-    any_r = next(iter(first.values()))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["request", "dnn", "arrival_cycle", "deadline_cycle", *[f"finish_{n}" for n in first]])
-    for i in range(len(any_r.arrival)):
-        w.writerow([i, system.models[int(any_r.model[i])].name, float(any_r.arrival[i]), float(any_r.deadline[i]),
-                    *["" if math.isnan(r.finish[i]) else float(r.finish[i]) for r in first.values()]])
+    w.writerow(["seed", "request", "dnn", "arrival_cycle", "deadline_cycle", *[f"finish_{n}" for n in results]])
+    streams = len(next(iter(results.values())))
+    for k in range(streams):
+        by = {n: rs[k] for n, rs in results.items()}
+        any_r = next(iter(by.values()))
+        for i in range(len(any_r.arrival)):
+            w.writerow([first_seed + k, i, system.models[int(any_r.model[i])].name, float(any_r.arrival[i]),
+                        float(any_r.deadline[i]),
+                        *["" if math.isnan(r.finish[i]) else float(r.finish[i]) for r in by.values()]])
     return buf.getvalue()
 
 
