@@ -12,7 +12,7 @@
 Each DNN of the workloads is a tenant sending Poisson requests at the offered load; a request's
 layers run in order on the cores, which share the off-chip bandwidth. The learned scheduler
 (relmas) is trained on streams of its own, then every scheduler serves the same evaluation streams.
-Writes DIR/online.json, results.csv (per scheduler and stream), requests.csv (the first stream,
+Writes DIR/online.json, results.csv (per scheduler and stream), requests.csv (every stream,
 per request and scheduler), policy.json (the trained weights) and sla.png.
 """
 
