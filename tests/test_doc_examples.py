@@ -74,7 +74,14 @@ def test_doc_example_runs_and_prints_what_it_says(name, code, tmp_path, monkeypa
         line = sys._getframe(1).f_lineno
         printed.setdefault(line, sep.join(str(a) for a in args))
 
-    namespace = {"__name__": "doc_example", "__builtins__": {**vars(builtins), "print": capture}}
+    import types
+
+    from coexplore.search import registry
+    module = types.ModuleType("doc_example")      # a module of its own (dataclasses look it up)
+    monkeypatch.setitem(sys.modules, "doc_example", module)
+    monkeypatch.setattr(registry, "SEARCHERS", dict(registry.SEARCHERS))    # a searcher it registers stays there
+    namespace = module.__dict__
+    namespace["__builtins__"] = {**vars(builtins), "print": capture}
     exec(compile(code, name, "exec"), namespace)
     lines = code.splitlines()
     checked = 0

@@ -682,4 +682,10 @@ class MapSpace:
         return X
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """n uniform points of the space ([n, n_params] ints), drawn with `rng`."""
+        if not isinstance(rng, np.random.Generator):
+            raise CoexploreError(f"got {type(rng).__name__}", key="rng",
+                                 expected="a numpy Generator (np.random.default_rng(seed)), then n")
+        if not isinstance(n, (int, np.integer)) or n < 0:
+            raise CoexploreError(f"got {n!r}", key="n", expected="a number of points >= 0")
         return self.space.sample(rng, n)

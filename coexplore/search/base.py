@@ -300,6 +300,11 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
         while searcher.samples < budget and not _DeferredInterrupt.requested and not best_loss <= target:
             n = min(batch_size, budget - searcher.samples)
             batch = searcher.ask(n)
+            if len(batch) > n:
+                from coexplore.errors import CoexploreError
+                raise CoexploreError(f"searcher '{searcher.name}' proposed {len(batch)} candidates when asked for "
+                                     f"{n}", key="searcher", expected="ask(n) returning at most n candidates "
+                                                                      "(the budget counts every one)")
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
                 if searcher.samples == 0:
                     from coexplore.errors import CoexploreError

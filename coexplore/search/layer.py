@@ -164,7 +164,7 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
             "layer": {"dims": ctx.problem.dims, "bounds": ctx.problem.bounds,
                       "coefficients": ctx.problem.coefficients,
                       "dataspaces": [dataclasses.asdict(d) for d in ctx.problem.dataspaces]},
-            "searcher": {**spec.to_dict(), "budget": budget}, "seed": seed,
+            "searcher": {**spec.to_dict(), "budget": budget, **registry.searcher_code(spec.searcher)}, "seed": seed,
             "encoding": {"names": list(ms.space.names), "cardinalities": [int(c) for c in ms.space.cardinalities]},
             "backend": "builtin", "backend_version": MODEL_VERSION,
             # the stride rule changes counts; named only when not the default, so earlier keys hold

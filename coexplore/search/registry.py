@@ -290,6 +290,26 @@ def save_mapper(spec: MapperSpec, path) -> None:
     write_text(path, yaml.safe_dump(spec.to_dict(), sort_keys=False))
 
 
+def searcher_code(name: str) -> dict:
+    """A searcher registered from outside coexplore (`SEARCHERS[name] = (cls, Config)`): its class's
+    qualified name and a digest of its module's source, part of a cached result's key (its code may
+    change between runs; coexplore's own is covered by the package version). Empty for coexplore's."""
+    import hashlib
+    import inspect
+    cls, _ = _lookup(name)
+    if cls.__module__.split(".")[0] == "coexplore":
+        return {}
+    try:
+        source = inspect.getsource(inspect.getmodule(cls) or cls)
+    except (OSError, TypeError):        # (defined where no source can be read: the class alone)
+        try:
+            source = inspect.getsource(cls)
+        except (OSError, TypeError):
+            source = ""
+    return {"class": f"{cls.__module__}.{cls.__qualname__}",
+            "source_sha256": hashlib.sha256(source.encode()).hexdigest() if source else None}
+
+
 def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None = 0) -> Searcher:
     """A fresh searcher for one (space, seed); nothing runs until the first ask. A name means
     its bundled mapper file's settings, as everywhere (`load_mapper`)."""

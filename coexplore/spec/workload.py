@@ -95,6 +95,13 @@ class Layer:
         return (self.shape["name"], tuple(sorted(self.instance.items())))
 
 
+class LayerNotFound(CoexploreError, KeyError):
+    """A layer name a workload does not have (a KeyError too, as a mapping lookup is)."""
+
+    def __str__(self) -> str:
+        return self.format()
+
+
 @dataclass(frozen=True)
 class Workload:
     """A network: its layers in execution order."""
@@ -113,7 +120,9 @@ class Workload:
         for layer in self.layers:
             if layer.name == name:
                 return layer
-        raise KeyError(f"workload {self.name} has no layer {name!r}")
+        raise LayerNotFound(f"workload {self.name} has no layer {name!r}", key="layer",
+                            expected="one of " + ", ".join(layer.name for layer in self.layers[:20])
+                            + (", ..." if len(self.layers) > 20 else ""))
 
     def unique_layers(self) -> list[tuple[Layer, int]]:
         """Distinct problems (first occurrence) with their total count: what a mapper must

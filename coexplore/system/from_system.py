@@ -74,6 +74,9 @@ def system_layer_mapper(system) -> "registry.MapperSpec | None":
 def core_model(system: SystemArch, name: str, ert: Path | str | None = None) -> CoreModel:
     """Architecture, ERT and constraints of the core design `name`; `ert`: an energy table file to
     use instead of the core's own (`--ert`: then the core is not priced at all)."""
+    if name not in system.cores:
+        raise CoexploreError(f"no core design {name!r}", file=system.spec.file, key="core",
+                             expected="one of " + ", ".join(system.cores))
     core = system.cores[name]
     if isinstance(core, FileCore):
         return _file_core_model(core, Path(ert) if ert is not None else None)
@@ -174,6 +177,8 @@ def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: 
 def system_workloads(system: SystemArch, workloads: list[str | Path] | None = None) -> list[Workload]:
     """The workloads a system's job table is made of: `workloads` (files or bundled names), else the
     system file's own `workloads:`."""
+    if isinstance(workloads, (str, Path)):
+        workloads = [workloads]          # one workload given alone
     named = not workloads                # the system file's own `workloads:` (paths made absolute there)
     paths = list(workloads or system.spec.workloads)
     if not paths:

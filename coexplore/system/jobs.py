@@ -125,7 +125,14 @@ def build_job_table(jobs: Sequence[Job], cores: Sequence[str], cost: CostFn) -> 
     The bandwidth need is DRAM traffic spread over the no-stall latency (bytes/cycle). Calls
     are made once per (job, core); identical jobs are the caller's to cache (e.g. SQLite).
     """
+    if isinstance(cores, (str, bytes)) or isinstance(jobs, (str, bytes)):
+        raise CoexploreError(f"got the string {cores if isinstance(cores, (str, bytes)) else jobs!r}",
+                             key="cores" if isinstance(cores, (str, bytes)) else "jobs",
+                             expected="a list (of core names / of Job)")
     jobs, cores = list(jobs), list(cores)
+    dup = sorted({c for c in cores if cores.count(c) > 1})
+    if dup:
+        raise CoexploreError(f"core {dup[0]!r} given twice", key="cores", expected="each core name once")
     if not jobs:
         raise CoexploreError("the workload has no jobs (empty workload)",
                              expected="at least one layer")
@@ -136,7 +143,12 @@ def build_job_table(jobs: Sequence[Job], cores: Sequence[str], cost: CostFn) -> 
     dram = np.empty_like(lat)
     for j, job in enumerate(jobs):
         for c, core in enumerate(cores):
-            lat[j, c], en[j, c], dram[j, c] = (float(v) for v in cost(job, core))
+            got = cost(job, core)
+            try:
+                lat[j, c], en[j, c], dram[j, c] = (float(v) for v in got)
+            except (TypeError, ValueError):
+                raise CoexploreError(f"the cost of job {job.name} on core {core} is {got!r}", key="cost",
+                                     expected="(latency_cycles, energy_pJ, dram_bytes): three numbers") from None
     if np.any(dram < 0):
         j, c = np.argwhere(dram < 0)[0]
         raise CoexploreError(f"the cost model gave {dram[j, c]} DRAM bytes for job "

@@ -1,0 +1,135 @@
+"""The Python API as a library user drives it (a user study): bad arguments raise CoexploreError
+naming them, a searcher of one's own is counted and cached as its code, not only its name."""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS
+
+from coexplore.errors import CoexploreError
+from coexplore.mapspace.space import MapSpace
+from coexplore.model.inputs import load_context
+from coexplore.search import registry
+from coexplore.search.base import Searcher, run_search
+from coexplore.search.space import DiscreteSpace
+from coexplore.spec.mapping import save_mapping
+
+
+def _ctx(arch):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_context(CORPUS / "arches" / arch / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml",
+                            CORPUS / "arches" / arch / "ERT.yaml")
+
+
+def test_save_mapping_refuses_arrays_of_another_architecture_and_an_index_out_of_the_batch(tmp_path):
+    simba, eyeriss = _ctx("simba_like"), _ctx("eyeriss_like")
+    assert len(simba.arch.levels) != len(eyeriss.arch.levels)
+    ms = MapSpace(simba.arch, simba.problem)
+    arrays = ms.decode(ms.sample(np.random.default_rng(0), 4))
+    with pytest.raises(CoexploreError):
+        save_mapping(tmp_path / "x.yaml", arrays, 0, eyeriss.arch, eyeriss.problem)
+    with pytest.raises(CoexploreError) as err:
+        save_mapping(tmp_path / "x.yaml", arrays, 99, simba.arch, simba.problem)
+    assert err.value.key == "index"
+    assert not (tmp_path / "x.yaml").exists()
+    save_mapping(tmp_path / "x.yaml", arrays, 3, simba.arch, simba.problem)
+
+
+@pytest.mark.parametrize("args, key", [((0, 5), "rng"), ((np.random.default_rng(0), -1), "n")])
+def test_mapspace_sample_says_what_it_takes(args, key):
+    ctx = _ctx("eyeriss_like")
+    with pytest.raises(CoexploreError) as err:
+        MapSpace(ctx.arch, ctx.problem).sample(*args)
+    assert err.value.key == key
+
+
+def test_build_job_table_refuses_a_string_of_cores_twice_named_cores_and_a_bad_cost():
+    from coexplore.system.jobs import Job, build_job_table
+    jobs = [Job("a"), Job("b")]
+    with pytest.raises(CoexploreError, match="string"):
+        build_job_table(jobs, "big", lambda j, c: (1, 1, 1))
+    with pytest.raises(CoexploreError, match="twice"):
+        build_job_table(jobs, ["big", "big"], lambda j, c: (1, 1, 1))
+    for bad in (None, (1, 2), {"lat": 1}):
+        with pytest.raises(CoexploreError) as err:
+            build_job_table(jobs, ["big"], lambda j, c, bad=bad: bad)
+        assert err.value.key == "cost"
+    t = build_job_table(jobs, ("big",), lambda j, c: (100, 5, 200))
+    assert t.cores == ["big"] and t.bandwidth[0, 0] == 2.0
+
+
+def test_unknown_core_design_and_layer_are_coexplore_errors():
+    from pathlib import Path
+
+    from coexplore.arch.system import load_system_arch
+    from coexplore.spec.workload import find_workload, load_workload
+    from coexplore.system.from_system import core_model
+    repo = Path(__file__).resolve().parents[1]
+    with pytest.raises(CoexploreError) as err:
+        core_model(load_system_arch(repo / "arch" / "simba_2x2.yaml"), "eyeriss")
+    assert "simba" in err.value.expected
+    wl = load_workload(find_workload("resnet50"))
+    with pytest.raises(CoexploreError) as err:
+        wl.layer("nosuch")
+    assert isinstance(err.value, KeyError) and "conv1" in err.value.expected      # (still a KeyError)
+
+
+def test_a_searcher_asking_more_than_asked_is_refused():
+    class Greedy(Searcher):
+        name = "greedy"
+
+        def __init__(self, space, config=None, seed=0):
+            super().__init__(seed)
+            self.space = space
+
+        def ask(self, n):
+            return self.space.sample(self.rng, n + 5)
+
+        def tell(self, batch, losses):
+            super().tell(batch, losses)
+
+    space = DiscreteSpace(np.array([5, 5]), ["a", "b"])
+    with pytest.raises(CoexploreError, match="proposed 15 candidates when asked for 10"):
+        run_search(Greedy(space), lambda b: b.sum(axis=1).astype(float) + 1, budget=50, batch_size=10)
+
+
+@dataclass
+class _Cfg:
+    pass
+
+
+class _One(Searcher):
+    name = "one"
+
+    def __init__(self, space, config=None, seed=0):
+        super().__init__(seed)
+        self.space = space
+
+    def ask(self, n):
+        return self.space.sample(self.rng, n)
+
+    def tell(self, batch, losses):
+        super().tell(batch, losses)
+
+
+class _Other(_One):
+    def ask(self, n):
+        return np.zeros((n, len(self.space.cardinalities)), dtype=np.int64)
+
+
+def test_a_searcher_of_ones_own_is_keyed_by_its_code_in_the_cache(monkeypatch):
+    from coexplore.search.layer import cache_parts
+    monkeypatch.setattr(registry, "SEARCHERS", dict(registry.SEARCHERS))
+    ctx = _ctx("eyeriss_like")
+    keys = []
+    for cls in (_One, _Other):
+        registry.SEARCHERS["mine"] = (cls, _Cfg)
+        spec = registry.MapperSpec(searcher="mine", config=_Cfg())
+        keys.append(cache_parts(ctx, {}, spec, 0, 100)["searcher"])
+    assert keys[0] != keys[1] and keys[0]["class"].endswith("_One") and keys[0]["source_sha256"]
+    bundled = cache_parts(ctx, {}, registry.load_mapper("marl"), 0, 100)["searcher"]
+    assert "class" not in bundled and "source_sha256" not in bundled        # (earlier keys hold)
