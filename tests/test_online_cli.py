@@ -528,3 +528,21 @@ def test_sla_by_load_chart_axes(monkeypatch, tmp_path, basis, word):
     assert word in ax.get_xlabel() and (basis == "capacity") == ("capacity" in ax.get_xlabel())
     band = ax.collections[0].get_paths()[0].vertices[:, 1]
     assert band.min() == pytest.approx(0.4) and band.max() == pytest.approx(0.9)
+
+
+def test_an_interrupted_longer_training_is_not_replaced_by_a_shorter_one(tmp_path, capsys):
+    """The saved state of this training after more generations than asked: refused, as a policy.json is."""
+    from coexplore.cli.online import TRAIN_STATE
+    t = _table(tmp_path / "t.csv")
+    out = tmp_path / "o"
+    args = ["online", "--table", str(t), "--bandwidth", "10", "--schedulers", "fcfs,relmas", *FAST, "--out",
+            str(out), "--json"]
+    assert main([*args, "--train-generations", "3"]) == 0
+    policy = json.loads((out / "policy.json").read_text())
+    state = {"run": policy["run"], "state": {"strategy": policy["strategy"], "history": policy["history"]}}
+    (out / "policy.json").unlink()                  # as a training stopped after 3 generations leaves it
+    (out / TRAIN_STATE).write_text(json.dumps(state))
+    capsys.readouterr()
+    assert main([*args, "--train-generations", "2"]) == 2
+    assert "interrupted after 3 generations" in capsys.readouterr().err
+    assert json.loads((out / TRAIN_STATE).read_text()) == state          # kept

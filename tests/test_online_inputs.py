@@ -96,3 +96,17 @@ def test_dram_overload_and_unmeetable_deadlines_are_warned(tmp_path, capsys):
     assert main(args + ["--bandwidth", "64", "--slack", "0.5", "2", "--out", str(tmp_path / "b")]) == 0
     err = capsys.readouterr().err
     assert "more DRAM traffic" not in err and "cannot be met" in err
+
+
+def test_the_dram_demand_of_a_layer_that_cannot_run_on_a_core_is_its_traffic_elsewhere():
+    import warnings
+    jobs = [Job(name="x.l0", dnn="x", layer="l0")]
+    t = JobTable(jobs, ["a", "b"], np.array([[1000.0, np.inf]]), np.array([[2.0, 0.0]]), np.zeros((1, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")             # (no numpy warning of inf x 0)
+        assert dram_demand(served_system(t, 4.0), [1e-3]) == pytest.approx(1e-3 * 2000 / 4.0)
+
+
+def test_an_empty_stream_is_a_stream():
+    s = RequestStream(np.array([]), np.array([]), np.array([]))
+    assert len(s) == 0 and s.model.dtype == np.int64

@@ -365,3 +365,24 @@ def test_an_ert_given_without_an_art_says_the_area_is_what_is_missing(tmp_path):
     with pytest.raises(CoexploreError) as info:
         core.tables()
     assert "no ART.yaml beside its ERT" in info.value.message and "ART.yaml beside the ERT" in info.value.expected
+
+
+def test_the_combined_constraints_file_reads_as_the_files_it_combines_whatever_their_block_names(tmp_path):
+    """`constraints:` and `mapspace:` are older names of one block; a bare `targets:` counts when no
+    block is there (`constraints: {version: ...}` is none)."""
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import combined_constraints, load_constraints
+    from coexplore.spec.yamlio import dump_yaml
+    _sws_and_given_constraints(tmp_path)
+    (tmp_path / "a.yaml").write_text("constraints:\n  targets:\n  - {target: shared_glb, type: bypass, "
+                                     "keep: [Inputs, Outputs], bypass: [Weights]}\n")
+    (tmp_path / "b.yaml").write_text("mapspace:\n  targets:\n  - {target: DRAM, type: temporal, "
+                                     "permutation: [N, C, M, P, Q, R, S]}\n")
+    (tmp_path / "c.yaml").write_text("constraints: {version: 0.4}\ntargets:\n- {target: shared_glb, type: temporal, "
+                                     "permutation: [S, R, Q, P, M, C, N]}\n")
+    ctx = load_context(tmp_path / "s" / "arch.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    files = [tmp_path / n for n in ("a.yaml", "b.yaml", "c.yaml")]
+    (tmp_path / "all.yaml").write_text(dump_yaml(combined_constraints(files)))
+    want = load_constraints(ctx.arch, files, ctx.problem)
+    assert "Weights" in want["shared_glb"].bypass and want["shared_glb"].temporal_permutation
+    assert load_constraints(ctx.arch, tmp_path / "all.yaml", ctx.problem) == want

@@ -72,7 +72,7 @@ def test_a_csv_as_system_and_a_layer_list_as_table_are_said_as_such(tmp_path, ca
     layers = tmp_path / "insts0.csv"          # MAGMA's traffic_insts form: K,C,Y,X,R,S,T rows, no header
     layers.write_text("1,1,20,512,128,1,1,1,3\n1,1,20,8192,2048,1,1,1,3\n")
     assert main(["schedule", str(layers)]) == 2
-    assert "a job table goes with --table" in capsys.readouterr().err
+    assert "goes with --table" in capsys.readouterr().err
     assert main(["schedule", "--table", str(layers), "--bandwidth", "1"]) == 2
     err = capsys.readouterr().err
     assert "no header row" in err and "lat_<core>" in err
@@ -113,7 +113,21 @@ def test_a_schedule_at_the_lower_bound_ends_the_search(tmp_path):
     # a table whose bound no schedule reaches (two equal jobs, one core faster) runs the budget
     table.write_text("job,dnn,layer,lat_a,bw_a,lat_b,bw_b\n0,x,l0,1000,0.5,3000,0.5\n1,x,l1,1000,0.5,3000,0.5\n")
     r = search_schedule(load_table(table), 4.0, "random", 500, 0)
-    assert r.makespan == 2000.0 and r.samples == 500 and r.lower_bound < 2000.0 * (1 - 1e-6)
+    assert r.makespan == 2000.0 and r.samples == 500 and r.lower_bound < 2000.0 * (1 - 1e-6) and not r.optimal
+
+
+def test_a_schedule_near_but_above_the_lp_bound_does_not_end_the_search(tmp_path):
+    """8 equal jobs of ~1e9 cycles on 2 equal cores: the optimum is half the total (4 jobs per core);
+    a split 1e-8 above it is not optimal, though within the LP's tolerance of the bound."""
+    from coexplore.system.schedule import search_schedule
+    from coexplore.system.tables import load_table
+    lat = [1e9 + 10 * i for i in range(8)]
+    table = tmp_path / "t.csv"
+    table.write_text("job,dnn,layer,lat_a,bw_a,lat_b,bw_b\n" + "".join(
+        f"{i},x,l{i},{v:.0f},0.001,{v:.0f},0.001\n" for i, v in enumerate(lat)))
+    r = search_schedule(load_table(table), 4.0, "magma", 3_000, 0)
+    assert r.samples == 3_000 and not r.optimal
+    assert r.makespan >= sum(lat) / 2
 
 
 def test_the_summary_says_when_the_schedule_is_optimal(tmp_path, capsys):
@@ -122,10 +136,10 @@ def test_the_summary_says_when_the_schedule_is_optimal(tmp_path, capsys):
     assert main(["schedule", "--table", str(table), "--bandwidth", "4", "--budget", "50000", "--no-progress",
                  "--no-plot", "--json", "--out", str(tmp_path / "o")]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["makespan"] == 1000.0 and data["samples"] < 50_000
+    assert data["makespan"] == 1000.0 and data["samples"] < 50_000 and data["optimal"] is True
     assert main(["schedule", "--table", str(table), "--bandwidth", "4", "--budget", "50000", "--no-progress",
                  "--no-plot", "--out", str(tmp_path / "o2")]) == 0
-    assert "at the lower bound: optimal" in capsys.readouterr().out
+    assert "optimal, the search stopped there" in capsys.readouterr().out
     assert np.isfinite(data["lower_bound"])
 
 

@@ -86,6 +86,28 @@ def test_a_run_whose_problem_cannot_be_told_is_skipped_with_the_reason(tmp_path)
     assert "2 problem files" in skipped[0][1]
 
 
+def test_a_dangling_link_near_a_run_is_no_input(tmp_path):
+    _lab(tmp_path / "lab")
+    (tmp_path / "lab" / "old.arch.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    (case,) = discover(tmp_path)
+    assert case.arch_file == tmp_path / "lab" / "arch.yaml"
+
+
+def test_only_a_v03_stats_txt_marks_the_v03_rules_and_a_sparseloop_run_is_skipped(tmp_path):
+    run = _lab(tmp_path / "lab")
+    stats = run / f"{TOOL}.stats.txt"
+    text = stats.read_text()
+    assert "Energy-per-op" in text
+    stats.write_text(text.replace("Energy-per-op", "Energy per op"))    # (another Timeloop's printout)
+    (case,) = discover(tmp_path)
+    assert case.rules is None
+    stats.write_text(text + "\n    Actual scalar reads (per-instance) : 0\n")
+    skipped: list = []
+    with pytest.raises(Exception, match="no cases found"):
+        discover(tmp_path, skipped)
+    assert skipped == [(run, "Sparseloop run (coexplore models dense tensors)")]
+
+
 def test_a_timeloopfe_run_folder_is_not_taken_for_a_v03_run(tmp_path):
     run = _lab(tmp_path / "lab")
     shutil.copy(CASE / "arch.yaml", run / "parsed-processed-input.yaml")

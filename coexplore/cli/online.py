@@ -355,6 +355,13 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
     if state is None and state_file.is_file():
         try:
             saved = json.loads(state_file.read_text())
+            if saved.get("run") == key and len(saved["state"]["history"]) > train.generations:
+                raise CoexploreError(f"{state_file} holds this training, interrupted after "
+                                     f"{len(saved['state']['history'])} generations; --train-generations "
+                                     f"{train.generations} would replace it with a shorter one", file=str(out),
+                                     key="--train-generations",
+                                     expected=f"--train-generations {len(saved['state']['history'])} (or more) to "
+                                              "resume it, --restart to train anew here, or another --out folder")
             if saved.get("run") == key and len(saved["state"]["history"]) <= train.generations:
                 state = saved["state"]
                 print(f"coexplore online: resuming the training after {len(state['history'])} generations "

@@ -23,7 +23,9 @@ def register(sub) -> None:
                                    "(or, in its place, the timeloop-model.stats.txt or the timeloop-model.log of a "
                                    "refused mapping that timeloop-model wrote for the case); also the folders Timeloop "
                                    "ran in (timeloopfe's output folders, the exercises' ref/: "
-                                   "parsed-processed-input.yaml with the stats.txt and ERT beside it). "
+                                   "parsed-processed-input.yaml with the stats.txt and ERT beside it; or, as Timeloop "
+                                   "v0.3 leaves them, the stats.txt, ERT and map.txt alone, the architecture and "
+                                   "problem found beside or near them). "
                                    "Exit 1 if a case disagrees (with --model timeloop: or its timeloop-model run "
                                    "failed); 2 if the corpus is malformed (a case folder "
                                    "missing one of its two files, an expected.json off its schema, an arch "
@@ -96,8 +98,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
         lines.append(f"stride rule     : {s['stride_rule']} ({RULE_NOTES[s['stride_rule']]})")
     v03 = s.get("timeloop_v03_runs")
     if v03 and v03["failing"] and s.get("stride_rule") != "v0.3":
-        lines.append(f"v0.3 runs       : {v03['failing']} of the {v03['cases']} Timeloop v0.3 run folders (map.txt, no "
-                     "input copy) disagree: a Timeloop of 2020-21 counted and priced by other rules; "
+        lines.append(f"v0.3 runs       : {v03['failing']} of the {v03['cases']} Timeloop v0.3 run folders (a v0.3 "
+                     "stats.txt, no input copy) disagree: a Timeloop of 2020-21 counted and priced by other rules; "
                      "--timeloop-rules v0.3 applies them")
     if s["failures"]:
         lines += ["", f"mismatching cases ({len(s['failures'])}, first {min(max_failures, len(s['failures']))}):"]

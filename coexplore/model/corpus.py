@@ -140,9 +140,11 @@ def _runs(root: Path, skipped: list, taken: set) -> list[Case]:
 
 
 def _v03_runs(root: Path, skipped: list, taken: set) -> list[Case]:
-    """The Timeloop v0.3 run folders below `root`: a tool's stats.txt, ERT and printed loop nest
-    (map.txt, the mapping it evaluated or found) with no input copy beside them; their inputs found
-    near them by `run_inputs.find_inputs` (a folder whose inputs cannot be told goes to `skipped`)."""
+    """The run folders below `root` with no input copy (Timeloop v0.3's, or a timeloop-model run
+    without timeloopfe): a tool's stats.txt, ERT and printed loop nest (map.txt, the mapping it
+    evaluated or found); their inputs found near them by `run_inputs.find_inputs` (a folder whose
+    inputs cannot be told goes to `skipped`, as Sparseloop runs do). A v0.3 stats.txt marks its
+    case `rules="v0.3"`."""
     from coexplore.model.run_inputs import TOOLS, find_inputs, is_v03_run
     cases = []
     folders = sorted({f.parent for tool in TOOLS for f in find_files(root, f"{tool}.map.txt")})
@@ -155,17 +157,22 @@ def _v03_runs(root: Path, skipped: list, taken: set) -> list[Case]:
             rel = rel.parent
         name = str(rel) if str(rel) != "." else folder.name
         for tool in tools:
+            stats = read_text(folder / f"{tool}.stats.txt")
+            if "Actual scalar reads" in stats:
+                skipped.append((folder, "Sparseloop run (coexplore models dense tensors)"))
+                continue
             ert = next((f for f in (folder / f"{tool}.ERT.yaml", folder / "ERT.yaml") if f.is_file()), None)
             if ert is None:
-                skipped.append((folder, f"Timeloop v0.3 run without the energy table it used ({tool}.ERT.yaml)"))
+                skipped.append((folder, f"Timeloop run without the energy table it used ({tool}.ERT.yaml)"))
                 continue
             inputs = find_inputs(folder, tool)
             if isinstance(inputs, str):
                 skipped.append((folder, inputs))
                 continue
             label = f"{name} (mapper)" if tool == "timeloop-mapper" and len(tools) > 1 else name
+            # the stats.txt of the Timeloop of 2020-21 prints its compute unit's `Energy-per-op`
             cases.append(Case(folder, label, "run", inputs[0], ert, inputs[1], folder / f"{tool}.map.txt",
-                              folder / f"{tool}.stats.txt", rules="v0.3"))
+                              folder / f"{tool}.stats.txt", rules="v0.3" if "Energy-per-op" in stats else None))
     return cases
 
 

@@ -1,7 +1,7 @@
-"""The inputs of a Timeloop v0.3 run folder.
+"""The inputs of a Timeloop run folder that holds no copy of them.
 
-Timeloop before timeloopfe (v0.3, 2020-21) wrote no copy of its inputs: a run folder holds only
-its outputs (`<tool>.stats.txt`, `<tool>.ERT.yaml`, `<tool>.map.txt`, ...). The architecture and
+Timeloop before timeloopfe (v0.3, 2020-21), and timeloop-model run without timeloopfe, write no
+copy of their inputs: such a run folder holds only its outputs (`<tool>.stats.txt`, `<tool>.ERT.yaml`, `<tool>.map.txt`, ...). The architecture and
 problem it ran on are the user's files beside the outputs or near them (the exercises keep them
 in `../inputs/`, the original repository in `../arch`, `../prob`). They are found by content
 (a top-level `architecture:` or `problem:` key) in the run folder and below its parent, two
@@ -25,7 +25,7 @@ _LEVEL = re.compile(r"^=== (.+) ===\s*$", re.MULTILINE)
 _LOOP = re.compile(r"for\s+(\w+)\s+in\s+\[0:(\d+)\)")
 
 
-def is_v03_run(folder: Path, tool: str) -> bool:
+def is_v03_run(folder: Path, tool: str) -> bool:          # (v0.3's, or any run without timeloopfe)
     """Outputs of `tool` (a stats.txt and the loop nest it printed) and no timeloopfe input copy."""
     return ((folder / f"{tool}.stats.txt").is_file() and (folder / f"{tool}.map.txt").is_file()
             and not (folder / "parsed-processed-input.yaml").is_file())
@@ -47,9 +47,11 @@ def _candidates(run: Path) -> dict[str, list[Path]]:
         dirs[:] = sorted(d for d in dirs if depth < DEPTH and not _is_run_folder(here / d) or here / d == run)
         for name in sorted(files):
             f = here / name
-            if not name.endswith((".yaml", ".yml")) or name.startswith(TOOLS) or f.stat().st_size > MAX_BYTES:
+            if not name.endswith((".yaml", ".yml")) or name.startswith(TOOLS):
                 continue
-            try:
+            try:                                # (a dangling link, an unreadable file: no input)
+                if f.stat().st_size > MAX_BYTES:
+                    continue
                 text = f.read_text(errors="replace")
             except OSError:
                 continue
@@ -97,7 +99,7 @@ def _pick(files: list[Path], fits, run: Path) -> list[Path]:
 
 
 def find_inputs(run: Path, tool: str) -> tuple[Path, Path] | str:
-    """(architecture, problem) of a v0.3 run of `tool` in `run`, or why they cannot be told (text)."""
+    """(architecture, problem) of a run of `tool` in `run`, or why they cannot be told (text)."""
     found = _candidates(run)
     map_txt = (run / f"{tool}.map.txt").read_text(errors="replace")
     stats = (run / f"{tool}.stats.txt").read_text(errors="replace")
@@ -108,9 +110,9 @@ def find_inputs(run: Path, tool: str) -> tuple[Path, Path] | str:
     where = f"in {run} or below {run.parent}"
     if len(problems) != 1:
         shape = " ".join(f"{d}={n}" for d, n in bounds.items()) or "none printed"
-        return (f"Timeloop v0.3 run: {'no' if not problems else len(problems)} problem files {where} of the "
+        return (f"Timeloop run without an input copy: {'no' if not problems else len(problems)} problem files {where} of the "
                 f"loop bounds its {tool}.map.txt prints ({shape}; product {math.prod(bounds.values())})")
     if len(archs) != 1:
-        return (f"Timeloop v0.3 run: {'no' if not archs else len(archs)} architecture files {where} with the "
+        return (f"Timeloop run without an input copy: {'no' if not archs else len(archs)} architecture files {where} with the "
                 f"levels its {tool}.stats.txt names ({', '.join(sorted(levels))})")
     return archs[0], problems[0]

@@ -84,7 +84,9 @@ class RequestStream:
         if len(early):
             raise CoexploreError(f"request {early[0]}: deadline {deadline[early[0]]} before its arrival "
                                  f"{arrival[early[0]]}", key="deadline", expected="deadlines >= arrivals (cycles)")
-        if model.dtype.kind not in "iu" or (len(model) and model.min() < 0):
+        if len(model) == 0:
+            object.__setattr__(self, "model", model.astype(np.int64))
+        elif model.dtype.kind not in "iu" or model.min() < 0:
             raise CoexploreError(f"model indices {model[:5].tolist()}...", key="model",
                                  expected="integer indices >= 0 of the served models")
 
@@ -109,8 +111,9 @@ def dram_demand(system: ServedSystem, rates) -> float:
     """The DRAM traffic the requests at `rates` (per cycle) ask for, as a fraction of the system
     bandwidth: each layer's bytes (latency x bandwidth need) on its least-traffic core, so no
     schedule asks for less. Above 1 no scheduler can keep up, whatever the cores' load."""
-    per_request = [float(np.nanmin(np.where(np.isfinite(m.latency), m.latency * m.bandwidth, np.inf), axis=1).sum())
-                   for m in system.models]
+    with np.errstate(invalid="ignore"):         # (inf x 0: a layer that cannot run on that core)
+        per_request = [float(np.where(np.isfinite(m.latency), m.latency * m.bandwidth, np.inf).min(axis=1).sum())
+                       for m in system.models]
     return float(np.dot(np.asarray(rates, dtype=float), per_request)) / system.bandwidth
 
 

@@ -549,23 +549,34 @@ def constraint_targets(data, file=None) -> list | None:
     return body if found else None
 
 
-CONSTRAINT_BLOCKS = ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints")
-
-
 def combined_constraints(paths) -> dict:
-    """One constraints document holding the directives of several files, each block under its own
-    name (a bare top-level `targets` list as mapspace constraints): what timeloop-mapper reads from
-    them together, as one file (`arch generate` writes it for a core given several)."""
+    """One constraints document holding the directives of several files, read block by block as
+    `constraint_targets` reads each (`mapspace` / `constraints` are older names of one block; a bare
+    `targets` list counts when no block is there): what timeloop-mapper reads from them together, as
+    one file (`arch generate` writes it for a core given several)."""
     out: dict = {}
+
+    def add(block: str, targets) -> None:
+        out.setdefault(block, {"targets": []})["targets"].extend(list(targets or []))
+
     for path in paths:
         data = load_yaml(path)
         if constraint_targets(data, str(path)) is None:
             raise CoexploreError("no constraints in it", file=str(path),
                                  expected="architecture_constraints / mapspace_constraints (targets: [...]) or targets")
-        blocks = [(k, data[k]) for k in CONSTRAINT_BLOCKS if isinstance(data.get(k), (dict, list))]
-        for k, v in blocks or [("mapspace_constraints", data["targets"])]:
-            targets = v.get("targets") if isinstance(v, dict) else v
-            out.setdefault(k, {"targets": []})["targets"].extend(targets or [])
+        found = False
+        for k in ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints"):
+            v = data.get(k)
+            if isinstance(v, dict) and "targets" in v:
+                v = v["targets"]
+            elif not isinstance(v, list):
+                continue
+            found = True
+            add("architecture_constraints" if k == "architecture_constraints" else "mapspace_constraints", v)
+            if k == "mapspace":
+                break
+        if not found:
+            add("mapspace_constraints", data.get("targets"))
     return out
 
 

@@ -412,12 +412,14 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
 def _other_kind(doc: Any, file: str | None) -> str:
     """What a document given as SYSTEM is when it is another input of coexplore's ("" otherwise)."""
     if isinstance(doc, dict) and "system" not in doc:
+        if "architecture" in doc and "problem" in doc:
+            return "a Timeloop architecture"           # (a whole spec: one core with its problem)
         for key, kind in (("workload", "a workload"), ("problem", "a Timeloop problem"),
                           ("architecture", "a Timeloop architecture")):
             if key in doc:
                 return kind
     if file and str(file).lower().endswith(".csv"):
-        return "a CSV job table"
+        return "a CSV"
     return ""
 
 
@@ -430,9 +432,9 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
         raise _err(f"not a system YAML: {kind}", file, "system", "a system YAML (system: {dram, cores}); " + {
             "a workload": "a workload goes with --workload FILE",
             "a Timeloop problem": "a problem file goes with --workload FILE (one layer) or to coexplore map",
-            "a Timeloop architecture": "one core's architecture goes to evaluate/map, or into a system YAML's "
-                                       "cores: [{arch: FILE}]",
-            "a CSV job table": "a job table goes with --table FILE --bandwidth B"}[kind])
+            "a Timeloop architecture": "one core's architecture (or a whole spec with its problem) goes to "
+                                       "evaluate/map, or into a system YAML's cores: [{arch: FILE}]",
+            "a CSV": "a job table (lat_<core>/bw_<core> columns) goes with --table FILE --bandwidth B"}[kind])
     top = _mapping(doc, file, "", TOP_KEYS, "a mapping with a 'system:' key")
     if "system" not in top:
         raise _err("missing key 'system'", file, "system",

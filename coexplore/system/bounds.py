@@ -30,9 +30,16 @@ def lower_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: floa
     return max(longest, assignment_bound(lat, need, bandwidth)) * (1 - LP_SLACK)
 
 
-def reaches(makespan: float, bound: float) -> bool:
-    """The makespan is at the lower bound (within 2 x LP_SLACK): optimal."""
-    return makespan <= bound * (1 + 2 * LP_SLACK)
+def longest_job(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float) -> float:
+    """The longest job on its fastest core, alone (exact: no LP): no schedule is shorter, and one
+    as long is optimal (`at_longest_job`)."""
+    lat = np.asarray(latency, dtype=float)
+    return float(_alone(lat, np.asarray(bandwidth_need, dtype=float), check_bandwidth(bandwidth)).min(axis=1).max())
+
+
+def at_longest_job(makespan: float, longest: float) -> bool:
+    """The makespan is the longest job's own time (to float round-off): the schedule is optimal."""
+    return makespan <= longest * (1 + 1e-12)
 
 
 def _alone(lat: np.ndarray, need: np.ndarray, bandwidth: float) -> np.ndarray:

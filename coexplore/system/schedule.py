@@ -14,7 +14,7 @@ import numpy as np
 from coexplore.errors import CoexploreError
 from coexplore.search.base import SearchInterrupted, Searcher, holding_stops, positive_int, run_search
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
-from coexplore.system.bounds import LP_SLACK, lower_bound, reaches
+from coexplore.system.bounds import at_longest_job, longest_job, lower_bound
 from coexplore.system.encoding import MakespanObjective, space_of
 from coexplore.system.evaluator import Trace, check_bandwidth, trace
 from coexplore.system.heuristics import HEURISTICS, HeuristicSearcher, heuristic_schedule
@@ -188,6 +188,7 @@ class ScheduleResult:
     history: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False   # Ctrl-C before the budget: the best of the samples evaluated
     lower_bound: float = 0.0    # no schedule of the table is shorter (coexplore.system.bounds)
+    optimal: bool = False       # as long as its longest job alone: no schedule is shorter (the search ended)
 
     def compute_cycles(self, table: JobTable) -> np.ndarray:
         """Per core, the no-stall latency of its jobs: busy time minus waiting for bandwidth."""
@@ -201,6 +202,8 @@ class ScheduleResult:
         tr = schedule_trace(table, self)
         by_dnn = dnn_ends(table, tr.job_end)
         extra = {"interrupted": True} if self.interrupted else {}
+        if self.optimal:
+            extra["optimal"] = True
         if clock_GHz is not None:
             extra.update(clock_GHz=clock_GHz, makespan_s=float(self.makespan) / (clock_GHz * 1e9))
         return {
@@ -249,10 +252,11 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # overflowing makespans are inf: refused below
             s = make_searcher(searcher, table, budget, seed, config)
-            # a schedule at the lower bound is optimal: the search ends there (e.g. one job per core)
-            bound = lower_bound(table.latency, table.bandwidth, bandwidth)
+            # a schedule as long as its longest job alone is optimal: the search ends there (e.g. one
+            # job per core); the LP bound is not used to stop (it is solved to ~1e-9 only)
+            longest = longest_job(table.latency, table.bandwidth, bandwidth)
             res = run_search(s, objective, budget, batch_size=batch, progress=progress, desc=searcher,
-                             checkpoint=checkpoint, target=bound * (1 + 2 * LP_SLACK))
+                             checkpoint=checkpoint, target=longest * (1 + 1e-12))
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
         if exc.result.best_x is None:
             raise KeyboardInterrupt from None
@@ -286,7 +290,8 @@ def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective,
     return ScheduleResult(searcher.lower(), seed, bandwidth, res.samples, core[0], prio[0],
                           float(ev.makespan[0]), float(ev.energy[0]), ev.busy[0], res.history,
                           interrupted=res.interrupted,
-                          lower_bound=lower_bound(t.latency, t.bandwidth, bandwidth))
+                          lower_bound=lower_bound(t.latency, t.bandwidth, bandwidth),
+                          optimal=at_longest_job(float(ev.makespan[0]), longest_job(t.latency, t.bandwidth, bandwidth)))
 
 
 def schedule_trace(table: JobTable, result: ScheduleResult) -> Trace:
@@ -308,8 +313,7 @@ def summary_lines(table: JobTable, result: ScheduleResult, clock_GHz: float | No
     at_clock = "" if clock_GHz is None else f" = {_time(result.makespan / (clock_GHz * 1e9))} at {clock_GHz:g} GHz"
     lines = [
         f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples"
-        + ("; at the lower bound: optimal, the search stopped there)"
-           if reaches(result.makespan, result.lower_bound) else ")"),
+        + ("; as long as its longest job alone: optimal, the search stopped there)" if result.optimal else ")"),
         f"jobs       {table.num_jobs} on {table.num_cores} core{'s' if table.num_cores != 1 else ''}, "
         f"bandwidth {result.bandwidth:g} bytes/cycle",
         f"makespan   {result.makespan:.6g} cycles{at_clock} (lower bound "
