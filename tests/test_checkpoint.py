@@ -296,8 +296,9 @@ def test_a_schedule_resumed_in_another_process_ends_as_an_uninterrupted_one(tmp_
     """Nothing in a snapshot may depend on the process (Python salts hash() per process)."""
     import subprocess
     import sys
-    table = tmp_path / "jobs.csv"           # 12 jobs: MAGMA's children often repeat a known schedule
-    table.write_text("".join(TABLE.read_text().splitlines(keepends=True)[:13]))
+    table = tmp_path / "jobs.csv"           # 24 jobs: MAGMA's children often repeat a known schedule
+    # (with 12, a schedule as long as the longest job comes at once: optimal, the search ends there)
+    table.write_text("".join(TABLE.read_text().splitlines(keepends=True)[:25]))
     base = [sys.executable, "-m", "coexplore.cli.main", "schedule", "--table", str(table), "--bandwidth", "16",
             "--budget", str(budget), "--searcher", searcher, "--no-plot"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "0.3"}
