@@ -133,3 +133,18 @@ def test_a_searcher_of_ones_own_is_keyed_by_its_code_in_the_cache(monkeypatch):
     assert keys[0] != keys[1] and keys[0]["class"].endswith("_One") and keys[0]["source_sha256"]
     bundled = cache_parts(ctx, {}, registry.load_mapper("marl"), 0, 100)["searcher"]
     assert "class" not in bundled and "source_sha256" not in bundled        # (earlier keys hold)
+
+
+def test_build_tables_given_an_architecture_document_says_to_take_its_components():
+    from coexplore.arch import build_core
+    from coexplore.energy.tables import build_tables
+    with pytest.raises(CoexploreError) as err:
+        build_tables(build_core("simba", {}).flattened().processed)
+    assert "components_from_processed" in err.value.expected
+
+
+def test_a_fractional_budget_is_said_as_such():
+    from coexplore.search.layer import map_layer
+    ctx = _ctx("eyeriss_like")
+    with pytest.raises(CoexploreError, match="whole number of samples"):
+        map_layer(ctx, {}, "random", budget=100.5, seed=0)

@@ -78,6 +78,10 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
     dicts] and return `(ert, art)` in Accelergy's format.
 
     estimator: 'builtin' (this package) or 'accelergy' (the real tool, must be on PATH)."""
+    if isinstance(components, dict):          # a whole architecture document, not its components
+        raise CoexploreError("got an architecture document", key="components",
+                             expected="its components: components_from_processed(processed) (or "
+                                      "coexplore.arch.tables.price_core(core) for a generated core)")
     items = [_component_tuple(e, i) for i, e in enumerate(components)]
     if estimator == "accelergy":
         from coexplore.energy.accelergy_backend import run_accelergy

@@ -196,7 +196,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         spec = registry.mapper_spec(spec.searcher, spec.config, objective or spec.objective,
                                     spec.batch_size if batch_size is None else batch_size)
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-        raise CoexploreError(f"budget must be at least 1 sample, got {budget!r}", key="--budget",
+        raise CoexploreError(f"budget must be a whole number of samples >= 1, got {budget!r}", key="--budget",
                              expected="a positive integer")
     key = None
     if seed is None:
