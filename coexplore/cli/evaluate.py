@@ -56,6 +56,20 @@ def _uj(pj: float) -> str:
     return f"{uj:,.3f}" if 1 <= abs(uj) < 1e12 else f"{uj:.4g}"
 
 
+def _say_partial_orders(mapping, file) -> None:
+    """A level whose permutation leaves out a dimension it loops over (factor > 1): the loop runs
+    outside the listed ones, which a hand-written order rarely means; said, not refused."""
+    for name, lm in mapping.levels.items():
+        left = [f"{d} (factor {n})" for d, n in lm.temporal.items() if n > 1 and lm.permutation
+                and d not in lm.permutation]
+        if left:
+            order = ("" if all(len(d) == 1 for d in lm.permutation) else " ").join(lm.permutation)
+            print(f"coexplore evaluate: note: {file}: {name}'s permutation {order} "
+                  f"leaves out {', '.join(left)}: it runs outside the listed loops (list every looping dimension to "
+                  "choose its place)",
+                  file=sys.stderr)
+
+
 def format_summary(rec: dict, arch_name: str, layer_name: str, ert: str | None = None,
                    stride_rule: str = "current", model: str = "built-in Timeloop-compatible model") -> str:
     lines = [f"coexplore evaluate: {layer_name} on {arch_name} ({model})"]
@@ -114,6 +128,7 @@ def _run(args) -> int:
     ctx, constraints = load_inputs(args, with_constraints=check)
     ctx.stride_rule = args.stride_rule
     mapping = ctx.load_mapping(args.mapping)
+    _say_partial_orders(mapping, args.mapping)
     for w in mapping.warnings:
         print(f"coexplore: warning: {args.mapping}: {w}", file=sys.stderr)
     if args.model == "timeloop" and args.stride_rule != "current":
@@ -161,6 +176,11 @@ def _run(args) -> int:
         print(format_summary(rec, ctx.arch.name, ctx.problem.name, ctx.ert.source, ctx.stride_rule, model))
         if agree is not None:
             print("\n" + format_agreement(agree, exe))
+    unbounded = [d for d in ctx.problem.dims if d not in ctx.problem.instance and f"dimension {d} is" in
+                 (rec.get("error") or "")]
+    if unbounded and not rec["valid"]:        # (Timeloop's words above; the likely cause here)
+        print(f"coexplore evaluate: note: the problem's instance gives no bound for {', '.join(unbounded)}: "
+              "taken as 1, as Timeloop takes it (add it to problem.instance)", file=sys.stderr)
     if agree is not None and not agrees(agree):
         return 1
     return 0 if rec["valid"] else 1   # like timeloop-model: an invalid mapping is a failed run

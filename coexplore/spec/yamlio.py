@@ -300,6 +300,8 @@ def loads_yaml(text: str, path: str | Path | None = None, loader: type = _Loader
         context = getattr(exc, "context", None)
         if context and not context.startswith("while "):      # ("while scanning ..." says nothing more)
             problem = f"{context}: {problem}"
+        if "mapping values are not allowed" in problem or "expected <block end>" in problem:
+            problem += " (check this line's indentation against the lines above it)"
         rendered = " (as the template renders it)" if hasattr(loader, "objects") else ""
         raise CoexploreError(f"malformed YAML{rendered}{where}: {problem}",
                              file=None if path is None else str(path)) from None

@@ -1,0 +1,61 @@
+"""A student's mistakes on the first design (a user study of a course lab): each said with what to
+write instead."""
+
+from pathlib import Path
+
+import pytest
+
+from coexplore.cli.main import main
+
+HERE = Path(__file__).resolve().parents[1] / "examples" / "first_design"
+ARCH, PROB, MAP = HERE / "two_level.yaml", HERE / "conv1d.yaml", HERE / "k_outer.yaml"
+
+
+def _evaluate(capsys, arch=ARCH, prob=PROB, mapping=MAP):
+    code = main(["evaluate", str(arch), str(prob), str(mapping)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_dimension_left_out_of_the_instance_is_named_as_the_cause(tmp_path, capsys):
+    prob = tmp_path / "p.yaml"
+    prob.write_text(PROB.read_text().replace("instance: {K: 4, R: 3, P: 8}", "instance: {K: 4, R: 3}"))
+    code, out, err = _evaluate(capsys, prob=prob)
+    assert code == 1 and "dimension P is 8" in out
+    assert "gives no bound for P" in err
+
+
+def test_a_permutation_leaving_out_a_looping_dimension_is_said(tmp_path, capsys):
+    m = tmp_path / "m.yaml"
+    m.write_text(MAP.read_text().replace("permutation: [P, K, R]}", "permutation: [K, R]}"))
+    code, _, err = _evaluate(capsys, mapping=m)
+    assert code == 0 and "DRAM's permutation KR leaves out P (factor 8)" in err
+    code, _, err = _evaluate(capsys)                        # the full order: nothing said
+    assert code == 0 and "leaves out" not in err
+
+
+def test_a_spatial_directive_above_a_container_names_the_container(tmp_path, capsys):
+    arch = tmp_path / "a.yaml"
+    arch.write_text(ARCH.read_text().replace("  - !Component\n    name: MAC",
+                                             "  - !Container\n    name: PE\n    spatial: {meshX: 4}\n"
+                                             "  - !Component\n    name: MAC"))
+    m = tmp_path / "m.yaml"
+    m.write_text("mapping:\n- {target: Buffer, type: spatial, factors: [K=4, R=1, P=1]}\n"
+                 "- {target: Buffer, type: temporal, factors: [K=1, R=3, P=8]}\n")
+    code, _, err = _evaluate(capsys, arch=arch, mapping=m)
+    assert code == 2 and "target: PE" in err
+    m.write_text(m.read_text().replace("target: Buffer, type: spatial", "target: PE, type: spatial"))
+    code, out, _ = _evaluate(capsys, arch=arch, mapping=m)
+    assert code == 0 and "Cycles        : 24" in out              # 96 MACs on 4 PEs
+
+
+@pytest.mark.parametrize("change, says", [
+    (("    name: conv1d\n", "    name: conv1d\n     oops: 1\n"), "indentation"),
+    (("depth: 256", "depth: 64KB"), "without units"),
+])
+def test_yaml_indentation_and_units_are_said(tmp_path, capsys, change, says):
+    target = PROB if "conv1d" in change[0] else ARCH
+    f = tmp_path / target.name
+    f.write_text(target.read_text().replace(*change))
+    code, _, err = _evaluate(capsys, **({"prob": f} if target is PROB else {"arch": f}))
+    assert code == 2 and says in err and "Traceback" not in err
