@@ -141,23 +141,3 @@ def test_the_summary_says_when_the_schedule_is_optimal(tmp_path, capsys):
                  "--no-plot", "--out", str(tmp_path / "o2")]) == 0
     assert "optimal, the search stopped there" in capsys.readouterr().out
     assert np.isfinite(data["lower_bound"])
-
-
-def test_a_layers_mapspace_note_names_the_core_design_it_is_about():
-    """simba's inter-PE Y fan-out may take only M; DLRM's top_fc5 has M = 1, so that fan-out idles."""
-    import warnings
-
-    from coexplore.arch.system import load_system_arch
-    from coexplore.errors import CoexploreNote
-    from coexplore.model.cache import MemoryCache
-    from coexplore.search import registry
-    from coexplore.spec.workload import find_workload, load_workload
-    from coexplore.system.from_system import _cached, core_model
-    layer = next(lay for lay in load_workload(find_workload("dlrm_mlp")).layers if lay.name == "top_fc5")
-    assert layer.instance["M"] == 1
-    cm = core_model(load_system_arch(REPO / "arch" / "simba_2x2.yaml"), "simba")
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        _cached(layer, cm, registry.load_mapper("random"), 100, 0, MemoryCache())
-    notes = [str(w.message) for w in said if issubclass(w.category, CoexploreNote)]
-    assert notes and all(n.startswith("core simba: ") and "idles for layer top_fc5" in n for n in notes)

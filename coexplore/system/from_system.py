@@ -10,8 +10,6 @@ over its latency.
 
 from __future__ import annotations
 
-import contextlib
-
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -244,25 +242,8 @@ def map_layers(systems: list[SystemArch], workloads: list[str | Path] | None = N
 def _cached(layer, cm: CoreModel, spec, budget: int, seed: int, cache) -> tuple[str | None, dict | None]:
     """This (layer, core design) search's cache key and the record `cache` holds (None: no cache)."""
     from coexplore.search.layer import cached_entry
-    with notes_of_core(cm.name):
-        ctx = layer_context(cm, layer)
-        return cached_entry(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache)
-
-
-@contextlib.contextmanager
-def notes_of_core(name: str):
-    """The notes said inside (a layer's mapspace on one core: `... idles for layer L`) name the core
-    design they are about: a system has several."""
-    from coexplore.errors import CoexploreNote
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            caught = list(said)
-    for w in caught:
-        note = issubclass(w.category, CoexploreNote)
-        warnings.warn(f"core {name}: {w.message}" if note else w.message, w.category, stacklevel=3)
+    ctx = layer_context(cm, layer)
+    return cached_entry(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache)
 
 
 def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path] | None = None,
@@ -319,10 +300,9 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
         """The best mapping's record of one (layer, core design), searched here (cached)."""
         cm = models[design]
         try:
-            with notes_of_core(design):
-                ctx = layer_context(cm, layer)
-                res = map_layer(ctx, cm.constraints_for(ctx.problem), spec, layer_budget, seed, cache=cache,
-                                progress=bar is not None)      # a bar of its own under the layers'
+            ctx = layer_context(cm, layer)
+            res = map_layer(ctx, cm.constraints_for(ctx.problem), spec, layer_budget, seed, cache=cache,
+                            progress=bar is not None)      # a bar of its own under the layers'
         except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
             exc.message = f"layer {layer.name} on core {design}: {exc.message}"
             exc.file, exc.key = system.spec.file, "--layer-budget"
