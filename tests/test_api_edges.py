@@ -130,9 +130,9 @@ def test_a_searcher_of_ones_own_is_keyed_by_its_code_in_the_cache(monkeypatch):
         registry.SEARCHERS["mine"] = (cls, _Cfg)
         spec = registry.MapperSpec(searcher="mine", config=_Cfg())
         keys.append(cache_parts(ctx, {}, spec, 0, 100)["searcher"])
-    assert keys[0] != keys[1] and keys[0]["class"].endswith("_One") and keys[0]["source_sha256"]
+    assert keys[0] != keys[1] and keys[0]["class"].endswith("_One") and keys[0]["code_sha256"]
     bundled = cache_parts(ctx, {}, registry.load_mapper("marl"), 0, 100)["searcher"]
-    assert "class" not in bundled and "source_sha256" not in bundled        # (earlier keys hold)
+    assert "class" not in bundled and "code_sha256" not in bundled        # (earlier keys hold)
 
 
 def test_build_tables_given_an_architecture_document_says_to_take_its_components():
@@ -148,3 +148,26 @@ def test_a_fractional_budget_is_said_as_such():
     ctx = _ctx("eyeriss_like")
     with pytest.raises(CoexploreError, match="whole number of samples"):
         map_layer(ctx, {}, "random", budget=100.5, seed=0)
+
+
+def test_a_searcher_defined_in_an_exec_is_keyed_by_its_code(monkeypatch):
+    """As in a notebook cell: no source file; the same class name with another body is another key."""
+    monkeypatch.setattr(registry, "SEARCHERS", dict(registry.SEARCHERS))
+    body = ("from coexplore.search.base import Searcher\n"
+            "class Cell(Searcher):\n"
+            "    def __init__(self, space, config=None, seed=0):\n"
+            "        super().__init__(seed)\n"
+            "        self.space = space\n"
+            "    def ask(self, n):\n"
+            "        return self.space.sample(self.rng, n){}\n")
+    keys = []
+    for tail in ("", " * 0"):
+        ns: dict = {"__name__": "cell"}
+        exec(body.format(tail), ns)
+        registry.SEARCHERS["cell"] = (ns["Cell"], _Cfg)
+        keys.append(registry.searcher_code("cell"))
+    assert keys[0]["class"] == keys[1]["class"] and keys[0]["code_sha256"] != keys[1]["code_sha256"]
+    ns = {"__name__": "cell"}
+    exec(body.format(""), ns)
+    registry.SEARCHERS["cell"] = (ns["Cell"], _Cfg)
+    assert registry.searcher_code("cell") == keys[0]                # the same code: the same key

@@ -546,3 +546,18 @@ def test_an_interrupted_longer_training_is_not_replaced_by_a_shorter_one(tmp_pat
     assert main([*args, "--train-generations", "2"]) == 2
     assert "interrupted after 3 generations" in capsys.readouterr().err
     assert json.loads((out / TRAIN_STATE).read_text()) == state          # kept
+
+
+def test_an_interrupted_longer_training_beside_a_shorter_policy_is_not_replaced(tmp_path, capsys):
+    from coexplore.cli.online import TRAIN_STATE
+    t = _table(tmp_path / "t.csv")
+    args = ["online", "--table", str(t), "--bandwidth", "10", "--schedulers", "fcfs,relmas", *FAST, "--json"]
+    assert main([*args, "--train-generations", "2", "--out", str(tmp_path / "o")]) == 0
+    assert main([*args, "--train-generations", "5", "--out", str(tmp_path / "long")]) == 0
+    longer = json.loads((tmp_path / "long" / "policy.json").read_text())
+    state = {"run": longer["run"], "state": {"strategy": longer["strategy"], "history": longer["history"]}}
+    (tmp_path / "o" / TRAIN_STATE).write_text(json.dumps(state))   # as an 8-generation run stopped after 5 leaves it
+    capsys.readouterr()
+    assert main([*args, "--train-generations", "3", "--out", str(tmp_path / "o")]) == 2
+    assert "interrupted after 5 generations" in capsys.readouterr().err
+    assert json.loads((tmp_path / "o" / TRAIN_STATE).read_text()) == state

@@ -110,3 +110,13 @@ def test_the_dram_demand_of_a_layer_that_cannot_run_on_a_core_is_its_traffic_els
 def test_an_empty_stream_is_a_stream():
     s = RequestStream(np.array([]), np.array([]), np.array([]))
     assert len(s) == 0 and s.model.dtype == np.int64
+
+
+def test_a_trace_read_by_numpy_is_taken_and_scalars_or_text_are_refused():
+    s = RequestStream(np.array([0.0, 1.0]), np.array([5.0, 5.0]), np.array([0.0, 1.0]))   # (np.loadtxt floats)
+    assert s.model.dtype.kind == "i" and s.model.tolist() == [0, 1]
+    for args, key in (((0.0, 1.0, 0), "arrival"), ((np.array(["a"]), np.array([1.0]), np.array([0])), "arrival"),
+                      ((np.array([0.0]), np.array([1.0]), np.array([0.5])), "model")):
+        with pytest.raises(CoexploreError) as err:
+            RequestStream(*args)
+        assert err.value.key == key

@@ -332,6 +332,17 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
             if f.exists():
                 f.unlink()
     state = None
+    try:                                    # a longer training's saved state is never replaced by a shorter one
+        saved = json.loads(state_file.read_text()) if state_file.is_file() else None
+        interrupted_at = len(saved["state"]["history"]) if saved and saved.get("run") == key else 0
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        interrupted_at = 0
+    if interrupted_at > train.generations:
+        raise CoexploreError(f"{state_file} holds this training, interrupted after {interrupted_at} generations; "
+                             f"--train-generations {train.generations} would replace it with a shorter one",
+                             file=str(out), key="--train-generations",
+                             expected=f"--train-generations {interrupted_at} (or more) to resume it, --restart to "
+                                      "train anew here, or another --out folder")
     if done.is_file():
         try:
             kept = load_policy(done)
@@ -348,20 +359,13 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
                                      file=str(out), key="--train-generations",
                                      expected=f"--train-generations {trained} (or more) to use (or continue) it, "
                                               "--restart to train anew here, or another --out folder")
-            if trained < train.generations and isinstance(kept.meta.get("strategy"), dict):
+            if interrupted_at <= trained < train.generations and isinstance(kept.meta.get("strategy"), dict):
                 state = {"strategy": kept.meta["strategy"], "history": kept.meta["history"]}
                 print(f"coexplore online: continuing the training of {done} from generation {trained}",
                       file=sys.stderr)
     if state is None and state_file.is_file():
         try:
             saved = json.loads(state_file.read_text())
-            if saved.get("run") == key and len(saved["state"]["history"]) > train.generations:
-                raise CoexploreError(f"{state_file} holds this training, interrupted after "
-                                     f"{len(saved['state']['history'])} generations; --train-generations "
-                                     f"{train.generations} would replace it with a shorter one", file=str(out),
-                                     key="--train-generations",
-                                     expected=f"--train-generations {len(saved['state']['history'])} (or more) to "
-                                              "resume it, --restart to train anew here, or another --out folder")
             if saved.get("run") == key and len(saved["state"]["history"]) <= train.generations:
                 state = saved["state"]
                 print(f"coexplore online: resuming the training after {len(state['history'])} generations "

@@ -64,11 +64,18 @@ class RequestStream:
         deadline and model index per request, arrivals finite and in order, deadlines not before
         them, model indices >= 0 (below the number of served models: `Simulation` checks)."""
         arrays = {k: np.asarray(getattr(self, k)) for k in ("arrival", "deadline", "model")}
+        n = arrays["arrival"].shape[0] if arrays["arrival"].ndim == 1 else None
+        for k, a in arrays.items():
+            if a.ndim != 1 or a.shape[0] != n:
+                raise CoexploreError(f"{k} of shape {a.shape}", key=k,
+                                     expected="one value per request (1-D arrays of one length)")
+            if a.dtype.kind not in "iuf":
+                raise CoexploreError(f"{k} of type {a.dtype}", key=k, expected="numbers (cycles; model indices)")
+        model = arrays["model"]
+        if model.dtype.kind == "f" and np.all(np.isfinite(model)) and np.all(model == np.round(model)):
+            arrays["model"] = model.astype(np.int64)          # (a trace read by numpy: integral floats)
         for k, a in arrays.items():
             object.__setattr__(self, k, a)
-            if a.ndim != 1 or len(a) != len(arrays["arrival"]):
-                raise CoexploreError(f"{k} of shape {a.shape} for {len(arrays['arrival'])} arrivals", key=k,
-                                     expected="one value per request (1-D arrays of one length)")
         arrival, deadline, model = arrays.values()
         bad = np.flatnonzero(~np.isfinite(arrival.astype(float)) | (arrival < 0))
         if len(bad):
@@ -87,7 +94,8 @@ class RequestStream:
         if len(model) == 0:
             object.__setattr__(self, "model", model.astype(np.int64))
         elif model.dtype.kind not in "iu" or model.min() < 0:
-            raise CoexploreError(f"model indices {model[:5].tolist()}...", key="model",
+            shown = model[:5].tolist()
+            raise CoexploreError(f"model indices {shown}" + ("..." if len(model) > 5 else ""), key="model",
                                  expected="integer indices >= 0 of the served models")
 
     def __len__(self) -> int:

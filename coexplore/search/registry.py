@@ -292,22 +292,28 @@ def save_mapper(spec: MapperSpec, path) -> None:
 
 def searcher_code(name: str) -> dict:
     """A searcher registered from outside coexplore (`SEARCHERS[name] = (cls, Config)`): its class's
-    qualified name and a digest of its module's source, part of a cached result's key (its code may
-    change between runs; coexplore's own is covered by the package version). Empty for coexplore's."""
+    qualified name and a digest of its methods' compiled code (its own and its bases' outside
+    coexplore; found in a file, a notebook cell or an exec alike), part of a cached result's key: its
+    code may change between runs (coexplore's own is covered by the package version). Empty for
+    coexplore's."""
     import hashlib
-    import inspect
+    import marshal
     cls, _ = _lookup(name)
     if cls.__module__.split(".")[0] == "coexplore":
         return {}
-    try:
-        source = inspect.getsource(inspect.getmodule(cls) or cls)
-    except (OSError, TypeError):        # (defined where no source can be read: the class alone)
-        try:
-            source = inspect.getsource(cls)
-        except (OSError, TypeError):
-            source = ""
-    return {"class": f"{cls.__module__}.{cls.__qualname__}",
-            "source_sha256": hashlib.sha256(source.encode()).hexdigest() if source else None}
+    h = hashlib.sha256()
+    for klass in cls.__mro__:
+        if klass is object or klass.__module__.split(".")[0] == "coexplore":
+            continue
+        for attr, value in sorted(vars(klass).items()):
+            func = getattr(value, "__func__", value)
+            while hasattr(func, "__wrapped__"):          # (ask/tell are wrapped by the base class's checks)
+                func = func.__wrapped__
+            code = getattr(func, "__code__", None)
+            if code is not None:
+                h.update(attr.encode() + marshal.dumps(code.replace(co_filename="", co_firstlineno=1)))
+    module = "__main__" if cls.__module__ == "__mp_main__" else cls.__module__    # (a spawned worker's name)
+    return {"class": f"{module}.{cls.__qualname__}", "code_sha256": h.hexdigest()}
 
 
 def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None = 0) -> Searcher:

@@ -256,7 +256,7 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
     if not isinstance(system, SystemArch):
         system = load_system_arch(system)
     wls = system_workloads(system, workloads)
-    paths = list(workloads or system.spec.workloads)
+    paths = [workloads] if isinstance(workloads, (str, Path)) else list(workloads or system.spec.workloads)
     total = sum(layer.count for w in wls for layer in w.layers)
     if total > MAX_JOBS:
         raise CoexploreError(f"the workloads make {total:,} jobs (layer counts included)", file=str(paths[0]),
