@@ -59,3 +59,12 @@ def test_yaml_indentation_and_units_are_said(tmp_path, capsys, change, says):
     f.write_text(target.read_text().replace(*change))
     code, _, err = _evaluate(capsys, **({"prob": f} if target is PROB else {"arch": f}))
     assert code == 2 and says in err and "Traceback" not in err
+
+
+def test_arch_and_problem_swapped_and_an_empty_mapping_are_said(tmp_path, capsys):
+    code, _, err = _evaluate(capsys, arch=PROB, prob=ARCH)
+    assert code == 2 and "swapped" in err
+    m = tmp_path / "m.yaml"
+    m.write_text("# nothing yet\n")
+    code, _, err = _evaluate(capsys, mapping=m)
+    assert code == 2 and "is empty" in err

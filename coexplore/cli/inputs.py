@@ -184,6 +184,12 @@ def load_inputs(args, with_constraints: bool = False
         raise CoexploreError("file not found", file=args.arch,
                              expected="a Timeloop architecture or system YAML file, or a bundled system "
                                       f"({bundled_names('arch')})")
+    if args.problem is not None and Path(args.arch).is_file() and Path(args.problem).is_file():
+        a, p = top_keys(args.arch), top_keys(args.problem)
+        if "problem" in a and "architecture" not in a and "architecture" in p and "problem" not in p:
+            raise CoexploreError("ARCH and PROBLEM are swapped: the first file holds the problem, the second the "
+                                 "architecture", file=args.arch, key="ARCH",
+                                 expected="ARCH (architecture) first, then PROBLEM, then MAPPING")
     problem = load_problem_arg(args.problem, args.layer)
     for w in problem_warnings(problem, args.problem):
         print(f"coexplore: warning: {w}", file=sys.stderr)

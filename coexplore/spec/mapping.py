@@ -115,6 +115,9 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         data = data["mapping"]
     if isinstance(data, dict) and "mapping" not in data:
         raise CoexploreError("missing key", file=file, key="mapping", expected="a list of mapping directives")
+    if data is None:
+        raise CoexploreError("no directives: the file (or its mapping:) is empty", file=file, key="mapping",
+                             expected="mapping: a list of directives ({target, type, factors, permutation})")
     if not isinstance(data, list):
         raise CoexploreError("not a list", file=file, key="mapping", expected="a list of mapping directives")
     names = arch.level_names()
