@@ -78,25 +78,6 @@ def test_unknown_core_design_and_layer_are_coexplore_errors():
     assert isinstance(err.value, KeyError) and "conv1" in err.value.expected      # (still a KeyError)
 
 
-def test_a_searcher_asking_more_than_asked_is_refused():
-    class Greedy(Searcher):
-        name = "greedy"
-
-        def __init__(self, space, config=None, seed=0):
-            super().__init__(seed)
-            self.space = space
-
-        def ask(self, n):
-            return self.space.sample(self.rng, n + 5)
-
-        def tell(self, batch, losses):
-            super().tell(batch, losses)
-
-    space = DiscreteSpace(np.array([5, 5]), ["a", "b"])
-    with pytest.raises(CoexploreError, match="proposed 15 candidates when asked for 10"):
-        run_search(Greedy(space), lambda b: b.sum(axis=1).astype(float) + 1, budget=50, batch_size=10)
-
-
 @dataclass
 class _Cfg:
     pass
@@ -114,6 +95,16 @@ class _One(Searcher):
 
     def tell(self, batch, losses):
         super().tell(batch, losses)
+
+
+def test_a_searcher_asking_more_than_asked_is_refused():
+    class Greedy(_One):
+        def ask(self, n):
+            return self.space.sample(self.rng, n + 5)
+
+    space = DiscreteSpace(np.array([5, 5]), ["a", "b"])
+    with pytest.raises(CoexploreError, match="proposed 15 candidates when asked for 10"):
+        run_search(Greedy(space), lambda b: b.sum(axis=1).astype(float) + 1, budget=50, batch_size=10)
 
 
 class _Other(_One):
