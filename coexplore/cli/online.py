@@ -451,7 +451,8 @@ def _say_dram_overload(system, scenario, loads) -> None:
     over = [(load, d) for load, d in over if d > 1]
     if over:
         print("coexplore online: warning: the requests ask more DRAM traffic than the bandwidth "
-              f"({system.bandwidth:g} bytes/cycle) passes: " + ", ".join(f"{d:.3g}x at load {load:g}" for load, d in over)
+              f"({system.bandwidth:g} bytes/cycle) passes: "
+              + ", ".join(f"{d:.3g}x at load {load:g}" for load, d in over)
               + "; the load counts the cores only, so no scheduler keeps up there (a lower load or more "
                 "bandwidth)", file=sys.stderr)
 

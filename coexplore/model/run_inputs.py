@@ -1,8 +1,9 @@
 """The inputs of a Timeloop run folder that holds no copy of them.
 
 Timeloop before timeloopfe (v0.3, 2020-21), and timeloop-model run without timeloopfe, write no
-copy of their inputs: such a run folder holds only its outputs (`<tool>.stats.txt`, `<tool>.ERT.yaml`, `<tool>.map.txt`, ...). The architecture and
-problem it ran on are the user's files beside the outputs or near them (the exercises keep them
+copy of their inputs: such a run folder holds only its outputs (`<tool>.stats.txt`, `<tool>.ERT.yaml`,
+`<tool>.map.txt`, ...). The architecture and problem it ran on are the user's files beside the
+outputs or near them (the exercises keep them
 in `../inputs/`, the original repository in `../arch`, `../prob`). They are found by content
 (a top-level `architecture:` or `problem:` key) in the run folder and below its parent, two
 levels deep, and told apart by what the outputs print: the problem whose dimensions the
@@ -110,9 +111,11 @@ def find_inputs(run: Path, tool: str) -> tuple[Path, Path] | str:
     where = f"in {run} or below {run.parent}"
     if len(problems) != 1:
         shape = " ".join(f"{d}={n}" for d, n in bounds.items()) or "none printed"
-        return (f"Timeloop run without an input copy: {'no' if not problems else len(problems)} problem files {where} of the "
-                f"loop bounds its {tool}.map.txt prints ({shape}; product {math.prod(bounds.values())})")
+        count = "no" if not problems else len(problems)
+        return (f"Timeloop run without an input copy: {count} problem files {where} of the loop bounds "
+                f"its {tool}.map.txt prints ({shape}; product {math.prod(bounds.values())})")
     if len(archs) != 1:
-        return (f"Timeloop run without an input copy: {'no' if not archs else len(archs)} architecture files {where} with the "
+        count = "no" if not archs else len(archs)
+        return (f"Timeloop run without an input copy: {count} architecture files {where} with the "
                 f"levels its {tool}.stats.txt names ({', '.join(sorted(levels))})")
     return archs[0], problems[0]

@@ -111,7 +111,8 @@ def _file_core_model(core: FileCore, ert_file: Path | None = None) -> CoreModel:
         [f"{ert.source}: {w}" for w in costs.notes]
     with core.rendering():
         cons = load_constraints(arch, list(core.constraints_files) or None)    # read now: a bad file is said at once
-    return CoreModel(core.name, arch, costs, ert, cons, tuple(told), own=True, constraints_files=core.constraints_files,
+    return CoreModel(core.name, arch, costs, ert, cons, tuple(told), own=True,
+                     constraints_files=core.constraints_files,
                      names=dict(core.var))
 
 

@@ -291,7 +291,8 @@ def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective,
                           float(ev.makespan[0]), float(ev.energy[0]), ev.busy[0], res.history,
                           interrupted=res.interrupted,
                           lower_bound=lower_bound(t.latency, t.bandwidth, bandwidth),
-                          optimal=at_longest_job(float(ev.makespan[0]), longest_job(t.latency, t.bandwidth, bandwidth)))
+                          optimal=at_longest_job(float(ev.makespan[0]),
+                                                 longest_job(t.latency, t.bandwidth, bandwidth)))
 
 
 def schedule_trace(table: JobTable, result: ScheduleResult) -> Trace:
