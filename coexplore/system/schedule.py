@@ -314,7 +314,7 @@ def summary_lines(table: JobTable, result: ScheduleResult, clock_GHz: float | No
     at_clock = "" if clock_GHz is None else f" = {_time(result.makespan / (clock_GHz * 1e9))} at {clock_GHz:g} GHz"
     lines = [
         f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples"
-        + ("; as long as its longest job alone: optimal, the search stopped there)" if result.optimal else ")"),
+        + ("; as long as its longest job alone: optimal, no search goes further)" if result.optimal else ")"),
         f"jobs       {table.num_jobs} on {table.num_cores} core{'s' if table.num_cores != 1 else ''}, "
         f"bandwidth {result.bandwidth:g} bytes/cycle",
         f"makespan   {result.makespan:.6g} cycles{at_clock} (lower bound "
