@@ -141,3 +141,16 @@ def test_the_summary_says_when_the_schedule_is_optimal(tmp_path, capsys):
                  "--no-plot", "--out", str(tmp_path / "o2")]) == 0
     assert "as long as its longest job alone: optimal" in capsys.readouterr().out
     assert np.isfinite(data["lower_bound"])
+
+
+def test_a_layers_mapspace_note_is_said_when_worker_processes_map_the_layers():
+    """simba's inter-PE Y fan-out may take only M; DLRM's top_fc5 has M = 1: with --jobs 2 too."""
+    import warnings
+
+    from coexplore.errors import CoexploreNote
+    from coexplore.system.from_system import system_job_table
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        system_job_table(REPO / "arch" / "simba_2x2.yaml", ["dlrm_mlp"], layer_budget=200, workers=2)
+    notes = [str(w.message) for w in said if issubclass(w.category, CoexploreNote)]
+    assert any("idles for layer top_fc5" in n for n in notes)

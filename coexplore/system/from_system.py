@@ -156,6 +156,13 @@ def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: 
     0: the cluster's CPUs), each search seeded as it would be alone, so the results are those of one
     process; by key. Finished searches are cached as they end (by the processes, or here for Ray
     tasks), so an interrupted run keeps them. `done(key)` after each."""
+    from coexplore.mapspace.space import MapSpace
+    for _, layer, cm in items:            # what each layer's mapspace says (a fan-out it idles): said here, once,
+        try:                              # as a search in this process says it (the workers are silent)
+            ctx = layer_context(cm, layer)
+            MapSpace(ctx.arch, ctx.problem, cm.constraints_for(ctx.problem))
+        except CoexploreError:
+            pass                          # (the search refuses it, naming the layer)
     cache_path = MEMORY if ray else None if cache is None else str(cache.path)
     tasks = [(i, cm, layer, spec, budget, seed, cache_path) for i, (_, layer, cm) in enumerate(items)]
     if ray:
