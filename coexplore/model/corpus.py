@@ -139,17 +139,17 @@ def _runs(root: Path, skipped: list, taken: set) -> list[Case]:
     return cases
 
 
-def _v03_runs(root: Path, skipped: list, taken: set) -> list[Case]:
+def _runs_without_inputs(root: Path, skipped: list, taken: set) -> list[Case]:
     """The run folders below `root` with no input copy (Timeloop v0.3's, or a timeloop-model run
     without timeloopfe): a tool's stats.txt, ERT and printed loop nest (map.txt, the mapping it
     evaluated or found); their inputs found near them by `run_inputs.find_inputs` (a folder whose
     inputs cannot be told goes to `skipped`, as Sparseloop runs do). A v0.3 stats.txt marks its
     case `rules="v0.3"`."""
-    from coexplore.model.run_inputs import TOOLS, find_inputs, is_v03_run
+    from coexplore.model.run_inputs import TOOLS, find_inputs, is_run_without_inputs
     cases = []
     folders = sorted({f.parent for tool in TOOLS for f in find_files(root, f"{tool}.map.txt")})
     for folder in folders:
-        tools = [t for t in TOOLS if is_v03_run(folder, t)]
+        tools = [t for t in TOOLS if is_run_without_inputs(folder, t)]
         if folder in taken or not tools:
             continue
         rel = folder.relative_to(root)
@@ -228,7 +228,7 @@ def discover(root: str | Path, skipped: list | None = None) -> list[Case]:
         cases.append(Case(case, arch, layer, arch_file, ert if ert.exists() else None, layer_file))
     skipped = skipped if skipped is not None else []
     cases += _runs(root, skipped, {c.path for c in cases})
-    cases += _v03_runs(root, skipped, {c.path for c in cases})
+    cases += _runs_without_inputs(root, skipped, {c.path for c in cases})
     if not cases:
         raise CoexploreError("no cases found", file=str(root),
                              expected="<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} below it "

@@ -1,13 +1,13 @@
 """The inputs of a Timeloop run folder that holds no copy of them.
 
 Timeloop before timeloopfe (v0.3, 2020-21), and timeloop-model run without timeloopfe, write no
-copy of their inputs: such a run folder holds only its outputs (`<tool>.stats.txt`, `<tool>.ERT.yaml`,
-`<tool>.map.txt`, ...). The architecture and problem it ran on are the user's files beside the
-outputs or near them (the exercises keep them
-in `../inputs/`, the original repository in `../arch`, `../prob`). They are found by content
-(a top-level `architecture:` or `problem:` key) in the run folder and below its parent, two
-levels deep, and told apart by what the outputs print: the problem whose dimensions the
-printed loop nest covers, the architecture whose levels the stats.txt names.
+copy of their inputs: such a run folder holds only its outputs (`<tool>.stats.txt`,
+`<tool>.ERT.yaml`, `<tool>.map.txt`, ...). The architecture and problem it ran on are the user's
+files beside the outputs or near them (the exercises keep them in `../inputs/`, the original
+repository in `../arch`, `../prob`). They are found by content (a top-level `architecture:` or
+`problem:` key) in the run folder and below its parent, two levels deep, and told apart by what the
+outputs print: the problem whose dimensions the printed loop nest covers, the architecture whose
+levels the stats.txt names.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ _LEVEL = re.compile(r"^=== (.+) ===\s*$", re.MULTILINE)
 _LOOP = re.compile(r"for\s+(\w+)\s+in\s+\[0:(\d+)\)")
 
 
-def is_v03_run(folder: Path, tool: str) -> bool:          # (v0.3's, or any run without timeloopfe)
-    """Outputs of `tool` (a stats.txt and the loop nest it printed) and no timeloopfe input copy."""
+def is_run_without_inputs(folder: Path, tool: str) -> bool:
+    """Outputs of `tool` (a stats.txt and the loop nest it printed) and no timeloopfe input copy:
+    Timeloop v0.3's run folders, or any run without timeloopfe."""
     return ((folder / f"{tool}.stats.txt").is_file() and (folder / f"{tool}.map.txt").is_file()
             and not (folder / "parsed-processed-input.yaml").is_file())
 

@@ -292,8 +292,8 @@ def summarise(rows: list[dict], wall_s: float, model_s: float, model: str = "bui
                            or r["energy_rel_err"] > r.get("energy_tol", ENERGY_TOL)))]
     v03 = [r for r in rows if r.get("rules") == "v0.3"]
     if v03:                 # Timeloop v0.3 run folders: how many the current rules leave disagreeing
-        out["timeloop_v03_runs"] = {"cases": len(v03), "failing": sum(any(r is f for f in out["failures"])
-                                                                      for r in v03)}
+        failing = {id(f) for f in out["failures"]}
+        out["timeloop_v03_runs"] = {"cases": len(v03), "failing": sum(id(r) in failing for r in v03)}
     out["wall_s"] = wall_s
     out["model_s"] = model_s
     out["model"] = model

@@ -60,9 +60,10 @@ def _number(value, *, file, key, expected="a number"):
     except (TypeError, ValueError):
         why = expressions.FAILED.get(value) if isinstance(value, str) else None
         if isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*([kKmMgG]i?[bB]|[bB]|bits?|[kKmMgG])\s*", value):
+            hint = ("a depth counts words of `width` bits: 64 KB at width 64 is depth: 8192" if key.endswith("depth")
+                    else "sizes are plain numbers of bits or words")
             raise CoexploreError(f"got {value!r}", file=file, key=key,
-                                 expected=expected + " without units (a depth counts words of `width` bits: 64 KB "
-                                 "at width 64 is depth: 8192)") from None
+                                 expected=f"{expected} without units ({hint})") from None
         if why:
             expected += (f" ('{value}' is a v0.4 expression that cannot be computed: {why}; names come from "
                          "the spec's variables: and the attributes of the node and the containers around it)")

@@ -161,10 +161,11 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
             if math.prod(arch.fanout(li)) == 1:     # Timeloop's parser: no spatial tiling level there
                 inner = f"({names[li + 1]}) " if li + 1 < len(names) else ""
                 below = next((n for j, n in enumerate(names[li + 1:], li + 1) if math.prod(arch.fanout(j)) > 1), None)
-                container = re.fullmatch(r"inter_(.+)_spatial", below or "")
-                hint = ("" if below is None else f"; the fan-out below it is container {container.group(1)}'s: "
-                        f"target: {container.group(1)}" if container else f"; the fan-out below it is {below}'s: "
-                        f"target: {below}")
+                hint = ""
+                if below is not None:             # a v0.4 container's fan-out is its dummy level's
+                    container = re.fullmatch(r"inter_(.+)_spatial", below)
+                    owner = f"container {container.group(1)}" if container else below
+                    hint = f"; the fan-out below it is {owner}'s: target: {container.group(1) if container else below}"
                 raise CoexploreError(
                     f"cannot find spatial tiling level associated with storage level {target}. This is because "
                     f"the number of instances of the next-inner level {inner}is the same as this level, which "

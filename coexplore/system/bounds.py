@@ -23,11 +23,8 @@ def lower_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: floa
       job moved off its fastest core with its time where it runs.
     A schedule that reaches it is optimal, so no baseline can be better there.
     """
-    lat = np.asarray(latency, dtype=float)
-    need = np.asarray(bandwidth_need, dtype=float)
-    bandwidth = check_bandwidth(bandwidth)
-    longest = float(_alone(lat, need, bandwidth).min(axis=1).max())
-    return max(longest, assignment_bound(lat, need, bandwidth)) * (1 - LP_SLACK)
+    return max(longest_job(latency, bandwidth_need, bandwidth),
+               assignment_bound(latency, bandwidth_need, check_bandwidth(bandwidth))) * (1 - LP_SLACK)
 
 
 def longest_job(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float) -> float:

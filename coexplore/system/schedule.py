@@ -262,7 +262,7 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
             raise KeyboardInterrupt from None
         res, stopped = exc.result, True
     with holding_stops() as hold:      # a second Ctrl-C while the bound is computed keeps the schedule
-        result = _result(searcher, seed, bandwidth, objective, res)
+        result = _result(searcher, seed, bandwidth, objective, res, longest)
     if stopped or hold.stop_now:
         raise ScheduleInterrupted(result, stop_now=hold.stop_now)
     return result
@@ -279,7 +279,10 @@ class ScheduleInterrupted(KeyboardInterrupt):
         self.stop_now = stop_now
 
 
-def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective, res) -> ScheduleResult:
+def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective, res,
+            longest: float) -> ScheduleResult:
+    """The best schedule found, with the LP lower bound and whether it is as long as its longest job
+    alone (`longest`: `bounds.longest_job`, optimal)."""
     if res.best_x is None or not np.isfinite(res.best_loss):
         raise CoexploreError(f"no schedule with a finite makespan in {res.samples} samples: the latencies "
                              "and bandwidth needs overflow against the system bandwidth", key="bandwidth",
@@ -291,8 +294,7 @@ def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective,
                           float(ev.makespan[0]), float(ev.energy[0]), ev.busy[0], res.history,
                           interrupted=res.interrupted,
                           lower_bound=lower_bound(t.latency, t.bandwidth, bandwidth),
-                          optimal=at_longest_job(float(ev.makespan[0]),
-                                                 longest_job(t.latency, t.bandwidth, bandwidth)))
+                          optimal=at_longest_job(float(ev.makespan[0]), longest))
 
 
 def schedule_trace(table: JobTable, result: ScheduleResult) -> Trace:
