@@ -120,3 +120,13 @@ def test_a_trace_read_by_numpy_is_taken_and_scalars_or_text_are_refused():
         with pytest.raises(CoexploreError) as err:
             RequestStream(*args)
         assert err.value.key == key
+
+
+def test_an_empty_stream_is_served_without_numpy_warnings():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = simulate(_system(), RequestStream(np.array([]), np.array([]), np.array([])), FCFS())
+        s = r.summary()
+    assert s["requests"] == 0 and s["met"] == 0 and s["dropped"] == 0 and np.isnan(s["sla_rate"])
+    assert r.decisions == 0 and r.end == 0.0

@@ -154,3 +154,19 @@ def test_a_layers_mapspace_note_is_said_when_worker_processes_map_the_layers():
         system_job_table(REPO / "arch" / "simba_2x2.yaml", ["dlrm_mlp"], layer_budget=200, workers=2)
     notes = [str(w.message) for w in said if issubclass(w.category, CoexploreNote)]
     assert any("idles for layer top_fc5" in n for n in notes)
+
+
+def test_magma_tables_and_run_tables_get_default_folders_of_their_own(tmp_path, monkeypatch, capsys):
+    """Every MAGMA setting's table is an `insts0.csv`: their runs are named by mix and setting."""
+    monkeypatch.chdir(tmp_path)
+    for setting in ("S1", "S2"):
+        table = tmp_path / "tables" / "batch_conv" / setting / "insts0.csv"
+        table.parent.mkdir(parents=True)
+        table.write_text("job,dnn,layer,lat_a,bw_a\n0,x,l0,1000,0.5\n")
+        assert main(["schedule", "--table", str(table), "--bandwidth", "1", "--budget", "10", "--no-progress"]) == 0
+    run = tmp_path / "results" / "schedule" / "batch_conv-S1-insts0-magma-s0"
+    assert run.is_dir() and (run.parent / "batch_conv-S2-insts0-magma-s0").is_dir()
+    jobs = run / "jobs.csv"
+    jobs.write_text((tmp_path / "tables" / "batch_conv" / "S1" / "insts0.csv").read_text())
+    assert main(["schedule", "--table", str(jobs), "--bandwidth", "1", "--budget", "10", "--no-progress"]) == 0
+    assert (run.parent / "batch_conv-S1-insts0-magma-s0-magma-s0").is_dir()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_run_dir, digests,
-                                 processes, remove_empty_created, run_key, seed)
+                                 processes, remove_empty_created, run_key, seed, table_run_name)
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import write_text
 
@@ -304,9 +304,8 @@ def _scenario_desc(scenario) -> dict:
 
 
 def run_name(args) -> str:
-    """The system's file name, or the table's (its folder's when it is a `jobs.csv` a run wrote)."""
-    path = Path(args.table or args.system)
-    return path.parent.resolve().name if args.table and path.stem == "jobs" and path.parent.resolve().name else path.stem
+    """The system's file name, or the table's (`table_run_name`)."""
+    return table_run_name(args.table) if args.table else Path(args.system).stem
 
 
 def _out_dir(args, run_desc: dict) -> Path:

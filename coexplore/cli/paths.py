@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -265,6 +266,18 @@ def keeps_earlier(result: Path, run: dict, samples: int, command: str, checkpoin
     else:
         interrupted_note(command, checkpoint)
     return True
+
+
+def table_run_name(table: str | Path) -> str:
+    """A job table's name in a default run folder: its file name, but a run's `jobs.csv` by its
+    folder and MAGMA's `tables/<mix>/<setting>/insts<N>.csv` by mix and setting, so that runs of
+    different tables do not share one name (and numbered folders)."""
+    path = Path(table).resolve()
+    if path.stem == "jobs" and path.parent.name:
+        return path.parent.name
+    if re.fullmatch(r"insts\d+", path.stem) and path.parent.parent.name:
+        return f"{path.parent.parent.name}-{path.parent.name}-{path.stem}"
+    return path.stem
 
 
 def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:

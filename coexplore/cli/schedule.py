@@ -24,7 +24,7 @@ from pathlib import Path
 from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, processes, remove_empty_created,
-                                 run_checkpoint, seed)
+                                 run_checkpoint, seed, table_run_name)
 from coexplore.errors import CoexploreError
 from coexplore.search.base import finishing
 from coexplore.search.layer import NoValidMapping
@@ -281,7 +281,7 @@ def _out_dir(args, mapper, run_desc: dict) -> Path:
     another run's schedule)."""
     if args.out:
         return chosen_dir(args.out, "schedule.json", run_desc, "schedule")
-    name = Path(args.table).stem if args.table else Path(args.system).stem
+    name = table_run_name(args.table) if args.table else Path(args.system).stem
     label = Path(mapper.file).stem if mapper.file else mapper.searcher
     return default_run_dir(Path("results") / "schedule" / f"{name}-{label}-s{args.seed}", "schedule.json", run_desc)
 

@@ -207,8 +207,8 @@ class OnlineResult:
 
     @property
     def sla_rate(self) -> float:
-        """Fraction of the requests that finished by their deadline."""
-        return float(self.met.mean())
+        """Fraction of the requests that finished by their deadline (NaN for a stream of none)."""
+        return float(self.met.mean()) if len(self.met) else math.nan
 
     def summary(self) -> dict:
         """The figures a comparison reports (JSON-ready)."""
