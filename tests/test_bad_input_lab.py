@@ -68,3 +68,14 @@ def test_arch_and_problem_swapped_and_an_empty_mapping_are_said(tmp_path, capsys
     m.write_text("# nothing yet\n")
     code, _, err = _evaluate(capsys, mapping=m)
     assert code == 2 and "is empty" in err
+
+
+@pytest.mark.parametrize("attrs, missing", [("{}", ["'multiplier_width'", "'adder_width'"]),
+                                            ("{multiplier_width: 8}", ["'adder_width'"])])
+def test_a_mac_missing_attributes_names_them_all_under_its_own_name(tmp_path, capsys, attrs, missing):
+    arch = tmp_path / "a.yaml"
+    arch.write_text(ARCH.read_text().replace("attributes: {datawidth: 8, multiplier_width: 8, adder_width: 16}",
+                                             f"attributes: {attrs}"))
+    code, out, err = _evaluate(capsys, arch=arch)
+    assert code == 2 and "key 'MAC.attributes" in err and "[1..1]" not in err
+    assert all(m in err for m in missing) and ("'multiplier_width'" in err) == (len(missing) == 2)

@@ -83,6 +83,26 @@ def _num(attrs: dict, key: str, cls: str, default=None) -> float:
     return out
 
 
+# the attributes each class's estimate needs (no default), so that all missing ones are said at once
+_NEEDS = {"SRAM": ("width", "depth"), "regfile": ("width", "depth"), "smartbuffer_RF": ("width", "depth"),
+          "smartbuffer_SRAM": ("width", "depth"), "intmac": ("multiplier_width", "adder_width")}
+
+
+def _check_needed(attrs: dict, cls: str, primitives: bool) -> None:
+    """Refuse a component missing some needed attributes, naming all of them (technology included)."""
+    needs = () if cls == "DRAM" else ("technology",)
+    if not (primitives and cls == "intmac"):
+        needs += _NEEDS.get(cls, ())
+    missing = [k for k in needs if attrs.get(k) is None and all(attrs.get(a) is None for a in _ALIASES.get(k, ()))]
+    if len(missing) > 1:
+        hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives: an option of "
+                "`coexplore energy tables`, and of evaluate/map for a v0.4 node list)"
+                if cls in ("regfile", "intmac") else "")
+        raise CoexploreError(f"class {cls} needs attributes " + ", ".join(f"'{k}'" for k in missing),
+                             key="attributes", expected="a value for each (technology e.g. '45nm'; sizes and widths "
+                                                        "positive numbers)" + hint)
+
+
 def _tech(attrs: dict, cls: str) -> float:
     if "technology" not in attrs:
         raise CoexploreError(f"class {cls} needs attribute 'technology'", key="attributes.technology",
@@ -162,6 +182,7 @@ def estimate_component(class_name: str, attributes: dict, *, subclass: str | Non
                                  arguments={a: _primitive_args(float(attrs.get(
                                      "global_cycle_seconds", P.NS))) for a in p.actions},
                                  primitives=("self=dummy",))
+    _check_needed(attrs, cls, classes == "primitives")
     gcs = _num(attrs, "global_cycle_seconds", cls, P.NS)
     compound_order = ("write", "read", "leak", "update")
 

@@ -72,6 +72,12 @@ def _actions_for(est: ComponentEstimate, cls: str, required, fanout_level: bool 
     return list(required)
 
 
+def _node_name(full_name: str) -> str:
+    """The component's own name in an architecture file: `system_top_level.shared_glb[1..1]` ->
+    `shared_glb`, `System.ws.PE[0..15].PEWeightBuffer[0..3]` -> `PEWeightBuffer`."""
+    return re.sub(r"\[\d+\.\.\d+\]", "", full_name).rsplit(".", 1)[-1]
+
+
 def build_tables(components: Iterable, *, classes: str = "example_designs",
                  estimator: str = "builtin", workdir: str | Path | None = None):
     """Price `components` [(full_name, class, attributes[, required_actions]) or processed
@@ -94,7 +100,8 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
         try:
             est = estimate_component(cls, attrs, classes=classes)
         except CoexploreError as exc:
-            exc.key = f"{name}: {exc.key}" if exc.key else name
+            node = _node_name(name)                 # the name the user's file gives it
+            exc.key = f"{node}.{exc.key}" if exc.key else node
             if classes == "primitives" and exc.expected:       # (the hint to use them is moot)
                 exc.expected = exc.expected.split(" (or --classes primitives")[0]
             exc.args = (exc.format(),)
