@@ -54,8 +54,12 @@ def register(subparsers) -> None:
                         "instead of SYSTEM.yaml")
     p.add_argument("--bandwidth", type=float, metavar="B",
                    help="off-chip bandwidth in bytes/cycle (with SYSTEM.yaml: overrides the system's)")
-    p.add_argument("--load", type=float, default=0.8, metavar="RHO",
-                   help="offered load (default 0.8), on the --load-basis")
+    p.add_argument("--trace", metavar="TRACE.csv",
+                   help="serve the requests of this trace (columns arrival_cycle, deadline_cycle, dnn; optional "
+                        "seed: several streams; a run's requests.csv is one) instead of Poisson streams; relmas "
+                        "is trained on Poisson streams at the trace's measured load and mix")
+    p.add_argument("--load", type=float, metavar="RHO",
+                   help="offered load (default 0.8; with --trace the trace's own), on the --load-basis")
     p.add_argument("--loads", metavar="RHO,RHO,...",
                    help="also serve the evaluation streams at these loads (relmas trained at --load only): "
                         "online.json's loads, results.csv's load column and sla_load.png")
@@ -74,7 +78,7 @@ def register(subparsers) -> None:
                         "waits is dropped)")
     p.add_argument("--schedulers", default=",".join([*HEURISTICS, "relmas"]), metavar="A,B,...",
                    help="schedulers to compare (default all: " + ", ".join([*HEURISTICS, "relmas"]) + ")")
-    p.add_argument("--seeds", type=count, default=5, metavar="N",
+    p.add_argument("--seeds", type=count, metavar="N",
                    help="evaluation streams (default 5: seeds S..S+4)")
     p.add_argument("--seed", type=seed, default=0, metavar="S",
                    help="first evaluation stream's seed, also the training's (default 0)")
@@ -114,13 +118,20 @@ def run(args) -> int:
     for n in names:
         if n != "relmas":
             heuristic(n)                                # an unknown name is refused here
-    if args.seeds < 1:
+    if args.trace:
+        for option, given in (("--loads", args.loads), ("--seeds", args.seeds is not None), ("--mix", args.mix)):
+            if given:
+                raise CoexploreError(f"{option} with --trace", key=option,
+                                     expected="no " + option + ": the trace gives the streams, their load and mix")
+    else:
+        args.seeds = 5 if args.seeds is None else args.seeds
+        args.load = 0.8 if args.load is None else args.load
+    if args.seeds is not None and args.seeds < 1:
         raise CoexploreError(f"got {args.seeds}", key="--seeds", expected="an integer >= 1 (evaluation streams)")
     from coexplore.cli.schedule import check_job_table_source
     check_job_table_source(args, "online", jobs_map_only=False)
-    scenario = Scenario(args.load, args.requests, tuple(args.slack), tuple(args.mix) if args.mix else None,
-                        basis=args.load_basis)
-    loads = _loads(args)
+    scenario = Scenario(0.8 if args.load is None else args.load, args.requests, tuple(args.slack),
+                        tuple(args.mix) if args.mix else None, basis=args.load_basis)
     train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
     policy = None
     if args.policy:
@@ -147,6 +158,10 @@ def run(args) -> int:
         system = served_system(table, bandwidth)
     except CoexploreError as exc:
         raise (exc.with_file(args.table) if args.table and exc.file is None else exc) from None
+    streams = None
+    if args.trace:
+        streams, scenario = _trace_streams(args, system, scenario)
+    loads = _loads(args)
     rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
     simulations = len(names) * args.seeds * len(loads) + (2 * train.pairs * train.streams * train.generations
                                              if "relmas" in names and not args.policy else 0)
@@ -179,7 +194,8 @@ def run(args) -> int:
         at = dataclasses.replace(scenario, load=load)
         at_rates = request_rates(system, at)
         schedulers = {n: learned if n == "relmas" else heuristic(n, at_rates) for n in names}
-        results = _evaluate(system, at, schedulers, args, progress, f" at load {load:g}" if len(loads) > 1 else "")
+        results = _evaluate(system, at, schedulers, args, progress, f" at load {load:g}" if len(loads) > 1 else "",
+                            streams)
         if results is None:
             return 130
         by_load[load] = (at_rates, results)
@@ -189,8 +205,9 @@ def run(args) -> int:
     if len(loads) > 1:
         data["loads"] = [entries[load] for load in sorted(loads)]
     write_text(out / RESULT, json.dumps(data, indent=1) + "\n")
-    write_text(out / "results.csv", _results_csv(by_load, args.seed))
-    write_text(out / "requests.csv", _requests_csv(system, results, args.seed))
+    seeds = _seeds(args, streams)
+    write_text(out / "results.csv", _results_csv(by_load, seeds))
+    write_text(out / "requests.csv", _requests_csv(system, results, seeds))
     png = None
     if not args.no_plot:
         from coexplore.report.online_plot import draw_sla
@@ -256,6 +273,9 @@ def _chart_title(name: str, scenario, bandwidth: float, args, loads: list | None
     load = (f"relmas trained at load {scenario.load:g}" if loads and trained else
             f"loads {', '.join(f'{x:g}' for x in sorted(loads))}" if loads else f"load {scenario.load:g}")
     basis = " of capacity" if scenario.basis == "capacity" else ""
+    if args.trace:
+        trained = f", relmas trained at load {scenario.load:.3g}{basis}" if trained else ""
+        return f"{name}: trace {Path(args.trace).name} ({args.seeds} streams){trained}, {bandwidth:g} B/cycle, {late}"
     return (f"{name}: {load}{basis}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
             f"{bandwidth:g} B/cycle, {late}; {scenario.requests} requests x {args.seeds} streams")
 
@@ -280,7 +300,9 @@ def _run_description(args, scenario, train, names: list[str], loads: list[float]
             "policy": str(Path(args.policy).resolve()) if args.policy else None}
     if len(loads) > 1:                # (only then: the key of a run of one load stays as it was)
         desc["loads"] = sorted(loads)
-    files = [args.table, args.policy]
+    files = [args.table, args.policy, args.trace]
+    if args.trace:
+        desc["trace"] = str(Path(args.trace).resolve())
     if args.table:
         desc["table"] = str(Path(args.table).resolve())
     else:
@@ -313,6 +335,10 @@ def _out_dir(args, run_desc: dict) -> Path:
         return chosen_dir(args.out, RESULT, run_desc, "online")
     name = run_name(args)
     basis = "cap" if args.load_basis == "capacity" else ""
+    if args.trace:
+        trace = Path(args.trace).resolve()
+        label = trace.parent.name if trace.stem == "requests" and trace.parent.name else trace.stem
+        return default_run_dir(Path("results") / "online" / f"{name}-trace-{label}-s{args.seed}", RESULT, run_desc)
     return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}{basis}-s{args.seed}", RESULT, run_desc)
 
 
@@ -419,16 +445,49 @@ def _keep_others_training(out: Path, run_desc: dict) -> None:
                                       "command of that run, with its inputs as they were, resumes it)")
 
 
-def _evaluate(system, scenario, schedulers: dict, args, progress: bool, where: str = ""):
+def _seeds(args, streams) -> list[int]:
+    """The evaluation streams' seeds: S..S+N-1, or the trace's stream numbers."""
+    return list(streams) if streams is not None else list(range(args.seed, args.seed + args.seeds))
+
+
+def _trace_streams(args, system, scenario):
+    """--trace's streams, and the scenario at the trace's load and mix (relmas's training, the static
+    placements and the load figures use them); --load, when given, replaces the measured load."""
+    from coexplore.online.stream import offered_load
+    from coexplore.online.trace import read_trace, trace_rates
+    streams = read_trace(args.trace, [m.name for m in system.models])
+    rates = trace_rates(streams, len(system.models))
+    requests = sum(len(st) for st in streams.values())
+    if rates is None:
+        if args.load is None:
+            raise CoexploreError("its arrivals span no time, so its load cannot be measured", file=args.trace,
+                                 key="arrival_cycle", expected="--load RHO for relmas's training and the load figures")
+        measured = None
+    else:
+        measured = offered_load(system, rates, scenario.basis)
+        scenario = dataclasses.replace(scenario, mix=tuple(float(x) for x in rates / rates.sum()))
+    if args.load is None:
+        args.load = measured
+    scenario = dataclasses.replace(scenario, load=args.load)
+    args.seeds = len(streams)
+    print(f"coexplore online: trace {args.trace}: {requests} requests in {len(streams)} stream"
+          f"{'s' if len(streams) > 1 else ''}" + (f", offered load {measured:.3g}" if measured is not None else "")
+          + (f" ({'of capacity' if scenario.basis == 'capacity' else 'fastest-core basis'})" if measured else "")
+          + (f"; --load {args.load:g} used instead" if measured is not None and args.load != measured else ""),
+          file=sys.stderr)
+    return streams, scenario
+
+
+def _evaluate(system, scenario, schedulers: dict, args, progress: bool, where: str = "", streams=None):
     from coexplore.online.compare import run_schedulers
-    seeds = list(range(args.seed, args.seed + args.seeds))
+    seeds = _seeds(args, streams)
     bar = None
     if progress:
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(schedulers) * len(seeds), desc="serve streams" + where, unit="run", leave=False)
     try:
         return run_schedulers(system, scenario, schedulers, seeds, not args.keep_late,
-                              done=lambda n, s: bar.update(1) if bar is not None else None)
+                              done=lambda n, s: bar.update(1) if bar is not None else None, streams=streams)
     except KeyboardInterrupt:
         print("\ncoexplore online: interrupted while serving the evaluation streams (the trained policy, "
               "if any, is kept: a rerun only serves the streams)", file=sys.stderr)
@@ -499,7 +558,7 @@ _COLUMNS = ("sla_rate", "met", "dropped", "energy_pJ", "latency_mean_cycles", "l
             "utilization", "bandwidth_utilization", "decisions", "decision_us")
 
 
-def _results_csv(by_load: dict, first_seed: int) -> str:
+def _results_csv(by_load: dict, seeds: list[int]) -> str:
     """Per evaluation load (`by_load`: load -> (rates, results)), scheduler and stream, the stream's summary."""
     import csv
     import io
@@ -510,11 +569,11 @@ def _results_csv(by_load: dict, first_seed: int) -> str:
         for name, rs in by_load[load][1].items():
             for i, r in enumerate(rs):
                 s = r.summary()
-                w.writerow([name, load, first_seed + i, *[s[k] for k in _COLUMNS]])
+                w.writerow([name, load, seeds[i], *[s[k] for k in _COLUMNS]])
     return buf.getvalue()
 
 
-def _requests_csv(system, results: dict, first_seed: int) -> str:
+def _requests_csv(system, results: dict, seeds: list[int]) -> str:
     """Every evaluation stream's requests (the `--load` run's): stream seed, request, DNN, arrival,
     deadline, and per scheduler the finish (empty: dropped), so percentiles over all streams can be
     recomputed."""
@@ -529,7 +588,7 @@ def _requests_csv(system, results: dict, first_seed: int) -> str:
         by = {n: rs[k] for n, rs in results.items()}
         any_r = next(iter(by.values()))
         for i in range(len(any_r.arrival)):
-            w.writerow([first_seed + k, i, system.models[int(any_r.model[i])].name, float(any_r.arrival[i]),
+            w.writerow([seeds[k], i, system.models[int(any_r.model[i])].name, float(any_r.arrival[i]),
                         float(any_r.deadline[i]),
                         *["" if math.isnan(r.finish[i]) else float(r.finish[i]) for r in by.values()]])
     return buf.getvalue()

@@ -21,10 +21,12 @@ MEANS = ("sla_rate", "energy_pJ", "energy_per_met_pJ", "latency_mean_cycles", "l
 
 
 def run_schedulers(system: ServedSystem, scenario: Scenario, schedulers: dict, seeds: list[int],
-                   drop_late: bool = True, done=None) -> dict[str, list[OnlineResult]]:
-    """{name: [result per seed]} of every scheduler (name -> `Scheduler`) on the seeds' streams;
-    `done(name, seed)` after each run (a progress bar)."""
-    streams = {s: poisson_stream(system, scenario, s) for s in seeds}
+                   drop_late: bool = True, done=None, streams: dict | None = None) -> dict[str, list[OnlineResult]]:
+    """{name: [result per seed]} of every scheduler (name -> `Scheduler`) on the seeds' streams
+    (Poisson streams of `scenario`, or `streams[seed]`: a trace's); `done(name, seed)` after each run
+    (a progress bar)."""
+    if streams is None:
+        streams = {s: poisson_stream(system, scenario, s) for s in seeds}
     out: dict[str, list[OnlineResult]] = {}
     for name, sched in schedulers.items():
         out[name] = []

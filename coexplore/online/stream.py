@@ -115,6 +115,15 @@ def request_rates(system: ServedSystem, scenario: Scenario) -> np.ndarray:
     return mix * per_weight
 
 
+def offered_load(system: ServedSystem, rates, basis: str = "fastest") -> float:
+    """The load (on `basis`) of requests at `rates` per cycle: the inverse of `request_rates`."""
+    rates = np.asarray(rates, dtype=float)
+    if basis == "capacity":
+        return float(rates.sum()) / capacity_rate(system, rates / rates.sum())
+    work = np.array([m.work for m in system.models])
+    return float(np.dot(rates, work)) / system.num_cores
+
+
 def dram_demand(system: ServedSystem, rates) -> float:
     """The DRAM traffic the requests at `rates` (per cycle) ask for, as a fraction of the system
     bandwidth: each layer's bytes (latency x bandwidth need) on its least-traffic core, so no

@@ -1,0 +1,104 @@
+"""Request traces from CSV files: recorded (or hand-written) streams to serve instead of Poisson ones.
+
+A trace has a row per request: `arrival_cycle`, `deadline_cycle` and `dnn` (a served DNN's name;
+or `model`, its index in the system's order). An optional `seed` (or `stream`) column splits it into
+several streams, each served from an idle system; other columns are ignored, so the `requests.csv`
+a `coexplore online` run writes is a trace of that run's evaluation streams. Rows of one stream are
+served in order of arrival (a stable sort: rows arriving together keep the file's order).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+
+from coexplore.errors import CoexploreError
+from coexplore.online.stream import RequestStream
+from coexplore.spec.yamlio import read_text
+
+EXPECTED = ("a CSV with a header: arrival_cycle, deadline_cycle, and dnn (a served DNN's name) or model (its "
+            "index); optionally seed or stream (several streams); a row per request")
+
+
+def read_trace(path: str | Path, model_names: list[str] | tuple[str, ...]) -> dict[int, RequestStream]:
+    """{stream id: RequestStream} of the trace at `path`, DNNs given by name matched to `model_names`."""
+    with io.StringIO(read_text(path), newline="") as fh:
+        reader = csv.reader(fh)
+        try:
+            rows = [(reader.line_num, r) for r in reader if any(cell.strip() for cell in r)]
+        except csv.Error as exc:
+            raise CoexploreError(f"line {reader.line_num}: {exc}", file=path, expected=EXPECTED) from None
+    if len(rows) < 2:
+        raise CoexploreError("the trace has no requests" if rows else "the trace is empty", file=path,
+                             expected=EXPECTED)
+    header = [h.strip().lower() for h in rows[0][1]]
+    col = {h: i for i, h in enumerate(header)}
+    for need in ("arrival_cycle", "deadline_cycle"):
+        if need not in col:
+            raise CoexploreError(f"no column {need!r} (columns: {', '.join(header)})", file=path, key=need,
+                                 expected=EXPECTED)
+    who = "dnn" if "dnn" in col else "model" if "model" in col else None
+    if who is None:
+        raise CoexploreError(f"no column 'dnn' or 'model' (columns: {', '.join(header)})", file=path, key="dnn",
+                             expected=EXPECTED)
+    group = "seed" if "seed" in col else "stream" if "stream" in col else None
+    names = {n: i for i, n in enumerate(model_names)}
+    per: dict[int, list] = {}
+    for line, r in rows[1:]:
+        def cell(key):
+            i = col[key]
+            if i >= len(r) or not r[i].strip():
+                raise CoexploreError(f"line {line}: no {key}", file=path, key=key, expected="a value in every row")
+            return r[i].strip()
+
+        def number(key, integral=False):
+            text = cell(key)
+            try:
+                value = float(text)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value) or value < 0 or (integral and not value.is_integer()):
+                raise CoexploreError(f"line {line}: {key} {text!r}", file=path, key=key,
+                                     expected="a whole number >= 0" if integral else "a finite number >= 0 (cycles)")
+            return value
+
+        arrival, deadline = number("arrival_cycle"), number("deadline_cycle")
+        if deadline < arrival:
+            raise CoexploreError(f"line {line}: deadline {deadline:g} before its arrival {arrival:g}", file=path,
+                                 key="deadline_cycle", expected="deadlines >= arrivals (cycles)")
+        if who == "dnn":
+            name = cell("dnn")
+            if name not in names:
+                raise CoexploreError(f"line {line}: dnn {name!r} is not served", file=path, key="dnn",
+                                     expected="one of " + ", ".join(model_names))
+            model = names[name]
+        else:
+            model = int(number("model", integral=True))
+            if model >= len(model_names):
+                raise CoexploreError(f"line {line}: model {model}", file=path, key="model",
+                                     expected=f"an index below {len(model_names)} ({', '.join(model_names)})")
+        stream = int(number(group, integral=True)) if group else 0
+        per.setdefault(stream, []).append((arrival, deadline, model))
+    out = {}
+    for stream in sorted(per):
+        reqs = sorted(per[stream], key=lambda x: x[0])          # (stable: equal arrivals keep the file's order)
+        a, d, m = (np.array(x) for x in zip(*reqs))
+        out[stream] = RequestStream(a.astype(float), d.astype(float), m.astype(np.int64))
+    return out
+
+
+def trace_rates(streams: dict[int, RequestStream], num_models: int) -> np.ndarray | None:
+    """Each DNN's request rate (per cycle) in the trace: its requests over the streams' summed spans
+    (first to last arrival); None when no stream spans any time."""
+    span = sum(float(s.arrival[-1] - s.arrival[0]) for s in streams.values())
+    if span <= 0:
+        return None
+    counts = np.zeros(num_models)
+    for s in streams.values():
+        np.add.at(counts, s.model, 1.0)
+    gaps = sum(len(s) - 1 for s in streams.values())     # a stream of n arrivals spans n - 1 gaps
+    return counts / counts.sum() * gaps / span

@@ -1,0 +1,109 @@
+"""`coexplore online --trace`: a recorded request trace served instead of Poisson streams. A run's own
+requests.csv, replayed, is served exactly as the run served it; a hand trace as the library serves it;
+the trace's load is measured; bad traces are one clear message."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from coexplore.cli.main import main
+from coexplore.errors import CoexploreError
+from coexplore.online.models import served_system
+from coexplore.online.schedulers import heuristic
+from coexplore.online.simulator import simulate
+from coexplore.online.stream import RequestStream, Scenario, offered_load, poisson_stream, request_rates
+from coexplore.online.trace import read_trace, trace_rates
+from coexplore.system.tables import load_table
+
+from test_online_cli import FAST, _table
+
+QUIET = ["--no-progress", "--no-plot"]
+
+
+def _finishes(path):
+    rows = list(csv.DictReader(open(path)))
+    return rows, {k for k in rows[0] if k.startswith("finish_")}
+
+
+def test_a_runs_requests_replayed_as_a_trace_are_served_as_the_run_served_them(tmp_path):
+    table = _table(tmp_path / "jobs.csv")
+    first = tmp_path / "first"
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--load", "1.1", *FAST, "--out", str(first)]) == 0
+    again = tmp_path / "again"
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--trace", str(first / "requests.csv"),
+                 "--policy", str(first / "policy.json"), *QUIET, "--out", str(again)]) == 0
+    was, cols = _finishes(first / "requests.csv")
+    now, _ = _finishes(again / "requests.csv")
+    assert len(now) == len(was) == 80 and {r["seed"] for r in now} == {"0", "1"}
+    dynamic = cols - {"finish_static", "finish_magma"}        # (the static plans follow the measured rates)
+    assert len(dynamic) == 7
+    for a, b in zip(was, now):
+        assert [a[k] for k in ("seed", "dnn", "arrival_cycle", "deadline_cycle")] == \
+               [b[k] for k in ("seed", "dnn", "arrival_cycle", "deadline_cycle")]
+        assert all(a[c] == b[c] for c in dynamic)
+
+
+def test_a_hand_trace_is_served_as_the_library_serves_it(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    trace = tmp_path / "trace.csv"            # out of order on purpose: served by arrival
+    trace.write_text("dnn,arrival_cycle,deadline_cycle,note\ngemm,50,5000,x\ncnn,0,900,y\ncnn,400,4000,z\n")
+    out = tmp_path / "o"
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--trace", str(trace), "--schedulers",
+                 "edf,fcfs", *QUIET, "--out", str(out)]) == 0
+    system = served_system(load_table(table), 10.0)
+    stream = RequestStream(np.array([0.0, 50.0, 400.0]), np.array([900.0, 5000.0, 4000.0]), np.array([0, 1, 0]))
+    rows = list(csv.DictReader(open(out / "requests.csv")))
+    assert [r["dnn"] for r in rows] == ["cnn", "gemm", "cnn"]
+    for name in ("edf", "fcfs"):
+        want = simulate(system, stream, heuristic(name)).finish
+        got = [float(r[f"finish_{name}"]) if r[f"finish_{name}"] else np.nan for r in rows]
+        np.testing.assert_array_equal(got, want)
+    assert "3 requests in 1 stream" in capsys.readouterr().err
+
+
+def test_the_trace_load_is_measured_on_the_chosen_basis(tmp_path):
+    system = served_system(load_table(_table(tmp_path / "jobs.csv")), 10.0)
+    for basis in ("fastest", "capacity"):
+        sc = Scenario(load=0.7, requests=4000, mix=(1.0, 3.0), basis=basis)
+        streams = {s: poisson_stream(system, sc, s) for s in (0, 1)}
+        rates = trace_rates(streams, 2)
+        assert offered_load(system, rates, basis) == pytest.approx(0.7, rel=0.05)
+        assert rates[1] / rates[0] == pytest.approx(3.0, rel=0.1)
+        assert offered_load(system, request_rates(system, sc), basis) == pytest.approx(0.7)   # the inverse
+
+
+@pytest.mark.parametrize("text, key", [
+    ("dnn,arrival_cycle\ncnn,0\n", "deadline_cycle"),
+    ("arrival_cycle,deadline_cycle\n0,5\n", "dnn"),
+    ("dnn,arrival_cycle,deadline_cycle\nvgg,0,5\n", "dnn"),
+    ("dnn,arrival_cycle,deadline_cycle\ncnn,10,5\n", "deadline_cycle"),
+    ("dnn,arrival_cycle,deadline_cycle\ncnn,-1,5\n", "arrival_cycle"),
+    ("dnn,arrival_cycle,deadline_cycle\ncnn,,5\n", "arrival_cycle"),
+    ("model,arrival_cycle,deadline_cycle\n2,0,5\n", "model"),
+    ("dnn,arrival_cycle,deadline_cycle,seed\ncnn,0,5,x\n", "seed"),
+    ("dnn,arrival_cycle,deadline_cycle\n", None),
+])
+def test_a_bad_trace_names_its_file_line_and_column(tmp_path, text, key):
+    trace = tmp_path / "t.csv"
+    trace.write_text(text)
+    with pytest.raises(CoexploreError) as err:
+        read_trace(trace, ["cnn", "gemm"])
+    assert err.value.file == str(trace) and err.value.key == key
+
+
+def test_options_the_trace_replaces_are_refused_and_an_instant_needs_a_load(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    trace = tmp_path / "t.csv"
+    trace.write_text("dnn,arrival_cycle,deadline_cycle\ncnn,0,5000\ngemm,0,5000\n")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--trace", str(trace), *QUIET]
+    for extra, key in ((["--seeds", "3"], "--seeds"), (["--loads", "0.5"], "--loads"), (["--mix", "1", "2"], "--mix")):
+        assert main([*base, *extra]) == 2
+        assert f"key '{key}'" in capsys.readouterr().err
+    assert main([*base, "--schedulers", "edf", "--out", str(tmp_path / "a")]) == 2
+    assert "its arrivals span no time" in capsys.readouterr().err
+    assert main([*base, "--schedulers", "edf", "--load", "0.5", "--out", str(tmp_path / "b")]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "b" / "requests.csv")))
+    system = served_system(load_table(table), 10.0)
+    want = simulate(system, RequestStream(np.zeros(2), np.full(2, 5000.0), np.array([0, 1])), heuristic("edf")).finish
+    assert [float(r["finish_edf"]) for r in rows] == want.tolist() and np.isfinite(want).all()
