@@ -14,6 +14,7 @@ from coexplore.cli import main as cli_main
 from coexplore.energy import build_tables
 from coexplore.energy.accelergy_backend import accelergy_estimate
 from coexplore.spec.ert import parse_ert
+from coexplore.errors import CoexploreError
 
 DATA = Path(__file__).parent / "data" / "energy"
 GRID = DATA / "grid_subset.csv"
@@ -77,27 +78,58 @@ def test_tables_command(monkeypatch, capsys, tmp_path):
 
 
 FAKE = """#!{python}
-# test double for the accelergy executable: prices every action at 42 pJ, area 7 um^2
-import sys, yaml, pathlib
+# test double for the accelergy executable: prices every action at 42 pJ, area 7 um^2; checks that
+# every node's name is one name (with an optional [a..b]), as Accelergy reads them
+import re, sys, yaml, pathlib
 args = sys.argv[1:]
 out = pathlib.Path(args[args.index('-o') + 1]); out.mkdir(parents=True)
-arch = yaml.safe_load(open(args[0]))['architecture']['subtree'][0]
 assert any('compound_components' in yaml.safe_load(open(a)) for a in args[1:args.index('-o')])
+comps = []
+def walk(node, prefix):
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\\[\\d+\\.\\.\\d+\\])?", node['name']), node['name']
+    name = prefix + node['name']
+    for c in node.get('local', []):
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\\[\\d+\\.\\.\\d+\\])?", c['name']), c['name']
+        comps.append((name + '.' + c['name'], c))
+    for t in node.get('subtree', []):
+        walk(t, name + '.')
+(top,) = yaml.safe_load(open(args[0]))['architecture']['subtree']
+walk(top, '')
 ert = {{'ERT': {{'version': '0.4', 'tables': [
-    {{'name': arch['name'] + '.' + c['name'],
-      'actions': [{{'name': a, 'arguments': {{}}, 'energy': 42.0}} for a in c.get('required_actions', [])]}}
-    for c in arch['local']]}}}}
-art = {{'ART': {{'version': '0.4', 'tables': [
-    {{'name': arch['name'] + '.' + c['name'], 'area': 7.0}} for c in arch['local']]}}}}
+    {{'name': n, 'actions': [{{'name': a, 'arguments': {{}}, 'energy': 42.0}} for a in c.get('required_actions', [])]}}
+    for n, c in comps]}}}}
+art = {{'ART': {{'version': '0.4', 'tables': [{{'name': n, 'area': 7.0}} for n, c in comps]}}}}
 (out / 'ERT.yaml').write_text(yaml.safe_dump(ert)); (out / 'ART.yaml').write_text(yaml.safe_dump(art))
 """
 
 
-def test_accelergy_backend_runs_the_executable(monkeypatch, tmp_path):
+def _fake_accelergy(monkeypatch, tmp_path, text=None):
     exe = tmp_path / "accelergy"
-    exe.write_text(FAKE.format(python=sys.executable))
+    exe.write_text(text or FAKE.format(python=sys.executable))
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ.get("PATH", ""))
+
+
+def test_accelergy_gets_nested_names_as_a_tree(monkeypatch, tmp_path):
+    _fake_accelergy(monkeypatch, tmp_path)
+    names = ["System.DRAM[1..1]", "System.ws.GlobalBuffer", "System.ws.PE[0..15].PEWeightBuffer[0..3]"]
+    ert, art = build_tables([(n, "smartbuffer_SRAM", {"width": 64, "depth": 1024, "technology": "45nm"})
+                             for n in names], estimator="accelergy")
+    assert [t["name"] for t in ert["ERT"]["tables"]] == [names[0], names[1], names[2]]
+    with pytest.raises(CoexploreError, match="top-level"):
+        build_tables([("A.x", "SRAM", {}), ("B.y", "SRAM", {})], estimator="accelergy")
+
+
+def test_a_failing_accelergy_in_energy_check_is_an_error(monkeypatch, tmp_path, capsys):
+    _fake_accelergy(monkeypatch, tmp_path, f"#!{sys.executable}\nimport sys\nprint('boom: no plug-in')\nsys.exit(3)\n")
+    assert run(["energy", "check", str(GRID), "--energy", "accelergy", "--no-progress"], monkeypatch) == 1
+    out, err = capsys.readouterr()
+    assert "no row of" in err and "accelergy failed (exit 3): boom: no plug-in" in err
+    assert "unsupported rows" in out and "e.g. accelergy failed" in out
+
+
+def test_accelergy_backend_runs_the_executable(monkeypatch, tmp_path):
+    _fake_accelergy(monkeypatch, tmp_path)
     ert, art = build_tables([("system_top_level.buf[1..2]", "smartbuffer_SRAM",
                               {"width": 64, "depth": 1024, "technology": "45nm"})],
                             estimator="accelergy")

@@ -68,6 +68,12 @@ def run_check(args) -> int:
         print(json.dumps(summary, indent=1))
     else:
         print(format_table(summary))
+    if not summary["rows"]:      # nothing compared: the estimator failed on every component (a broken tool?)
+        reasons = list(dict.fromkeys(str(u["reason"]) for u in summary["unsupported"]))
+        print(f"coexplore energy check: error: no row of {args.grid} could be compared"
+              + (f"; {len(reasons)} reason{'s' if len(reasons) > 1 else ''}, the first: {reasons[0]}" if reasons else ""),
+              file=sys.stderr)
+        return 1
     return 0
 
 

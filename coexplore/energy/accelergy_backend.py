@@ -12,6 +12,7 @@ intmac), so both backends price the same thing.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -112,26 +113,53 @@ def find_accelergy() -> str:
     return exe
 
 
+def _name_parts(full_name: str) -> list[str]:
+    """A flattened name's parts, split at the dots outside `[a..b]`:
+    `System.PE[0..15].buf[0..3]` -> [`System`, `PE[0..15]`, `buf[0..3]`]."""
+    return re.findall(r"(?:[^.\[]|\[[^\]]*\])+", full_name)
+
+
 def _processed_input(items, top_attrs: dict) -> dict:
-    tops = {name.rsplit(".", 1)[0] if "." in name else "system_top_level" for name, *_ in items}
+    """Accelergy's input tree for `items`: each name's leading parts as nested subtrees (the first
+    one the top level, `system_top_level` for a bare name), the last as the component."""
+    paths = [_name_parts(name) for name, *_ in items]
+    paths = [p if len(p) > 1 else ["system_top_level", *p] for p in paths]
+    tops = {p[0] for p in paths}
     if len(tops) != 1:
-        raise CoexploreError("components must share one top-level name for Accelergy",
-                             expected="names like <top>.<component>[1..N]")
-    local = []
-    for name, cls, attrs, required in items:
+        raise CoexploreError(f"components under {len(tops)} top-level names ({', '.join(sorted(tops))})",
+                             key="components", expected="names under one top level, like <top>.<component>[1..N]")
+    root = {"name": tops.pop(), "attributes": {"version": "0.4", **top_attrs}, "local": [], "subtree": []}
+    for path, (name, cls, attrs, required) in zip(paths, items):
+        node = root
+        for part in path[1:-1]:
+            node = next((t for t in node["subtree"] if t["name"] == part), None) or \
+                _append(node["subtree"], {"name": part, "local": [], "subtree": []})
         subclass = attrs.get("subclass")
         attrs = {k: v for k, v in attrs.items() if k != "subclass"}
-        entry = {"name": name.rsplit(".", 1)[-1], "class": cls, "attributes": attrs}
+        entry = {"name": path[-1], "class": cls, "attributes": attrs}
         if cls == "storage" and subclass:
             entry["subclass"] = subclass
         entry["required_actions"] = required if required is not None else (
             ["compute"] if cls == "intmac" else ["update", "write", "read", "leak"])
         if cls == "dummy_storage":
             entry.pop("required_actions")
-        local.append(entry)
-    top = tops.pop()
-    return {"architecture": {"version": "0.4", "subtree": [
-        {"name": top, "attributes": {"version": "0.4", **top_attrs}, "local": local}]}}
+        node["local"].append(entry)
+    _prune(root)
+    return {"architecture": {"version": "0.4", "subtree": [root]}}
+
+
+def _append(nodes: list, node: dict) -> dict:
+    nodes.append(node)
+    return node
+
+
+def _prune(node: dict) -> None:
+    """Drop empty `local` / `subtree` lists (Accelergy's inputs leave them out)."""
+    for t in node.get("subtree", []):
+        _prune(t)
+    for key in ("local", "subtree"):
+        if not node.get(key):
+            node.pop(key, None)
 
 
 def run_accelergy(items, *, classes: str = "example_designs", workdir=None):

@@ -133,7 +133,10 @@ def format_table(summary: dict) -> str:
         for act, s in entry["actions"].items():
             lines.append(f"{'':18s} {act:8s} {s['rows']:5d} {pct(s['median_rel_err']):>8s} "
                          f"{pct(s['p95_rel_err']):>8s} {pct(s['max_rel_err']):>8s}")
-    lines.append(f"rows compared: {summary['rows']}; unsupported rows: {len(summary['unsupported'])}")
+    reasons = list(dict.fromkeys(str(u["reason"]) for u in summary["unsupported"]))
+    lines.append(f"rows compared: {summary['rows']}; unsupported rows: {len(summary['unsupported'])}"
+                 + (f" (e.g. {reasons[0]}{f'; {len(reasons) - 1} other reasons' if len(reasons) > 1 else ''})"
+                    if reasons else ""))
     if summary["reference_failed"]:
         lines.append("components the reference Accelergy refused (ours: 'refused' too, or 'flagged': priced "
                      "with a warning that Accelergy would not): " + ", ".join(
