@@ -177,7 +177,13 @@ def test_tables_follow_a_file_without_compound_classes(monkeypatch, capsys, tmp_
                     .replace("CLASSES", "[{name: intmac, attributes: {}, subcomponents: []}]"))
     assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o3"),
                 "--classes", "primitives"], monkeypatch) == 0
-    assert "define intmac; coexplore does not read compound classes" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "define intmac; coexplore does not read compound classes: intmac is priced as coexplore's built-in" in err
+    # a class of its own name is refused where used, and said so up front
+    arch.write_text(EX04.replace("CLASSES", "[{name: my_fifo, attributes: {}, subcomponents: []}]"))
+    assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o4"), "--classes", "primitives"],
+               monkeypatch) == 0
+    assert "a component of class my_fifo is refused" in capsys.readouterr().err
 
 
 def test_tables_refuse_sizes_that_are_not_positive_whole_counts(monkeypatch, capsys, tmp_path):
@@ -257,3 +263,28 @@ def test_an_empty_or_ragged_grid_is_refused(monkeypatch, capsys, tmp_path):
         (tmp_path / name).write_text(text)
         assert run(["energy", "check", str(tmp_path / name)], monkeypatch) == 2
         assert says in capsys.readouterr().err
+
+
+def test_a_subclass_is_priced_as_its_class_whatever_the_class(tmp_path):
+    """Accelergy prices `class: SRAM, subclass: regfile` as a regfile (timeloop-accelergy-exercises
+    tutorial 02 writes `class: SRAM, subclass: register` for a zero-energy register of its own)."""
+    from coexplore.energy.components import estimate_component
+    attrs = {"width": 8, "depth": 16, "technology": "45nm"}
+    regfile = estimate_component("regfile", attrs).actions
+    assert estimate_component("SRAM", {**attrs, "subclass": "regfile"}).actions == regfile
+    assert estimate_component("storage", attrs, subclass="regfile").actions == regfile
+    assert estimate_component("SRAM", attrs).actions != regfile
+    for cls, attrs2, key in (("SRAM", {**attrs, "subclass": "register"}, "subclass"), ("SRAM_fifo", {}, "class")):
+        with pytest.raises(CoexploreError) as err:
+            estimate_component(cls, attrs2)
+        assert err.value.key == key and "no built-in estimator" in err.value.message
+
+
+def test_port_counts_the_estimate_does_not_model_are_said():
+    from coexplore.energy.components import estimate_component
+    attrs = {"width": 64, "depth": 4096, "technology": "45nm"}
+    plain = estimate_component("SRAM", attrs)
+    two = estimate_component("SRAM", {**attrs, "n_rw_ports": 2})
+    assert plain.actions == two.actions and not plain.warnings
+    assert any("n_rw_ports: 2 are not modelled" in w for w in two.warnings)
+    assert not estimate_component("SRAM", {**attrs, "n_rw_ports": 1, "n_rd_ports": 0}).warnings

@@ -14,6 +14,7 @@ ISPASS-2020 tutorial architectures do. `SRAM`, `DRAM` are primitives in both.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -161,27 +162,45 @@ def _primitive_args(gcs: float) -> dict:
     return {"global_cycle_seconds": gcs, "action_latency_cycles": 1}
 
 
+# SRAM port counts CACTI would price (the built-in estimate is of one read-write port): value when absent
+_PORTS = {"n_rw_ports": 1, "n_rdwr_ports": 1, "n_rd_ports": 0, "n_wr_ports": 0}
+
+
 def estimate_component(class_name: str, attributes: dict, *, subclass: str | None = None,
                        classes: str = "example_designs", sram_model=None) -> ComponentEstimate:
     """Price one component of Accelergy class `class_name` (pJ per action, um^2).
 
-    `class: storage` with `subclass: X` (timeloopfe's form) is priced as X. `sram_model`
-    replaces the packaged CACTI surfaces (for cross-validation)."""
+    A `subclass: X` is priced as X, as Accelergy does (`class: storage` / `compute` with the
+    Accelergy class as subclass, v0.3's form; `class: SRAM, subclass: register`). `sram_model`
+    replaces the packaged CACTI surfaces (for cross-validation). Port counts other than one
+    read-write port are not modelled: the estimate says so in its warnings."""
+    est = _estimate(class_name, attributes, subclass=subclass, classes=classes, sram_model=sram_model)
+    ports = {k: v for k, v in (attributes or {}).items() if k in _PORTS and str(v) != str(_PORTS[k])}
+    if ports and est.class_name in ("SRAM", "smartbuffer_SRAM", "regfile", "smartbuffer_RF"):
+        note = ("ports " + ", ".join(f"{k}: {v}" for k, v in ports.items()) + " are not modelled: priced as one "
+                "read-write port (CACTI would price the ports)")
+        est = dataclasses.replace(est, warnings=(*est.warnings, note))
+    return est
+
+
+def _estimate(class_name: str, attributes: dict, *, subclass: str | None, classes: str,
+              sram_model) -> ComponentEstimate:
     if classes not in CLASS_SETS:
         raise CoexploreError(f"unknown class set {classes!r}", expected=" or ".join(CLASS_SETS))
     attrs = dict(attributes or {})
-    cls = class_name
+    cls = subclass or attrs.get("subclass") or class_name     # Accelergy prices a subclass as its class
     if cls == "storage":
-        cls = subclass or attrs.get("subclass")
-        if not cls:
-            raise CoexploreError("class storage needs a subclass", key="subclass",
-                                 expected="one of " + ", ".join(CLASSES[:-1]))
+        raise CoexploreError("class storage needs a subclass", key="subclass",
+                             expected="one of " + ", ".join(CLASSES[:-1]))
     if str(attrs.get("technology", "")).strip() in ("-1", "-1.0") or cls == "dummy_storage":
         p = P.dummy()
         return ComponentEstimate(cls, p.actions, p.area,
                                  arguments={a: _primitive_args(float(attrs.get(
                                      "global_cycle_seconds", P.NS))) for a in p.actions},
                                  primitives=("self=dummy",))
+    if cls not in CLASSES:         # (said before any attribute it would need)
+        raise CoexploreError(f"no built-in estimator for class {cls!r}",
+                             key="subclass" if cls != class_name else "class", expected="one of " + ", ".join(CLASSES))
     _check_needed(attrs, cls, classes == "primitives")
     gcs = _num(attrs, "global_cycle_seconds", cls, P.NS)
     compound_order = ("write", "read", "leak", "update")
@@ -235,10 +254,8 @@ def estimate_component(class_name: str, attributes: dict, *, subclass: str | Non
         acc.add("leak", adder.actions["leak"] + mult.actions["leak"])
         acc.area = adder.area + mult.area
         order = ("compute", "leak")
-    else:
-        raise CoexploreError(f"no built-in estimator for class {cls!r}",
-                             key="subclass" if class_name == "storage" else "class",
-                             expected="one of " + ", ".join(CLASSES))
+    else:                          # (a class of CLASSES without a branch here)
+        raise AssertionError(f"class {cls} is listed but has no estimator")
     actions = _order(acc.actions, order)
     return ComponentEstimate(cls, actions, acc.area, arguments={a: {} for a in actions},
                              primitives=tuple(dict.fromkeys(acc.primitives)),

@@ -27,9 +27,15 @@ def class_set(arch: dict, chosen: str | None, path: Path) -> str:
     if isinstance(defined, list):           # include_all() of several files gives a list per file
         defined = [c for item in defined for c in (item if isinstance(item, list) else [item])]
     if isinstance(defined, list) and defined:
-        names = ", ".join(str(c.get("name", "?")) for c in defined if isinstance(c, dict))
-        warnings.warn(f"{path}: compound components define {names}; coexplore does not read compound "
-                      "classes and prices these classes with its built-in set (or refuses unknown ones)",
+        from coexplore.energy.components import CLASSES
+        names = [str(c.get("name", "?")) for c in defined if isinstance(c, dict)]
+        same = [n for n in names if n in CLASSES]
+        other = [n for n in names if n not in CLASSES]
+        warnings.warn(f"{path}: compound components define " + ", ".join(names) + "; coexplore does not read "
+                      "compound classes" + (f": {', '.join(same)} {'is' if len(same) == 1 else 'are'} priced as "
+                                            "coexplore's built-in class of that name, not as this file defines "
+                                            "it (other energies and areas)" if same else "")
+                      + (f"; a component of class {', '.join(other)} is refused" if other else ""),
                       CoexploreWarning, stacklevel=2)
     if chosen is not None:
         return chosen
