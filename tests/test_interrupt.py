@@ -381,3 +381,52 @@ def test_holding_stops_nested_leaves_the_holding_to_the_outer_block(default_sigi
             time.sleep(0.05)
         assert not inner.stop_now and signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     assert outer.stop_now and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _first_press_in_the_search(monkeypatch, on_call: int = 2):
+    """The first Ctrl-C during batch `on_call` of the search (it finishes, then the search stops)."""
+    real = layer_mod.make_objective
+
+    def make(*a, **k):
+        f, calls = real(*a, **k), []
+
+        def g(batch):
+            calls.append(1)
+            if len(calls) == on_call:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+            return f(batch)
+        return g
+    monkeypatch.setattr(layer_mod, "make_objective", make)
+
+
+def test_second_ctrl_c_while_the_best_so_far_is_made_keeps_it(tmp_path, monkeypatch, capsys, default_sigint):
+    """Ctrl-C in the search, then again while the interrupted run's best mapping is re-evaluated:
+    its files are written (marked interrupted), exit 130 (a user study lost them: exit 130, no files)."""
+    _first_press_in_the_search(monkeypatch)
+    _sigint_during(monkeypatch, layer_mod, "_map_result", presses=1)
+    rc = main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "1000", "--no-progress",
+               "--no-cache", "--out", str(tmp_path / "o")])
+    assert rc == 130
+    data = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert data["interrupted"] and data["samples"] == 200
+    assert (tmp_path / "o" / "mapping.yaml").exists() and (tmp_path / "o" / "map.txt").exists()
+
+
+def test_second_ctrl_c_while_the_checkpoint_is_saved_leaves_a_whole_one(tmp_path, monkeypatch, capsys,
+                                                                         default_sigint):
+    """Ctrl-C in the search, then again while its state is saved: the snapshot is written whole (no
+    stray .tmp) and a rerun resumes from it."""
+    from coexplore.search.checkpoint import Checkpoint
+    _first_press_in_the_search(monkeypatch)
+    _sigint_during(monkeypatch, Checkpoint, "save", presses=1)
+    args = ["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "1000", "--no-progress",
+            "--no-cache", "--out", str(tmp_path / "o")]
+    assert main(args) == 130
+    files = sorted(p.name for p in (tmp_path / "o").iterdir())
+    assert ".checkpoint.pkl" in files and not any(n.endswith(".tmp") for n in files)
+    monkeypatch.undo()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    assert main(args) == 0
+    assert "resum" in capsys.readouterr().err
+    assert json.loads((tmp_path / "o" / "result.json").read_text())["samples"] == 1000

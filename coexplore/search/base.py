@@ -291,8 +291,9 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
         lexicographic, history = restored["lexicographic"], list(restored["history"])
 
     def save():
-        checkpoint.save(searcher, {"best_x": best_x, "best_loss": best_loss, "best_tie": best_tie,
-                                   "lexicographic": lexicographic, "history": history})
+        with holding_stops():       # a Ctrl-C while the snapshot is written waits for it (then stops)
+            checkpoint.save(searcher, {"best_x": best_x, "best_loss": best_loss, "best_tie": best_tie,
+                                       "lexicographic": lexicographic, "history": history})
     stop = _DeferredInterrupt(say=bar is not None,
                               lost="the search state since its last save is lost" if checkpoint is not None else "")
     try:

@@ -67,11 +67,15 @@ class Checkpoint:
         pickler.dump({"driver": driver, "searcher": searcher.state_dict()})
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")   # per process: two runs never share one
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(buf.getvalue())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:             # (a full disk, a stop at once): no half-written file left
+            tmp.unlink(missing_ok=True)
+            raise
         self._last_save = time.perf_counter()
         self._gap = max(self.every_s, 20 * (self._last_save - t0)) if self.every_s > 0 else 0.0
         self.saved_samples = int(searcher.samples)

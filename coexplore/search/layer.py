@@ -225,8 +225,9 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
         part = exc.result
         found = part.best_x is not None and math.isfinite(part.best_loss)
-        raise MapInterrupted(_map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size, custom)
-                             if found else None) from None
+        with holding_stops() as hold:  # a second Ctrl-C while the best so far is made keeps it
+            made = _map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size, custom) if found else None
+        raise MapInterrupted(made, stop_now=hold.stop_now) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
         raise NoValidMapping(result.samples, why_invalid(ctx, ms), custom=custom is not None)
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
