@@ -249,7 +249,7 @@ MAP_LAYER = CORPUS / "layers" / f"{LAYER}.yaml"
 @pytest.mark.parametrize("text, key, words", [
     ("mapper: {algorithm: random-pruned, max-permutations-per-if-visit: -1}\n",
      "mapper.max-permutations-per-if-visit", "-1"),
-    ("mapper: {algorithm: linear_pruned, max_permutations_per_if_visit: 0}\n",
+    ("mapper: {algorithm: random_pruned, max_permutations_per_if_visit: 0}\n",
      "mapper.max_permutations_per_if_visit", "0"),
     ("mapper: {algorithm: random-pruned, max-permutations-per-if-visit: many}\n",
      "mapper.max-permutations-per-if-visit", "'many'"),

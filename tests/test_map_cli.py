@@ -267,13 +267,17 @@ def test_a_timeloop_mapper_file_is_translated(tmp_path):
                  "  victory-condition: 500\n  algorithm: linear-pruned\n  max-permutations-per-if-visit: 4\n")
     spec = resolve_spec(str(f), None, None)
     assert (spec.searcher, spec.objective) == ("linear_pruned", "latency")
-    assert spec.config.max_permutations_per_if_visit == 4
-    assert all(k in spec.notes[0] for k in ("num-threads", "timeout", "victory-condition"))   # as written
+    # Timeloop's linear-pruned walks every loop order: the per-IF cap is random-pruned's, said as unused
+    assert all(k in spec.notes[0] for k in ("num-threads", "timeout", "victory-condition",
+                                            "max-permutations-per-if-visit"))   # as written
     assert len(spec.notes) == 1                                   # no misspelling among them
+    f.write_text(f.read_text().replace("linear-pruned", "random-pruned"))
+    assert resolve_spec(str(f), None, None).config.max_permutations_per_if_visit == 4
     f.write_text("mapper:\n  algorthm: linear-pruned\n  optimization-metrics: [delay, energy]\n  timout: 10\n")
     notes = resolve_spec(str(f), None, None).notes
     assert any("'algorthm' is not a timeloop-mapper setting; did you mean 'algorithm'" in n for n in notes)
     assert any("'timout'" in n and "'timeout'" in n for n in notes)
+    assert not any("not used" in n for n in notes)               # (a misspelling is said as one, only)
     for text, objective in (("optimization_metric: [delay, energy]\n  optimization_metrics: []\n", "latency"),
                             ("optimization-metric: energy\n", "energy"), ("optimization_metrics: []\n", "edp")):
         f.write_text("mapper:\n  algorithm: random-pruned\n  " + text)     # timeloopfe dumps both keys

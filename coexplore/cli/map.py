@@ -243,14 +243,14 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
               f"utilization {b['utilization']:.3f}, EDP {b['edp_J_cycle']:.6g} J*cycle")
         if res.exhausted is True:
             print("every distinct mapping was evaluated: this is the optimum")
-        elif res.exhausted is False:
-            print(f"note: the budget ended before every distinct mapping was evaluated ({size}); "
-                  "raise --budget for the optimum")
-        elif spec.searcher == "linear_pruned" and (res.mapspace_size is None or res.samples < res.mapspace_size):
+        elif res.exhausted is False and spec.searcher == "linear_pruned":
             # an in-order walk: a budget below the space covers a sliver of it
             print(f"note: linear_pruned walks the mapspace ({size}) in order and stopped after "
                   f"{plural(res.samples, 'sample')}: raise --budget, or use a searcher that samples "
                   "the whole space (random_pruned, ga, marl)")
+        elif res.exhausted is False:
+            print(f"note: the budget ended before every distinct mapping was evaluated ({size}); "
+                  "raise --budget for the optimum")
         if res.interrupted:
             print(f"interrupted after {res.samples:,} of {args.budget:,} samples: this is the best so far "
                   "(not cached)")

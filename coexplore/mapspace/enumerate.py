@@ -12,6 +12,7 @@ tiny layers. Here each distinct mapping appears once, in canonical form (`MapSpa
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -41,20 +42,42 @@ def _factor_groups(ms) -> list[tuple[list[int], np.ndarray]]:
     return out
 
 
-def _factor_chunks(ms, max_factor_points: int, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _unravel(start: int, count: int, sizes: list[int]) -> list[np.ndarray]:
+    """The mixed-radix digits (last size fastest, as np.unravel_index) of the indices start ..
+    start + count - 1, exact for any number of points (Python integers above 2^62)."""
+    low = 1                     # the fastest digits whose product stays well inside int64
+    cut = len(sizes)
+    while cut > 0 and low * sizes[cut - 1] <= 2 ** 40:
+        cut -= 1
+        low *= sizes[cut]
+    offset = start % low + np.arange(count, dtype=np.int64)
+    high = start // low + offset // low            # (a chunk shorter than `low` spans two values at most)
+    digits_low = list(np.unravel_index(offset % low, sizes[cut:])) if cut < len(sizes) else []
+    digits_high = [np.zeros(count, np.int64) for _ in sizes[:cut]]
+    for h in np.unique(high):
+        rows = high == h
+        value = int(h)
+        for i in range(cut - 1, -1, -1):
+            value, digits_high[i][rows] = divmod(value, sizes[i])
+    return digits_high + digits_low
+
+
+def _factor_chunks(ms, max_factor_points: int | None, chunk: int,
+                   start: int = 0) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Distinct factorisations as full parameter vectors (other columns 0) with their temporal
-    factors [n, L, D], in chunks; those that break the constraints' factor bounds are left out."""
+    factors [n, L, D], in chunks from factorisation number `start`; those that break the
+    constraints' factor bounds are left out. `max_factor_points` None: no limit (a walk)."""
     groups = _factor_groups(ms)
     sizes = [len(c) for _, c in groups]
-    total = int(np.prod(sizes, dtype=np.float64)) if sizes else 1
-    if total > max_factor_points:
+    total = math.prod(sizes) if sizes else 1
+    if max_factor_points is not None and total > max_factor_points:
         raise CoexploreError(f"the space has {total:.3e} distinct factorisations, too many to enumerate",
                              key="max_size", expected=f"at most {max_factor_points:.0e}")
-    for start in range(0, total, chunk):
-        idx = np.arange(start, min(total, start + chunk))
-        full = np.zeros((len(idx), ms.n_params), np.int64)
+    for first in range(start, total, chunk):
+        n = min(total, first + chunk) - first
+        full = np.zeros((n, ms.n_params), np.int64)
         if groups:
-            for (cols, combos), k in zip(groups, np.unravel_index(idx, sizes)):
+            for (cols, combos), k in zip(groups, _unravel(first, n, sizes)):
                 full[:, cols] = combos[k]
         t, sx, sy = ms.decode_factors(full)
         if ms.has_bounds:                 # factor bounds (X<=n, X>=n) and min parallelism
@@ -80,8 +103,11 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.concatenate([np.repeat(a, len(b), axis=0), np.tile(b, (len(a), 1))], axis=1)
 
 
-def canonical_points(ms, chunk: int = 100_000, max_factor_points: int = 50_000_000) -> Iterator[np.ndarray]:
-    """Batches of encoded vectors covering each distinct mapping of `ms` exactly once."""
+def canonical_points(ms, chunk: int = 100_000, max_factor_points: int | None = 50_000_000) -> Iterator[np.ndarray]:
+    """Batches of encoded vectors covering each distinct mapping of `ms` exactly once, in
+    timeloop-mapper's linear order: factorisations (in index order) outermost, then per
+    factorisation the loop orders of its non-unit loops, then keep/bypass fastest.
+    `max_factor_points` None: any number of factorisations (a walk that may never end)."""
     levels = []                      # per level with free loop orders: (level, param columns, dims)
     for li in range(len(ms.perm_free)):
         cols = [pi for pi, l2, _ in ms.perm_index if l2 == li]

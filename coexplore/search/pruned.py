@@ -5,14 +5,13 @@ fan-out, plus bypass here) and loop orders, and prunes loop orders that differ o
 position of unit loops (they give the same mapping).
 * random-pruned: draw a random IF, visit up to `max_permutations_per_if_visit` distinct pruned
   loop orders of it (random ones), then draw the next IF.
-* linear-pruned: walk the IFs in index order (from a seeded random start) and, for each, its pruned
-  loop orders in order, up to `max_permutations_per_if_visit` per IF.
-Both see each (IF, pruned order) at most once per visit and count every proposal as a sample.
+* linear-pruned: walk the IFs in index order from the first and, for each, every pruned loop order
+  and bypass choice (`LinearPruned`).
+Both count every proposal as a sample.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,8 @@ class RandomPrunedConfig:
 
 @dataclass
 class LinearPrunedConfig:
-    max_permutations_per_if_visit: int = 16
+    """No settings: Timeloop's linear-pruned walks every loop order (its max-permutations-per-if-visit
+    is random-pruned's)."""
 
 
 class _PrunedBase(Searcher):
@@ -109,59 +109,51 @@ class RandomPruned(_PrunedBase):
 
 
 class LinearPruned(_PrunedBase):
+    """timeloop-mapper's linear-pruned: one in-order walk of the distinct mappings from the first
+    (`coexplore.mapspace.enumerate.canonical_points`: factorisations in index order outermost,
+    then every pruned loop order of each, then keep/bypass fastest), as Timeloop's odometer over
+    (index factorisation, loop permutation, spatial, datatype bypass) from 0. Deterministic: the
+    seed does not change it. Timeloop skips the rest of a factorisation whose every bypass choice
+    overflowed a buffer; this walk evaluates those mappings (invalid, counted), so it visits the
+    same valid mappings in more samples. Ends (`done`) when the walk has covered the space."""
+
     name = "linear_pruned"
 
     def __init__(self, mapspace, config: LinearPrunedConfig | None = None, seed: int | None = 0):
         super().__init__(mapspace, config or LinearPrunedConfig(), seed)
-        self._gen = None
-        self._start: int | None = None   # the walk's first IF index, drawn at the first ask
-        self._taken = 0                  # candidates taken from the walk (a checkpoint stores this)
+        self._walk = None
+        self._pending = np.zeros((0, mapspace.n_params), np.int64)
+        self._taken = 0                  # blocks taken from the walk (a checkpoint stores this)
+        self._ended = False
 
-    def _if_radix(self):
-        if_params = np.nonzero(self._if_mask())[0]
-        radix = self.mapspace.space.cardinalities[if_params]
-        return if_params, radix, (int(np.prod(radix.astype(object))) if len(radix) else 1)
+    @property
+    def done(self) -> bool:
+        """The walk covered every distinct mapping (the best told is then the optimum)."""
+        return self._ended and not len(self._pending)
 
-    def _candidates(self, start: int):
-        ms = self.mapspace
-        if_params, radix, total = self._if_radix()
-        base = np.zeros(ms.n_params, np.int64)
-        for step in range(total):
-            index = (start + step) % total
-            x = base.copy()
-            for p, r in zip(if_params, radix):
-                x[p] = index % int(r)
-                index //= int(r)
-            levels = self._orders_for_if(x)
-            choices = [itertools.permutations(range(len(nonunit))) for _, nonunit, _ in levels]
-            for count, combo in enumerate(itertools.product(*choices)):
-                if count >= self.config.max_permutations_per_if_visit:
-                    break
-                y = x.copy()
-                for (idx, nonunit, k), order in zip(levels, combo):
-                    if not idx:
-                        continue
-                    keys = np.zeros(k, np.int64)
-                    for rank, j in enumerate(order):
-                        keys[nonunit[j]] = rank
-                    y[idx] = keys
-                yield y
+    def _blocks(self):
+        from coexplore.mapspace.enumerate import canonical_points
+        return canonical_points(self.mapspace, chunk=4096, max_factor_points=None)
 
     def ask(self, n: int) -> np.ndarray:
-        if self._gen is None:
-            self._start = int(self.rng.integers(0, min(self._if_radix()[2], 2 ** 62)))
-            self._gen = self._candidates(self._start)
-        out = list(itertools.islice(self._gen, n))
-        self._taken += len(out)
-        return np.array(out, np.int64).reshape(len(out), self.mapspace.n_params)
+        if self._walk is None:
+            self._walk = self._blocks()
+        while len(self._pending) < n and not self._ended:
+            block = next(self._walk, None)
+            if block is None:
+                self._ended = True
+                break
+            self._taken += 1
+            self._pending = np.concatenate([self._pending, block])
+        out, self._pending = self._pending[:n], self._pending[n:]
+        return out
 
     def state_dict(self) -> dict:
-        return {**self.__dict__, "_gen": None}
+        return {**self.__dict__, "_walk": None}
 
     def load_state_dict(self, state: dict) -> None:
-        """The walk is deterministic from its start: a restored search re-walks it to where it was."""
+        """The walk is deterministic: a restored search re-walks it to where it was."""
         super().load_state_dict(state)
-        if self._start is not None:
-            self._gen = self._candidates(self._start)
-            for _ in itertools.islice(self._gen, self._taken):
-                pass
+        self._walk = self._blocks()
+        for _ in range(self._taken):
+            next(self._walk)

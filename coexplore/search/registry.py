@@ -196,7 +196,8 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     unknown = [m for m in metrics if m not in _KNOWN_METRICS]
     if unknown:   # timeloop-mapper stops on an unrecognised metric too
         raise CoexploreError(f"unknown metric '{unknown[0]}'", file=file, key=metrics_key,
-                             expected="delay, energy, edp, last_level_accesses")
+                             expected="delay, energy or edp (timeloop-mapper's last_level_accesses has no "
+                                      "coexplore objective)")
     objective = _TIMELOOP_METRICS.get(metrics) or _TIMELOOP_METRICS.get(metrics[:1])
     if objective is None:
         raise CoexploreError(f"optimization_metrics {list(metrics)} have no coexplore objective", file=file,
@@ -212,20 +213,23 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
         raise _as_timeloop_key(exc, spelled, file) from None
     spec = mapper_spec(name, config=config, objective=objective)
     quiet = {"version", "live_status", "diagnostics", "log_stats", "log_suboptimal", "log_all", "out_prefix"}
-    used_not = sorted(spelled[k] for k in sec if k not in quiet)          # as the file spells them
+    known = {*quiet, *fields, "algorithm", "optimization_metric", "optimization_metrics", *_TIMELOOP_NOT_USED}
+    used_not = sorted(spelled[k] for k in sec if k not in quiet and k in known)    # as the file spells them
     spec.notes = [f"timeloop-mapper settings not used: {', '.join(used_not)} (coexplore stops after --budget "
                   "samples, single-threaded)"] if used_not else []
-    known = {*quiet, *fields, "algorithm", "optimization_metric", "optimization_metrics", *_TIMELOOP_NOT_USED}
     for k in sorted(sec):                 # a misspelt key: Timeloop ignores it too, and its default applies
+        if k in known:
+            continue
         close = difflib.get_close_matches(k, sorted(known - {k}), n=1, cutoff=0.8)
-        if k not in known and close:
-            spec.notes.append(f"'{spelled[k]}' is not a timeloop-mapper setting; did you mean "
-                              f"'{close[0]}'? (its default applies, as in Timeloop)")
+        spec.notes.append(f"'{spelled[k]}' is not a timeloop-mapper setting" +
+                          (f"; did you mean '{close[0]}'? (its default applies, as in Timeloop)" if close else
+                           " (ignored, as Timeloop ignores it)"))
     return spec
 
 
 # timeloop-mapper settings coexplore reads but does not use (the search stops after --budget)
 _TIMELOOP_NOT_USED = ("timeout", "victory_condition", "search_size", "num_threads", "sync_interval",
+                      "max_permutations_per_if_visit",           # (linear-pruned's: random-pruned reads it)
                       "min_utilization", "filter_revisits", "penalize_consecutive_bypass_fails",
                       "emit_whoop_nest", "max_temporal_loops_in_a_mapping")
 
