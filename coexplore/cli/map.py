@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
+from coexplore.provenance import source_digest
 from coexplore.spec import template
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload,
                                   load_inputs, own_core_names, problem_in_arch, top_keys)
@@ -146,7 +147,7 @@ def _run(args) -> int:
     def where(x):            # a file as an absolute path, a bundled name as given
         return x if x is None or not Path(x).exists() else str(Path(x).resolve())
     import coexplore
-    run_desc = {"coexplore_version": coexplore.__version__, "arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
+    run_desc = {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
                 "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None, "mapper": spec.to_dict(),
                 "budget": args.budget, "seed": args.seed,
                 **({"stride_rule": args.stride_rule} if args.stride_rule != "current" else {}),

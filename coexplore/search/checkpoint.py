@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import coexplore
+from coexplore.provenance import code_version
 
 FORMAT = 3   # 2: the memory of evaluated points keys rows by their narrow bytes (search.space.keys);
              # 3: a header pickle (format, version, key, ...) before the state, readable on its own
@@ -58,7 +58,7 @@ class Checkpoint:
         t0 = time.perf_counter()
         shared = _shared(searcher)
         buf = io.BytesIO()
-        pickle.dump({"format": FORMAT, "coexplore": coexplore.__version__, "key": self.key,   # the header: whose
+        pickle.dump({"format": FORMAT, "coexplore": code_version(), "key": self.key,   # the header: whose
                      "searcher_class": _class_name(searcher), "samples": int(searcher.samples),
                      "elapsed_s": self.elapsed()}, buf, protocol=pickle.HIGHEST_PROTOCOL)
         pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
@@ -168,8 +168,8 @@ def _unusable(data) -> str | None:
         return "not a coexplore checkpoint"
     if data.get("format") != FORMAT:
         return f"checkpoint format {data.get('format')}, this coexplore writes {FORMAT}"
-    if data.get("coexplore") != coexplore.__version__:
-        return f"written by coexplore {data.get('coexplore')}, this is {coexplore.__version__}"
+    if data.get("coexplore") != code_version():
+        return f"written by coexplore {data.get('coexplore')}, this is {code_version()}"
     return None
 
 

@@ -17,17 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
-import coexplore
 from coexplore.errors import CoexploreError
 from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
+from coexplore.provenance import code_version
 from coexplore.search import registry
 from coexplore.search.base import SearchInterrupted, SearchResult, holding_stops, run_search
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.constraints import LevelConstraints
 from coexplore.spec.mapping import from_arrays
 
-MODEL_VERSION = f"builtin-{coexplore.__version__}"
+# the built-in model's version in cache entries: the code's (source digest too) and numpy's (its generators)
+MODEL_VERSION = f"builtin-{code_version()}-numpy{'.'.join(np.__version__.split('.')[:2])}"
 BEST_LABELS = {"edp": "EDP[J*cycle]", "energy": "energy[pJ]", "latency": "cycles"}
 
 

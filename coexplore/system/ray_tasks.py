@@ -182,19 +182,13 @@ def _versions() -> dict:
     """What must be equal on the driver and the nodes for a task's result to be the driver's: Python's
     minor version, numpy's and coexplore's, with a digest of coexplore's own source files (two
     checkouts of one version number can differ)."""
-    import hashlib
     import platform
-    from pathlib import Path
 
     import numpy
 
     import coexplore
-    root = Path(coexplore.__file__).parent
-    digest = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        digest.update(f.relative_to(root).as_posix().encode())
-        digest.update(f.read_bytes())
-    return {"coexplore": coexplore.__version__, "source": digest.hexdigest()[:16], "numpy": numpy.__version__,
+    from coexplore.provenance import source_digest
+    return {"coexplore": coexplore.__version__, "source": source_digest(), "numpy": numpy.__version__,
             "python": ".".join(platform.python_version_tuple()[:2])}
 
 

@@ -1,0 +1,37 @@
+"""Which code made a result: the package version and a digest of its source and data files.
+
+Two checkouts of one version number can differ (a `git pull`, a local edit), so cached results,
+search checkpoints and run records carry the digest too: results of other code are recomputed,
+not reused."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+
+def source_digest(root: Path | None = None) -> str:
+    """16 hex digits of SHA-256 over the package's (or `root`'s) Python sources and data files,
+    paths included; the package's is computed once per process."""
+    return _package_digest() if root is None else _digest(Path(root))
+
+
+@functools.lru_cache(maxsize=1)
+def _package_digest() -> str:
+    return _digest(Path(__file__).resolve().parent)
+
+
+def _digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.is_file() and "__pycache__" not in f.relative_to(root).parts and f.suffix not in (".pyc", ".pyo"):
+            digest.update(f.relative_to(root).as_posix().encode())
+            digest.update(f.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def code_version() -> str:
+    """`<version>+<source digest>`, e.g. `0.1.0+3f2a...`: what a cached result or checkpoint must match."""
+    import coexplore
+    return f"{coexplore.__version__}+{source_digest()}"

@@ -1,0 +1,39 @@
+"""Results of other code are recomputed, not reused: the cache key, checkpoints and run records carry
+a digest of the package's source (a review showed a cache filled before a one-line change to a
+searcher answering after it, under the one version number 0.1.0)."""
+
+import shutil
+from pathlib import Path
+
+import coexplore
+import coexplore.search.layer as layer_mod
+from coexplore.model.cache import ResultCache
+from coexplore.model.inputs import load_context
+from coexplore.provenance import code_version, source_digest
+from coexplore.search.layer import map_layer
+
+from conftest import CORPUS
+
+PACKAGE = Path(coexplore.__file__).resolve().parent
+
+
+def test_the_digest_follows_every_source_and_data_file(tmp_path):
+    copy = tmp_path / "pkg"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert source_digest(copy) == source_digest()
+    (copy / "search" / "random_search.py").write_text((copy / "search" / "random_search.py").read_text() + "\n#\n")
+    edited = source_digest(copy)
+    assert edited != source_digest()
+    (copy / "data" / "energy" / "cacti_sram.json").write_bytes(b"{}")
+    assert source_digest(copy) != edited
+    assert code_version() == f"{coexplore.__version__}+{source_digest()}"
+
+
+def test_a_cached_layer_result_of_other_code_is_recomputed(tmp_path, monkeypatch):
+    ctx = load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        assert not map_layer(ctx, {}, "random", 200, seed=0, cache=cache).cached
+        assert map_layer(ctx, {}, "random", 200, seed=0, cache=cache).cached
+        assert source_digest() in layer_mod.MODEL_VERSION
+        monkeypatch.setattr(layer_mod, "MODEL_VERSION", layer_mod.MODEL_VERSION.replace(source_digest(), "0" * 16))
+        assert not map_layer(ctx, {}, "random", 200, seed=0, cache=cache).cached
