@@ -411,3 +411,20 @@ def test_check_constraints_without_any_says_there_is_nothing_to_check():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["constraints_kept"] is None and "nothing to check" in r.stderr
+
+
+@pytest.mark.parametrize("factors, says", [
+    ("P=5", "has temporal P=11 at DRAM, where the constraints fix P=5"),
+    ("P<=5", "has temporal P=11 at DRAM, against the constraints' bound P<=5 there"),
+])
+def test_check_constraints_names_the_constraint_a_mapping_breaks(tmp_path, factors, says):
+    """A user study: a fixed factor the mapping does not have was reported at another level, a bound
+    without naming it. This corpus mapping has P=11 at DRAM."""
+    arch = CORPUS / "arches" / "eyeriss_like"
+    case = CORPUS / "public" / "eyeriss_like" / "alexnet_conv1" / "001"
+    cons = tmp_path / "c.yaml"
+    cons.write_text(f"mapspace_constraints:\n  targets:\n  - {{target: DRAM, type: temporal, factors: {factors}}}\n")
+    r = cli("evaluate", arch / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", case / "mapping.yaml",
+            "--constraints", cons, "--json")
+    got = json.loads(r.stdout)
+    assert got["constraints_kept"] is False and says in got["constraints_error"], got["constraints_error"]

@@ -479,3 +479,16 @@ def test_a_missing_workload_with_layer_is_said_missing(tmp_path):
         assert "single problem" not in r.stderr
     r = cli("map", ARCH, LAYER, "--layer", "a", "--budget", "10")     # a problem that exists: --layer refused
     assert r.returncode == 2 and "--layer picks a layer of a workload file; this is a single problem" in r.stderr
+
+
+def test_an_in_order_walk_cut_short_says_so_when_it_found_nothing(tmp_path):
+    """A walk of the mappings in order that the budget stops in an invalid stretch (linear_pruned's
+    first mappings of Simba-like overflow its weight registers): the failure says that the walk was
+    cut short (a user read it as a broken space)."""
+    r = cli("map", CORPUS / "arches" / "simba_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml",
+            "--searcher", "linear_pruned", "--budget", "10", "--no-cache", "--no-progress", "--out", tmp_path / "o")
+    assert r.returncode == 1 and "walks the mappings in order and stopped after 10" in r.stderr
+    assert "raise --budget" in r.stderr
+    data = json.loads((tmp_path / "o" / "result.json").read_text())     # the keys of a run that found one
+    assert data["best"] is None and data["cached"] is False and data["wall_s"] > 0
+    assert data["mapspace_log10_size"] > 10

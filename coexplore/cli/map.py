@@ -20,7 +20,7 @@ from coexplore.search.base import finishing, holding_stops
 from coexplore.search.layer import MapInterrupted, NoValidMapping, cache_parts, map_layer
 from coexplore.spec.loopnest import format_loop_nest
 from coexplore.spec.mapping import parse_mapping, to_arrays
-from coexplore.spec.yamlio import write_text, write_yaml
+from coexplore.spec.yamlio import write_text, write_texts, yaml_text
 
 
 def register(sub) -> None:
@@ -73,7 +73,8 @@ def _failed_run(args, out: Path, spec: registry.MapperSpec, run_desc: dict, exc:
         (out / stale).unlink(missing_ok=True)
     payload = {"searcher": spec.searcher, "samples": exc.samples, "best": None, "mapping_file": None,
                "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
-               "objective": spec.objective, "seed": args.seed, "run": run_desc}
+               "objective": spec.objective, "seed": args.seed, "cached": False, "wall_s": exc.wall_s,
+               "mapspace_log10_size": exc.mapspace_log10, "mapspace_size": exc.mapspace_size, "run": run_desc}
     write_text(out / "result.json", json.dumps(payload, indent=1))
     if args.json:
         print(json.dumps(payload, indent=1))
@@ -200,17 +201,18 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
     with holding_stops() as hold:     # a second Ctrl-C here still leaves the result's files
         mapping_file = out / "mapping.yaml"
         arrays = to_arrays([parse_mapping({"mapping": res.mapping}, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)
-        write_text(out / "map.txt", format_loop_nest(arrays, 0, ctx.arch, ctx.problem, res.best))
-        write_yaml(mapping_file, {"mapping": res.mapping},
-                   header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} on {ctx.arch.name}\n"
-                          f"searcher {spec.searcher}, {plural(res.samples, 'sample')}, seed {args.seed}")
+        files = {out / "map.txt": format_loop_nest(arrays, 0, ctx.arch, ctx.problem, res.best),
+                 mapping_file: yaml_text({"mapping": res.mapping},
+                                         header=f"coexplore map: best {spec.objective} mapping of {ctx.problem.name} "
+                                                f"on {ctx.arch.name}\nsearcher {spec.searcher}, "
+                                                f"{plural(res.samples, 'sample')}, seed {args.seed}")}
         problem_file = None
         if is_workload(args.problem):     # the layer as a Timeloop problem file, for timeloop-model
             from coexplore.spec.workload import find_workload, load_workload, problem_yaml
             from coexplore.bundled import resolve
             layer = load_workload(find_workload(resolve("problems", args.problem))).layer(ctx.problem.name)
             problem_file = out / "problem.yaml"
-            write_text(problem_file, problem_yaml(layer))
+            files[problem_file] = problem_yaml(layer)
         long_names = [d for d in ctx.problem.dims if len(d) > 1]
         if long_names:     # Timeloop's permutation parser takes one character per dimension
             print(f"coexplore map: note: {mapping_file} writes the permutations of dimensions "
@@ -224,7 +226,8 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
             payload["exhausted"] = res.exhausted
         if res.interrupted:
             payload["interrupted"] = True
-        write_text(out / "result.json", json.dumps(payload, indent=1))
+        files[out / "result.json"] = json.dumps(payload, indent=1)
+        write_texts(files)                # together: the folder never mixes two runs' files
         if not res.interrupted:
             checkpoint.discard()          # the result is stored (and cached): nothing to resume
     if args.json:

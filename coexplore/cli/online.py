@@ -28,7 +28,7 @@ from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_ru
                                  processes, remove_empty_created, run_key, seed, table_run_name)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import source_digest
-from coexplore.spec.yamlio import write_text
+from coexplore.spec.yamlio import write_text, write_texts
 
 RESULT = "online.json"
 TRAIN_STATE = ".train_state.json"      # an interrupted training's state (resumed by the same run)
@@ -177,9 +177,6 @@ def run(args) -> int:
     out = _out_dir(args, run_desc)
     if "relmas" in names and policy is None:
         _keep_others_training(out, run_desc)
-    if args.system:
-        from coexplore.system.tables import save_table
-        save_table(table, out / "jobs.csv")
     progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
     history, learned = None, None
     if "relmas" in names:
@@ -205,10 +202,13 @@ def run(args) -> int:
     data = _record(system, entries[args.load], run_desc, history, args, policy)
     if len(loads) > 1:
         data["loads"] = [entries[load] for load in sorted(loads)]
-    write_text(out / RESULT, json.dumps(data, indent=1) + "\n")
     seeds = _seeds(args, streams)
-    write_text(out / "results.csv", _results_csv(by_load, seeds))
-    write_text(out / "requests.csv", _requests_csv(system, results, seeds))
+    files = {out / RESULT: json.dumps(data, indent=1) + "\n", out / "results.csv": _results_csv(by_load, seeds),
+             out / "requests.csv": _requests_csv(system, results, seeds)}
+    if args.system:
+        from coexplore.system.tables import table_csv
+        files[out / "jobs.csv"] = table_csv(table)
+    write_texts(files)                # together: the folder never mixes two runs' files
     png = None
     if not args.no_plot:
         from coexplore.report.online_plot import draw_sla
@@ -333,7 +333,7 @@ def run_name(args) -> str:
 
 def _out_dir(args, run_desc: dict) -> Path:
     if args.out:
-        return chosen_dir(args.out, RESULT, run_desc, "online")
+        return chosen_dir(args.out, RESULT, run_desc, "online", writes=("jobs.csv",) if args.system else ())
     name = run_name(args)
     basis = "cap" if args.load_basis == "capacity" else ""
     if args.trace:

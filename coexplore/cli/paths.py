@@ -158,6 +158,12 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writ
     The saved search state of another run (also of this command before an input was edited) is
     never overwritten."""
     out = hold(output_dir(path))
+    for other, owned in SHARED_NAMES.items():     # another command's result whose files this one would replace
+        clash = sorted(set(owned) & set(writes))
+        if other != result_file and (out / other).is_file() and clash:
+            raise CoexploreError(f"holds the result of another command ({other}), whose {', '.join(clash)} this "
+                                 "run would replace", file=str(out), key="--out",
+                                 expected="another --out folder for this command")
     want = json.loads(json.dumps(run, sort_keys=True))
     claim = _owner(out / CLAIM)
     owner = _owner(out / result_file, key="run") if (out / result_file).exists() else None
@@ -186,6 +192,8 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writ
 
 
 CHECKPOINT = ".checkpoint.pkl"   # in a result folder: the search state of an interrupted run
+# a command's result file -> files of the same name another command writes too (`chosen_dir` keeps them apart)
+SHARED_NAMES = {"schedule.json": ("jobs.csv",), "online.json": ("jobs.csv",)}
 
 
 def differences(other: dict, this: dict) -> str:

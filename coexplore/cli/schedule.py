@@ -29,7 +29,7 @@ from coexplore.errors import CoexploreError
 from coexplore.provenance import source_digest
 from coexplore.search.base import finishing
 from coexplore.search.layer import NoValidMapping
-from coexplore.spec.yamlio import write_text
+from coexplore.spec.yamlio import write_texts
 
 
 def register(subparsers) -> None:
@@ -132,8 +132,6 @@ def load_table_option(path: str):
 
 
 def run(args) -> int:
-    from coexplore.system.tables import save_table
-
     check_job_table_source(args, "schedule")
     progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
     # everything that can be wrong is checked before the (possibly long) job-table step
@@ -159,7 +157,6 @@ def run(args) -> int:
             print(f"coexplore schedule: {exc.format()}", file=sys.stderr)
             remove_empty_created()
             return 1
-        save_table(table, out / "jobs.csv")     # the job table the schedule is for
     checkpoint = run_checkpoint(out, run_desc, "schedule", args.restart)
     # a Ctrl-C after the search (lower bound, writing, plotting) waits for the schedule to be written
     with finishing("the schedule is written") as guard:
@@ -175,6 +172,7 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
     """The search, then schedule.json, gantt.png and the summary; the exit code (130: interrupted)."""
     from coexplore.search.base import holding_stops
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
+    from coexplore.system.tables import table_csv
 
     stop_now = False          # a stop-at-once while the result was made: it is written, no chart
     try:
@@ -197,8 +195,10 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
         data["run"] = run_desc
         if args.system:
             data["job_table"] = str(out / "jobs.csv")
-        write_text(out / "schedule.json", json.dumps(data, indent=1) + "\n")
-        write_text(out / "timeline.csv", _timeline_csv(table, data))
+        files = {out / "schedule.json": json.dumps(data, indent=1) + "\n", out / "timeline.csv": _timeline_csv(table, data)}
+        if args.system:
+            files[out / "jobs.csv"] = table_csv(table)      # the job table the schedule is for
+        write_texts(files)                # together: the folder never mixes two runs' files
         if not result.interrupted:
             checkpoint.discard()          # the schedule is stored: nothing to resume
         stale = out / "jobs.csv"              # another run's job table would not match this schedule
@@ -281,7 +281,7 @@ def _out_dir(args, mapper, run_desc: dict) -> Path:
     """--out, else results/schedule/<table or system>-<searcher>-s<seed> (numbered when it holds
     another run's schedule)."""
     if args.out:
-        return chosen_dir(args.out, "schedule.json", run_desc, "schedule")
+        return chosen_dir(args.out, "schedule.json", run_desc, "schedule", writes=("jobs.csv",))   # (written or removed)
     name = table_run_name(args.table) if args.table else Path(args.system).stem
     label = Path(mapper.file).stem if mapper.file else mapper.searcher
     return default_run_dir(Path("results") / "schedule" / f"{name}-{label}-s{args.seed}", "schedule.json", run_desc)

@@ -103,20 +103,48 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.concatenate([np.repeat(a, len(b), axis=0), np.tile(b, (len(a), 1))], axis=1)
 
 
-def canonical_points(ms, chunk: int = 100_000, max_factor_points: int | None = 50_000_000) -> Iterator[np.ndarray]:
-    """Batches of encoded vectors covering each distinct mapping of `ms` exactly once, in
-    timeloop-mapper's linear order: factorisations (in index order) outermost, then per
-    factorisation the loop orders of its non-unit loops, then keep/bypass fastest.
-    `max_factor_points` None: any number of factorisations (a walk that may never end)."""
-    levels = []                      # per level with free loop orders: (level, param columns, dims)
+def _order_columns(ms):
+    """Levels with free loop orders [(level, param columns, dims)], the order and keep columns, and
+    every keep/bypass combination [2^k, k]."""
+    levels = []
     for li in range(len(ms.perm_free)):
         cols = [pi for pi, l2, _ in ms.perm_index if l2 == li]
         if cols:
             levels.append((li, cols, [d for _, l2, d in ms.perm_index if l2 == li]))
     keep_cols = [pi for pi, _, _ in ms.keep_index]
     keeps = np.array(list(itertools.product((0, 1), repeat=len(keep_cols))), np.int64)
-    keeps = keeps.reshape(2 ** len(keep_cols), len(keep_cols))
-    perm_cols = [c for _, cols, _ in levels for c in cols]
+    return levels, [c for _, cols, _ in levels for c in cols], keep_cols, keeps.reshape(2 ** len(keep_cols), -1)
+
+
+def canonical_rows(ms, chunk: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The walk of `canonical_points` one factorisation at a time, of any size: (its parameter
+    vector, its tail [T, order + keep columns]: every loop order of its non-unit loops x every
+    keep/bypass choice, keep/bypass fastest); `tail_columns(ms)` says which columns the tail fills."""
+    levels, _, _, keeps = _order_columns(ms)
+    tails: dict[tuple, np.ndarray] = {}
+    for full, temporal in _factor_chunks(ms, None, chunk):
+        for r in range(len(full)):
+            key = tuple(tuple(k for k, d in enumerate(dims) if temporal[r, li, d] > 1) for li, _, dims in levels)
+            tail = tails.get(key)
+            if tail is None:
+                orders = np.zeros((1, 0), np.int64)
+                for (li, cols, dims), nonunit in zip(levels, key):
+                    orders = _cross(orders, _level_orders(len(cols), nonunit))
+                tail = tails[key] = _cross(orders, keeps)
+            yield full[r], tail
+
+
+def tail_columns(ms) -> list[int]:
+    """The parameter columns a `canonical_rows` tail fills: loop orders, then keep/bypass."""
+    _, perm_cols, keep_cols, _ = _order_columns(ms)
+    return perm_cols + keep_cols
+
+
+def canonical_points(ms, chunk: int = 100_000, max_factor_points: int | None = 50_000_000) -> Iterator[np.ndarray]:
+    """Batches of encoded vectors covering each distinct mapping of `ms` exactly once (a chunk's
+    factorisations grouped by which loops are non-unit, for speed; `canonical_rows` walks them in
+    index order). `max_factor_points` None: any number of factorisations."""
+    levels, perm_cols, keep_cols, keeps = _order_columns(ms)
     tails: dict[tuple, np.ndarray] = {}
     buf: list[np.ndarray] = []
     size = 0

@@ -395,6 +395,22 @@ class MapSpace:
                   (((sy[:, li] > 1) & unlisted).sum(axis=1) <= most_y)
         return ok
 
+    def _bound_broken(self, m: MappingArrays, b: int) -> str:
+        """Which of the constraints' bounds mapping b breaks, in words (`satisfies` is False)."""
+        names, dims = self.arch.level_names()[::-1], self.problem.dims    # innermost level first
+        sp = m.spatial_x[b] * m.spatial_y[b]
+        for what, got, lo, hi in (("temporal", m.temporal[b], self.t_min, self.t_max),
+                                  ("spatial", sp, self.s_min, self.s_max)):
+            for li, d in np.argwhere((got > hi) | (got < lo)):
+                bound = f"{dims[d]}<={hi[li, d]}" if got[li, d] > hi[li, d] else f"{dims[d]}>={lo[li, d]}"
+                return (f"has {what} {dims[d]}={got[li, d]} at {names[li]}, against the constraints' bound "
+                        f"{bound} there")
+        used = float(np.prod(sp.astype(float)))
+        if self.min_parallelism > 0 and used < self.min_parallelism * self.arch.compute.instances * (1 - 1e-12):
+            return (f"uses {used:g} of {self.arch.compute.instances} compute instances, below the constraints' "
+                    f"min_parallelism {self.min_parallelism:g}")
+        return "places spatial loops on X and Y against the constraints' split (their spatial permutation and split)"
+
     @staticmethod
     def _axis(c: LevelConstraints, name: str) -> str:
         """'x' or 'y' where the spatial permutation and split place the dimension, else 'any'
@@ -582,6 +598,17 @@ class MapSpace:
                     X[b, pi] = 1
                     base_x[li, d] //= n
                     base_y[li, d] *= n
+            inner = list(reversed(self.arch.levels))
+            for k, a, base in ((KIND_T, m.temporal, self.base_t), (KIND_X, m.spatial_x, base_x),
+                               (KIND_Y, m.spatial_y, base_y)):
+                off = np.argwhere(a[b] % base != 0)          # a factor the constraints fix, not given
+                if len(off):
+                    li, d = off[0]
+                    which = f"mapping {b + 1} of the batch" if B > 1 else "the mapping"
+                    raise CoexploreError(f"{which} has {('temporal', 'spatial X', 'spatial Y')[k]} "
+                                         f"{self.problem.dims[d]}={a[b, li, d]} at {inner[li].name}, where the "
+                                         f"constraints fix {self.problem.dims[d]}={base[li, d]}", key="mapping",
+                                         expected="a mapping in the mapspace")
             left = {k: a[b].copy() // base for k, a, base in
                     ((KIND_T, m.temporal, self.base_t), (KIND_X, m.spatial_x, base_x),
                      (KIND_Y, m.spatial_y, base_y))}
@@ -633,8 +660,8 @@ class MapSpace:
                                          "the constraints (or the fan-out) do not allow", key="mapping",
                                          expected="a mapping in the mapspace")
             if self.has_bounds and not self.satisfies(m.take([b]))[0]:
-                raise CoexploreError(f"{where} breaks the constraints' factor bounds (X<=n / X>=n) or their "
-                                     "minimum parallelism", key="mapping", expected="a mapping in the mapspace")
+                raise CoexploreError(f"{where} {self._bound_broken(m, b)}", key="mapping",
+                                     expected="a mapping in the mapspace")
             bad = np.argwhere(d.keep[b] != m.keep[b])
             if len(bad):
                 li, si = bad[0]

@@ -60,7 +60,7 @@ class NoValidMapping(CoexploreError):
     """A search whose samples were all invalid mappings: not bad input, a failed run.
     `reasons`: the commonest failures among random mappings of the space, with counts."""
 
-    def __init__(self, samples: int, reasons: list[tuple[str, int]], custom: bool = False):
+    def __init__(self, samples: int, reasons: list[tuple[str, int]], custom: bool = False, walked: str = ""):
         why = "; ".join(f"{r} ({n})" for r, n in reasons)
         if custom:           # the model's mappings may be valid: the function refused them all
             super().__init__(f"the objective function gave no finite loss to any of the {samples:,} mappings "
@@ -72,11 +72,15 @@ class NoValidMapping(CoexploreError):
                              "np.maximum(1, cycles / cap) ** 8), or a larger budget")
         else:
             super().__init__(f"no valid mapping found in {samples:,} samples"
+                             + (f" ({walked})" if walked else "")
                              + (f"; of 1,000 random mappings of this space the commonest failures are: {why}"
                                 if why else ""),
                              key="--budget", expected="a larger budget, another searcher, or a layer/architecture "
                                                       "pair whose tiles fit")
         self.samples, self.reasons = samples, reasons
+        self.wall_s: float | None = None                 # the search's seconds and the space's size, when known
+        self.mapspace_log10: float | None = None
+        self.mapspace_size: int | None = None
 
 
 def why_invalid(ctx: Context, ms: MapSpace, n: int = 1000, seed: int = 0) -> list[tuple[str, int]]:
@@ -230,7 +234,17 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             made = _map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size, custom) if found else None
         raise MapInterrupted(made, stop_now=hold.stop_now) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
-        raise NoValidMapping(result.samples, why_invalid(ctx, ms), custom=custom is not None)
+        walked = ""
+        if getattr(searcher, "done", None) is False:     # an in-order walk cut short by the budget
+            total = getattr(searcher, "size", None)
+            walked = (f"{searcher.name} walks the mappings in order and stopped after {result.samples:,}"
+                      + (f" of {total:,}" if total else "") + ": raise --budget to walk further")
+        failed = NoValidMapping(result.samples, why_invalid(ctx, ms), custom=custom is not None, walked=walked)
+        log10 = ms.log10_size()
+        size = ms.size_exact if ms.size_exact is not None else getattr(searcher, "size", None)
+        failed.wall_s, failed.mapspace_size = wall(), size
+        failed.mapspace_log10 = (math.log10(size) if size else float("-inf")) if size is not None else log10
+        raise failed
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
         out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size,
                           custom)

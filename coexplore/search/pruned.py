@@ -110,43 +110,94 @@ class RandomPruned(_PrunedBase):
 
 class LinearPruned(_PrunedBase):
     """timeloop-mapper's linear-pruned: one in-order walk of the distinct mappings from the first
-    (`coexplore.mapspace.enumerate.canonical_points`: factorisations in index order outermost,
-    then every pruned loop order of each, then keep/bypass fastest), as Timeloop's odometer over
-    (index factorisation, loop permutation, spatial, datatype bypass) from 0. Deterministic: the
-    seed does not change it. Timeloop skips the rest of a factorisation whose every bypass choice
-    overflowed a buffer; this walk evaluates those mappings (invalid, counted), so it visits the
-    same valid mappings in more samples. Ends (`done`) when the walk has covered the space."""
+    (`coexplore.mapspace.enumerate.canonical_rows`: factorisations in index order outermost, then
+    every pruned loop order of each, then keep/bypass fastest), as Timeloop's odometer over (index
+    factorisation, loop permutation, spatial, datatype bypass) from 0. Deterministic: the seed does
+    not change it. As Timeloop, a factorisation whose every bypass choice fails under its first
+    loop order is skipped: in the model no validity check depends on the loop order, so none of its
+    other mappings is valid either (Timeloop's skip, exact here). A batch probes the next
+    factorisations (their first loop order x every bypass choice) when no accepted one has
+    mappings left, so the rest of a factorisation follows its probe in the next batch. Ends
+    (`done`) when the walk has covered the space."""
 
     name = "linear_pruned"
 
     def __init__(self, mapspace, config: LinearPrunedConfig | None = None, seed: int | None = 0):
         super().__init__(mapspace, config or LinearPrunedConfig(), seed)
-        self._walk = None
-        self._pending = np.zeros((0, mapspace.n_params), np.int64)
-        self._taken = 0                  # blocks taken from the walk (a checkpoint stores this)
+        self._walk = None                # canonical_rows, restored by re-walking `_rows_taken` rows
+        self._rows_taken = 0
+        self._ready: list[np.ndarray] = []   # candidates of accepted factorisations, in walk order
+        self._probes: list[dict] = []        # factorisations being probed: row, tail, probe size k, asked, ...
         self._ended = False
+        self._cols = None
 
     @property
     def done(self) -> bool:
         """The walk covered every distinct mapping (the best told is then the optimum)."""
-        return self._ended and not len(self._pending)
+        return self._ended and not self._ready and not self._probes
 
-    def _blocks(self):
-        from coexplore.mapspace.enumerate import canonical_points
-        return canonical_points(self.mapspace, chunk=4096, max_factor_points=None)
+    def _rows(self):
+        from coexplore.mapspace.enumerate import canonical_rows, tail_columns
+        self._cols = tail_columns(self.mapspace)
+        return canonical_rows(self.mapspace)
+
+    def _expand(self, row: np.ndarray, tail: np.ndarray) -> np.ndarray:
+        block = np.repeat(row[None, :], len(tail), axis=0)
+        block[:, self._cols] = tail
+        return block
 
     def ask(self, n: int) -> np.ndarray:
         if self._walk is None:
-            self._walk = self._blocks()
-        while len(self._pending) < n and not self._ended:
-            block = next(self._walk, None)
-            if block is None:
-                self._ended = True
-                break
-            self._taken += 1
-            self._pending = np.concatenate([self._pending, block])
-        out, self._pending = self._pending[:n], self._pending[n:]
-        return out
+            self._walk = self._rows()
+        for p in self._probes:                    # asked in a batch that was dropped (never told): again
+            if p["at"] is not None:
+                p["asked"] -= p["count"]
+                p["at"] = None
+        out, size = [], 0
+        while size < n and self._ready:          # the rest of accepted factorisations first
+            block = self._ready[0]
+            take = block[:n - size]
+            out.append(take)
+            size += len(take)
+            if len(take) == len(block):
+                self._ready.pop(0)
+            else:
+                self._ready[0] = block[len(take):]
+        k = 2 ** len(self.mapspace.keep_index)   # a probe: the first loop order x every keep/bypass choice
+        i = 0
+        while size < n:                           # then probes, open ones first, then of the next factorisations
+            if i == len(self._probes):
+                nxt = None if self._ended else next(self._walk, None)
+                if nxt is None:
+                    self._ended = True
+                    break
+                self._rows_taken += 1
+                self._probes.append({"row": nxt[0], "tail": nxt[1], "k": min(k, len(nxt[1])), "asked": 0,
+                                     "valid": False, "at": None, "count": 0})
+            p = self._probes[i]
+            i += 1
+            m = min(p["k"] - p["asked"], n - size)
+            if m <= 0:
+                continue
+            out.append(self._expand(p["row"], p["tail"][p["asked"]:p["asked"] + m]))
+            p["at"], p["count"] = size, m
+            p["asked"] += m
+            size += m
+        return np.concatenate(out) if out else np.zeros((0, self.mapspace.n_params), np.int64)
+
+    def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        losses = super().tell(batch, losses)
+        left = []
+        for p in self._probes:
+            if p["at"] is not None:
+                p["valid"] = p["valid"] or bool(np.isfinite(losses[p["at"]:p["at"] + p["count"]]).any())
+                p["at"] = None
+            if p["asked"] < p["k"]:
+                left.append(p)                    # a probe larger than the batch: the rest next time
+            elif p["valid"] and len(p["tail"]) > p["k"]:
+                self._ready.append(self._expand(p["row"], p["tail"][p["k"]:]))
+        self._probes = left
+        return losses
 
     def state_dict(self) -> dict:
         return {**self.__dict__, "_walk": None}
@@ -154,6 +205,6 @@ class LinearPruned(_PrunedBase):
     def load_state_dict(self, state: dict) -> None:
         """The walk is deterministic: a restored search re-walks it to where it was."""
         super().load_state_dict(state)
-        self._walk = self._blocks()
-        for _ in range(self._taken):
+        self._walk = self._rows()
+        for _ in range(self._rows_taken):
             next(self._walk)

@@ -339,11 +339,50 @@ def write_text(path: str | Path, text: str) -> None:
                 pass
 
 
-def write_yaml(path: str | Path, data: Any, header: str | None = None) -> None:
+def write_texts(files: dict) -> None:
+    """Write several result files of one run together: each to a temporary file first, then all
+    renamed into place at once, so a kill leaves the old set or the new one (but for the few
+    microseconds of the renames), never a folder mixing two runs' files."""
+    import os
+    import tempfile
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, text in files.items():
+            path = Path(path)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+                staged.append((tmp, path))
+                umask = os.umask(0)
+                os.umask(umask)
+                os.fchmod(fd, 0o666 & ~umask)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as exc:
+                raise CoexploreError(f"cannot write: {exc.strerror or exc}", file=str(path),
+                                     expected="a writable file in a folder with free space") from None
+        while staged:
+            tmp, path = staged[0]
+            os.replace(tmp, path)
+            staged.pop(0)
+    finally:
+        for tmp, _ in staged:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def yaml_text(data: Any, header: str | None = None) -> str:
+    """`data` as YAML text, after `header` as comment lines."""
     text = dump_yaml(data)
     if header:
         text = "".join(f"# {line}\n" for line in header.splitlines()) + text
-    write_text(path, text)
+    return text
+
+
+def write_yaml(path: str | Path, data: Any, header: str | None = None) -> None:
+    write_text(path, yaml_text(data, header))
 
 
 def require(mapping: Any, key: str, *, file: str | None, where: str, expected: str) -> Any:

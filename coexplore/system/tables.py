@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import read_text
+from coexplore.spec.yamlio import read_text, write_text
 from coexplore.system.jobs import Job, JobTable
 
 _KIND = {"0": "FC", "1": "CONV", "2": "DSCONV", "3": "GEMM"}  # MAGMA's T column
@@ -141,9 +141,13 @@ def _dim(cell: str):
 
 def save_table(table: JobTable, path: str | Path) -> None:
     """Write a job table in the same CSV format (the job's DNN and layer, descriptive dims kept,
-    energy if known; latencies in cycles, bandwidth needs in bytes/cycle, energies in pJ)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    energy if known; latencies in cycles, bandwidth needs in bytes/cycle, energies in pJ),
+    atomically (`table_csv` gives the text)."""
+    write_text(path, table_csv(table))
+
+
+def table_csv(table: JobTable) -> str:
+    """A job table as the CSV text `save_table` writes and `load_table` reads."""
     dim_names: list[str] = []
     for job in table.jobs:
         for k, _ in job.dims:
@@ -155,7 +159,7 @@ def save_table(table: JobTable, path: str | Path) -> None:
     energy = table.has_energy()
     if energy:
         header += [f"en_{c}" for c in table.cores]
-    with path.open("w", newline="") as fh:
+    with io.StringIO(newline="") as fh:
         w = csv.writer(fh)
         w.writerow(header)
         for j, job in enumerate(table.jobs):
@@ -166,3 +170,4 @@ def save_table(table: JobTable, path: str | Path) -> None:
             if energy:
                 row += [repr(float(v)) for v in table.energy[j]]
             w.writerow(row)
+        return fh.getvalue()

@@ -1,0 +1,100 @@
+"""A result folder holds one run's files: they are written together (a kill leaves the old set or the
+new one), a job table is written atomically, and commands that write files of one name into a shared
+--out are kept apart (a review found a schedule.json beside another run's jobs.csv)."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from coexplore.cli.main import main
+from coexplore.errors import CoexploreError
+from coexplore.spec.yamlio import write_texts
+from coexplore.system.jobs import Job, JobTable
+from coexplore.system.tables import load_table, save_table
+
+from conftest import CORPUS
+
+LAYERS = CORPUS / "layers"
+QUIET = ["--no-progress", "--no-plot", "--layer-budget", "50"]
+
+
+def _system(tmp_path):
+    (tmp_path / "layers").mkdir(exist_ok=True)
+    shutil.copy(LAYERS / "tiny_conv.yaml", tmp_path / "layers" / "1_tiny.yaml")
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 16}\n  cores:\n  - {template: simba, count: 2}\n"
+                    "workloads: [layers]\n")
+    return path
+
+
+def test_files_written_together_are_all_replaced_or_none(tmp_path):
+    (tmp_path / "a.txt").write_text("old")
+    (tmp_path / "plain").write_text("a file, not a folder")
+    with pytest.raises(CoexploreError):
+        write_texts({tmp_path / "a.txt": "new", tmp_path / "plain" / "b.txt": "new"})
+    assert (tmp_path / "a.txt").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "plain"]     # no temporary file left
+
+
+def test_a_failing_rename_leaves_no_temporary_files(tmp_path, monkeypatch):
+    real = os.replace
+    calls = []
+
+    def replace(a, b):
+        calls.append(b)
+        if len(calls) == 2:
+            raise KeyboardInterrupt          # a stop between the renames
+        return real(a, b)
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        write_texts({tmp_path / "a.txt": "1", tmp_path / "b.txt": "2", tmp_path / "c.txt": "3"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def test_a_job_table_is_written_whole_and_reads_back(tmp_path):
+    t = JobTable([Job("x.l0", dnn="x", layer="l0"), Job("x.l1", dnn="x", layer="l1")], ["a", "b"],
+                 np.array([[10.0, 20.0], [30.0, np.inf]]), np.array([[1.0, 2.0], [3.0, 0.0]]))
+    save_table(t, tmp_path / "jobs.csv")
+    back = load_table(tmp_path / "jobs.csv")
+    np.testing.assert_array_equal(back.latency, t.latency)
+    assert [p.name for p in tmp_path.iterdir()] == ["jobs.csv"]
+
+
+def test_an_interrupted_schedule_leaves_the_earlier_runs_job_table(tmp_path, monkeypatch, capsys):
+    """jobs.csv is written with schedule.json, not before the search: a stop during the search of
+    another run into the same folder leaves the earlier run's pair as it was."""
+    system = _system(tmp_path)
+    out = tmp_path / "o"
+    assert main(["schedule", str(system), *QUIET, "--budget", "20", "--out", str(out)]) == 0
+    before = {n: (out / n).read_text() for n in ("jobs.csv", "schedule.json")}
+    import coexplore.system.schedule as sched
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sched, "search_schedule", stop)
+    (tmp_path / "layers" / "2_tiny.yaml").write_text((LAYERS / "tiny_conv.yaml").read_text())   # another run
+    assert main(["schedule", str(system), *QUIET, "--budget", "20", "--out", str(out)]) == 130
+    assert {n: (out / n).read_text() for n in ("jobs.csv", "schedule.json")} == before
+
+
+def test_schedule_and_online_do_not_share_an_out_folder(tmp_path, capsys):
+    system = _system(tmp_path)
+    out = tmp_path / "o"
+    assert main(["schedule", str(system), *QUIET, "--budget", "20", "--out", str(out)]) == 0
+    jobs = (out / "jobs.csv").read_text()
+    capsys.readouterr()
+    assert main(["online", str(system), *QUIET, "--requests", "5", "--seeds", "1", "--schedulers", "fcfs",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "holds the result of another command (schedule.json), whose jobs.csv this run would replace" in err
+    assert (out / "jobs.csv").read_text() == jobs and not (out / "online.json").exists()
+    other = tmp_path / "p"
+    assert main(["online", str(system), *QUIET, "--requests", "5", "--seeds", "1", "--schedulers", "fcfs",
+                 "--out", str(other)]) == 0
+    data = json.loads((other / "online.json").read_text())
+    assert data["schedulers"]["fcfs"]["sla_rate"] >= 0
+    assert main(["schedule", str(system), *QUIET, "--budget", "20", "--out", str(other)]) == 2
+    assert "(online.json)" in capsys.readouterr().err
