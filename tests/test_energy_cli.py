@@ -274,7 +274,11 @@ def test_a_subclass_is_priced_as_its_class_whatever_the_class(tmp_path):
     assert estimate_component("SRAM", {**attrs, "subclass": "regfile"}).actions == regfile
     assert estimate_component("storage", attrs, subclass="regfile").actions == regfile
     assert estimate_component("SRAM", attrs).actions != regfile
-    for cls, attrs2, key in (("SRAM", {**attrs, "subclass": "register"}, "subclass"), ("SRAM_fifo", {}, "class")):
+    # a subclass of the user's own: priced as its class, and said so (it was silently so)
+    own = estimate_component("SRAM", {**attrs, "subclass": "register"})
+    assert own.actions == estimate_component("SRAM", attrs).actions and not own.accelergy_compatible
+    assert any("subclass register has no built-in estimator: priced as its class SRAM" in w for w in own.warnings)
+    for cls, attrs2, key in (("storage", {**attrs, "subclass": "register"}, "subclass"), ("SRAM_fifo", {}, "class")):
         with pytest.raises(CoexploreError) as err:
             estimate_component(cls, attrs2)
         assert err.value.key == key and "no built-in estimator" in err.value.message

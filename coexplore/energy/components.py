@@ -171,10 +171,21 @@ def estimate_component(class_name: str, attributes: dict, *, subclass: str | Non
     """Price one component of Accelergy class `class_name` (pJ per action, um^2).
 
     A `subclass: X` is priced as X, as Accelergy does (`class: storage` / `compute` with the
-    Accelergy class as subclass, v0.3's form; `class: SRAM, subclass: register`). `sram_model`
+    Accelergy class as subclass, v0.3's form; `class: SRAM, subclass: regfile`); a subclass with no
+    built-in estimator (a compound class of the user's: `class: SRAM, subclass: register`) is
+    priced as its class, with a warning, or refused when the class is Timeloop's. `sram_model`
     replaces the packaged CACTI surfaces (for cross-validation). Port counts other than one
     read-write port are not modelled: the estimate says so in its warnings."""
-    est = _estimate(class_name, attributes, subclass=subclass, classes=classes, sram_model=sram_model)
+    sub = subclass or (attributes or {}).get("subclass")
+    if sub and sub not in CLASSES and class_name in CLASSES and class_name != "storage":
+        # a subclass of the user's own (a compound class coexplore does not read): its class instead, said
+        est = _estimate(class_name, {k: v for k, v in (attributes or {}).items() if k != "subclass"},
+                        subclass=None, classes=classes, sram_model=sram_model)
+        est = dataclasses.replace(est, accelergy_compatible=False, warnings=(
+            *est.warnings, f"subclass {sub} has no built-in estimator: priced as its class {class_name} "
+                           f"(Accelergy prices it as {sub}, with that class's energies)"))
+    else:
+        est = _estimate(class_name, attributes, subclass=subclass, classes=classes, sram_model=sram_model)
     ports = {k: v for k, v in (attributes or {}).items() if k in _PORTS and str(v) != str(_PORTS[k])}
     if ports and est.class_name in ("SRAM", "smartbuffer_SRAM", "regfile", "smartbuffer_RF"):
         note = ("ports " + ", ".join(f"{k}: {v}" for k, v in ports.items()) + " are not modelled: priced as one "

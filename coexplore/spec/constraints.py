@@ -150,7 +150,8 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         raise CoexploreError(f"unrecognized constraint type '{kind}'", file=file, key=f"{key}.type",
                              expected=" | ".join(TYPES))
     applied = _APPLIED[kind] if macros else _APPLIED[kind] - _MACROS    # (timeloopfe's, not Timeloop's)
-    c.ignored += [f"{key}.{k}" + _resembling(str(k), applied) for k in body
+    where = f" in {Path(str(file)).name}" if file else ""      # (several constraints files are combined)
+    c.ignored += [f"{key}.{k}" + _resembling(str(k), applied) + where for k in body
                   if k not in applied | {"target", "type", "name"}]
     for rule in ("no_iteration_over_dataspaces", "must_iterate_over_dataspaces") if macros else ():
         if kind in ("temporal", "spatial") and body.get(rule) is not None:
@@ -226,7 +227,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
             raise _respecified("min parallelism/utilization", level, file, key)
         c.min_parallelism = float(v)
     elif kind in NOT_APPLIED_TYPES:
-        c.ignored.append(f"{key} (type {kind}: not modelled by the mapspace)")
+        c.ignored.append(f"{key} (type {kind}: not modelled by the mapspace)" + (f" in {Path(str(file)).name}" if file else ""))
 
 
 def _same_order(a: list, b: list, c: LevelConstraints, kind: str, problem=None) -> bool:
