@@ -492,3 +492,19 @@ def test_an_in_order_walk_cut_short_says_so_when_it_found_nothing(tmp_path):
     data = json.loads((tmp_path / "o" / "result.json").read_text())     # the keys of a run that found one
     assert data["best"] is None and data["cached"] is False and data["wall_s"] > 0
     assert data["mapspace_log10_size"] > 10
+
+
+def test_a_specs_own_mapper_section_unused_without_searcher_is_said(tmp_path):
+    """A timeloopfe spec with a `mapper:` section: `coexplore map SPEC` runs marl, as documented, and
+    now says so (a user study took the section for applied)."""
+    first = Path(__file__).resolve().parents[1] / "examples" / "first_design"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text((first / "two_level.yaml").read_text() + "\n" + (first / "conv1d.yaml").read_text()
+                    + "\nmapper: {algorithm: random-pruned, optimization-metrics: [energy]}\n")
+    r = cli("map", spec, "--budget", "100", "--no-cache", "--no-progress", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert "has a timeloop-mapper `mapper:` section, which is used with --searcher" in r.stderr
+    assert "this run uses marl (edp)" in r.stderr
+    r = cli("map", spec, "--searcher", spec, "--budget", "100", "--no-cache", "--no-progress", "--out", tmp_path / "p")
+    assert r.returncode == 0 and "`mapper:` section" not in r.stderr
+    assert json.loads((tmp_path / "p" / "result.json").read_text())["searcher"] == "random_pruned"
