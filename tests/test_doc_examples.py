@@ -97,3 +97,11 @@ def test_doc_example_runs_and_prints_what_it_says(name, code, tmp_path, monkeypa
         assert any(matches(printed[n], c) for c in said), f"{name} line {n} printed {printed[n]!r}, the doc says {said}"
         checked += 1
     assert checked or not any(l.lstrip().startswith("print(") for l in lines)
+
+
+def test_python_dash_m_coexplore_is_the_command():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "coexplore", "map", "--searcher", "nosuch", "x.yaml"],
+                       capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert r.returncode == 2 and r.stderr.startswith("coexplore map: error:") and "Traceback" not in r.stderr

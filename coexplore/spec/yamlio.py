@@ -326,6 +326,8 @@ def write_text(path: str | Path, text: str) -> None:
         os.fchmod(fd, 0o666 & ~umask)         # as a plain open() would (mkstemp makes it private)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())            # on disk before it replaces the old file (a power loss)
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:
@@ -358,6 +360,8 @@ def write_texts(files: dict) -> None:
                 os.fchmod(fd, 0o666 & ~umask)
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write(text)
+                    fh.flush()
+                    os.fsync(fh.fileno())
             except OSError as exc:
                 raise CoexploreError(f"cannot write: {exc.strerror or exc}", file=str(path),
                                      expected="a writable file in a folder with free space") from None
