@@ -103,3 +103,35 @@ def test_a_restored_walk_ends_as_an_uninterrupted_one(small, tmp_path):
     again = LinearPruned(ms)
     res = run_search(again, objective, 10 ** 6, batch_size=40, checkpoint=Checkpoint(tmp_path / "c.pkl", key="k"))
     assert res.best_loss == full.best_loss and res.samples == full.samples and again.done
+
+
+def test_a_dropped_batch_of_an_accepted_factorisations_rest_is_asked_again(small):
+    """A batch asked and never told (a Ctrl-C inside the objective, the searcher run again) loses
+    nothing, also when it held the rest of an accepted factorisation (a review found 40 lost)."""
+    ctx, ms, objective = small
+    full = run_search(LinearPruned(ms), objective, 10 ** 6, batch_size=40)
+    s = LinearPruned(ms)
+    while not s._ready:
+        batch = s.ask(40)
+        s.tell(batch, objective(batch))
+    s.ask(40)                                    # dropped
+    res = run_search(s, objective, 10 ** 6, batch_size=40)
+    assert res.samples == full.samples and res.best_loss == full.best_loss and s.done
+
+
+def test_an_objective_of_the_users_walks_every_mapping(small):
+    """A function may give valid mappings an infinite loss (a cap): no factorisation is skipped then,
+    so the walk's end is the optimum of that function."""
+    from coexplore.mapspace.enumerate import canonical_points
+    from coexplore.search.layer import map_layer
+    ctx, ms, _ = small
+    every = np.concatenate(list(canonical_points(ms, chunk=5000)))
+    energy = make_objective(ctx, ms, "energy")(every)
+    cap = np.nanpercentile(np.where(np.isfinite(energy), energy, np.nan), 5)
+
+    def capped(m):                               # least energy... within a cap: the largest energy below it
+        return np.where(m["energy"] > cap, np.inf, -m["energy"])
+    want = np.min(np.where(energy > cap, np.inf, -energy))
+    res = map_layer(ctx, ms.constraints, "linear_pruned", 10 ** 6, seed=0, objective=capped)
+    assert res.exhausted is True and res.samples == len(every)
+    assert -res.best["energy_pJ"] == pytest.approx(want, rel=1e-12)

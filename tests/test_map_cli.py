@@ -508,3 +508,14 @@ def test_a_specs_own_mapper_section_unused_without_searcher_is_said(tmp_path):
     r = cli("map", spec, "--searcher", spec, "--budget", "100", "--no-cache", "--no-progress", "--out", tmp_path / "p")
     assert r.returncode == 0 and "`mapper:` section" not in r.stderr
     assert json.loads((tmp_path / "p" / "result.json").read_text())["searcher"] == "random_pruned"
+
+
+def test_an_earlier_linear_pruned_mapper_file_still_runs_and_real_log_settings_are_quiet(tmp_path):
+    from coexplore.cli.map import resolve_spec
+    old = tmp_path / "lp.yaml"            # the bundled mappers/linear_pruned.yaml before it became Timeloop's walk
+    old.write_text("searcher: linear_pruned\nobjective: edp\nbatch_size: 100\nconfig:\n  max_permutations_per_if_visit: 16\n")
+    spec = resolve_spec(str(old), None, None)
+    assert spec.searcher == "linear_pruned" and any("max_permutations_per_if_visit is not used" in n for n in spec.notes)
+    tl = tmp_path / "tl.yaml"             # settings timeloopfe writes: display/log only
+    tl.write_text("mapper:\n  algorithm: random-pruned\n  log-interval: 1\n  log-oaves: false\n  log-oaves-mappings: false\n")
+    assert resolve_spec(str(tl), None, None).notes == []

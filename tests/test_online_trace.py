@@ -107,3 +107,10 @@ def test_options_the_trace_replaces_are_refused_and_an_instant_needs_a_load(tmp_
     system = served_system(load_table(table), 10.0)
     want = simulate(system, RequestStream(np.zeros(2), np.full(2, 5000.0), np.array([0, 1])), heuristic("edf")).finish
     assert [float(r["finish_edf"]) for r in rows] == want.tolist() and np.isfinite(want).all()
+
+
+def test_a_trace_saved_by_excel_with_a_byte_order_mark_is_read(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_bytes("\ufeffdnn,arrival_cycle,deadline_cycle\ncnn,0,5\ngemm,1,9\n".encode("utf-8"))
+    (s,) = read_trace(trace, ["cnn", "gemm"]).values()
+    assert s.model.tolist() == [0, 1] and s.deadline.tolist() == [5.0, 9.0]

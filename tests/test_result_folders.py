@@ -98,3 +98,27 @@ def test_schedule_and_online_do_not_share_an_out_folder(tmp_path, capsys):
     assert data["schedulers"]["fcfs"]["sla_rate"] >= 0
     assert main(["schedule", str(system), *QUIET, "--budget", "20", "--out", str(other)]) == 2
     assert "(online.json)" in capsys.readouterr().err
+
+
+def test_a_folder_in_the_way_of_a_result_file_is_said_before_any_file_is_replaced(tmp_path):
+    (tmp_path / "a.txt").write_text("old")
+    (tmp_path / "b.txt").mkdir()
+    with pytest.raises(CoexploreError, match="is a folder"):
+        write_texts({tmp_path / "a.txt": "new", tmp_path / "b.txt": "x"})
+    assert (tmp_path / "a.txt").read_text() == "old"
+
+
+def test_a_schedule_of_a_table_beside_an_online_run_without_a_job_table_is_not_refused(tmp_path, capsys):
+    """The shared-name check refuses only when the file is there and this run would touch it."""
+    t = JobTable([Job("x.l0", dnn="x", layer="l0")], ["a"], np.array([[10.0]]), np.array([[1.0]]))
+    save_table(t, tmp_path / "t.csv")
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "online.json").write_text("{}")
+    assert main(["schedule", "--table", str(tmp_path / "t.csv"), "--bandwidth", "4", "--budget", "10",
+                 "--no-progress", "--no-plot", "--out", str(out)]) == 0
+    save_table(t, out / "jobs.csv")              # the input table itself in that folder: kept, no note
+    capsys.readouterr()
+    assert main(["schedule", "--table", str(out / "jobs.csv"), "--bandwidth", "4", "--budget", "10",
+                 "--no-progress", "--no-plot", "--out", str(out)]) == 0
+    assert "of no coexplore run" not in capsys.readouterr().err and (out / "jobs.csv").exists()

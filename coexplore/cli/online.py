@@ -166,7 +166,8 @@ def run(args) -> int:
     rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
     simulations = len(names) * args.seeds * len(loads) + (2 * train.pairs * train.streams * train.generations
                                              if "relmas" in names and not args.policy else 0)
-    note = stream_size_note(system, rates, scenario.requests, simulations)
+    note = stream_size_note(system, rates, max(len(st) for st in streams.values()) if streams else scenario.requests,
+                            simulations)
     if note:
         print(f"coexplore online: note: {note}", file=sys.stderr)
     _say_dram_overload(system, scenario, loads)
@@ -203,11 +204,11 @@ def run(args) -> int:
     if len(loads) > 1:
         data["loads"] = [entries[load] for load in sorted(loads)]
     seeds = _seeds(args, streams)
-    files = {out / RESULT: json.dumps(data, indent=1) + "\n", out / "results.csv": _results_csv(by_load, seeds),
-             out / "requests.csv": _requests_csv(system, results, seeds)}
+    files = {out / "results.csv": _results_csv(by_load, seeds), out / "requests.csv": _requests_csv(system, results, seeds)}
     if args.system:
         from coexplore.system.tables import table_csv
         files[out / "jobs.csv"] = table_csv(table)
+    files[out / RESULT] = json.dumps(data, indent=1) + "\n"          # the record last
     write_texts(files)                # together: the folder never mixes two runs' files
     png = None
     if not args.no_plot:

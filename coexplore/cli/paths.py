@@ -159,7 +159,7 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writ
     never overwritten."""
     out = hold(output_dir(path))
     for other, owned in SHARED_NAMES.items():     # another command's result whose files this one would replace
-        clash = sorted(set(owned) & set(writes))
+        clash = sorted(f for f in set(owned) & set(writes) if (out / f).exists())
         if other != result_file and (out / other).is_file() and clash:
             raise CoexploreError(f"holds the result of another command ({other}), whose {', '.join(clash)} this "
                                  "run would replace", file=str(out), key="--out",

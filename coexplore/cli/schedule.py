@@ -195,9 +195,10 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
         data["run"] = run_desc
         if args.system:
             data["job_table"] = str(out / "jobs.csv")
-        files = {out / "schedule.json": json.dumps(data, indent=1) + "\n", out / "timeline.csv": _timeline_csv(table, data)}
+        files = {out / "timeline.csv": _timeline_csv(table, data)}
         if args.system:
             files[out / "jobs.csv"] = table_csv(table)      # the job table the schedule is for
+        files[out / "schedule.json"] = json.dumps(data, indent=1) + "\n"     # the record last
         write_texts(files)                # together: the folder never mixes two runs' files
         if not result.interrupted:
             checkpoint.discard()          # the schedule is stored: nothing to resume
@@ -281,7 +282,9 @@ def _out_dir(args, mapper, run_desc: dict) -> Path:
     """--out, else results/schedule/<table or system>-<searcher>-s<seed> (numbered when it holds
     another run's schedule)."""
     if args.out:
-        return chosen_dir(args.out, "schedule.json", run_desc, "schedule", writes=("jobs.csv",))   # (written or removed)
+        given = Path(args.out) / "jobs.csv"       # written (a system's table), or removed unless it is the --table
+        touched = args.system or (given.exists() and given.resolve() != Path(args.table).resolve())
+        return chosen_dir(args.out, "schedule.json", run_desc, "schedule", writes=("jobs.csv",) if touched else ())
     name = table_run_name(args.table) if args.table else Path(args.system).stem
     label = Path(mapper.file).stem if mapper.file else mapper.searcher
     return default_run_dir(Path("results") / "schedule" / f"{name}-{label}-s{args.seed}", "schedule.json", run_desc)

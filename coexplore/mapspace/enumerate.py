@@ -51,12 +51,12 @@ def _unravel(start: int, count: int, sizes: list[int]) -> list[np.ndarray]:
         cut -= 1
         low *= sizes[cut]
     offset = start % low + np.arange(count, dtype=np.int64)
-    high = start // low + offset // low            # (a chunk shorter than `low` spans two values at most)
+    carry = offset // low                          # (a chunk shorter than `low` spans two values at most)
     digits_low = list(np.unravel_index(offset % low, sizes[cut:])) if cut < len(sizes) else []
     digits_high = [np.zeros(count, np.int64) for _ in sizes[:cut]]
-    for h in np.unique(high):
-        rows = high == h
-        value = int(h)
+    for h in np.unique(carry):
+        rows = carry == h
+        value = start // low + int(h)              # (a Python integer: beyond int64 too)
         for i in range(cut - 1, -1, -1):
             value, digits_high[i][rows] = divmod(value, sizes[i])
     return digits_high + digits_low

@@ -35,7 +35,7 @@ def read_trace(path: str | Path, model_names: list[str] | tuple[str, ...]) -> di
     if len(rows) < 2:
         raise CoexploreError("the trace has no requests" if rows else "the trace is empty", file=path,
                              expected=EXPECTED)
-    header = [h.strip().lower() for h in rows[0][1]]
+    header = [h.strip().lstrip("\ufeff").lower() for h in rows[0][1]]       # (Excel's "CSV UTF-8" BOM)
     col = {h: i for i, h in enumerate(header)}
     for need in ("arrival_cycle", "deadline_cycle"):
         if need not in col:

@@ -219,6 +219,9 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             out.mapping = from_arrays(arrays, 0, ctx.arch, ctx.problem)
             return out
     searcher = registry.make_searcher(spec, ms, seed)
+    if custom is not None and getattr(searcher.config if hasattr(searcher, "config") else None, "skip_failed", False):
+        # a function of the user's may give a valid mapping an infinite loss: walk every mapping
+        searcher.config = dataclasses.replace(searcher.config, skip_failed=False)
     t0 = time.perf_counter()
 
     def wall():                 # search seconds, those before a resumed checkpoint included
@@ -243,7 +246,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         log10 = ms.log10_size()
         size = ms.size_exact if ms.size_exact is not None else getattr(searcher, "size", None)
         failed.wall_s, failed.mapspace_size = wall(), size
-        failed.mapspace_log10 = (math.log10(size) if size else float("-inf")) if size is not None else log10
+        failed.mapspace_log10 = (math.log10(size) if size else None) if size is not None else log10
         raise failed
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
         out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size,

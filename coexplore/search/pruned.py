@@ -26,8 +26,12 @@ class RandomPrunedConfig:
 
 @dataclass
 class LinearPrunedConfig:
-    """No settings: Timeloop's linear-pruned walks every loop order (its max-permutations-per-if-visit
-    is random-pruned's)."""
+    """Timeloop's linear-pruned walks every loop order (its max-permutations-per-if-visit is
+    random-pruned's). `skip_failed`: skip a factorisation whose every bypass choice fails under its
+    first loop order, as Timeloop does; exact for coexplore's objectives (a loss is infinite only for
+    an invalid mapping); `map_layer` turns it off for an objective function of the user's, which may
+    give a valid mapping an infinite loss."""
+    skip_failed: bool = True
 
 
 class _PrunedBase(Searcher):
@@ -127,6 +131,7 @@ class LinearPruned(_PrunedBase):
         self._walk = None                # canonical_rows, restored by re-walking `_rows_taken` rows
         self._rows_taken = 0
         self._ready: list[np.ndarray] = []   # candidates of accepted factorisations, in walk order
+        self._untold: list[np.ndarray] = []  # of those, the ones asked in the last batch (until told)
         self._probes: list[dict] = []        # factorisations being probed: row, tail, probe size k, asked, ...
         self._ended = False
         self._cols = None
@@ -153,11 +158,13 @@ class LinearPruned(_PrunedBase):
             if p["at"] is not None:
                 p["asked"] -= p["count"]
                 p["at"] = None
+        self._ready[:0], self._untold = self._untold, []
         out, size = [], 0
         while size < n and self._ready:          # the rest of accepted factorisations first
             block = self._ready[0]
             take = block[:n - size]
             out.append(take)
+            self._untold.append(take)              # (given back if the batch is never told)
             size += len(take)
             if len(take) == len(block):
                 self._ready.pop(0)
@@ -187,6 +194,7 @@ class LinearPruned(_PrunedBase):
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
         losses = super().tell(batch, losses)
+        self._untold = []
         left = []
         for p in self._probes:
             if p["at"] is not None:
@@ -194,7 +202,7 @@ class LinearPruned(_PrunedBase):
                 p["at"] = None
             if p["asked"] < p["k"]:
                 left.append(p)                    # a probe larger than the batch: the rest next time
-            elif p["valid"] and len(p["tail"]) > p["k"]:
+            elif (p["valid"] or not self.config.skip_failed) and len(p["tail"]) > p["k"]:
                 self._ready.append(self._expand(p["row"], p["tail"][p["k"]:]))
         self._probes = left
         return losses

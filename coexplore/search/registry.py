@@ -212,7 +212,8 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     except CoexploreError as exc:      # name the setting as written in the file, not the config field
         raise _as_timeloop_key(exc, spelled, file) from None
     spec = mapper_spec(name, config=config, objective=objective)
-    quiet = {"version", "live_status", "diagnostics", "log_stats", "log_suboptimal", "log_all", "out_prefix"}
+    quiet = {"version", "live_status", "diagnostics", "log_stats", "log_suboptimal", "log_all", "out_prefix",
+             "log_interval", "log_oaves", "log_oaves_mappings"}
     known = {*quiet, *fields, "algorithm", "optimization_metric", "optimization_metrics", *_TIMELOOP_NOT_USED}
     used_not = sorted(spelled[k] for k in sec if k not in quiet and k in known)    # as the file spells them
     spec.notes = [f"timeloop-mapper settings not used: {', '.join(used_not)} (coexplore stops after --budget "
@@ -263,7 +264,21 @@ def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
     name = data["searcher"]
     _, config_cls = _lookup(name, file)
     objective, batch = _checked_run_options(data.get("objective", "edp"), data.get("batch_size", 100), file)
-    return MapperSpec(name, objective, batch, config_from_dict(config_cls, data.get("config"), file))
+    config, notes = data.get("config"), []
+    retired = _RETIRED.get(name, {})
+    if isinstance(config, dict) and set(config) & set(retired):
+        config = dict(config)
+        for key in sorted(set(config) & set(retired)):
+            del config[key]
+            notes.append(f"{file}: config.{key} is not used: {retired[key]}")
+    spec = MapperSpec(name, objective, batch, config_from_dict(config_cls, config, file))
+    spec.notes = notes
+    return spec
+
+
+# settings a searcher no longer has (a mapper file written for an earlier version): dropped, with why
+_RETIRED = {"linear_pruned": {"max_permutations_per_if_visit": "linear_pruned walks every loop order, as Timeloop's "
+                                                                "linear-pruned (the setting is random_pruned's)"}}
 
 
 def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:

@@ -343,14 +343,16 @@ def write_text(path: str | Path, text: str) -> None:
 
 def write_texts(files: dict) -> None:
     """Write several result files of one run together: each to a temporary file first, then all
-    renamed into place at once, so a kill leaves the old set or the new one (but for the few
-    microseconds of the renames), never a folder mixing two runs' files."""
+    renamed into place in the order given (the run's record last), so a kill leaves the old set or
+    the new one (but for the microseconds of the renames), not a folder mixing two runs' files."""
     import os
     import tempfile
     staged: list[tuple[str, Path]] = []
     try:
         for path, text in files.items():
             path = Path(path)
+            if path.is_dir():                     # (checked before any file is replaced)
+                raise CoexploreError("is a folder", file=str(path), expected="a file name free for the result")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -367,7 +369,11 @@ def write_texts(files: dict) -> None:
                                      expected="a writable file in a folder with free space") from None
         while staged:
             tmp, path = staged[0]
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise CoexploreError(f"cannot write: {exc.strerror or exc}", file=str(path),
+                                     expected="a writable file in a folder with free space") from None
             staged.pop(0)
     finally:
         for tmp, _ in staged:
