@@ -219,7 +219,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             out.mapping = from_arrays(arrays, 0, ctx.arch, ctx.problem)
             return out
     searcher = registry.make_searcher(spec, ms, seed)
-    if custom is not None and getattr(searcher.config if hasattr(searcher, "config") else None, "skip_failed", False):
+    if custom is not None and getattr(getattr(searcher, "config", None), "skip_failed", False):
         # a function of the user's may give a valid mapping an infinite loss: walk every mapping
         searcher.config = dataclasses.replace(searcher.config, skip_failed=False)
     t0 = time.perf_counter()
