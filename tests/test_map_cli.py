@@ -519,3 +519,11 @@ def test_an_earlier_linear_pruned_mapper_file_still_runs_and_real_log_settings_a
     tl = tmp_path / "tl.yaml"             # settings timeloopfe writes: display/log only
     tl.write_text("mapper:\n  algorithm: random-pruned\n  log-interval: 1\n  log-oaves: false\n  log-oaves-mappings: false\n")
     assert resolve_spec(str(tl), None, None).notes == []
+
+
+def test_timeloops_spelling_of_a_searcher_name_is_taken():
+    from coexplore.cli.map import resolve_spec
+    assert resolve_spec("random-pruned", None, None).searcher == "random_pruned"
+    assert resolve_spec("linear-pruned", None, None).searcher == "linear_pruned"
+    with pytest.raises(registry.CoexploreError, match="unknown searcher"):
+        resolve_spec("no-such-searcher", None, None)

@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -293,7 +294,11 @@ def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:
 
 def load_mapper(path) -> MapperSpec:
     """A mapper YAML, or a searcher by name: its bundled mappers/<name>.yaml (`marl` ->
-    mappers/marl.yaml), else its default settings. The one place a mapper name is resolved."""
+    mappers/marl.yaml), else its default settings. The one place a mapper name is resolved.
+    Timeloop's spelling of a name (`random-pruned`, `linear-pruned`) is the searcher's."""
+    if isinstance(path, str) and "-" in path and not Path(path).suffix and path.replace("-", "_") in SEARCHERS \
+            and not Path(path).exists():
+        path = path.replace("-", "_")
     found = resolve("mappers", path)
     if found.is_dir():
         raise CoexploreError("a folder, not a mapper file", file=str(found),
