@@ -278,7 +278,11 @@ def test_timeloop_mapper_good_settings_still_translate(tmp_path):
     spec = load_mapper(f)
     assert (spec.searcher, spec.objective) == ("random_pruned", "latency")
     assert spec.config.max_permutations_per_if_visit == 4
-    assert len(spec.notes) == 1 and "num-threads" in spec.notes[0]      # as the file spells it
+    assert len(spec.notes) == 2 and "num-threads" in spec.notes[0]      # as the file spells it
+    assert "hybrid algorithm runs as random_pruned" in spec.notes[1]
+    f.write_text("mapper: {algorithm: random-pruned, optimization-metrics: [energy, delay]}\n")
+    assert load_mapper(f).notes == ["optimization metrics ['energy', 'delay']: the objective is energy, without "
+                                    "a tie-break by delay"]
 
 
 def test_an_architecture_given_only_as_arch_yaml_is_read(corpus_copy):

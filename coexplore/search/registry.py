@@ -219,6 +219,11 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     used_not = sorted(spelled[k] for k in sec if k not in quiet and k in known)    # as the file spells them
     spec.notes = [f"timeloop-mapper settings not used: {', '.join(used_not)} (coexplore stops after --budget "
                   "samples, single-threaded)"] if used_not else []
+    if alg == "hybrid":
+        spec.notes.append("timeloop-mapper's hybrid algorithm runs as random_pruned (coexplore has no hybrid)")
+    if len(metrics) > 1 and objective != "latency":
+        spec.notes.append(f"optimization metrics {list(metrics)}: the objective is {objective}, without a "
+                          f"tie-break by {metrics[1]}")
     for k in sorted(sec):                 # a misspelt key: Timeloop ignores it too, and its default applies
         if k in known:
             continue
