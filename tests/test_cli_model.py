@@ -428,3 +428,16 @@ def test_check_constraints_names_the_constraint_a_mapping_breaks(tmp_path, facto
             "--constraints", cons, "--json")
     got = json.loads(r.stdout)
     assert got["constraints_kept"] is False and says in got["constraints_error"], got["constraints_error"]
+
+
+def test_check_constraints_says_in_text_that_they_are_kept():
+    arch = CORPUS / "arches" / "eyeriss_like"
+    for case in sorted((CORPUS / "public" / "eyeriss_like").glob("*/*")):
+        if json.loads((case / "expected.json").read_text()).get("source") == "mapper_best":
+            r = cli("evaluate", arch / "processed.yaml", CORPUS / "layers" / f"{case.parent.name}.yaml",
+                    case / "mapping.yaml", "--check-constraints")
+            assert "Constraints   : kept" in r.stdout, r.stderr
+            r = cli("evaluate", arch / "processed.yaml", CORPUS / "layers" / f"{case.parent.name}.yaml",
+                    case / "mapping.yaml")
+            assert "Constraints" not in r.stdout
+            break
