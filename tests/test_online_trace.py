@@ -3,6 +3,7 @@ requests.csv, replayed, is served exactly as the run served it; a hand trace as 
 the trace's load is measured; bad traces are one clear message."""
 
 import csv
+import json
 
 import numpy as np
 import pytest
@@ -114,3 +115,83 @@ def test_a_trace_saved_by_excel_with_a_byte_order_mark_is_read(tmp_path):
     trace.write_bytes("\ufeffdnn,arrival_cycle,deadline_cycle\ncnn,0,5\ngemm,1,9\n".encode("utf-8"))
     (s,) = read_trace(trace, ["cnn", "gemm"]).values()
     assert s.model.tolist() == [0, 1] and s.deadline.tolist() == [5.0, 9.0]
+
+
+def test_log_timestamps_of_1e18_cycles_are_served_as_their_differences(tmp_path, capsys):
+    """A user study: times shifted by 1.7e18 (epoch nanoseconds at 1 GHz) changed every result, as
+    floats there are 256 cycles apart. Read exactly and counted from the stream's first arrival."""
+    rows = "dnn,arrival_cycle,deadline_cycle\ncnn,0,900\ngemm,50,5000\ncnn,400,4000\n"
+    shift = 1_700_000_000_000_000_000
+    shifted = "dnn,arrival_cycle,deadline_cycle\n" + "".join(
+        f"{d},{int(a) + shift},{int(dl) + shift}\n" for d, a, dl in (r.split(",") for r in rows.splitlines()[1:]))
+    names = ["cnn", "gemm"]
+    (tmp_path / "a.csv").write_text(rows)
+    (tmp_path / "b.csv").write_text(shifted)
+    (a,), (b,) = read_trace(tmp_path / "a.csv", names).values(), read_trace(tmp_path / "b.csv", names).values()
+    assert b.arrival.tolist() == [0.0, 50.0, 400.0] and b.deadline.tolist() == [900.0, 5000.0, 4000.0]
+    assert a.arrival.tolist() == [0.0, 50.0, 400.0]
+
+
+@pytest.mark.parametrize("text, key", [
+    ("dnn,arrival_cycle,deadline_cycle,arrival_cycle\ncnn,0,5,9\n", "arrival_cycle"),
+    ("dnn,model,arrival_cycle,deadline_cycle\ncnn,0,0,5\n", "model"),
+    ("dnn,arrival_cycle,deadline_cycle\ncnn,0,5,extra\n", None),
+    ("dnn,arrival_cycle,deadline_cycle\ncnn,1_000,5000\n", "arrival_cycle"),
+])
+def test_ambiguous_traces_are_refused(tmp_path, text, key):
+    trace = tmp_path / "t.csv"
+    trace.write_text(text)
+    with pytest.raises(CoexploreError) as err:
+        read_trace(trace, ["cnn", "gemm"])
+    assert err.value.key == key
+
+
+def test_stream_ids_beyond_float_precision_stay_apart(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("dnn,arrival_cycle,deadline_cycle,stream\ncnn,0,5,9007199254740992\ncnn,1,5,9007199254740993\n")
+    assert sorted(read_trace(trace, ["cnn"])) == [9007199254740992, 9007199254740993]
+
+
+def test_a_given_load_trains_relmas_but_the_trace_is_labelled_with_its_own(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    system = served_system(load_table(table), 10.0)
+    sc = Scenario(load=0.9, requests=300)
+    trace = tmp_path / "t.csv"
+    s = poisson_stream(system, sc, 0)
+    trace.write_text("model,arrival_cycle,deadline_cycle\n" + "".join(
+        f"{m},{float(a)!r},{float(d)!r}\n" for m, a, d in zip(s.model, s.arrival, s.deadline)))
+    out = tmp_path / "o"
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--trace", str(trace), "--load", "0.5",
+                 "--schedulers", "fcfs,relmas", "--train-generations", "1", "--train-streams", "1", "--requests", "20",
+                 *QUIET, "--out", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    measured = offered_load(system, trace_rates(read_trace(trace, ["cnn", "gemm"]), 2))
+    assert data["run"]["scenario"]["load"] == pytest.approx(measured) and data["run"]["train_load"] == 0.5
+
+
+def _strict(text):
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_online_json_has_no_nan_without_energies(tmp_path, capsys):
+    """A job table without energy columns: energies are null in online.json and --json (they were
+    bare NaN, which JSON parsers refuse)."""
+    table = tmp_path / "t.csv"
+    table.write_text("job,dnn,layer,lat_a,bw_a\n0,cnn,c1,400,3\n1,gemm,g1,600,2\n")
+    trace = tmp_path / "tr.csv"
+    trace.write_text("dnn,arrival_cycle,deadline_cycle\ncnn,0,900\ngemm,50,5000\ncnn,400,4000\n")
+    out = tmp_path / "o"
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--trace", str(trace), "--schedulers",
+                 "fcfs", *QUIET, "--out", str(out), "--json"]) == 0
+    data = _strict(capsys.readouterr().out)
+    assert data["schedulers"]["fcfs"]["energy_pJ"] is None
+    assert _strict((out / "online.json").read_text())["schedulers"]["fcfs"]["sla_rate"] == 1.0
+
+
+def test_an_empty_path_is_no_file(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    for option in ("--trace", "--policy"):
+        assert main(["online", "--table", str(table), "--bandwidth", "10", option, "", *QUIET]) == 2
+        assert f"key '{option}': an empty path" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -112,6 +113,9 @@ def run(args) -> int:
     from coexplore.online.stream import Scenario
     from coexplore.online.train import TrainSettings
 
+    for option in ("trace", "policy", "table"):       # (an unset shell variable: not "no file")
+        if getattr(args, option) == "":
+            raise CoexploreError("an empty path", key=f"--{option}", expected="a file")
     names = [n.strip() for n in args.schedulers.split(",") if n.strip()]
     if not names or len(set(names)) != len(names):
         raise CoexploreError(f"schedulers {args.schedulers!r}", key="--schedulers",
@@ -159,9 +163,9 @@ def run(args) -> int:
         system = served_system(table, bandwidth)
     except CoexploreError as exc:
         raise (exc.with_file(args.table) if args.table and exc.file is None else exc) from None
-    streams = None
+    streams, trained_at = None, None
     if args.trace:
-        streams, scenario = _trace_streams(args, system, scenario)
+        streams, scenario, trained_at = _trace_streams(args, system, scenario)
     loads = _loads(args)
     rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
     simulations = len(names) * args.seeds * len(loads) + (2 * train.pairs * train.streams * train.generations
@@ -175,6 +179,8 @@ def run(args) -> int:
         print(f"coexplore online: warning: --slack {scenario.slack[0]:g} ...: a deadline below "
               "a request's isolated latency (slack 1) cannot be met, even on an idle system", file=sys.stderr)
     run_desc = _run_description(args, scenario, train, names, loads)
+    if trained_at is not None:                   # a trace's relmas trained at another load than it has
+        run_desc["train_load"] = trained_at.load
     out = _out_dir(args, run_desc)
     if "relmas" in names and policy is None:
         _keep_others_training(out, run_desc)
@@ -183,8 +189,8 @@ def run(args) -> int:
     if "relmas" in names:
         from coexplore.online.policy import LearnedScheduler
         if policy is None:
-            policy, history = _trained(system, scenario, train, not args.keep_late, out, run_desc, args.restart,
-                                       progress, args.jobs)
+            policy, history = _trained(system, trained_at or scenario, train, not args.keep_late, out, run_desc,
+                                       args.restart, progress, args.jobs)
             if policy is None:
                 return 130
         learned = LearnedScheduler(policy)
@@ -208,7 +214,8 @@ def run(args) -> int:
     if args.system:
         from coexplore.system.tables import table_csv
         files[out / "jobs.csv"] = table_csv(table)
-    files[out / RESULT] = json.dumps(data, indent=1) + "\n"          # the record last
+    ready = _json_ready(data)                # (no energy in the table, no request met: null, not NaN)
+    files[out / RESULT] = json.dumps(ready, indent=1, allow_nan=False) + "\n"          # the record last
     write_texts(files)                # together: the folder never mixes two runs' files
     png = None
     if not args.no_plot:
@@ -223,7 +230,7 @@ def run(args) -> int:
         if (args.no_plot or (chart == "sla_load.png" and len(loads) == 1)) and (out / chart).exists():
             (out / chart).unlink()
     if args.json:
-        print(json.dumps(data))
+        print(json.dumps(ready, allow_nan=False))
     else:
         print("\n".join(_summary(data)))
         print(f"results    {out / RESULT}\nper stream {out / 'results.csv'}\nrequests   {out / 'requests.csv'}"
@@ -452,9 +459,22 @@ def _seeds(args, streams) -> list[int]:
     return list(streams) if streams is not None else list(range(args.seed, args.seed + args.seeds))
 
 
+def _json_ready(value):
+    """`value` with every non-finite float as None: JSON has no NaN (an energy the table does not
+    give, an energy per met request when none was met)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    return value
+
+
 def _trace_streams(args, system, scenario):
-    """--trace's streams, and the scenario at the trace's load and mix (relmas's training, the static
-    placements and the load figures use them); --load, when given, replaces the measured load."""
+    """--trace's streams; the scenario at the trace's measured load and mix (the load figures, the
+    static placements); and, when --load differs from the measured load, the scenario relmas is
+    trained at (else None). A trace of one instant has no measurable load: --load is its label too."""
     from coexplore.online.stream import offered_load
     from coexplore.online.trace import read_trace, trace_rates
     streams = read_trace(args.trace, [m.name for m in system.models])
@@ -468,16 +488,22 @@ def _trace_streams(args, system, scenario):
     else:
         measured = offered_load(system, rates, scenario.basis)
         scenario = dataclasses.replace(scenario, mix=tuple(float(x) for x in rates / rates.sum()))
-    if args.load is None:
-        args.load = measured
+    given, args.load = args.load, measured if measured is not None else args.load
     scenario = dataclasses.replace(scenario, load=args.load)
+    trained_at = dataclasses.replace(scenario, load=given) if given is not None and given != args.load else None
     args.seeds = len(streams)
+    gaps = sum(len(st) - 1 for st in streams.values())
+    mix = ", ".join(f"{m.name} {w:.3g}" for m, w in zip(system.models, scenario.mix or ()))
     print(f"coexplore online: trace {args.trace}: {requests} requests in {len(streams)} stream"
-          f"{'s' if len(streams) > 1 else ''}" + (f", offered load {measured:.3g}" if measured is not None else "")
-          + (f" ({'of capacity' if scenario.basis == 'capacity' else 'fastest-core basis'})" if measured else "")
-          + (f"; --load {args.load:g} used instead" if measured is not None and args.load != measured else ""),
-          file=sys.stderr)
-    return streams, scenario
+          f"{'s' if len(streams) > 1 else ''}"
+          + (f", offered load {measured:.3g} ({'of capacity' if scenario.basis == 'capacity' else 'fastest-core basis'})"
+             f", mix {mix}" if measured is not None else "")
+          + (f"; relmas trained at --load {given:g}" if trained_at is not None else ""), file=sys.stderr)
+    if measured is not None and gaps < 20:
+        print(f"coexplore online: note: the load is measured from {gaps} gap{'s' if gaps != 1 else ''} between "
+              "arrivals, so it is rough (and the overload warnings with it); --load sets relmas's training load",
+              file=sys.stderr)
+    return streams, scenario, trained_at
 
 
 def _evaluate(system, scenario, schedulers: dict, args, progress: bool, where: str = "", streams=None):

@@ -4,14 +4,16 @@ A trace has a row per request: `arrival_cycle`, `deadline_cycle` and `dnn` (a se
 or `model`, its index in the system's order). An optional `seed` (or `stream`) column splits it into
 several streams, each served from an idle system; other columns are ignored, so the `requests.csv`
 a `coexplore online` run writes is a trace of that run's evaluation streams. Rows of one stream are
-served in order of arrival (a stable sort: rows arriving together keep the file's order).
+served in order of arrival (a stable sort: rows arriving together keep the file's order). Times are
+read exactly; a stream whose first arrival is 2^40 cycles or later (log timestamps: 1e18 cycles, where
+floats are 256 apart) is counted from that first arrival, so its differences keep their digits.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import math
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,7 @@ from coexplore.errors import CoexploreError
 from coexplore.online.stream import RequestStream
 from coexplore.spec.yamlio import read_text
 
+REBASE_FROM = Decimal(2 ** 40)      # arrivals from here on lose precision as floats: a stream is shifted
 EXPECTED = ("a CSV with a header: arrival_cycle, deadline_cycle, and dnn (a served DNN's name) or model (its "
             "index); optionally seed or stream (several streams); a row per request")
 
@@ -36,6 +39,13 @@ def read_trace(path: str | Path, model_names: list[str] | tuple[str, ...]) -> di
         raise CoexploreError("the trace has no requests" if rows else "the trace is empty", file=path,
                              expected=EXPECTED)
     header = [h.strip().lstrip("\ufeff").lower() for h in rows[0][1]]       # (Excel's "CSV UTF-8" BOM)
+    twice = sorted({h for h in header if h and header.count(h) > 1})
+    if twice:
+        raise CoexploreError(f"column {twice[0]!r} appears {header.count(twice[0])} times", file=path, key=twice[0],
+                             expected="each column once")
+    if "dnn" in header and "model" in header:
+        raise CoexploreError("both a 'dnn' and a 'model' column", file=path, key="model",
+                             expected="one of them: dnn (names) or model (indices)")
     col = {h: i for i, h in enumerate(header)}
     for need in ("arrival_cycle", "deadline_cycle"):
         if need not in col:
@@ -49,6 +59,11 @@ def read_trace(path: str | Path, model_names: list[str] | tuple[str, ...]) -> di
     names = {n: i for i, n in enumerate(model_names)}
     per: dict[int, list] = {}
     for line, r in rows[1:]:
+        if len(r) > len(header) and any(c.strip() for c in r[len(header):]):
+            raise CoexploreError(f"line {line}: {len(r)} cells for {len(header)} columns", file=path,
+                                 expected="as many cells as the header has columns (a comma inside a value "
+                                          "needs quotes)")
+
         def cell(key):
             i = col[key]
             if i >= len(r) or not r[i].strip():
@@ -56,12 +71,13 @@ def read_trace(path: str | Path, model_names: list[str] | tuple[str, ...]) -> di
             return r[i].strip()
 
         def number(key, integral=False):
+            """The cell as an exact decimal (log times of 1e18 cycles keep their last digits)."""
             text = cell(key)
             try:
-                value = float(text)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value) or value < 0 or (integral and not value.is_integer()):
+                value = Decimal(text) if "_" not in text else Decimal("NaN")
+            except InvalidOperation:
+                value = Decimal("NaN")
+            if not value.is_finite() or value < 0 or (integral and value != value.to_integral_value()):
                 raise CoexploreError(f"line {line}: {key} {text!r}", file=path, key=key,
                                      expected="a whole number >= 0" if integral else "a finite number >= 0 (cycles)")
             return value
@@ -81,13 +97,16 @@ def read_trace(path: str | Path, model_names: list[str] | tuple[str, ...]) -> di
             if model >= len(model_names):
                 raise CoexploreError(f"line {line}: model {model}", file=path, key="model",
                                      expected=f"an index below {len(model_names)} ({', '.join(model_names)})")
-        stream = int(number(group, integral=True)) if group else 0
+        stream = int(number(group, integral=True)) if group else 0        # (exact: large ids stay apart)
         per.setdefault(stream, []).append((arrival, deadline, model))
     out = {}
     for stream in sorted(per):
         reqs = sorted(per[stream], key=lambda x: x[0])          # (stable: equal arrivals keep the file's order)
-        a, d, m = (np.array(x) for x in zip(*reqs))
-        out[stream] = RequestStream(a.astype(float), d.astype(float), m.astype(np.int64))
+        # log timestamps (1e18 cycles: floats 256 apart there): the stream from its first arrival, exactly
+        first = reqs[0][0] if reqs[0][0] >= REBASE_FROM else Decimal(0)
+        out[stream] = RequestStream(np.array([float(a - first) for a, _, _ in reqs]),
+                                    np.array([float(d - first) for _, d, _ in reqs]),
+                                    np.array([m for _, _, m in reqs], np.int64))
     return out
 
 
