@@ -195,3 +195,17 @@ def test_an_empty_path_is_no_file(tmp_path, capsys):
     for option in ("--trace", "--policy"):
         assert main(["online", "--table", str(table), "--bandwidth", "10", option, "", *QUIET]) == 2
         assert f"key '{option}': an empty path" in capsys.readouterr().err
+
+
+def test_trace_deadlines_shorter_than_the_isolated_latency_are_warned(tmp_path, capsys):
+    """As a --slack below 1 is: such a request cannot be met even alone (cnn alone takes 520 cycles on
+    this table's fast core with its bandwidth)."""
+    table = _table(tmp_path / "jobs.csv")
+    system = served_system(load_table(table), 10.0)
+    iso = system.models[0].isolated_latency
+    trace = tmp_path / "t.csv"
+    trace.write_text(f"dnn,arrival_cycle,deadline_cycle\ncnn,0,{iso - 1}\ncnn,5000,{5000 + iso}\ngemm,9000,99999\n")
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--trace", str(trace), "--schedulers", "fcfs",
+                 *QUIET, "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 of 3 requests of the trace have a deadline shorter than their DNN's isolated latency" in err

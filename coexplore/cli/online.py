@@ -499,6 +499,13 @@ def _trace_streams(args, system, scenario):
           + (f", offered load {measured:.3g} ({'of capacity' if scenario.basis == 'capacity' else 'fastest-core basis'})"
              f", mix {mix}" if measured is not None else "")
           + (f"; relmas trained at --load {given:g}" if trained_at is not None else ""), file=sys.stderr)
+    import numpy as np
+    iso = np.array([m.isolated_latency for m in system.models])
+    short = sum(int((st.deadline - st.arrival < iso[st.model]).sum()) for st in streams.values())
+    if short:                                     # (as --slack below 1 is warned)
+        print(f"coexplore online: warning: {short} of {requests} requests of the trace have a deadline shorter "
+              "than their DNN's isolated latency: no scheduler can meet them, even on an idle system",
+              file=sys.stderr)
     if measured is not None and gaps < 20:
         print(f"coexplore online: note: the load is measured from {gaps} gap{'s' if gaps != 1 else ''} between "
               "arrivals, so it is rough (and the overload warnings with it); --load sets relmas's training load",
