@@ -283,7 +283,8 @@ def _chart_title(name: str, scenario, bandwidth: float, args, loads: list | None
             f"loads {', '.join(f'{x:g}' for x in sorted(loads))}" if loads else f"load {scenario.load:g}")
     basis = " of capacity" if scenario.basis == "capacity" else ""
     if args.trace:
-        trained = f", relmas trained at load {scenario.load:.3g}{basis}" if trained else ""
+        at = getattr(args, "train_load", None) or scenario.load
+        trained = f", relmas trained at load {at:.3g}{basis}" if trained else ""
         return f"{name}: trace {Path(args.trace).name} ({args.seeds} streams){trained}, {bandwidth:g} B/cycle, {late}"
     return (f"{name}: {load}{basis}, slack {scenario.slack[0]:g}-{scenario.slack[1]:g}{mix}, "
             f"{bandwidth:g} B/cycle, {late}; {scenario.requests} requests x {args.seeds} streams")
@@ -345,9 +346,8 @@ def _out_dir(args, run_desc: dict) -> Path:
     name = run_name(args)
     basis = "cap" if args.load_basis == "capacity" else ""
     if args.trace:
-        trace = Path(args.trace).resolve()
-        label = trace.parent.name if trace.stem == "requests" and trace.parent.name else trace.stem
-        return default_run_dir(Path("results") / "online" / f"{name}-trace-{label}-s{args.seed}", RESULT, run_desc)
+        return default_run_dir(Path("results") / "online" / f"{name}-trace-{table_run_name(args.trace)}-s{args.seed}",
+                               RESULT, run_desc)
     return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}{basis}-s{args.seed}", RESULT, run_desc)
 
 
@@ -491,6 +491,7 @@ def _trace_streams(args, system, scenario):
     given, args.load = args.load, measured if measured is not None else args.load
     scenario = dataclasses.replace(scenario, load=args.load)
     trained_at = dataclasses.replace(scenario, load=given) if given is not None and given != args.load else None
+    args.train_load = (trained_at or scenario).load          # (the chart's title)
     args.seeds = len(streams)
     gaps = sum(len(st) - 1 for st in streams.values())
     mix = ", ".join(f"{m.name} {w:.3g}" for m, w in zip(system.models, scenario.mix or ()))

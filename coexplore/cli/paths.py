@@ -277,11 +277,11 @@ def keeps_earlier(result: Path, run: dict, samples: int, command: str, checkpoin
 
 
 def table_run_name(table: str | Path) -> str:
-    """A job table's name in a default run folder: its file name, but a run's `jobs.csv` by its
-    folder and MAGMA's `tables/<mix>/<setting>/insts<N>.csv` by mix and setting, so that runs of
-    different tables do not share one name (and numbered folders)."""
+    """A job table's (or trace's) name in a default run folder: its file name, but a run's `jobs.csv`
+    or `requests.csv` by its folder and MAGMA's `tables/<mix>/<setting>/insts<N>.csv` by mix and
+    setting, so that runs of different inputs do not share one name (and numbered folders)."""
     path = Path(table).resolve()
-    if path.stem == "jobs" and path.parent.name:
+    if path.stem in ("jobs", "requests") and path.parent.name:
         return path.parent.name
     if re.fullmatch(r"insts\d+", path.stem) and path.parent.parent.name:
         return f"{path.parent.parent.name}-{path.parent.name}-{path.stem}"

@@ -314,31 +314,7 @@ def dump_yaml(data: Any) -> str:
 def write_text(path: str | Path, text: str) -> None:
     """Write a result file atomically (a temporary file renamed into place: a full disk or a kill
     never leaves a half-written file); failures are one-line CoexploreErrors naming the file."""
-    import os
-    import tempfile
-    path = Path(path)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)         # as a plain open() would (mkstemp makes it private)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())            # on disk before it replaces the old file (a power loss)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        raise CoexploreError(f"cannot write: {exc.strerror or exc}", file=str(path),
-                             expected="a writable file in a folder with free space") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    write_texts({path: text})
 
 
 def write_texts(files: dict) -> None:
@@ -359,11 +335,11 @@ def write_texts(files: dict) -> None:
                 staged.append((tmp, path))
                 umask = os.umask(0)
                 os.umask(umask)
-                os.fchmod(fd, 0o666 & ~umask)
+                os.fchmod(fd, 0o666 & ~umask)         # as a plain open() would (mkstemp makes it private)
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write(text)
                     fh.flush()
-                    os.fsync(fh.fileno())
+                    os.fsync(fh.fileno())            # on disk before it replaces the old file (a power loss)
             except OSError as exc:
                 raise CoexploreError(f"cannot write: {exc.strerror or exc}", file=str(path),
                                      expected="a writable file in a folder with free space") from None
