@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, add_timeout_option,
-                                  load_inputs, own_core_names, problem_in_arch, top_keys)
+                                  layer_count, load_inputs, own_core_names, problem_in_arch, top_keys)
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import compare_records
 from coexplore.model.nest import RULE_NOTES, STRIDE_RULES
@@ -127,6 +127,10 @@ def _run(args) -> int:
     check = bool(args.constraints) or args.check_constraints
     ctx, constraints = load_inputs(args, with_constraints=check)
     ctx.stride_rule = args.stride_rule
+    runs = layer_count(args.problem, ctx.problem.name)
+    if runs is not None and runs[1] > 1:
+        print(f"coexplore: note: {runs[0]} runs layer {ctx.problem.name} {runs[1]} times (its count); "
+              "the numbers below are for one run", file=sys.stderr)
     mapping = ctx.load_mapping(args.mapping)
     _say_partial_orders(mapping, args.mapping)
     for w in mapping.warnings:

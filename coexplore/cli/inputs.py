@@ -172,6 +172,15 @@ def load_problem_arg(path: str | Path, layer: str | None) -> Problem:
     return parse_problem(layer_problem(wl.layer(name)), str(wl.path), name=name)
 
 
+def layer_count(path: str | Path | None, layer: str) -> tuple[str, int] | None:
+    """(workload name, how often it runs `layer`) when PROBLEM is a workload, else None."""
+    from coexplore.spec.workload import find_workload, load_workload
+    if path is None or not is_workload(Path(path)):
+        return None
+    wl = load_workload(find_workload(path))
+    return wl.name, wl.layer(layer).count
+
+
 def load_inputs(args, with_constraints: bool = False
                 ) -> tuple[Context, dict[str, LevelConstraints] | None]:
     """(context, constraints) from args.arch/problem/ert/core/layer (and args.constraints if asked).

@@ -21,7 +21,7 @@ from coexplore.provenance import source_digest
 from coexplore.model.evaluate import dram_bytes
 from coexplore.system.parallel import WorkerDied, in_processes
 
-COLUMNS = ("layer", "count", "macs", "cycles", "energy_uJ", "edp_J_cycle", "pJ_per_mac", "utilization",
+COLUMNS = ("layer", "count", "also", "macs", "cycles", "energy_uJ", "edp_J_cycle", "pJ_per_mac", "utilization",
            "dram_bytes", "samples", "exhausted", "mapping_file")
 
 
@@ -100,7 +100,8 @@ def run_all_layers(args, map_one) -> int:
     finally:
         if bar is not None:
             bar.close()
-    rows = {layers[i][0].name: _row(layers[i][0], layers[i][1], results[i], ctx.arch) for i in results}
+    also = _same_problem(wl)
+    rows = {layers[i][0].name: _row(layers[i][0], layers[i][1], results[i], ctx.arch, also) for i in results}
     if len(rows) + len(failed) < len(layers):    # stopped: layers an earlier run of these settings did
         rows, failed = _with_earlier(out / "summary.json", record, rows, failed)
     rows = [rows[layer.name] for layer, _ in layers if layer.name in rows]    # in the network's order
@@ -250,9 +251,18 @@ def _with_earlier(path: Path, record: dict, rows: dict, failed: list) -> tuple[d
     return rows, [*failed, *(n for n in earlier.get("failed", []) if n not in rows and n not in failed)]
 
 
-def _row(layer, n: int, result: dict, arch) -> dict:
+def _same_problem(wl) -> dict[str, str]:
+    """For each distinct layer mapped, the other layers of the network that are the same problem
+    (mapped once, counted in its `count`), space-separated."""
+    names: dict[tuple, list[str]] = {}
+    for layer in wl.layers:
+        names.setdefault(layer.key(), []).append(layer.name)
+    return {group[0]: " ".join(group[1:]) for group in names.values()}
+
+
+def _row(layer, n: int, result: dict, arch, also: dict[str, str]) -> dict:
     b = result["best"]
-    return {"layer": layer.name, "count": n, "macs": layer.macs, "cycles": b["cycles"],
+    return {"layer": layer.name, "count": n, "also": also.get(layer.name, ""), "macs": layer.macs, "cycles": b["cycles"],
             "energy_uJ": b["energy_pJ"] / 1e6, "edp_J_cycle": b["edp_J_cycle"],
             "pJ_per_mac": b["energy_pJ"] / b["computes"], "utilization": b["utilization"],
             "dram_bytes": dram_bytes(b, arch),          # off-chip traffic: a schedule's bandwidth need
@@ -282,6 +292,9 @@ def _print(summary: dict, rows: list[dict], out: Path) -> None:
     for r in rows:
         print(f"{r['layer']:<28}{r['count']:>6}{r['cycles']:>16,}{r['energy_uJ']:>14,.3f}"
               f"{r['pJ_per_mac']:>9.3f}{r['utilization']:>7.3f}")
+    same = [f"{r['layer']} (also {', '.join(r['also'].split())})" for r in rows if r.get("also")]
+    if same:
+        print("the same problem, mapped once and counted: " + "; ".join(same))
     if summary["failed"]:
         print(f"no valid mapping found: {', '.join(summary['failed'])} (see their result.json)")
     if not rows:

@@ -103,6 +103,14 @@ def _coefficient(value: Any, file: str | None, key: str) -> int:
     return value
 
 
+def flat_projection(projection: Any) -> Any:
+    """Timeloop's short projection form, a list of dimension names (`[M, K]`: each name one axis),
+    as the long one (`[[[M]], [[K]]]`); anything else as given."""
+    if isinstance(projection, list) and projection and all(isinstance(d, str) for d in projection):
+        return [[[d]] for d in projection]
+    return projection
+
+
 def parse_problem(data: Any, file: str | None = None, name: str | None = None) -> Problem:
     """A Timeloop v0.3/v0.4 problem (the YAML's dict with a `problem:` key): shape, dimensions,
     bounds and coefficients; errors name `file` and the key."""
@@ -137,7 +145,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         raise CoexploreError(f"got {coeff_list!r}", file=file, key="problem.shape.coefficients",
                              expected="a list of {name, default}")
     for i, c in enumerate(coeff_list):
-        default = c.get("default", 1) if isinstance(c, dict) else None
+        default = c.get("default") if isinstance(c, dict) else None      # Timeloop requires it
         if (not isinstance(c, dict) or "name" not in c or isinstance(default, bool)
                 or not isinstance(default, int)):
             raise CoexploreError(f"got {c!r}", file=file, key=f"problem.shape.coefficients[{i}]",
@@ -169,21 +177,26 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         if not isinstance(ds, dict) or "name" not in ds or not isinstance(ds.get("projection"), list):
             raise CoexploreError(f"got {ds!r}", file=file, key=where,
                                  expected="{name: NAME, projection: [[[DIM], ...], ...], read_write: BOOL}")
-        extra = sorted(set(ds) - {"name", "projection", "read_write", "read-write"})
+        extra = sorted(set(ds) - {"name", "projection", "read_write", "read-write", "ranks"})
         if extra:
             raise CoexploreError(f"unknown key '{extra[0]}'", file=file, key=where,
-                                 expected="name, projection, read_write")
+                                 expected="name, projection, read_write, ranks")
+        projection = flat_projection(ds["projection"])
+        if "ranks" in ds and (not isinstance(ds["ranks"], list) or len(ds["ranks"]) != len(projection)):
+            raise CoexploreError(f"got {ds['ranks']!r}", file=file, key=f"{where}.ranks",
+                                 expected=f"one rank name per projection axis ({len(projection)})")
         ranks = []
-        for j, rank in enumerate(ds["projection"]):
+        for j, rank in enumerate(projection):
             if not isinstance(rank, list):
                 raise CoexploreError(f"got {rank!r}", file=file, key=f"{where}.projection[{j}]",
                                      expected="a list of terms like [[P, Wstride], [R]]")
             terms = []
             for term in rank:
-                if not isinstance(term, list) or not term:
+                if not isinstance(term, list) or len(term) not in (1, 2):     # Timeloop: 1 or 2 items
                     raise CoexploreError(f"got {term!r}", file=file,
                                          key=f"problem.shape.data_spaces[{i}].projection[{j}]",
-                                         expected="terms like [P, Wstride] or [C]")
+                                         expected="terms like [P, Wstride] or [C] (a dimension, then "
+                                                  "at most one coefficient)")
                 dname = str(term[0])
                 if dname not in dims:
                     raise CoexploreError(f"unknown dimension '{dname}'", file=file,

@@ -27,6 +27,7 @@ the layout of Timeloop's own problem files, so the real `timeloop-model` reads i
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from typing import Any, Iterator
 
 from coexplore.bundled import bundled_dir
 from coexplore.errors import CoexploreError
-from coexplore.spec.problem import DEFAULT_CNN_SHAPE
+from coexplore.spec.problem import DEFAULT_CNN_SHAPE, flat_projection
 from coexplore.spec.yamlio import load_yaml
 
 PROBLEM_VERSION = 0.4
@@ -91,8 +92,9 @@ class Layer:
         return sizes
 
     def key(self) -> tuple:
-        """What makes two layers the same problem (name and count excluded)."""
-        return (self.shape["name"], tuple(sorted(self.instance.items())))
+        """What makes two layers the same problem (name and count excluded): the whole shape (two
+        workloads may give one shape name different projections) and the instance."""
+        return (json.dumps(self.shape, sort_keys=True), tuple(sorted(self.instance.items())))
 
 
 class LayerNotFound(CoexploreError, KeyError):
@@ -252,9 +254,9 @@ def check_shape(shape: Any, f: str, where: str) -> dict[str, Any]:
                              expected="a problem shape {name, dimensions, coefficients, "
                                       "data_spaces}")
     _no_unknown(shape, ("name", "dimensions", "coefficients", "data_spaces"), f, where)
-    if not isinstance(shape.get("name"), str):
-        raise CoexploreError("missing or not text", file=f, key=f"{where}.name",
-                             expected="a shape name such as CNN_Layer")
+    if "name" in shape and not isinstance(shape["name"], str):     # optional, as in Timeloop
+        raise CoexploreError(f"got {shape['name']!r}", file=f, key=f"{where}.name",
+                             expected="a shape name such as CNN_Layer (or none)")
     dims = shape.get("dimensions")
     if (not isinstance(dims, list) or not dims or not all(isinstance(d, str) for d in dims)
             or len(set(dims)) != len(dims)):
@@ -269,16 +271,17 @@ def check_shape(shape: Any, f: str, where: str) -> dict[str, Any]:
     for j, c in enumerate(coefs):
         k = f"{where}.coefficients[{j}]"
         if (not isinstance(c, dict) or not isinstance(c.get("name"), str)
-                or set(c) - {"name", "default"}):
+                or set(c) - {"name", "default"} or "default" not in c):     # Timeloop requires default
             raise CoexploreError(f"bad coefficient {c!r}", file=f, key=k,
                                  expected="{name: <text>, default: <positive integer>}")
-        _positive_int(c.get("default", 1), f, f"{k}.default")
+        _positive_int(c["default"], f, f"{k}.default")
         if c["name"] in dims or c["name"] in coef_names:
             raise CoexploreError(f"name {c['name']!r} used twice", file=f, key=k,
                                  expected="coefficient names distinct from each other and "
                                           "from the dimensions")
         coef_names.append(c["name"])
     spaces = shape.get("data_spaces")
+    out = copy.deepcopy(shape)
     if not isinstance(spaces, list) or not spaces:
         raise CoexploreError("missing or empty", file=f, key=f"{where}.data_spaces",
                              expected="a list of {name, projection, read_write}")
@@ -287,15 +290,20 @@ def check_shape(shape: Any, f: str, where: str) -> dict[str, Any]:
         if not isinstance(ds, dict) or not isinstance(ds.get("name"), str):
             raise CoexploreError("bad data space", file=f, key=k,
                                  expected="{name: <text>, projection: [...], read_write: <bool>}")
-        _no_unknown(ds, ("name", "projection", "read_write"), f, k)
+        _no_unknown(ds, ("name", "projection", "read_write", "ranks"), f, k)
         if not isinstance(ds.get("read_write", False), bool):
             raise CoexploreError("not true/false", file=f, key=f"{k}.read_write",
                                  expected="true or false")
-        proj = ds.get("projection")
+        proj = flat_projection(ds.get("projection"))
         if not isinstance(proj, list) or not proj:
             raise CoexploreError("missing or empty", file=f, key=f"{k}.projection",
                                  expected="a list of axes, each a list of [dimension] or "
                                           "[dimension, coefficient] terms")
+        ranks = ds.get("ranks")
+        if ranks is not None and (not isinstance(ranks, list) or len(ranks) != len(proj)):
+            raise CoexploreError(f"got {ranks!r}", file=f, key=f"{k}.ranks",
+                                 expected=f"one rank name per projection axis ({len(proj)})")
+        out["data_spaces"][j]["projection"] = copy.deepcopy(proj)
         for a, axis in enumerate(proj):
             ok = isinstance(axis, list) and axis and all(
                 isinstance(t, list) and len(t) in (1, 2) and t[0] in dims
@@ -305,7 +313,7 @@ def check_shape(shape: Any, f: str, where: str) -> dict[str, Any]:
                                      key=f"{k}.projection[{a}]",
                                      expected="a list of [dimension] or [dimension, "
                                               f"coefficient] terms over {dims} / {coef_names}")
-    return copy.deepcopy(shape)
+    return out
 
 
 def _layer(raw: Any, shape: dict, f: str, where: str) -> Layer:
@@ -369,7 +377,7 @@ def problem_yaml(layer: Layer, header: str | None = None) -> str:
     shape = layer.shape
     out = [f"# {line}" for line in (header or _default_header(layer)).splitlines()]
     out += ["problem:", f"  version: {PROBLEM_VERSION}", "  shape:",
-            f"    name: {_flow(shape['name'])}",
+            *([f"    name: {_flow(shape['name'])}"] if "name" in shape else []),
             f"    dimensions: {_flow(shape['dimensions'])}"]
     if shape.get("coefficients"):
         out.append("    coefficients:")
@@ -396,14 +404,18 @@ def write_problems(workload: Workload, folder: str | Path) -> list[Path]:
     """One problem file per layer, `<workload>_<layer>.yaml`, in `folder`."""
     folder = Path(folder)
     return [write_problem(layer, folder / f"{workload.name}_{layer.name}.yaml",
-                          header=f"{workload.name}_{layer.name}: {layer.shape['name']}, timeloop "
+                          header=f"{workload.name}_{layer.name}: {_shape_name(layer)}, timeloop "
                                  f"v{PROBLEM_VERSION} problem spec (count {layer.count} in "
                                  f"workload {workload.name})")
             for layer in workload.layers]
 
 
 def _default_header(layer: Layer) -> str:
-    return f"{layer.name}: {layer.shape['name']}, timeloop v{PROBLEM_VERSION} problem spec"
+    return f"{layer.name}: {_shape_name(layer)}, timeloop v{PROBLEM_VERSION} problem spec"
+
+
+def _shape_name(layer: Layer) -> str:
+    return layer.shape.get("name") or "a problem shape without a name"
 
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
