@@ -11,14 +11,24 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 
 
+def bundle_examples(build_lib: str | Path) -> None:
+    """Copy arch/, problems/ and mappers/ (their *.yaml) to <build_lib>/coexplore/_bundled/."""
+    for kind in ("arch", "problems", "mappers"):
+        files = sorted((ROOT / kind).glob("*.yaml"))
+        if not files:          # a package without them would fail on every bundled name
+            raise RuntimeError(f"{ROOT / kind}: no *.yaml files to bundle (a source tree without the "
+                               "example folders? MANIFEST.in lists them for the sdist)")
+        target = Path(build_lib) / "coexplore" / "_bundled" / kind
+        shutil.rmtree(target, ignore_errors=True)      # a file since deleted or renamed is not shipped
+        target.mkdir(parents=True)
+        for f in files:
+            shutil.copy2(f, target / f.name)
+
+
 class BuildWithExamples(build_py):
     def run(self):
         super().run()
-        for kind in ("arch", "problems", "mappers"):
-            target = Path(self.build_lib) / "coexplore" / "_bundled" / kind
-            target.mkdir(parents=True, exist_ok=True)
-            for f in sorted((ROOT / kind).glob("*.yaml")):
-                shutil.copy2(f, target / f.name)
+        bundle_examples(self.build_lib)
 
 
 setup(cmdclass={"build_py": BuildWithExamples})

@@ -41,7 +41,15 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
     if p.suffix:
         return p
     cand = bundled_dir(kind) / f"{p.name}.yaml"
-    return cand if cand.is_file() and len(p.parts) == 1 else p
+    if not (cand.is_file() and len(p.parts) == 1):
+        return p
+    own = next((q for q in (p.with_suffix(".yaml"), p.with_suffix(".yml")) if q.is_file()), None)
+    if own is not None:             # the name is the bundled file's: say that the user's own is not read
+        import warnings
+        from coexplore.errors import CoexploreNote
+        warnings.warn(f"'{p}' is the bundled {kind}/{cand.name}, not {own} in this folder (give {own} to read "
+                      "that one)", CoexploreNote, stacklevel=2)
+    return cand
 
 
 def bundled_names(kind: str) -> str:

@@ -92,6 +92,16 @@ def test_malformed_system_is_one_line_exit_2(run, tmp_path, capsys):
     assert str(bad) in err and "system.cores[0].grid" in err and "[rows, columns]" in err
 
 
+def test_a_misspelt_workload_is_said_before_anything_is_written(run, tmp_path, capsys):
+    """arch generate checks the system file as schedule and sweep read it, its workloads too."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("system:\n  dram: {bandwidth_GBps: 10}\n  cores:\n  - {template: simba}\nworkloads: [alexnett]\n")
+    assert run("arch", "generate", bad, "--out", tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "workloads[0]" in err and "alexnet," in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_energy_accelergy_needs_the_tool(run, tmp_path, capsys, monkeypatch):
     # with no accelergy executable on PATH the real-tool estimator is an error, not a fallback
     monkeypatch.setenv("PATH", str(tmp_path))

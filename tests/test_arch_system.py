@@ -153,6 +153,13 @@ BAD = [
     (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n",
               "    cores.a.params.glb_width: [64, 264]\n    cores.a.params.word_bits: [8, 16]\n"),
      "sweep.axes", "divisor"),                      # each value is fine alone, one combination is not
+    (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n",
+              "    dram.bandwidth_GBps: [12.8, 25.6]\n    dram.bytes_per_cycle: [4, 8]\n"),
+     "sweep.axes.dram.bytes_per_cycle", "one axis"),    # alternatives: the last would undo the first
+    (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n", "    cores.a.grid: [[1, 2]]\n    cores.a.count: [1, 2]\n"),
+     "sweep.axes.cores.a.grid", "one axis"),
+    (_replace("cores.a.params.pe_mesh_x", "cores.a.name"), "sweep.axes.cores.a.name", "a parameter"),
+    (_replace("cores.a.params.pe_mesh_x", "description"), "sweep.axes.description", "a parameter"),
     (GOOD + "objectives: [latency, beauty]\n", "objectives[1]", "energy"),
     (GOOD + "mappers: {layer: 3}\n", "mappers.layer", "string"),
     (GOOD + "mappers: {cluster: x.yaml}\n", "mappers.cluster", "layer"),
@@ -247,3 +254,22 @@ def test_a_key_given_twice_in_a_system_is_refused(tmp_path):
     with pytest.raises(CoexploreError, match="clock_GHz' appears twice") as err:
         load_system(f)
     assert err.value.file == str(f)
+
+
+def test_a_bundled_name_beside_a_file_of_that_name_says_which_is_read(tmp_path, monkeypatch):
+    """`simba` is the bundled arch/simba.yaml even where ./simba.yaml exists: a note says so."""
+    import warnings
+
+    from coexplore.bundled import bundled_dir, resolve
+    from coexplore.errors import CoexploreNote
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert resolve("arch", "simba") == bundled_dir("arch") / "simba.yaml"
+    assert not seen
+    (tmp_path / "simba.yaml").write_text("system: {}\n")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert resolve("arch", "simba") == bundled_dir("arch") / "simba.yaml"
+        assert resolve("arch", "simba.yaml") == Path("simba.yaml")
+    assert [w.category for w in seen] == [CoexploreNote] and "simba.yaml in this folder" in str(seen[0].message)

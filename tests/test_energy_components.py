@@ -144,3 +144,16 @@ def test_parse_technology():
     assert parse_technology("45nm") == 45 and parse_technology(65) == 65
     assert parse_technology("0.032um") == pytest.approx(32)
     assert parse_technology(-1) == -1
+
+
+def test_a_misspelt_needed_attribute_is_named():
+    """A missing size next to a near-spelling in the file says which key was meant."""
+    with pytest.raises(CoexploreError) as exc:
+        estimate_component("smartbuffer_SRAM", {"technology": "45nm", "width": 64, "dpeth": 512})
+    assert "needs attribute 'depth'" in str(exc.value) and "'dpeth'" in str(exc.value)
+    with pytest.raises(CoexploreError) as exc:
+        estimate_component("SRAM", {"technology": "45nm", "wdith": 64, "dpeth": 512})
+    assert "'wdith'" in str(exc.value) and "'dpeth'" in str(exc.value)
+    with pytest.raises(CoexploreError) as exc:       # a different attribute is no misspelling
+        estimate_component("SRAM", {"technology": "45nm", "datawidth": 64, "depth": 512})
+    assert "misspelt" not in str(exc.value)

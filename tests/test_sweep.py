@@ -151,9 +151,11 @@ def test_resume_after_a_stop(tmp_path, capsys, monkeypatch, done):
         return real(spec, index, *a, **k)
     monkeypatch.setattr(run_mod, "run_point", stopping)
     rc, _, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "o")], capsys)
-    assert rc == 130 and "the 2 finished of 4 points are in" in err
+    assert rc == 130 and "2 of 4 points finished (in" in err
     kept = json.loads((tmp_path / "o" / "sweep.json").read_text())
     assert kept["done"] == 2 and not kept["complete"]
+    report = (tmp_path / "o" / "report.html").read_text()
+    assert "Stopped: 2 of 4 points done" in report and "2 points of 4:" in report
     # a line cut short by a kill is not a point
     with open(tmp_path / "o" / "points.jsonl", "a") as f:
         f.write('{"point": "p2", "index": 2, "val')
@@ -574,7 +576,7 @@ def test_sweep_stops_with_exit_1_when_a_worker_dies(tmp_path, capsys, monkeypatc
         raise WorkerDied("a worker process died before its task ended (killed, or out of memory)")
     monkeypatch.setattr(run_mod, "_points_in_parallel", one_then_death)
     rc, _, err = _sweep([str(system), *FAST, "--jobs", "2", "--no-plot", "--out", str(tmp_path / "o")], capsys)
-    assert rc == 1 and "worker process died" in err and "the 1 finished of 4 points" in err, err
+    assert rc == 1 and "worker process died" in err and "1 of 4 points finished" in err, err
     assert [r["point"] for r in _rows(tmp_path / "o" / "points.csv")] == ["p0"]
 
 

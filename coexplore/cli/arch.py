@@ -51,6 +51,9 @@ def run(args) -> int:
         raise CoexploreError("is a file, not a folder", file=args.ert_from, key="--ert-from",
                              expected="a folder holding ERT.yaml + ART.yaml, or <core>/ERT.yaml + ART.yaml")
     system = load_system_arch(args.system)
+    if system.spec.workloads:         # checked as schedule and sweep read them: a typo is said here too
+        from coexplore.system.from_system import system_workloads
+        system_workloads(system)
     out = output_dir(args.out)
     rows = []
     # price (or find the given tables of) every core before writing anything: a failure leaves the

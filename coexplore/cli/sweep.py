@@ -149,7 +149,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
             if records:
                 _finish(args, out, run_desc, spec, records, objectives, len(points), quiet=True)
         mapped = "the layers mapped so far are in the cache" if cache is not None else "nothing is cached (--no-cache)"
-        kept = (f"the {len(records)} finished of {len(points)} points are in {out / 'points.jsonl'}" if records
+        kept = (f"{len(records)} of {len(points)} points finished (in {out / 'points.jsonl'})" if records
                 else f"no point of {len(points)} had finished")
         what = "interrupted" if isinstance(stop, KeyboardInterrupt) else stop.message
         print(("\n" if sys.stderr.isatty() else "") + f"coexplore sweep: {what}; {kept} and {mapped}: run the "
@@ -269,7 +269,7 @@ def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectiv
     facts = {"name": spec.name, **{k: v for k, v in run_desc.items() if k != "inputs_sha256"}}
     facts.update(axes={a: list(v) for a, v in spec.sweep_axes.items()}, points=f"{len(records)} of {total}",
                  objectives=[o.name for o in objectives])
-    write_report(out / "report.html", facts, records, objectives, front, images)
+    write_report(out / "report.html", facts, records, objectives, front, images, total=total)
     ids = [r["point"] for r, f in zip(records, front) if f]
     failed = [r for r in records if r["status"] != "ok"]
     data = {"system": spec.name, "file": args.system, "run": json.loads(json.dumps(run_desc, sort_keys=True)),

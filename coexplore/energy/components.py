@@ -68,7 +68,7 @@ def _num(attrs: dict, key: str, cls: str, default=None) -> float:
         hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives: an option of "
                 "`coexplore energy tables`, and of evaluate/map for a v0.4 node list)"
                 if cls in ("regfile", "intmac") else "")
-        raise CoexploreError(f"class {cls} needs attribute '{key}'", key=f"attributes.{key}",
+        raise CoexploreError(f"class {cls} needs attribute '{key}'{_typo_of(attrs, [key])}", key=f"attributes.{key}",
                              expected="a positive number" + hint)
     try:
         out = float(value) if not isinstance(value, bool) else math.nan
@@ -99,9 +99,17 @@ def _check_needed(attrs: dict, cls: str, primitives: bool) -> None:
         hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives: an option of "
                 "`coexplore energy tables`, and of evaluate/map for a v0.4 node list)"
                 if cls in ("regfile", "intmac") else "")
-        raise CoexploreError(f"class {cls} needs attributes " + ", ".join(f"'{k}'" for k in missing),
+        raise CoexploreError(f"class {cls} needs attributes " + ", ".join(f"'{k}'" for k in missing)
+                             + _typo_of(attrs, missing),
                              key="attributes", expected="a value for each (technology e.g. '45nm'; sizes and widths "
                                                         "positive numbers)" + hint)
+
+
+def _typo_of(attrs: dict, missing: list[str]) -> str:
+    """' (the file has 'dpeth': misspelt?)' when an attribute given is close to a missing one."""
+    import difflib
+    near = [(k, m) for m in missing for k in difflib.get_close_matches(m, [str(a) for a in attrs], n=1, cutoff=0.8)]
+    return "".join(f" (the file has '{k}': '{m}' misspelt?)" for k, m in near)
 
 
 def _tech(attrs: dict, cls: str) -> float:

@@ -43,6 +43,7 @@ figure { margin: 1em 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: 0.9em; color: #555; }
 .note { color: #555; font-size: 0.9em; }
+.warn { color: #8a4b00; background: #fff6e0; padding: 0.3em 0.6em; border-left: 3px solid #e0a000; }
 """
 
 
@@ -141,10 +142,11 @@ def _system_name(run: dict) -> str:
 
 
 def render_report(run: dict, points: list[dict], objectives: list[Objective], front,
-                  images: dict | None = None, base: str | Path | None = None) -> str:
+                  images: dict | None = None, base: str | Path | None = None, total: int | None = None) -> str:
     """The report as one HTML string. `front` flags the non-dominated points (one per point);
     `images` maps a caption to an image file, embedded; `base` is the report's folder, where each
-    point's `dir` is looked up for a `gantt.png` to link (no such links without it)."""
+    point's `dir` is looked up for a `gantt.png` to link (no such links without it); `total`: the
+    sweep's points, when more than those done (a stopped sweep: its headline says so)."""
     front = np.asarray(front, dtype=bool).reshape(-1)
     if len(front) != len(points):
         raise ValueError(f"front has {len(front)} flags for {len(points)} points")
@@ -156,7 +158,12 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            f"<title>coexplore sweep: {escape(str(system))}</title>", f"<style>{CSS}</style>", "</head>",
            "<body>", f"<h1>coexplore sweep: {escape(str(system))}</h1>"]
-    out.append(f'<p class="note">{len(points)} point{"s" if len(points) != 1 else ""}: '
+    partial = total is not None and total > len(points)
+    if partial:
+        out.append(f'<p class="warn">Stopped: {len(points)} of {total} points done. The front below is '
+                   "that of the points done; running the same command again continues the sweep.</p>")
+    out.append(f'<p class="note">{len(points)} point{"s" if len(points) != 1 else ""}'
+               + (f" of {total}" if partial else "") + ": "
                f"{sum(ok)} ok, {n_failed} failed; {int(front.sum())} on the Pareto front of "
                + escape(", ".join(f"{o.name} ({o.sense})" for o in objectives)) + ".</p>")
 
@@ -243,12 +250,12 @@ def _warnings(points: list[dict]) -> list[str]:
 
 
 def write_report(path: str | Path, run: dict, points: list[dict], objectives: list[Objective], front,
-                 images: dict | None = None) -> Path:
+                 images: dict | None = None, total: int | None = None) -> Path:
     """Write `render_report` to `path` (whole or not at all), making its folder; gantt links are
     checked relative to that folder."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_report(run, points, objectives, front, images, base=path.parent)
+    text = render_report(run, points, objectives, front, images, base=path.parent, total=total)
     tmp = path.with_name(f".{path.name}.tmp")
     try:                               # written whole or not at all (Ctrl-C, full disk)
         tmp.write_text(text, encoding="utf-8")

@@ -401,12 +401,28 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
         i += 1
     last = parts[-1]
     # alternatives: setting one replaces the other
-    for a, b in (("count", "grid"), ("bandwidth_GBps", "bytes_per_cycle")):
+    for a, b in RIVALS:
         if last == a:
             node.pop(b, None)
         elif last == b:
             node.pop(a, None)
     node[last] = value
+
+
+# keys of one node that are alternatives: setting one replaces the other
+RIVALS = (("count", "grid"), ("bandwidth_GBps", "bytes_per_cycle"))
+
+
+def _no_rival_axes(paths: list[str], file) -> None:
+    """Two axes on alternatives of one node (dram.bandwidth_GBps and dram.bytes_per_cycle, a core's
+    count and grid) would each undo the other: every point would run the last one's value only."""
+    where = {tuple(_split_path(p)): p for p in paths}
+    for parts, path in where.items():
+        for a, b in RIVALS:
+            if parts[-1:] == (a,) and (other := where.get((*parts[:-1], b))) is not None:
+                raise _err(f"axes '{path}' and '{other}' set alternatives of one setting (each replaces the "
+                           "other, so one of them would change nothing)", file, f"sweep.axes.{other}",
+                           f"one axis: {path} or {other}")
 
 
 def _other_kind(doc: Any, file: str | None) -> str:
@@ -501,7 +517,13 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
             twice = next((v for k, v in enumerate(values) if seen[k] in seen[:k]), None)
             if len(set(seen)) != len(seen):         # each point would be run twice
                 raise _err(f"value {twice!r} is given twice", file, akey, "distinct values")
+            parts = _split_path(path)
+            if parts in (["name"], ["description"]) or (len(parts) == 3 and parts[0] == "cores" and parts[2] == "name"):
+                raise _err(f"axis '{path}' names no parameter (a label: every point would run the same design)",
+                           file, akey, "a parameter, e.g. dram.bandwidth_GBps, cores.<name>.count, "
+                                       "cores.<name>.params.<parameter>")
             axes[path] = tuple(values)
+        _no_rival_axes(list(axes), file)
 
     objectives: tuple[str, ...] = ()
     if top.get("objectives") is not None:
