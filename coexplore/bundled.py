@@ -44,7 +44,7 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
     if not (cand.is_file() and len(p.parts) == 1):
         return p
     own = next((q for q in (p.with_suffix(".yaml"), p.with_suffix(".yml")) if q.is_file()), None)
-    if own is not None:             # the name is the bundled file's: say that the user's own is not read
+    if own is not None and own.resolve() != cand.resolve():   # the bundled file's name: the user's own is not read
         import warnings
         from coexplore.errors import CoexploreNote
         warnings.warn(f"'{p}' is the bundled {kind}/{cand.name}, not {own} in this folder (give {own} to read "

@@ -159,6 +159,9 @@ BAD = [
     (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n", "    cores.a.grid: [[1, 2]]\n    cores.a.count: [1, 2]\n"),
      "sweep.axes.cores.a.grid", "one axis"),
     (_replace("cores.a.params.pe_mesh_x", "cores.a.name"), "sweep.axes.cores.a.name", "a parameter"),
+    (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n",
+              "    system.dram.bandwidth_GBps: [10, 20]\n    dram.bandwidth_GBps: [30, 40]\n"),
+     "sweep.axes.dram.bandwidth_GBps", "one axis"),     # one setting written two ways
     (_replace("cores.a.params.pe_mesh_x", "description"), "sweep.axes.description", "a parameter"),
     (GOOD + "objectives: [latency, beauty]\n", "objectives[1]", "energy"),
     (GOOD + "mappers: {layer: 3}\n", "mappers.layer", "string"),
@@ -273,3 +276,8 @@ def test_a_bundled_name_beside_a_file_of_that_name_says_which_is_read(tmp_path, 
         assert resolve("arch", "simba") == bundled_dir("arch") / "simba.yaml"
         assert resolve("arch", "simba.yaml") == Path("simba.yaml")
     assert [w.category for w in seen] == [CoexploreNote] and "simba.yaml in this folder" in str(seen[0].message)
+    monkeypatch.chdir(bundled_dir("arch"))          # in the bundled folder itself: the same file, no note
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert resolve("arch", "simba").resolve() == (bundled_dir("arch") / "simba.yaml").resolve()
+    assert not seen

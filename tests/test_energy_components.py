@@ -157,3 +157,6 @@ def test_a_misspelt_needed_attribute_is_named():
     with pytest.raises(CoexploreError) as exc:       # a different attribute is no misspelling
         estimate_component("SRAM", {"technology": "45nm", "datawidth": 64, "depth": 512})
     assert "misspelt" not in str(exc.value)
+    with pytest.raises(CoexploreError) as exc:       # given without a value: not a misspelling of itself
+        estimate_component("SRAM", {"technology": "45nm", "width": 64, "depth": None})
+    assert "needs attribute 'depth'" in str(exc.value) and "misspelt" not in str(exc.value)

@@ -79,6 +79,11 @@ def test_same_shape_name_other_projections_are_other_problems():
     assert a.key() != b.key()
     assert len(Workload("two", (a, b)).unique_layers()) == 2
     assert len(Workload("two", (a, Layer("again", dict(inst), shape=CNN_LAYER_SHAPE))).unique_layers()) == 1
+    # what the model does not read does not part two layers: the name, rank names, read_write: false
+    same = {k: v for k, v in CNN_LAYER_SHAPE.items() if k != "name"}
+    same["data_spaces"] = [{**ds, "read_write": ds.get("read_write", False), "ranks": ["A"] * len(ds["projection"])}
+                           for ds in same["data_spaces"]]
+    assert Layer("x", dict(inst), shape=same).key() == a.key()
 
 
 def _net(path, name: str, inputs_projection: str) -> None:
@@ -123,7 +128,9 @@ def test_a_schedule_of_two_workloads_keeps_each_layers_own_numbers(tmp_path):
      "problem.shape.data_spaces[0].projection[0]", "at most one coefficient"),
     (lambda s: s.update(coefficients=[{"name": "Stride"}]), "problem.shape.coefficients[0]", "default"),
     (lambda s: s["data_spaces"][0].update(ranks=["M"]), "problem.shape.data_spaces[0].ranks",
-     "one rank name per projection axis (2)"),
+     "one rank name (text) per projection axis (2)"),
+    (lambda s: s["data_spaces"][0].update(ranks=[{"a": 1}, "K"]), "problem.shape.data_spaces[0].ranks",
+     "one rank name (text) per projection axis (2)"),
 ])
 def test_what_timeloop_refuses_is_refused(tmp_path, capsys, change, key, says):
     shape = yaml.safe_load(yaml.safe_dump(MV))
@@ -144,7 +151,11 @@ def test_ranks_naming_each_axis_are_accepted(tmp_path):
     assert load_workload(f).layers[0].dataspace_sizes()["W"] == 6
     shape["data_spaces"][0]["ranks"] = ["M"]
     f.write_text(yaml.safe_dump({"shape": shape, "workload": {"layers": [{"name": "a", "instance": {"M": 2, "K": 3}}]}}))
-    with pytest.raises(CoexploreError, match="one rank name per projection axis"):
+    with pytest.raises(CoexploreError, match="one rank name"):
+        load_workload(f)
+    shape["data_spaces"][0]["ranks"] = [{1: "a"}, "K"]          # rank names are text, as in Timeloop
+    f.write_text(yaml.safe_dump({"shape": shape, "workload": {"layers": [{"name": "a", "instance": {"M": 2, "K": 3}}]}}))
+    with pytest.raises(CoexploreError, match="one rank name"):
         load_workload(f)
 
 
@@ -176,6 +187,19 @@ def test_map_all_layers_names_the_layers_mapped_once(tmp_path, capsys):
     assert (rows["a"]["count"], rows["a"]["also"]) == ("3", "b") and rows["c"]["also"] == ""
     assert "a (also b)" in out
     assert int(rows["a"]["macs"]) == math.prod([8, 8, 4, 4])
+
+
+def test_layers_named_with_spaces_are_listed_whole(tmp_path, capsys):
+    """A folder workload names its layers by their files, spaces included."""
+    folder = tmp_path / "net"
+    folder.mkdir()
+    for name in ("conv 1", "conv 2", "conv 3"):
+        (folder / f"{name}.yaml").write_text("problem: {instance: {C: 8, M: 8, P: 4, Q: 4}}\n")
+    assert main(["map", "simba", str(folder), "--all-layers", "--budget", "30", "--no-cache", "--no-progress",
+                 "--out", str(tmp_path / "o")]) == 0
+    assert "conv 1 (also conv 2, conv 3)" in capsys.readouterr().out
+    with open(tmp_path / "o" / "layers.csv") as fh:
+        assert [(r["layer"], r["also"]) for r in csv.DictReader(fh)] == [("conv 1", "conv 2; conv 3")]
 
 
 def test_evaluate_of_a_layer_that_runs_several_times_says_so(tmp_path, capsys):

@@ -13,6 +13,7 @@ import pytest
 from coexplore.cli.main import main
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")      # one local Ray for the module: its tests in one worker
 
 DATA = Path(__file__).parent / "data" / "sweep"
 FAST = ["--layer-budget", "60", "--budget", "60", "--no-progress"]

@@ -253,11 +253,11 @@ def _with_earlier(path: Path, record: dict, rows: dict, failed: list) -> tuple[d
 
 def _same_problem(wl) -> dict[str, str]:
     """For each distinct layer mapped, the other layers of the network that are the same problem
-    (mapped once, counted in its `count`), space-separated."""
+    (mapped once, counted in its `count`), separated by '; ' (a problem file's name may hold spaces)."""
     names: dict[tuple, list[str]] = {}
     for layer in wl.layers:
         names.setdefault(layer.key(), []).append(layer.name)
-    return {group[0]: " ".join(group[1:]) for group in names.values()}
+    return {group[0]: "; ".join(group[1:]) for group in names.values()}
 
 
 def _row(layer, n: int, result: dict, arch, also: dict[str, str]) -> dict:
@@ -292,7 +292,7 @@ def _print(summary: dict, rows: list[dict], out: Path) -> None:
     for r in rows:
         print(f"{r['layer']:<28}{r['count']:>6}{r['cycles']:>16,}{r['energy_uJ']:>14,.3f}"
               f"{r['pJ_per_mac']:>9.3f}{r['utilization']:>7.3f}")
-    same = [f"{r['layer']} (also {', '.join(r['also'].split())})" for r in rows if r.get("also")]
+    same = [f"{r['layer']} (also {', '.join(r['also'].split('; '))})" for r in rows if r.get("also")]
     if same:
         print("the same problem, mapped once and counted: " + "; ".join(same))
     if summary["failed"]:

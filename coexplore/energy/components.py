@@ -108,7 +108,7 @@ def _check_needed(attrs: dict, cls: str, primitives: bool) -> None:
 def _typo_of(attrs: dict, missing: list[str]) -> str:
     """' (the file has 'dpeth': misspelt?)' when an attribute given is close to a missing one."""
     import difflib
-    near = [(k, m) for m in missing for k in difflib.get_close_matches(m, [str(a) for a in attrs], n=1, cutoff=0.8)]
+    near = [(k, m) for m in missing for k in difflib.get_close_matches(m, [str(a) for a in attrs if a != m], n=1, cutoff=0.8)]
     return "".join(f" (the file has '{k}': '{m}' misspelt?)" for k, m in near)
 
 

@@ -182,9 +182,10 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
             raise CoexploreError(f"unknown key '{extra[0]}'", file=file, key=where,
                                  expected="name, projection, read_write, ranks")
         projection = flat_projection(ds["projection"])
-        if "ranks" in ds and (not isinstance(ds["ranks"], list) or len(ds["ranks"]) != len(projection)):
+        if "ranks" in ds and (not isinstance(ds["ranks"], list) or len(ds["ranks"]) != len(projection)
+                              or not all(isinstance(r, str) for r in ds["ranks"])):
             raise CoexploreError(f"got {ds['ranks']!r}", file=file, key=f"{where}.ranks",
-                                 expected=f"one rank name per projection axis ({len(projection)})")
+                                 expected=f"one rank name (text) per projection axis ({len(projection)})")
         ranks = []
         for j, rank in enumerate(projection):
             if not isinstance(rank, list):

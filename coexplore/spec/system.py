@@ -416,7 +416,13 @@ RIVALS = (("count", "grid"), ("bandwidth_GBps", "bytes_per_cycle"))
 def _no_rival_axes(paths: list[str], file) -> None:
     """Two axes on alternatives of one node (dram.bandwidth_GBps and dram.bytes_per_cycle, a core's
     count and grid) would each undo the other: every point would run the last one's value only."""
-    where = {tuple(_split_path(p)): p for p in paths}
+    where: dict[tuple, str] = {}
+    for path in paths:
+        parts = tuple(_split_path(path))
+        if parts in where:               # `system.dram.x` and `dram.x`: the second would undo the first
+            raise _err(f"axes '{where[parts]}' and '{path}' set the same setting", file, f"sweep.axes.{path}",
+                       f"one axis: {where[parts]} or {path}")
+        where[parts] = path
     for parts, path in where.items():
         for a, b in RIVALS:
             if parts[-1:] == (a,) and (other := where.get((*parts[:-1], b))) is not None:

@@ -27,7 +27,7 @@ the layout of Timeloop's own problem files, so the real `timeloop-model` reads i
 from __future__ import annotations
 
 import copy
-import json
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -92,9 +92,18 @@ class Layer:
         return sizes
 
     def key(self) -> tuple:
-        """What makes two layers the same problem (name and count excluded): the whole shape (two
-        workloads may give one shape name different projections) and the instance."""
-        return (json.dumps(self.shape, sort_keys=True), tuple(sorted(self.instance.items())))
+        """What makes two layers the same problem (name and count excluded): the shape as the model
+        reads it (dimensions, each data space's name, projection terms and read_write: two workloads
+        may give one shape name other projections; its name, rank names and an explicit
+        `read_write: false` do not count) and the instance (every bound and coefficient)."""
+        return self._key
+
+    @functools.cached_property
+    def _key(self) -> tuple:                  # (a system's job table asks for it per job and core)
+        shape = (tuple(self.shape["dimensions"]),
+                 tuple((ds["name"], tuple(tuple(tuple(term) for term in axis) for axis in ds["projection"]),
+                        bool(ds.get("read_write", False))) for ds in self.shape["data_spaces"]))
+        return shape, tuple(sorted(self.instance.items()))
 
 
 class LayerNotFound(CoexploreError, KeyError):
@@ -300,9 +309,10 @@ def check_shape(shape: Any, f: str, where: str) -> dict[str, Any]:
                                  expected="a list of axes, each a list of [dimension] or "
                                           "[dimension, coefficient] terms")
         ranks = ds.get("ranks")
-        if ranks is not None and (not isinstance(ranks, list) or len(ranks) != len(proj)):
+        if ranks is not None and (not isinstance(ranks, list) or len(ranks) != len(proj)
+                                  or not all(isinstance(r, str) for r in ranks)):
             raise CoexploreError(f"got {ranks!r}", file=f, key=f"{k}.ranks",
-                                 expected=f"one rank name per projection axis ({len(proj)})")
+                                 expected=f"one rank name (text) per projection axis ({len(proj)})")
         out["data_spaces"][j]["projection"] = copy.deepcopy(proj)
         for a, axis in enumerate(proj):
             ok = isinstance(axis, list) and axis and all(
