@@ -274,6 +274,13 @@ sweep:
     assert "every point failed" in err
     rows = _rows(tmp_path / "o" / "points.csv")
     assert [r["status"] for r in rows] == ["failed", "failed"] and all("layer " in r["error"] for r in rows)
+    # what is known without a mapping is in the table: the cores, their MAC units and area (the ART's sum)
+    from coexplore.arch.tables import art_area_mm2
+    from coexplore.energy.tables import read_art
+    area = sum(art_area_mm2(read_art(tmp_path / "o" / "points" / "p0" / "cores" / c / "ART.yaml"))
+               for c in ("simba", "eyeriss"))
+    assert [r["cores"] for r in rows] == ["2", "2"] and all(int(r["macs"]) > 0 for r in rows)
+    assert float(rows[0]["area_mm2 [mm^2]"]) == pytest.approx(area, rel=1e-3)
 
 
 def test_pareto_front_against_brute_force():

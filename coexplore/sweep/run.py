@@ -93,6 +93,7 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
     except CoexploreError as exc:
         raise _invalid(record["values"], exc) from None
     area, macs, told = _write_cores(system, folder / "cores", settings.estimator)
+    record.update(area_mm2=float(area), cores=system.spec.n_cores, macs=int(macs))   # known if mapping fails too
     record["warnings"] += told + _tables_for_one_rendering(system, record["values"])
     table, system = system_job_table(system, settings.workloads, settings.layer_mapper, settings.layer_budget,
                                      settings.layer_seed, cache=cache, progress=progress, workers=settings.workers)
