@@ -35,3 +35,22 @@ def code_version() -> str:
     """`<version>+<source digest>`, e.g. `0.1.0+3f2a...`: what a cached result or checkpoint must match."""
     import coexplore
     return f"{coexplore.__version__}+{source_digest()}"
+
+
+# the installed libraries a result's numbers can depend on (the search's random draws, the fitted
+# energy models, the RL environment), named in every run record beside the source digest
+LIBRARIES = ("numpy", "scipy", "nevergrad", "cma", "gymnasium", "pyyaml", "jinja2")
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict[str, str]:
+    """Python's and the libraries' versions, for a run record (a library not installed is left out)."""
+    import platform
+    from importlib import metadata
+    out = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out

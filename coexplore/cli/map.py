@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
+from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
-from coexplore.provenance import source_digest
+from coexplore.provenance import source_digest, versions
 from coexplore.spec import template
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload,
                                   load_inputs, own_core_names, problem_in_arch, top_keys)
@@ -118,6 +119,21 @@ def mapper_of(args) -> registry.MapperSpec:
     return spec
 
 
+def _found_beside(ctx, constraints, args) -> dict:
+    """The ERT and constraints files a run read without their being named (beside ARCH, a
+    system's core): for its record, path and digest, as the files given are."""
+    out = {}
+    ert = getattr(ctx.ert, "source", None)
+    if args.ert is None and ert and Path(ert).is_file():
+        out["ert"] = str(Path(ert).resolve())
+    named = {str(Path(c).resolve()) for c in args.constraints or []}
+    files = sorted({str(Path(c.source).resolve()) for c in (constraints or {}).values()
+                    if c.source and Path(c.source).is_file()} - named - {str(resolve("arch", args.arch).resolve())})
+    if files:
+        out["constraints"] = files
+    return out
+
+
 def run(args) -> int:
     with own_core_names(args):           # (a system's own template core: its var: names)
         return _run(args)
@@ -151,12 +167,17 @@ def _run(args) -> int:
     def where(x):            # a file as an absolute path, a bundled name as given
         return x if x is None or not Path(x).exists() else str(Path(x).resolve())
     import coexplore
-    run_desc = {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
-                "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None, "mapper": spec.to_dict(),
+    problem_file = resolve("problems", args.problem) if args.problem is not None else None
+    found = _found_beside(ctx, constraints, args)          # an ERT or constraints file read without being named
+    run_desc = {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(),
+                "arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
+                "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None,
+                **({"found": found} if found else {}), "mapper": spec.to_dict(),
                 "budget": args.budget, "seed": args.seed,
                 **({"stride_rule": args.stride_rule} if args.stride_rule != "current" else {}),
                 **({"var": sorted(args.var)} if getattr(args, "var", None) else {}),
-                "inputs_sha256": digests(args.arch, args.problem, args.ert, *(args.constraints or []),
+                "inputs_sha256": digests(resolve("arch", args.arch), problem_file, args.ert, *(args.constraints or []),
+                                         found.get("ert"), *found.get("constraints", []),
                                          args.searcher if args.searcher and Path(args.searcher).is_file() else None,
                                          *template.files_read()),     # (what a template pulled in)
                 # everything the result depends on, wherever it was found (an ERT or constraints.yaml

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
-from coexplore.provenance import source_digest
+from coexplore.provenance import source_digest, versions
 from coexplore.model.evaluate import dram_bytes
 from coexplore.system.parallel import WorkerDied, in_processes
 
@@ -198,7 +198,7 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     from coexplore.spec import template
     given = [resolve("arch", args.arch), wl.path, args.ert, *(args.constraints or []),
              resolve("mappers", args.searcher) if args.searcher else None, *template.files_read()]
-    desc.update(all_layers=True, workload=str(wl.path), coexplore_version=coexplore.__version__, coexplore_source=source_digest(),
+    desc.update(all_layers=True, workload=str(wl.path), coexplore_version=coexplore.__version__, coexplore_source=source_digest(), versions=versions(),
                 inputs_sha256=digests(*[f for f in given if f]),
                 content_key=cache_key(**parts))
     return json.loads(json.dumps(desc, default=str))

@@ -28,7 +28,7 @@ from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_run_dir, digests,
                                  processes, remove_empty_created, run_key, seed, table_run_name)
 from coexplore.errors import CoexploreError
-from coexplore.provenance import source_digest
+from coexplore.provenance import source_digest, versions
 from coexplore.spec.yamlio import write_text, write_texts
 
 RESULT = "online.json"
@@ -304,7 +304,7 @@ def _run_description(args, scenario, train, names: list[str], loads: list[float]
     """Everything the results depend on (online.json's `run`; compared before a folder is reused)."""
     import coexplore
     from coexplore.cli.schedule import system_input_files
-    desc = {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "schedulers": names, "seeds": args.seeds, "seed": args.seed,
+    desc = {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(), "schedulers": names, "seeds": args.seeds, "seed": args.seed,
             "scenario": _scenario_desc(scenario), "drop_late": not args.keep_late, "bandwidth": args.bandwidth,
             "train": dataclasses.asdict(train) if "relmas" in names and not args.policy else None,
             "policy": str(Path(args.policy).resolve()) if args.policy else None}

@@ -24,7 +24,7 @@ from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_run_dir, digests, open_cache,
                                  processes, run_key, seed)
 from coexplore.errors import CoexploreError
-from coexplore.provenance import source_digest
+from coexplore.provenance import source_digest, versions
 from coexplore.spec.yamlio import write_text
 
 RESULT = "sweep.json"
@@ -187,7 +187,7 @@ def _run_description(args, mapper, settings, spec) -> dict:
 
     import coexplore
     from coexplore.cli.schedule import system_input_files
-    return {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "system": str(Path(args.system).resolve()),
+    return {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(), "system": str(Path(args.system).resolve()),
             "workloads": [str(resolve("problems", w).resolve()) for w in args.workload] if args.workload
             else [str(w) for w in spec.workloads],
             "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,

@@ -162,6 +162,7 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed
     ms = ms if ms is not None else MapSpace(ctx.arch, ctx.problem, constraints)
     cons = {k: dataclasses.asdict(v) for k, v in sorted(constraints.items())}
     for v in cons.values():
+        v.pop("source", None)            # where the file sits is no part of what the result depends on
         for k in ("keep", "bypass"):
             if v[k] is not None:
                 v[k] = sorted(v[k])

@@ -1,0 +1,56 @@
+"""What a run record says about how its result was made (a reproducibility study): every input file
+read, named ones or found beside ARCH, with its digest; the libraries' versions; and a content key
+that does not depend on where the files sit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from importlib import metadata
+from pathlib import Path
+
+from coexplore.bundled import bundled_dir
+from coexplore.cli.main import main
+
+CORPUS = Path(__file__).parent / "data" / "timeloop_corpus"
+RUN = ["--layer", "res3a_branch2b", "--budget", "60", "--no-progress", "--no-cache"]
+
+
+def _record(out: Path) -> dict:
+    return json.loads((out / "result.json").read_text())["run"]
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    shutil.copytree(CORPUS / "arches" / "simba_like", tmp_path / name)
+    return tmp_path / name
+
+
+def test_files_found_beside_arch_and_a_bundled_workload_are_recorded(tmp_path):
+    arch = _copy(tmp_path, "a")
+    assert main(["map", str(arch / "processed.yaml"), "resnet50", *RUN, "--out", str(tmp_path / "o")]) == 0
+    run = _record(tmp_path / "o")
+    assert run["found"] == {"ert": str((arch / "ERT.yaml").resolve()),
+                            "constraints": [str((arch / "constraints.yaml").resolve())]}
+    digests = run["inputs_sha256"]
+    for f in (arch / "processed.yaml", arch / "ERT.yaml", arch / "constraints.yaml",
+              bundled_dir("problems") / "resnet50.yaml"):
+        assert digests[str(f.resolve())] == _sha(f)
+    assert run["versions"]["numpy"] == metadata.version("numpy") and run["versions"]["python"]
+
+
+def test_the_content_key_does_not_depend_on_where_the_files_sit(tmp_path):
+    keys = []
+    for name in ("a", "b"):
+        arch = _copy(tmp_path, name)
+        assert main(["map", str(arch / "processed.yaml"), "resnet50", *RUN, "--out", str(tmp_path / f"o{name}")]) == 0
+        keys.append(_record(tmp_path / f"o{name}")["content_key"])
+    assert keys[0] == keys[1]
+    text = (tmp_path / "b" / "ERT.yaml").read_text()           # an edited ERT is another content
+    (tmp_path / "b" / "ERT.yaml").write_text(text.replace("energy: ", "energy: 1", 1))
+    assert main(["map", str(tmp_path / "b" / "processed.yaml"), "resnet50", *RUN, "--out", str(tmp_path / "oc")]) == 0
+    assert _record(tmp_path / "oc")["content_key"] != keys[0]
