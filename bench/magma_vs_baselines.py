@@ -35,7 +35,7 @@ from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
 
 from runlog import RunLog, source_version  # noqa: E402
-from shared_data import HelpFormatter, require  # noqa: E402
+from shared_data import HelpFormatter, comma_list, require  # noqa: E402
 
 TASKS = {"vision": "batch_conv", "lang": "batch_lang", "recom": "batch_recom", "mix": "batch_mix"}
 SETTINGS = {"S1": 2, "S2": 3, "S3": 8, "S4": 4, "S5": 5, "S6": 6}   # paper label -> code index
@@ -107,7 +107,9 @@ def main(argv=None):
     require(Path(a.magma_dir) / "tables", "--magma-dir", "MAGMA's job tables")
     if a.quick:
         a.seeds, a.budget, a.methods = 1, 2000, ",".join(FAST)
-    methods = [m for m in a.methods.split(",") if m]
+    methods = comma_list(ap, a.methods, METHODS, "--methods")
+    tasks = comma_list(ap, a.tasks, TASKS, "--tasks")
+    settings = comma_list(ap, a.settings, SETTINGS, "--settings")
     if "magma" not in methods:
         methods.insert(0, "magma")
     golden = {}
@@ -117,8 +119,8 @@ def main(argv=None):
             if c["inst"] == a.inst:
                 golden[(c["batch"], c["setting"], c["bw"])] = c
     cells = []
-    for task in a.tasks.split(","):
-        for s in a.settings.split(","):
+    for task in tasks:
+        for s in settings:
             idx = SETTINGS[s]
             bws = [float(b) for b in a.bandwidths.split(",")] if a.bandwidths else BANDWIDTHS[idx]
             cells += [(task, s, idx, bw) for bw in bws]

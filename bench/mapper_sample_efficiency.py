@@ -14,7 +14,10 @@ results/bench/mapper_sample_efficiency.json and results/bench/mapper_<pair>.png.
 
     python bench/mapper_sample_efficiency.py            # budget 100,000, 5 seeds (long: ~30 min on 2 cores)
     python bench/mapper_sample_efficiency.py --ratio-seeds 20   # + rl, ppo and marl seeds 5-19 for the ratios (~50 min more)
-    python bench/mapper_sample_efficiency.py --quick    # budget 10,000, 2 seeds, 4 searchers
+    python bench/mapper_sample_efficiency.py --quick    # budget 10,000, 2 seeds, 4 searchers (~12 min on 2 cores:
+                                                        # enumerating the small layers' optima takes most; kept in the log)
+
+A Ctrl-C stops the workers at once and keeps the finished runs (and enumerated optima) in the log.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import os
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -120,6 +122,11 @@ def run_one(job):
                 "wall_s": time.perf_counter() - t0}
     return {"arch": arch, "layer": layer, "searcher": searcher, "seed": seed, "history": hist, "best": best,
             "samples": samples, "wall_s": time.perf_counter() - t0}
+
+
+def run_job(job):
+    """(job, its run): what a worker process returns."""
+    return job, run_one(job)
 
 
 def sample_ratios(runs, searcher, seeds, ref: str = "rl") -> list[float]:
@@ -227,9 +234,22 @@ def main() -> None:
     print(f"{len(jobs)} runs ({len(jobs) - len(todo)} already done), budget {budget:,}, {seeds} seeds"
           + (f" ({ratio_seeds} for MARL's sample ratios)" if ratio_seeds > seeds else ""), flush=True)
     from tqdm import tqdm
-    with ProcessPoolExecutor(args.jobs) as pool, log:
-        for job, r in tqdm(zip(todo, pool.map(run_one, todo)), total=len(todo), desc="runs"):
-            log.append({**r, "budget": job["budget"], "version": job["version"]})
+
+    from coexplore.provenance import source_digest
+    from coexplore.system.parallel import in_processes
+    optima = [{"arch": a, "layer": l, "searcher": "exhaustive_optimum", "seed": -1, "budget": 0,
+               "version": source_digest()} for a, l, _ in pairs if l in SMALL_LAYERS]
+    try:
+        with log:
+            for job, r in tqdm(in_processes(run_job, todo, args.jobs), total=len(todo), desc="runs"):
+                log.append({**r, "budget": job["budget"], "version": job["version"]})
+            for o in optima:         # enumerated once (minutes for millions of mappings), then read from the log
+                if o not in log:
+                    best, size = exhaustive_optimum(o["arch"], o["layer"])
+                    log.append({**o, "best": best, "distinct_mappings": size})
+    except KeyboardInterrupt:
+        print(f"\nstopped: the finished runs are kept in {log.path}; the same command resumes", file=sys.stderr)
+        raise SystemExit(130) from None
     all_runs = [log.get(j) for j in jobs]
     runs = [r for r in all_runs if r["seed"] < seeds]     # the extra ratio seeds only enter the ratio
     summary = {"budget": budget, "seeds": seeds, "ratio_seeds": ratio_seeds, "searchers": searchers, "pairs": []}
@@ -241,7 +261,8 @@ def main() -> None:
         overall = min(r["best"] for r in pr)
         entry = {"arch": a, "layer": l, "kind": kind, "best_any": overall, "searchers": {}}
         if l in SMALL_LAYERS:
-            opt, size = exhaustive_optimum(a, l)
+            known = log.get(next(o for o in optima if o["arch"] == a and o["layer"] == l))
+            opt, size = known["best"], known["distinct_mappings"]
             entry["budget"] = pair_budget(l)
             entry["distinct_mappings"] = size
             entry["exhaustive_optimum"] = opt

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from runlog import RunLog, source_version  # noqa: E402
+from shared_data import comma_list  # noqa: E402
 
 SCENARIOS = {
     "vision": ["alexnet", "resnet50", "vgg16"],
@@ -81,7 +82,7 @@ def main() -> None:
     from coexplore.online.stream import Scenario
     from coexplore.system.parallel import in_processes
 
-    names = [s for s in args.scenarios.split(",") if s]
+    names = comma_list(ap, args.scenarios, SCENARIOS, "--scenarios")
     version = source_version(*VERSION_FILES)
     log = RunLog(Path(args.out).with_name("online_sla_runs.jsonl"),
                  ("scenario", "system", "load", "requests", "generations", "streams", "layer_budget"))

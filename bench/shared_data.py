@@ -29,3 +29,12 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
 
     def _split_lines(self, text, width):      # keep paths and comma lists whole
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+
+def comma_list(ap: argparse.ArgumentParser, text: str, allowed, option: str) -> list[str]:
+    """The names of a comma-separated option, each one of `allowed` (else the parser's error, exit 2)."""
+    names = [n for n in text.split(",") if n]
+    bad = [n for n in names if n not in allowed]
+    if bad:
+        ap.error(f"{option}: unknown {', '.join(bad)} (choose from {', '.join(allowed)})")
+    return names
