@@ -527,3 +527,20 @@ def test_timeloops_spelling_of_a_searcher_name_is_taken():
     assert resolve_spec("linear-pruned", None, None).searcher == "linear_pruned"
     with pytest.raises(registry.CoexploreError, match="unknown searcher"):
         resolve_spec("no-such-searcher", None, None)
+
+
+def test_a_seed_that_changes_nothing_is_said(tmp_path, capsys):
+    """exhaustive and linear_pruned walk the mappings in one order: another seed is the same run."""
+    from coexplore.cli.main import main as cli
+    from coexplore.search import registry
+    assert not registry.SEARCHERS["exhaustive"][0].seeded and not registry.SEARCHERS["linear_pruned"][0].seeded
+    assert all(registry.SEARCHERS[s][0].seeded for s in ("random", "marl", "ga", "random_pruned"))
+    ex = Path(__file__).resolve().parents[1] / "examples" / "first_design"
+    results = {}
+    for seed in ("0", "3"):
+        assert cli(["map", str(ex / "two_level.yaml"), str(ex / "conv1d.yaml"), "--searcher", "exhaustive",
+                    "--seed", seed, "--no-cache", "--no-progress", "--out", str(tmp_path / seed)]) == 0
+        results[seed] = json.loads((tmp_path / seed / "result.json").read_text())["best"]
+        said = capsys.readouterr().err
+        assert ("--seed 3 changes nothing" in said) == (seed == "3")
+    assert results["0"] == results["3"]

@@ -158,6 +158,9 @@ def _run(args) -> int:
     if args.searcher is None and "mapper" in top_keys(args.arch):      # a timeloopfe spec's own settings
         print(f"coexplore map: note: {args.arch} has a timeloop-mapper `mapper:` section, which is used with "
               f"--searcher {args.arch} only; this run uses {spec.searcher} ({spec.objective})", file=sys.stderr)
+    if not registry.SEARCHERS[spec.searcher][0].seeded and args.seed != 0:
+        print(f"coexplore map: note: {spec.searcher} walks the mappings in one order: --seed {args.seed} "
+              "changes nothing (the result is that of every seed)", file=sys.stderr)
     if registry.SEARCHERS[spec.searcher][0].learns_between_batches and 2 * spec.batch_size > args.budget:
         print(f"coexplore map: warning: batch size {spec.batch_size:,} is more than half the budget "
               f"{args.budget:,}: {spec.searcher} learns between batches, so it learns (almost) nothing here",

@@ -161,6 +161,7 @@ class Searcher:
 
     name = "searcher"
     learns_between_batches = False   # True: what a batch told shapes the next ask (a batch near the budget learns nothing)
+    seeded = True                    # False: an in-order walk the seed does not change
     size: int | None = None          # distinct candidates it proposes in all, when known (exhaustive: from its first ask)
 
     def __init_subclass__(cls, **kwargs):

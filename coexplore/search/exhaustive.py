@@ -26,6 +26,7 @@ class ExhaustiveSearch(Searcher):
     again (a dropped batch is not lost); then nothing (`done`)."""
 
     name = "exhaustive"
+    seeded = False
     needs_mapspace = True        # given a MapSpace by `coexplore map`, a DiscreteSpace elsewhere
 
     def __init__(self, space, config: ExhaustiveConfig | None = None, seed: int | None = 0):

@@ -124,6 +124,8 @@ class LinearPruned(_PrunedBase):
     mappings left, so the rest of a factorisation follows its probe in the next batch. Ends
     (`done`) when the walk has covered the space."""
 
+    seeded = False
+
     name = "linear_pruned"
 
     def __init__(self, mapspace, config: LinearPrunedConfig | None = None, seed: int | None = 0):
