@@ -42,6 +42,7 @@ def done(tmp_path_factory):
 
 def test_results_agree_with_the_library(done):
     tmp, table, data = done
+    assert data["command"].startswith("coexplore online --table ")     # how to run it again
     system = served_system(load_table(table), 10.0)
     sc = Scenario(load=1.1, requests=40)
     policy = Policy([data["policy"]["weights"][f] for f in FEATURES])

@@ -54,3 +54,25 @@ def test_the_content_key_does_not_depend_on_where_the_files_sit(tmp_path):
     (tmp_path / "b" / "ERT.yaml").write_text(text.replace("energy: ", "energy: 1", 1))
     assert main(["map", str(tmp_path / "b" / "processed.yaml"), "resnet50", *RUN, "--out", str(tmp_path / "oc")]) == 0
     assert _record(tmp_path / "oc")["content_key"] != keys[0]
+
+
+def test_a_record_holds_the_command_that_runs_it_again(tmp_path):
+    import shlex
+    argv = ["map", "simba", "resnet50", *RUN, "--seed", "2", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    first = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert first["command"] == shlex.join(["coexplore", *argv])
+    again = shlex.split(first["command"])[1:]
+    again[again.index("--out") + 1] = str(tmp_path / "again")
+    assert main(again) == 0
+    assert json.loads((tmp_path / "again" / "result.json").read_text())["best"] == first["best"]
+
+
+def test_a_networks_summary_has_the_command_and_its_layers_none(tmp_path):
+    net = tmp_path / "net.yaml"
+    net.write_text("workload:\n  layers:\n  - {name: a, instance: {C: 8, M: 8, P: 4, Q: 4}}\n")
+    argv = ["map", "simba", str(net), "--all-layers", "--budget", "30", "--no-cache", "--no-progress",
+            "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["command"].startswith("coexplore map simba")
+    assert "command" not in json.loads((tmp_path / "o" / "a" / "result.json").read_text())

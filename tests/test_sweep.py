@@ -50,6 +50,7 @@ def test_every_point_in_sweep_order(done):
     axes = spec["sweep"]["axes"]
     recs = data["records"]
     assert data["points"] == data["done"] == 4 and data["complete"] and data["failed"] == 0
+    assert data["command"].startswith("coexplore sweep ")          # how to run it again
     want = [{"cores.eyeriss.params.pe_mesh_x": x, "dram.bandwidth_GBps": b}
             for x in axes["cores.eyeriss.params.pe_mesh_x"] for b in axes["dram.bandwidth_GBps"]]
     assert [r["values"] for r in recs] == want                  # last axis fastest

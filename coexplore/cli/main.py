@@ -191,8 +191,19 @@ def command_settings(args, say_unused: bool = True):
         template.set_data({})          # (a library caller after main() starts without them)
 
 
+_COMMAND: list[str] = []       # this command's arguments, for the run records
+
+
+def command_line() -> str | None:
+    """The command being run, shell-quoted (`coexplore map simba resnet50 --layer conv1`), for a run
+    record to say how to run it again; None outside `main` (a Python caller)."""
+    import shlex
+    return shlex.join(["coexplore", *_COMMAND]) if _COMMAND else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args_given = sys.argv[1:] if argv is None else list(argv)
+    _COMMAND[:] = args_given
     named = next((a for a in args_given if not a.startswith("-")), None)
     command = f"coexplore {named}" if named in COMMANDS else "coexplore"   # named before parsing: a Ctrl-C there
     CREATED.clear()

@@ -12,8 +12,8 @@ from coexplore.provenance import source_digest, versions
 from coexplore.spec import template
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload,
                                   load_inputs, own_core_names, problem_in_arch, top_keys)
-from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
-                                 interrupted_note, keeps_earlier, open_cache, processes, run_checkpoint, seed)
+from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, command_record, count,
+                                 default_run_dir, digests, interrupted_note, keeps_earlier, open_cache, processes, run_checkpoint, seed)
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES
@@ -75,7 +75,8 @@ def _failed_run(args, out: Path, spec: registry.MapperSpec, run_desc: dict, exc:
     payload = {"searcher": spec.searcher, "samples": exc.samples, "best": None, "mapping_file": None,
                "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
                "objective": spec.objective, "seed": args.seed, "cached": False, "wall_s": exc.wall_s,
-               "mapspace_log10_size": exc.mapspace_log10, "mapspace_size": exc.mapspace_size, "run": run_desc}
+               "mapspace_log10_size": exc.mapspace_log10, "mapspace_size": exc.mapspace_size, "run": run_desc,
+               **command_of(args)}
     write_text(out / "result.json", json.dumps(payload, indent=1))
     if args.json:
         print(json.dumps(payload, indent=1))
@@ -117,6 +118,12 @@ def mapper_of(args) -> registry.MapperSpec:
         spec = system_layer_mapper(load_system_arch(args.arch)) or spec
         spec = resolve_spec_overrides(spec, args.objective, args.batch_size)
     return spec
+
+
+def command_of(args) -> dict:
+    """{"command": the command line} for a run record: how to run it again (not for a layer of
+    `--all-layers`, whose network's summary.json has it, nor for a Python caller)."""
+    return {} if getattr(args, "layer_of_network", False) else command_record()
 
 
 def _found_beside(ctx, constraints, args) -> dict:
@@ -248,7 +255,8 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
         payload = {"searcher": spec.searcher, "samples": res.samples, "best": res.best,
                    "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
                    "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,
-                   "mapspace_log10_size": res.mapspace_log10, "mapspace_size": res.mapspace_size, "run": run_desc}
+                   "mapspace_log10_size": res.mapspace_log10, "mapspace_size": res.mapspace_size, "run": run_desc,
+                   **command_of(args)}
         if res.exhausted is not None:
             payload["exhausted"] = res.exhausted
         if res.interrupted:

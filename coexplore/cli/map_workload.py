@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
+from coexplore.cli.paths import command_record
 from coexplore.provenance import source_digest, versions
 from coexplore.model.evaluate import dram_bytes
 from coexplore.system.parallel import WorkerDied, in_processes
@@ -67,7 +68,8 @@ def run_all_layers(args, map_one) -> int:
         bar = progress_bar(total=len(layers), desc=f"{wl.name} layers", unit="layer")
     started = time.time()                      # result files written since are this run's
     subs = [argparse.Namespace(**{**vars(args), "layer": layer.name, "out": str(out / layer.name), "json": False,
-                                  "all_layers": False, "no_progress": True, "jobs": 1}) for layer, _ in layers]
+                                  "all_layers": False, "no_progress": True, "jobs": 1, "layer_of_network": True})
+            for layer, _ in layers]
     try:
         with finishing("the layer being mapped" if args.jobs <= 1 else
                        "the next layer to finish (the others running resume from their last periodic save)"
@@ -282,7 +284,7 @@ def _summary(arch: str, wl, rows: list[dict], failed: list[str], n_layers: int, 
             "edp_J_cycle": energy_uj * 1e-6 * cycles, "pJ_per_mac": energy_uj * 1e6 / macs if macs else None,
             "dram_bytes": sum(r["count"] * r["dram_bytes"] for r in rows)
             if all(r.get("dram_bytes") not in (None, "") for r in rows) else None,    # (an earlier run's rows lack it)
-            "layers": rows, "run": desc}
+            "layers": rows, "run": desc, **command_record()}
 
 
 def _print(summary: dict, rows: list[dict], out: Path) -> None:

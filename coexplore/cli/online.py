@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_run_dir, digests,
+from coexplore.cli.paths import (add_cache_option, command_record, chosen_dir, count, default_run_dir, digests,
                                  processes, remove_empty_created, run_key, seed, table_run_name)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import source_digest, versions
@@ -571,7 +571,7 @@ def _at_load(system, load: float, rates, results: dict) -> dict:
 
 def _record(system, entry: dict, run_desc: dict, history, args, policy) -> dict:
     """online.json: the run, the system and its DNNs, and the numbers of the `--load` evaluation (`entry`)."""
-    data = {"name": run_name(args), "run": run_desc,
+    data = {"name": run_name(args), "run": run_desc, **command_record(),
             "cores": list(system.cores), "bandwidth_bytes_per_cycle": system.bandwidth,
             "models": [{"name": m.name, "layers": len(m.layers), "isolated_latency_cycles": m.isolated_latency,
                         "work_cycles": m.work, "requests_per_cycle": r}

@@ -400,3 +400,11 @@ def _integer(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def command_record() -> dict:
+    """{"command": the command line} for a run record (how to run it again), when it runs from the
+    command line; {} for a Python caller."""
+    from coexplore.cli.main import command_line
+    line = command_line()
+    return {"command": line} if line else {}

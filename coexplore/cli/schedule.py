@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, count, default_run_dir, digests,
+from coexplore.cli.paths import (add_cache_option, command_record, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, processes, remove_empty_created,
                                  run_checkpoint, seed, table_run_name)
 from coexplore.errors import CoexploreError
@@ -193,6 +193,7 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
         data = result.to_json(table, clock)
         data["table" if args.table else "system"] = str(args.table or args.system)
         data["run"] = run_desc
+        data.update(command_record())
         if args.system:
             data["job_table"] = str(out / "jobs.csv")
         files = {out / "timeline.csv": _timeline_csv(table, data)}

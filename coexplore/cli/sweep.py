@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (add_cache_option, chosen_dir, count, default_run_dir, digests, open_cache,
+from coexplore.cli.paths import (add_cache_option, command_record, chosen_dir, count, default_run_dir, digests, open_cache,
                                  processes, run_key, seed)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import source_digest, versions
@@ -273,6 +273,7 @@ def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectiv
     ids = [r["point"] for r, f in zip(records, front) if f]
     failed = [r for r in records if r["status"] != "ok"]
     data = {"system": spec.name, "file": args.system, "run": json.loads(json.dumps(run_desc, sort_keys=True)),
+            **command_record(),
             "points": total, "done": len(records), "complete": len(records) == total, "failed": len(failed),
             "objectives": [{"name": o.name, "column": o.column, "sense": o.sense, "unit": o.unit}
                            for o in objectives],
