@@ -13,7 +13,8 @@ from coexplore.spec import template
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload,
                                   load_inputs, own_core_names, problem_in_arch, top_keys)
 from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, command_record, count,
-                                 default_run_dir, digests, interrupted_note, keeps_earlier, open_cache, processes, run_checkpoint, seed)
+                                 default_run_dir, digests, interrupted_note, keeps_earlier, open_cache, processes,
+                                 run_checkpoint, seed)
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES

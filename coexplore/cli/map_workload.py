@@ -256,10 +256,7 @@ def _with_earlier(path: Path, record: dict, rows: dict, failed: list) -> tuple[d
 def _same_problem(wl) -> dict[str, str]:
     """For each distinct layer mapped, the other layers of the network that are the same problem
     (mapped once, counted in its `count`), separated by '; ' (a problem file's name may hold spaces)."""
-    names: dict[tuple, list[str]] = {}
-    for layer in wl.layers:
-        names.setdefault(layer.key(), []).append(layer.name)
-    return {group[0]: "; ".join(group[1:]) for group in names.values()}
+    return {g[0].name: "; ".join(layer.name for layer in g[1:]) for g in wl.same_problem_groups()}
 
 
 def _row(layer, n: int, result: dict, arch, also: dict[str, str]) -> dict:

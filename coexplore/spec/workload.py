@@ -135,14 +135,17 @@ class Workload:
                             expected="one of " + ", ".join(layer.name for layer in self.layers[:20])
                             + (", ..." if len(self.layers) > 20 else ""))
 
+    def same_problem_groups(self) -> list[list[Layer]]:
+        """The layers grouped by problem (`Layer.key`), groups and layers in network order."""
+        groups: dict[tuple, list[Layer]] = {}
+        for layer in self.layers:
+            groups.setdefault(layer.key(), []).append(layer)
+        return list(groups.values())
+
     def unique_layers(self) -> list[tuple[Layer, int]]:
         """Distinct problems (first occurrence) with their total count: what a mapper must
         search once per core."""
-        seen: dict[tuple, list] = {}
-        for layer in self.layers:
-            entry = seen.setdefault(layer.key(), [layer, 0])
-            entry[1] += layer.count
-        return [(layer, n) for layer, n in seen.values()]
+        return [(group[0], sum(layer.count for layer in group)) for group in self.same_problem_groups()]
 
     def __iter__(self) -> Iterator[Layer]:
         return iter(self.layers)
