@@ -10,7 +10,8 @@ form of RELMAS's "+173%") and its energy overhead against the best-SLA heuristic
 
     python bench/online_sla.py [--generations 25] [--loads 0.5 0.8 1.2] [--jobs 2]
 
-Trainings are logged in results/bench/online_sla_runs.jsonl (an interrupted run resumes; changing
+The job tables go through the layer cache: $COEXPLORE_CACHE if set, else results/cache.sqlite of
+the repository. Trainings are logged in results/bench/online_sla_runs.jsonl (an interrupted run resumes; changing
 the online package retrains); the summary is results/bench/online_sla.json.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -37,10 +39,10 @@ VERSION_FILES = [f"coexplore/online/{m}.py" for m in ("models", "stream", "simul
 
 def served(system_file: str, workloads: list[str], layer_budget: int):
     from coexplore.bundled import resolve
-    from coexplore.model.cache import ResultCache
+    from coexplore.model.cache import ENV_VAR, ResultCache
     from coexplore.online.models import served_system
     from coexplore.system.from_system import system_job_table
-    cache = ResultCache(ROOT / "results" / "cache.sqlite")
+    cache = ResultCache(os.environ.get(ENV_VAR) or ROOT / "results" / "cache.sqlite")
     try:
         table, system = system_job_table(system_file, [resolve("problems", w) for w in workloads],
                                          layer_budget=layer_budget, cache=cache)
@@ -63,17 +65,22 @@ def train_one(task):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--system", default=str(ROOT / "arch" / "hetero_2simba_2eyeriss.yaml"))
-    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
-    ap.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.8, 1.2])
-    ap.add_argument("--train-load", type=float, default=0.8)
-    ap.add_argument("--requests", type=int, default=200)
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--generations", type=int, default=25)
-    ap.add_argument("--streams", type=int, default=3)
-    ap.add_argument("--layer-budget", type=int, default=2000)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "online_sla.json"))
+    ap.add_argument("--system", default=str(ROOT / "arch" / "hetero_2simba_2eyeriss.yaml"),
+                    help="system YAML or bundled name (default: the 2 Simba-like + 2 Eyeriss-like system)")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS),
+                    help="comma-separated scenarios, of: " + ", ".join(SCENARIOS) + " (default: all)")
+    ap.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.8, 1.2],
+                    help="offered loads every scheduler serves (default 0.5 0.8 1.2)")
+    ap.add_argument("--train-load", type=float, default=0.8, help="the load relmas is trained at (default 0.8)")
+    ap.add_argument("--requests", type=int, default=200, help="requests per stream (default 200)")
+    ap.add_argument("--seeds", type=int, default=5, help="evaluation streams per (scenario, load) (default 5)")
+    ap.add_argument("--generations", type=int, default=25, help="relmas training generations (default 25)")
+    ap.add_argument("--streams", type=int, default=3, help="training streams per generation (default 3)")
+    ap.add_argument("--layer-budget", type=int, default=2000,
+                    help="layer mapper samples per (layer, core design) for the job tables (default 2000)")
+    ap.add_argument("--jobs", type=int, default=2, help="trainings run at once in processes (default 2)")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "online_sla.json"),
+                    help="summary JSON (default results/bench/online_sla.json)")
     args = ap.parse_args()
 
     from coexplore.online.compare import gains, mean_summary, run_schedulers

@@ -54,6 +54,25 @@ def test_results_agree_with_the_library(done):
         assert data["schedulers"][name]["sla_rate"] == pytest.approx(np.mean(rates))
 
 
+def test_magma_plan_recorded_is_the_one_run(done):
+    """online.json names the MAGMA plan's settings; a plan made with them gives the recorded rates,
+    and one made with another seed or budget is a different placement."""
+    from coexplore.online.schedulers import MagmaPlanned
+    from coexplore.online.stream import request_rates
+    tmp, table, data = done
+    plan = data["run"]["magma_plan"]
+    system = served_system(load_table(table), 10.0)
+    sc = Scenario(load=1.1, requests=40)
+    rates = request_rates(system, sc)
+    sched = MagmaPlanned(rates, budget=plan["budget"], seed=plan["seed"], batch=plan["batch"])
+    got = [simulate(system, poisson_stream(system, sc, s), sched).sla_rate for s in (0, 1)]
+    assert data["schedulers"]["magma"]["sla_rate_per_seed"] == pytest.approx(got)
+    recorded = sched.owner
+    other = MagmaPlanned(rates, budget=50, seed=plan["seed"] + 1, batch=plan["batch"])
+    simulate(system, poisson_stream(system, sc, 0), other)
+    assert other.owner != recorded
+
+
 def test_files_agree_with_each_other(done):
     tmp, _, data = done
     out = tmp / "out"

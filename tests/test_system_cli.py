@@ -49,8 +49,22 @@ def test_schedule_summary_and_no_plot(tmp_path, capsys):
                "--out", str(tmp_path / "h"), "--no-plot"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "makespan" in out and "busy" in out and "computing" in out and "1 samples" in out
+    assert "makespan" in out and "busy" in out and "computing" in out and "1 sample)" in out
     assert not (tmp_path / "h" / "gantt.png").exists()
+
+
+def test_schedule_seed_note_for_deterministic_heuristic(tmp_path, capsys):
+    """A heuristic with one schedule says --seed changes nothing, and indeed it does not."""
+    found = []
+    for seed in (0, 5):
+        rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "1", "--searcher", "fcfs-greedy",
+                   "--seed", str(seed), "--out", str(tmp_path / f"s{seed}"), "--no-plot", "--no-progress"])
+        assert rc == 0
+        err = capsys.readouterr().err
+        assert ("--seed 5 changes nothing" in err) == (seed == 5)
+        data = json.loads((tmp_path / f"s{seed}" / "schedule.json").read_text())
+        found.append((data["core"], data["priority"], data["makespan"]))
+    assert found[0] == found[1]
 
 
 def _bad(tmp_path, capsys, argv):

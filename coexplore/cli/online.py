@@ -308,6 +308,10 @@ def _run_description(args, scenario, train, names: list[str], loads: list[float]
             "scenario": _scenario_desc(scenario), "drop_late": not args.keep_late, "bandwidth": args.bandwidth,
             "train": dataclasses.asdict(train) if "relmas" in names and not args.policy else None,
             "policy": str(Path(args.policy).resolve()) if args.policy else None}
+    if "magma" in names:              # the placement's plan: MAGMA's settings (fixed, not options)
+        from coexplore.online.schedulers import MagmaPlanned
+        plan = MagmaPlanned()
+        desc["magma_plan"] = {"budget": plan.budget, "seed": plan.seed, "batch": plan.batch}
     if len(loads) > 1:                # (only then: the key of a run of one load stays as it was)
         desc["loads"] = sorted(loads)
     files = [args.table, args.policy, args.trace]
@@ -432,7 +436,7 @@ def training_key(run_desc: dict) -> str:
     """What relmas's training depends on (not the evaluation's schedulers and seeds, nor the number of
     generations: a longer training continues a shorter one): the key of its saved state and of the
     policy.json a rerun reuses or continues."""
-    desc = {k: v for k, v in run_desc.items() if k not in ("schedulers", "seeds", "loads")}
+    desc = {k: v for k, v in run_desc.items() if k not in ("schedulers", "seeds", "loads", "magma_plan")}
     if isinstance(desc.get("train"), dict):
         desc["train"] = {k: v for k, v in desc["train"].items() if k != "generations"}
     return run_key(desc)

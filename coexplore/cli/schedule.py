@@ -174,6 +174,7 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
     from coexplore.system.tables import table_csv
 
+    _seed_note(args, table, mapper.searcher)
     stop_now = False          # a stop-at-once while the result was made: it is written, no chart
     try:
         result = search_schedule(table, bandwidth, mapper.searcher, budget, args.seed, progress=progress,
@@ -277,6 +278,15 @@ def system_input_files(system: str, workloads: list | None, layer_searcher: str 
     if layer_searcher:
         files.append(resolve("mappers", layer_searcher))
     return files
+
+
+def _seed_note(args, table, searcher: str) -> None:
+    """Say that --seed changes nothing for a heuristic with one schedule (all but MET with tied cores)."""
+    from coexplore.system.heuristics import HeuristicSearcher
+    from coexplore.system.schedule import HEURISTICS
+    if args.seed != 0 and searcher.upper() in HEURISTICS and HeuristicSearcher(table.latency, searcher).size == 1:
+        print(f"coexplore schedule: note: {searcher} gives one schedule, with no random choice on this table: "
+              f"--seed {args.seed} changes nothing", file=sys.stderr)
 
 
 def _out_dir(args, mapper, run_desc: dict) -> Path:

@@ -315,7 +315,7 @@ def summary_lines(table: JobTable, result: ScheduleResult, clock_GHz: float | No
     util = result.busy / result.makespan
     at_clock = "" if clock_GHz is None else f" = {_time(result.makespan / (clock_GHz * 1e9))} at {clock_GHz:g} GHz"
     lines = [
-        f"searcher   {result.searcher} (seed {result.seed}, {result.samples} samples"
+        f"searcher   {result.searcher} (seed {result.seed}, {result.samples} sample{'s' if result.samples != 1 else ''}"
         + ("; as long as its longest job alone: optimal, no search goes further)" if result.optimal else ")"),
         f"jobs       {table.num_jobs} on {table.num_cores} core{'s' if table.num_cores != 1 else ''}, "
         f"bandwidth {result.bandwidth:g} bytes/cycle",
