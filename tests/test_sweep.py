@@ -369,12 +369,12 @@ def test_tables_hold_the_records_exactly(done):
             assert float(row[f"{col} [{unit}]"]) == rec[col]              # written exactly
         assert row["status"] == "ok" and row["error"] == ""
     front = _rows(out / "pareto.csv")
-    assert [float(r["latency_s [s]"]) for r in front] == sorted(float(r["latency_s [s]"]) for r in front)
+    assert [float(r["latency_s"]) for r in front] == sorted(float(r["latency_s"]) for r in front)
     assert {r["pareto"] for r in front} == {"1"}
     from coexplore.sweep.store import points_csv
     text = points_csv([{"point": "p9", "values": {}, "status": "failed", "error": "x", "latency_s": float("nan")}],
                       [], [False])
-    assert next(csv.DictReader(text.splitlines()))["latency_s [s]"] == ""
+    assert next(csv.DictReader(text.splitlines()))["latency_s"] == ""
 
 
 def test_schedule_files_match_the_record(done):

@@ -32,13 +32,21 @@ def dram_energy(width: int) -> float:
     return 200.0 * width / 16
 
 
-def vector_access_energy(level: Level) -> float | None:
-    """Timeloop's default energy of one vector access of `level` (pJ), or None where Timeloop
-    has none (a buffer of no stated size, which it cannot estimate)."""
+def user_access_energy(level: Level) -> float | None:
+    """The level's own `vector_access_energy` (pJ per vector access), if its attributes give one."""
     a = level.attributes
     given = a.get("vector-access-energy", a.get("vector_access_energy"))
     if isinstance(given, (int, float)) and not isinstance(given, bool):
         return float(given)
+    return None
+
+
+def vector_access_energy(level: Level) -> float | None:
+    """Timeloop's default energy of one vector access of `level` (pJ), or None where Timeloop
+    has none (a buffer of no stated size, which it cannot estimate)."""
+    a = level.attributes
+    if (given := user_access_energy(level)) is not None:
+        return given
     if "DRAM" in level.cls or str(a.get("technology", "")) == "DRAM":
         return dram_energy(level.word_bits * level.block_size)
     if not math.isfinite(level.size):

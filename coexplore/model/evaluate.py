@@ -76,6 +76,15 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
         if ert.actions.get(lv.name):
             largest[li] = max(ert.actions[lv.name].values()) / max(1, lv.cluster_size)
         estimated = []
+        user = timeloop_pat.user_access_energy(lv)
+        if user is not None and ert.has_level(lv.name):
+            # Timeloop (UpdateOpEnergyViaERT): a level's own vector_access_energy is not replaced by
+            # its ERT table: it prices reads, fills and updates, and there is no leakage
+            notes.append(f"{lv.name}: its vector_access_energy, {user:.6g} pJ per access, prices it, not the "
+                         "ERT's table (as in timeloop-model)")
+            for op in arrays:
+                arrays[op][li] = 0.0 if op == "leak" else user
+            continue
         for op in arrays:
             e = ert.energy(lv.name, op)
             if e is None and op == "leak":

@@ -300,7 +300,7 @@ def _derive_storage(level: Level, file: str | None) -> None:
     for attr in ("read_bandwidth", "write_bandwidth", "shared_bandwidth"):
         if a.get(attr) is not None:
             setattr(level, attr, _bandwidth(a[attr], file=file, key=f"{key}.{attr}"))
-    _refuse_unmodelled(a, file, key)
+    _refuse_unmodelled(a, file, key, level.name)
     level.is_dummy = is_fanout_level(level.name, level.cls)
 
 
@@ -316,9 +316,22 @@ def _no_networks(what: str, file, key: str, expected: str) -> CoexploreError:
                           "default network only)", file=file, key=key, expected=expected)
 
 
-def _refuse_unmodelled(a: dict, file, key: str) -> None:
+def _refuse_unmodelled(a: dict, file, key: str, name: str = "") -> None:
     """Attributes that change Timeloop's numbers in ways this model does not reproduce: refused
-    rather than silently ignored (an empty or all-1 value changes nothing and is accepted)."""
+    rather than silently ignored (an empty, zero or all-1 value changes nothing and is accepted)."""
+    if a.get("addr_gen_energy") not in (None, "", 0):      # BufferLevel::ComputeAddrGenEnergy
+        raise CoexploreError(f"addr_gen_energy {a['addr_gen_energy']!r} is not modelled (Timeloop charges it per "
+                             "address generation)", file=file, key=f"{key}.addr_gen_energy",
+                             expected="no addr_gen_energy (or 0)")
+    gated = a.get("power_gated_at")
+    if gated not in (None, "") and str(gated).split("[")[0] != name:      # Topology: leakage by the gater's use
+        raise CoexploreError(f"power gating at '{gated}' is not modelled (Timeloop scales the leakage by "
+                             "that level's utilized instances)", file=file, key=f"{key}.power_gated_at",
+                             expected=f"no power_gated_at (or null, or '{name}' itself)")
+    for net in ("network_type", "router_energy", "wire_energy"):   # the level's own (legacy) network
+        if a.get(net) not in (None, "", 0):
+            raise _no_networks(f"{net} {a[net]!r} sets up the level's network", file, f"{key}.{net}",
+                               f"no {net} (Timeloop's default network: no network energy, no distributed multicast)")
     scale = a.get("per_dataspace_bandwidth_consumption_scale")
     if isinstance(scale, dict) and any(v != 1 for v in scale.values()) or \
             (scale is not None and not isinstance(scale, dict)):
@@ -393,7 +406,12 @@ def _computed_split(constraints, scope: dict, file, where: str):
 
 
 def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y: int,
-                file: str | None, where: str, scope: dict | None = None) -> Level:
+                file: str | None, where: str, scope: dict | None = None, own_specs: bool = False) -> Level:
+    """One component as a Level. `inherited`: the enclosing containers' attributes, which the level's
+    `attributes` carry (Accelergy prices a component with them); `own_specs`: Timeloop's buffer specs
+    (sizes, widths, bandwidths, mesh) from the component's own attributes only, as timeloop-model
+    reads a v0.3 tree (BufferLevel::ParseSpecs sees the component alone; timeloopfe copies a v0.4
+    container's attributes down, so there they count)."""
     if not isinstance(node, dict):
         raise CoexploreError(f"got {type(node).__name__}", file=file, key=where,
                              expected="a component mapping with name and class")
@@ -409,7 +427,7 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
     own = {str(k).replace("-", "_"): v for k, v in own.items()}
     attrs.update(_resolved(own, {**(scope or {}), **inherited}) if scope is not None else own)
     name, _ = split_range(node["name"], file, f"{where}.name")
-    mx, my = (attrs.get(k) for k in ("meshX", "meshY"))
+    mx, my = ((own if own_specs else attrs).get(k) for k in ("meshX", "meshY"))
     mx = _positive(mesh_x if mx is None else mx, file=file, key=f"{where}.attributes.meshX")
     my = _positive(mesh_y if my is None else my, file=file, key=f"{where}.attributes.meshY")
     constraints = _computed_split(node.get("constraints") or {}, {**(scope or {}), **attrs}, file, where) \
@@ -421,7 +439,11 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
         raise _no_networks(f"'{level.cls}' is a network", file, f"{where}.class",
                            "storage and compute components")
     level.is_compute, level.ignored = kind == "compute", kind is None
-    if kind == "storage":
+    if kind == "storage" and own_specs:
+        level.attributes = own
+        _derive_storage(level, file)
+        level.attributes = attrs
+    elif kind == "storage":
         _derive_storage(level, file)
     return level
 
@@ -658,19 +680,20 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict, list
                     notes.extend(_unknown_v3_keys(comp, V3_COMPONENT_KEYS, f"{here}.local[{j}]"))
                 _, n = split_range(cname, file, f"{here}.local[{j}].name")
                 inst = m * n        # a ranged local inside ranged subtrees: Timeloop multiplies (PE[0..15] x [0..3])
-                lv = _make_level(comp, attrs, inst, 1, 1, file, f"{here}.local[{j}]")
+                lv = _make_level(comp, attrs, inst, 1, 1, file, f"{here}.local[{j}]", own_specs=True)
                 if lv.ignored:
                     levels.append(lv)
                     continue
-                given_y = "meshY" in lv.attributes
+                own = {str(k).replace("-", "_"): v for k, v in (comp.get("attributes") or {}).items()}
+                given_y = "meshY" in own
                 if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
-                    y = int(lv.attributes.get("meshY") or 1) if given_y else 1
+                    y = int(own.get("meshY") or 1) if given_y else 1
                     if inst % y:                           # Timeloop: instances % meshY == 0, meshX the quotient
                         raise CoexploreError(f"{lv.name}: its {inst} instances are not divisible by meshY {y}",
                                              file=file, key=f"{here}.local[{j}].attributes.meshY",
                                              expected="a meshY dividing the number of instances (meshX is their quotient)")
                     lv.mesh_x = inst // y
-                lv.mesh_y = int(lv.attributes.get("meshY", max(1, inst // max(1, lv.mesh_x))) or 1)
+                lv.mesh_y = int(own.get("meshY", max(1, inst // max(1, lv.mesh_x))) or 1)
                 if lv.mesh_x * lv.mesh_y != inst:            # Timeloop's ValidateTopology asserts
                     raise CoexploreError(
                         f"{lv.name}: " + (f"meshX {lv.mesh_x} x meshY {lv.mesh_y} is not its {inst} instances"
@@ -685,6 +708,35 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict, list
     return levels, top_attrs, notes
 
 
+# Timeloop environment variables at their defaults (what the model reproduces), and those that
+# change only how Timeloop prints its results
+TIMELOOP_ENV_DEFAULTS = {"TIMELOOP_ENABLE_FIRST_READ_ELISION": 1, "TIMELOOP_DISABLE_LINK_TRANSFERS": 0}
+TIMELOOP_ENV_OUTPUT_ONLY = {"TIMELOOP_HIDE_INCONSEQUENTIAL_STATS"}
+
+
+def _check_environment(data: dict, file) -> None:
+    """A v0.4 spec's `globals.environment_variables`, which timeloopfe hands to Timeloop: one that
+    changes what Timeloop computes is refused (the model is Timeloop with its defaults)."""
+    env = (data.get("globals") or {}).get("environment_variables") if isinstance(data.get("globals"), dict) else None
+    if not isinstance(env, dict):
+        return
+    for k, v in env.items():
+        if k in TIMELOOP_ENV_OUTPUT_ONLY:
+            continue
+        if k in TIMELOOP_ENV_DEFAULTS:
+            try:
+                same = int(str(v).strip()) == TIMELOOP_ENV_DEFAULTS[k]
+            except ValueError:
+                same = False
+            if not same:
+                raise CoexploreError(f"{k}: {v!r} changes what Timeloop counts, which coexplore does not model",
+                                     file=file, key=f"globals.environment_variables.{k}",
+                                     expected=f"{k} left out (or {TIMELOOP_ENV_DEFAULTS[k]}, Timeloop's default)")
+        elif str(k).startswith("TIMELOOP_"):
+            warnings.warn(f"{file}: globals.environment_variables.{k} is not read here: the numbers are those "
+                          "of Timeloop without it", CoexploreWarning, stacklevel=3)
+
+
 def parse_architecture(data: Any, file: str | None = None, name: str | None = None) -> Architecture:
     """Build an Architecture from a parsed YAML document (v0.4 nodes or v0.3 subtree)."""
     if not isinstance(data, dict) or "architecture" not in data:
@@ -694,6 +746,7 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     if not isinstance(arch, dict):
         raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
     expressions.FAILED.clear()
+    _check_environment(data, file)
     unknown: list[str] = []
     if "nodes" in arch:
         levels, attrs, meshless, branches = _from_v4_nodes(arch["nodes"], file, _variables(data, file))

@@ -174,13 +174,14 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
             lm.spatial = _parse_factors(entry.get("factors"), **factors)
             lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
                                                  key=f"{key}.permutation", dims=dims)
-            if entry.get("split") is not None:
-                split = entry["split"]
-                if isinstance(split, bool) or not isinstance(split, int) or split < 0:
-                    raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
-                                         expected="a non-negative integer (dimensions on the X axis)")
-                lm.split = split
+            split = entry.get("split")     # each spatial directive sets it (Timeloop: all-X when not given)
+            if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split < 0):
+                raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
+                                     expected="a non-negative integer (dimensions on the X axis)")
+            lm.split = split
         elif kind in ("datatype", "bypass", "dataspace"):
+            # Timeloop's ParseUserDatatypeBypassSettings edits one keep/bypass string per level:
+            # directives add up, a later one changing only the dataspaces it names; keep, then bypass
             for k in ("keep", "bypass"):
                 vals = entry.get(k)
                 if vals is None:
@@ -194,7 +195,9 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                     if v not in dsnames:
                         raise CoexploreError(f"unknown dataspace '{v}'", file=file, key=f"{key}.{k}",
                                              expected=f"one of {dsnames}")
-                setattr(lm, k, [str(v) for v in vals])
+                other = "bypass" if k == "keep" else "keep"
+                setattr(lm, other, [d for d in getattr(lm, other) or [] if d not in vals] or None)
+                setattr(lm, k, [*(d for d in getattr(lm, k) or [] if d not in vals), *(str(v) for v in vals)])
         else:
             raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
                                  expected="temporal, spatial or datatype")

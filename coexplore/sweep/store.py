@@ -98,12 +98,11 @@ def _cell(value) -> str:
 
 
 def points_csv(records: list[dict], axes: list[str], front: list[bool]) -> str:
-    """One row per point: id, the axes' values, every measured column (units in the header), whether
-    it is on the Pareto front, its status and error."""
+    """One row per point: id, the axes' values, every measured column (named as in sweep.json, the
+    unit in the name: `latency_s`, `energy_J`), whether it is on the Pareto front, its status and error."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["point", *axes, *(f"{c} [{u}]" if u else c for c, u in COLUMNS.items()), "pareto", "status",
-                "error"])
+    w.writerow(["point", *axes, *COLUMNS, "pareto", "status", "error"])
     for rec, on in zip(records, front):
         w.writerow([rec["point"], *(_cell(rec["values"].get(a)) for a in axes),
                     *(_cell(rec.get(c)) for c in COLUMNS), int(bool(on)), rec["status"], rec.get("error") or ""])

@@ -1,0 +1,156 @@
+"""Inputs Timeloop reads in ways the corpus does not exercise: each is modelled as timeloop-model
+does, or refused (never silently ignored)."""
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.model.inputs import load_context
+from coexplore.spec.architecture import parse_architecture
+from coexplore.spec.mapping import parse_mapping, to_arrays
+from coexplore.spec.yamlio import dump_yaml, load_yaml, loads_yaml
+
+from conftest import CORPUS
+
+ARCH = CORPUS / "arches" / "simba_like"
+CASE = CORPUS / "public" / "simba_like" / "alexnet_conv1" / "019"          # a valid case
+LAYER = CORPUS / "layers" / "alexnet_conv1.yaml"
+
+
+def _arch_with(tmp_path, level: str, **attrs):
+    """simba_like's processed architecture with attributes added to one component."""
+    data = load_yaml(ARCH / "processed.yaml")
+
+    def walk(node):
+        for comp in node.get("local", []):
+            if comp["name"].split("[")[0] == level:
+                comp["attributes"].update(attrs)
+                return True
+        return any(walk(sub) for sub in node.get("subtree", []))
+    assert walk(data["architecture"])
+    out = tmp_path / "arch.yaml"
+    out.write_text(dump_yaml(data))
+    return out
+
+
+def _context(arch_file):
+    return load_context(arch_file, LAYER, ARCH / "ERT.yaml")
+
+
+def test_own_vector_access_energy_prices_the_level_instead_of_its_ert_table(tmp_path):
+    """UpdateOpEnergyViaERT leaves a level's own vector_access_energy: every read, fill and update
+    vector costs it, no leakage; the other levels keep the ERT's energies."""
+    ref = json.loads((CASE / "expected.json").read_text())
+    ctx = _context(_arch_with(tmp_path, "GlobalBuffer", vector_access_energy=1000.0))
+    rec = ctx.record(ctx.evaluate_mappings(CASE / "mapping.yaml"))
+    block = next(lv for lv in ctx.arch.levels if lv.name == "GlobalBuffer").block_size
+    assert block == 256 // 8
+    want = sum(math.ceil(d[op] / block) * 1000.0 for d in ref["levels"]["GlobalBuffer"]["dataspaces"].values()
+               for op in ("reads", "fills", "updates"))
+    assert rec["levels"]["GlobalBuffer"]["energy_pJ"] == pytest.approx(want, rel=1e-12)
+    assert rec["levels"]["GlobalBuffer"]["leakage_pJ"] == 0
+    for name, lv in ref["levels"].items():
+        if name != "GlobalBuffer":
+            assert rec["levels"][name]["energy_pJ"] == pytest.approx(lv["energy_pJ"], rel=1e-9), name
+    assert rec["cycles"] == ref["cycles"]
+
+
+def _mapping_arrays(ctx, entries):
+    return to_arrays([parse_mapping(entries, ctx.arch, ctx.problem)], ctx.arch, ctx.problem)
+
+
+def test_datatype_directives_of_one_level_add_up():
+    """ParseUserDatatypeBypassSettings edits one keep/bypass string per level: a second directive
+    changes only the dataspaces it names."""
+    ctx = _context(ARCH / "processed.yaml")
+    entries = load_yaml(CASE / "mapping.yaml")["mapping"]
+    one = _mapping_arrays(ctx, entries)
+    gb = next(i for i, e in enumerate(entries) if e["target"] == "GlobalBuffer" and e["type"] == "datatype")
+    assert entries[gb]["keep"] == ["Inputs", "Outputs"] and entries[gb]["bypass"] == ["Weights"]
+    split = [*entries[:gb], {"target": "GlobalBuffer", "type": "datatype", "keep": ["Inputs"], "bypass": ["Weights"]},
+             {"target": "GlobalBuffer", "type": "datatype", "keep": ["Outputs"]}, *entries[gb + 1:]]
+    assert np.array_equal(_mapping_arrays(ctx, split).keep, one.keep)
+    # a later directive's bypass undoes an earlier keep of the same dataspace, and no more
+    undo = [*entries, {"target": "GlobalBuffer", "type": "datatype", "bypass": ["Outputs"]}]
+    got, want = _mapping_arrays(ctx, undo).keep, one.keep.copy()
+    li = len(ctx.arch.levels) - 1 - ctx.arch.level_names().index("GlobalBuffer")
+    want[0, li, [ds.name for ds in ctx.problem.dataspaces].index("Outputs")] = False
+    assert np.array_equal(got, want) and not np.array_equal(got, one.keep)
+
+
+def test_a_later_spatial_directive_without_split_puts_every_dimension_on_x():
+    """Timeloop sets a level's split from each spatial directive, all-X when it gives none."""
+    ctx = _context(ARCH / "processed.yaml")
+    entries = load_yaml(CASE.with_name("009") / "mapping.yaml")["mapping"]     # X and Y used at one level
+    i = next(i for i, e in enumerate(entries) if e["type"] == "spatial" and e.get("split") == 1
+             and sum(int(t[1:]) > 1 for t in e["factors"].split()) >= 2)
+    plain = {k: v for k, v in entries[i].items() if k != "split"}
+    again = _mapping_arrays(ctx, [*entries, plain])
+    alone = _mapping_arrays(ctx, [*entries[:i], plain, *entries[i + 1:]])
+    first = _mapping_arrays(ctx, entries)
+    assert np.array_equal(again.spatial_x, alone.spatial_x) and np.array_equal(again.spatial_y, alone.spatial_y)
+    assert not np.array_equal(again.spatial_y, first.spatial_y)
+    li = len(ctx.arch.levels) - 1 - ctx.arch.level_names().index(entries[i]["target"])
+    assert np.all(again.spatial_y[0, li] == 1) and not np.all(first.spatial_y[0, li] == 1)   # all on X there
+
+
+def _one_buffer(attrs: str, top: str = "") -> str:
+    return ("architecture:\n  version: 0.3\n  subtree:\n  - name: top\n"
+            + (f"    attributes: {{{top}}}\n" if top else "") + "    local:\n"
+            "    - {name: DRAM, class: DRAM, attributes: {width: 64, datawidth: 8}}\n"
+            f"    - {{name: buf, class: SRAM, attributes: {{{attrs}}}}}\n"
+            "    - {name: mac, class: intmac, attributes: {datawidth: 8}}\n")
+
+
+@pytest.mark.parametrize("attrs, key", [
+    ("depth: 16, width: 64, datawidth: 8, addr_gen_energy: 10", "addr_gen_energy"),
+    ("depth: 16, width: 64, datawidth: 8, power_gated_at: DRAM", "power_gated_at"),
+    ("depth: 16, width: 64, datawidth: 8, network_type: 'M:N'", "network_type"),
+    ("depth: 16, width: 64, datawidth: 8, router_energy: 5", "router_energy"),
+    ("depth: 16, width: 64, datawidth: 8, wire_energy: 0.5", "wire_energy"),
+])
+def test_attributes_that_change_timeloops_numbers_are_refused(attrs, key):
+    with pytest.raises(CoexploreError, match=key):
+        parse_architecture(loads_yaml(_one_buffer(attrs)), "t.yaml")
+
+
+@pytest.mark.parametrize("attrs", ["addr_gen_energy: 0", "power_gated_at: null", "power_gated_at: buf",
+                                   "router_energy: 0"])
+def test_those_attributes_at_values_that_change_nothing_are_read(attrs):
+    arch = parse_architecture(loads_yaml(_one_buffer("depth: 16, width: 64, datawidth: 8, " + attrs)), "t.yaml")
+    assert arch.levels[1].size == 16 * 8
+
+
+def test_a_v03_subtree_attribute_is_not_a_component_attribute_for_timeloop():
+    """Topology::ParseTreeSpecs hands BufferLevel::ParseSpecs the component alone: a datawidth on
+    the subtree does not reach it (Timeloop's default, 16 bits, stands), nor a meshX."""
+    own = parse_architecture(loads_yaml(_one_buffer("depth: 16, width: 64, datawidth: 8")), "t.yaml")
+    up = parse_architecture(loads_yaml(_one_buffer("depth: 16, width: 64", top="datawidth: 8")), "t.yaml")
+    assert (own.levels[1].word_bits, own.levels[1].block_size) == (8, 8)
+    assert (up.levels[1].word_bits, up.levels[1].block_size) == (16, 4)
+    assert up.levels[1].attributes.get("datawidth") == 8        # (Accelergy's view keeps the subtree's)
+
+
+def _spec_with_env(tmp_path, env: dict):
+    data = load_yaml(ARCH / "processed.yaml")
+    data["globals"] = {"environment_variables": env}
+    return parse_architecture(data, "spec.yaml")
+
+
+@pytest.mark.parametrize("env", [{"TIMELOOP_ENABLE_FIRST_READ_ELISION": 0},
+                                 {"TIMELOOP_DISABLE_LINK_TRANSFERS": "1"}])
+def test_environment_variables_that_change_the_counts_are_refused(tmp_path, env):
+    with pytest.raises(CoexploreError, match=next(iter(env))):
+        _spec_with_env(tmp_path, env)
+
+
+def test_environment_variables_at_defaults_or_for_printing_are_read(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _spec_with_env(tmp_path, {"TIMELOOP_HIDE_INCONSEQUENTIAL_STATS": 1, "TIMELOOP_ENABLE_FIRST_READ_ELISION": 1})
+    with pytest.warns(CoexploreWarning, match="TIMELOOP_SOMETHING_ELSE"):
+        _spec_with_env(tmp_path, {"TIMELOOP_SOMETHING_ELSE": 1})
