@@ -277,8 +277,9 @@ def main() -> None:
                 "samples_to_within_5pct": statistics.median([t if t is not None else math.inf for t in to5]),
                 "wall_s_median": statistics.median(r["wall_s"] for r in rs)}
         if "marl" in entry["searchers"]:        # the speed target: one 10,000-sample MARL run
+            entry["marl_wall_samples"] = min(SMALL_BUDGET, pair_budget(l))    # (10,000 unless the budget is less)
             entry["marl_10k_wall_s"] = run_one({"arch": a, "layer": l, "searcher": "marl", "seed": 0,
-                                                "budget": min(10_000, pair_budget(l))})["wall_s"]
+                                                "budget": entry["marl_wall_samples"]})["wall_s"]
         if "rl" in entry["searchers"] and "marl" in entry["searchers"] and l not in SMALL_LAYERS:
             # the same ratio for every searcher on the common seeds: is 10x reachable by any of them?
             entry["vs_rl_sample_ratio_median"] = {
@@ -330,10 +331,22 @@ def _refs(summary) -> list[str]:
     return [r for r in RATIO_REFS if any(f"marl_vs_{r}_ratios" in e for e in summary["pairs"])]
 
 
+def mid_checkpoint(budget: int) -> int:
+    """The checkpoint the tables compare searchers at: 10,000 samples, or the largest checkpoint
+    within a smaller budget (a --budget 1000 run compares at 1,000)."""
+    return max(c for c in CHECKPOINTS if c <= max(CHECKPOINTS[0], min(SMALL_BUDGET, budget)))
+
+
+def _times(ratio: float) -> str:
+    """A sample ratio; 0 (the median run never reached the baseline's best) said as such."""
+    return "never" if ratio == 0 else f"{ratio:.1f}x"
+
+
 def print_table(summary):
     searchers = summary["searchers"]
     refs = _refs(summary)
-    print(f"\nbest EDP at 10,000 samples relative to the best any searcher found at {summary['budget']:,} "
+    mid = mid_checkpoint(summary["budget"])
+    print(f"\nbest EDP at {mid:,} samples relative to the best any searcher found at {summary['budget']:,} "
           f"(small layers: to the exhaustive optimum; median over {summary['seeds']} seeds; 1.00 = best)")
     print(f"{'pair':<42}" + "".join(f"{s:>14}" for s in searchers)
           + "".join(f"{'MARL/' + RATIO_REFS[r] + ' x':>12}" for r in refs))
@@ -341,7 +354,7 @@ def print_table(summary):
         ref = e.get("exhaustive_optimum", e["best_any"])
         row = f"{e['arch'] + '/' + e['layer']:<42}"
         for s in searchers:
-            v = e["searchers"].get(s, {}).get("best_at", {}).get("10000", math.nan)
+            v = e["searchers"].get(s, {}).get("best_at", {}).get(str(mid), math.nan)
             row += f"{v / ref:>14.3f}"
         for r in refs:
             ratio = e.get(f"marl_vs_{r}_sample_ratio_median")
@@ -350,11 +363,12 @@ def print_table(summary):
     main_pairs = [e for e in summary["pairs"] if "exhaustive_optimum" not in e and "marl" in e["searchers"]]
     small = [e for e in summary["pairs"] if "exhaustive_optimum" in e and "marl" in e["searchers"]]
     if main_pairs:
-        within = sum(e["searchers"]["marl"]["best_at"].get("10000", math.inf) <= 1.05 * e["best_any"]
+        within = sum(e["searchers"]["marl"]["best_at"].get(str(mid), math.inf) <= 1.05 * e["best_any"]
                      for e in main_pairs)
-        print(f"\nMARL at 10k within 5% of the best at {summary['budget']:,}: {within}/{len(main_pairs)} pairs")
+        print(f"\nMARL at {mid:,} within 5% of the best at {summary['budget']:,}: {within}/{len(main_pairs)} pairs")
         walls = [e["marl_10k_wall_s"] for e in summary["pairs"] if "marl_10k_wall_s" in e]
-        print(f"one 10,000-sample MARL run (model included): {min(walls):.1f}-{max(walls):.1f} s per pair")
+        n = max(e.get("marl_wall_samples", SMALL_BUDGET) for e in summary["pairs"] if "marl_10k_wall_s" in e)
+        print(f"one {n:,}-sample MARL run (model included): {min(walls):.1f}-{max(walls):.1f} s per pair")
         for r in refs:
             print_ratio(summary, main_pairs, r)
         others = [s for s in searchers if s != "rl" and all(s in e.get("vs_rl_sample_ratio_median", {})
@@ -362,12 +376,12 @@ def print_table(summary):
         if others:
             print(f"every searcher, RL's samples to its final best / the searcher's ({summary['seeds']} seeds, median "
                   "over pairs): " + ", ".join(
-                      f"{s} {statistics.median(e['vs_rl_sample_ratio_median'][s] for e in main_pairs):.1f}x"
+                      f"{s} {_times(statistics.median(e['vs_rl_sample_ratio_median'][s] for e in main_pairs))}"
                       for s in others))
     for e in small:
-        v = e["searchers"]["marl"]["best_at"].get("10000", math.inf) / e["exhaustive_optimum"]
+        v = e["searchers"]["marl"]["best_at"].get(str(mid), math.inf) / e["exhaustive_optimum"]
         print(f"{e['arch']}/{e['layer']} ({e['distinct_mappings']:,} distinct mappings): "
-              f"MARL at 10k = {v:.3f} x the exhaustive optimum")
+              f"MARL at {mid:,} = {v:.3f} x the exhaustive optimum")
 
 
 def print_ratio(summary, main_pairs, ref: str) -> None:
@@ -380,7 +394,7 @@ def print_ratio(summary, main_pairs, ref: str) -> None:
         return
     n_seeds = sum(e.get(f"marl_vs_{ref}_seeds", 0) for e in main_pairs)
     at10 = sum(e.get(f"marl_vs_{ref}_seeds_at_10x", 0) for e in main_pairs)
-    print(f"MARL vs {name} samples to {name}'s final best: median over pairs {statistics.median(ratios):.1f}x "
+    print(f"MARL vs {name} samples to {name}'s final best: median over pairs {_times(statistics.median(ratios))} "
           f"(per pair: {', '.join(f'{r:.1f}' for r in ratios)}; {summary.get('ratio_seeds', summary['seeds'])} "
           f"seeds per pair; 10x or more on {at10} of {n_seeds} (pair, seed) runs)")
     ci = summary.get(f"ratio_ci95_{ref}")
@@ -404,20 +418,21 @@ def _ratio_cell(e: dict, seeds: int, ref: str) -> str:
         return "-"
     seeds = e.get(f"marl_vs_{ref}_seeds", seeds)
     never = e.get(f"marl_never_reaches_{ref}_best", 0)
-    return f"{ratio:.1f}x" + (f" (never on {never}/{seeds} seeds)" if never else "")
+    return _times(ratio) + (f" (never on {never}/{seeds} seeds)" if never else "")
 
 
 def markdown_table(summary) -> str:
     """The README's table: best EDP at 10k relative to the reference, and MARL's sample ratios."""
     searchers = summary["searchers"]
     refs = _refs(summary)
+    mid = str(mid_checkpoint(summary["budget"]))
     lines = ["| pair | " + " | ".join(searchers) + "".join(f" | MARL vs {RATIO_REFS[r]} samples" for r in refs) + " |",
              "|---|" + "---|" * (len(searchers) + len(refs))]
     for e in summary["pairs"]:
         ref = e.get("exhaustive_optimum", e["best_any"])
         cells = []
         for s in searchers:
-            v = e["searchers"].get(s, {}).get("best_at", {}).get("10000", math.inf)
+            v = e["searchers"].get(s, {}).get("best_at", {}).get(mid, math.inf)
             cells.append(f"{v / ref:.3f}" if math.isfinite(v) else "-")
         cells += [_ratio_cell(e, summary["seeds"], r) for r in refs]
         name = f"{e['arch']}/{e['layer']} ({e['kind']})"
