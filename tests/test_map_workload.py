@@ -40,6 +40,13 @@ def test_every_distinct_layer_is_mapped_and_counted(tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert [r["layer"] for r in rows] == names
     assert [int(r["cycles"]) for r in rows] == [res[n]["best"]["cycles"] for n in names]
+    # mapping files named from the table's folder: they stay found when it moves
+    moved_to = tmp_path / "moved"
+    out.rename(moved_to)
+    for r, s in zip(rows, summary["layers"]):
+        assert r["mapping_file"] == s["mapping_file"] == f"{r['layer']}/mapping.yaml"
+        assert (moved_to / r["mapping_file"]).is_file()
+    moved_to.rename(out)
     # dram_bytes: the DRAM level's reads + fills + updates of 8-bit words (bundled simba: datawidth 8)
     moved = {n: sum(d["reads"] + d["fills"] + d["updates"] for d in r["best"]["levels"]["DRAM"]["dataspaces"].values())
              for n, r in res.items()}

@@ -191,6 +191,28 @@ def test_the_gantt_chart_colours_jobs_by_dnn_with_a_legend(tmp_path, monkeypatch
             assert tuple(face[:3]) == pytest.approx(legend_rgb[table.jobs[j].dnn])
         alphas = [round(float(f[3]), 2) for f in faces]
         assert all(a != b for a, b in zip(alphas, alphas[1:])), alphas
+    # the cores' bandwidth colours are none of the DNNs' (the legend's colours mean one thing)
+    bands = {tuple(np.round(c.get_facecolor()[0][:3], 6)) for c in figures[0].axes[1].collections}
+    assert not bands & {tuple(np.round(c, 6)) for c in legend_rgb.values()}
+
+
+def test_an_idle_last_core_keeps_its_row_in_the_gantt_chart(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    from coexplore.system.evaluator import trace
+    from coexplore.system.plot import plot_schedule
+    (tmp_path / "wl.yaml").write_text(WORKLOAD)
+    path = tmp_path / "sys.yaml"
+    path.write_text(SYSTEM)
+    table, _ = system_job_table(path, layer_mapper=registry.mapper_spec("random"), layer_budget=200)
+    assert table.num_cores >= 2
+    figures = []
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
+    tr = trace(table.latency, table.bandwidth, 8.0, np.zeros(table.num_jobs, int), np.linspace(0, 1, table.num_jobs))
+    plot_schedule(table, tr, tmp_path / "g.png")
+    ax = figures[0].axes[0]
+    lo, hi = sorted(ax.get_ylim())
+    assert lo <= -0.4 and hi >= table.num_cores - 1 + 0.4       # the last (idle) core's band is inside
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]                   # the first core on top
 
 
 def test_schedule_gives_times_at_the_systems_clock_and_when_each_dnn_is_done(tmp_path, capsys):

@@ -12,6 +12,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -103,7 +104,7 @@ def run_all_layers(args, map_one) -> int:
         if bar is not None:
             bar.close()
     also = _same_problem(wl)
-    rows = {layers[i][0].name: _row(layers[i][0], layers[i][1], results[i], ctx.arch, also) for i in results}
+    rows = {layers[i][0].name: _row(layers[i][0], layers[i][1], results[i], ctx.arch, also, out) for i in results}
     if len(rows) + len(failed) < len(layers):    # stopped: layers an earlier run of these settings did
         rows, failed = _with_earlier(out / "summary.json", record, rows, failed)
     rows = [rows[layer.name] for layer, _ in layers if layer.name in rows]    # in the network's order
@@ -259,14 +260,16 @@ def _same_problem(wl) -> dict[str, str]:
     return {g[0].name: "; ".join(layer.name for layer in g[1:]) for g in wl.same_problem_groups()}
 
 
-def _row(layer, n: int, result: dict, arch, also: dict[str, str]) -> dict:
+def _row(layer, n: int, result: dict, arch, also: dict[str, str], out: Path) -> dict:
+    """One layer's row of layers.csv and summary.json; its mapping file relative to their folder
+    (the folder can move or be read from anywhere)."""
     b = result["best"]
     return {"layer": layer.name, "count": n, "also": also.get(layer.name, ""), "macs": layer.macs, "cycles": b["cycles"],
             "energy_uJ": b["energy_pJ"] / 1e6, "edp_J_cycle": b["edp_J_cycle"],
             "pJ_per_mac": b["energy_pJ"] / b["computes"], "utilization": b["utilization"],
             "dram_bytes": dram_bytes(b, arch),          # off-chip traffic: a schedule's bandwidth need
             "samples": result["samples"], "exhausted": result.get("exhausted"),   # True: the optimum
-            "mapping_file": result["mapping_file"]}
+            "mapping_file": os.path.relpath(Path(result["mapping_file"]).resolve(), Path(out).resolve())}
 
 
 def _summary(arch: str, wl, rows: list[dict], failed: list[str], n_layers: int, desc: dict) -> dict:

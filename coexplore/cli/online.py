@@ -643,7 +643,7 @@ def _summary(data: dict) -> list[str]:
              + (f"; DRAM traffic {data['dram_demand_of_bandwidth']:.3g} of the bandwidth"
                 if data.get("dram_demand_of_bandwidth") else ""),
              f"{'scheduler':10} {'SLA rate':>9} {'min-max':>12} {'worst DNN':>9} {'energy J':>9} {'p95 cycles':>11} "
-             f"{'util':>5} {'decide us':>9}"]
+             f"{'util':>5} {'us/decide':>9}"]
     for name, m in sorted(means.items(), key=lambda kv: -kv[1]["sla_rate"]):
         per = m["sla_rate_per_seed"]
         lines.append(f"{name:10} {m['sla_rate']:9.3f} {min(per):5.3f}-{max(per):5.3f} {m['min_model_sla_rate']:9.3f} "

@@ -221,7 +221,7 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
                    + f"<td>{status_cell}</td></tr>")
     out.append("</table>")
     out.append('<p class="note">Numbers to 4 significant digits (inf: infinite, n/a: not a number). '
-               "Objective columns shaded; &#9733; marks the Pareto front.</p>")
+               "Objective columns' headers shaded; &#9733; marks the Pareto front.</p>")
     out += _warnings(points)
     out += ["</body>", "</html>", ""]
     return "\n".join(out)

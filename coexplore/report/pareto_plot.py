@@ -171,17 +171,15 @@ def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase:
         # previous point's x (steps-pre)
         ax.plot(x[f], y[f], drawstyle="steps-post" if xo.sense == "min" else "steps-pre",
                 color=FRONT_COLOUR, linewidth=1.2, alpha=0.8, zorder=2.5)
-    fronts = np.flatnonzero(on)
-    for i, text in _labels(fronts, x, y, ids) if len(fronts) <= LABEL_LIMIT else []:   # else the report's table
-        ax.annotate(text, (x[i], y[i]), textcoords="offset points", xytext=(4, 4), fontsize=7,
-                    color="black", zorder=4)
-    if on.sum() + off.sum() <= LABEL_LIMIT:          # few points: name the dominated ones too
-        for i, text in _labels(np.flatnonzero(off), x, y, ids):
-            ax.annotate(text, (x[i], y[i]), textcoords="offset points", xytext=(4, -9), fontsize=6,
-                        color="0.45", zorder=4)
     drawn = on | off
     _scale(ax.xaxis, ax.set_xscale, x[drawn])
     _scale(ax.yaxis, ax.set_yscale, y[drawn])
+    fronts = np.flatnonzero(on)
+    named = np.flatnonzero(drawn) if drawn.sum() <= LABEL_LIMIT else fronts   # few points: the dominated too
+    if len(fronts) <= LABEL_LIMIT:                                             # else the report's table
+        for i, text, front in _labels(named, x, y, ids, on, ax.get_xscale() == "log", ax.get_yscale() == "log"):
+            ax.annotate(text, (x[i], y[i]), textcoords="offset points", xytext=(4, 4) if front else (4, -9),
+                        fontsize=7 if front else 6, color="black" if front else "0.45", zorder=4)
     ax.set_xlabel(axis_label(xo))
     ax.set_ylabel(axis_label(yo))
     ax.grid(alpha=0.3)
@@ -190,13 +188,25 @@ def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase:
         ax.legend(fontsize=7)
 
 
-def _labels(rows, x, y, ids) -> list[tuple[int, str]]:
-    """One label per spot of a panel: points drawn at the same place are named together (p09/p13),
-    not written over each other."""
-    spots: dict = {}
+SPOT = 0.015       # points closer than this fraction of a panel's span share one label
+
+
+def _labels(rows, x, y, ids, on, xlog: bool = False, ylog: bool = False) -> list[tuple[int, str, bool]]:
+    """One label per spot of a panel: points drawn at (nearly) the same place, front or dominated,
+    are named together (p09/p13: front points first), not written over each other; (index, text,
+    whether a front point is among them)."""
+    rows = sorted(rows, key=lambda i: (not on[i], i))
+
+    def unit(v, log):
+        v = np.log10(np.maximum(v, 1e-300)) if log else np.asarray(v, float)
+        lo, hi = (v[rows].min(), v[rows].max()) if len(rows) else (0.0, 1.0)
+        return (v - lo) / (hi - lo) if hi > lo else np.zeros_like(v)
+    u, w = unit(x, xlog), unit(y, ylog)
+    spots: list[list[int]] = []
     for i in rows:
-        spots.setdefault((float(x[i]), float(y[i])), []).append(i)
-    return [(members[0], "/".join(str(ids[i]) for i in members)) for members in spots.values()]
+        near = next((m for m in spots if abs(u[m[0]] - u[i]) <= SPOT and abs(w[m[0]] - w[i]) <= SPOT), None)
+        (near.append(i) if near is not None else spots.append([i]))
+    return [(m[0], "/".join(str(ids[i]) for i in m), bool(on[m[0]])) for m in spots]
 
 
 def plot_pareto(points: list[dict], objectives: list[Objective], front, path: str | Path,

@@ -53,16 +53,19 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
                   borderaxespad=0.0, ncol=1 + (len(dnns) - 1) // 10)   # beside the chart: never over a job
     ax.set_yticks(range(N))
     ax.set_yticklabels(table.cores)
-    ax.invert_yaxis()
+    ax.set_ylim(N - 0.5, -0.5)           # every core's row, first on top, an idle last one too
     ax.set_ylabel("core")
-    ax.set_title(title or f"makespan {tr.makespan:.4g} cycles")
+    ax.set_title((title or f"makespan {tr.makespan:.4g} cycles")
+                 + ("" if by_dnn else "  (a colour per job)"))
+    # the cores' bandwidth colours: another palette than the DNNs' (tab10 is tab20's dark hues)
+    core_cmap = plt.get_cmap("Set3" if by_dnn else "tab10")
     # bandwidth: stacked steps per core
     edges = np.concatenate([tr.seg_start, tr.seg_end[-1:]])
     bottom = np.zeros(len(tr.seg_start))
     for c in range(N):
         top = bottom + tr.seg_bw[:, c]
         axb.fill_between(edges, np.append(bottom, bottom[-1]), np.append(top, top[-1]),
-                         step="post", color=plt.get_cmap("tab10")(c % 10), alpha=0.8,
+                         step="post", color=core_cmap(c % core_cmap.N), alpha=0.8,
                          linewidth=0, label=table.cores[c])
         bottom = top
     axb.axhline(tr.bandwidth, color="black", linestyle="--", linewidth=1, label="system BW")
