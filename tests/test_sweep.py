@@ -806,3 +806,38 @@ def test_map_layers_leaves_out_a_system_whose_cores_cannot_be_read(tmp_path, mon
     # points 0 and 1 share a design: the other design's 3 layers, and point 1's (the same as point 0's) 3
     assert fs.map_layers(systems, layer_budget=30, workers=1) == 6
     assert fs.map_layers([bad, systems[2]], layer_budget=30, workers=1) == 3
+
+
+def test_points_are_handed_the_workloads_read_once_not_their_paths(tmp_path, monkeypatch):
+    """A sweep reads its workload files where it runs and hands every point (a process, a Ray
+    node) what they say: a node that cannot see the file, or sees the bundled workload of the same
+    name, measures the same jobs. Here a local `alexnet.yaml` (small_net's layers) shadows the
+    bundled AlexNet by name and is gone once the sweep has read it."""
+    import shutil
+
+    import coexplore.sweep.run as sweep_run
+    from coexplore.search import registry
+    from coexplore.spec.system import load_system
+    from coexplore.spec.workload import Workload, find_workload, load_workload
+    from coexplore.sweep.run import SweepSettings, run_sweep
+    from coexplore.sweep.store import SweepStore
+    for name in ("tiny_sweep.yaml", "small_net.yaml"):
+        shutil.copy(DATA / name, tmp_path / name)
+    shutil.copy(DATA / "small_net.yaml", tmp_path / "alexnet.yaml")
+    net, bundled = load_workload(DATA / "small_net.yaml"), load_workload(find_workload("alexnet"))
+    jobs = sum(layer.count for layer in net.layers)
+    assert jobs != sum(layer.count for layer in bundled.layers)
+    handed = []
+    real = sweep_run.run_point
+
+    def run_point(*args, **kwargs):
+        handed.append(args[4].workloads)
+        (tmp_path / "alexnet.yaml").unlink(missing_ok=True)        # gone from the "node" from now on
+        return real(*args, **kwargs)
+    monkeypatch.setattr(sweep_run, "run_point", run_point)
+    settings = SweepSettings(workloads=[str(tmp_path / "alexnet.yaml")], layer_mapper=registry.mapper_spec("random"),
+                             layer_budget=30, budget=30)
+    recs = run_sweep(load_system(tmp_path / "tiny_sweep.yaml"), settings, SweepStore(tmp_path / "o", "k"))
+    assert len(handed) == 4 and all(isinstance(w, Workload) for ws in handed for w in ws)
+    assert [r["status"] for r in recs] == ["ok"] * 4
+    assert all(r["jobs"] == jobs for r in recs)                      # not the bundled AlexNet's

@@ -8,6 +8,7 @@ a kill resumes with the first point not stored.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from collections.abc import Callable
@@ -170,6 +171,10 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
     if store.others:
         raise CoexploreError(f"holds {store.others} points of another sweep run (another key)", file=str(store.path),
                              expected="a folder of this run, or store.drop_others() / store.clear() first")
+    # the workloads read once, here: a task (a process, a Ray node) is handed what the files say,
+    # not their paths (a node may not see them, or see other files, or bundled ones, by those names)
+    from coexplore.system.from_system import system_workloads
+    settings = dataclasses.replace(settings, workloads=system_workloads(spec, settings.workloads))
     points = spec.sweep_points()
     ids = point_ids(len(points))
     todo = [i for i in range(len(points)) if i not in store.records]

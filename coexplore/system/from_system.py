@@ -28,6 +28,7 @@ from coexplore.energy.pricing import builtin_ert
 from coexplore.spec.constraints import constraints_from_targets, load_constraints
 from coexplore.spec.ert import load_ert, parse_ert
 from coexplore.spec.problem import parse_problem
+from coexplore.spec.system import SystemSpec
 from coexplore.spec.workload import Workload, bundled_workloads, find_workload, layer_problem, load_workload
 from coexplore.system.jobs import Job, JobTable, build_job_table
 from coexplore.system.parallel import in_processes
@@ -180,20 +181,24 @@ def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: 
     return records
 
 
-def system_workloads(system: SystemArch, workloads: list[str | Path] | None = None) -> list[Workload]:
-    """The workloads a system's job table is made of: `workloads` (files or bundled names), else the
-    system file's own `workloads:`."""
-    if isinstance(workloads, (str, Path)):
+def system_workloads(system: SystemArch | SystemSpec, workloads: list | None = None) -> list[Workload]:
+    """The workloads a system's job table is made of: `workloads` (files, bundled names, or Workloads
+    already read: a sweep reads its files once, where it runs, and hands its tasks what they say),
+    else the system file's own `workloads:`."""
+    spec = system.spec if isinstance(system, SystemArch) else system
+    if isinstance(workloads, (str, Path, Workload)):
         workloads = [workloads]          # one workload given alone
     named = not workloads                # the system file's own `workloads:` (paths made absolute there)
-    paths = list(workloads or system.spec.workloads)
+    paths = list(workloads or spec.workloads)
     if not paths:
-        raise CoexploreError("no workloads", file=system.spec.file, key="workloads",
+        raise CoexploreError("no workloads", file=spec.file, key="workloads",
                              expected="a workloads list in the system file or --workload problems/X.yaml")
 
     def load(i: int, p) -> Workload:
+        if isinstance(p, Workload):
+            return p
         if named and not Path(p).exists():
-            raise CoexploreError(f"no such workload file {p}", file=system.spec.file, key=f"workloads[{i}]",
+            raise CoexploreError(f"no such workload file {p}", file=spec.file, key=f"workloads[{i}]",
                                  expected="a path relative to the system file (a workload YAML, a Timeloop problem "
                                           "file or a folder of them), a bundled name ("
                                           + ", ".join(q.stem for q in bundled_workloads()) + "), or --workload NAME")
@@ -264,7 +269,7 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
     if not isinstance(system, SystemArch):
         system = load_system_arch(system)
     wls = system_workloads(system, workloads)
-    paths = [workloads] if isinstance(workloads, (str, Path)) else list(workloads or system.spec.workloads)
+    paths = [w.path or w.name for w in wls]         # (named in messages)
     total = sum(layer.count for w in wls for layer in w.layers)
     if total > MAX_JOBS:
         raise CoexploreError(f"the workloads make {total:,} jobs (layer counts included)", file=str(paths[0]),
