@@ -161,6 +161,29 @@ def test_without_ray_installed_the_install_is_said(tmp_path, capsys, monkeypatch
     assert not (tmp_path / "o").exists()
 
 
+def test_a_broken_ray_install_is_said_as_such(tmp_path, capsys, monkeypatch):
+    """A Ray whose import fails with another error (a broken install) is a usage error naming it,
+    not an internal error of coexplore."""
+    system = _system(tmp_path)
+    fake = tmp_path / "shim" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise RuntimeError('half-installed wheel')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "shim"))
+    monkeypatch.delitem(sys.modules, "ray", raising=False)
+    rc = main(["sweep", str(system), *FAST, "--no-cache", "--out", str(tmp_path / "o"), "--ray"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot be imported" in err and "half-installed wheel" in err and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_bad_ray_address_from_the_environment_names_the_variable(tmp_path, capsys, monkeypatch):
+    system = _system(tmp_path)
+    monkeypatch.setenv("RAY_ADDRESS", "junk")
+    rc = main(["sweep", str(system), *FAST, "--no-cache", "--out", str(tmp_path / "o"), "--ray"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "$RAY_ADDRESS" in err and "unset" in err and "Traceback" not in err, err
+
+
 def test_on_ray_results_errors_and_other_versions(local_ray, monkeypatch):
     from coexplore.errors import CoexploreError
     from coexplore.system import ray_tasks

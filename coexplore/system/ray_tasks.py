@@ -31,8 +31,14 @@ def require_ray() -> None:
 def _ray():
     try:
         import ray
-    except ImportError:
-        raise CoexploreError("Ray is not installed", key="--ray", expected=INSTALL) from None
+    except ImportError as exc:
+        if exc.name in (None, "ray"):
+            raise CoexploreError("Ray is not installed", key="--ray", expected=INSTALL) from None
+        raise CoexploreError(f"Ray is installed but cannot be imported ({exc})", key="--ray",
+                             expected=f"a working Ray ({INSTALL})") from None
+    except Exception as exc:     # a broken install: said as such, not as a coexplore bug
+        raise CoexploreError(f"Ray is installed but cannot be imported ({type(exc).__name__}: {exc})", key="--ray",
+                             expected=f"a working Ray ({INSTALL})") from None
     return ray
 
 
@@ -43,8 +49,15 @@ def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> No
     target = address or os.environ.get("RAY_ADDRESS") or None
     if target is not None:
         where = target + ("" if address else " (from $RAY_ADDRESS)")
-        _check_reachable(target, where)
-        _probe(target, where, timeout)
+        try:
+            _check_reachable(target, where)
+            _probe(target, where, timeout)
+        except CoexploreError as exc:
+            if not address:              # the user gave no address: the environment's is the one to fix
+                exc.key, exc.expected = "$RAY_ADDRESS", (f"$RAY_ADDRESS unset (Ray started on this machine) or "
+                                                         f"naming a running cluster: {exc.expected}")
+                exc.args = (exc.format(),)
+            raise
 
 
 @contextlib.contextmanager
