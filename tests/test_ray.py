@@ -74,6 +74,9 @@ def test_ray_sweep_is_the_one_process_sweep(local_ray, one_process, tmp_path, ca
     assert _cache(tmp_path / "c.sqlite", wall=False) == _cache(want_cache, wall=False)   # written by the driver
     assert not [p for p in (tmp_path / "o" / "points").iterdir() if p.name.startswith(".")]
     assert ray.is_initialized()          # a Ray the command joined is left running
+    ran = json.loads((tmp_path / "o" / "sweep.json").read_text())["executor"]
+    assert ran["kind"] == "ray" and ran["ray_version"] == ray.__version__
+    assert json.loads((want / "sweep.json").read_text())["executor"] == {"kind": "processes", "jobs": 1}
 
 
 def test_ray_without_a_cache_maps_in_the_point_tasks(local_ray, one_process, tmp_path, capsys):

@@ -17,6 +17,7 @@ the cores' Timeloop YAMLs and ERT/ART).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -273,7 +274,7 @@ def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectiv
     ids = [r["point"] for r, f in zip(records, front) if f]
     failed = [r for r in records if r["status"] != "ok"]
     data = {"system": spec.name, "file": args.system, "run": json.loads(json.dumps(run_desc, sort_keys=True)),
-            **command_record(),
+            **command_record(), "executor": _executor(args),
             "points": total, "done": len(records), "complete": len(records) == total, "failed": len(failed),
             "objectives": [{"name": o.name, "column": o.column, "sense": o.sense, "unit": o.unit}
                            for o in objectives],
@@ -295,6 +296,22 @@ def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectiv
     print(f"points     {out / 'points.csv'}\npareto     {out / 'pareto.csv'}"
           + (f"\nplot       {out / 'pareto.png'}" if images else "") + f"\nreport     {out / 'report.html'}")
     return _all_failed(records)
+
+
+def _executor(args) -> dict:
+    """Where this invocation ran the points (not part of the run's key: any executor gives the same
+    records, and a resumed sweep may change it): processes, or Ray with its address and version."""
+    if args.ray is None:
+        return {"kind": "processes", "jobs": args.jobs or 1}
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        ray_version = version("ray")
+    except PackageNotFoundError:
+        ray_version = None
+    address = args.ray or os.environ.get("RAY_ADDRESS") or None
+    return {"kind": "ray", "in_flight": args.jobs or "the cluster's CPUs", "ray_version": ray_version,
+            "address": address if address else f"a Ray started on this machine ({args.jobs or 'all'} CPUs)",
+            **({"address_from": "$RAY_ADDRESS"} if address and not args.ray else {})}
 
 
 def _all_failed(records: list[dict]) -> int:
