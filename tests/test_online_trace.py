@@ -209,3 +209,18 @@ def test_trace_deadlines_shorter_than_the_isolated_latency_are_warned(tmp_path, 
                  *QUIET, "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert "warning: 1 of 3 requests of the trace have a deadline shorter than their DNN's isolated latency" in err
+
+
+def test_a_trace_in_the_out_folder_under_an_output_name_is_not_written_over(tmp_path, capsys):
+    """`--trace out/requests.csv --out out`: the run would replace its own input; refused, the trace kept."""
+    table = _table(tmp_path / "jobs.csv")
+    out = tmp_path / "o"
+    out.mkdir()
+    trace = out / "requests.csv"
+    text = "dnn,arrival_cycle,deadline_cycle\ncnn,0,900\ngemm,50,5000\n"
+    trace.write_text(text)
+    rc = main(["online", "--table", str(table), "--bandwidth", "10", "--trace", str(trace), "--schedulers", "edf",
+               *QUIET, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "an input of this run" in err and "--out" in err, err
+    assert trace.read_text() == text and sorted(p.name for p in out.iterdir()) == ["requests.csv"]

@@ -122,3 +122,23 @@ def test_a_schedule_of_a_table_beside_an_online_run_without_a_job_table_is_not_r
     assert main(["schedule", "--table", str(out / "jobs.csv"), "--bandwidth", "4", "--budget", "10",
                  "--no-progress", "--no-plot", "--out", str(out)]) == 0
     assert "of no coexplore run" not in capsys.readouterr().err and (out / "jobs.csv").exists()
+
+
+def test_map_never_writes_over_its_own_input_in_the_out_folder(tmp_path, capsys, monkeypatch):
+    """`map ARCH problem.yaml --out .`: problem.yaml is an input and a file map writes; refused (exit
+    2), the input untouched. A hand-written mapping.yaml there is named among what is replaced."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(LAYERS / "tiny_conv.yaml", tmp_path / "problem.yaml")
+    before = (tmp_path / "problem.yaml").read_bytes()
+    arch = CORPUS / "arches" / "simba_like" / "processed.yaml"
+    rc = main(["map", str(arch), "problem.yaml", "--budget", "50", "--no-cache", "--no-progress", "--out", "."])
+    err = capsys.readouterr().err
+    assert rc == 2 and "an input of this run" in err and "problem.yaml" in err, err
+    assert (tmp_path / "problem.yaml").read_bytes() == before
+    assert not (tmp_path / "result.json").exists()
+    other = tmp_path / "o"
+    other.mkdir()
+    (other / "problem.yaml").write_text("# mine\n")
+    assert main(["map", str(arch), "problem.yaml", "--budget", "50", "--no-cache", "--no-progress",
+                 "--out", str(other)]) == 0
+    assert "holds problem.yaml of no coexplore run" in capsys.readouterr().err

@@ -346,7 +346,9 @@ def run_name(args) -> str:
 
 def _out_dir(args, run_desc: dict) -> Path:
     if args.out:
-        return chosen_dir(args.out, RESULT, run_desc, "online", writes=("jobs.csv",) if args.system else ())
+        return chosen_dir(args.out, RESULT, run_desc, "online", writes=("jobs.csv",) if args.system else (),
+                          inputs=(args.trace, args.table, args.policy),
+                          also_writes=("requests.csv", "results.csv", "sla.png", "sla_load.png"))
     name = run_name(args)
     basis = "cap" if args.load_basis == "capacity" else ""
     if args.trace:

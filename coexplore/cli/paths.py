@@ -151,12 +151,21 @@ def digests(*paths) -> dict[str, str]:
     return out
 
 
-def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writes: tuple[str, ...] = ()) -> Path:
+def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writes: tuple[str, ...] = (),
+               inputs: tuple = (), also_writes: tuple[str, ...] = ()) -> Path:
     """An explicit --out folder (see `output_dir`); its result is replaced as asked, with a note
     when it records another run (the default folders are numbered instead), or when it holds, with
     no run's result, files of the names the command `writes` (e.g. a hand-written mapping.yaml).
     The saved search state of another run (also of this command before an input was edited) is
-    never overwritten."""
+    never overwritten, nor one of the run's own `inputs` that sits there under a name it writes
+    (`writes`, or `also_writes`: files it writes whatever the folder holds)."""
+    out = Path(path)
+    for name in (result_file, *writes, *also_writes):
+        clash = next((f for f in inputs if f and Path(f).is_file() and (out / name).is_file()
+                      and os.path.samefile(f, out / name)), None)
+        if clash is not None:
+            raise CoexploreError(f"holds {name}, an input of this run ({clash}), which the run would write over",
+                                 file=str(out), key="--out", expected="another --out folder (or the input elsewhere)")
     out = hold(output_dir(path))
     for other, owned in SHARED_NAMES.items():     # another command's result whose files this one would replace
         clash = sorted(f for f in set(owned) & set(writes) if (out / f).exists())
