@@ -461,6 +461,33 @@ def test_a_cache_in_a_folder_we_may_not_write_is_read_only(tmp_path):
         undo()
 
 
+def test_a_read_only_wal_cache_in_a_read_only_folder_sqlite_calls_readonly_is_read(tmp_path, monkeypatch):
+    """Some SQLite versions open a WAL file of a read-only folder `mode=ro` with "attempt to write a
+    readonly database" (not "unable to open"): read as immutable all the same (as docs/readme_cache.md says)."""
+    import coexplore.model.cache as cache_mod
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    with ResultCache(folder / "c.sqlite") as cache:
+        cache.put("k", {"energy": 2.5})
+    real_connect, tried = sqlite3.connect, []
+
+    def connect(database, *args, **kwargs):
+        tried.append(str(database))
+        if "mode=ro" in str(database) and "immutable" not in str(database):
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+        return real_connect(database, *args, **kwargs)
+    undo = _lock_folder(folder)
+    try:
+        monkeypatch.setattr(cache_mod.os, "access", lambda p, mode, **k: False if mode == os.W_OK else True)
+        monkeypatch.setattr(cache_mod.sqlite3, "connect", connect)
+        with ResultCache(folder / "c.sqlite") as cache:
+            assert cache.read_only and cache.get("k") == {"energy": 2.5}
+        assert any("immutable=1" in u for u in tried)
+    finally:
+        monkeypatch.undo()
+        undo()
+
+
 def test_a_cache_whose_wal_files_we_may_not_write_is_read_only(tmp_path, monkeypatch):
     """Another user's -wal/-shm beside a writable file: SQLite could not write them, so read-only
     (permissions simulated, as tests may run as root)."""
@@ -501,3 +528,37 @@ def test_processes_opening_a_new_cache_at_once_all_open_it(tmp_path):
         for p in procs:
             p.join(60)
     assert said == ["ok"] * 160, [s for s in said if s != "ok"][:3]
+
+
+def test_a_cache_locked_when_the_result_is_stored_keeps_the_finished_search(tmp_path):
+    """Another process holding the cache locked past the timeout just as the search ends: the
+    result is returned (with a warning that it is not cached), not thrown away."""
+    import sqlite3
+    import warnings
+
+    from coexplore.errors import CoexploreWarning
+    from coexplore.model.cache import ResultCache
+    from coexplore.model.inputs import load_context
+    from coexplore.search.layer import map_layer
+    from conftest import CORPUS
+    ctx = load_context(CORPUS / "arches" / "simba_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    cache = ResultCache(tmp_path / "c.sqlite", timeout=0.3)
+    real, held = cache.put, []
+
+    def put(*args, **kwargs):
+        other = sqlite3.connect(tmp_path / "c.sqlite", isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        held.append(other)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+    cache.put = put
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        res = map_layer(ctx, {}, "random", 60, seed=0, cache=cache)
+    assert held and res.best is not None and res.samples == 60
+    assert any(issubclass(w.category, CoexploreWarning) and "not in the cache" in str(w.message) for w in said)
+    assert len(list(cache.keys())) == 0
+    cache.close()

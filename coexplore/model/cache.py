@@ -291,7 +291,9 @@ class ResultCache:
                 conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             except sqlite3.OperationalError as exc:
-                if "unable to open" not in str(exc) or os.access(self.path.parent, os.W_OK):
+                # (SQLite says "unable to open", or, some versions for a WAL file, "readonly database")
+                if not any(t in str(exc) for t in ("unable to open", "readonly database")) \
+                        or os.access(self.path.parent, os.W_OK):
                     raise
                 conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=self.timeout,
                                        isolation_level=None)
