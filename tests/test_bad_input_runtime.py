@@ -290,3 +290,23 @@ def test_a_vanishing_bandwidth_gives_infinite_edp_without_numpy_warnings(tmp_pat
     out, err = capsys.readouterr()
     assert rc == 0 and "Warning" not in err, err
     assert json.loads(out)["cycles"] > 1e290        # the buffer's reads at 1e-300 words per cycle
+
+
+def test_a_file_name_too_long_is_one_line_not_a_bug(tmp_path, capsys):
+    from coexplore.cli.main import main
+    rc = main(["evaluate", str(tmp_path / ("a" * 300 + ".yaml")), "p.yaml", "m.yaml"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "File name too long" in err and "Traceback" not in err and "internal error" not in err, err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_standard_output_on_a_full_disk_is_said_not_a_bug(tmp_path):
+    import subprocess
+    import sys
+    ex = Path(__file__).parents[1] / "examples" / "first_design"
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "coexplore", "evaluate", str(ex / "two_level.yaml"),
+                               str(ex / "conv1d.yaml"), str(ex / "k_outer.yaml"), "--json"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert done.returncode == 1 and "No space left on device" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import re
 import signal
@@ -230,15 +231,33 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno in _SYSTEM_ERRORS:        # the machine's limits (a full disk, a name too long), not a bug
+            where = f"{exc.filename}: " if exc.filename else ("standard output: " if exc.errno == errno.ENOSPC else "")
+            print(f"{command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            remove_empty_created()
+            return 2 if exc.errno == errno.ENAMETOOLONG else 1
+        _internal(command)
+        return 3
     except Exception:      # a bug, not bad input: keep the traceback, and an exit code of its own
-        import traceback
-        traceback.print_exc()
-        print(f"{command}: internal error (a bug in coexplore; please report it with the command and its "
-              "input files)", file=sys.stderr)
-        remove_empty_created()
+        _internal(command)
         return 3
     finally:
         release_held()
+
+
+# OSErrors that are the machine's or the input's, said in one line: a name too long (exit 2), no
+# space or quota left, a read-only file system, an I/O error (exit 1)
+_SYSTEM_ERRORS = {errno.ENAMETOOLONG, errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
+
+
+def _internal(command: str) -> None:
+    """A bug: the traceback, a request to report it."""
+    import traceback
+    traceback.print_exc()
+    print(f"{command}: internal error (a bug in coexplore; please report it with the command and its "
+          "input files)", file=sys.stderr)
+    remove_empty_created()
 
 
 def entry() -> None:
