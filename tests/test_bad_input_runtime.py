@@ -310,3 +310,21 @@ def test_standard_output_on_a_full_disk_is_said_not_a_bug(tmp_path):
                               stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     assert done.returncode == 1 and "No space left on device" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_problem_file_named_in_bytes_that_are_not_utf8_is_mapped(tmp_path, capsys):
+    """Its name (surrogates once decoded) reaches the written files: the search is not lost to an
+    encoding error after it ran."""
+    import shutil
+    from coexplore.cli.main import main
+    ex = Path(__file__).parents[1] / "examples" / "first_design"
+    odd = tmp_path / os.fsdecode(b"\xff\xfe.yaml")
+    try:
+        shutil.copy(ex / "conv1d.yaml", odd)
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system takes UTF-8 names only")
+    rc = main(["map", str(ex / "two_level.yaml"), str(odd), "--budget", "50", "--no-cache", "--no-progress",
+               "--out", str(tmp_path / "o")])
+    assert rc == 0, capsys.readouterr().err
+    assert (tmp_path / "o" / "mapping.yaml").is_file() and (tmp_path / "o" / "result.json").is_file()
+    assert main(["evaluate", str(ex / "two_level.yaml"), str(odd), str(tmp_path / "o" / "mapping.yaml")]) == 0

@@ -209,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     command = f"coexplore {named}" if named in COMMANDS else "coexplore"   # named before parsing: a Ctrl-C there
     CREATED.clear()
     CLAIMED.clear()
+    for stream in (sys.stdout, sys.stderr):    # a file name that is not UTF-8 is printed, as \udcff
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")
     try:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)

@@ -336,7 +336,8 @@ def write_texts(files: dict) -> None:
                 umask = os.umask(0)
                 os.umask(umask)
                 os.fchmod(fd, 0o666 & ~umask)         # as a plain open() would (mkstemp makes it private)
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                # (a name from a file name that is not UTF-8 holds surrogates: written as \udcff, readable)
+                with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
                     fh.write(text)
                     fh.flush()
                     os.fsync(fh.fileno())            # on disk before it replaces the old file (a power loss)
