@@ -73,3 +73,18 @@ def test_workers_exit_when_their_parent_is_killed(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_processes_started_for_the_workers_ignore_ctrl_c_from_their_start():
+    """A Ctrl-C while a worker still starts (imports its site) must not kill it: processes started
+    by the pool inherit an ignored SIGINT/SIGTERM, which Python keeps; the parent's handlers are back after."""
+    import signal
+    import subprocess
+    import sys
+    from coexplore.system.parallel import _children_ignore_stops
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with _children_ignore_stops():
+        out = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT), "
+                              "signal.getsignal(signal.SIGTERM))"], capture_output=True, text=True).stdout
+    assert out.split() == ["Handlers.SIG_IGN", "Handlers.SIG_IGN"]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

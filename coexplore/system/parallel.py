@@ -3,6 +3,7 @@ worker that dies said as such (not a hang), and Ctrl-C / SIGTERM handled by the 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 
 from coexplore.errors import CoexploreError
@@ -33,6 +34,25 @@ def ignore_ctrl_c() -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
+@contextlib.contextmanager
+def _children_ignore_stops():
+    """Processes started inside ignore Ctrl-C and SIGTERM from their first instruction: an ignored
+    signal stays ignored across exec, and Python leaves it so. (The initializer comes too late: a
+    Ctrl-C while a worker imports its site would kill it, and the run would say a worker died.) The
+    parent ignores them only while it starts the processes, a few milliseconds."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
 def _new_pool(workers: int):
     from concurrent.futures import ProcessPoolExecutor
     return ProcessPoolExecutor(max_workers=workers, initializer=ignore_ctrl_c,
@@ -44,7 +64,8 @@ def _completed(pool, fn, tasks: list):
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
     try:
-        index = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
+        with _children_ignore_stops():
+            index = {pool.submit(fn, t): i for i, t in enumerate(tasks)}     # (starts the processes)
         pending = set(index)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
