@@ -248,3 +248,18 @@ def test_ctrl_c_keeps_the_runs_finished_in_the_current_group(seq_timeloop, tmp_p
     assert p.returncode == 130, err
     s = json.loads(out)
     assert s["interrupted_after"] == "2 of 3 cases" and s["cases"] == 2 and s["validity_agrees"] == 2
+
+
+def test_a_stats_file_or_output_that_is_not_utf8_is_said_not_a_bug(tmp_path, monkeypatch, capsys):
+    """A timeloop-model that writes bytes that are not UTF-8 (to its stats.txt and its output):
+    a one-line error that its stats.txt cannot be read, exit 2, no traceback."""
+    from coexplore.cli.main import main
+    stand_in_timeloop(tmp_path, monkeypatch, """
+        import sys
+        sys.stdout.buffer.write(bytes(range(128, 256)))
+        open("timeloop-model.stats.txt", "wb").write(bytes(range(128, 256)) * 20)
+        """)
+    rc = main(["evaluate", str(CORPUS / "arches/eyeriss_like/processed.yaml"), str(CORPUS / "layers/tiny_conv.yaml"),
+               str(CORPUS / "public" / CASE / "mapping.yaml"), "--model", "both"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "stats.txt coexplore cannot read" in err and "Traceback" not in err, err

@@ -98,7 +98,8 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
         look = "(--timeloop-dir DIR keeps its inputs and outputs to look at)" if keep is None else f"(see {folder})"
         if done.returncode == 0 and stats.is_file() and stats.stat().st_size:
             try:
-                return parse_stats(stats.read_text(), [lv.name for lv in ctx.arch.all_levels],
+                # (bytes that are not UTF-8 read as U+FFFD: said as a stats.txt coexplore cannot read)
+                return parse_stats(stats.read_text(encoding="utf-8", errors="replace"), [lv.name for lv in ctx.arch.all_levels],
                                    file=str(stats) if keep is not None else None)
             except CoexploreError as exc:
                 raise CoexploreError(f"timeloop-model wrote a stats.txt coexplore cannot read: {exc.format()}",
@@ -127,7 +128,7 @@ def _run_group(command: list, folder: Path, timeout: float) -> subprocess.Comple
     started (a timeloop-model behind a wrapper script, docker or conda leaves no process behind)."""
     import signal
     proc = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:                 # the timeout, Ctrl-C, SIGTERM: the whole group goes
