@@ -328,3 +328,30 @@ def test_a_problem_file_named_in_bytes_that_are_not_utf8_is_mapped(tmp_path, cap
     assert rc == 0, capsys.readouterr().err
     assert (tmp_path / "o" / "mapping.yaml").is_file() and (tmp_path / "o" / "result.json").is_file()
     assert main(["evaluate", str(ex / "two_level.yaml"), str(odd), str(tmp_path / "o" / "mapping.yaml")]) == 0
+
+
+@pytest.mark.parametrize("argv, key", [
+    (["map", "simba", "", "--budget", "10"], "PROBLEM"),
+    (["map", "simba", "resnet50", "--layer", "conv1", "--out", ""], "--out"),
+    (["map", "simba", "resnet50", "--layer", "conv1", "--cache", ""], "--cache"),
+    (["map", "simba", "resnet50", "--layer", "conv1", "--cache", "x.sqlite", "--no-cache"], "--cache"),
+])
+def test_empty_paths_and_contradicting_cache_options_are_refused(tmp_path, monkeypatch, capsys, argv, key):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"key '{key}'" in err and "Traceback" not in err, err
+    assert not list(tmp_path.iterdir())                  # nothing made
+
+
+def test_a_cache_path_under_a_file_from_the_environment_names_the_variable(tmp_path, monkeypatch, capsys):
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("COEXPLORE_CACHE", str(tmp_path / "afile" / "c.sqlite"))
+    rc = main(["map", "simba", "resnet50", "--layer", "conv1", "--budget", "10", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "$COEXPLORE_CACHE" in err and "a file of that name is in the way" in err, err
+
+
+def test_validate_of_a_missing_folder_says_it_does_not_exist(tmp_path, capsys):
+    assert main(["validate", str(tmp_path / "nosuch")]) == 2
+    assert "no such folder" in capsys.readouterr().err

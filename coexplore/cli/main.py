@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         action = getattr(args, f"{args.command}_command", None)      # (arch generate, energy check, cache clear)
         command = f"coexplore {args.command}" + (f" {action}" if isinstance(action, str) else "")
+        _check_given(args)
         with command_settings(args):
             return int(args.func(args) or 0)
     except WorkerDied as exc:        # a failed run, not bad input
@@ -247,6 +248,22 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     finally:
         release_held()
+
+
+# options and arguments that name a file or folder: given empty ('') they name nothing (the current
+# folder, or the default, would be used silently)
+_PATH_ARGS = {"out": "--out", "cache": "--cache", "arch": "ARCH", "problem": "PROBLEM", "mapping": "MAPPING",
+              "system": "SYSTEM.yaml", "ert": "--ert", "table": "--table", "trace": "--trace", "policy": "--policy"}
+
+
+def _check_given(args) -> None:
+    """Refuse an empty path and options that contradict each other (`--cache` with `--no-cache`)."""
+    for attr, name in _PATH_ARGS.items():
+        if getattr(args, attr, None) == "":
+            raise CoexploreError("an empty path", key=name, expected="a file or folder name")
+    if getattr(args, "no_cache", False) and getattr(args, "cache", None):
+        raise CoexploreError(f"--cache {args.cache} with --no-cache", key="--cache",
+                             expected="one of them: --no-cache reads and writes no cache")
 
 
 # OSErrors that are the machine's or the input's, said in one line: a name too long (exit 2), no

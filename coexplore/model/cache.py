@@ -31,6 +31,7 @@ file system (not NFS).
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import math
@@ -85,9 +86,14 @@ def is_sqlite_file(path: str | os.PathLike) -> bool:
     return head == b"" or head == SQLITE_HEADER
 
 
-def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
+def _cache_key(path: str | os.PathLike) -> str:
+    """The option a cache path came from, to name in errors: $COEXPLORE_CACHE or --cache."""
     env = os.environ.get(ENV_VAR)
-    key = f"${ENV_VAR}" if env and Path(env) == Path(path) else "--cache"   # where the path came from
+    return f"${ENV_VAR}" if env and Path(env) == Path(path) else "--cache"
+
+
+def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
+    key = _cache_key(path)
     return CoexploreError("not a coexplore result cache: the file is not an SQLite database, and it "
                           "is left untouched", file=str(path), key=key,
                           expected="a cache file or a new path: --cache FILE or $COEXPLORE_CACHE "
@@ -255,13 +261,14 @@ class ResultCache:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise CoexploreError(f"cannot create the result cache's folder {folder}: {exc.strerror}",
-                                 file=str(self.path), key="--cache",
+            why = "a file of that name is in the way" if exc.errno == errno.EEXIST or folder.is_file() else exc.strerror
+            raise CoexploreError(f"cannot create the result cache's folder {folder}: {why}",
+                                 file=str(self.path), key=_cache_key(self.path),
                                  expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
                                           "or --no-cache to run without one") from None
         if not self.path.exists() and not os.access(folder, os.W_OK):
             raise CoexploreError("cannot create the result cache: its folder is not writable",
-                                 file=str(self.path), key="--cache",
+                                 file=str(self.path), key=_cache_key(self.path),
                                  expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
                                           "or --no-cache to run without one")
         with self._errors():

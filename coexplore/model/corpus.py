@@ -203,7 +203,8 @@ def discover(root: str | Path, skipped: list | None = None) -> list[Case]:
     `skipped` as (folder, why)."""
     root = Path(root)
     if not root.is_dir():
-        raise CoexploreError("not a directory", file=str(root), expected="a corpus directory")
+        raise CoexploreError("not a directory" if root.exists() else "no such folder", file=str(root),
+                             expected="a corpus directory")
     cases = []
     for mapping in find_files(root, "mapping.yaml"):
         case = mapping.parent
