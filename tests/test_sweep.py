@@ -841,3 +841,21 @@ def test_points_are_handed_the_workloads_read_once_not_their_paths(tmp_path, mon
     assert len(handed) == 4 and all(isinstance(w, Workload) for ws in handed for w in ws)
     assert [r["status"] for r in recs] == ["ok"] * 4
     assert all(r["jobs"] == jobs for r in recs)                      # not the bundled AlexNet's
+
+
+def test_a_stopped_sweep_with_json_prints_the_points_done(tmp_path, capsys, monkeypatch, done):
+    """As map and schedule do: a script reading --json gets the stopped sweep's record (exit 130)."""
+    _, _, system = done
+    import coexplore.sweep.run as run_mod
+    real = run_mod.run_point
+
+    def stopping(spec, index, *a, **k):
+        if index == 2:
+            raise KeyboardInterrupt
+        return real(spec, index, *a, **k)
+    monkeypatch.setattr(run_mod, "run_point", stopping)
+    rc, out, _ = _sweep([str(system), *FAST, "--json", "--out", str(tmp_path / "o")], capsys)
+    assert rc == 130
+    printed = json.loads(out)
+    assert printed == json.loads((tmp_path / "o" / "sweep.json").read_text())
+    assert printed["done"] == 2 and not printed["complete"]

@@ -284,7 +284,9 @@ def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectiv
             | ({"plot": str(out / "pareto.png")} if images else {}),
             "records": records}
     write_text(out / RESULT, json.dumps(data, indent=1) + "\n")
-    if quiet:
+    if quiet:                    # stopped: the points done, as sweep.json holds them (as map and schedule do)
+        if args.json:
+            print(json.dumps(data))
         return 130
     if args.json:
         print(json.dumps(data))
