@@ -62,6 +62,9 @@ AT_LEAST_ONE = {"bins", "chains", "critic_window", "epochs", "horizon", "max_age
                 "max_permutations_per_if_visit", "max_size", "max_table", "population", "tournament",
                 "pop_size", "islands", "hidden", "layers", "minibatches"}
 FRACTIONS = {"alpha", "local", "extra_change", "merge_at", "clip"}
+# options that multiply the time of every batch: capped, so a typo (1000000000 epochs) is an error, not a run
+# that never ends
+AT_MOST = {"epochs": 1000, "minibatches": 1000, "hidden": 4096, "layers": 32}
 # fixed value sets are the config classes' CHOICES (checked here too, so the error names the file)
 
 
@@ -98,7 +101,7 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
             kwargs[key] = None
             continue
         low = 1 if key in AT_LEAST_ONE else 0
-        high = 1 if _is_fraction(key) else float("inf")
+        high = 1 if _is_fraction(key) else AT_MOST.get(key, float("inf"))
         if want is bool:
             ok = isinstance(value, bool)
         elif want is int:
@@ -112,6 +115,7 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
         if not ok:
             positive = _is_positive(key)
             bound = (("in (0, 1]" if positive else f"between {low} and {high}") if high == 1
+                     else f"between {low} and {high:,}" if key in AT_MOST
                      else "> 0" if positive else f">= {low}")
             what = {int: f"an integer {bound}", float: f"a number {bound}"}.get(want, f"a {want.__name__}")
             raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
