@@ -199,7 +199,7 @@ def test_on_ray_results_errors_and_other_versions(local_ray, monkeypatch):
     with pytest.raises(WorkerDied, match="Ray task was lost twice"):
         list(ray_tasks.on_ray(os._exit, [3]))                # the worker process dies (twice: one retry)
     real = ray_tasks._versions()
-    for key in ("coexplore", "source", "numpy", "python"):     # the driver's, not the nodes'
+    for key in ("coexplore", "source", "numpy", "scipy", "python"):     # the driver's, not the nodes'
         monkeypatch.setattr(ray_tasks, "_versions", lambda: {**real, key: "0.0.0"})
         with pytest.raises(CoexploreError, match=f"other versions than this machine: {key} ") as err:
             list(ray_tasks.on_ray(abs, [1]))

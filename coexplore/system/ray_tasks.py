@@ -3,7 +3,7 @@
 A task gets its inputs as Ray objects and hands back its results the same way: the layer searches'
 cache entries and a sweep point's files travel to the driver, which alone writes the SQLite cache
 (SQLite on a network filesystem is not safe to share) and the result folder. The nodes need the
-same coexplore, numpy and Python (checked before a task runs) and, for own-core systems, the input
+same coexplore, numpy, scipy and Python (checked before a task runs) and, for own-core systems, the input
 files at the same paths (a shared filesystem, or one machine).
 """
 
@@ -193,16 +193,17 @@ def cluster_cpus() -> int:
 @functools.lru_cache(maxsize=1)
 def _versions() -> dict:
     """What must be equal on the driver and the nodes for a task's result to be the driver's: Python's
-    minor version, numpy's and coexplore's, with a digest of coexplore's own source files (two
-    checkouts of one version number can differ)."""
+    minor version, numpy's, scipy's (the MARL clustering, the schedules' lower bound) and coexplore's,
+    with a digest of coexplore's own source files (two checkouts of one version number can differ)."""
     import platform
 
     import numpy
+    import scipy
 
     import coexplore
     from coexplore.provenance import source_digest
     return {"coexplore": coexplore.__version__, "source": source_digest(), "numpy": numpy.__version__,
-            "python": ".".join(platform.python_version_tuple()[:2])}
+            "scipy": scipy.__version__, "python": ".".join(platform.python_version_tuple()[:2])}
 
 
 class _OtherVersions:
@@ -277,7 +278,7 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
     ref = ray.put(shared) if shared is not None else None
     limit = max(1, limit or cluster_cpus())
     mine = _versions()
-    expected = "the same coexplore (and numpy, and Python minor version) installed on every node"
+    expected = "the same coexplore (and numpy, scipy, and Python minor version) installed on every node"
     running: dict = {}
     nxt = 0
     try:
