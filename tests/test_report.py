@@ -37,7 +37,7 @@ def sweep(n_failed=2, seed=0):
                 makespan_cycles=1e7 / pe * 12.8 / bw * rng.uniform(0.8, 1.2),
                 energy_pJ=1e10 * (1 + glb / 4096) * rng.uniform(0.8, 1.2), clock_GHz=1.0,
                 area_mm2=0.05 * pe * pe + glb / 1000, inferences=3, cores=4, macs=4_089_184_256,
-                jobs=120, offchip_bytes_per_cycle=rng.uniform(1, 30)))
+                jobs=120, offchip_bytes_per_cycle=rng.uniform(1, 30), operations=10**15))
         pts.append(rec)
     return pts
 

@@ -859,3 +859,17 @@ def test_a_stopped_sweep_with_json_prints_the_points_done(tmp_path, capsys, monk
     printed = json.loads(out)
     assert printed == json.loads((tmp_path / "o" / "sweep.json").read_text())
     assert printed["done"] == 2 and not printed["complete"]
+
+
+def test_mac_utilization_is_the_workloads_operations_over_what_the_macs_could_do(done):
+    """points.csv's mac_utilization: the network's MACs (layer counts included) / (makespan x MAC
+    units), in (0, 1]."""
+    from coexplore.spec.workload import load_workload
+    out, data, _ = done
+    ops = load_workload(DATA / "small_net.yaml").total_macs
+    rows = {r["point"]: r for r in _rows(out / "points.csv")}
+    for rec in data["records"]:
+        want = ops / (rec["latency_cycles"] * rec["macs"])
+        assert 0 < want <= 1
+        assert rec["mac_utilization"] == pytest.approx(want, rel=1e-12)
+        assert float(rows[rec["point"]]["mac_utilization"]) == rec["mac_utilization"]

@@ -85,7 +85,7 @@ def _invalid(values: dict, exc: CoexploreError) -> CoexploreError:
 
 def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path, cache, progress: bool) -> None:
     """Build, map, schedule and measure the point of `record` (filled in place)."""
-    from coexplore.system.from_system import system_job_table
+    from coexplore.system.from_system import system_job_table, system_workloads
     from coexplore.system.schedule import search_schedule
     from coexplore.system.tables import save_table
     folder = out / record["dir"]
@@ -113,7 +113,9 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
     record.update(point_metrics(makespan_cycles=result.makespan, energy_pJ=result.energy, clock_GHz=clock,
                                 area_mm2=area, inferences=len({j.dnn for j in table.jobs}),
                                 cores=table.num_cores, macs=macs, jobs=table.num_jobs,
-                                offchip_bytes_per_cycle=bandwidth),
+                                offchip_bytes_per_cycle=bandwidth,
+                                operations=sum(layer.total_macs for w in system_workloads(system, settings.workloads)
+                                               for layer in w.layers)),
                   lower_bound_cycles=float(result.lower_bound))
 
 
