@@ -65,3 +65,16 @@ def test_a_networks_layer_notes_pass_through_the_groups(capsys):
     err = capsys.readouterr().err
     assert "layer conv1" in err and "layer res2a" not in err
     assert g.summary() and "res2a" in g.summary()[0]
+
+
+def test_a_note_said_is_known_as_said_so_a_sweep_does_not_repeat_it():
+    import argparse
+    import warnings
+
+    from coexplore.cli.main import command_settings, said_before
+    from coexplore.errors import CoexploreNote
+    with command_settings(argparse.Namespace(var=None)):
+        assert not said_before("the fan-out of X idles for layer fc5: y")
+        warnings.warn("the fan-out of X idles for layer fc5: y", CoexploreNote)
+        assert said_before("the fan-out of X idles for layer fc5: y")
+        assert not said_before("another")

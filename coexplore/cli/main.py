@@ -162,6 +162,12 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
         _python_show_warning(message, category, filename, lineno, file, line)
 
 
+def said_before(message: str) -> bool:
+    """Whether this command already said `message` as a note or a warning (a sweep's points repeat
+    what its layer-mapping phase said)."""
+    return any(f"coexplore: {kind}: {message}" in _SAID for kind in ("note", "warning"))
+
+
 _python_show_warning = warnings.showwarning
 
 

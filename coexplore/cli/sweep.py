@@ -291,8 +291,11 @@ def _finish(args, out: Path, run_desc: dict, spec, records: list[dict], objectiv
     if args.json:
         print(json.dumps(data))
         return _all_failed(records)
+    from coexplore.cli.main import said_before
     from coexplore.report.html import grouped_warnings
     for where, w in grouped_warnings(records):        # each warning once, with the points it came from
+        if where == "every point" and said_before(w):    # (said already, as the layers were mapped)
+            continue
         print(f"coexplore: warning: {where}: {w}", file=sys.stderr)
     print("\n".join(summary_lines(spec, records, objectives, front, total)))
     print(f"points     {out / 'points.csv'}\npareto     {out / 'pareto.csv'}"
