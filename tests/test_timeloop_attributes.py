@@ -4,6 +4,7 @@ does, or refused (never silently ignored)."""
 import json
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -154,3 +155,28 @@ def test_environment_variables_at_defaults_or_for_printing_are_read(tmp_path):
         _spec_with_env(tmp_path, {"TIMELOOP_HIDE_INCONSEQUENTIAL_STATS": 1, "TIMELOOP_ENABLE_FIRST_READ_ELISION": 1})
     with pytest.warns(CoexploreWarning, match="TIMELOOP_SOMETHING_ELSE"):
         _spec_with_env(tmp_path, {"TIMELOOP_SOMETHING_ELSE": 1})
+
+
+EX04 = Path(__file__).parent / "data" / "exercises_v4" / "v4_ex04_conv1d_oc_ic_3levelspatial_cp"
+
+
+def test_a_v04_nodes_dataspace_constraints_join_the_mapping_as_timeloopfe_hands_it_over(tmp_path):
+    """timeloopfe combines each node's constraints with the mapping's directives before
+    timeloop-model runs: a GlobalBuffer constraint `bypass: [Weights]` and a mapping silent about
+    it evaluate as the mapping with that bypass written out."""
+    inputs = EX04 / "inputs"
+    text = (inputs / "3levelspatial.arch.yaml").read_text()
+    marked = text.replace("    name: GlobalBuffer\n    class: SRAM\n",
+                          "    name: GlobalBuffer\n    class: SRAM\n    constraints: {dataspace: {bypass: [Weights]}}\n")
+    assert marked != text
+    (tmp_path / "arch.yaml").write_text(marked)
+    mapping = load_yaml(inputs / "conv1d+oc+ic-3levelspatial-cp-ws.map.yaml")["mapping"]
+    written = [*mapping, {"target": "GlobalBuffer", "type": "datatype", "bypass": ["Weights"]}]
+    ert = EX04 / "timeloop-model.ERT.yaml"
+    plain = load_context(inputs / "3levelspatial.arch.yaml", inputs / "conv1d+oc+ic.prob.yaml", ert)
+    joined = load_context(tmp_path / "arch.yaml", inputs / "conv1d+oc+ic.prob.yaml", ert)
+    as_written = plain.record(plain.evaluate(parse_mapping(written, plain.arch, plain.problem)))
+    as_joined = joined.record(joined.evaluate(parse_mapping(mapping, joined.arch, joined.problem)))
+    unchanged = plain.record(plain.evaluate(parse_mapping(mapping, plain.arch, plain.problem)))
+    assert as_joined["energy_pJ"] == as_written["energy_pJ"] != unchanged["energy_pJ"]
+    assert "Weights" not in as_joined["levels"]["GlobalBuffer"].get("dataspaces", {})

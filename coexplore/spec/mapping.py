@@ -201,7 +201,36 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         else:
             raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
                                  expected="temporal, spatial or datatype")
+    _with_node_dataspaces(mapping, arch, problem)
     return mapping
+
+
+def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem) -> None:
+    """A v0.4 architecture's node `dataspace` constraints (and its !Parallel branches' bypasses)
+    joined to the mapping, as timeloopfe hands timeloop-model each node's constraints combined with
+    the mapping's directives (ConstraintAttacherProcessor, then one directive list): per level the
+    keep and bypass lists are united, and bypass wins where both name a dataspace."""
+    if not any(isinstance((lv.constraints or {}).get("dataspace"), dict) for lv in arch.levels) and not arch.branches:
+        return
+    from coexplore.spec.constraints import constraints_from_nodes
+    every = [ds.name for ds in problem.dataspaces]
+    for name, c in constraints_from_nodes(arch, problem).items():
+        lv = next(lv for lv in arch.levels if lv.name == name)
+        if lv.is_dummy:
+            continue                  # (a container's fan-out level holds nothing in any case)
+        keep = set(c.keep or ())
+        bypass = set(c.bypass or ())
+        if c.keep_only:
+            bypass |= set(every) - keep
+        if c.bypass_only:
+            keep |= set(every) - bypass
+        if c.bypass_except is not None:
+            bypass |= set(every) - set(c.bypass_except)
+        if not keep and not bypass:
+            continue
+        lm = mapping.levels[name]
+        lm.keep = [d for d in every if d in keep or d in (lm.keep or ())] if keep or lm.keep is not None else None
+        lm.bypass = [d for d in every if d in bypass or d in (lm.bypass or ())]
 
 
 DIRECTIVE_KEYS = {"target", "type", "factors", "permutation", "split", "keep", "bypass"}
