@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from coexplore.system.parallel import WorkerPool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,16 +77,39 @@ def test_workers_exit_when_their_parent_is_killed(tmp_path):
             parent.kill()
 
 
-def test_processes_started_for_the_workers_ignore_ctrl_c_from_their_start():
-    """A Ctrl-C while a worker still starts (imports its site) must not kill it: processes started
-    by the pool inherit an ignored SIGINT/SIGTERM, which Python keeps; the parent's handlers are back after."""
+def _stop_signals_of(status: str) -> dict:
+    """Whether SIGINT (bit 2) and SIGTERM (bit 15) are in each signal set of /proc/<pid>/status."""
+    import signal
+    sets = {k: int(v, 16) for k, v in (line.split(":\t") for line in status.splitlines()
+                                       if line.startswith(("SigBlk", "SigIgn")))}
+    return {k: all(v >> (s - 1) & 1 for s in (signal.SIGINT, signal.SIGTERM)) for k, v in sets.items()}
+
+
+def _own_status(_task=None) -> str:
+    with open("/proc/self/status") as f:
+        return f.read()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="no /proc here")
+def test_workers_start_with_ctrl_c_blocked_then_ignore_it_and_the_parent_loses_none():
+    """A Ctrl-C while a worker still starts (imports its site) must not kill it: processes are
+    started with SIGINT/SIGTERM blocked (inherited across exec); a worker then ignores and unblocks
+    them; the parent's mask is back after, and a signal sent while it was blocked still arrives."""
+    import os
     import signal
     import subprocess
     import sys
-    from coexplore.system.parallel import _children_ignore_stops
-    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    from coexplore.system.parallel import _children_ignore_stops, in_processes
     with _children_ignore_stops():
-        out = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT), "
-                              "signal.getsignal(signal.SIGTERM))"], capture_output=True, text=True).stdout
-    assert out.split() == [str(signal.SIG_IGN)] * 2           # (printed as 1, or Handlers.SIG_IGN)
-    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+        child = subprocess.run([sys.executable, "-c", "print(open('/proc/self/status').read())"],
+                               capture_output=True, text=True).stdout
+        got = []
+        old = signal.signal(signal.SIGINT, lambda *a: got.append(1))
+        os.kill(os.getpid(), signal.SIGINT)
+        assert not got                                       # blocked: pending, not lost
+    assert got == [1]                                        # delivered once unblocked
+    signal.signal(signal.SIGINT, old)
+    assert _stop_signals_of(child)["SigBlk"]                 # a process started inside: blocked from its start
+    assert not _stop_signals_of(_own_status())["SigBlk"]     # the parent's mask is back
+    (worker,) = list(in_processes(_own_status, [0], 1))
+    assert _stop_signals_of(worker) == {"SigBlk": False, "SigIgn": True}   # the worker: ignored, unblocked

@@ -25,6 +25,7 @@ def ignore_ctrl_c() -> None:
     import time
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})   # (blocked from its start)
     parent = os.getppid()
 
     def watch() -> None:
@@ -36,21 +37,18 @@ def ignore_ctrl_c() -> None:
 
 @contextlib.contextmanager
 def _children_ignore_stops():
-    """Processes started inside ignore Ctrl-C and SIGTERM from their first instruction: an ignored
-    signal stays ignored across exec, and Python leaves it so. (The initializer comes too late: a
-    Ctrl-C while a worker imports its site would kill it, and the run would say a worker died.) The
-    parent ignores them only while it starts the processes, a few milliseconds."""
+    """Processes started inside begin with Ctrl-C and SIGTERM blocked (a signal mask is inherited
+    across fork and exec), until their initializer ignores them and unblocks them: a Ctrl-C while a
+    worker imports its site no longer kills it, and the run no longer says a worker died. In the
+    parent the two are blocked only while the processes start, a few milliseconds: one arriving
+    then is delivered when they are unblocked, not lost."""
     import signal
-    import threading
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    stops = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     try:
         yield
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _new_pool(workers: int):
