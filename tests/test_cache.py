@@ -562,3 +562,25 @@ def test_a_cache_locked_when_the_result_is_stored_keeps_the_finished_search(tmp_
     assert any(issubclass(w.category, CoexploreWarning) and "not in the cache" in str(w.message) for w in said)
     assert len(list(cache.keys())) == 0
     cache.close()
+
+
+def test_store_warns_instead_of_failing_for_one_entry_or_many(tmp_path):
+    """The parallel paths (schedule/sweep --jobs, --ray) store through the same `store`."""
+    import warnings
+
+    from coexplore.errors import CoexploreWarning
+    from coexplore.model.cache import store
+
+    class Locked:
+        def put(self, *a, **k):
+            raise CoexploreError("result cache stayed locked by another process")
+        put_many = put
+    for kwargs in ({"key": "k", "value": {"x": 1}}, {"many": [("k", {"x": 1}, None)]}):
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            store(Locked(), **kwargs)
+        assert [issubclass(w.category, CoexploreWarning) and "stayed locked" in str(w.message) for w in said] == [True]
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        store(cache, many=[("a", {"x": 2}, None)])
+        store(cache, "b", {"x": 3})
+        assert cache.get("a") == {"x": 2} and cache.get("b") == {"x": 3}

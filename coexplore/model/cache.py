@@ -38,10 +38,11 @@ import math
 import os
 import sqlite3
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreWarning
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x436F4558          # "CoEX": marks the file as a coexplore cache
@@ -98,6 +99,20 @@ def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
                           "is left untouched", file=str(path), key=key,
                           expected="a cache file or a new path: --cache FILE or $COEXPLORE_CACHE "
                                    "(map and schedule also run without one: --no-cache)")
+
+
+def store(cache, key: str | None = None, value=None, meta=None, *, many=None) -> None:
+    """Put one result (or `many` entries) into `cache`; a cache another process holds locked past
+    the timeout (or that fails otherwise) is warned of and the run goes on: the search that made
+    the result is not thrown away for it."""
+    try:
+        if many is not None:
+            cache.put_many(many)
+        else:
+            cache.put(key, value, meta)
+    except CoexploreError as exc:
+        warnings.warn(f"a result is not in the cache ({exc.format()}); it is kept all the same, and a rerun "
+                      "searches again", CoexploreWarning, stacklevel=2)
 
 
 def default_cache_path() -> Path:

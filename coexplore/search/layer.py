@@ -12,13 +12,13 @@ import dataclasses
 import json
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.errors import CoexploreError
+from coexplore.model.cache import store
 from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
 from coexplore.provenance import code_version
@@ -253,13 +253,9 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
         out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size,
                           custom)
-        if cache is not None:
-            try:
-                cache.put(key, json.loads(json.dumps(out.to_dict())),
-                          {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
-            except CoexploreError as exc:   # (a cache held locked too long): the finished search is kept
-                warnings.warn(f"the result is not in the cache ({exc.format()}); it is kept all the same, and a "
-                              "rerun searches again", CoexploreWarning, stacklevel=2)
+        if cache is not None:          # (a cache held locked too long: warned, the finished search kept)
+            store(cache, key, json.loads(json.dumps(out.to_dict())),
+                  {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
     if hold.stop_now:
         raise MapInterrupted(out, stop_now=True)
     return out

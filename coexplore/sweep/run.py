@@ -19,6 +19,7 @@ from coexplore.arch.system import SystemArch, build_system
 from coexplore.arch.tables import art_area_mm2, write_core_tables
 from coexplore.energy.tables import read_art
 from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.model.cache import store
 from coexplore.spec.system import SystemSpec
 from coexplore.spec.yamlio import write_text
 from coexplore.sweep.metrics import point_metrics
@@ -268,7 +269,7 @@ def _points_on_ray(spec: SystemSpec, todo: list, settings: SweepSettings, out: P
     tasks = [(spec, i, pid, values, one) for i, pid, values in todo]
     for _, (rec, files, added, error) in on_ray(_point_on_ray, tasks, shared=entries, limit=settings.workers or None):
         if added and cache is not None:
-            cache.put_many(added)
+            store(cache, many=added)
         if error is not None:
             raise CoexploreError(error[0], file=error[1], key=error[2], expected=error[3])
         _put_files(out / rec["dir"], files)

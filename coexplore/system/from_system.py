@@ -19,6 +19,7 @@ from coexplore.arch.file_core import FileCore
 from coexplore.arch.system import SystemArch, load_system_arch
 from coexplore.arch.tables import check_own_table, price_core
 from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.model.cache import store
 from coexplore.model.evaluate import dram_bytes, level_costs
 from coexplore.model.inputs import Context
 from coexplore.search import registry
@@ -174,7 +175,7 @@ def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: 
     records = {}
     for i, rec, added in ended:
         if added and cache is not None:
-            cache.put_many(added)
+            store(cache, many=added)
         if rec is not None:
             records[items[i][0]] = rec
         done(items[i][0])
