@@ -308,7 +308,7 @@ def test_standard_output_on_a_full_disk_is_said_not_a_bug(tmp_path):
         done = subprocess.run([sys.executable, "-m", "coexplore", "evaluate", str(ex / "two_level.yaml"),
                                str(ex / "conv1d.yaml"), str(ex / "k_outer.yaml"), "--json"],
                               stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    assert done.returncode == 1 and "No space left on device" in done.stderr, done.stderr
+    assert done.returncode == 1 and "No space left on device" in done.stderr and "standard output" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
 
 
@@ -335,6 +335,8 @@ def test_a_problem_file_named_in_bytes_that_are_not_utf8_is_mapped(tmp_path, cap
     (["map", "simba", "resnet50", "--layer", "conv1", "--out", ""], "--out"),
     (["map", "simba", "resnet50", "--layer", "conv1", "--cache", ""], "--cache"),
     (["map", "simba", "resnet50", "--layer", "conv1", "--cache", "x.sqlite", "--no-cache"], "--cache"),
+    (["schedule", "simba_2x2", "--workload", ""], "--workload"),
+    (["map", "simba", "resnet50", "--layer", "conv1", "--constraints", ""], "--constraints"),
 ])
 def test_empty_paths_and_contradicting_cache_options_are_refused(tmp_path, monkeypatch, capsys, argv, key):
     monkeypatch.chdir(tmp_path)

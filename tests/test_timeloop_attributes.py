@@ -110,6 +110,7 @@ def _one_buffer(attrs: str, top: str = "") -> str:
 @pytest.mark.parametrize("attrs, key", [
     ("depth: 16, width: 64, datawidth: 8, addr_gen_energy: 10", "addr_gen_energy"),
     ("depth: 16, width: 64, datawidth: 8, power_gated_at: DRAM", "power_gated_at"),
+    ("depth: 16, width: 64, datawidth: 8, has_power_gating: true", "has_power_gating"),
     ("depth: 16, width: 64, datawidth: 8, network_type: 'M:N'", "network_type"),
     ("depth: 16, width: 64, datawidth: 8, router_energy: 5", "router_energy"),
     ("depth: 16, width: 64, datawidth: 8, wire_energy: 0.5", "wire_energy"),
@@ -120,7 +121,7 @@ def test_attributes_that_change_timeloops_numbers_are_refused(attrs, key):
 
 
 @pytest.mark.parametrize("attrs", ["addr_gen_energy: 0", "power_gated_at: null", "power_gated_at: buf",
-                                   "router_energy: 0"])
+                                   "router_energy: 0", "has_power_gating: false"])
 def test_those_attributes_at_values_that_change_nothing_are_read(attrs):
     arch = parse_architecture(loads_yaml(_one_buffer("depth: 16, width: 64, datawidth: 8, " + attrs)), "t.yaml")
     assert arch.levels[1].size == 16 * 8
@@ -143,7 +144,10 @@ def _spec_with_env(tmp_path, env: dict):
 
 
 @pytest.mark.parametrize("env", [{"TIMELOOP_ENABLE_FIRST_READ_ELISION": 0},
-                                 {"TIMELOOP_DISABLE_LINK_TRANSFERS": "1"}])
+                                 {"TIMELOOP_ENABLE_FIRST_READ_ELISION": "0"},
+                                 {"TIMELOOP_DISABLE_LINK_TRANSFERS": "1"},
+                                 {"TIMELOOP_DISABLE_LINK_TRANSFERS": 0},          # (its presence counts)
+                                 {"TIMELOOP_ENABLE_UPDATED_RMW": 1}])
 def test_environment_variables_that_change_the_counts_are_refused(tmp_path, env):
     with pytest.raises(CoexploreError, match=next(iter(env))):
         _spec_with_env(tmp_path, env)
@@ -153,6 +157,7 @@ def test_environment_variables_at_defaults_or_for_printing_are_read(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _spec_with_env(tmp_path, {"TIMELOOP_HIDE_INCONSEQUENTIAL_STATS": 1, "TIMELOOP_ENABLE_FIRST_READ_ELISION": 1})
+        _spec_with_env(tmp_path, {"TIMELOOP_ENABLE_FIRST_READ_ELISION": True})     # not "0": elision stays on
     with pytest.warns(CoexploreWarning, match="TIMELOOP_SOMETHING_ELSE"):
         _spec_with_env(tmp_path, {"TIMELOOP_SOMETHING_ELSE": 1})
 

@@ -215,9 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     command = f"coexplore {named}" if named in COMMANDS else "coexplore"   # named before parsing: a Ctrl-C there
     CREATED.clear()
     CLAIMED.clear()
-    for stream in (sys.stdout, sys.stderr):    # a file name that is not UTF-8 is printed, as \udcff
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="backslashreplace")
+    streams = _printable_streams()
     try:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)
@@ -243,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except OSError as exc:
         if exc.errno in _SYSTEM_ERRORS:        # the machine's limits (a full disk, a name too long), not a bug
-            where = f"{exc.filename}: " if exc.filename else ("standard output: " if exc.errno == errno.ENOSPC else "")
-            print(f"{command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"{command}: error: {where}{exc.strerror or exc}"
+                  + ("" if exc.filename else " (writing a result file or standard output)"), file=sys.stderr)
             remove_empty_created()
             return 2 if exc.errno == errno.ENAMETOOLONG else 1
         _internal(command)
@@ -254,18 +253,35 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     finally:
         release_held()
+        for stream, errors in streams:                # (a library caller's streams as they were)
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                stream.reconfigure(errors=errors)
+
+
+def _printable_streams() -> list:
+    """Standard output and error print what is not UTF-8 (a file name's bytes) as \udcff escapes
+    for this command; returns what to restore."""
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            errors = stream.errors
+            stream.reconfigure(errors="backslashreplace")
+            changed.append((stream, errors))
+    return changed
 
 
 # options and arguments that name a file or folder: given empty ('') they name nothing (the current
 # folder, or the default, would be used silently)
 _PATH_ARGS = {"out": "--out", "cache": "--cache", "arch": "ARCH", "problem": "PROBLEM", "mapping": "MAPPING",
-              "system": "SYSTEM.yaml", "ert": "--ert", "table": "--table", "trace": "--trace", "policy": "--policy"}
+              "system": "SYSTEM.yaml", "ert": "--ert", "table": "--table", "trace": "--trace", "policy": "--policy",
+              "workload": "--workload", "constraints": "--constraints", "timeloop_dir": "--timeloop-dir"}
 
 
 def _check_given(args) -> None:
     """Refuse an empty path and options that contradict each other (`--cache` with `--no-cache`)."""
     for attr, name in _PATH_ARGS.items():
-        if getattr(args, attr, None) == "":
+        given = getattr(args, attr, None)
+        if given == "" or (isinstance(given, list) and "" in given):
             raise CoexploreError("an empty path", key=name, expected="a file or folder name")
     if getattr(args, "no_cache", False) and getattr(args, "cache", None):
         raise CoexploreError(f"--cache {args.cache} with --no-cache", key="--cache",

@@ -269,7 +269,16 @@ def _row(layer, n: int, result: dict, arch, also: dict[str, str], out: Path) -> 
             "pJ_per_mac": b["energy_pJ"] / b["computes"], "utilization": b["utilization"],
             "dram_bytes": dram_bytes(b, arch),          # off-chip traffic: a schedule's bandwidth need
             "samples": result["samples"], "exhausted": result.get("exhausted"),   # True: the optimum
-            "mapping_file": os.path.relpath(Path(result["mapping_file"]).resolve(), Path(out).resolve())}
+            "mapping_file": _relative(result["mapping_file"], out)}
+
+
+def _relative(path, folder) -> str:
+    """`path` relative to `folder` (the table's folder can move), or absolute where no relative path
+    leads there (another drive)."""
+    try:
+        return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
+    except ValueError:
+        return str(Path(path).resolve())
 
 
 def _summary(arch: str, wl, rows: list[dict], failed: list[str], n_layers: int, desc: dict) -> dict:

@@ -87,14 +87,14 @@ def is_sqlite_file(path: str | os.PathLike) -> bool:
     return head == b"" or head == SQLITE_HEADER
 
 
-def _cache_key(path: str | os.PathLike) -> str:
+def _cache_option(path: str | os.PathLike) -> str:
     """The option a cache path came from, to name in errors: $COEXPLORE_CACHE or --cache."""
     env = os.environ.get(ENV_VAR)
     return f"${ENV_VAR}" if env and Path(env) == Path(path) else "--cache"
 
 
 def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
-    key = _cache_key(path)
+    key = _cache_option(path)
     return CoexploreError("not a coexplore result cache: the file is not an SQLite database, and it "
                           "is left untouched", file=str(path), key=key,
                           expected="a cache file or a new path: --cache FILE or $COEXPLORE_CACHE "
@@ -278,12 +278,12 @@ class ResultCache:
         except OSError as exc:
             why = "a file of that name is in the way" if exc.errno == errno.EEXIST or folder.is_file() else exc.strerror
             raise CoexploreError(f"cannot create the result cache's folder {folder}: {why}",
-                                 file=str(self.path), key=_cache_key(self.path),
+                                 file=str(self.path), key=_cache_option(self.path),
                                  expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
                                           "or --no-cache to run without one") from None
         if not self.path.exists() and not os.access(folder, os.W_OK):
             raise CoexploreError("cannot create the result cache: its folder is not writable",
-                                 file=str(self.path), key=_cache_key(self.path),
+                                 file=str(self.path), key=_cache_option(self.path),
                                  expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
                                           "or --no-cache to run without one")
         with self._errors():

@@ -177,7 +177,8 @@ def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase:
     fronts = np.flatnonzero(on)
     named = np.flatnonzero(drawn) if drawn.sum() <= LABEL_LIMIT else fronts   # few points: the dominated too
     if len(fronts) <= LABEL_LIMIT:                                             # else the report's table
-        for i, text, front in _labels(named, x, y, ids, on, ax.get_xscale() == "log", ax.get_yscale() == "log"):
+        for i, text, front in _labels(named, x, y, ids, on, np.flatnonzero(drawn), ax.get_xscale() == "log",
+                                      ax.get_yscale() == "log"):
             ax.annotate(text, (x[i], y[i]), textcoords="offset points", xytext=(4, 4) if front else (4, -9),
                         fontsize=7 if front else 6, color="black" if front else "0.45", zorder=4)
     ax.set_xlabel(axis_label(xo))
@@ -191,15 +192,15 @@ def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase:
 SPOT = 0.015       # points closer than this fraction of a panel's span share one label
 
 
-def _labels(rows, x, y, ids, on, xlog: bool = False, ylog: bool = False) -> list[tuple[int, str, bool]]:
+def _labels(rows, x, y, ids, on, drawn, xlog: bool = False, ylog: bool = False) -> list[tuple[int, str, bool]]:
     """One label per spot of a panel: points drawn at (nearly) the same place, front or dominated,
     are named together (p09/p13: front points first), not written over each other; (index, text,
-    whether a front point is among them)."""
+    whether a front point is among them). Near: within SPOT of the span of the points `drawn`."""
     rows = sorted(rows, key=lambda i: (not on[i], i))
 
     def unit(v, log):
         v = np.log10(np.maximum(v, 1e-300)) if log else np.asarray(v, float)
-        lo, hi = (v[rows].min(), v[rows].max()) if len(rows) else (0.0, 1.0)
+        lo, hi = (v[drawn].min(), v[drawn].max()) if len(drawn) else (0.0, 1.0)
         return (v - lo) / (hi - lo) if hi > lo else np.zeros_like(v)
     u, w = unit(x, xlog), unit(y, ylog)
     spots: list[list[int]] = []

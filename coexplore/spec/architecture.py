@@ -323,6 +323,10 @@ def _refuse_unmodelled(a: dict, file, key: str, name: str = "") -> None:
         raise CoexploreError(f"addr_gen_energy {a['addr_gen_energy']!r} is not modelled (Timeloop charges it per "
                              "address generation)", file=file, key=f"{key}.addr_gen_energy",
                              expected="no addr_gen_energy (or 0)")
+    if a.get("has_power_gating") not in (None, "", False, 0, "false", "False"):   # timeloopfe then gates the next levels
+        raise CoexploreError("power gating is not modelled (timeloopfe gates the levels below it, and Timeloop "
+                             "scales their leakage by this level's utilized instances)", file=file,
+                             key=f"{key}.has_power_gating", expected="has_power_gating: false, or left out")
     gated = a.get("power_gated_at")
     if gated not in (None, "") and str(gated).split("[")[0] != name:      # Topology: leakage by the gater's use
         raise CoexploreError(f"power gating at '{gated}' is not modelled (Timeloop scales the leakage by "
@@ -708,31 +712,29 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict, list
     return levels, top_attrs, notes
 
 
-# Timeloop environment variables at their defaults (what the model reproduces), and those that
-# change only how Timeloop prints its results
-TIMELOOP_ENV_DEFAULTS = {"TIMELOOP_ENABLE_FIRST_READ_ELISION": 1, "TIMELOOP_DISABLE_LINK_TRANSFERS": 0}
+# Timeloop's environment variables that change what it counts: first-read elision is on unless
+# the variable is "0" (tiling.cpp); the others act when set (nest-analysis.cpp reads their presence);
+# the model is Timeloop without them. TIMELOOP_HIDE_INCONSEQUENTIAL_STATS changes only its printout.
+TIMELOOP_ENV_COUNTING = ("TIMELOOP_DISABLE_LINK_TRANSFERS", "TIMELOOP_ENABLE_UPDATED_RMW",
+                         "TIMELOOP_ENABLE_TOROIDAL_LINKS")
 TIMELOOP_ENV_OUTPUT_ONLY = {"TIMELOOP_HIDE_INCONSEQUENTIAL_STATS"}
 
 
 def _check_environment(data: dict, file) -> None:
-    """A v0.4 spec's `globals.environment_variables`, which timeloopfe hands to Timeloop: one that
-    changes what Timeloop computes is refused (the model is Timeloop with its defaults)."""
+    """A v0.4 spec's `globals.environment_variables`, which timeloopfe hands to Timeloop (as text):
+    one that changes what Timeloop counts is refused; others are warned of as not read."""
     env = (data.get("globals") or {}).get("environment_variables") if isinstance(data.get("globals"), dict) else None
     if not isinstance(env, dict):
         return
     for k, v in env.items():
-        if k in TIMELOOP_ENV_OUTPUT_ONLY:
+        k = str(k)
+        if k in TIMELOOP_ENV_OUTPUT_ONLY or (k == "TIMELOOP_ENABLE_FIRST_READ_ELISION" and str(v) != "0"):
             continue
-        if k in TIMELOOP_ENV_DEFAULTS:
-            try:
-                same = int(str(v).strip()) == TIMELOOP_ENV_DEFAULTS[k]
-            except ValueError:
-                same = False
-            if not same:
-                raise CoexploreError(f"{k}: {v!r} changes what Timeloop counts, which coexplore does not model",
-                                     file=file, key=f"globals.environment_variables.{k}",
-                                     expected=f"{k} left out (or {TIMELOOP_ENV_DEFAULTS[k]}, Timeloop's default)")
-        elif str(k).startswith("TIMELOOP_"):
+        if k == "TIMELOOP_ENABLE_FIRST_READ_ELISION" or k in TIMELOOP_ENV_COUNTING:
+            raise CoexploreError(f"{k}: {v!r} changes what Timeloop counts, which coexplore does not model",
+                                 file=file, key=f"globals.environment_variables.{k}",
+                                 expected=f"{k} left out (Timeloop's default)")
+        if k.startswith("TIMELOOP_"):
             warnings.warn(f"{file}: globals.environment_variables.{k} is not read here: the numbers are those "
                           "of Timeloop without it", CoexploreWarning, stacklevel=3)
 
