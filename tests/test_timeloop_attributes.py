@@ -135,6 +135,15 @@ def test_a_v03_subtree_attribute_is_not_a_component_attribute_for_timeloop():
     assert (own.levels[1].word_bits, own.levels[1].block_size) == (8, 8)
     assert (up.levels[1].word_bits, up.levels[1].block_size) == (16, 4)
     assert up.levels[1].attributes.get("datawidth") == 8        # (Accelergy's view keeps the subtree's)
+    # nor do Timeloop's built-in energies see a subtree's vector_access_energy, technology or datawidth
+    from coexplore.energy.timeloop_pat import compute_energy, vector_access_energy
+    given = parse_architecture(loads_yaml(_one_buffer("depth: 16, width: 64", top="vector_access_energy: 5, "
+                                                      "technology: DRAM, datawidth: 8")), "t.yaml")
+    assert vector_access_energy(given.levels[1]) == vector_access_energy(up.levels[1]) != 5
+    bare = _one_buffer("depth: 16, width: 64", top="datawidth: 8").replace(
+        "{name: mac, class: intmac, attributes: {datawidth: 8}}", "{name: mac, class: intmac}")
+    assert compute_energy(parse_architecture(loads_yaml(bare), "t.yaml").compute) == 1.0   # 16 bits: (16/16)^2
+    assert compute_energy(own.compute) == 0.25                                             # its own 8: (8/16)^2
 
 
 def _spec_with_env(tmp_path, env: dict):

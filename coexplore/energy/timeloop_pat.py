@@ -34,7 +34,7 @@ def dram_energy(width: int) -> float:
 
 def user_access_energy(level: Level) -> float | None:
     """The level's own `vector_access_energy` (pJ per vector access), if its attributes give one."""
-    a = level.attributes
+    a = level.timeloop_attributes
     given = a.get("vector-access-energy", a.get("vector_access_energy"))
     if isinstance(given, (int, float)) and not isinstance(given, bool):
         return float(given)
@@ -44,7 +44,7 @@ def user_access_energy(level: Level) -> float | None:
 def vector_access_energy(level: Level) -> float | None:
     """Timeloop's default energy of one vector access of `level` (pJ), or None where Timeloop
     has none (a buffer of no stated size, which it cannot estimate)."""
-    a = level.attributes
+    a = level.timeloop_attributes
     if (given := user_access_energy(level)) is not None:
         return given
     if "DRAM" in level.cls or str(a.get("technology", "")) == "DRAM":
@@ -65,7 +65,7 @@ def multiplier_energy(bits_a: int, bits_b: int) -> float:
 
 def compute_energy(level: Level) -> float:
     """Timeloop's default energy of one compute of the arithmetic level (pJ)."""
-    a = level.attributes
+    a = level.timeloop_attributes
     given = a.get("energy")
     if isinstance(given, (int, float)) and not isinstance(given, bool):
         return float(given)

@@ -147,10 +147,18 @@ class Level:
     from_container: bool = False       # the dummy level a v0.4 node's mesh adds (as timeloopfe does)
     branches: tuple = ()               # the v0.4 !Parallel branches it is in, outermost first (`Architecture.branches`)
     ignored: bool = False              # a class Timeloop does not model (`timeloop_kind`): dropped on parsing
+    # what timeloop-model reads of the component, where it differs from `attributes` (a v0.3 tree:
+    # the component's own attributes; `attributes` also holds the subtrees', as Accelergy sees them)
+    own_attributes: dict | None = field(default=None, repr=False)
 
     @property
     def accelergy_class(self) -> str:
         return self.subclass or self.cls
+
+    @property
+    def timeloop_attributes(self) -> dict:
+        """The attributes timeloop-model reads for this level (its specs, its built-in energies)."""
+        return self.attributes if self.own_attributes is None else self.own_attributes
 
 
 @dataclass
@@ -224,7 +232,7 @@ def _derive_storage(level: Level, file: str | None) -> None:
     block_size and cluster_size, width sets the block size; with cluster_size only, block_size =
     width / cluster_size / datawidth; with block_size only, width sets the cluster size; with both,
     their product must be the width (Timeloop stops otherwise)."""
-    a = level.attributes
+    a = level.timeloop_attributes
     key = f"{level.name}.attributes"
     level.word_bits = _positive(_attr(a, "word_bits", 16), file=file,
                                 key=f"{key}.{_attr_name(a, 'word_bits', 'datawidth')}")
@@ -443,11 +451,9 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
         raise _no_networks(f"'{level.cls}' is a network", file, f"{where}.class",
                            "storage and compute components")
     level.is_compute, level.ignored = kind == "compute", kind is None
-    if kind == "storage" and own_specs:
-        level.attributes = own
-        _derive_storage(level, file)
-        level.attributes = attrs
-    elif kind == "storage":
+    if own_specs:
+        level.own_attributes = own
+    if kind == "storage":
         _derive_storage(level, file)
     return level
 
