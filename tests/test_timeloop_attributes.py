@@ -194,3 +194,32 @@ def test_a_v04_nodes_dataspace_constraints_join_the_mapping_as_timeloopfe_hands_
     unchanged = plain.record(plain.evaluate(parse_mapping(mapping, plain.arch, plain.problem)))
     assert as_joined["energy_pJ"] == as_written["energy_pJ"] != unchanged["energy_pJ"]
     assert "Weights" not in as_joined["levels"]["GlobalBuffer"].get("dataspaces", {})
+
+
+def _v4(nodes: str, variables: str = "") -> str:
+    return ((f"variables: {{{variables}}}\n" if variables else "") + "architecture:\n  version: 0.4\n  nodes:\n"
+            "  - !Container {name: top, attributes: {technology: 45nm, datawidth: 8}}\n"
+            "  - !Component {name: DRAM, class: DRAM, attributes: {width: 64}}\n" + nodes +
+            "  - !Component {name: mac, class: intmac, attributes: {}}\n")
+
+
+def test_v04_top_level_variables_do_not_become_timeloops_attributes():
+    """timeloopfe puts the spec's variables on the top level only; Timeloop reads each component
+    alone, so a variable named `depth` does not bound DRAM (Accelergy's view still has it)."""
+    arch = parse_architecture(loads_yaml(_v4("  - !Component {name: Buf, class: SRAM, attributes: "
+                                             "{depth: depth, width: 64}}\n", "depth: 64")), "t.yaml")
+    dram, buf = arch.levels[0], arch.levels[1]
+    assert math.isinf(dram.size) and buf.size == 64 * 8
+    assert dram.attributes.get("depth") == 64                    # (Accelergy's view)
+    assert buf.word_bits == 8                                    # the container's datawidth does reach it
+
+
+def test_v04_storage_defaults_come_before_a_containers_attributes():
+    """timeloopfe writes its storage defaults (multiple_buffering 1, ...) into a component before it
+    copies a container's attributes in where absent: a container's multiple_buffering 2 does not
+    halve the buffer; the component's own does."""
+    inner = ("  - !Container {name: box, attributes: {multiple_buffering: 2}}\n"
+             "  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64%s}}\n")
+    assert parse_architecture(loads_yaml(_v4(inner % "")), "t.yaml").levels[1].effective_size == 64 * 8
+    own = parse_architecture(loads_yaml(_v4(inner % ", multiple_buffering: 2")), "t.yaml")
+    assert own.levels[1].effective_size == 64 * 8 // 2

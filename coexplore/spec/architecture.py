@@ -417,13 +417,21 @@ def _computed_split(constraints, scope: dict, file, where: str):
     return {**constraints, "spatial": {**spatial, "split": value}}
 
 
+# the storage attributes timeloopfe writes into every storage component before it copies the
+# containers' attributes in (only where absent): a container's `multiple_buffering` never reaches one
+TIMELOOPFE_STORAGE_DEFAULTS = {"n_banks": 2, "cluster_size": 1, "reduction_supported": True, "multiple_buffering": 1,
+                               "min_utilization": 0, "allow_overbooking": False, "has_power_gating": False}
+
+
 def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y: int,
-                file: str | None, where: str, scope: dict | None = None, own_specs: bool = False) -> Level:
+                file: str | None, where: str, scope: dict | None = None, own_specs: bool = False,
+                containers: dict | None = None) -> Level:
     """One component as a Level. `inherited`: the enclosing containers' attributes, which the level's
     `attributes` carry (Accelergy prices a component with them); `own_specs`: Timeloop's buffer specs
     (sizes, widths, bandwidths, mesh) from the component's own attributes only, as timeloop-model
-    reads a v0.3 tree (BufferLevel::ParseSpecs sees the component alone; timeloopfe copies a v0.4
-    container's attributes down, so there they count)."""
+    reads a v0.3 tree (BufferLevel::ParseSpecs sees the component alone); `containers`: a v0.4
+    node's enclosing containers' attributes, which timeloopfe copies into it where absent, after its
+    storage defaults (the spec's top-level variables reach Accelergy, not Timeloop's specs)."""
     if not isinstance(node, dict):
         raise CoexploreError(f"got {type(node).__name__}", file=file, key=where,
                              expected="a component mapping with name and class")
@@ -451,8 +459,14 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
         raise _no_networks(f"'{level.cls}' is a network", file, f"{where}.class",
                            "storage and compute components")
     level.is_compute, level.ignored = kind == "compute", kind is None
+    mine = {k: attrs[k] for k in own}
     if own_specs:
-        level.own_attributes = own
+        level.own_attributes = mine
+    elif containers is not None:
+        view = dict(mine)
+        for k, v in (*(TIMELOOPFE_STORAGE_DEFAULTS.items() if kind == "storage" else ()), *containers.items()):
+            view.setdefault(k, v)
+        level.own_attributes = view
     if kind == "storage":
         _derive_storage(level, file)
     return level
@@ -541,6 +555,7 @@ def _from_v4_nodes(nodes: list, file: str | None,
     scope = {} if scope is None else scope
     # timeloopfe makes the variables the top level's attributes: every component inherits them
     inherited: dict = {k: v for k, v in scope.items() if k != "spec"}
+    containers: dict = {}                          # the containers' attributes alone (what Timeloop's specs see)
     mesh_x = mesh_y = 1
 
     def dummy_level(name: str, constraints: dict, here: str) -> None:
@@ -564,7 +579,7 @@ def _from_v4_nodes(nodes: list, file: str | None,
                 _positive(spatial.get("meshY", 1), file=file, key=f"{here}.spatial.meshY"))
 
     def walk(items, where, parallel: bool = False):
-        nonlocal mesh_x, mesh_y, inherited
+        nonlocal mesh_x, mesh_y, inherited, containers
         items = yaml_list(items, file=file, key=where, what="nodes")
         branch = [_branch_keeps(node) for node in items] if parallel else []
         pid = next(parallels) if parallel else None
@@ -597,10 +612,12 @@ def _from_v4_nodes(nodes: list, file: str | None,
                                                   "refuses containers under a !Parallel too)")
                 if node.get("networks"):
                     raise _no_networks("a networks list", file, f"{here}.networks", "no networks")
-                inherited = dict(inherited)
+                inherited, containers = dict(inherited), dict(containers)
                 own = {str(k).replace("-", "_"): v for k, v in
                        _mapping(node.get("attributes"), file=file, key=f"{here}.attributes").items()}
-                inherited.update(_resolved(own, {**scope, **inherited}))
+                resolved = _resolved(own, {**scope, **inherited})
+                inherited.update(resolved)
+                containers.update(resolved)
                 sx, sy = mesh(node, {}, here)
                 if sx * sy != 1:           # timeloopfe places no level for a fan-out of 1
                     dummy_level(node["name"], node.get("constraints") or {}, here)
@@ -622,7 +639,8 @@ def _from_v4_nodes(nodes: list, file: str | None,
                     node = {k: v for k, v in node.items() if k != "spatial"}
                     if isinstance(node.get("constraints"), dict):
                         node["constraints"] = {k: v for k, v in node["constraints"].items() if k != "spatial"}
-                lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope)
+                lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope,
+                                 containers=containers)
                 lv.mesh_x, lv.mesh_y, lv.instances = mesh_x, mesh_y, mesh_x * mesh_y
                 if not lv.is_compute:
                     lv.attributes.setdefault("n_banks", 2)       # timeloopfe's default for a v0.4 storage node
