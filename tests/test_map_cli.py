@@ -544,3 +544,18 @@ def test_a_seed_that_changes_nothing_is_said(tmp_path, capsys):
         said = capsys.readouterr().err
         assert ("--seed 3 changes nothing" in said) == (seed == "3")
     assert results["0"] == results["3"]
+
+
+def test_a_ruby_mapspace_template_is_said_not_explored(tmp_path, capsys):
+    """Timeloop's `ruby` template (imperfect factorizations) is not coexplore's mapspace: said."""
+    from coexplore.cli.main import main
+    ex = ROOT / "examples" / "first_design"
+    spec = tmp_path / "arch.yaml"
+    spec.write_text((ex / "two_level.yaml").read_text() + "\nmapspace: {version: 0.4, template: ruby}\n")
+    assert main(["map", str(spec), str(ex / "conv1d.yaml"), "--budget", "30", "--no-cache", "--no-progress",
+                 "--out", str(tmp_path / "o")]) == 0
+    assert "`ruby` mapspace template" in capsys.readouterr().err
+    spec.write_text((ex / "two_level.yaml").read_text() + "\nmapspace: {version: 0.4, template: uber}\n")
+    assert main(["map", str(spec), str(ex / "conv1d.yaml"), "--budget", "30", "--no-cache", "--no-progress",
+                 "--out", str(tmp_path / "o2")]) == 0
+    assert "mapspace template" not in capsys.readouterr().err

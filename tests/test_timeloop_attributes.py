@@ -223,3 +223,14 @@ def test_v04_storage_defaults_come_before_a_containers_attributes():
     assert parse_architecture(loads_yaml(_v4(inner % "")), "t.yaml").levels[1].effective_size == 64 * 8
     own = parse_architecture(loads_yaml(_v4(inner % ", multiple_buffering: 2")), "t.yaml")
     assert own.levels[1].effective_size == 64 * 8 // 2
+
+
+def test_comma_separated_permutations_read_as_timeloopfe_splits_them():
+    from coexplore.spec.constraints import _perm
+    assert _perm("P,R,C,K") == _perm("P, R, C, K") == ["P", "R", "C", "K"] == _perm("PRCK")
+    ctx = _context(ARCH / "processed.yaml")
+    entries = load_yaml(CASE / "mapping.yaml")["mapping"]
+    i = next(i for i, e in enumerate(entries) if e["type"] == "temporal" and e["target"] == "DRAM")
+    commas = dict(entries[i], permutation=", ".join(entries[i]["permutation"]))
+    assert np.array_equal(_mapping_arrays(ctx, [*entries[:i], commas, *entries[i + 1:]]).perm,
+                          _mapping_arrays(ctx, entries).perm)

@@ -147,6 +147,20 @@ def run(args) -> int:
         return _run(args)
 
 
+def _mapspace_note(arch) -> None:
+    """A spec's `mapspace:` section: coexplore's mapspace is Timeloop's `uber` one (perfect
+    factorizations); another template (`ruby`: imperfect ones, with remainder loops) is not explored."""
+    from coexplore.spec.yamlio import load_yaml
+    if not Path(str(arch)).is_file() or "mapspace" not in top_keys(arch):
+        return
+    section = load_yaml(arch).get("mapspace")
+    template = section.get("template") if isinstance(section, dict) else None
+    if template not in (None, "uber"):
+        print(f"coexplore map: note: {arch} asks for Timeloop's `{template}` mapspace template (imperfect "
+              "factorizations, with remainder loops): coexplore explores perfect factorizations only (Timeloop's "
+              "`uber` template), so its optimum is that of the smaller space", file=sys.stderr)
+
+
 def _run(args) -> int:
     problem_in_arch(args)
     if args.budget < 1:
@@ -166,6 +180,7 @@ def _run(args) -> int:
     if args.searcher is None and "mapper" in top_keys(args.arch):      # a timeloopfe spec's own settings
         print(f"coexplore map: note: {args.arch} has a timeloop-mapper `mapper:` section, which is used with "
               f"--searcher {args.arch} only; this run uses {spec.searcher} ({spec.objective})", file=sys.stderr)
+    _mapspace_note(args.arch)
     if not registry.SEARCHERS[spec.searcher][0].seeded and args.seed != 0:
         print(f"coexplore map: note: {spec.searcher} walks the mappings in one order: --seed {args.seed} "
               "changes nothing (the result is that of every seed)", file=sys.stderr)

@@ -106,6 +106,8 @@ def _perm(value) -> list[str]:
     if isinstance(value, list):
         return [str(v) for v in value]
     s = str(value).strip()
+    if "," in s:                     # timeloopfe's Permutation splits "P, R, C" at its commas
+        return [t.strip() for t in s.split(",") if t.strip()]
     return s.split() if " " in s else list(s)
 
 

@@ -88,6 +88,8 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
 def _parse_perm(value, *, file, key, dims) -> list[str]:
     if value is None:
         return []
+    if isinstance(value, str) and "," in value:     # timeloopfe's form: "P, R, C" (its Permutation splits at commas)
+        value = [t.strip() for t in value.split(",") if t.strip()]
     if isinstance(value, str):      # Timeloop reads it character by character, skipping blanks
         toks = value.split() if " " in value.strip() else list(value.strip())
         letters = [ch for ch in value if not ch.isspace()]
