@@ -405,3 +405,13 @@ def test_a_constraint_key_one_letter_off_is_said_with_the_key_it_resembles():
     assert c.ignored == ["targets[0].factor (did you mean 'factors'?) in f.yaml",        # (the file: several combine)
                          "targets[0].permutaton (did you mean 'permutation'?) in f.yaml", "targets[0].no_reuse in f.yaml"]
     assert not c.temporal_factors and not c.temporal_permutation      # not applied (as Timeloop ignores them)
+
+
+def test_a_bypass_at_the_backing_store_is_refused_not_dropped(ex5):
+    """Timeloop would apply it; the mapspace keeps every tensor at the outermost level, so the
+    constraint is refused (it was silently dropped, and --check-constraints then blamed mappings
+    that did bypass there)."""
+    for body in ({"bypass": ["Weights"]}, {"keep_only": ["Inputs", "Outputs"]}):
+        with pytest.raises(CoexploreError, match="Weights bypassed at MainMemory, the outermost level"):
+            _space(ex5, [{"target": "MainMemory", "type": "bypass", **body}])
+    _space(ex5, [{"target": "MainMemory", "type": "bypass", "keep": ["Weights"]}])        # keeping is fine

@@ -300,6 +300,14 @@ class MapSpace:
                 if lv.is_dummy:
                     self.base_keep[li, s] = False
                 elif li == L - 1:
+                    # Timeloop would apply a bypass there (uber.cpp clears the keep bit); the
+                    # mapspace keeps every tensor at the backing store, so it is refused, not dropped
+                    if (c.bypass and name in c.bypass) or (c.keep_only and name not in (c.keep or ())) or \
+                            (c.bypass_except is not None and name not in c.bypass_except):
+                        raise CoexploreError(f"dataspace {name} bypassed at {lv.name}, the outermost level",
+                                             key=f"constraints of {lv.name}",
+                                             expected="every tensor kept at the backing store (coexplore's "
+                                                      "mapspace keeps them all there)")
                     self.base_keep[li, s] = True
                 elif c.keep and name in c.keep and c.bypass and name in c.bypass:
                     raise CoexploreError(f"dataspace {name} is both kept and bypassed",
