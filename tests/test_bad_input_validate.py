@@ -283,6 +283,16 @@ def test_timeloop_mapper_good_settings_still_translate(tmp_path):
     f.write_text("mapper: {algorithm: random-pruned, optimization-metrics: [energy, delay]}\n")
     assert load_mapper(f).notes == ["optimization metrics ['energy', 'delay']: the objective is energy, without "
                                     "a tie-break by delay"]
+    # timeloop-mapper's default algorithm is hybrid; heartbeat is an older name of timeout; [delay]
+    # alone breaks no ties in Timeloop, and [delay, last_level_accesses] breaks them by DRAM accesses
+    f.write_text("mapper: {heartbeat: 100, optimization-metrics: [delay, last_level_accesses]}\n")
+    notes = load_mapper(f).notes
+    assert "heartbeat" in notes[0] and "not used" in notes[0]
+    assert any("hybrid algorithm runs as random_pruned" in n for n in notes)
+    assert any("ties broken by energy, not by last_level_accesses" in n for n in notes)
+    f.write_text("mapper: {algorithm: random-pruned, optimization-metrics: [delay]}\n")
+    assert load_mapper(f).notes == ["optimization metrics ['delay']: the objective is latency, ties broken by "
+                                    "energy (timeloop-mapper breaks none)"]
 
 
 def test_an_architecture_given_only_as_arch_yaml_is_read(corpus_copy):

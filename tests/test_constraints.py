@@ -51,6 +51,12 @@ def test_factor_syntax_as_timeloop_reads_it(ex5):
     c = constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "R3P<=4 K2"}],
                                  ex5.arch)["GlobalBuffer"]      # names are letters, as in Timeloop's regex
     assert c.temporal_factors == {"R": ("=", 3), "K": ("=", 2)} and c.temporal_max == {"P": 4}
+    c = constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "K==4 R = 3"}],
+                                 ex5.arch)["GlobalBuffer"]      # Timeloop's `=*`: any run of '='
+    assert c.temporal_factors == {"K": ("=", 4), "R": ("=", 3)}
+    from coexplore.spec.constraints import constraint_targets
+    assert constraint_targets({"arch_constraints": {"targets": [{"target": "X", "type": "bypass"}]}}) == \
+        [{"target": "X", "type": "bypass"}]                        # mapper.cpp's other name
     with pytest.raises(CoexploreError, match="max factor"):
         constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "P<=0"}], ex5.arch)
     with pytest.raises(CoexploreError, match="cannot read factor"):

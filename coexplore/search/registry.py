@@ -187,7 +187,7 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
             raise CoexploreError(f"'{k}' and '{spelled[canon]}' are the same setting, given twice", file=file,
                                  key=f"mapper.{k}", expected="each setting once (dashes or underscores)")
         spelled[canon], sec[canon] = str(k), v
-    alg = str(sec.pop("algorithm", "random_pruned")).lower().replace("-", "_")
+    alg = str(sec.pop("algorithm", "hybrid")).lower().replace("-", "_")      # (timeloop-mapper's default)
     if alg not in _TIMELOOP_ALGORITHMS:
         raise CoexploreError(f"timeloop-mapper algorithm '{alg}' has no coexplore searcher", file=file,
                              key="mapper.algorithm", expected=" | ".join(sorted(_TIMELOOP_ALGORITHMS)))
@@ -228,6 +228,9 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     if len(metrics) > 1 and objective != "latency":
         spec.notes.append(f"optimization metrics {list(metrics)}: the objective is {objective}, without a "
                           f"tie-break by {metrics[1]}")
+    elif objective == "latency" and metrics[1:2] != ("energy",):    # coexplore's latency breaks ties by energy
+        spec.notes.append(f"optimization metrics {list(metrics)}: the objective is latency, ties broken by energy"
+                          + (f", not by {metrics[1]}" if len(metrics) > 1 else " (timeloop-mapper breaks none)"))
     for k in sorted(sec):                 # a misspelt key: Timeloop ignores it too, and its default applies
         if k in known:
             continue
@@ -242,7 +245,8 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
 _TIMELOOP_NOT_USED = ("timeout", "victory_condition", "search_size", "num_threads", "sync_interval",
                       "max_permutations_per_if_visit",           # (linear-pruned's: random-pruned reads it)
                       "min_utilization", "filter_revisits", "penalize_consecutive_bypass_fails",
-                      "emit_whoop_nest", "max_temporal_loops_in_a_mapping")
+                      "emit_whoop_nest", "max_temporal_loops_in_a_mapping",
+                      "heartbeat")                               # (mapper.cpp: an older name of timeout)
 
 
 def _as_timeloop_key(exc: CoexploreError, spelled: Mapping[str, str], file) -> CoexploreError:

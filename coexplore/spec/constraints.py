@@ -19,7 +19,7 @@ from coexplore.spec.yamlio import load_yaml
 # Timeloop's factor syntax (constraints.cpp): `C=1`, `M<=4`, `P>=2`, also `R3` (the '=' is optional);
 # names are letters, and text around the entries (commas, stray characters) is skipped, as
 # Timeloop's regex search does
-_FACTOR = re.compile(r"([A-Za-z]+)\s*(<=|>=|=)\s*(\d+)|([A-Za-z]+)(\d+)")
+_FACTOR = re.compile(r"([A-Za-z]+)\s*(<=|>=|=+)\s*(\d+)|([A-Za-z]+)(\d+)")   # (Timeloop's `=*`: K==4 is K=4)
 # directive types with a network/reuse meaning coexplore's mapspace does not model: accepted and
 # reported as not applied (like max_overbooked_proportion, a sparse-tile setting)
 NOT_APPLIED_TYPES = ("max_overbooked_proportion", "no_multicast", "no_reduction", "no_multicast_no_reduction",
@@ -83,6 +83,7 @@ def _factors(value, *, file, key) -> dict[str, dict[str, int]]:
     for m in _FACTOR.finditer(text):
         found = True
         dim, op, n = (m.group(4), "=", m.group(5)) if m.group(4) else (m.group(1), m.group(2), m.group(3))
+        op = "=" if set(op) == {"="} else op
         if int(n) > MAX_OPERATIONS:     # no bound is larger; nor would it fit the mapspace's int64 arrays
             raise CoexploreError(f"factor {dim}{op}{n} is too large", file=file, key=key,
                                  expected=f"at most 2^53 = {MAX_OPERATIONS} (a layer's bounds are no larger)")
@@ -529,8 +530,8 @@ def constraint_targets(data, file=None) -> list | None:
         return None
     found = False
     body = Directives()
-    for k in ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints"):
-        v = data.get(k)
+    for k in ("architecture_constraints", "arch_constraints", "mapspace_constraints", "mapspace", "constraints"):
+        v = data.get(k)     # (arch_constraints: mapper.cpp's other name of the first)
         where = k
         if isinstance(v, dict) and "targets" in v:
             v, where = v["targets"], f"{k}.targets"
