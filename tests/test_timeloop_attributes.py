@@ -234,3 +234,26 @@ def test_comma_separated_permutations_read_as_timeloopfe_splits_them():
     commas = dict(entries[i], permutation=", ".join(entries[i]["permutation"]))
     assert np.array_equal(_mapping_arrays(ctx, [*entries[:i], commas, *entries[i + 1:]]).perm,
                           _mapping_arrays(ctx, entries).perm)
+
+
+@pytest.mark.parametrize("node, key", [
+    ("  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64, datawidth: null}}\n", "datawidth"),
+    ("  - !Component {name: 'Buf[0..3]', class: SRAM, attributes: {depth: 64, width: 64}}\n", "name"),
+])
+def test_v04_inputs_timeloopfe_refuses_are_refused(node, key):
+    """A storage component with no datawidth anywhere (timeloopfe: missing required key) and a
+    v0.4 name carrying an instance range (timeloopfe appends its own) are refused."""
+    text = _v4(node)
+    if key == "datawidth":                   # none on the container around it either
+        text = text.replace("attributes: {technology: 45nm, datawidth: 8}", "attributes: {technology: 45nm}")
+    with pytest.raises(CoexploreError, match=key):
+        parse_architecture(loads_yaml(text), "t.yaml")
+
+
+def test_custom_expression_functions_are_refused_not_ignored():
+    data = loads_yaml(_v4("  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64}}\n"))
+    data["globals"] = {"expression_custom_functions": ["funcs.py"]}
+    with pytest.raises(CoexploreError, match="expression_custom_functions"):
+        parse_architecture(data, "t.yaml")
+    data["globals"] = {"expression_custom_functions": []}
+    parse_architecture(data, "t.yaml")

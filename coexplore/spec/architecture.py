@@ -446,7 +446,10 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
         raise CoexploreError("not a mapping", file=file, key=f"{where}.attributes", expected="a mapping")
     own = {str(k).replace("-", "_"): v for k, v in own.items()}
     attrs.update(_resolved(own, {**(scope or {}), **inherited}) if scope is not None else own)
-    name, _ = split_range(node["name"], file, f"{where}.name")
+    name, ranged = split_range(node["name"], file, f"{where}.name")
+    if containers is not None and "[" in str(node["name"]):       # timeloopfe appends its own [1..n]
+        raise CoexploreError(f"a v0.4 node name with an instance range ('{node['name']}')", file=file,
+                             key=f"{where}.name", expected="a plain name, the copies given by a `spatial: {meshX: n}`")
     mx, my = ((own if own_specs else attrs).get(k) for k in ("meshX", "meshY"))
     mx = _positive(mesh_x if mx is None else mx, file=file, key=f"{where}.attributes.meshX")
     my = _positive(mesh_y if my is None else my, file=file, key=f"{where}.attributes.meshY")
@@ -467,6 +470,10 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
         for k, v in (*(TIMELOOPFE_STORAGE_DEFAULTS.items() if kind == "storage" else ()), *containers.items()):
             view.setdefault(k, v)
         level.own_attributes = view
+        if kind == "storage" and _attr(view, "word_bits") is None:
+            raise CoexploreError("a storage component without a datawidth", file=file,
+                                 key=f"{where}.attributes.datawidth",
+                                 expected="datawidth on it or on a container around it (timeloopfe requires it)")
     if kind == "storage":
         _derive_storage(level, file)
     return level
@@ -747,7 +754,13 @@ TIMELOOP_ENV_OUTPUT_ONLY = {"TIMELOOP_HIDE_INCONSEQUENTIAL_STATS"}
 def _check_environment(data: dict, file) -> None:
     """A v0.4 spec's `globals.environment_variables`, which timeloopfe hands to Timeloop (as text):
     one that changes what Timeloop counts is refused; others are warned of as not read."""
-    env = (data.get("globals") or {}).get("environment_variables") if isinstance(data.get("globals"), dict) else None
+    glob = data.get("globals") if isinstance(data.get("globals"), dict) else {}
+    custom = glob.get("expression_custom_functions")
+    if custom:                     # timeloopfe imports them into the expressions' scope
+        raise CoexploreError(f"custom expression functions {custom!r} are not loaded (coexplore runs no code "
+                             "from a spec)", file=file, key="globals.expression_custom_functions",
+                             expected="an empty list, the expressions that call them written out")
+    env = glob.get("environment_variables")
     if not isinstance(env, dict):
         return
     for k, v in env.items():
