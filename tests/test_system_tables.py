@@ -100,6 +100,9 @@ def test_errors_name_the_file_line_blank_lines_counted_and_huge_cells_or_sums_ar
     with pytest.raises(CoexploreError, match="latencies too large to add up") as e:
         load_table(_write(tmp_path, "job,lat_a,bw_a\n0,1e308,1\n1,1e308,1\n"))
     assert e.value.key == "lat_a"
+    with pytest.raises(CoexploreError, match="line 2: '1e400' is too large for a number"):    # not a silent inf
+        load_table(_write(tmp_path, "job,lat_a,lat_b,bw_a,bw_b\n0,1e400,5,1,1\n"))
+    assert np.isinf(load_table(_write(tmp_path, "job,lat_a,lat_b,bw_a,bw_b\n0,inf,5,1,1\n")).latency[0, 0])
 
 
 def test_repeated_job_names_are_refused_and_blank_names_numbered(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from pathlib import Path
 
@@ -24,10 +25,14 @@ _KIND = {"0": "FC", "1": "CONV", "2": "DSCONV", "3": "GEMM"}  # MAGMA's T column
 
 def _number(text: str, path, row: int, col: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise CoexploreError(f"line {row}: {text!r} is not a number", file=path, key=col,
                              expected="a number") from None
+    if math.isinf(value) and "inf" not in text.strip().lower():   # 1e400: too large, not a written inf
+        raise CoexploreError(f"line {row}: {text!r} is too large for a number", file=path, key=col,
+                             expected="a number below 1.8e308 (or inf: the job cannot run on that core)")
+    return value
 
 
 def _is_number(text: str) -> bool:
