@@ -40,8 +40,9 @@ def _children_ignore_stops():
     """Processes started inside begin with Ctrl-C and SIGTERM blocked (a signal mask is inherited
     across fork and exec), until their initializer ignores them and unblocks them: a Ctrl-C while a
     worker imports its site no longer kills it, and the run no longer says a worker died. In the
-    parent the two are blocked only while the processes start, a few milliseconds: one arriving
-    then is delivered when they are unblocked, not lost."""
+    parent the two are blocked (in the starting thread) only while the processes start, a few
+    milliseconds: one arriving then is delivered when they are unblocked, not lost (or, with other
+    threads running, at once through one of them)."""
     import signal
     stops = {signal.SIGINT, signal.SIGTERM}
     old = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
