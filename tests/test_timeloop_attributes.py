@@ -155,8 +155,8 @@ def _spec_with_env(tmp_path, env: dict):
 @pytest.mark.parametrize("env", [{"TIMELOOP_ENABLE_FIRST_READ_ELISION": 0},
                                  {"TIMELOOP_ENABLE_FIRST_READ_ELISION": "0"},
                                  {"TIMELOOP_DISABLE_LINK_TRANSFERS": "1"},
-                                 {"TIMELOOP_DISABLE_LINK_TRANSFERS": 0},          # (its presence counts)
-                                 {"TIMELOOP_ENABLE_UPDATED_RMW": 1}])
+                                 {"TIMELOOP_DISABLE_LINK_TRANSFERS": 0},          # (versions differ: any value)
+                                 {"TIMELOOP_ENABLE_UPDATED_RMW": 1}, {"TIMELOOP_ENABLE_TOROIDAL_LINKS": "yes"}])
 def test_environment_variables_that_change_the_counts_are_refused(tmp_path, env):
     with pytest.raises(CoexploreError, match=next(iter(env))):
         _spec_with_env(tmp_path, env)
@@ -167,6 +167,7 @@ def test_environment_variables_at_defaults_or_for_printing_are_read(tmp_path):
         warnings.simplefilter("error")
         _spec_with_env(tmp_path, {"TIMELOOP_HIDE_INCONSEQUENTIAL_STATS": 1, "TIMELOOP_ENABLE_FIRST_READ_ELISION": 1})
         _spec_with_env(tmp_path, {"TIMELOOP_ENABLE_FIRST_READ_ELISION": True})     # not "0": elision stays on
+        _spec_with_env(tmp_path, {"TIMELOOP_ENABLE_UPDATED_RMW": 0, "TIMELOOP_ENABLE_TOROIDAL_LINKS": "0"})  # off
     with pytest.warns(CoexploreWarning, match="TIMELOOP_SOMETHING_ELSE"):
         _spec_with_env(tmp_path, {"TIMELOOP_SOMETHING_ELSE": 1})
 
@@ -199,7 +200,7 @@ def test_a_v04_nodes_dataspace_constraints_join_the_mapping_as_timeloopfe_hands_
 def _v4(nodes: str, variables: str = "") -> str:
     return ((f"variables: {{{variables}}}\n" if variables else "") + "architecture:\n  version: 0.4\n  nodes:\n"
             "  - !Container {name: top, attributes: {technology: 45nm, datawidth: 8}}\n"
-            "  - !Component {name: DRAM, class: DRAM, attributes: {width: 64}}\n" + nodes +
+            "  - !Component {name: DRAM, class: DRAM, attributes: {width: 64, datawidth: 8}}\n" + nodes +
             "  - !Component {name: mac, class: intmac, attributes: {}}\n")
 
 
@@ -207,11 +208,10 @@ def test_v04_top_level_variables_do_not_become_timeloops_attributes():
     """timeloopfe puts the spec's variables on the top level only; Timeloop reads each component
     alone, so a variable named `depth` does not bound DRAM (Accelergy's view still has it)."""
     arch = parse_architecture(loads_yaml(_v4("  - !Component {name: Buf, class: SRAM, attributes: "
-                                             "{depth: depth, width: 64}}\n", "depth: 64")), "t.yaml")
+                                             "{depth: depth, width: 64, datawidth: 8}}\n", "depth: 64")), "t.yaml")
     dram, buf = arch.levels[0], arch.levels[1]
     assert math.isinf(dram.size) and buf.size == 64 * 8
     assert dram.attributes.get("depth") == 64                    # (Accelergy's view)
-    assert buf.word_bits == 8                                    # the container's datawidth does reach it
 
 
 def test_v04_storage_defaults_come_before_a_containers_attributes():
@@ -219,7 +219,7 @@ def test_v04_storage_defaults_come_before_a_containers_attributes():
     copies a container's attributes in where absent: a container's multiple_buffering 2 does not
     halve the buffer; the component's own does."""
     inner = ("  - !Container {name: box, attributes: {multiple_buffering: 2}}\n"
-             "  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64%s}}\n")
+             "  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64, datawidth: 8%s}}\n")
     assert parse_architecture(loads_yaml(_v4(inner % "")), "t.yaml").levels[1].effective_size == 64 * 8
     own = parse_architecture(loads_yaml(_v4(inner % ", multiple_buffering: 2")), "t.yaml")
     assert own.levels[1].effective_size == 64 * 8 // 2
@@ -237,23 +237,36 @@ def test_comma_separated_permutations_read_as_timeloopfe_splits_them():
 
 
 @pytest.mark.parametrize("node, key", [
-    ("  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64, datawidth: null}}\n", "datawidth"),
-    ("  - !Component {name: 'Buf[0..3]', class: SRAM, attributes: {depth: 64, width: 64}}\n", "name"),
+    ("  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64}}\n", "datawidth"),
+    ("  - !Component {name: 'Buf[0..3]', class: SRAM, attributes: {depth: 64, width: 64, datawidth: 8}}\n", "name"),
 ])
 def test_v04_inputs_timeloopfe_refuses_are_refused(node, key):
     """A storage component with no datawidth anywhere (timeloopfe: missing required key) and a
     v0.4 name carrying an instance range (timeloopfe appends its own) are refused."""
-    text = _v4(node)
-    if key == "datawidth":                   # none on the container around it either
-        text = text.replace("attributes: {technology: 45nm, datawidth: 8}", "attributes: {technology: 45nm}")
+    text = _v4(node)                         # (for datawidth: the container around it has one: not enough)
     with pytest.raises(CoexploreError, match=key):
         parse_architecture(loads_yaml(text), "t.yaml")
 
 
 def test_custom_expression_functions_are_refused_not_ignored():
-    data = loads_yaml(_v4("  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64}}\n"))
+    data = loads_yaml(_v4("  - !Component {name: Buf, class: SRAM, attributes: {depth: 64, width: 64, datawidth: 8}}\n"))
     data["globals"] = {"expression_custom_functions": ["funcs.py"]}
     with pytest.raises(CoexploreError, match="expression_custom_functions"):
         parse_architecture(data, "t.yaml")
     data["globals"] = {"expression_custom_functions": []}
     parse_architecture(data, "t.yaml")
+
+
+def test_a_mapping_that_contradicts_a_nodes_dataspace_constraint_is_refused(tmp_path):
+    """timeloopfe refuses the re-specification (clear_respecification); it is not settled by a rule."""
+    inputs = EX04 / "inputs"
+    marked = (inputs / "3levelspatial.arch.yaml").read_text().replace(
+        "    name: GlobalBuffer\n    class: SRAM\n",
+        "    name: GlobalBuffer\n    class: SRAM\n    constraints: {dataspace: {bypass: [Weights]}}\n")
+    (tmp_path / "arch.yaml").write_text(marked)
+    ctx = load_context(tmp_path / "arch.yaml", inputs / "conv1d+oc+ic.prob.yaml", EX04 / "timeloop-model.ERT.yaml")
+    mapping = load_yaml(inputs / "conv1d+oc+ic-3levelspatial-cp-ws.map.yaml")["mapping"]
+    with pytest.raises(CoexploreError, match="keeps Weights at GlobalBuffer, which the architecture's constraints "
+                                             "bypass"):
+        parse_mapping([*mapping, {"target": "GlobalBuffer", "type": "datatype", "keep": ["Weights"]}],
+                      ctx.arch, ctx.problem)

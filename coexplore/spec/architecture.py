@@ -470,10 +470,11 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
         for k, v in (*(TIMELOOPFE_STORAGE_DEFAULTS.items() if kind == "storage" else ()), *containers.items()):
             view.setdefault(k, v)
         level.own_attributes = view
-        if kind == "storage" and _attr(view, "word_bits") is None:
-            raise CoexploreError("a storage component without a datawidth", file=file,
+        if kind == "storage" and mine.get("datawidth") is None:    # (before it copies the containers' in)
+            raise CoexploreError("a storage component without its own datawidth", file=file,
                                  key=f"{where}.attributes.datawidth",
-                                 expected="datawidth on it or on a container around it (timeloopfe requires it)")
+                                 expected="datawidth in the component's attributes (timeloopfe requires it there: "
+                                          "a container's does not count)")
     if kind == "storage":
         _derive_storage(level, file)
     return level
@@ -743,11 +744,14 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict, list
     return levels, top_attrs, notes
 
 
-# Timeloop's environment variables that change what it counts: first-read elision is on unless
-# the variable is "0" (tiling.cpp); the others act when set (nest-analysis.cpp reads their presence);
-# the model is Timeloop without them. TIMELOOP_HIDE_INCONSEQUENTIAL_STATS changes only its printout.
-TIMELOOP_ENV_COUNTING = ("TIMELOOP_DISABLE_LINK_TRANSFERS", "TIMELOOP_ENABLE_UPDATED_RMW",
-                         "TIMELOOP_ENABLE_TOROIDAL_LINKS")
+# Timeloop's environment variables that change what it counts: first-read elision is on unless its
+# variable is "0"; updated RMW and toroidal links are on when theirs is set and not "0" (tiling.cpp,
+# nest-analysis.cpp); link transfers' variable has meant disabled when present, or when not "0", in
+# different versions: any value is refused. The model is Timeloop without them.
+# TIMELOOP_HIDE_INCONSEQUENTIAL_STATS changes only its printout.
+TIMELOOP_ENV_ON_UNLESS_ZERO = ("TIMELOOP_ENABLE_FIRST_READ_ELISION",)        # "0" changes the counts
+TIMELOOP_ENV_OFF_UNLESS_SET = ("TIMELOOP_ENABLE_UPDATED_RMW", "TIMELOOP_ENABLE_TOROIDAL_LINKS")  # set, not "0"
+TIMELOOP_ENV_ANY_VALUE = ("TIMELOOP_DISABLE_LINK_TRANSFERS",)
 TIMELOOP_ENV_OUTPUT_ONLY = {"TIMELOOP_HIDE_INCONSEQUENTIAL_STATS"}
 
 
@@ -764,10 +768,11 @@ def _check_environment(data: dict, file) -> None:
     if not isinstance(env, dict):
         return
     for k, v in env.items():
-        k = str(k)
-        if k in TIMELOOP_ENV_OUTPUT_ONLY or (k == "TIMELOOP_ENABLE_FIRST_READ_ELISION" and str(v) != "0"):
+        k, text = str(k), str(v)
+        if k in TIMELOOP_ENV_OUTPUT_ONLY or (k in TIMELOOP_ENV_ON_UNLESS_ZERO and text != "0") or \
+                (k in TIMELOOP_ENV_OFF_UNLESS_SET and text == "0"):
             continue
-        if k == "TIMELOOP_ENABLE_FIRST_READ_ELISION" or k in TIMELOOP_ENV_COUNTING:
+        if k in (*TIMELOOP_ENV_ON_UNLESS_ZERO, *TIMELOOP_ENV_OFF_UNLESS_SET, *TIMELOOP_ENV_ANY_VALUE):
             raise CoexploreError(f"{k}: {v!r} changes what Timeloop counts, which coexplore does not model",
                                  file=file, key=f"globals.environment_variables.{k}",
                                  expected=f"{k} left out (Timeloop's default)")

@@ -211,7 +211,9 @@ def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem
     """A v0.4 architecture's node `dataspace` constraints (and its !Parallel branches' bypasses)
     joined to the mapping, as timeloopfe hands timeloop-model each node's constraints combined with
     the mapping's directives (ConstraintAttacherProcessor, then one directive list): per level the
-    keep and bypass lists are united, and bypass wins where both name a dataspace."""
+    keep and bypass lists are united. A mapping that keeps what a node bypasses, or bypasses what it
+    keeps, is refused, as timeloopfe refuses the re-specification; a mapping's keep in a !Parallel
+    branch places that dataspace there (timeloopfe works out the branches after joining)."""
     if not any(isinstance((lv.constraints or {}).get("dataspace"), dict) for lv in arch.levels) and not arch.branches:
         return
     from coexplore.spec.constraints import constraints_from_nodes
@@ -220,19 +222,27 @@ def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem
         lv = next(lv for lv in arch.levels if lv.name == name)
         if lv.is_dummy:
             continue                  # (a container's fan-out level holds nothing in any case)
+        lm = mapping.levels[name]
+        said_keep, said_bypass = set(lm.keep or ()), set(lm.bypass or ())
         keep = set(c.keep or ())
         bypass = set(c.bypass or ())
         if c.keep_only:
             bypass |= set(every) - keep
         if c.bypass_only:
             keep |= set(every) - bypass
-        if c.bypass_except is not None:
-            bypass |= set(every) - set(c.bypass_except)
+        clash = sorted((said_keep & bypass) | (said_bypass & keep))
+        if clash:
+            raise CoexploreError(f"the mapping {'keeps' if clash[0] in said_keep else 'bypasses'} {clash[0]} at "
+                                 f"{name}, which the architecture's constraints "
+                                 f"{'bypass' if clash[0] in said_keep else 'keep'} there", file=mapping.source,
+                                 key="mapping", expected="a mapping that agrees with the nodes' dataspace "
+                                 "constraints (timeloopfe refuses the re-specification)")
+        if c.bypass_except is not None:       # a !Parallel branch: what no peer branch keeps may stay here
+            bypass |= set(every) - set(c.bypass_except) - said_keep
         if not keep and not bypass:
             continue
-        lm = mapping.levels[name]
-        lm.keep = [d for d in every if d in keep or d in (lm.keep or ())] if keep or lm.keep is not None else None
-        lm.bypass = [d for d in every if d in bypass or d in (lm.bypass or ())]
+        lm.keep = [d for d in every if d in keep or d in said_keep] if keep or lm.keep is not None else None
+        lm.bypass = [d for d in every if d in bypass or d in said_bypass]
 
 
 DIRECTIVE_KEYS = {"target", "type", "factors", "permutation", "split", "keep", "bypass"}

@@ -25,7 +25,8 @@ def ignore_ctrl_c() -> None:
     import time
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})   # (blocked from its start)
+    if hasattr(signal, "pthread_sigmask"):         # (blocked from its start; Windows has no masks)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     parent = os.getppid()
 
     def watch() -> None:
@@ -44,6 +45,9 @@ def _children_ignore_stops():
     milliseconds: one arriving then is delivered when they are unblocked, not lost (or, with other
     threads running, at once through one of them)."""
     import signal
+    if not hasattr(signal, "pthread_sigmask"):      # (Windows: no signal masks; the initializer alone)
+        yield
+        return
     stops = {signal.SIGINT, signal.SIGTERM}
     old = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     try:
