@@ -223,6 +223,9 @@ def test_v04_storage_defaults_come_before_a_containers_attributes():
     assert parse_architecture(loads_yaml(_v4(inner % "")), "t.yaml").levels[1].effective_size == 64 * 8
     own = parse_architecture(loads_yaml(_v4(inner % ", multiple_buffering: 2")), "t.yaml")
     assert own.levels[1].effective_size == 64 * 8 // 2
+    # so does Accelergy's view: a container's n_banks comes after timeloopfe's default of 2
+    banks = inner.replace("{multiple_buffering: 2}", "{n_banks: 8}")
+    assert parse_architecture(loads_yaml(_v4(banks % "")), "t.yaml").levels[1].attributes["n_banks"] == 2
 
 
 def test_comma_separated_permutations_read_as_timeloopfe_splits_them():

@@ -650,8 +650,9 @@ def _from_v4_nodes(nodes: list, file: str | None,
                 lv = _make_level(node, inherited, mesh_x * mesh_y, mesh_x, mesh_y, file, here, scope,
                                  containers=containers)
                 lv.mesh_x, lv.mesh_y, lv.instances = mesh_x, mesh_y, mesh_x * mesh_y
-                if not lv.is_compute:
-                    lv.attributes.setdefault("n_banks", 2)       # timeloopfe's default for a v0.4 storage node
+                # what Accelergy reads is what timeloopfe wrote for the component (its own attributes,
+                # its storage defaults such as n_banks 2, the containers'), then the spec's variables
+                lv.attributes = {**lv.attributes, **lv.own_attributes}
                 levels.append(lv)
             if parallel:                   # a !Parallel branch: every other dataspace bypasses it
                 branches[(pid, i)] = branch[i]
