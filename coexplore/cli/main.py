@@ -155,9 +155,10 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     if issubclass(category, CoexploreWarning):
         kind = "note" if issubclass(category, CoexploreNote) else "warning"
         text = f"coexplore: {kind}: {message}"
-        if text not in _SAID and _GROUPS.admit(text):
-            _SAID.add(text)
-            print(text, file=sys.stderr)
+        if text not in _SAID:
+            _SAID.add(text)              # (said, or counted in a layer note's summary)
+            if _GROUPS.admit(text):
+                print(text, file=sys.stderr)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)
 
