@@ -95,7 +95,6 @@ def test_workers_start_with_ctrl_c_blocked_then_ignore_it_and_the_parent_loses_n
     """A Ctrl-C while a worker still starts (imports its site) must not kill it: processes are
     started with SIGINT/SIGTERM blocked (inherited across exec); a worker then ignores and unblocks
     them; the parent's mask is back after, and a signal sent while it was blocked still arrives."""
-    import os
     import signal
     import subprocess
     import sys
