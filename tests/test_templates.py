@@ -656,8 +656,8 @@ def test_quoted_strings_are_text_as_accelergy_keeps_them(tmp_path):
     from coexplore.spec.architecture import load_architecture
     body = ("variables: {{GLB: 4096, LPDDR4: 7}}\narchitecture:\n  version: 0.4\n  nodes:\n"
             "  - !Container {{name: system, attributes: {{datawidth: 8}}}}\n"
-            "  - !Component {{name: DRAM, class: DRAM, attributes: {{type: {t}, width: '64'}}}}\n"
-            "  - !Component {{name: buf, class: SRAM, attributes: {{depth: {d}, width: 64}}}}\n"
+            "  - !Component {{name: DRAM, class: DRAM, attributes: {{type: {t}, width: '64', datawidth: 8}}}}\n"
+            "  - !Component {{name: buf, class: SRAM, attributes: {{depth: {d}, width: 64, datawidth: 8}}}}\n"
             "  - !Component {{name: mac, class: intmac}}\n")
     f = tmp_path / "a.yaml"
     f.write_text(body.format(t='"LPDDR4"', d="GLB // 2"))
@@ -721,8 +721,8 @@ def test_variables_only_accelergy_computes_stay_text_unless_a_size_uses_them(tmp
     body = ("variables:\n  BITS: 8\n  LIST: ([0.2] * BITS)\n  PICK: max([x for x in [BITS]])\n"
             "architecture:\n  version: 0.4\n  nodes:\n"
             "  - !Container {{name: system, attributes: {{datawidth: 8}}}}\n"
-            "  - !Component {{name: DRAM, class: DRAM, attributes: {{width: 64}}}}\n"
-            "  - !Component {{name: buf, class: SRAM, attributes: {{depth: {d}, width: 64}}}}\n"
+            "  - !Component {{name: DRAM, class: DRAM, attributes: {{width: 64, datawidth: 8}}}}\n"
+            "  - !Component {{name: buf, class: SRAM, attributes: {{depth: {d}, width: 64, datawidth: 8}}}}\n"
             "  - !Component {{name: mac, class: intmac}}\n")
     f.write_text(body.format(d="1024"))                       # unquoted: expressions, as raella writes them
     with pytest.warns(CoexploreWarning, match="variables.LIST.*kept as text"):

@@ -125,14 +125,14 @@ def test_memory_width_and_depth_price_as_width_and_depth(tmp_path):
     """timeloopfe's examples size their buffers with memory_width/memory_depth (Timeloop reads them
     as width and depth): the built-in estimator prices them the same."""
     mac = "{multiplier_width: 8, adder_width: 16}"
-    a = _priced(tmp_path, "a.yaml", "{memory_depth: 2048, memory_width: 64}", mac)
-    b = _priced(tmp_path, "b.yaml", "{depth: 2048, width: 64}", mac)
+    a = _priced(tmp_path, "a.yaml", "{memory_depth: 2048, memory_width: 64, datawidth: 8}", mac)
+    b = _priced(tmp_path, "b.yaml", "{depth: 2048, width: 64, datawidth: 8}", mac)
     glb = [[t for t in ert["ERT"]["tables"] if t["name"].endswith("glb[1..1]")] for ert in (a, b)]
     assert glb[0] and glb[0] == glb[1]
     with pytest.raises(CoexploreError, match="or --classes primitives"):
-        _priced(tmp_path, "c.yaml", "{depth: 2048, width: 64}")
+        _priced(tmp_path, "c.yaml", "{depth: 2048, width: 64, datawidth: 8}")
     with pytest.raises(CoexploreError) as err:       # given already: no hint to give it
-        _priced(tmp_path, "d.yaml", "{depth: 2048, width: 64}", "{datawidth: null}", classes="primitives")
+        _priced(tmp_path, "d.yaml", "{depth: 2048, width: 64, datawidth: 8}", "{datawidth: null}", classes="primitives")
     assert "needs attribute" in str(err.value) and "--classes" not in str(err.value)
 
 
@@ -575,8 +575,8 @@ def test_a_dummy_storage_buffer_of_its_own_is_priced(tmp_path):
     f = tmp_path / "a.yaml"
     f.write_text("architecture:\n  version: 0.4\n  nodes:\n"
                  "  - !Container {name: system, attributes: {technology: 45nm, datawidth: 8}}\n"
-                 "  - !Component {name: DRAM, class: DRAM, attributes: {width: 64}}\n"
-                 "  - !Component {name: passthru, class: dummy_storage}\n"
+                 "  - !Component {name: DRAM, class: DRAM, attributes: {width: 64, datawidth: 8}}\n"
+                 "  - !Component {name: passthru, class: dummy_storage, attributes: {datawidth: 8}}\n"
                  "  - !Container {name: PE, spatial: {meshX: 4}}\n"
                  "  - !Component {name: mac, class: intmac, attributes: {multiplier_width: 8, adder_width: 16}}\n")
     names = [t["name"] for t in price_architecture(f)[0]["ERT"]["tables"]]
