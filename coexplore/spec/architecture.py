@@ -446,7 +446,7 @@ def _make_level(node: dict, inherited: dict, instances: int, mesh_x: int, mesh_y
         raise CoexploreError("not a mapping", file=file, key=f"{where}.attributes", expected="a mapping")
     own = {str(k).replace("-", "_"): v for k, v in own.items()}
     attrs.update(_resolved(own, {**(scope or {}), **inherited}) if scope is not None else own)
-    name, ranged = split_range(node["name"], file, f"{where}.name")
+    name, _ = split_range(node["name"], file, f"{where}.name")
     if containers is not None and "[" in str(node["name"]):       # timeloopfe appends its own [1..n]
         raise CoexploreError(f"a v0.4 node name with an instance range ('{node['name']}')", file=file,
                              key=f"{where}.name", expected="a plain name, the copies given by a `spatial: {meshX: n}`")
@@ -721,7 +721,7 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict, list
                 if lv.ignored:
                     levels.append(lv)
                     continue
-                own = {str(k).replace("-", "_"): v for k, v in (comp.get("attributes") or {}).items()}
+                own = lv.own_attributes or {}          # (the component's own: Timeloop reads no subtree's)
                 given_y = "meshY" in own
                 if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
                     y = int(own.get("meshY") or 1) if given_y else 1
