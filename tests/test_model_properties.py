@@ -42,6 +42,27 @@ def test_distinct_offsets_of_a_fan_out_match_enumeration():
     assert _distinct_offsets(np.array([[1, 2]]), np.array([[3, 2]]), np.ones((1, 2), np.int64))[0] == 5
 
 
+def _brute_joint(P, n, stride):
+    """Distinct points of a fan-out, every rank's coordinate together (Timeloop's delta classes)."""
+    return len({tuple(int(sum(P[r, d] * stride[d] * i[d] for d in range(P.shape[1]))) for r in range(P.shape[0]))
+                for i in itertools.product(*(range(k) for k in n))})
+
+
+def test_distinct_offsets_of_ranks_sharing_a_dimension_are_counted_jointly():
+    """A[m+k][k]: a dimension in two ranks ties them; the points are counted together, not per
+    rank (8 children at distinct (m+k, k) are 8 points, not 5 x 4). Random shapes, vs enumeration."""
+    P = np.array([[1, 1], [0, 1]])
+    assert _distinct_offsets(P, np.array([[2, 4]]), np.ones((1, 2), np.int64))[0] == 8
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        D, R = 4, int(rng.integers(2, 4))
+        P = rng.integers(0, 3, size=(R, D)) * (rng.random((R, D)) < 0.6)
+        n = rng.integers(1, 4, size=D)
+        stride = rng.integers(1, 4, size=D)
+        got = _distinct_offsets(P, n[None, :], stride[None, :])[0]
+        assert got == _brute_joint(P, n, stride), (P.tolist(), n.tolist(), stride.tolist())
+
+
 def test_a_job_needing_more_than_the_whole_bandwidth_is_stretched_in_the_bound_too():
     """One core, two jobs of 100 cycles; the first needs 20 bytes/cycle of a 10 bytes/cycle DRAM,
     so it takes 200 cycles: the makespan is 300, and so is the bound (less its documented slack)."""

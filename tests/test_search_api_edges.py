@@ -148,6 +148,22 @@ def test_run_search_refuses_a_searcher_proposing_nothing():
     assert err.value.key == "searcher"
 
 
+def test_a_tell_that_skips_the_base_class_is_refused_not_run_for_ever():
+    """The base class's tell counts the samples the budget loop stops on: a tell without
+    `super().tell(...)` used to leave the count at 0 and run_search never ended."""
+    class Forgetful(Searcher):
+        name = "forgetful"
+
+        def ask(self, n):
+            return self.rng.integers(0, 3, size=(n, 3))
+
+        def tell(self, batch, losses):
+            self.last = losses
+    with pytest.raises(CoexploreError) as err:
+        run_search(Forgetful(), f, budget=100, batch_size=10)
+    assert "super().tell" in err.value.expected and err.value.key == "Forgetful.tell"
+
+
 # -- size guard ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ("rl", "marl", "marl_noclust", "ppo"))

@@ -85,14 +85,18 @@ def _distinct_offsets(P: np.ndarray, n: np.ndarray, stride: np.ndarray) -> np.nd
     """Number of distinct projected offsets of a spatial fan-out.
 
     n [B, D]: spatial bounds per dim; stride [B, D]: op-space stride of one spatial step per dim.
-    Ranks are independent when they use disjoint dims (true for CNN-like shapes); within a rank
-    of two terms the count of distinct a*i + b*j is closed-form, more terms are enumerated.
+    Ranks that share no dims are independent (CNN-like shapes): their counts multiply; within a
+    rank of two terms the count of distinct a*i + b*j is closed-form, more terms are enumerated.
+    Ranks that share a dim (A[m+k][k]) are enumerated together, as joint points.
     """
     B = n.shape[0]
     total = np.ones(B, np.int64)
-    for r in range(P.shape[0]):
-        dims = np.nonzero(P[r])[0]
-        active = [d for d in dims]
+    for group in _rank_groups(P):
+        if len(group) > 1:
+            total *= _joint_offsets(P[group], n, stride)
+            continue
+        r = group[0]
+        active = list(np.nonzero(P[r])[0])
         if len(active) == 1:
             d = active[0]
             total *= n[:, d]
@@ -107,15 +111,33 @@ def _distinct_offsets(P: np.ndarray, n: np.ndarray, stride: np.ndarray) -> np.nd
             cnt = np.where((n1 == 1) | (n2 == 1), n1 * n2, cnt)
             total *= cnt
         elif len(active) > 2:
-            out = np.empty(B, np.int64)
-            for i in range(B):
-                vals = np.zeros(1, np.int64)
-                for d in active:
-                    steps = np.arange(n[i, d], dtype=np.int64) * P[r, d] * stride[i, d]
-                    vals = np.unique((vals[:, None] + steps[None, :]).ravel())
-                out[i] = len(vals)
-            total *= out
+            total *= _joint_offsets(P[[r]], n, stride)
     return total
+
+
+def _rank_groups(P: np.ndarray) -> list[list[int]]:
+    """The ranks of a projection matrix grouped by shared dims (connected through any dim)."""
+    groups: list[tuple[set, list[int]]] = []
+    for r in range(P.shape[0]):
+        dims, ranks = set(np.nonzero(P[r])[0].tolist()), [r]
+        for g in [g for g in groups if g[0] & dims]:
+            groups.remove(g)
+            dims |= g[0]
+            ranks = g[1] + ranks
+        groups.append((dims, sorted(ranks)))
+    return [ranks for dims, ranks in groups if dims]
+
+
+def _joint_offsets(P: np.ndarray, n: np.ndarray, stride: np.ndarray) -> np.ndarray:
+    """Distinct points (one coordinate per rank of P) a fan-out of n[b, d] steps of op-space stride
+    stride[b, d] per dim projects to, enumerated per mapping (a fan-out has few children)."""
+    dims = np.flatnonzero(P.any(axis=0))
+    out = np.empty(n.shape[0], np.int64)
+    for i in range(n.shape[0]):
+        grids = np.meshgrid(*[np.arange(n[i, d], dtype=np.int64) * stride[i, d] for d in dims], indexing="ij")
+        coords = np.stack([g.ravel() for g in grids], axis=1)               # [points, dims]
+        out[i] = len(np.unique(coords @ P[:, dims].T, axis=0))
+    return out
 
 
 def _op_steps(loop_dim: np.ndarray, loop_n: np.ndarray, loop_stride: np.ndarray, D: int):

@@ -1,5 +1,6 @@
-"""Timeloop's mapping checks, vectorised: factorisation, fan-out per axis (cumulative), capacity
-and minimum utilization.
+"""Timeloop's mapping checks, vectorised: factorisation, spatial loops only where the architecture
+fans out, fan-out per axis (cumulative), capacity and minimum utilization; and coexplore's own:
+counts that could pass 64-bit integers.
 
 `check(...)` returns a `Validity` with per-mapping arrays (which check failed first, at which
 level, the mapped value and the limit); messages are only formatted for the rows asked for, so
@@ -17,7 +18,10 @@ import numpy as np
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import Problem
 
-OK, FACTORS, X_EXPANSION, Y_EXPANSION, INSTANCES, CAPACITY, UNDERUSED = range(7)
+OK, FACTORS, X_EXPANSION, Y_EXPANSION, INSTANCES, CAPACITY, UNDERUSED, NO_FANOUT, OVERFLOW = range(9)
+# the model counts in int64: a mapping whose counts could pass this is refused, not wrapped (a bound
+# on the counts, with room for the sums of reads, fills and updates)
+COUNT_LIMIT = 2 ** 59
 
 
 @dataclass
@@ -45,6 +49,16 @@ class Validity:
                 f"which is not equal to the dimension size of the workload {problem.bounds[d]}."
                 for d, g in zip(dims, got))
         name = arch.compute.name if where < 0 else arch.levels[len(arch.levels) - 1 - where].name
+        if kind == NO_FANOUT:     # (Timeloop's parser refuses such a spatial directive)
+            names = arch.level_names()
+            inner = names[names.index(name) + 1] if names.index(name) + 1 < len(names) else arch.compute.name
+            return (f"cannot find spatial tiling level associated with storage level {name}. This is because the "
+                    f"number of instances of the next-inner level ({inner}) is the same as this level, which "
+                    f"means there cannot be a spatial fanout (spatial factors {value} there)")
+        if kind == OVERFLOW:
+            reach = f"reach {value:.3e}" if value < 2 ** 62 else "pass 2^62"
+            return (f"counts at level {name} could {reach}, beyond what 64-bit integers hold exactly "
+                    f"(coexplore refuses the mapping rather than wrap them, as Timeloop's counters would)")
         text = f"couldn't map level {name}: " + _reason(kind, where, value, limit, arch)
         if self.also is not None and int(self.also[0][b]) != OK:      # appended without a separator, as Timeloop
             text += _reason(int(self.also[0][b]), where, int(self.also[1][b]), int(self.also[2][b]), arch)
@@ -88,9 +102,13 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
     first = np.argmax(bad, axis=1)
     rows = np.arange(B)
     fail(bad.any(axis=1), FACTORS, first, prod[rows, first], bounds[first])
-    # cumulative expansion feeding level l (spatial loops of levels > l); compute: all levels
     px = np.prod(spatial_x, axis=2)
     py = np.prod(spatial_y, axis=2)
+    for i in range(L):                     # spatial loops at a level that does not fan out (arrays built by hand)
+        if math.prod(arch.fanout(i)) == 1:
+            li = L - 1 - i
+            fail(px[:, li] * py[:, li] > 1, NO_FANOUT, li, px[:, li] * py[:, li], 1)
+    # cumulative expansion feeding level l (spatial loops of levels > l); compute: all levels
     cx = np.cumprod(px[:, ::-1], axis=1)[:, ::-1]                       # product over l' >= l
     cy = np.cumprod(py[:, ::-1], axis=1)[:, ::-1]
     ones = np.ones(B, np.int64)
@@ -115,4 +133,19 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
             second = sized & bad & (also[0] == OK)
             also[0][second], also[1][second], also[2][second] = k, v[second], lim
             fail(bad, k, li, v, lim)
+    _check_counts(problem, extents, tile_sizes, fail)
     return Validity(kind == OK, kind, where, value, limit, prod, also if (also[0] != OK).any() else None)
+
+
+def _check_counts(problem: Problem, extents: np.ndarray, tile_sizes: np.ndarray, fail) -> None:
+    """Refuse mappings whose counts could pass COUNT_LIMIT (huge strides: a tile's words can far exceed
+    its operations). A level's traffic is at most its tile's words per tile, and its tiles number at
+    most the operations over the operations of one tile; the compute level's at most the operations."""
+    ops = float(math.prod(problem.bounds))
+    per_tile = np.prod(extents.astype(np.float64), axis=2)                  # [B, L]
+    bound = ops / per_tile * tile_sizes.max(axis=2, initial=0).astype(np.float64)
+    if not len(bound) or bound.max(initial=ops) <= COUNT_LIMIT:
+        return
+    li = np.argmax(bound, axis=1)
+    worst = bound[np.arange(len(bound)), li]
+    fail(worst > COUNT_LIMIT, OVERFLOW, li, np.minimum(worst, 2.0 ** 62).astype(np.int64), COUNT_LIMIT)

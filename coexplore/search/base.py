@@ -138,11 +138,19 @@ def _checked_tell(tell):
         if key in _TELLING:
             return tell(self, batch, losses)
         self.check_tell(batch, losses)
+        before = self.samples
         _TELLING.add(key)
         try:
-            return tell(self, batch, losses)
+            out = tell(self, batch, losses)
         finally:
             _TELLING.discard(key)
+        if self.samples != before + len(batch):     # the budget loop would never end
+            from coexplore.errors import CoexploreError
+            raise CoexploreError(f"searcher '{self.name}' counted {self.samples - before} samples for a told batch "
+                                 f"of {len(batch)}", key=f"{type(self).__name__}.tell",
+                                 expected="a tell that starts with `losses = super().tell(batch, losses)` (it counts "
+                                          "the samples and keeps the best)")
+        return out
     checked._checked = True
     return checked
 

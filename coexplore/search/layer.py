@@ -93,7 +93,8 @@ def why_invalid(ctx: Context, ms: MapSpace, n: int = 1000, seed: int = 0) -> lis
     res = ctx.evaluate(arrays)
     ok = ms.satisfies(arrays)
     names = {v.FACTORS: "factors", v.X_EXPANSION: "X fan-out", v.Y_EXPANSION: "Y fan-out",
-             v.INSTANCES: "instances", v.CAPACITY: "capacity", v.UNDERUSED: "minimum utilization"}
+             v.INSTANCES: "instances", v.CAPACITY: "capacity", v.UNDERUSED: "minimum utilization",
+             v.NO_FANOUT: "spatial loops without a fan-out", v.OVERFLOW: "64-bit counts"}
     levels = [lv.name for lv in reversed(ctx.arch.levels)]
     tally: Counter = Counter()
     for b in range(n):

@@ -216,6 +216,9 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         rw = ds.get("read_write", ds.get("read-write", False))
         if not isinstance(rw, bool):
             raise CoexploreError(f"got {rw!r}", file=file, key=f"{where}.read_write", expected="true or false")
+        if any(d.name == str(ds["name"]) for d in dataspaces):
+            raise CoexploreError(f"data space '{ds['name']}' listed twice", file=file, key=f"{where}.name",
+                                 expected="each data space name once (mappings and results name them)")
         dataspaces.append(DataSpace(str(ds["name"]), ranks, rw))
     if not dataspaces:
         import difflib
