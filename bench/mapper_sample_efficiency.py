@@ -80,8 +80,15 @@ COMMON = ("coexplore/mapspace/space.py", "coexplore/search/layer.py", "coexplore
 
 def version(searcher: str) -> str:
     """Hash of the searcher's code, the mapspace/objective code and its mapper YAML: a changed
-    searcher reruns, others resume."""
-    return source_version(*SOURCES.get(searcher, ()), *COMMON, f"mappers/{searcher}.yaml")
+    searcher reruns, others resume. A searcher a plugin registered: its class's code."""
+    import hashlib
+    import json as _json
+
+    from coexplore.search import registry
+    own = registry.searcher_code(searcher)
+    yaml_file = f"mappers/{searcher}.yaml"
+    base = source_version(*SOURCES.get(searcher, ()), *COMMON, *([yaml_file] if (ROOT / yaml_file).exists() else []))
+    return base if not own else hashlib.sha256((base + _json.dumps(own, sort_keys=True)).encode()).hexdigest()[:12]
 CHECKPOINTS = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 
 
@@ -209,17 +216,38 @@ def main() -> None:
                     help="seeds of rl, ppo and marl on the corpus pairs for MARL's sample ratios (default: --seeds); "
                     "the extra seeds enter only that ratio, every other statistic keeps --seeds")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
+    ap.add_argument("--plugin", action="append", default=[], metavar="MODULE|FILE.py",
+                    help="a module of your own that registers searchers (as `coexplore --plugin`); its "
+                    "searchers can then be named in --searchers")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "mapper_sample_efficiency.json"),
                     help="JSON summary; the run log (.partial.jsonl), the Markdown table (.md) and the "
                     "mapper_<pair>.png plots go beside it")
     args = ap.parse_args()
+    from coexplore import plugins
+    from coexplore.errors import CoexploreError
+    from coexplore.search import registry
+    try:
+        plugins.load_all(args.plugin)
+    except CoexploreError as exc:
+        ap.error(exc.format())
+    for opt in ("budget", "seeds", "ratio_seeds", "jobs"):
+        if getattr(args, opt) is not None and getattr(args, opt) < 1:
+            ap.error(f"--{opt.replace('_', '-')} {getattr(args, opt)}: expected an integer >= 1")
     budget = args.budget or (10_000 if args.quick else 100_000)
     seeds = args.seeds or (2 if args.quick else 5)
-    searchers = args.searchers.split(",") if args.searchers else (
+    searchers = [n.strip() for n in args.searchers.split(",") if n.strip()] if args.searchers else (
         ["random", "rl", "marl", "ga"] if args.quick else SEARCHERS)
+    unknown = [n for n in searchers if n not in registry.SEARCHERS or n == "exhaustive"]
+    if unknown or not searchers:
+        ap.error(f"--searchers: unknown searcher {unknown[0] if unknown else '(none given)'!r}; expected some of "
+                 + ",".join(n for n in registry.SEARCHERS if n != "exhaustive") + " (or one a --plugin registers)")
     pairs = PAIRS + SMALL
     if args.pairs:
-        pairs = [pairs[int(i)] for i in args.pairs.split(",")]
+        given = [i.strip() for i in args.pairs.split(",") if i.strip()]
+        bad = [i for i in given if not i.isdigit() or int(i) >= len(pairs)]
+        if bad or not given:
+            ap.error(f"--pairs {args.pairs!r}: expected comma-separated indices 0-{len(pairs) - 1}")
+        pairs = [pairs[int(i)] for i in given]
 
     def pair_budget(layer):
         return min(budget, SMALL_BUDGET) if layer in SMALL_LAYERS else budget

@@ -89,6 +89,57 @@ def test_a_run_resumed_from_a_snapshot_keeps_the_tie_of_its_best(tmp_path):
     assert [tuple(h) for h in resumed.history] == [tuple(h) for h in whole.history]
 
 
+def test_invalid_samples_are_counted_across_a_resume(tmp_path):
+    """Every third row is invalid (inf, or NaN read as inf): 10 rows have 4 (rows 0, 3, 6, 9), also
+    when the run resumes from a snapshot after its first batch; a searcher run before has no count."""
+    from coexplore.search.checkpoint import Checkpoint
+
+    def objective(x):
+        r = x[:, 0]
+        return np.where(r % 3 == 0, np.where(r % 2 == 0, np.inf, np.nan), r + 1.0)
+    whole = run_search(Listed(seed=0), objective, budget=10, batch_size=4)
+    assert whole.invalid == 4 and whole.samples == 10
+    path = tmp_path / "ck.pkl"
+    run_search(Listed(seed=0), objective, budget=10, batch_size=4, checkpoint=Checkpoint(path, "run", every_s=0))
+    resumed = run_search(Listed(seed=0), objective, budget=10, batch_size=4,
+                         checkpoint=Checkpoint(path, "run", every_s=0))
+    assert resumed.invalid == 4
+    again = Listed(seed=0)
+    run_search(again, objective, budget=4, batch_size=4)
+    assert run_search(again, objective, budget=10, batch_size=4).invalid is None
+
+
+def test_a_searcher_that_runs_dry_says_so(recwarn):
+    """A layer searcher of the user's that proposes nothing after 150 samples ends the run early:
+    map_layer notes it (it used to end silently with fewer samples than the budget)."""
+    from coexplore.errors import CoexploreNote
+    from coexplore.model.inputs import load_context
+    from coexplore.search import registry
+    from coexplore.search.layer import map_layer
+    from coexplore.spec.constraints import load_constraints
+    from conftest import CORPUS
+
+    class Dry(Searcher):
+        name = "dry"
+
+        def __init__(self, space, config=None, seed=0):
+            super().__init__(seed)
+            self.space = space
+
+        def ask(self, n):
+            return self.space.sample(self.rng, min(n, 150 - self.samples))[:max(0, 150 - self.samples)]
+
+    registry.SEARCHERS["dry"] = (Dry, registry.RandomConfig)
+    try:
+        ctx = load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+        res = map_layer(ctx, load_constraints(ctx.arch), "dry", budget=400, seed=0)
+    finally:
+        del registry.SEARCHERS["dry"]
+    assert res.samples == 150
+    notes = [str(w.message) for w in recwarn if issubclass(w.category, CoexploreNote)]
+    assert any("proposed nothing new after 150 of 400 samples" in n for n in notes), notes
+
+
 def test_losses_as_a_row_of_a_2d_array_are_refused():
     from coexplore.errors import CoexploreError
     s = Listed(seed=0)

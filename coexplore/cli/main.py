@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import errno
 import importlib
+import os
 import re
 import signal
 import sys
@@ -83,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="coexplore",
         description="DNN-accelerator co-exploration with Timeloop-compatible numbers.")
     parser.add_argument("--version", action="version", version=f"coexplore {_version()}")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|FILE.py",
+                        help="import a module of your own first, which registers searchers or schedulers "
+                             "(repeatable; also $COEXPLORE_PLUGINS, comma-separated); see the README")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
@@ -217,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     CREATED.clear()
     CLAIMED.clear()
     streams = _printable_streams()
+    plugins_env = os.environ.get("COEXPLORE_PLUGINS")     # (--plugin adds to it for the workers)
     try:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)
@@ -224,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         action = getattr(args, f"{args.command}_command", None)      # (arch generate, energy check, cache clear)
         command = f"coexplore {args.command}" + (f" {action}" if isinstance(action, str) else "")
         _check_given(args)
+        from coexplore import plugins
+        plugins.load_all(args.plugin)
         with command_settings(args):
             return int(args.func(args) or 0)
     except WorkerDied as exc:        # a failed run, not bad input
@@ -254,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     finally:
         release_held()
+        if plugins_env is None:                          # (a library caller's environment as it was)
+            os.environ.pop("COEXPLORE_PLUGINS", None)
+        else:
+            os.environ["COEXPLORE_PLUGINS"] = plugins_env
         for stream, errors in streams:                # (a library caller's streams as they were)
             with contextlib.suppress(AttributeError, ValueError, OSError):
                 stream.reconfigure(errors=errors)

@@ -269,7 +269,8 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
             print(f"coexplore map: note: {mapping_file} writes the permutations of dimensions "
                   f"{', '.join(long_names)} space-separated, which coexplore reads but timeloop-model cannot "
                   "(it reads a permutation one letter per dimension)", file=sys.stderr)
-        payload = {"searcher": spec.searcher, "samples": res.samples, "best": res.best,
+        payload = {"searcher": spec.searcher, "samples": res.samples, "invalid_samples": res.invalid_samples,
+                   "best": res.best,
                    "mapping_file": str(mapping_file), "history": res.history, "objective": spec.objective,
                    "seed": args.seed, "cached": res.cached, "wall_s": res.wall_s,
                    "mapspace_log10_size": res.mapspace_log10, "mapspace_size": res.mapspace_size, "run": run_desc,

@@ -227,4 +227,9 @@ def heuristic(name: str, rates=None) -> Scheduler:
     if name not in HEURISTICS:
         raise CoexploreError(f"unknown scheduler {name!r}", key="--schedulers",
                              expected="some of: " + ", ".join([*HEURISTICS, "relmas"]))
-    return HEURISTICS[name](rates) if name in ("static", "magma") else HEURISTICS[name]()
+    made = HEURISTICS[name](rates) if name in ("static", "magma") else HEURISTICS[name]()
+    if not (callable(getattr(made, "reset", None)) and callable(getattr(made, "decide", None))):
+        raise CoexploreError(f"scheduler {name!r} made a {type(made).__name__}", key="--schedulers",
+                             expected="a scheduler with reset(sim, seed) and decide(sim) (registered as "
+                                      "HEURISTICS[name] = SchedulerClass)")
+    return made

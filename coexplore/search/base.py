@@ -249,6 +249,7 @@ class SearchResult:
     # (samples, best loss so far): a step function, each change and the end of each flat stretch
     history: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False   # stopped by Ctrl-C before the budget: best of the batches told
+    invalid: int | None = None  # samples with an infinite loss (invalid), of those this run evaluated
 
 
 class SearchInterrupted(KeyboardInterrupt):
@@ -295,14 +296,17 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     # samples count from the searcher's own total (a searcher run again continues its count)
     best_x, best_loss, samples = searcher.best_x, searcher.best_loss, searcher.samples
     best_tie, lexicographic = np.inf, False
+    # invalid samples: counted from a fresh searcher (one run before, or a snapshot without the count: unknown)
+    invalid = 0 if searcher.samples == 0 else None
     if restored is not None:
         best_x, best_loss, best_tie = restored["best_x"], restored["best_loss"], restored["best_tie"]
         lexicographic, history = restored["lexicographic"], list(restored["history"])
+        invalid = restored.get("invalid")
 
     def save():
         with holding_stops():       # a Ctrl-C while the snapshot is written waits for it (then stops)
             checkpoint.save(searcher, {"best_x": best_x, "best_loss": best_loss, "best_tie": best_tie,
-                                       "lexicographic": lexicographic, "history": history})
+                                       "lexicographic": lexicographic, "history": history, "invalid": invalid})
     stop = _DeferredInterrupt(say=bar is not None,
                               lost="the search state since its last save is lost" if checkpoint is not None else "")
     try:
@@ -329,6 +333,8 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             tie = getattr(raw, "tie", None)          # a secondary key for the incumbent (TiedLosses)
             losses = checked_losses(batch, raw)
             samples += len(losses)
+            if invalid is not None:
+                invalid += int(np.count_nonzero(losses == np.inf))
             i, loss = best_of(losses)
             if tie is not None and np.isfinite(loss):
                 tied = np.flatnonzero(losses == loss)
@@ -352,17 +358,18 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     except KeyboardInterrupt as exc:
         if isinstance(exc, SearchInterrupted):
             raise
-        raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True)) from None
+        raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True,
+                                             invalid=invalid)) from None
     finally:
         asked_to_stop = _DeferredInterrupt.requested
         stop.__exit__()
         if bar is not None:
             bar.close()
     if asked_to_stop and searcher.samples < budget and not best_loss <= target:   # finished anyway: complete
-        raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True))
+        raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True, invalid=invalid))
     if lexicographic:                                 # ties decided by the secondary key
-        return SearchResult(best_x, best_loss, searcher.samples, history)
-    return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history)
+        return SearchResult(best_x, best_loss, searcher.samples, history, invalid=invalid)
+    return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history, invalid=invalid)
 
 
 def finishing(doing: str) -> "_DeferredInterrupt":

@@ -52,6 +52,7 @@ class MapResult:
     mapspace_size: int | None = None   # the exact number of distinct mappings, when counted
     exhausted: bool | None = None   # exhaustive search: did it see every distinct mapping (= optimum)?
     interrupted: bool = False       # Ctrl-C before the budget: the best of the samples evaluated
+    invalid_samples: int | None = None   # of `samples`, the invalid mappings (None: not known, a resumed older run)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -254,6 +255,11 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
         out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size,
                           custom)
+        if out.samples < budget and (out.mapspace_size is None or out.samples < out.mapspace_size):
+            import warnings
+            from coexplore.errors import CoexploreNote
+            warnings.warn(f"searcher '{spec.searcher}' proposed nothing new after {out.samples:,} of {budget:,} "
+                          "samples: the search ended early (a searcher that runs dry before the budget)", CoexploreNote)
         if cache is not None:          # (a cache held locked too long: warned, the finished search kept)
             store(cache, key, json.loads(json.dumps(out.to_dict())),
                   {"kind": "map_layer", "backend": "builtin", "backend_version": MODEL_VERSION})
@@ -303,4 +309,4 @@ def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, res
                      objective="custom" if custom is not None else spec.objective,
                      seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=log10,
                      mapspace_size=size,
-                     exhausted=exhausted, interrupted=result.interrupted)
+                     exhausted=exhausted, interrupted=result.interrupted, invalid_samples=result.invalid)

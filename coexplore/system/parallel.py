@@ -36,6 +36,14 @@ def ignore_ctrl_c() -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
+def start_worker() -> None:
+    """A worker process's initializer: stops left to the parent (`ignore_ctrl_c`), and the user's
+    plugins imported as the parent imported them (a spawned process starts afresh)."""
+    ignore_ctrl_c()
+    from coexplore import plugins
+    plugins.load_all()
+
+
 @contextlib.contextmanager
 def _children_ignore_stops():
     """Processes started inside begin with Ctrl-C and SIGTERM blocked (a signal mask is inherited
@@ -58,7 +66,7 @@ def _children_ignore_stops():
 
 def _new_pool(workers: int):
     from concurrent.futures import ProcessPoolExecutor
-    return ProcessPoolExecutor(max_workers=workers, initializer=ignore_ctrl_c,
+    return ProcessPoolExecutor(max_workers=workers, initializer=start_worker,
                                mp_context=multiprocessing.get_context("spawn"))
 
 

@@ -3,8 +3,8 @@
 A task gets its inputs as Ray objects and hands back its results the same way: the layer searches'
 cache entries and a sweep point's files travel to the driver, which alone writes the SQLite cache
 (SQLite on a network filesystem is not safe to share) and the result folder. The nodes need the
-same coexplore, numpy, scipy and Python (checked before a task runs) and, for own-core systems, the input
-files at the same paths (a shared filesystem, or one machine).
+same coexplore, numpy, scipy and Python (checked before a task runs) and, for own-core systems and
+plugins given as files, those files at the same paths (a shared filesystem, or one machine).
 """
 
 from __future__ import annotations
@@ -213,12 +213,16 @@ class _OtherVersions:
         self.versions = versions
 
 
-def _call(fn, task, shared, versions: dict):
+def _call(fn, task, shared, versions: dict, plugin_names: tuple = ()):
     """A task as run on a node: fn(task) (or fn(task, shared)), unless the node's versions differ from
-    the driver's `versions` (then nothing is run)."""
+    the driver's `versions` (then nothing is run); the driver's plugins (`--plugin`) imported first."""
     theirs = _versions()
     if theirs != versions:
         return _OtherVersions(theirs)
+    if plugin_names:
+        from coexplore import plugins
+        for name in plugin_names:
+            plugins.load(name)
     return fn(task) if shared is None else fn(task, shared)
 
 
@@ -278,13 +282,15 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
     ref = ray.put(shared) if shared is not None else None
     limit = max(1, limit or cluster_cpus())
     mine = _versions()
+    from coexplore import plugins
+    plugin_names = tuple(plugins.loaded())
     expected = "the same coexplore (and numpy, scipy, and Python minor version) installed on every node"
     running: dict = {}
     nxt = 0
     try:
         while nxt < len(tasks) or running:
             while nxt < len(tasks) and len(running) < limit:
-                running[remote.remote(fn, tasks[nxt], ref, mine)] = nxt
+                running[remote.remote(fn, tasks[nxt], ref, mine, plugin_names)] = nxt
                 nxt += 1
             [ended], _ = ray.wait(list(running), num_returns=1)
             i = running.pop(ended)

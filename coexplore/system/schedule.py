@@ -24,6 +24,17 @@ from coexplore.system.magma import MagmaConfig, MagmaSearcher
 NEVERGRAD = ("pso", "cma", "de", "tbpsa", "oneplusone")
 SEARCHERS = ("magma", "magma-original", "random", "stdga", *NEVERGRAD,
              *(h.lower() for h in HEURISTICS))
+# schedulers of the user's own (a plugin registers them): name -> factory(space, table, budget, seed),
+# returning a Searcher over `space` (`encoding.space_of(table)`: per job a core index, then per job
+# a priority, lower runs earlier) whose losses are makespans (`encoding.MakespanObjective`)
+CUSTOM: dict = {}
+
+
+def searcher_names() -> tuple[str, ...]:
+    """The system searchers by name: the built-in ones, then those a plugin registered."""
+    return SEARCHERS + tuple(k for k in CUSTOM if k not in SEARCHERS)
+
+
 # candidates asked per round; nevergrad optimizers are told this many workers
 BATCH = {"default": 100, "nevergrad": 10}
 
@@ -40,7 +51,7 @@ def heuristic_candidates(table: JobTable) -> np.ndarray:
 @dataclass
 class SystemMapperSpec:
     """A system-level mapper YAML (`mappers/magma.yaml`, a system's `mappers.system`):
-    `searcher` (one of SEARCHERS), optional `budget` (samples) and, for magma, `config`
+    `searcher` (one of `searcher_names()`), optional `budget` (samples) and, for magma, `config`
     (MagmaConfig fields)."""
 
     searcher: str = "magma"
@@ -57,19 +68,19 @@ def load_system_mapper(path) -> SystemMapperSpec:
     data = load_yaml(path)
     from coexplore.search.registry import SEARCHERS as LAYER_SEARCHERS
     if isinstance(data, dict) and isinstance(data.get("searcher"), str) and data["searcher"] in LAYER_SEARCHERS \
-            and data["searcher"].lower() not in SEARCHERS:
+            and data["searcher"].lower() not in searcher_names():
         raise CoexploreError(f"a layer mapper (searcher: {data['searcher']}), not a system scheduler", file=f,
-                             key="searcher", expected="a system mapper: " + " | ".join(SEARCHERS))
+                             key="searcher", expected="a system mapper: " + " | ".join(searcher_names()))
     if not isinstance(data, dict) or "searcher" not in data:
         raise CoexploreError("a system mapper needs a 'searcher' key", file=f, key="searcher",
-                             expected=" | ".join(SEARCHERS))
+                             expected=" | ".join(searcher_names()))
     unknown = sorted(set(data) - {"searcher", "budget", "config"})
     if unknown:
         raise CoexploreError("unknown key", file=f, key=unknown[0], expected="searcher | budget | config")
     name = str(data["searcher"]).lower()
-    if name not in SEARCHERS:
+    if name not in searcher_names():
         raise CoexploreError(f"unknown searcher '{data['searcher']}'", file=f, key="searcher",
-                             expected="one of " + ", ".join(SEARCHERS))
+                             expected="one of " + ", ".join(searcher_names()))
     budget = data.get("budget")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise CoexploreError(f"bad budget {budget!r}", file=f, key="budget", expected="an integer >= 1")
@@ -90,9 +101,9 @@ def system_mapper(name: str) -> SystemMapperSpec:
     from coexplore.bundled import resolve
 
     key = name.lower() if isinstance(name, str) else name
-    if key not in SEARCHERS:
+    if key not in searcher_names():
         raise CoexploreError(f"unknown searcher '{name}'", key="--searcher",
-                             expected="one of " + ", ".join(SEARCHERS) + ", or a mapper YAML")
+                             expected="one of " + ", ".join(searcher_names()) + ", or a mapper YAML")
     found = resolve("mappers", key)
     if key == "magma" and found.is_file():
         return load_system_mapper(found)
@@ -147,7 +158,7 @@ def check_magma_config(cfg: MagmaConfig, file=None, given: set[str] | None = Non
 
 def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
                   config: MagmaConfig | None = None) -> Searcher:
-    """Searcher `name` (see SEARCHERS) for `table`; `budget` sizes nevergrad and MAGMA's annealing; `config`
+    """Searcher `name` (see `searcher_names()`) for `table`; `budget` sizes nevergrad and MAGMA's annealing; `config`
     replaces magma's defaults."""
     key = name.lower()
     space = space_of(table)
@@ -167,8 +178,14 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
         return nevergrad_searcher(space, key, budget, seed=seed, num_workers=BATCH["nevergrad"])
     if key.upper() in HEURISTICS:
         return HeuristicSearcher(table.latency, key, seed=seed)
+    if key in CUSTOM:
+        made = CUSTOM[key](space, table, budget, seed)
+        if not isinstance(made, Searcher):
+            raise CoexploreError(f"the factory of searcher '{name}' returned {type(made).__name__}", key="searcher",
+                                 expected="a coexplore.search.base.Searcher over encoding.space_of(table)")
+        return made
     raise CoexploreError(f"unknown searcher '{name}'", key="searcher",
-                         expected="one of " + ", ".join(SEARCHERS))
+                         expected="one of " + ", ".join(searcher_names()))
 
 
 @dataclass
@@ -241,9 +258,14 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     (`search.checkpoint`) resumes an interrupted search of this run and is saved as it goes."""
     bandwidth = check_bandwidth(bandwidth)
     budget = positive_int(budget, "budget")
-    if not isinstance(searcher, str):
-        raise CoexploreError(f"got {searcher!r}", key="searcher", expected="one of " + ", ".join(SEARCHERS))
-    if config is not None and searcher.lower() != "magma":
+    given = searcher if isinstance(searcher, Searcher) else None      # a searcher object of the caller's own
+    if given is not None:
+        searcher = str(given.name)
+    elif not isinstance(searcher, str):
+        raise CoexploreError(f"got {searcher!r}", key="searcher",
+                             expected="one of " + ", ".join(searcher_names()) + ", or a Searcher over "
+                                      "encoding.space_of(table)")
+    if config is not None and (given is not None or searcher.lower() != "magma"):
         raise CoexploreError(f"a MAGMA config given to searcher '{searcher}'", key="config",
                              expected="config only with searcher 'magma'")
     objective = MakespanObjective(table, bandwidth)
@@ -251,7 +273,7 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     stopped = False
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # overflowing makespans are inf: refused below
-            s = make_searcher(searcher, table, budget, seed, config)
+            s = given if given is not None else make_searcher(searcher, table, budget, seed, config)
             # a schedule as long as its longest job alone is optimal: the search ends there (e.g. one
             # job per core); the LP bound is not used to stop (it is solved to ~1e-9 only)
             longest = longest_job(table.latency, table.bandwidth, bandwidth)

@@ -1,0 +1,153 @@
+"""`coexplore --plugin` / $COEXPLORE_PLUGINS: a module of the user's own registers a layer searcher, a
+system scheduler and an online policy, and every command (and its worker processes) finds them."""
+
+import json
+import os
+
+import pytest
+
+from coexplore.cli.main import main
+from conftest import CORPUS
+
+ARCH = CORPUS / "arches" / "eyeriss_like" / "processed.yaml"
+LAYER = CORPUS / "layers" / "tiny_conv.yaml"
+TABLE = CORPUS.parent / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
+
+PLUGIN = '''
+from dataclasses import dataclass
+
+import numpy as np
+
+from coexplore.online import schedulers
+from coexplore.search import registry
+from coexplore.search.base import Searcher
+from coexplore.system import schedule
+from coexplore.system.baselines import RandomSearcher
+
+
+@dataclass
+class HillConfig:
+    moves: int = 1
+
+
+class Hill(Searcher):
+    """Random points until one is valid, then one-parameter moves from the best."""
+    name = "hill"
+
+    def __init__(self, space, config=None, seed=0):
+        super().__init__(seed)
+        self.space, self.config = space, config or HillConfig()
+
+    def ask(self, n):
+        if self.best_x is None or not np.isfinite(self.best_loss):
+            return self.space.sample(self.rng, n)
+        x = np.repeat(self.best_x[None], n, axis=0)
+        j = self.rng.integers(0, x.shape[1], n)
+        x[np.arange(n), j] = self.rng.integers(0, np.asarray(self.space.cardinalities)[j])
+        return x
+
+    def tell(self, batch, losses):
+        return super().tell(batch, losses)
+
+
+registry.SEARCHERS["hill"] = (Hill, HillConfig)
+
+
+def uniform(space, table, budget, seed):
+    s = RandomSearcher(space, seed=seed)
+    s.name = "uniform"
+    return s
+
+
+schedule.CUSTOM["uniform"] = uniform
+
+
+class Patient(schedulers.FCFS):
+    name = "patient"
+
+
+schedulers.HEURISTICS["patient"] = Patient
+'''
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    path = tmp_path / "my_plugin.py"
+    path.write_text(PLUGIN)
+    yield path
+    from coexplore import plugins                     # (this process imported it: forget its names)
+    from coexplore.online import schedulers
+    from coexplore.search import registry
+    from coexplore.system import schedule
+    registry.SEARCHERS.pop("hill", None)
+    schedule.CUSTOM.pop("uniform", None)
+    schedulers.HEURISTICS.pop("patient", None)
+    plugins._LOADED.clear()
+
+
+def test_a_plugin_searcher_maps_a_layer_and_evaluate_reproduces_it(tmp_path, plugin, capsys):
+    assert main(["map", str(ARCH), str(LAYER), "--searcher", "hill", "--budget", "300", "--no-cache"]) == 2
+    assert "unknown searcher 'hill'" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert main(["--plugin", str(plugin), "map", str(ARCH), str(LAYER), "--searcher", "hill", "--budget", "300",
+                 "--seed", "1", "--out", str(out), "--json", "--cache", str(tmp_path / "c.sqlite")]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["searcher"] == "hill" and got["samples"] == 300 and got["best"]["valid"]
+    assert "COEXPLORE_PLUGINS" not in os.environ            # (main leaves the caller's environment as it was)
+    assert main(["evaluate", str(ARCH), str(LAYER), got["mapping_file"], "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["energy_pJ"] == got["best"]["energy_pJ"] and again["cycles"] == got["best"]["cycles"]
+    # a mapper YAML naming it, with its config
+    (tmp_path / "hill.yaml").write_text("searcher: hill\nconfig: {moves: 2}\n")
+    assert main(["--plugin", str(plugin), "map", str(ARCH), str(LAYER), "--searcher", str(tmp_path / "hill.yaml"),
+                 "--budget", "200", "--no-cache", "--json", "--out", str(tmp_path / "o2")]) == 0
+    assert json.loads(capsys.readouterr().out)["samples"] == 200
+
+
+def test_worker_processes_import_the_plugin_too(tmp_path, plugin, capsys):
+    """`--jobs 2` runs the layers in spawned processes, which import the plugin from $COEXPLORE_PLUGINS."""
+    assert main(["--plugin", str(plugin), "map", "simba", "dlrm_mlp", "--all-layers", "--searcher", "hill",
+                 "--budget", "100", "--jobs", "2", "--no-cache", "--no-progress", "--json",
+                 "--out", str(tmp_path / "w")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["complete"]
+
+
+def test_a_plugin_scheduler_and_online_policy_run_by_name(tmp_path, plugin, capsys):
+    """The registered system searcher is a uniform random search: same seed, same schedule as `random`;
+    the online policy is FCFS under another name: the same service."""
+    runs = {}
+    for name in ("uniform", "random"):
+        assert main(["--plugin", str(plugin), "schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher",
+                     name, "--budget", "300", "--seed", "4", "--json", "--out", str(tmp_path / name)]) == 0
+        runs[name] = json.loads(capsys.readouterr().out)
+    assert runs["uniform"]["searcher"] == "uniform" and runs["uniform"]["samples"] == 300
+    assert runs["uniform"]["makespan"] == runs["random"]["makespan"]
+    assert runs["uniform"]["core"] == runs["random"]["core"]
+    import numpy as np
+    from coexplore.system.jobs import Job, JobTable
+    from coexplore.system.tables import save_table
+    table = tmp_path / "jobs.csv"
+    save_table(JobTable([Job(name=f"cnn.l{i}", dnn="cnn", layer=f"l{i}") for i in range(3)], ["a", "b"],
+                        np.array([[400.0, 900], [300, 500], [100, 120]]), np.array([[3.0, 1], [9, 4], [12, 10]]),
+                        np.array([[50.0, 40], [40, 30], [10, 9]])), table)
+    assert main(["--plugin", str(plugin), "online", "--table", str(table), "--bandwidth", "16", "--load", "1.0",
+                 "--requests", "30", "--seeds", "2", "--schedulers", "fcfs,patient", "--no-progress", "--no-plot",
+                 "--out", str(tmp_path / "on"), "--json"]) == 0
+    by = json.loads((tmp_path / "on" / "online.json").read_text())["schedulers"]
+    timing = ("decision_us",)                      # (wall time per decision: not a property of the schedule)
+    assert {k: v for k, v in by["patient"].items() if k not in timing} == \
+        {k: v for k, v in by["fcfs"].items() if k not in timing}
+
+
+@pytest.mark.parametrize("given, says", [
+    ("no_such_module_here", "no module named 'no_such_module_here'"),
+    ("missing.py", "no such file"),
+    ("broken.py", "failed to import: ZeroDivisionError"),
+])
+def test_a_bad_plugin_is_one_line(tmp_path, capsys, given, says):
+    (tmp_path / "broken.py").write_text("x = 1 / 0\n")
+    name = str(tmp_path / given) if given.endswith(".py") else given
+    assert main(["--plugin", name, "map", str(ARCH), str(LAYER), "--budget", "10", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and "--plugin" in err
