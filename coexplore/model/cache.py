@@ -98,7 +98,7 @@ def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
     return CoexploreError("not a coexplore result cache: the file is not an SQLite database, and it "
                           "is left untouched", file=str(path), key=key,
                           expected="a cache file or a new path: --cache FILE or $COEXPLORE_CACHE "
-                                   "(map and schedule also run without one: --no-cache)")
+                                   "(map, schedule, sweep and online also run without one: --no-cache)")
 
 
 def store(cache, key: str | None = None, value=None, meta=None, *, many=None) -> None:
