@@ -233,7 +233,7 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
     stop_now = False                # a stop-at-once while the result was made: written, then exit 130
     try:
         res = map_layer(ctx, constraints, spec, args.budget, args.seed,
-                        progress=not (args.no_progress or args.json), cache=cache, checkpoint=checkpoint)
+                        progress=not args.no_progress and (sys.stderr.isatty() or not args.json), cache=cache, checkpoint=checkpoint)
     except MapInterrupted as exc:   # Ctrl-C: write the best mapping so far, then exit 130
         res, stop_now = exc.result, exc.stop_now
         if res is None:

@@ -64,7 +64,7 @@ def run_all_layers(args, map_one) -> int:
     results: dict[int, dict] = {}                # layer index -> its result.json (finished layers)
     failed, code, error, died = [], 0, None, None
     bar = None
-    if not (args.no_progress or args.json):
+    if not args.no_progress and (sys.stderr.isatty() or not args.json):     # (as schedule and online)
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(layers), desc=f"{wl.name} layers", unit="layer")
     started = time.time()                      # result files written since are this run's
