@@ -88,14 +88,33 @@ def test_energy_tables_warns_of_a_node_timeloop_ignores(capsys, tmp_path):
         assert "addr_gen: class 'aladdin_adder'" in err and "Timeloop ignores" in err, err
 
 
-def test_sparse_optimizations_are_said_to_change_nothing(capsys, tmp_path):
-    def add(d):
+def test_sparse_optimizations_that_ask_for_something_are_refused(capsys, tmp_path):
+    """Sparseloop's formats, skipping and gating change Timeloop's numbers: a node's or a top-level
+    section that sets any is refused (exit 2, naming the key); one that names targets and sets nothing
+    changes nothing and is read as dense. timeloop-model's auto_bypass_on_failure is refused too."""
+    gating = {"targets": [{"name": "GlobalBuffer", "action_optimization": [
+        {"type": "gating", "options": [{"target": "Weights", "condition_on": ["Inputs"]}]}]}]}
+
+    def node(d):
+        v4_node(d, "GlobalBuffer")["sparse_optimizations"] = gating
+    rc, out, err = run(capsys, "evaluate", arch_copy(tmp_path / "n", node, "arch.yaml"), LAYER, MAPPING)
+    assert rc == 2 and "sparse_optimizations" in err and "Traceback" not in err, err
+
+    def top(d):
+        d["sparse_optimizations"] = {"version": 0.4, **gating}
+    rc, out, err = run(capsys, "evaluate", arch_copy(tmp_path / "t", top, "arch.yaml"), LAYER, MAPPING)
+    assert rc == 2 and "key 'sparse_optimizations'" in err, err
+
+    def bypass(d):
+        d["model"] = {"auto_bypass_on_failure": True}
+    rc, out, err = run(capsys, "evaluate", arch_copy(tmp_path / "b", bypass, "arch.yaml"), LAYER, MAPPING)
+    assert rc == 2 and "model.auto_bypass_on_failure" in err, err
+
+    def empty(d):
         v4_node(d, "GlobalBuffer")["sparse_optimizations"] = {"targets": [{"name": "GlobalBuffer"}]}
-    v4 = arch_copy(tmp_path, add, "arch.yaml")
-    rc, out, err = run(capsys, "evaluate", v4, LAYER, MAPPING)
-    assert rc == 0 and "GlobalBuffer: sparse_optimizations ignored" in err, err
+    rc, out, err = run(capsys, "evaluate", arch_copy(tmp_path / "e", empty, "arch.yaml"), LAYER, MAPPING)
     plain = run(capsys, "evaluate", arch_copy(tmp_path / "plain", lambda d: None, "arch.yaml"), LAYER, MAPPING)[1]
-    assert out.splitlines()[2:] == plain.splitlines()[2:]   # the same numbers as without them
+    assert rc == 0 and out.splitlines()[2:] == plain.splitlines()[2:]   # the same numbers as without it
 
 
 # 1. every coefficient of a problem (strides, dilations) is a positive integer, like the bounds

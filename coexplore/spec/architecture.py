@@ -663,15 +663,13 @@ def _from_v4_nodes(nodes: list, file: str | None,
     return levels, inherited, tuple(meshless), branches
 
 
-def _sparse_nodes(nodes) -> list[str]:
-    """Names of the v0.4 nodes that carry sparse_optimizations (Sparseloop's, not modelled)."""
-    out = []
-    for node in nodes if isinstance(nodes, list) else []:
+def _refuse_sparse_nodes(nodes, key: str, file: str | None) -> None:
+    """A v0.4 node with Sparseloop's sparse_optimizations is refused (`spec.unmodelled`)."""
+    from coexplore.spec.unmodelled import check_sparse_node
+    for i, node in enumerate(nodes if isinstance(nodes, list) else []):
         if isinstance(node, dict):
-            if node.get("sparse_optimizations"):
-                out.append(str(node.get("name", "?")))
-            out += _sparse_nodes(node.get("nodes"))
-    return out
+            check_sparse_node(node, f"{key}[{i}]", file)
+            _refuse_sparse_nodes(node.get("nodes"), f"{key}[{i}].nodes", file)
 
 
 V3_SUBTREE_KEYS = ("name", "attributes", "local", "subtree", "description")
@@ -792,6 +790,9 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError("not a mapping", file=file, key="architecture", expected="a mapping")
     expressions.FAILED.clear()
     _check_environment(data, file)
+    from coexplore.spec.unmodelled import check_document
+    check_document(data, file)
+    _refuse_sparse_nodes(arch.get("nodes"), "architecture.nodes", file)
     unknown: list[str] = []
     if "nodes" in arch:
         levels, attrs, meshless, branches = _from_v4_nodes(arch["nodes"], file, _variables(data, file))
@@ -802,8 +803,6 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
         raise CoexploreError("missing key", file=file, key="architecture.nodes",
                              expected="'nodes' (v0.4) or 'subtree' (v0.3)")
     ignored = [ignored_class_note(lv.name, lv.cls) for lv in levels if lv.ignored]
-    ignored += [f"{name}: sparse_optimizations ignored: coexplore models dense tensors (no Sparseloop), so "
-                "formats, skipping and gating change nothing" for name in _sparse_nodes(arch.get("nodes"))]
     levels = [lv for lv in levels if not lv.ignored]
     computes = [lv for lv in levels if lv.is_compute]
     if len(computes) == 1:     # Timeloop's topology makes the compute unit level 0 wherever it is listed

@@ -113,6 +113,8 @@ def _parse_perm(value, *, file, key, dims) -> list[str]:
 def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | None = None) -> Mapping:
     """A Timeloop mapping (the YAML's `mapping:` list, or the dict holding it) checked against the
     architecture's levels and the problem's dimensions; errors name `file` and the key."""
+    from coexplore.spec.unmodelled import check_document
+    check_document(data, file)
     if isinstance(data, dict) and "mapping" in data:
         data = data["mapping"]
     if isinstance(data, dict) and "mapping" not in data:

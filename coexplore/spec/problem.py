@@ -117,6 +117,8 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     if not isinstance(data, dict) or "problem" not in data:
         raise CoexploreError("missing key", file=file, key="problem",
                              expected="a Timeloop problem (problem: {shape, instance})")
+    from coexplore.spec.unmodelled import check_document
+    check_document(data, file)
     prob = data["problem"]
     if not isinstance(prob, dict):
         raise CoexploreError("not a mapping", file=file, key="problem", expected="a mapping")
