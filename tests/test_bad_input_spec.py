@@ -88,6 +88,19 @@ def test_energy_tables_warns_of_a_node_timeloop_ignores(capsys, tmp_path):
         assert "addr_gen: class 'aladdin_adder'" in err and "Timeloop ignores" in err, err
 
 
+def test_an_energy_scale_the_built_in_estimator_would_not_apply_is_refused(capsys, tmp_path):
+    """Accelergy multiplies a node's energies by its energy_scale: priced by the built-in estimator (no
+    ERT) it used to change nothing; with the ERT Accelergy wrote, the table holds it."""
+    def scaled(d):
+        v4_node(d, "GlobalBuffer")["energy_scale"] = 2
+    arch = arch_copy(tmp_path, scaled, "arch.yaml")
+    (arch.parent / "ERT.yaml").unlink()
+    rc, out, err = run(capsys, "evaluate", arch, LAYER, MAPPING)
+    assert rc == 2 and "energy_scale" in err and "--ert" in err, err
+    rc, out, err = run(capsys, "evaluate", arch, LAYER, MAPPING, "--ert", ARCH_DIR / "ERT.yaml")
+    assert rc == 0, err
+
+
 def test_sparse_optimizations_that_ask_for_something_are_refused(capsys, tmp_path):
     """Sparseloop's formats, skipping and gating change Timeloop's numbers: a node's or a top-level
     section that sets any is refused (exit 2, naming the key); one that names targets and sets nothing

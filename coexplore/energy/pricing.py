@@ -69,6 +69,7 @@ def price_architecture(path: str | Path, classes: str | None = None, estimator: 
     classes = class_set(data, classes, path)
     flat = data
     if _is_nodes(data):                  # a v0.4 node list: flattened as timeloopfe does
+        _refuse_scales(data["architecture"].get("nodes"), "architecture.nodes", path)
         from coexplore.spec.architecture import architecture_to_v3, load_architecture
         first = data["architecture"]["nodes"][0] if data["architecture"].get("nodes") else {}
         top = first.get("name") if isinstance(first, dict) and first.get(TAG_KEY, "Container") == "Container" \
@@ -85,6 +86,22 @@ def price_architecture(path: str | Path, classes: str | None = None, estimator: 
     for w in ert.get("warnings") or ():
         warnings.warn(str(w), CoexploreWarning, stacklevel=2)
     return ert, art, classes
+
+
+def _refuse_scales(nodes, key: str, path: Path) -> None:
+    """A node's `energy_scale` / `area_scale` other than 1 (Accelergy multiplies its actions' energies
+    or its area by it) is refused: the built-in estimator does not apply it."""
+    for i, node in enumerate(nodes if isinstance(nodes, list) else []):
+        if not isinstance(node, dict):
+            continue
+        for scale in ("energy_scale", "area_scale"):
+            value = node.get(scale, 1)
+            if value not in (1, 1.0, None):
+                raise CoexploreError(f"{node.get('name', '?')}: {scale} {value!r} is not applied by coexplore's "
+                                     "built-in estimator", file=str(path), key=f"{key}[{i}].{scale}",
+                                     expected="the ERT/ART Accelergy wrote for it (--ert ERT.yaml), or the scale "
+                                              "left out")
+        _refuse_scales(node.get("nodes"), f"{key}[{i}].nodes", path)
 
 
 def builtin_ert(path: Path, classes: str | None = None, override: str = "--ert ERT.yaml") -> EnergyTable:
