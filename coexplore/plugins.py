@@ -11,6 +11,7 @@ they start afresh) import them too.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -28,29 +29,24 @@ def _split(text: str) -> list[str]:
     return [p.strip() for p in text.replace(os.pathsep, ",").split(",") if p.strip()]
 
 
+def module_name(path: Path) -> str:
+    """The private module name of a plugin file: its stem and a digest of its resolved path (never a
+    module of its own name, `random.py` or `numpy.py`, and two files of one stem stay apart); worker
+    processes derive the same name, so pickled classes of the plugin find it there."""
+    import hashlib
+    stem = "".join(c if c.isalnum() or c == "_" else "_" for c in path.stem)
+    return f"_coexplore_plugin_{stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
 def load(name: str, key: str = "--plugin"):
-    """Import one plugin (once per process); errors, its own included, as one CoexploreError."""
+    """Import one plugin (once per process); errors, its own included, as one CoexploreError. What it
+    prints while importing goes to stderr (stdout may carry a command's --json)."""
     if name in _LOADED:
         return _LOADED[name]
     is_file = name.endswith(".py") or os.sep in name or (os.altsep is not None and os.altsep in name)
     try:
-        if is_file:
-            path = Path(name).expanduser().resolve()
-            if not path.is_file():
-                raise CoexploreError("no such file", file=name, key=key, expected=EXPECTED)
-            module_name = path.stem if path.stem.isidentifier() else "coexplore_plugin"
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module    # (pickled classes name it: workers import it the same way)
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                sys.modules.pop(module_name, None)
-                raise
-        else:
-            if "" not in sys.path and os.getcwd() not in sys.path:
-                sys.path.insert(0, os.getcwd())    # a module beside the command (as `python -m` finds it)
-            module = importlib.import_module(name)
+        with contextlib.redirect_stdout(sys.stderr):
+            module = _import_file(name, key) if is_file else _import_module(name)
     except CoexploreError:
         raise
     except ModuleNotFoundError as exc:
@@ -59,31 +55,80 @@ def load(name: str, key: str = "--plugin"):
                                  expected=EXPECTED + " (on PYTHONPATH or in the current folder)") from None
         raise CoexploreError(f"plugin {name} failed to import: {type(exc).__name__}: {exc}", key=key,
                              expected=EXPECTED) from None
-    except Exception as exc:                          # the plugin's own bug: said in one line, with where
+    except (Exception, SystemExit) as exc:            # the plugin's own bug (or exit): one line, with where
         raise CoexploreError(f"plugin {name} failed to import: {type(exc).__name__}: {exc}", key=key,
                              expected=EXPECTED) from None
     _LOADED[name] = module
     return module
 
 
+def _import_file(name: str, key: str):
+    path = Path(name).expanduser().resolve()
+    if not path.is_file():
+        raise CoexploreError("no such file", file=name, key=key, expected=EXPECTED)
+    mod_name = module_name(path)
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module    # (pickled classes name it: workers import it the same way)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(mod_name, None)
+        raise
+    return module
+
+
+def _import_module(name: str):
+    """A module by import name, the current folder searched too (as `python -m` does) for this import
+    only: the folder's files do not shadow modules imported later."""
+    added = "" not in sys.path and os.getcwd() not in sys.path
+    if added:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(name)
+    finally:
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(os.getcwd())
+
+
+def digests() -> dict[str, str]:
+    """Each loaded plugin's source file -> SHA-256 of its bytes (for run records and keys: an edited
+    plugin is another run)."""
+    import hashlib
+    out = {}
+    for name, module in _LOADED.items():
+        f = getattr(module, "__file__", None)
+        if f and Path(f).is_file():
+            out[name] = hashlib.sha256(Path(f).read_bytes()).hexdigest()
+    return out
+
+
 def load_all(names: list[str] | None = None) -> list[str]:
     """Import $COEXPLORE_PLUGINS and then `names`; record them all in $COEXPLORE_PLUGINS (for worker
     processes). Returns the plugins loaded."""
-    from_env = _split(os.environ.get(ENV, ""))
+    from_env = [_absolute(n) for n in _split(os.environ.get(ENV, ""))]
     for n in from_env:
         load(n, key=f"${ENV}")
     given = []
     for n in names or []:
         if not n.strip():
             raise CoexploreError("an empty name", key="--plugin", expected=EXPECTED)
-        # a file is recorded by its absolute path: a worker in another folder finds it
-        n = str(Path(n).expanduser().resolve()) if n.endswith(".py") or os.sep in n else n
+        n = _absolute(n)
         load(n)
         given.append(n)
     everything = list(dict.fromkeys(from_env + given))
     if everything:
         os.environ[ENV] = ",".join(everything)
     return everything
+
+
+def _absolute(name: str) -> str:
+    """A file plugin by its absolute path (a worker in another folder finds it; one file given two
+    ways is imported once); a module name as given."""
+    if name.endswith(".py") or os.sep in name or (os.altsep is not None and os.altsep in name):
+        return str(Path(name).expanduser().resolve())
+    return name
 
 
 def loaded() -> list[str]:

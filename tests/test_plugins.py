@@ -140,6 +140,44 @@ def test_a_plugin_scheduler_and_online_policy_run_by_name(tmp_path, plugin, caps
         {k: v for k, v in by["fcfs"].items() if k not in timing}
 
 
+def test_an_edited_plugin_module_is_searched_again_not_read_from_the_cache(tmp_path, capsys):
+    """The cache key holds the plugin module's bytes: a changed module-level helper (not a method)
+    gives a fresh search, not the cached result of the old code."""
+    from coexplore import plugins
+    from coexplore.search import registry
+    path = tmp_path / "edited.py"
+    runs = []
+    helper = "\n\ndef first(space, rng, n):\n    return space.sample(rng, n)\n"
+    for body in ("space.sample(rng, n)", "space.sample(rng, n)[::-1]"):       # the helper alone changes
+        text = PLUGIN.replace('"hill"', '"hill_e"') + helper.replace("space.sample(rng, n)\n", body + "\n")
+        path.write_text(text.replace("return self.space.sample(self.rng, n)", "return first(self.space, self.rng, n)"))
+        plugins._LOADED.clear()
+        registry.SEARCHERS.pop("hill_e", None)
+        assert main(["--plugin", str(path), "map", str(ARCH), str(LAYER), "--searcher", "hill_e", "--budget", "100",
+                     "--json", "--out", str(tmp_path / f"o{len(runs)}"), "--cache", str(tmp_path / "c.sqlite")]) == 0
+        runs.append(json.loads(capsys.readouterr().out)["cached"])
+    registry.SEARCHERS.pop("hill_e", None)
+    plugins._LOADED.clear()
+    assert runs == [False, False]
+
+
+def test_a_plugin_named_like_a_module_prints_to_stderr_and_exits_cleanly(tmp_path, capsys):
+    """A plugin file called random.py does not replace the random module; what it prints while
+    importing goes to stderr (stdout carries --json); SystemExit in it is a one-line error."""
+    from coexplore import plugins
+    (tmp_path / "random.py").write_text('print("hello from the plugin")\n')
+    try:
+        assert main(["--plugin", str(tmp_path / "random.py"), "map", str(ARCH), str(LAYER), "--searcher", "random",
+                     "--budget", "50", "--no-cache", "--json", "--out", str(tmp_path / "o")]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["samples"] == 50 and "hello from the plugin" in err
+        (tmp_path / "leave.py").write_text("raise SystemExit(0)\n")
+        assert main(["--plugin", str(tmp_path / "leave.py"), "map", str(ARCH), str(LAYER), "--no-cache"]) == 2
+        assert "failed to import: SystemExit" in capsys.readouterr().err
+    finally:
+        plugins._LOADED.clear()
+
+
 @pytest.mark.parametrize("given, says", [
     ("no_such_module_here", "no module named 'no_such_module_here'"),
     ("missing.py", "no such file"),

@@ -187,8 +187,10 @@ def _run_description(args, mapper, settings, spec) -> dict:
     import dataclasses
 
     import coexplore
+    from coexplore import plugins
     from coexplore.cli.schedule import system_input_files
-    return {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(), "system": str(Path(args.system).resolve()),
+    own = plugins.digests()          # a plugin's searcher or scheduler: its code decides the points too
+    return {**({"plugins_sha256": own} if own else {}), "coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(), "system": str(Path(args.system).resolve()),
             "workloads": [str(resolve("problems", w).resolve()) for w in args.workload] if args.workload
             else [str(w) for w in spec.workloads],
             "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,

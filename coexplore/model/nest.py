@@ -130,13 +130,28 @@ def _rank_groups(P: np.ndarray) -> list[list[int]]:
 
 def _joint_offsets(P: np.ndarray, n: np.ndarray, stride: np.ndarray) -> np.ndarray:
     """Distinct points (one coordinate per rank of P) a fan-out of n[b, d] steps of op-space stride
-    stride[b, d] per dim projects to, enumerated per mapping (a fan-out has few children)."""
+    stride[b, d] per dim projects to, enumerated per distinct fan-out (a fan-out has few children).
+    A fan-out over one of the dims (or none) needs no enumeration: its n points are distinct."""
     dims = np.flatnonzero(P.any(axis=0))
-    out = np.empty(n.shape[0], np.int64)
-    for i in range(n.shape[0]):
-        grids = np.meshgrid(*[np.arange(n[i, d], dtype=np.int64) * stride[i, d] for d in dims], indexing="ij")
-        coords = np.stack([g.ravel() for g in grids], axis=1)               # [points, dims]
-        out[i] = len(np.unique(coords @ P[:, dims].T, axis=0))
+    nd, sd = n[:, dims], stride[:, dims]
+    out = np.prod(nd, axis=1).astype(np.int64)                  # exact where at most one dim fans out
+    rows = np.flatnonzero((nd > 1).sum(axis=1) > 1)
+    seen: dict[bytes, int] = {}
+    Pd = P[:, dims]
+    for i in rows:
+        key = nd[i].tobytes() + sd[i].tobytes()
+        if key not in seen:
+            grids = np.meshgrid(*[np.arange(nd[i, k], dtype=np.int64) * sd[i, k] for k in range(len(dims))],
+                                indexing="ij")
+            pts = np.stack([g.ravel() for g in grids], axis=1) @ Pd.T       # [points, ranks]
+            pts -= pts.min(axis=0)
+            span = pts.max(axis=0) + 1
+            if float(np.prod(span.astype(np.float64))) < 2.0 ** 62:     # one integer per point
+                radix = np.concatenate([[1], np.cumprod(span[:-1])]).astype(np.int64)
+                seen[key] = len(np.unique(pts @ radix))
+            else:
+                seen[key] = len(np.unique(pts, axis=0))
+        out[i] = seen[key]
     return out
 
 

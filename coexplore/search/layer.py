@@ -255,7 +255,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
         out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size,
                           custom)
-        if out.samples < budget and (out.mapspace_size is None or out.samples < out.mapspace_size):
+        if out.samples < budget and out.exhausted is not True and (out.mapspace_size is None
+                                                                   or out.samples < out.mapspace_size):
             import warnings
             from coexplore.errors import CoexploreNote
             warnings.warn(f"searcher '{spec.searcher}' proposed nothing new after {out.samples:,} of {budget:,} "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -350,7 +351,11 @@ def searcher_code(name: str) -> dict:
             if code is not None:
                 h.update(attr.encode() + marshal.dumps(code.replace(co_filename="", co_firstlineno=1)))
     module = "__main__" if cls.__module__ == "__mp_main__" else cls.__module__    # (a spawned worker's name)
-    return {"class": f"{module}.{cls.__qualname__}", "code_sha256": h.hexdigest()}
+    out = {"class": f"{module}.{cls.__qualname__}", "code_sha256": h.hexdigest()}
+    source = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    if source and Path(source).is_file():      # its module's helpers and constants count too
+        out["module_sha256"] = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    return out
 
 
 def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None = 0) -> Searcher:

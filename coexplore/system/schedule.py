@@ -179,7 +179,14 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
     if key.upper() in HEURISTICS:
         return HeuristicSearcher(table.latency, key, seed=seed)
     if key in CUSTOM:
-        made = CUSTOM[key](space, table, budget, seed)
+        try:
+            made = CUSTOM[key](space, table, budget, seed)
+        except CoexploreError:
+            raise
+        except Exception as exc:          # the plugin's own bug: said as such, not as coexplore's
+            raise CoexploreError(f"the factory of searcher '{name}' raised {type(exc).__name__}: {exc}",
+                                 key="searcher", expected="a factory(space, table, budget, seed) returning a "
+                                                          "Searcher (a plugin's code)") from None
         if not isinstance(made, Searcher):
             raise CoexploreError(f"the factory of searcher '{name}' returned {type(made).__name__}", key="searcher",
                                  expected="a coexplore.search.base.Searcher over encoding.space_of(table)")
