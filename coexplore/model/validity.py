@@ -50,10 +50,10 @@ class Validity:
                 for d, g in zip(dims, got))
         name = arch.compute.name if where < 0 else arch.levels[len(arch.levels) - 1 - where].name
         if kind == NO_FANOUT:     # (Timeloop's parser refuses such a spatial directive)
-            names = arch.level_names()
-            inner = names[names.index(name) + 1] if names.index(name) + 1 < len(names) else arch.compute.name
+            names = arch.level_names()     # (Timeloop names the next-inner storage level; none below the innermost)
+            inner = f"({names[names.index(name) + 1]}) " if names.index(name) + 1 < len(names) else ""
             return (f"cannot find spatial tiling level associated with storage level {name}. This is because the "
-                    f"number of instances of the next-inner level ({inner}) is the same as this level, which "
+                    f"number of instances of the next-inner level {inner}is the same as this level, which "
                     f"means there cannot be a spatial fanout (spatial factors {value} there)")
         if kind == OVERFLOW:
             reach = f"reach {value:.3e}" if value < 2 ** 62 else "pass 2^62"
