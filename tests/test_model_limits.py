@@ -144,3 +144,18 @@ problem:
     a = sp["levels"]["Buffer"]["dataspaces"]["A"]
     assert a["reads"] == 8 == sp["levels"]["Reg"]["dataspaces"]["A"]["fills"]
     assert tm["levels"]["Buffer"]["dataspaces"]["A"]["reads"] == 8
+
+
+def test_factors_whose_int64_product_wraps_to_the_bound_are_refused(tmp_path):
+    """Buffer K = 2^32 + 1 times DRAM K = 2^32 is 2^64 + 2^32, which wraps in int64 to 2^32, the
+    bound: the factors are checked in floats too, so the mapping is refused (arrays built by hand)."""
+    ctx = _context(tmp_path, CONV1D.replace("KBOUND", str(2 ** 32)).replace("549755813888", "1"), depth=2 ** 40)
+    (tmp_path / "mapping.yaml").write_text(STRIDED_MAPPING.replace("KBOUND", str(2 ** 32)))
+    a = to_arrays([ctx.load_mapping(tmp_path / "mapping.yaml")], ctx.arch, ctx.problem)
+    names = [lv.name for lv in reversed(ctx.arch.levels)]
+    k = ctx.problem.dims.index("K")
+    t = a.temporal.copy()
+    t[0, names.index("Buffer"), k], t[0, names.index("DRAM"), k] = 2 ** 32 + 1, 2 ** 32
+    res = ctx.evaluate(MappingArrays(t, a.spatial_x.copy(), a.spatial_y.copy(), a.perm.copy(), a.keep.copy()))
+    assert not res.valid[0] and res.validity.kind[0] == validity.FACTORS
+    assert "product of all factors of dimension K" in ctx.record(res)["error"]

@@ -178,6 +178,31 @@ def test_a_plugin_named_like_a_module_prints_to_stderr_and_exits_cleanly(tmp_pat
         plugins._LOADED.clear()
 
 
+def test_a_plugin_that_shadows_a_built_in_name_is_said(tmp_path, capsys):
+    """Replacing a built-in layer searcher is said (it then runs the plugin's); a system scheduler
+    under a built-in name is said not to run (the built-in one does)."""
+    from coexplore import plugins
+    from coexplore.search import registry
+    from coexplore.system import schedule
+    saved = registry.SEARCHERS["random"]
+    (tmp_path / "shadow.py").write_text(
+        "from coexplore.search import registry\nfrom coexplore.system import schedule\n"
+        "registry.SEARCHERS['random'] = registry.SEARCHERS['random']\n"
+        "cls, cfg = registry.SEARCHERS['random']\n"
+        "registry.SEARCHERS['random'] = (type('Mine', (cls,), {}), cfg)\n"
+        "schedule.CUSTOM['magma'] = lambda space, table, budget, seed: None\n")
+    try:
+        assert main(["--plugin", str(tmp_path / "shadow.py"), "map", str(ARCH), str(LAYER), "--searcher", "random",
+                     "--budget", "50", "--no-cache", "--out", str(tmp_path / "o")]) == 0
+        err = capsys.readouterr().err
+        assert "replaces the built-in layer searcher 'random'" in err
+        assert "system scheduler 'magma', a built-in name: the built-in one runs" in err
+    finally:
+        registry.SEARCHERS["random"] = saved
+        schedule.CUSTOM.pop("magma", None)
+        plugins._LOADED.clear()
+
+
 @pytest.mark.parametrize("given, says", [
     ("no_such_module_here", "no module named 'no_such_module_here'"),
     ("missing.py", "no such file"),

@@ -229,9 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         action = getattr(args, f"{args.command}_command", None)      # (arch generate, energy check, cache clear)
         command = f"coexplore {args.command}" + (f" {action}" if isinstance(action, str) else "")
         _check_given(args)
-        from coexplore import plugins
-        plugins.load_all(args.plugin)
         with command_settings(args):
+            _load_plugins(args.plugin)
             return int(args.func(args) or 0)
     except WorkerDied as exc:        # a failed run, not bad input
         print(f"{command}: {exc.message}; {exc.expected}", file=sys.stderr)
@@ -268,6 +267,26 @@ def main(argv: list[str] | None = None) -> int:
         for stream, errors in streams:                # (a library caller's streams as they were)
             with contextlib.suppress(AttributeError, ValueError, OSError):
                 stream.reconfigure(errors=errors)
+
+
+def _load_plugins(given: list[str]) -> None:
+    """Import the plugins (`--plugin`, $COEXPLORE_PLUGINS) and say which built-in names they replaced
+    (a layer searcher or an online policy) or could not (a system scheduler: the built-in wins)."""
+    from coexplore import plugins
+    if not given and not os.environ.get(plugins.ENV, "").strip():
+        return
+    from coexplore.online.schedulers import HEURISTICS
+    from coexplore.search.registry import SEARCHERS
+    from coexplore.system import schedule
+    before = {"layer searcher": dict(SEARCHERS), "online policy": dict(HEURISTICS)}
+    plugins.load_all(given)
+    for what, (old, new) in {"layer searcher": (before["layer searcher"], SEARCHERS),
+                             "online policy": (before["online policy"], HEURISTICS)}.items():
+        for name in sorted(k for k in old if new.get(k) is not old[k]):
+            warnings.warn(f"a plugin replaces the built-in {what} '{name}'", CoexploreWarning)
+    for name in sorted(k for k in schedule.CUSTOM if k in schedule.SEARCHERS):
+        warnings.warn(f"a plugin registers system scheduler '{name}', a built-in name: the built-in one runs "
+                      "(register it under another name)", CoexploreWarning)
 
 
 def _printable_streams() -> list:

@@ -180,7 +180,9 @@ def evaluate_batch(arch: Architecture, problem: Problem, costs: LevelCosts, m: M
     # Timeloop's checks first (cheap): only valid mappings go through the access analysis
     E = tile_extents(m.temporal, m.spatial_x, m.spatial_y)
     sizes = tile_sizes(problem, E, m.keep)
-    validity = check(arch, problem, E, m.spatial_x, m.spatial_y, sizes)
+    with np.errstate(over="ignore"):
+        exact = np.prod(m.temporal.astype(np.float64) * m.spatial_x * m.spatial_y, axis=1)     # [B, D]
+    validity = check(arch, problem, E, m.spatial_x, m.spatial_y, sizes, exact)
     valid = validity.valid
     mesh_x, mesh_y = link_mesh(arch)
     idx = np.nonzero(valid)[0]

@@ -80,9 +80,11 @@ def _reason(kind: int, where: int, value: int, limit: int, arch: Architecture) -
 
 
 def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: np.ndarray,
-          spatial_y: np.ndarray, tile_sizes: np.ndarray) -> Validity:
+          spatial_y: np.ndarray, tile_sizes: np.ndarray, float_products: np.ndarray | None = None) -> Validity:
     """extents [B, L, D]: cumulative loop bounds per level (`nest.tile_extents`);
-    tile_sizes [B, L, DS]: per-instance words of each kept dataspace (0 if bypassed)."""
+    tile_sizes [B, L, DS]: per-instance words of each kept dataspace (0 if bypassed);
+    float_products [B, D]: each dimension's factors multiplied in floats (factors whose int64 product
+    wraps to the bound are caught by it)."""
     B, L, D = extents.shape
     kind = np.zeros(B, np.int64)
     where = np.zeros(B, np.int64)
@@ -98,6 +100,10 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
 
     bounds = np.asarray(problem.bounds, np.int64)
     prod = extents[:, -1, :]                                             # [B, D] all factors
+    if float_products is not None:           # a product past int64 (wrapped): shown as its float value, capped
+        with np.errstate(invalid="ignore"):
+            big = np.minimum(float_products, 2.0 ** 62)
+        prod = np.where(float_products != prod.astype(np.float64), big.astype(np.int64), prod)
     bad = prod != bounds[None, :]
     first = np.argmax(bad, axis=1)
     rows = np.arange(B)
