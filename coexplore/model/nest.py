@@ -28,6 +28,8 @@ and tile collapse (`tiling.cpp`):
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,7 +93,7 @@ def _distinct_offsets(P: np.ndarray, n: np.ndarray, stride: np.ndarray) -> np.nd
     """
     B = n.shape[0]
     total = np.ones(B, np.int64)
-    for group in _rank_groups(P):
+    for group in _rank_groups(P.shape, P.tobytes()):
         if len(group) > 1:
             total *= _joint_offsets(P[group], n, stride)
             continue
@@ -115,8 +117,11 @@ def _distinct_offsets(P: np.ndarray, n: np.ndarray, stride: np.ndarray) -> np.nd
     return total
 
 
-def _rank_groups(P: np.ndarray) -> list[list[int]]:
-    """The ranks of a projection matrix grouped by shared dims (connected through any dim)."""
+@functools.lru_cache(maxsize=256)
+def _rank_groups(shape: tuple, data: bytes) -> list[list[int]]:
+    """The ranks of a projection matrix (int64, `shape`, as bytes) grouped by shared dims (connected
+    through any dim); a problem has a few matrices, so they are worked out once."""
+    P = np.frombuffer(data, np.int64).reshape(shape)
     groups: list[tuple[set, list[int]]] = []
     for r in range(P.shape[0]):
         dims, ranks = set(np.nonzero(P[r])[0].tolist()), [r]

@@ -110,10 +110,11 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
     fail(bad.any(axis=1), FACTORS, first, prod[rows, first], bounds[first])
     px = np.prod(spatial_x, axis=2)
     py = np.prod(spatial_y, axis=2)
-    for i in range(L):                     # spatial loops at a level that does not fan out (arrays built by hand)
-        if math.prod(arch.fanout(i)) == 1:
-            li = L - 1 - i
-            fail(px[:, li] * py[:, li] > 1, NO_FANOUT, li, px[:, li] * py[:, li], 1)
+    # spatial loops at a level that does not fan out (arrays built by hand; the mapspace makes none)
+    still = [L - 1 - i for i in range(L) if math.prod(arch.fanout(i)) == 1]
+    if still and (spread := px[:, still] * py[:, still] > 1).any():
+        for j, li in enumerate(still):
+            fail(spread[:, j], NO_FANOUT, li, px[:, li] * py[:, li], 1)
     # cumulative expansion feeding level l (spatial loops of levels > l); compute: all levels
     cx = np.cumprod(px[:, ::-1], axis=1)[:, ::-1]                       # product over l' >= l
     cy = np.cumprod(py[:, ::-1], axis=1)[:, ::-1]
@@ -148,6 +149,8 @@ def _check_counts(problem: Problem, extents: np.ndarray, tile_sizes: np.ndarray,
     its operations). A level's traffic is at most its tile's words per tile, and its tiles number at
     most the operations over the operations of one tile; the compute level's at most the operations."""
     ops = float(math.prod(problem.bounds))
+    if ops * max(problem.tensor_size(ds) for ds in problem.dataspaces) <= COUNT_LIMIT:
+        return                               # no tile holds more than its tensor: no mapping can pass the limit
     per_tile = np.prod(extents.astype(np.float64), axis=2)                  # [B, L]
     bound = ops / per_tile * tile_sizes.max(axis=2, initial=0).astype(np.float64)
     if not len(bound) or bound.max(initial=ops) <= COUNT_LIMIT:

@@ -419,7 +419,11 @@ def to_arrays(mappings: list[Mapping], arch: Architecture, problem: Problem) -> 
                 keep[b, li, ds_idx[ds]] = True
             for ds in lm.bypass or []:
                 keep[b, li, ds_idx[ds]] = False
-    return MappingArrays(t, sx, sy, perm, keep, sperm).well_formed()
+    out = MappingArrays(t, sx, sy, perm, keep, sperm)
+    with np.errstate(over="ignore"):
+        huge = len(t) and np.prod(t.astype(np.float64) * sx * sy, axis=1).max() >= 2.0 ** 62
+    # (factors whose int64 product may wrap: left to the model's float check, as arrays built by hand)
+    return out if huge else out.well_formed()
 
 
 def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: Problem) -> list[dict]:
