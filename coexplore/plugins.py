@@ -67,6 +67,8 @@ def _import_file(name: str, key: str):
     if not path.is_file():
         raise CoexploreError("no such file", file=name, key=key, expected=EXPECTED)
     mod_name = module_name(path)
+    if str(path.parent) not in sys.path:       # its sibling modules importable, after everything else
+        sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location(mod_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module    # (pickled classes name it: workers import it the same way)
@@ -79,8 +81,9 @@ def _import_file(name: str, key: str):
 
 
 def _import_module(name: str):
-    """A module by import name, the current folder searched too (as `python -m` does) for this import
-    only: the folder's files do not shadow modules imported later."""
+    """A module by import name, the current folder searched first (as `python -m` does) for this
+    import, then last: a module the plugin imports later from it is found, and the folder's files do
+    not shadow Python's or installed modules imported later."""
     added = "" not in sys.path and os.getcwd() not in sys.path
     if added:
         sys.path.insert(0, os.getcwd())
@@ -90,6 +93,7 @@ def _import_module(name: str):
         if added:
             with contextlib.suppress(ValueError):
                 sys.path.remove(os.getcwd())
+            sys.path.append(os.getcwd())
 
 
 def digests() -> dict[str, str]:

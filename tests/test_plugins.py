@@ -203,6 +203,26 @@ def test_a_plugin_that_shadows_a_built_in_name_is_said(tmp_path, capsys):
         plugins._LOADED.clear()
 
 
+def test_a_file_plugin_imports_its_sibling_modules(tmp_path, capsys):
+    """A plugin file's folder is searched (after everything else) for the modules it imports, also
+    when it imports them late, inside a method."""
+    from coexplore import plugins
+    from coexplore.search import registry
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "sibling_picks_xyz.py").write_text("def pick(space, rng, n):\n    return space.sample(rng, n)\n")
+    (folder / "late.py").write_text(PLUGIN.replace('"hill"', '"hill_late"').replace(
+        "return self.space.sample(self.rng, n)",
+        "import sibling_picks_xyz\n            return sibling_picks_xyz.pick(self.space, self.rng, n)"))
+    try:
+        assert main(["--plugin", str(folder / "late.py"), "map", str(ARCH), str(LAYER), "--searcher", "hill_late",
+                     "--budget", "60", "--no-cache", "--json", "--out", str(tmp_path / "o")]) == 0
+        assert json.loads(capsys.readouterr().out)["samples"] == 60
+    finally:
+        registry.SEARCHERS.pop("hill_late", None)
+        plugins._LOADED.clear()
+
+
 @pytest.mark.parametrize("given, says", [
     ("no_such_module_here", "no module named 'no_such_module_here'"),
     ("missing.py", "no such file"),

@@ -88,11 +88,15 @@ def test_residual_factors_are_named(factors, residual):
     assert ("residual factor" in str(e.value)) == residual
 
 
-def test_sparse_optimizations_of_a_nested_node_are_warned():
-    from coexplore.spec.architecture import _sparse_nodes
+def test_sparse_optimizations_of_a_nested_node_are_refused():
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.architecture import _refuse_sparse_nodes
     nodes = [{"name": "top", "nodes": [{"name": "PE", "nodes": [{"name": "buf", "sparse_optimizations": {"x": 1}}]}]},
              {"name": "dram", "sparse_optimizations": {}}]
-    assert _sparse_nodes(nodes) == ["buf"]
+    with pytest.raises(CoexploreError) as err:
+        _refuse_sparse_nodes(nodes, "architecture.nodes", "a.yaml")
+    assert err.value.key == "architecture.nodes[0].nodes[0].nodes[0].sparse_optimizations"
+    _refuse_sparse_nodes(nodes[1:], "architecture.nodes", "a.yaml")      # an empty section asks for nothing
 
 
 def test_differences_name_settings_and_files():

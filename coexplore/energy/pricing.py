@@ -96,7 +96,11 @@ def _refuse_scales(nodes, key: str, path: Path) -> None:
             continue
         for scale in ("energy_scale", "area_scale"):
             value = node.get(scale, 1)
-            if value not in (1, 1.0, None):
+            try:
+                one = value is None or float(value) == 1.0
+            except (TypeError, ValueError):
+                one = False
+            if not one:
                 raise CoexploreError(f"{node.get('name', '?')}: {scale} {value!r} is not applied by coexplore's "
                                      "built-in estimator", file=str(path), key=f"{key}[{i}].{scale}",
                                      expected="the ERT/ART Accelergy wrote for it (--ert ERT.yaml), or the scale "

@@ -45,7 +45,8 @@ class Validity:
                 np.flatnonzero(self.products[b] != np.asarray(problem.bounds)).tolist()
             got = [value] if self.products is None else [int(self.products[b, d]) for d in dims]
             return "\nERROR: ".join(
-                f"parsing mapping: product of all factors of dimension {problem.dims[d]} is {g}, "
+                f"parsing mapping: product of all factors of dimension {problem.dims[d]} is "
+                f"{g if g < 2 ** 62 else 'more than 2^62'}, "
                 f"which is not equal to the dimension size of the workload {problem.bounds[d]}."
                 for d, g in zip(dims, got))
         name = arch.compute.name if where < 0 else arch.levels[len(arch.levels) - 1 - where].name

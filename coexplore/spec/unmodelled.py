@@ -26,7 +26,7 @@ def says_something(value: Any) -> bool:
         return any(says_something(v) for k, v in value.items() if k not in NAMING)
     if isinstance(value, (list, tuple)):
         return any(says_something(v) for v in value)
-    return value is not None
+    return value is not None and value is not False
 
 
 def check_document(data: Any, file: str | None = None) -> None:
