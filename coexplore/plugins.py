@@ -12,6 +12,7 @@ they start afresh) import them too.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -33,7 +34,6 @@ def module_name(path: Path) -> str:
     """The private module name of a plugin file: its stem and a digest of its resolved path (never a
     module of its own name, `random.py` or `numpy.py`, and two files of one stem stay apart); worker
     processes derive the same name, so pickled classes of the plugin find it there."""
-    import hashlib
     stem = "".join(c if c.isalnum() or c == "_" else "_" for c in path.stem)
     return f"_coexplore_plugin_{stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
 
@@ -43,10 +43,9 @@ def load(name: str, key: str = "--plugin"):
     prints while importing goes to stderr (stdout may carry a command's --json)."""
     if name in _LOADED:
         return _LOADED[name]
-    is_file = name.endswith(".py") or os.sep in name or (os.altsep is not None and os.altsep in name)
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            module = _import_file(name, key) if is_file else _import_module(name)
+            module = _import_file(name, key) if _is_file(name) else _import_module(name)
     except CoexploreError:
         raise
     except ModuleNotFoundError as exc:
@@ -99,7 +98,6 @@ def _import_module(name: str):
 def digests() -> dict[str, str]:
     """Each loaded plugin's source file -> SHA-256 of its bytes (for run records and keys: an edited
     plugin is another run)."""
-    import hashlib
     out = {}
     for name, module in _LOADED.items():
         f = getattr(module, "__file__", None)
@@ -127,12 +125,15 @@ def load_all(names: list[str] | None = None) -> list[str]:
     return everything
 
 
+def _is_file(name: str) -> bool:
+    """A plugin named by a path (`x.py`, `dir/x`), not by an import name."""
+    return name.endswith(".py") or os.sep in name or (os.altsep is not None and os.altsep in name)
+
+
 def _absolute(name: str) -> str:
     """A file plugin by its absolute path (a worker in another folder finds it; one file given two
     ways is imported once); a module name as given."""
-    if name.endswith(".py") or os.sep in name or (os.altsep is not None and os.altsep in name):
-        return str(Path(name).expanduser().resolve())
-    return name
+    return str(Path(name).expanduser().resolve()) if _is_file(name) else name
 
 
 def loaded() -> list[str]:

@@ -2,7 +2,6 @@
 review): counts past 64 bits, spatial loops where nothing fans out, a data space named twice, and
 a tensor whose ranks share a dimension under a spatial fan-out."""
 
-import numpy as np
 import pytest
 
 from coexplore.errors import CoexploreError

@@ -5,7 +5,6 @@ component id and row are named where a number is copied) or statements of that g
 CACTI plug-in's rounding, the DRAM constants, the nodes CACTI runs at); the rest are properties.
 """
 
-import math
 from pathlib import Path
 
 import pytest
