@@ -6,28 +6,44 @@ from __future__ import annotations
 class CoexploreError(Exception):
     """User-facing error. The CLI turns it into one message and exit code 2.
 
-    file: the input file at fault (or None); key: the YAML key / field path (or None);
-    expected: what would have been accepted (or None); message: what went wrong.
+    file: the input file at fault (or None); key: the YAML key / field path, or the Python
+    argument (or None); expected: what would have been accepted (or None); message: what went
+    wrong; option: the command-line option that sets `key` (`--budget` for `budget`), which the
+    CLI names in its place (`format(cli=True)`), so a library caller reads the argument it passed.
     """
 
     def __init__(self, message: str, *, file: str | None = None, key: str | None = None,
-                 expected: str | None = None):
+                 expected: str | None = None, option: str | None = None):
         self.message = message
         self.file = None if file is None else str(file)
         self.key = key
         self.expected = expected
+        self.option = option
         super().__init__(self.format())
 
-    def format(self) -> str:
+    def format(self, cli: bool = False) -> str:
         where = ""
         if self.file:
             where = self.file
-        if self.key:
-            where = f"{where}: key '{self.key}'" if where else f"key '{self.key}'"
+        key = self.option if cli and self.option else self.key
+        if key:
+            where = f"{where}: key '{key}'" if where else f"key '{key}'"
         text = f"{where}: {self.message}" if where else self.message
         if self.expected:
             text += f" (expected {self.expected})"
         return text
+
+    def parts(self) -> tuple:
+        """What rebuilds this error in another process (`from_parts`)."""
+        return self.message, self.file, self.key, self.expected, self.option
+
+    @classmethod
+    def from_parts(cls, parts) -> "CoexploreError":
+        message, file, key, expected, *option = parts
+        return cls(message, file=file, key=key, expected=expected, option=option[0] if option else None)
+
+    def __reduce__(self):          # pickled whole, subclasses' own fields too (their __init__ differs)
+        return _rebuild, (type(self), dict(self.__dict__))
 
     def with_file(self, file) -> "CoexploreError":
         """Return the same error attributed to `file` if it names none yet."""
@@ -35,6 +51,13 @@ class CoexploreError(Exception):
             self.file = str(file)
             self.args = (self.format(),)
         return self
+
+
+def _rebuild(cls, state: dict) -> CoexploreError:
+    exc = cls.__new__(cls)
+    exc.__dict__.update(state)
+    exc.args = (exc.format(),)
+    return exc
 
 
 class CoexploreWarning(UserWarning):

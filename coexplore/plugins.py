@@ -115,7 +115,7 @@ def load_all(names: list[str] | None = None) -> list[str]:
     given = []
     for n in names or []:
         if not n.strip():
-            raise CoexploreError("an empty name", key="--plugin", expected=EXPECTED)
+            raise CoexploreError("an empty name", key="plugins", option="--plugin", expected=EXPECTED)
         n = _absolute(n)
         load(n)
         given.append(n)

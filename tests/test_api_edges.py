@@ -137,8 +137,10 @@ def test_build_tables_given_an_architecture_document_says_to_take_its_components
 def test_a_fractional_budget_is_said_as_such():
     from coexplore.search.layer import map_layer
     ctx = _ctx("eyeriss_like")
-    with pytest.raises(CoexploreError, match="whole number of samples"):
+    with pytest.raises(CoexploreError, match="got 100.5") as err:
         map_layer(ctx, {}, "random", budget=100.5, seed=0)
+    assert err.value.key == "budget" and "integer" in err.value.expected     # the argument, not --budget
+    assert map_layer(ctx, {}, "random", budget=100.0, seed=0).samples == 100   # as run_search takes it
 
 
 def test_a_searcher_defined_in_an_exec_is_keyed_by_its_code(monkeypatch):

@@ -400,3 +400,14 @@ def test_a_fractional_factor_is_named_whole():
     with pytest.raises(CoexploreError) as err:
         _parse_factors("C4 Q1.5", file="m.yaml", key="mapping[0].factors", dims=["C", "Q"])
     assert "cannot read factor '.5' of 'C4 Q1.5'" in err.value.message and "whole-number" in err.value.expected
+
+
+def test_a_misspelt_port_count_is_pointed_to_timeloops_name(tmp_path):
+    """`ports:` is one letter from Accelergy's `nports` and three from Timeloop's `num_ports`;
+    the hint names the one Timeloop reads."""
+    from coexplore.spec.architecture import load_architecture
+    text = (CORPUS / "arches" / "simba_like" / "processed.yaml").read_text()
+    bad = tmp_path / "ports.yaml"
+    bad.write_text(text.replace("        depth: 2048", "        depth: 2048\n        ports: 2", 1))
+    warned = [x for x in load_architecture(bad).warnings if "'ports'" in x]
+    assert warned and "did you mean 'num_ports'" in warned[0], warned

@@ -390,7 +390,7 @@ def test_a_cache_sqlite_cannot_use_names_the_option(tmp_path, sqlite_says, said)
     with pytest.raises(CoexploreError) as e:
         with cache._errors():
             raise sqlite3.OperationalError(sqlite_says)
-    assert e.value.key == "--cache" and "--no-cache" in str(e.value) and said in str(e.value)
+    assert (e.value.key, e.value.option) == ("cache", "--cache") and "--no-cache" in str(e.value) and said in str(e.value)
     cache.close()
 
 
@@ -455,7 +455,7 @@ def test_a_cache_in_a_folder_we_may_not_write_is_read_only(tmp_path):
             assert cache.put_many([("k2", {"energy": 1.0}, None)]) == 0 and cache.get("k2") is None
         with pytest.raises(CoexploreError) as e:
             ResultCache(folder / "new.sqlite")
-        assert e.value.key == "--cache" and "--no-cache" in str(e.value) and "not writable" in str(e.value)
+        assert (e.value.key, e.value.option) == ("cache", "--cache") and "--no-cache" in str(e.value) and "not writable" in str(e.value)
         assert not (folder / "new.sqlite").exists()
     finally:
         undo()

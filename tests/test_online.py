@@ -146,9 +146,11 @@ def test_capacity_basis_is_fastest_on_equal_cores_and_below_it_otherwise():
                                      ({"slack": (3, 1)}, "--slack"), ({"slack": (0, 1)}, "--slack"),
                                      ({"mix": (0, 0)}, "--mix"), ({"basis": "cores"}, "--load-basis")])
 def test_bad_scenarios_are_refused(kw, key):
+    """Named by the field given (the CLI names its option instead)."""
     with pytest.raises(CoexploreError) as exc:
         Scenario(**kw)
-    assert exc.value.key == key
+    assert exc.value.option == key and exc.value.key == {"--load-basis": "basis"}.get(key, key[2:])
+    assert f"key '{exc.value.key}'" in str(exc.value) and f"key '{key}'" in exc.value.format(cli=True)
 
 
 def test_mix_of_the_wrong_length_is_refused(small):
@@ -625,3 +627,29 @@ def test_magma_plan_keeps_each_layer_on_one_core_and_respects_what_cannot_run():
         assert c == plan[int(s.model[int(q)])][int(l)]
     simulate(ss, poisson_stream(ss, Scenario(load=0.7, requests=60), 1), sched)
     assert sched.owner is plan                          # planned once per served system
+
+
+def test_environment_masks_a_wait_that_would_stall(small):
+    """Without drop_late, a wait with every core idle and nothing left to happen stalls the
+    simulation: the mask leaves it out, so a policy sampling only masked-in actions never stalls
+    (the mask's wait entry is 1 whenever something is left to happen)."""
+    from coexplore.online.env import OnlineSchedulingEnv
+    from coexplore.online.simulator import SchedulerStalled
+    env = OnlineSchedulingEnv(small, Scenario(load=1.2, requests=20), drop_late=False)
+    rng = np.random.default_rng(0)
+    masked_out = 0
+    for seed in range(20):
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            legal = np.flatnonzero(obs["mask"])
+            if obs["mask"][-1] == 0:
+                masked_out += 1
+                if masked_out == 1:               # the wait it leaves out would indeed stall
+                    with pytest.raises(SchedulerStalled):
+                        env.step(env.max_pairs)
+            obs, _, done, _, _ = env.step(int(rng.choice(legal)))
+            assert env.observation_space.contains(obs)
+    assert masked_out > 0                       # the situation arose and was masked
+    with pytest.raises(CoexploreError, match="max_pairs"):
+        OnlineSchedulingEnv(small, max_pairs=-3)

@@ -366,7 +366,7 @@ def test_map_layer_and_context_refuse_bad_arguments_clearly():
     from coexplore.search.layer import map_layer
     from conftest import CORPUS
     ctx = load_context(CORPUS / "arches" / "simba_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
-    for spec, budget, key in (("random", "100", "--budget"), (None, 100, "spec"), ("random", 2.5, "--budget")):
+    for spec, budget, key in (("random", "100", "budget"), (None, 100, "spec"), ("random", 2.5, "budget")):
         with pytest.raises(CoexploreError) as err:
             map_layer(ctx, {}, spec, budget)
         assert err.value.key == key

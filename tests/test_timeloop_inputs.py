@@ -1,8 +1,9 @@
 """Timeloop inputs the reader must take as Timeloop/timeloopfe do, and API misuse that must give
 a CoexploreError rather than a Python error (found by a user review)."""
 
-import warnings
 import json
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -282,18 +283,31 @@ def test_loop_nest_reads_like_timeloops_map_txt(name):
 
 
 @pytest.mark.parametrize("name", ["v4_ed_simba_like", "v4_ed_eyeriss_like", "v4_ed_simple_weight_stationary"])
-def test_written_mappings_have_spatial_directives_where_timeloop_mapper_writes_them(name):
-    """timeloop-mapper writes a `type: spatial` directive at each level whose fan-out the mapping
-    uses, none at an unused one (simba_like's inter_reg_mac_spatial, fan-out 4); coexplore the same."""
+def test_written_mappings_have_a_spatial_directive_at_every_fan_out(name):
+    """Timeloop before 2022 exits on a spatial level without its directive ("ERROR: parsing
+    mapping: permutation not found for level"; today's warns and fills in 1s), and timeloop-mapper
+    writes none at an unused fan-out (simba_like's inter_reg_mac_spatial, fan-out 4). coexplore
+    writes one at every level with a fan-out, all 1s where unused, and the same factors as
+    timeloop-mapper's where it writes one; none at a level without a fan-out."""
     from coexplore.spec.mapping import from_arrays, to_arrays
     case = Path(__file__).parent / "data" / "exercises_v4" / name
     ppi = case / "parsed-processed-input.yaml"
     ctx = load_context(ppi, ppi, case / "timeloop-mapper.ERT.yaml")
     ref = yaml.safe_load((case / "timeloop-mapper.map.yaml").read_text())["mapping"]
     arrays = to_arrays([ctx.load_mapping(case / "timeloop-mapper.map.yaml")], ctx.arch, ctx.problem)
-    ours = from_arrays(arrays, 0, ctx.arch, ctx.problem)
-    spatial = [sorted(e["target"] for e in m if e["type"] == "spatial") for m in (ours, ref)]
-    assert spatial[0] == spatial[1] and spatial[0]
+    ours = {e["target"]: e for e in from_arrays(arrays, 0, ctx.arch, ctx.problem) if e["type"] == "spatial"}
+    fanning = {lv.name for i, lv in enumerate(ctx.arch.levels) if np.prod(ctx.arch.fanout(i)) > 1}
+    assert set(ours) == fanning
+    factors = {}
+    for e in ref:
+        if e["type"] == "spatial":
+            text = " ".join(e["factors"]) if isinstance(e["factors"], list) else e["factors"]
+            factors[e["target"]] = {d: int(n) for d, n in re.findall(r"([A-Za-z]+)\s*=?\s*(\d+)", text)}
+    assert factors and set(factors) <= set(ours)
+    for target, entry in ours.items():
+        written = {d: int(n) for d, n in re.findall(r"([A-Za-z]+)(\d+)", entry["factors"])}
+        assert written == {d: factors.get(target, {}).get(d, 1) for d in ctx.problem.dims}
+        assert sorted(entry["permutation"]) == sorted(ctx.problem.dims)      # every dimension, as v0.3 asks
 
 
 def test_a_compute_unit_outside_the_fan_out_of_the_buffers_below_it_is_refused(tmp_path):

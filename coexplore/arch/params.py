@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import re
 import types
 import typing
@@ -116,6 +117,8 @@ def params_from_dict(cls, data: Any, *, file: str | None = None, key: str = "par
                                  key=key, expected=f"parameter: value pairs of {cls.__name__}")
         hints = typing.get_type_hints(cls)
         names = field_names(cls)
+        # numpy's integers (a sweep over np.arange) as Python's: the YAML a system writes takes only those
+        data = {k: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for k, v in data.items()}
         if isinstance(data.get("word_bits"), int) and "mac_multiplier_width" in hints:
             # the MAC follows the word size unless given: 16-bit words, 16 x 16-bit multiplier
             data = {"mac_multiplier_width": data["word_bits"], "mac_adder_width": 2 * data["word_bits"], **data}

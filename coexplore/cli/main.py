@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         remove_empty_created()
         return 1
     except CoexploreError as exc:
-        print(f"{command}: error: {exc.format()}", file=sys.stderr)
+        print(f"{command}: error: {exc.format(cli=True)}", file=sys.stderr)
         remove_empty_created()
         return 2
     except KeyboardInterrupt:

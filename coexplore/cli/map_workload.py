@@ -154,7 +154,7 @@ def _map_in_worker(task) -> tuple:
     args = argparse.Namespace(**fields)
     with command_settings(args, say_unused=False):       # a fresh process: the --var names, the warning lines
         rc, notes, exc = _map_quietly(run, args)
-    parts = None if exc is None else (exc.message, exc.file, exc.key, exc.expected)
+    parts = None if exc is None else exc.parts()
     return i, rc, notes, parts
 
 
@@ -170,8 +170,7 @@ def _outcomes(subs: list, map_one, jobs: int, bar, guard):
         return
     tasks = [(i, {k: v for k, v in vars(sub).items() if k != "func"}) for i, sub in enumerate(subs)]
     for i, rc, notes, parts in in_processes(_map_in_worker, tasks, jobs):   # no worker outlives the loop
-        exc = None if parts is None else CoexploreError(parts[0], file=parts[1], key=parts[2],
-                                                         expected=parts[3])
+        exc = None if parts is None else CoexploreError.from_parts(parts)
         yield i, rc, notes, exc
         if guard.asked:
             break

@@ -154,7 +154,7 @@ def run(args) -> int:
     try:
         table, bandwidth = _job_table(args)
     except NoValidMapping as exc:     # a failed layer search, not bad input: exit 1, as `coexplore schedule`
-        print(f"coexplore online: {exc.format()}", file=sys.stderr)
+        print(f"coexplore online: {exc.format(cli=True)}", file=sys.stderr)
         remove_empty_created()
         return 1
     from coexplore.online.models import served_system

@@ -111,7 +111,7 @@ def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> No
         try:
             check_bandwidth(args.bandwidth)
         except CoexploreError as exc:
-            exc.key = "--bandwidth"
+            exc.key, exc.option = "--bandwidth", None
             raise
         from coexplore.spec.system import PLAUSIBLE_GBPS
         if args.bandwidth > PLAUSIBLE_GBPS:      # bytes/cycle: even at 1 GHz more than any DRAM gives
@@ -154,7 +154,7 @@ def run(args) -> int:
         try:
             table, bandwidth, clock = system_table(args, progress)
         except NoValidMapping as exc:    # a failed layer search, not bad input: exit 1, as `coexplore map`
-            print(f"coexplore schedule: {exc.format()}", file=sys.stderr)
+            print(f"coexplore schedule: {exc.format(cli=True)}", file=sys.stderr)
             remove_empty_created()
             return 1
     checkpoint = run_checkpoint(out, run_desc, "schedule", args.restart)
@@ -355,7 +355,8 @@ def layer_mapper_option(args):
     try:
         return load_mapper(args.layer_searcher)
     except CoexploreError as exc:
-        exc.key = "--layer-searcher" if exc.key == "searcher" else exc.key
+        if exc.key == "searcher":
+            exc.key, exc.option = "--layer-searcher", None
         raise
 
 

@@ -87,16 +87,18 @@ def is_sqlite_file(path: str | os.PathLike) -> bool:
     return head == b"" or head == SQLITE_HEADER
 
 
-def _cache_option(path: str | os.PathLike) -> str:
-    """The option a cache path came from, to name in errors: $COEXPLORE_CACHE or --cache."""
+def _cache_option(path: str | os.PathLike) -> dict:
+    """Where a cache path came from, to name in errors (CoexploreError's key and option):
+    $COEXPLORE_CACHE, else the argument `cache` (the CLI's --cache)."""
     env = os.environ.get(ENV_VAR)
-    return f"${ENV_VAR}" if env and Path(env) == Path(path) else "--cache"
+    if env and Path(env) == Path(path):
+        return {"key": f"${ENV_VAR}", "option": None}
+    return {"key": "cache", "option": "--cache"}
 
 
 def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
-    key = _cache_option(path)
     return CoexploreError("not a coexplore result cache: the file is not an SQLite database, and it "
-                          "is left untouched", file=str(path), key=key,
+                          "is left untouched", file=str(path), **_cache_option(path),
                           expected="a cache file or a new path: --cache FILE or $COEXPLORE_CACHE "
                                    "(map, schedule, sweep and online also run without one: --no-cache)")
 
@@ -249,6 +251,9 @@ class ResultCache:
     count this object's lookups; the persistent totals (all runs) are in `stats()`.
     """
 
+    def __repr__(self) -> str:
+        return f"ResultCache({str(self.path)!r}, hits={self.hits}, misses={self.misses})"
+
     def __init__(self, path: str | os.PathLike | None = None, *, create: bool = True,
                  timeout: float = BUSY_TIMEOUT_S):
         self.path = resolve_cache_path(path)
@@ -278,12 +283,12 @@ class ResultCache:
         except OSError as exc:
             why = "a file of that name is in the way" if exc.errno == errno.EEXIST or folder.is_file() else exc.strerror
             raise CoexploreError(f"cannot create the result cache's folder {folder}: {why}",
-                                 file=str(self.path), key=_cache_option(self.path),
+                                 file=str(self.path), **_cache_option(self.path),
                                  expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
                                           "or --no-cache to run without one") from None
         if not self.path.exists() and not os.access(folder, os.W_OK):
             raise CoexploreError("cannot create the result cache: its folder is not writable",
-                                 file=str(self.path), key=_cache_option(self.path),
+                                 file=str(self.path), **_cache_option(self.path),
                                  expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
                                           "or --no-cache to run without one")
         with self._errors():
@@ -683,10 +688,10 @@ class _DatabaseErrors:
                                        file=str(self.path)) from exc
         if "unable to open" in text:
             raise CoexploreError(f"the result cache cannot be opened or created there ({text})", file=str(self.path),
-                                 key="--cache", expected=f"a file path in a folder this user can write (--cache PATH "
+                                 key="cache", option="--cache", expected=f"a file path in a folder this user can write (--cache PATH "
                                  f"or ${ENV_VAR}), or --no-cache to run without one") from exc
         if "readonly" in text or "read-only" in text:
             raise CoexploreError(f"the result cache cannot be written ({text})", file=str(self.path),
-                                 key="--cache", expected="a writable cache file (--cache PATH or "
+                                 key="cache", option="--cache", expected="a writable cache file (--cache PATH or "
                                  f"${ENV_VAR}), or --no-cache to run without one") from exc
         raise CoexploreError(f"result cache error: {text}", file=str(self.path)) from exc

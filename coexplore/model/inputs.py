@@ -85,8 +85,9 @@ def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> Energ
     found = locate_ert(arch_path)
     if found is not None:
         return found
-    raise CoexploreError("no energy table found", file=str(arch_path), key="--ert",
-                         expected="--ert ERT.yaml (Accelergy's / timeloopfe's, or the built-in estimator's: "
+    raise CoexploreError("no energy table found", file=str(arch_path), key="ert_path", option="--ert",
+                         expected="an ERT.yaml given (--ert, or ert_path= from Python: Accelergy's / timeloopfe's, or "
+                                  "the built-in estimator's: "
                                   "`coexplore energy tables ARCH.yaml --out DIR`), or an ERT.yaml beside the "
                                   "architecture file")
 

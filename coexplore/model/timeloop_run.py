@@ -18,6 +18,7 @@ from coexplore.errors import CoexploreError
 from coexplore.model.timeloop_stats import failed_run, parse_stats, refuses_mapping
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.mapping import MappingArrays, save_mapping
+from coexplore.spec.problem import underscored_shape
 from coexplore.spec.yamlio import write_yaml
 
 EXECUTABLE = "timeloop-model"
@@ -40,9 +41,9 @@ def find_timeloop_model() -> str:
         there = next((Path(d) / EXECUTABLE for d in os.environ.get("PATH", "").split(os.pathsep)
                       if d and (Path(d) / EXECUTABLE).is_file()), None)
         if there is not None:
-            raise CoexploreError(f"{there} is not executable", key="--model",
+            raise CoexploreError(f"{there} is not executable", key="model", option="--model",
                                  expected=f"chmod +x {there}, or ${ENV}=/path/to/timeloop-model")
-        raise CoexploreError("timeloop-model is not installed here (not on PATH)", key="--model",
+        raise CoexploreError("timeloop-model is not installed here (not on PATH)", key="model", option="--model",
                              expected=f"Timeloop built and on PATH (or ${ENV}=/path/to/timeloop-model), or "
                                       "--model builtin (the default: Timeloop's numbers without Timeloop)")
     return os.path.abspath(path)
@@ -52,7 +53,7 @@ def write_inputs(ctx, arrays: MappingArrays, index: int, folder: str | Path) -> 
     """The files timeloop-model needs for mapping `index` of `arrays`, written into `folder`."""
     folder = Path(folder)
     files = [_written(folder / "arch.yaml", architecture_to_v3(ctx.arch)),
-             _written(folder / "problem.yaml", {"problem": {"shape": ctx.problem.shape,
+             _written(folder / "problem.yaml", {"problem": {"shape": underscored_shape(ctx.problem.shape),
                                                                    "instance": ctx.problem.instance}}),
              save_mapping(folder / "mapping.yaml", arrays, index, ctx.arch, ctx.problem)]
     if ctx.ert.raw is not None and ctx.ert.actions:
@@ -83,15 +84,15 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
             files = write_inputs(ctx, arrays, index, folder)
         except OSError as exc:
             raise CoexploreError(f"cannot write timeloop-model's inputs there: {exc.strerror or exc}",
-                                 file=str(folder), key="--timeloop-dir", expected="a folder path (created if missing)"
+                                 file=str(folder), key="timeloop_dir", option="--timeloop-dir", expected="a folder path (created if missing)"
                                  ) from None
         try:
             done = _run_group([exe, *(f.name for f in files)], folder, timeout)
         except subprocess.TimeoutExpired:
-            raise CoexploreError(f"timeloop-model ran longer than {timeout:g} s (--timeloop-timeout)", key="--model",
+            raise CoexploreError(f"timeloop-model ran longer than {timeout:g} s (--timeloop-timeout)", key="model", option="--model",
                                  expected="a timeloop-model that finishes") from None
         except OSError as exc:
-            raise CoexploreError(f"cannot run {exe}: {exc.strerror or exc}", key="--model",
+            raise CoexploreError(f"cannot run {exe}: {exc.strerror or exc}", key="model", option="--model",
                                  expected="an executable timeloop-model") from None
         log = done.stdout + "\n" + done.stderr
         stats = folder / STATS
@@ -103,7 +104,7 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
                                    file=str(stats) if keep is not None else None)
             except CoexploreError as exc:
                 raise CoexploreError(f"timeloop-model wrote a stats.txt coexplore cannot read: {exc.format()}",
-                                     key="--model", expected=f"the stats.txt of a dense timeloop-model run {look}"
+                                     key="model", option="--model", expected=f"the stats.txt of a dense timeloop-model run {look}"
                                      ) from None
         if done.returncode == 1 and refuses_mapping(log):
             return failed_run(log)                             # Timeloop refused the mapping
@@ -119,7 +120,7 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
             how = f"ended (exit code 0) without writing {STATS}"
         else:
             how = f"failed (exit code {done.returncode})"
-        raise CoexploreError(f"timeloop-model {how}: {tail}", key="--model",
+        raise CoexploreError(f"timeloop-model {how}: {tail}", key="model", option="--model",
                              expected=f"a timeloop-model run that writes {STATS} or refuses the mapping {look}")
 
 
@@ -153,6 +154,6 @@ def _claim_folder(folder: Path) -> None:
     if other:
         raise CoexploreError(f"holds files of its own ({', '.join(other[:4])}{', ...' if len(other) > 4 else ''}), "
                              "which timeloop-model's inputs and outputs would replace", file=str(folder),
-                             key="--timeloop-dir", expected="a new or empty folder (or one an earlier --timeloop-dir "
+                             key="timeloop_dir", option="--timeloop-dir", expected="a new or empty folder (or one an earlier --timeloop-dir "
                                                             "run wrote)")
     (folder / MARK).write_text("timeloop-model's inputs and outputs, written by coexplore evaluate --timeloop-dir\n")

@@ -181,7 +181,7 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
         try:
             ctx = load_context(arch_file, layer_file, ert_file)
         except CoexploreError as exc:
-            if exc.key != "--ert":
+            if exc.key != "ert_path":
                 raise
             raise CoexploreError("no energy table for this architecture", file=str(arch_file.parent),
                                  expected=f"ERT.yaml (the energy table the references were made with) beside "
@@ -206,7 +206,7 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                 bar.update(1)
             if len(rows) == FIRST_FAILED and all(r.get("run_error") for r in rows):
                 raise CoexploreError(f"timeloop-model failed on each of the first {FIRST_FAILED} cases; the first: "
-                                     f"{rows[0]['case']}: {rows[0]['run_error']}", key="--model",
+                                     f"{rows[0]['case']}: {rows[0]['run_error']}", key="model", option="--model",
                                      expected="a timeloop-model that runs these cases (coexplore evaluate ... --model "
                                               "timeloop --timeloop-dir DIR on one of them keeps its inputs and outputs "
                                               "to look at)")
@@ -244,7 +244,7 @@ def _through_timeloop(ctx, mapping, case, executable: str, timeout: float) -> di
     try:
         return run_timeloop_model(ctx, to_arrays([mapping], ctx.arch, ctx.problem), 0, executable, timeout=timeout)
     except CoexploreError as exc:
-        if exc.key == "--timeloop-dir":
+        if exc.key == "timeloop_dir":
             raise
         return exc.message
 

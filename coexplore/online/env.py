@@ -5,17 +5,22 @@ pairs, or wait (the last action; also any index past the pairs listed). After a 
 decision point goes on while pairs remain (the bandwidth in use updated); a wait, or a decision
 point with nothing left to start, lets time run to the next one. Observation: `pairs`, the
 features of up to `max_pairs` pairs (`policy.FEATURES`, zero rows past the last), and `mask`, 1
-for the actions that start a listed pair and for the wait. Reward: +1 per request that ends by its
+for the actions that start a listed pair and for the wait (0 for the wait only where it would stall:
+every core idle and nothing left to happen, with `drop_late` off; the step then refuses it, raising
+`SchedulerStalled`). Reward: +1 per request that ends by its
 deadline, -1 per request that ends late or is dropped, as they happen. An episode is one stream of
 the scenario (`reset(seed=...)` draws it; the same seed, the same stream).
 """
 
 from __future__ import annotations
 
+import numbers
+
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from coexplore.errors import CoexploreError
 from coexplore.online.models import ServedSystem
 from coexplore.online.policy import FEATURES, pair_features
 from coexplore.online.simulator import Simulation
@@ -23,13 +28,18 @@ from coexplore.online.stream import Scenario, poisson_stream
 
 
 class OnlineSchedulingEnv(gym.Env):
+    """Multi-tenant online scheduling of `system` under `scenario`'s request streams, one
+    decision per step (the module's docstring says the observation, actions and reward)."""
+
     metadata = {"render_modes": []}
 
     def __init__(self, system: ServedSystem, scenario: Scenario = Scenario(), max_pairs: int = 64,
                  drop_late: bool = True):
+        if isinstance(max_pairs, bool) or not isinstance(max_pairs, numbers.Integral) or max_pairs < 1:
+            raise CoexploreError(f"got {max_pairs!r}", key="max_pairs", expected="an integer >= 1 (pairs listed per step)")
         self.system, self.scenario, self.max_pairs, self.drop_late = system, scenario, int(max_pairs), drop_late
-        self.observation_space = spaces.Dict({
-            "pairs": spaces.Box(-1e9, 1e9, (self.max_pairs, len(FEATURES)), np.float64),   # (finite: all are)
+        self.observation_space = spaces.Dict({      # (unbounded: a pair's bandwidth need has no ceiling)
+            "pairs": spaces.Box(-np.inf, np.inf, (self.max_pairs, len(FEATURES)), np.float64),
             "mask": spaces.MultiBinary(self.max_pairs + 1)})
         self.action_space = spaces.Discrete(self.max_pairs + 1)
         self.sim: Simulation | None = None
@@ -79,7 +89,7 @@ class OnlineSchedulingEnv(gym.Env):
             obs[i] = pair_features(sim, r, c, self._log_mean_iso, demand)
         mask = np.zeros(self.max_pairs + 1, dtype=np.int8)
         mask[:len(pairs)] = 1
-        mask[-1] = 1
+        mask[-1] = 1 if not pairs or sim.finished or sim.can_wait() else 0
         return {"pairs": obs, "mask": mask}
 
     def _info(self) -> dict:

@@ -58,7 +58,7 @@ class ServedSystem:
         for i, m in enumerate(self.models):
             if m.name == name:
                 return i
-        raise CoexploreError(f"no model {name!r} is served", key="--mix",
+        raise CoexploreError(f"no model {name!r} is served", key="mix", option="--mix",
                              expected="one of " + ", ".join(m.name for m in self.models))
 
 

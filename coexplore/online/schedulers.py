@@ -223,13 +223,19 @@ HEURISTICS = {cls.name: cls for cls in (FCFS, EDF, LeastSlack, ShortestRemaining
 
 
 def heuristic(name: str, rates=None) -> Scheduler:
-    """A baseline scheduler by name; `rates` (the DNNs' request rates) for the static placement."""
+    """A baseline scheduler by name; `rates` (the DNNs' request rates) for the static placements
+    (None: equal rates)."""
+    if isinstance(name, str) and name not in HEURISTICS and name.lower() in HEURISTICS:
+        name = name.lower()                    # (EDF as edf)
+    if name == "relmas":
+        raise CoexploreError("relmas is the learned policy, not a heuristic", key="scheduler",
+                             expected="LearnedScheduler(policy) with a policy from train_policy or load_policy")
     if name not in HEURISTICS:
-        raise CoexploreError(f"unknown scheduler {name!r}", key="--schedulers",
+        raise CoexploreError(f"unknown scheduler {name!r}", key="scheduler", option="--schedulers",
                              expected="some of: " + ", ".join([*HEURISTICS, "relmas"]))
     made = HEURISTICS[name](rates) if name in ("static", "magma") else HEURISTICS[name]()
     if not (callable(getattr(made, "reset", None)) and callable(getattr(made, "decide", None))):
-        raise CoexploreError(f"scheduler {name!r} made a {type(made).__name__}", key="--schedulers",
+        raise CoexploreError(f"scheduler {name!r} made a {type(made).__name__}", key="scheduler", option="--schedulers",
                              expected="a scheduler with reset(sim, seed) and decide(sim) (registered as "
                                       "HEURISTICS[name] = SchedulerClass)")
     return made

@@ -118,6 +118,12 @@ class Simulation:
                 return True
         return False
 
+    def can_wait(self) -> bool:
+        """Whether something is left to happen if nothing starts now: a busy core, an arrival to
+        come, or (dropping late requests) a ready request's deadline. Else a wait stalls."""
+        return (max(self.running, default=-1) >= 0 or self._next < len(self.arrival)
+                or (self.drop_late and bool(self.ready)))
+
     def _advance(self) -> None:
         """Move time to the next event and process every event at that time."""
         B, run, left, need = self.bandwidth, self.running, self._left, self._need
@@ -237,7 +243,14 @@ class OnlineResult:
 
 def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: bool = True,
              seed: int = 0) -> OnlineResult:
-    """Run `scheduler` (see `coexplore.online.schedulers.Scheduler`) over `stream`."""
+    """Run `scheduler` (see `coexplore.online.schedulers.Scheduler`; or a heuristic's name) over `stream`."""
+    if isinstance(scheduler, str):
+        from coexplore.online.schedulers import heuristic
+        scheduler = heuristic(scheduler)
+    if not (callable(getattr(scheduler, "reset", None)) and callable(getattr(scheduler, "decide", None))):
+        raise CoexploreError(f"got {scheduler!r}"[:120], key="scheduler",
+                             expected="a scheduler (reset(sim, seed), decide(sim)): heuristic(name), "
+                                      "LearnedScheduler(policy), or a heuristic's name")
     sim = Simulation(system, stream, drop_late)
     scheduler.reset(sim, seed)
     decisions, spent = 0, 0.0

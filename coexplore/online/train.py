@@ -23,6 +23,7 @@ from coexplore.online.models import ServedSystem
 from coexplore.online.policy import LearnedScheduler, Policy
 from coexplore.online.simulator import simulate
 from coexplore.online.stream import Scenario, poisson_stream
+from coexplore.seeds import check_seed
 
 TRAIN_SEED_BASE = 1_000_000      # training streams' seeds start here (evaluation uses 0, 1, ...)
 
@@ -89,7 +90,8 @@ class TrainSettings:
         for key, value, low in (("generations", self.generations, 0), ("streams", self.streams, 1),
                                 ("pairs", self.pairs, 1)):
             if int(value) != value or value < low:
-                raise CoexploreError(f"{key} {value}", key=f"--train-{key}", expected=f"an integer >= {low}")
+                raise CoexploreError(f"{key} {value}", key=key, option=f"--train-{key}", expected=f"an integer >= {low}")
+        object.__setattr__(self, "seed", check_seed(self.seed, none=False))
         if not (self.sigma > 0 and self.lr > 0):
             raise CoexploreError(f"sigma {self.sigma}, lr {self.lr}", key="train", expected="numbers > 0")
 

@@ -107,13 +107,13 @@ def best_of(losses: np.ndarray) -> tuple[int, float]:
     return i, float(losses[i])
 
 
-def positive_int(value, key: str) -> int:
+def positive_int(value, key: str, option: str | None = None) -> int:
     """An integer from 1 to 2^53 given as an int (or an integral float), else a CoexploreError."""
     from coexplore.errors import CoexploreError
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)) \
             or (isinstance(value, (float, np.floating)) and not (np.isfinite(value) and value == int(value))) \
             or not 1 <= value <= 2 ** 53:
-        raise CoexploreError(f"got {value!r}", key=key, expected="an integer >= 1 (at most 2^53)")
+        raise CoexploreError(f"got {value!r}", key=key, option=option, expected="an integer >= 1 (at most 2^53)")
     return int(value)
 
 
@@ -192,6 +192,10 @@ class Searcher:
         self.best_x: np.ndarray | None = None
         self.best_loss = np.inf
         self.budget: int | None = None  # planned samples; run_search sets it, schedules may read it
+
+    def __repr__(self) -> str:       # what a notebook shows: the run so far, not an address
+        best = "none yet" if self.best_x is None else f"{float(self.best_loss):.6g}"
+        return f"{type(self).__name__}(samples={self.samples}, best_loss={best}, seed={self.seed!r})"
 
     def ask(self, n: int) -> np.ndarray:
         """Return n candidates as an array of shape [n, ...]."""

@@ -23,7 +23,8 @@ from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
 from coexplore.provenance import code_version
 from coexplore.search import registry
-from coexplore.search.base import SearchInterrupted, SearchResult, holding_stops, run_search
+from coexplore.seeds import check_seed
+from coexplore.search.base import SearchInterrupted, SearchResult, holding_stops, positive_int, run_search
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.constraints import LevelConstraints
 from coexplore.spec.mapping import from_arrays
@@ -77,7 +78,7 @@ class NoValidMapping(CoexploreError):
                              + (f" ({walked})" if walked else "")
                              + (f"; of 1,000 random mappings of this space the commonest failures are: {why}"
                                 if why else ""),
-                             key="--budget", expected="a larger budget, another searcher, or a layer/architecture "
+                             key="budget", option="--budget", expected="a larger budget, another searcher, or a layer/architecture "
                                                       "pair whose tiles fit")
         self.samples, self.reasons = samples, reasons
         self.wall_s: float | None = None                 # the search's seconds and the space's size, when known
@@ -191,7 +192,15 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     be a function of the metrics (see `make_objective`; e.g. energy under a cycle cap), which the
     result's `history` then records (`objective` "custom"; not cached). An unseeded run (seed None)
     is not cached. A `checkpoint` (`search.checkpoint`) resumes an interrupted search of this run
-    and is saved as it goes (`run_search`)."""
+    and is saved as it goes (`run_search`). `constraints`: `load_constraints`' dict, or constraints
+    files' paths, or None (none); `cache`: a ResultCache, or its file's path."""
+    if isinstance(cache, (str, Path)):          # a cache file's path: opened for this call
+        from coexplore.model.cache import ResultCache
+        with ResultCache(cache) as opened:
+            return map_layer(ctx, constraints, spec, budget, seed, progress, opened, objective, batch_size, checkpoint)
+    if constraints is None or isinstance(constraints, (str, Path, list, tuple)):   # none, or constraints files
+        from coexplore.spec.constraints import load_constraints
+        constraints = {} if constraints is None else load_constraints(ctx.arch, constraints, ctx.problem)
     custom = objective if callable(objective) else None
     if custom is not None:
         objective, cache = None, None        # a function has no cache key
@@ -204,10 +213,9 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     if objective is not None or batch_size is not None:
         spec = registry.mapper_spec(spec.searcher, spec.config, objective or spec.objective,
                                     spec.batch_size if batch_size is None else batch_size)
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-        raise CoexploreError(f"budget must be a whole number of samples >= 1, got {budget!r}", key="--budget",
-                             expected="a positive integer")
+    budget = positive_int(budget, "budget", "--budget")
     key = None
+    seed = check_seed(seed)
     if seed is None:
         cache = None                # an unseeded run is not reproducible: never cached, never a hit
     ms = MapSpace(ctx.arch, ctx.problem, constraints)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import numbers
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,6 +298,8 @@ _RETIRED = {"linear_pruned": {"max_permutations_per_if_visit": "linear_pruned wa
 
 
 def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:
+    if isinstance(batch, numbers.Integral) and not isinstance(batch, bool):
+        batch = int(batch)                 # (numpy's too)
     if objective not in OBJECTIVES:
         raise CoexploreError(f"unknown objective '{objective}'", file=file, key="objective",
                              expected=" | ".join(OBJECTIVES))

@@ -857,6 +857,8 @@ TIMELOOP_ATTRIBUTES = ("depth", "width", "datawidth", "word_bits", "word_width",
                        "read_bandwidth", "write_bandwidth", "shared_bandwidth", "meshX", "meshY",
                        "n_banks", "memory_depth", "memory_width", "technology", "network_word_bits",
                        "min_utilization", "num_ports", "allow_overbooking", "nports")
+# the names a typo is pointed to: Timeloop's own (`nports` is Accelergy's spelling of `num_ports`)
+HINTED_ATTRIBUTES = tuple(a for a in TIMELOOP_ATTRIBUTES if a != "nports")
 
 
 def _suspicious(storage: list[Level]) -> list[str]:
@@ -881,7 +883,8 @@ def _close_attribute(key: str) -> str | None:
     """The Timeloop attribute one letter or so away from `key` (difflib, cached: the same keys
     come back in every level of every architecture a sweep builds)."""
     import difflib
-    close = difflib.get_close_matches(key, TIMELOOP_ATTRIBUTES, n=1, cutoff=0.8)
+    close = difflib.get_close_matches(key, HINTED_ATTRIBUTES, n=1, cutoff=0.8)
+    close = close or [a for a in HINTED_ATTRIBUTES if a.endswith("_" + key)]   # `ports`: num_ports
     return close[0] if close else None
 
 

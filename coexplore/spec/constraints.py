@@ -624,6 +624,9 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
     the architecture's own file (timeloopfe's parsed-processed-input carries them), else a
     constraints.yaml beside it (the nodes' flattened form, instead of them), else its v0.4 nodes
     (completed as timeloopfe completes them when the layer is given: `constraints_from_nodes`)."""
+    if not isinstance(arch, Architecture):
+        raise CoexploreError(f"got {type(arch).__name__} {arch!r}"[:120], key="arch",
+                             expected="the Architecture the constraints apply to (ctx.arch), the files as path=")
     paths = [] if path is None else [path] if isinstance(path, (str, Path)) else list(path)
     inline = own = None
     if arch.source and Path(arch.source).is_file():

@@ -448,7 +448,13 @@ def from_arrays(arrays: MappingArrays, index: int, arch: Architecture, problem: 
             raise CoexploreError(f"dimension {d} is split over both X and Y at level {name}, which a "
                                  "Timeloop mapping cannot express", key="mapping",
                                  expected="one spatial factor per dimension and level")
-        if (sxv > 1).any() or (syv > 1).any():     # as timeloop-mapper: an unused fan-out gets none
+        fx, fy = arch.fanout(L - 1 - li)
+        if fx * fy == 1 and ((sxv > 1) | (syv > 1)).any():
+            d = dims[int(np.nonzero((sxv > 1) | (syv > 1))[0][0])]
+            raise CoexploreError(f"dimension {d} has a spatial factor at level {name}, which has no fan-out: no "
+                                 "Timeloop mapping can express it", key="mapping",
+                                 expected="spatial factors only at levels with a fan-out")
+        if fx * fy > 1:    # every fan-out gets its directive, all 1 when unused (v0.3's parser asks for one)
             if arrays.spatial_perm is not None:
                 order = [dims[int(i)] for i in arrays.spatial_perm[index, li]]
             else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,16 @@ def flat_projection(projection: Any) -> Any:
     return projection
 
 
+def underscored_shape(shape: dict) -> dict:
+    """A shape with a v0.3 file's `data-spaces` / `read-write` spelt as v0.4 and current Timeloop
+    read them (`data_spaces`, `read_write`)."""
+    out = {k.replace("-", "_"): v for k, v in shape.items()}
+    if isinstance(out.get("data_spaces"), list):
+        out["data_spaces"] = [{k.replace("-", "_"): v for k, v in ds.items()} if isinstance(ds, dict) else ds
+                              for ds in out["data_spaces"]]
+    return out
+
+
 def parse_problem(data: Any, file: str | None = None, name: str | None = None) -> Problem:
     """A Timeloop v0.3/v0.4 problem (the YAML's dict with a `problem:` key): shape, dimensions,
     bounds and coefficients; errors name `file` and the key."""
@@ -137,6 +148,14 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         raise CoexploreError("missing or empty", file=file, key="problem.shape.dimensions",
                              expected="a list of dimension names")
     dims = [str(d) for d in dims]
+    for i, d in enumerate(dims):       # (a mapping's factors read `K12` as K = 12: a name holds no digit)
+        if not re.fullmatch(r"[A-Za-z_]+", d):
+            raise CoexploreError(f"dimension name {d!r}", file=file, key=f"problem.shape.dimensions[{i}]",
+                                 expected="a name of letters (Timeloop's are one letter; a digit would read as "
+                                          "a factor in a mapping, K12 as K = 12)")
+    if "flatten" in shape:             # Timeloop's flattened dimensions rename what mappings may name
+        raise CoexploreError("flattened dimensions are not modelled", file=file, key="problem.shape.flatten",
+                             expected="a shape without flatten (its dimensions named one by one)")
     twice = sorted({d for d in dims if dims.count(d) > 1})
     if twice:
         raise CoexploreError(f"dimension{'s' if len(twice) > 1 else ''} {', '.join(twice)} listed twice",

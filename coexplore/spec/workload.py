@@ -27,8 +27,10 @@ the layout of Timeloop's own problem files, so the real `timeloop-model` reads i
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +38,7 @@ from typing import Any, Iterator
 
 from coexplore.bundled import bundled_dir
 from coexplore.errors import CoexploreError
-from coexplore.spec.problem import DEFAULT_CNN_SHAPE, flat_projection
+from coexplore.spec.problem import DEFAULT_CNN_SHAPE, flat_projection, underscored_shape
 from coexplore.spec.yamlio import load_yaml
 
 PROBLEM_VERSION = 0.4
@@ -159,8 +161,9 @@ class Workload:
 def load_workload(path: str | Path) -> Workload:
     """Read and check a workload file; errors name the file, the key and what was expected. A folder
     of Timeloop problem files is a workload too: one layer per file (named by it), in the files'
-    natural order (layer2 before layer10); so is one Timeloop problem file (one layer)."""
-    path = Path(path)
+    natural order (layer2 before layer10); so is one Timeloop problem file (one layer). A bundled
+    workload's name (`resnet50`) reads problems/resnet50.yaml."""
+    path = find_workload(path)
     if path.is_dir():
         return _problem_folder(path)
     doc = load_yaml(path)
@@ -233,10 +236,7 @@ def read_problem(path: str | Path, name: str | None = None) -> Layer:
     as a Layer: every dimension's bound and every coefficient."""
     from coexplore.spec.problem import load_problem
     p = load_problem(path)
-    shape = {k.replace("-", "_"): v for k, v in p.shape.items()}          # a v0.3 file's data-spaces
-    if isinstance(shape.get("data_spaces"), list):
-        shape["data_spaces"] = [{k.replace("-", "_"): v for k, v in ds.items()} if isinstance(ds, dict) else ds
-                                for ds in shape["data_spaces"]]
+    shape = underscored_shape(p.shape)
     return Layer(name=name or Path(path).stem, instance={**dict(zip(p.dims, p.bounds)), **p.coefficients},
                  count=1, shape=check_shape(shape, str(path), "problem.shape"))
 
@@ -406,10 +406,21 @@ def problem_yaml(layer: Layer, header: str | None = None) -> str:
 
 
 def write_problem(layer: Layer, path: str | Path, header: str | None = None) -> Path:
-    """Write one layer as a Timeloop v0.4 problem YAML (same structure as Timeloop's files)."""
+    """Write one layer as a Timeloop v0.4 problem YAML (same structure as Timeloop's files), only
+    what reads back as that layer (positive integer bounds and coefficients, numpy's integers made
+    Python's; no key the shape does not have), atomically (a stop never leaves half a file)."""
+    import yaml
+    from coexplore.spec.problem import parse_problem
+    from coexplore.spec.yamlio import write_text
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(problem_yaml(layer, header))
+    raw = layer.instance if isinstance(layer.instance, dict) else {}
+    plain = {k: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for k, v in raw.items()}
+    checked = check_shape(copy.deepcopy(layer.shape), str(path), "shape")
+    layer = dataclasses.replace(layer, instance=_instance(plain, checked, str(path), f"layer {layer.name}.instance"),
+                                shape=checked)
+    text = problem_yaml(layer, header)
+    parse_problem(yaml.safe_load(text), str(path))       # what the readers would refuse is not written
+    write_text(path, text)
     return path
 
 

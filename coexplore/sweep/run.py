@@ -43,6 +43,28 @@ class SweepSettings:
     gantt: Callable | None = None        # draws a point's Gantt chart (report.gantt.draw_gantt), if any
     estimator: str = "builtin"           # prices the cores' ERT/ART written per point
 
+    def __post_init__(self):
+        """Settings every point would refuse are refused here, before any point runs (and is
+        stored as failed under the run's key)."""
+        from coexplore.search.base import positive_int
+        from coexplore.search.registry import MapperSpec, load_mapper
+        from coexplore.seeds import check_seed
+        from coexplore.system.schedule import searcher_names
+        self.layer_budget = positive_int(self.layer_budget, "layer_budget")
+        self.budget = positive_int(self.budget, "budget")
+        self.layer_seed = check_seed(self.layer_seed, "layer_seed", "--layer-seed", none=False)
+        self.seed = check_seed(self.seed, none=False)
+        if isinstance(self.layer_mapper, (str, Path)):
+            self.layer_mapper = load_mapper(self.layer_mapper)
+        if self.layer_mapper is not None and not isinstance(self.layer_mapper, MapperSpec):
+            raise CoexploreError(f"got {self.layer_mapper!r}", key="layer_mapper",
+                                 expected="a MapperSpec (search.registry.mapper_spec), a searcher name or a mapper YAML")
+        if not isinstance(self.searcher, str) or self.searcher.lower() not in searcher_names():
+            raise CoexploreError(f"unknown searcher {self.searcher!r}", key="searcher",
+                                 expected="one of " + ", ".join(searcher_names()))
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 0:
+            raise CoexploreError(f"got {self.workers!r}", key="workers", expected="an integer >= 0 (processes)")
+
 
 def point_ids(n: int) -> list[str]:
     """p0, p1, ... zero-padded to the same width (p00..p17 for 18 points)."""
@@ -170,7 +192,16 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
     stored as it ends and handed to `on_point(record)`. With `settings.workers` > 1 the layers of all
     the points are mapped first (each distinct core design once, into the cache) and then the points
     run in that many processes; with `settings.ray`, both as tasks on the Ray cluster (see
-    `_points_on_ray`). The same records as one process. Returns every point's record."""
+    `_points_on_ray`). The same records as one process. Returns every point's record. `spec` may be
+    a system YAML's path."""
+    if isinstance(spec, (str, Path)):
+        from coexplore.spec.system import load_system
+        spec = load_system(spec)
+    for name, value, kind, made in (("spec", spec, SystemSpec, "load_system(path)"),
+                                    ("settings", settings, SweepSettings, "SweepSettings(...)"),
+                                    ("store", store, SweepStore, "SweepStore(folder, key)")):
+        if not isinstance(value, kind):
+            raise CoexploreError(f"got {type(value).__name__} {value!r}"[:120], key=name, expected=f"a {kind.__name__}: {made}")
     if store.others:
         raise CoexploreError(f"holds {store.others} points of another sweep run (another key)", file=str(store.path),
                              expected="a folder of this run, or store.drop_others() / store.clear() first")
@@ -237,7 +268,7 @@ def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, o
     tasks = [(spec, i, pid, values, one, str(out), cache_path) for i, pid, values in todo]
     for rec, error in in_processes(_point_in_worker, tasks, settings.workers):
         if error is not None:           # bad input found in a worker: said as in one process
-            raise CoexploreError(error[0], file=error[1], key=error[2], expected=error[3])
+            raise CoexploreError.from_parts(error)
         done(rec)
 
 
@@ -250,7 +281,7 @@ def _point_in_worker(task) -> tuple:
     try:
         return run_point(spec, index, pid, values, settings, Path(out), cache=cache), None
     except CoexploreError as exc:
-        return None, (exc.message, exc.file, exc.key, exc.expected)
+        return None, exc.parts()
     finally:
         if cache is not None:
             cache.close()
@@ -271,7 +302,7 @@ def _points_on_ray(spec: SystemSpec, todo: list, settings: SweepSettings, out: P
         if added and cache is not None:
             store(cache, many=added)
         if error is not None:
-            raise CoexploreError(error[0], file=error[1], key=error[2], expected=error[3])
+            raise CoexploreError.from_parts(error)
         _put_files(out / rec["dir"], files)
         done(rec)
 
@@ -288,7 +319,7 @@ def _point_on_ray(task, entries: dict) -> tuple:
         try:
             rec = run_point(spec, index, pid, values, settings, Path(tmp), cache=cache)
         except CoexploreError as exc:
-            return None, {}, cache.added, (exc.message, exc.file, exc.key, exc.expected)
+            return None, {}, cache.added, exc.parts()
         folder = Path(tmp) / rec["dir"]
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
     return rec, files, cache.added, None

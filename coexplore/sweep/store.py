@@ -28,6 +28,9 @@ class SweepStore:
     """The finished points of one sweep run in folder `out`; `key` names the run (e.g. a hash of its
     settings and input files)."""
 
+    def __repr__(self) -> str:
+        return f"SweepStore({str(self.out)!r}, {self.key!r}, {len(self.records)} points)"
+
     def __init__(self, out: str | Path, key: str):
         self.out = Path(out)
         self.key = key

@@ -73,7 +73,12 @@ def system_layer_mapper(system) -> "registry.MapperSpec | None":
 
 def core_model(system: SystemArch, name: str, ert: Path | str | None = None) -> CoreModel:
     """Architecture, ERT and constraints of the core design `name`; `ert`: an energy table file to
-    use instead of the core's own (`--ert`: then the core is not priced at all)."""
+    use instead of the core's own (`--ert`: then the core is not priced at all). `system` may be a
+    system YAML's path or a bundled system's name."""
+    if isinstance(system, (str, Path)):
+        from coexplore.arch.system import load_system_arch
+        from coexplore.bundled import resolve
+        system = load_system_arch(resolve("arch", str(system)))
     if name not in system.cores:
         raise CoexploreError(f"no core design {name!r}", file=system.spec.file, key="core",
                              expected="one of " + ", ".join(system.cores))
@@ -319,13 +324,14 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
                             progress=bar is not None)      # a bar of its own under the layers'
         except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
             exc.message = f"layer {layer.name} on core {design}: {exc.message}"
-            exc.file, exc.key = system.spec.file, "--layer-budget"
+            exc.file, exc.key, exc.option = system.spec.file, "layer_budget", "--layer-budget"
             exc.args = (exc.format(),)
             raise
         except CoexploreError as exc:     # a search setting this layer refuses (budget, searcher limits)
-            if exc.key == "--budget":
+            if exc.key == "budget":
                 raise CoexploreError(f"layer {layer.name} on core {design}: {exc.message}",
-                                     file=system.spec.file, key="--layer-budget", expected=exc.expected) from None
+                                     file=system.spec.file, key="layer_budget", option="--layer-budget",
+                                     expected=exc.expected) from None
             if exc.file is None and not exc.message.startswith("layer "):
                 exc.message = f"layer {layer.name} on core {design}: {exc.message}"
                 exc.args = (exc.format(),)

@@ -33,11 +33,11 @@ def _ray():
         import ray
     except ImportError as exc:
         if exc.name in (None, "ray"):
-            raise CoexploreError("Ray is not installed", key="--ray", expected=INSTALL) from None
-        raise CoexploreError(f"Ray is installed but cannot be imported ({exc})", key="--ray",
+            raise CoexploreError("Ray is not installed", key="ray", option="--ray", expected=INSTALL) from None
+        raise CoexploreError(f"Ray is installed but cannot be imported ({exc})", key="ray", option="--ray",
                              expected=f"a working Ray ({INSTALL})") from None
     except Exception as exc:     # a broken install: said as such, not as a coexplore bug
-        raise CoexploreError(f"Ray is installed but cannot be imported ({type(exc).__name__}: {exc})", key="--ray",
+        raise CoexploreError(f"Ray is installed but cannot be imported ({type(exc).__name__}: {exc})", key="ray", option="--ray",
                              expected=f"a working Ray ({INSTALL})") from None
     return ray
 
@@ -54,7 +54,7 @@ def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> No
             _probe(target, where, timeout)
         except CoexploreError as exc:
             if not address:              # the user gave no address: the environment's is the one to fix
-                exc.key, exc.expected = "$RAY_ADDRESS", (f"$RAY_ADDRESS unset (Ray started on this machine) or "
+                exc.key, exc.option, exc.expected = "$RAY_ADDRESS", None, (f"$RAY_ADDRESS unset (Ray started on this machine) or "
                                                          f"naming a running cluster: {exc.expected}")
                 exc.args = (exc.format(),)
             raise
@@ -95,7 +95,7 @@ def start_ray(address: str | None, cpus: int | None = None, timeout: float = CON
                      include_dashboard=False, log_to_driver=False, configure_logging=False)   # one beside a cluster)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         raise CoexploreError(f"cannot {'start Ray on this machine' if target is None else 'connect to ' + where}: "
-                             f"{exc}", key="--ray", expected=EXPECTED) from None
+                             f"{exc}", key="ray", option="--ray", expected=EXPECTED) from None
     finally:        # Ray's own SIGTERM handler exits at once: a stop keeps being handled as Ctrl-C
         signal.signal(signal.SIGTERM, ours)
     if target is not None and not _ray().cluster_resources().get("CPU", 0) >= 1:
@@ -112,16 +112,16 @@ def _check_reachable(address: str, where: str, timeout: float = 5.0) -> None:
         return
     scheme, sep, hostport = address.rpartition("://")
     if sep and scheme != "ray":
-        raise CoexploreError(f"{where}: Ray addresses have no {scheme}:// scheme", key="--ray", expected=EXPECTED)
+        raise CoexploreError(f"{where}: Ray addresses have no {scheme}:// scheme", key="ray", option="--ray", expected=EXPECTED)
     host, colon, port = hostport.rpartition(":")
     if not colon or not host:
-        raise CoexploreError(f"{where} is not HOST:PORT", key="--ray", expected=EXPECTED)
+        raise CoexploreError(f"{where} is not HOST:PORT", key="ray", option="--ray", expected=EXPECTED)
     if not port.isdigit() or not 0 < int(port) < 65536:
-        raise CoexploreError(f"{where}: {port!r} is not a port number", key="--ray", expected=EXPECTED)
+        raise CoexploreError(f"{where}: {port!r} is not a port number", key="ray", option="--ray", expected=EXPECTED)
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
     except OSError as exc:
-        raise CoexploreError(f"nothing answers at {where} ({exc.strerror or exc})", key="--ray",
+        raise CoexploreError(f"nothing answers at {where} ({exc.strerror or exc})", key="ray", option="--ray",
                              expected=f"a running Ray cluster (`ray start --head` on its head node): {EXPECTED}"
                              ) from None
 
@@ -142,18 +142,18 @@ def _probe(target: str, where: str, timeout: float) -> None:
         done = subprocess.run([sys.executable, "-c", _PROBE, target], capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise CoexploreError(f"no Ray cluster answered at {where} within {timeout:g} s", key="--ray",
+        raise CoexploreError(f"no Ray cluster answered at {where} within {timeout:g} s", key="ray", option="--ray",
                              expected="the address of a running Ray cluster's head (GCS) port: " + EXPECTED) from None
     if done.returncode == 0:
         return
     text = done.stderr
     if "InvalidAuthToken" in text or "Unauthenticated" in text or "AuthenticationError" in text:
-        raise CoexploreError(f"the Ray cluster at {where} asks for its authentication token", key="--ray",
+        raise CoexploreError(f"the Ray cluster at {where} asks for its authentication token", key="ray", option="--ray",
                              expected="RAY_AUTH_MODE=token and the cluster's token in ~/.ray/auth_token or "
                                       "$RAY_AUTH_TOKEN on this machine (Ray's token authentication)")
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith((" ", "Traceback", "["))]
     raise CoexploreError(f"cannot connect to {where}: {lines[-1] if lines else 'exit ' + str(done.returncode)}",
-                         key="--ray", expected=EXPECTED)
+                         key="ray", option="--ray", expected=EXPECTED)
 
 
 def stdout_to_stderr():
@@ -264,7 +264,7 @@ def _alive(pid: int) -> bool:
 
 
 def _cannot_run(exc: BaseException, expected: str) -> CoexploreError:
-    return CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(exc).splitlines()[0]})", key="--ray",
+    return CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(exc).splitlines()[0]})", key="ray", option="--ray",
                           expected=expected)
 
 
@@ -305,11 +305,11 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
                 raise _cannot_run(exc, expected) from None
             except RayError as exc:
                 raise WorkerDied(f"a Ray task was lost twice ({type(exc).__name__}: {str(exc).splitlines()[0]})",
-                                 key="--ray", expected="a cluster whose nodes stay up") from None
+                                 key="ray", option="--ray", expected="a cluster whose nodes stay up") from None
             if isinstance(result, _OtherVersions):
                 differ = {k: (v, mine.get(k)) for k, v in result.versions.items() if mine.get(k) != v}
                 raise CoexploreError("a Ray node runs other versions than this machine: " + ", ".join(
-                    f"{k} {theirs} there, {ours} here" for k, (theirs, ours) in differ.items()), key="--ray",
+                    f"{k} {theirs} there, {ours} here" for k, (theirs, ours) in differ.items()), key="ray", option="--ray",
                     expected=expected)
             yield i, result
     finally:

@@ -13,6 +13,7 @@ import numpy as np
 
 from coexplore.errors import CoexploreError
 from coexplore.search.base import SearchInterrupted, Searcher, holding_stops, positive_int, run_search
+from coexplore.seeds import check_seed
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
 from coexplore.system.bounds import at_longest_job, longest_job, lower_bound
 from coexplore.system.encoding import MakespanObjective, space_of
@@ -102,7 +103,7 @@ def system_mapper(name: str) -> SystemMapperSpec:
 
     key = name.lower() if isinstance(name, str) else name
     if key not in searcher_names():
-        raise CoexploreError(f"unknown searcher '{name}'", key="--searcher",
+        raise CoexploreError(f"unknown searcher '{name}'", key="searcher", option="--searcher",
                              expected="one of " + ", ".join(searcher_names()) + ", or a mapper YAML")
     found = resolve("mappers", key)
     if key == "magma" and found.is_file():
@@ -262,9 +263,17 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
                     progress: bool = False, config: MagmaConfig | None = None,
                     checkpoint=None) -> ScheduleResult:
     """Best schedule found by `searcher` within `budget` evaluated candidates; a `checkpoint`
-    (`search.checkpoint`) resumes an interrupted search of this run and is saved as it goes."""
+    (`search.checkpoint`) resumes an interrupted search of this run and is saved as it goes.
+    `table` may be a job table file's path (`tables.load_table`)."""
+    if isinstance(table, (str, Path)):
+        from coexplore.system.tables import load_table
+        table = load_table(table)
+    if not isinstance(table, JobTable):
+        raise CoexploreError(f"got {type(table).__name__}", key="table",
+                             expected="a JobTable (system_job_table, tables.load_table) or a job table file's path")
     bandwidth = check_bandwidth(bandwidth)
-    budget = positive_int(budget, "budget")
+    budget = positive_int(budget, "budget", "--budget")
+    seed = check_seed(seed)
     given = searcher if isinstance(searcher, Searcher) else None      # a searcher object of the caller's own
     if given is not None:
         searcher = str(given.name)

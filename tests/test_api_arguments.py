@@ -1,0 +1,185 @@
+"""Arguments as a notebook passes them (a user study of the Python API): errors name the Python
+argument (the CLI its option), numpy integers are taken as integers (seeds from np.arange, core
+parameters from a sweep grid) and results stay JSON-able, sweep settings are refused before any
+point runs, and errors survive a trip through a worker process whole."""
+
+import json
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS
+
+from coexplore.errors import CoexploreError
+from coexplore.model.inputs import load_context
+
+
+def _ctx():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml",
+                            CORPUS / "arches" / "eyeriss_like" / "ERT.yaml")
+
+
+def _jobs():
+    from coexplore.system.jobs import Job, JobTable
+    jobs = [Job(name=f"d{i}.l", dnn=f"d{i}", layer="l") for i in range(4)]
+    lat = np.array([[100.0, 150.0], [80.0, 60.0], [50.0, 70.0], [30.0, 40.0]])
+    return JobTable(jobs, ["a", "b"], lat, np.ones_like(lat), np.ones_like(lat))
+
+
+def test_a_library_error_names_the_argument_and_the_cli_its_option():
+    from coexplore.search.layer import map_layer
+    with pytest.raises(CoexploreError) as err:
+        map_layer(_ctx(), {}, "random", budget=0, seed=0)
+    assert err.value.key == "budget" and "key 'budget'" in str(err.value) and "--budget" not in str(err.value)
+    assert "key '--budget'" in err.value.format(cli=True)
+    from coexplore.online.stream import Scenario
+    with pytest.raises(CoexploreError) as err:
+        Scenario(load=0)
+    assert (err.value.key, err.value.option) == ("load", "--load")
+
+
+def test_the_cli_still_names_its_option(capsys):
+    from coexplore.cli.main import main
+    rc = main(["map", str(CORPUS / "arches" / "eyeriss_like" / "processed.yaml"), str(CORPUS / "layers" / "tiny_conv.yaml"),
+               "--budget", "0", "--no-cache", "--no-progress"])
+    assert rc == 2 and "'--budget'" in capsys.readouterr().err
+
+
+def test_errors_pickle_whole_with_their_subclass_fields():
+    from coexplore.search.layer import NoValidMapping
+    e = NoValidMapping(7, [("capacity of X", 3)])
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is NoValidMapping and back.samples == 7 and back.reasons == [("capacity of X", 3)]
+    assert str(back) == str(e) and back.format(cli=True) == e.format(cli=True)
+    plain = CoexploreError("m", file="f.yaml", key="budget", expected="x", option="--budget")
+    assert CoexploreError.from_parts(plain.parts()).format(cli=True) == "f.yaml: key '--budget': m (expected x)"
+
+
+def test_a_numpy_seed_runs_as_its_int_with_a_cache_and_json(tmp_path):
+    from coexplore.model.cache import ResultCache
+    from coexplore.search.layer import map_layer
+    from coexplore.system.schedule import search_schedule
+    ctx = _ctx()
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        a = map_layer(ctx, {}, "random", budget=100, seed=np.int64(3), cache=cache)
+        b = map_layer(ctx, {}, "random", budget=100, seed=3, cache=cache)
+    assert b.cached and b.x == a.x and type(a.seed) is int
+    json.dumps(a.to_dict())
+    table = _jobs()
+    s = search_schedule(table, 16.0, budget=100, seed=np.int64(2))
+    assert s.makespan == search_schedule(table, 16.0, budget=100, seed=2).makespan
+    json.dumps(s.to_json(table))
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "0", True])
+def test_bad_seeds_are_named(seed):
+    from coexplore.search.layer import map_layer
+    with pytest.raises(CoexploreError, match="seed"):
+        map_layer(_ctx(), {}, "random", budget=10, seed=seed)
+
+
+def test_online_seeds_are_checked():
+    from coexplore.online.models import served_system
+    from coexplore.online.stream import Scenario, poisson_stream
+    from coexplore.online.train import TrainSettings
+    system = served_system(_jobs(), 16.0)
+    a = poisson_stream(system, Scenario(requests=10), np.int64(4))
+    assert np.array_equal(a.arrival, poisson_stream(system, Scenario(requests=10), 4).arrival)
+    for bad in (None, -1, 2.5):
+        with pytest.raises(CoexploreError, match="seed"):
+            poisson_stream(system, Scenario(requests=10), bad)
+        with pytest.raises(CoexploreError, match="seed"):
+            TrainSettings(seed=bad)
+
+
+@pytest.mark.parametrize("field, value", [("budget", 0), ("layer_budget", -1), ("seed", -1), ("layer_seed", 1.5),
+                                          ("searcher", "nope"), ("layer_mapper", "nope"), ("workers", -1)])
+def test_sweep_settings_are_refused_before_any_point_runs(field, value):
+    from coexplore.sweep.run import SweepSettings
+    with pytest.raises(CoexploreError) as err:
+        SweepSettings(**{field: value})
+    assert err.value.key in (field, "searcher")
+
+
+def test_sweep_settings_take_numpy_integers_and_mapper_names():
+    from coexplore.search.registry import MapperSpec
+    from coexplore.sweep.run import SweepSettings
+    s = SweepSettings(layer_budget=np.int64(50), budget=200.0, seed=np.int64(1), layer_mapper="random")
+    assert (s.layer_budget, s.budget, s.seed) == (50, 200, 1) and type(s.budget) is int
+    assert isinstance(s.layer_mapper, MapperSpec) and s.layer_mapper.searcher == "random"
+
+
+def test_numpy_integers_as_core_parameters_and_batch_sizes():
+    from coexplore.arch.core import build_core
+    from coexplore.search.registry import mapper_spec
+    assert build_core("simba", {"pe_mesh_x": np.int64(4)}).params.pe_mesh_x == 4 == \
+        build_core("simba", {"pe_mesh_x": 4}).params.pe_mesh_x
+    with pytest.raises(CoexploreError, match="wrong type"):
+        build_core("simba", {"pe_mesh_x": 4.0})
+    assert type(mapper_spec("random", batch_size=np.int64(10)).batch_size) is int
+
+
+def test_paths_and_names_where_objects_are_expected(tmp_path):
+    """A file's path (or a bundled name) is read as the object it holds: constraints files and a
+    cache file for map_layer, a system YAML for run_sweep and core_model, a workload name, a
+    heuristic's name for simulate; the wrong kind of object is named, not a Python error."""
+    from coexplore.model.cache import ResultCache
+    from coexplore.search.layer import map_layer
+    from coexplore.spec.constraints import load_constraints
+    from coexplore.spec.workload import load_workload
+    ctx = _ctx()
+    files = CORPUS / "arches" / "eyeriss_like" / "constraints.yaml"
+    by_path = map_layer(ctx, str(files), "random", budget=60, seed=1, cache=tmp_path / "c.sqlite")
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        by_dict = map_layer(ctx, load_constraints(ctx.arch, files, ctx.problem), "random", budget=60, seed=1, cache=cache)
+    assert by_dict.cached and by_dict.x == by_path.x                 # the same run, the same cache entry
+    with pytest.raises(CoexploreError, match="Architecture"):
+        load_constraints(str(files))
+    assert load_workload("resnet50").name == "resnet50"
+    from coexplore.arch.system import load_system_arch
+    from coexplore.bundled import resolve
+    from coexplore.system.from_system import core_model
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        named = core_model("simba", "simba")
+        given = core_model(load_system_arch(resolve("arch", "simba")), "simba")
+    assert named.context_arch.level_names() == given.context_arch.level_names() and named.name == given.name
+    from coexplore.online.models import served_system
+    from coexplore.online.schedulers import heuristic
+    from coexplore.online.simulator import simulate
+    from coexplore.online.stream import Scenario, poisson_stream
+    system = served_system(_jobs(), 16.0)
+    stream = poisson_stream(system, Scenario(requests=20), 0)
+    assert simulate(system, stream, "edf").sla_rate == simulate(system, stream, heuristic("edf")).sla_rate
+    assert type(heuristic("EDF")) is type(heuristic("edf"))
+    with pytest.raises(CoexploreError, match="learned policy"):
+        heuristic("relmas")
+    with pytest.raises(CoexploreError, match="scheduler"):
+        simulate(system, stream, 3)
+
+
+def test_run_sweep_reads_a_system_path_and_names_a_wrong_store(tmp_path):
+    from coexplore.sweep.run import SweepSettings, run_sweep
+    with pytest.raises(CoexploreError) as err:
+        run_sweep(Path(__file__).parent / "data" / "sweep" / "tiny_sweep.yaml", SweepSettings(), str(tmp_path))
+    assert err.value.key == "store" and "SweepStore" in err.value.expected
+    assert not any(tmp_path.iterdir())
+
+
+def test_what_a_notebook_shows_of_searchers_caches_and_stores(tmp_path):
+    from coexplore.model.cache import ResultCache
+    from coexplore.search.registry import make_searcher, mapper_spec
+    from coexplore.search.space import DiscreteSpace
+    from coexplore.sweep.store import SweepStore
+    s = make_searcher(mapper_spec("random"), DiscreteSpace(np.array([3, 4]), ["a", "b"]), 5)
+    x = s.ask(4)
+    s.tell(x, np.array([4.0, 2.0, 3.0, 5.0]))
+    assert repr(s).endswith("(samples=4, best_loss=2, seed=5)") and " at 0x" not in repr(s)
+    with ResultCache(tmp_path / "c.sqlite") as cache:
+        assert repr(cache) == f"ResultCache({str(tmp_path / 'c.sqlite')!r}, hits=0, misses=0)"
+    assert repr(SweepStore(tmp_path / "s", "k")) == f"SweepStore({str(tmp_path / 's')!r}, 'k', 0 points)"
