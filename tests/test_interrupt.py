@@ -335,7 +335,7 @@ def test_a_signal_during_shutdown_keeps_the_exit_code(sig):
 def test_a_ctrl_c_while_starting_names_the_command(monkeypatch, capsys):
     import coexplore.cli.main as cli_main
 
-    def stop():
+    def stop(*args):
         raise KeyboardInterrupt
     monkeypatch.setattr(cli_main, "build_parser", stop)
     assert cli_main.main(["map", "simba", "resnet50"]) == 130

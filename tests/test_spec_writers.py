@@ -118,3 +118,13 @@ def test_timeloop_model_gets_a_v03_problem_in_the_spelling_it_reads(tmp_path):
     assert "data-spaces" not in shape and [d.get("read_write", False) for d in shape["data_spaces"]] == \
         [d.read_write for d in ctx.problem.dataspaces]
     assert any(d.read_write for d in ctx.problem.dataspaces)
+
+
+def test_densities_read_into_a_layer_are_said_to_be_dropped(tmp_path):
+    data = copy.deepcopy(GEMM)
+    data["problem"]["instance"]["densities"] = {"A": 0.5}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(data))
+    from coexplore.errors import CoexploreWarning
+    with pytest.warns(CoexploreWarning, match="densities not kept"):
+        layer = read_problem(tmp_path / "p.yaml")
+    assert "densities" not in layer.instance

@@ -79,17 +79,47 @@ class _Parser(argparse.ArgumentParser):
         return parsed
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _VersionAction(argparse.Action):
+    """`--version`, the installed version looked up only when asked (importlib.metadata and the
+    scan of the installed packages cost ~0.1 s at every start)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help="show program's version number and exit" if help is None else help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._print_message(f"coexplore {_version()}\n", sys.stdout)      # (as argparse's "version")
+        parser.exit()
+
+
+def _chosen_command(argv: list[str] | None) -> str | None:
+    """The sub-command `argv` names (its first word that is neither an option nor --plugin's
+    value), when it is one of COMMANDS; else None (all are registered, for help and errors)."""
+    args = iter(sys.argv[1:] if argv is None else argv)
+    for a in args:
+        if len(a) > 2 and "--plugin".startswith(a):      # (argparse takes an abbreviation)
+            next(args, None)
+        elif a in ("-h", "--help", "--version", "--"):
+            return None
+        elif not a.startswith("-"):
+            return a if a in COMMANDS else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the arguments to parse, only the sub-command they name is registered (each
+    command's module imports what it runs, ~0.3 s for all of them), else every one."""
     parser = _Parser(
         prog="coexplore",
         description="DNN-accelerator co-exploration with Timeloop-compatible numbers.")
-    parser.add_argument("--version", action="version", version=f"coexplore {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|FILE.py",
                         help="import a module of your own first, which registers searchers or schedulers "
                              "(repeatable; also $COEXPLORE_PLUGINS, comma-separated); see the README")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMANDS:
+    chosen = _chosen_command(argv) if argv is not None else None
+    for name in (chosen,) if chosen else COMMANDS:
         importlib.import_module(f"coexplore.cli.{name}").register(sub)
     return parser
 
@@ -225,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)
-        args = build_parser().parse_args(argv)
+        args = build_parser(args_given).parse_args(argv)
         action = getattr(args, f"{args.command}_command", None)      # (arch generate, energy check, cache clear)
         command = f"coexplore {args.command}" + (f" {action}" if isinstance(action, str) else "")
         _check_given(args)

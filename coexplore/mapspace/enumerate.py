@@ -42,6 +42,20 @@ def _factor_groups(ms) -> list[tuple[list[int], np.ndarray]]:
     return out
 
 
+def _check_factor_points(ms, max_factor_points: int) -> None:
+    """The error `_factor_chunks` gives for more than `max_factor_points` factorisations, from the
+    sizes of `_factor_groups` worked out without listing them: a group of k factors of one prime over
+    n slots has comb(n + k - 1, k) multisets, a fixed spatial factor's axis 2 choices."""
+    counts: dict[tuple[int, int], list[int]] = {}
+    for fp in ms.factor_params:
+        counts.setdefault((fp.dim, fp.prime), [len(fp.slots), 0])[1] += 1
+    sizes = [math.comb(n + k - 1, k) for n, k in counts.values()] + [2] * len(ms.axis_index)
+    total = math.prod(sizes) if sizes else 1
+    if total > max_factor_points:
+        raise CoexploreError(f"the space has {total:.3e} distinct factorisations, too many to enumerate",
+                             key="max_size", expected=f"at most {max_factor_points:.0e}")
+
+
 def _unravel(start: int, count: int, sizes: list[int]) -> list[np.ndarray]:
     """The mixed-radix digits (last size fastest, as np.unravel_index) of the indices start ..
     start + count - 1, exact for any number of points (Python integers above 2^62)."""
@@ -67,6 +81,8 @@ def _factor_chunks(ms, max_factor_points: int | None, chunk: int,
     """Distinct factorisations as full parameter vectors (other columns 0) with their temporal
     factors [n, L, D], in chunks from factorisation number `start`; those that break the
     constraints' factor bounds are left out. `max_factor_points` None: no limit (a walk)."""
+    if max_factor_points is not None:
+        _check_factor_points(ms, max_factor_points)   # before listing every group's choices (~16 ms)
     groups = _factor_groups(ms)
     sizes = [len(c) for _, c in groups]
     total = math.prod(sizes) if sizes else 1

@@ -655,6 +655,8 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
 
     spatial_levels = [l for l in range(L) if (fanout[:, l] > 1).any()] if links else []
 
+    fans = (spatial != 1).any(axis=(0, 2))                             # [L]: a spatial loop in the batch
+    ones_B = np.ones(B, np.int64)
     reads = np.zeros((B, L, DS), np.int64)
     fills = np.zeros((B, L, DS), np.int64)
     updates = np.zeros((B, L, DS), np.int64)
@@ -665,7 +667,9 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
         size = np.prod(_rank_extents(P, E), axis=2)                  # [B, L]
         spsize = np.prod(_rank_extents(P, Esp), axis=2)
         # G[l]: distinct child tiles across level l's fan-out
-        G = np.stack([_distinct_offsets(P, spatial[:, l], E_below[:, l]) for l in range(L)], axis=1)
+        # (a level whose spatial bounds are all 1 in the batch: one child tile, as _distinct_offsets gives)
+        G = np.stack([_distinct_offsets(P, spatial[:, l], E_below[:, l]) if fans[l] else ones_B
+                      for l in range(L)], axis=1)
         # partition sizes (integer, outermost first)
         part = np.zeros((B, L), np.int64)
         part[:, L - 1] = size[:, L - 1]

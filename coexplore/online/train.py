@@ -16,13 +16,13 @@ import contextlib
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import rankdata
 
 from coexplore.errors import CoexploreError
 from coexplore.online.models import ServedSystem
 from coexplore.online.policy import LearnedScheduler, Policy
 from coexplore.online.simulator import simulate
 from coexplore.online.stream import Scenario, poisson_stream
+from coexplore.ranks import rankdata
 from coexplore.seeds import check_seed
 
 TRAIN_SEED_BASE = 1_000_000      # training streams' seeds start here (evaluation uses 0, 1, ...)

@@ -153,7 +153,7 @@ def _normalise(adv: np.ndarray, how: str) -> np.ndarray:
     small steps instead of amplified noise.
     """
     if how == "rank":
-        from scipy.stats import rankdata
+        from coexplore.ranks import rankdata
         adv = rankdata(adv, axis=0)
     adv = adv - adv.mean(axis=0)
     if how == "shared":

@@ -236,6 +236,11 @@ def read_problem(path: str | Path, name: str | None = None) -> Layer:
     as a Layer: every dimension's bound and every coefficient."""
     from coexplore.spec.problem import load_problem
     p = load_problem(path)
+    if p.instance.get("densities"):         # (a Layer holds bounds and coefficients: written without them)
+        import warnings
+        from coexplore.errors import CoexploreWarning
+        warnings.warn(CoexploreWarning(f"{path}: problem.instance.densities not kept: coexplore models dense "
+                                       "tensors (no Sparseloop)"), stacklevel=2)
     shape = underscored_shape(p.shape)
     return Layer(name=name or Path(path).stem, instance={**dict(zip(p.dims, p.bounds)), **p.coefficients},
                  count=1, shape=check_shape(shape, str(path), "problem.shape"))
