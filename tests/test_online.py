@@ -653,3 +653,35 @@ def test_environment_masks_a_wait_that_would_stall(small):
     assert masked_out > 0                       # the situation arose and was masked
     with pytest.raises(CoexploreError, match="max_pairs"):
         OnlineSchedulingEnv(small, max_pairs=-3)
+
+
+def test_environment_for_rl_libraries(small):
+    """gymnasium.make by id, a mask for maskable policies, a recorded stream replayed, numpy seeds,
+    and a long queue listed so that every ready request shows before second choices of cores."""
+    import gymnasium
+    from coexplore.online.env import ENV_ID, OnlineSchedulingEnv
+    sc = Scenario(load=3.0, requests=40)
+    env = gymnasium.make(ENV_ID, system=small, scenario=sc, max_pairs=3, drop_late=False)
+    obs, info = env.reset(seed=np.int64(5))
+    direct = OnlineSchedulingEnv(small, sc, max_pairs=3, drop_late=False)
+    obs2, _ = direct.reset(seed=5)
+    assert np.array_equal(obs["pairs"], obs2["pairs"])
+    assert np.array_equal(env.unwrapped.action_masks(), obs["mask"].astype(bool))
+    stream = poisson_stream(small, sc, 5)
+    obs3, _ = direct.reset(options={"stream": stream})
+    assert np.array_equal(obs3["pairs"], obs2["pairs"])
+    with pytest.raises(CoexploreError, match="options"):
+        direct.reset(options={"load": 2})
+    seen_all = 0
+    for _ in range(300):                          # under a backlog, the listed requests are distinct first
+        pairs = direct._info()["pairs"]
+        ready = direct.sim.ready
+        if len(ready) >= 2 and len(pairs) >= 2:
+            listed = [r for r, _ in pairs]
+            k = min(3, len(ready))
+            assert len(set(listed[:k])) == k and listed[:k] == list(ready[:k])
+            seen_all += 1
+        _, _, done, _, _ = direct.step(len(pairs) if direct._mask[-1] else 0)     # wait while it may
+        if done:
+            break
+    assert seen_all

@@ -128,3 +128,15 @@ def test_densities_read_into_a_layer_are_said_to_be_dropped(tmp_path):
     with pytest.warns(CoexploreWarning, match="densities not kept"):
         layer = read_problem(tmp_path / "p.yaml")
     assert "densities" not in layer.instance
+
+
+def test_a_workload_file_names_its_dimensions_by_letters_too(tmp_path):
+    from coexplore.spec.workload import load_workload
+    text = ("version: 0.4\nshape:\n  dimensions: [M1, K, N]\n  data_spaces:\n"
+            "  - {name: A, projection: [[[M1]], [[K]]]}\n  - {name: B, projection: [[[K]], [[N]]]}\n"
+            "  - {name: Z, projection: [[[M1]], [[N]]], read_write: true}\n"
+            "workload:\n  name: w\n  layers:\n  - {name: l, instance: {M1: 4, K: 4, N: 4}}\n")
+    (tmp_path / "w.yaml").write_text(text)
+    with pytest.raises(CoexploreError) as err:
+        load_workload(tmp_path / "w.yaml")
+    assert err.value.key.endswith("shape.dimensions[0]") and err.value.file == str(tmp_path / "w.yaml")

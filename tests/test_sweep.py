@@ -785,7 +785,7 @@ def test_failure_texts_name_the_point_once(tmp_path):
     assert rec["error"].count("invalid") <= 1 and "(expected" in rec["error"], rec["error"]
     rec = run_point(spec, 1, "p1", {"cores.eyeriss.params.pe_mesh_x": 4}, SweepSettings(layer_budget=1, budget=30),
                     tmp_path / "o")       # a layer search that finds nothing: its own message, its key
-    assert rec["status"] == "failed" and "layer " in rec["error"] and "'layer_budget'" in rec["error"], rec["error"]
+    assert rec["status"] == "failed" and "layer " in rec["error"] and "--layer-budget" in rec["error"], rec["error"]
 
 
 def test_map_layers_leaves_out_a_system_whose_cores_cannot_be_read(tmp_path, monkeypatch):

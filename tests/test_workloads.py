@@ -245,8 +245,10 @@ def test_malformed_or_missing_file(tmp_path):
         load_workload(path)
     assert err.value.file == str(path) and "YAML" in err.value.message
     with pytest.raises(CoexploreError) as err:
-        load_workload(tmp_path / "missing.yaml")       # (nor a bundled workload of that name)
-    assert "no such workload file" in err.value.message and "resnet50" in err.value.expected
+        load_workload(tmp_path / "missing.yaml")
+    assert "not found" in err.value.message
+    with pytest.raises(CoexploreError, match="not found"):       # a path is never a bundled workload's name
+        load_workload(tmp_path / "resnet50.yaml")
     with pytest.raises(CoexploreError) as err:
         find_workload("no_such_network")
     assert "resnet50" in err.value.expected

@@ -113,7 +113,7 @@ def store(cache, key: str | None = None, value=None, meta=None, *, many=None) ->
         else:
             cache.put(key, value, meta)
     except CoexploreError as exc:
-        warnings.warn(f"a result is not in the cache ({exc.format()}); it is kept all the same, and a rerun "
+        warnings.warn(f"a result is not in the cache ({exc.format(cli=True)}); it is kept all the same, and a rerun "
                       "searches again", CoexploreWarning, stacklevel=2)
 
 

@@ -225,8 +225,6 @@ HEURISTICS = {cls.name: cls for cls in (FCFS, EDF, LeastSlack, ShortestRemaining
 def heuristic(name: str, rates=None) -> Scheduler:
     """A baseline scheduler by name; `rates` (the DNNs' request rates) for the static placements
     (None: equal rates)."""
-    if isinstance(name, str) and name not in HEURISTICS and name.lower() in HEURISTICS:
-        name = name.lower()                    # (EDF as edf)
     if name == "relmas":
         raise CoexploreError("relmas is the learned policy, not a heuristic", key="scheduler",
                              expected="LearnedScheduler(policy) with a policy from train_policy or load_policy")

@@ -55,6 +55,7 @@ MAX_BATCH = 100_000   # candidates evaluated at once (a batch of mappings holds 
 def _lookup(name: str, file=None) -> tuple[type, type]:
     if not isinstance(name, str) or name not in SEARCHERS:
         raise CoexploreError(f"unknown searcher '{name}'", file=file, key="searcher",
+                             option=None if file else "--searcher",
                              expected=" | ".join(sorted(SEARCHERS)))
     return SEARCHERS[name]
 

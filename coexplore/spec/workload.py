@@ -161,9 +161,11 @@ class Workload:
 def load_workload(path: str | Path) -> Workload:
     """Read and check a workload file; errors name the file, the key and what was expected. A folder
     of Timeloop problem files is a workload too: one layer per file (named by it), in the files'
-    natural order (layer2 before layer10); so is one Timeloop problem file (one layer). A bundled
-    workload's name (`resnet50`) reads problems/resnet50.yaml."""
-    path = find_workload(path)
+    natural order (layer2 before layer10); so is one Timeloop problem file (one layer). A bare
+    name that is no file (`resnet50`: no folder, no suffix) is the bundled problems/resnet50.yaml."""
+    path = Path(path)
+    if not path.exists() and path.parent == Path(".") and not path.suffix:
+        path = find_workload(path)
     if path.is_dir():
         return _problem_folder(path)
     doc = load_yaml(path)
@@ -280,6 +282,10 @@ def check_shape(shape: Any, f: str, where: str) -> dict[str, Any]:
         raise CoexploreError(f"bad dimensions {dims!r}", file=f, key=f"{where}.dimensions",
                              expected="a list of distinct dimension names, "
                                       "e.g. [C, M, R, S, N, P, Q]")
+    for i, d in enumerate(dims):       # (as a problem file's: a digit would read as a factor, K12 as K = 12)
+        if not re.fullmatch(r"[A-Za-z_]+", d):
+            raise CoexploreError(f"dimension name {d!r}", file=f, key=f"{where}.dimensions[{i}]",
+                                 expected="a name of letters (a digit would read as a factor in a mapping)")
     coefs = shape.get("coefficients", [])
     if not isinstance(coefs, list):
         raise CoexploreError("not a list", file=f, key=f"{where}.coefficients",

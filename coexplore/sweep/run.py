@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,8 +63,9 @@ class SweepSettings:
         if not isinstance(self.searcher, str) or self.searcher.lower() not in searcher_names():
             raise CoexploreError(f"unknown searcher {self.searcher!r}", key="searcher",
                                  expected="one of " + ", ".join(searcher_names()))
-        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 0:
+        if isinstance(self.workers, bool) or not isinstance(self.workers, numbers.Integral) or self.workers < 0:
             raise CoexploreError(f"got {self.workers!r}", key="workers", expected="an integer >= 0 (processes)")
+        self.workers = int(self.workers)
 
 
 def point_ids(n: int) -> list[str]:
@@ -89,7 +91,7 @@ def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: Sw
         try:
             _measure(spec, record, settings, out, cache, progress)
         except CoexploreError as exc:
-            record.update(status="failed", error=exc.format())
+            record.update(status="failed", error=exc.format(cli=True))   # (the command's words: shown by it)
     record["warnings"] = list(dict.fromkeys(record["warnings"] + [str(w.message) for w in said
                                                                    if issubclass(w.category, CoexploreWarning)]))
     for w in said:                        # the others (numpy's, Python's) as they would have been shown
