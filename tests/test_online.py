@@ -670,8 +670,13 @@ def test_environment_for_rl_libraries(small):
     stream = poisson_stream(small, sc, 5)
     obs3, _ = direct.reset(options={"stream": stream})
     assert np.array_equal(obs3["pairs"], obs2["pairs"])
-    with pytest.raises(CoexploreError, match="options"):
-        direct.reset(options={"load": 2})
+    for bad in ({"load": 2}, ["stream"], {"stream": "trace.csv"}):
+        with pytest.raises(CoexploreError, match="options"):
+            direct.reset(options=bad)
+    sample = env.observation_space.sample()                 # (what libraries draw dummy inputs from)
+    assert env.observation_space.contains(sample)
+    with pytest.raises(RuntimeError, match="reset"):
+        OnlineSchedulingEnv(small, sc).action_masks()
     seen_all = 0
     for _ in range(300):                          # under a backlog, the listed requests are distinct first
         pairs = direct._info()["pairs"]
@@ -679,9 +684,30 @@ def test_environment_for_rl_libraries(small):
         if len(ready) >= 2 and len(pairs) >= 2:
             listed = [r for r, _ in pairs]
             k = min(3, len(ready))
-            assert len(set(listed[:k])) == k and listed[:k] == list(ready[:k])
+            assert set(listed) == set(ready[:k]) and listed == sorted(listed, key=list(ready).index)
             seen_all += 1
         _, _, done, _, _ = direct.step(len(pairs) if direct._mask[-1] else 0)     # wait while it may
         if done:
             break
     assert seen_all
+
+
+def test_environment_breaks_ties_as_the_learned_scheduler_does():
+    """Equal scores across requests (hand-set weights): driven by argmax, the env starts what
+    LearnedScheduler starts, as its pairs are listed request by request (found by a review)."""
+    from coexplore.online.env import OnlineSchedulingEnv
+    inf = math.inf
+    s = served_system(table([("x", "l0", [200, 100, inf], [1, 1, 1], [1, 1, 1]),
+                             ("y", "l0", [inf, 100, 200], [1, 1, 1], [1, 1, 1])], cores=("c1", "c2", "c3")), 100.0)
+    st = stream([0, 0], [1000, 1000], [0, 1])
+    w = np.zeros(len(FEATURES))
+    w[0], w[FEATURES.index("core_penalty")] = 1.0, -0.5
+    env = OnlineSchedulingEnv(s, max_pairs=8)
+    obs, info = env.reset(options={"stream": st})
+    done = False
+    while not done:
+        n = int(obs["mask"][:-1].sum())
+        scores = obs["pairs"][:n] @ w
+        a = int(np.argmax(scores)) if n and scores.max() > 0 else env.max_pairs
+        obs, _, done, _, info = env.step(a)
+    assert list(env.sim.finish) == list(simulate(s, st, LearnedScheduler(Policy(w))).finish)

@@ -688,8 +688,9 @@ class _DatabaseErrors:
                                        file=str(self.path)) from exc
         if "unable to open" in text:
             raise CoexploreError(f"the result cache cannot be opened or created there ({text})", file=str(self.path),
-                                 key="cache", option="--cache", expected=f"a file path in a folder this user can write (--cache PATH "
-                                 f"or ${ENV_VAR}), or --no-cache to run without one") from exc
+                                 key="cache", option="--cache",
+                                 expected=f"a file path in a folder this user can write (--cache PATH "
+                                          f"or ${ENV_VAR}), or --no-cache to run without one") from exc
         if "readonly" in text or "read-only" in text:
             raise CoexploreError(f"the result cache cannot be written ({text})", file=str(self.path),
                                  key="cache", option="--cache", expected="a writable cache file (--cache PATH or "

@@ -84,12 +84,14 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
             files = write_inputs(ctx, arrays, index, folder)
         except OSError as exc:
             raise CoexploreError(f"cannot write timeloop-model's inputs there: {exc.strerror or exc}",
-                                 file=str(folder), key="timeloop_dir", option="--timeloop-dir", expected="a folder path (created if missing)"
+                                 file=str(folder), key="timeloop_dir", option="--timeloop-dir",
+                                 expected="a folder path (created if missing)"
                                  ) from None
         try:
             done = _run_group([exe, *(f.name for f in files)], folder, timeout)
         except subprocess.TimeoutExpired:
-            raise CoexploreError(f"timeloop-model ran longer than {timeout:g} s (--timeloop-timeout)", key="model", option="--model",
+            raise CoexploreError(f"timeloop-model ran longer than {timeout:g} s (--timeloop-timeout)",
+                                 key="model", option="--model",
                                  expected="a timeloop-model that finishes") from None
         except OSError as exc:
             raise CoexploreError(f"cannot run {exe}: {exc.strerror or exc}", key="model", option="--model",
@@ -104,7 +106,8 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
                                    file=str(stats) if keep is not None else None)
             except CoexploreError as exc:
                 raise CoexploreError(f"timeloop-model wrote a stats.txt coexplore cannot read: {exc.format()}",
-                                     key="model", option="--model", expected=f"the stats.txt of a dense timeloop-model run {look}"
+                                     key="model", option="--model",
+                                     expected=f"the stats.txt of a dense timeloop-model run {look}"
                                      ) from None
         if done.returncode == 1 and refuses_mapping(log):
             return failed_run(log)                             # Timeloop refused the mapping
@@ -154,6 +157,7 @@ def _claim_folder(folder: Path) -> None:
     if other:
         raise CoexploreError(f"holds files of its own ({', '.join(other[:4])}{', ...' if len(other) > 4 else ''}), "
                              "which timeloop-model's inputs and outputs would replace", file=str(folder),
-                             key="timeloop_dir", option="--timeloop-dir", expected="a new or empty folder (or one an earlier --timeloop-dir "
-                                                            "run wrote)")
+                             key="timeloop_dir", option="--timeloop-dir",
+                             expected="a new or empty folder (or one an earlier --timeloop-dir "
+                                      "run wrote)")
     (folder / MARK).write_text("timeloop-model's inputs and outputs, written by coexplore evaluate --timeloop-dir\n")

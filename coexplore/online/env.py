@@ -4,8 +4,9 @@ One step is one choice at a decision point: start one of the listed (ready reque
 pairs, or wait (the last action; also any index past the pairs listed). After a start the same
 decision point goes on while pairs remain (the bandwidth in use updated); a wait, or a decision
 point with nothing left to start, lets time run to the next one. Observation: `pairs`, the
-features of up to `max_pairs` pairs (`policy.FEATURES`, zero rows past the last; listed by rounds:
-every ready request with its first able idle core, then with its second, ...), and `mask`, 1
+features of up to `max_pairs` pairs (`policy.FEATURES`, zero rows past the last; chosen by rounds,
+every ready request with its first able idle core, then with its second, ..., and listed request by
+request), and `mask`, 1
 for the actions that start a listed pair and for the wait (0 for the wait only where it would stall:
 every core idle and nothing left to happen, with `drop_late` off; the step then refuses it, raising
 `SchedulerStalled`). Reward: +1 per request that ends by its
@@ -44,9 +45,10 @@ class OnlineSchedulingEnv(gym.Env):
             raise CoexploreError(f"render mode {render_mode!r}", key="render_mode", expected="None (nothing to render)")
         self.render_mode = None
         if isinstance(max_pairs, bool) or not isinstance(max_pairs, numbers.Integral) or max_pairs < 1:
-            raise CoexploreError(f"got {max_pairs!r}", key="max_pairs", expected="an integer >= 1 (pairs listed per step)")
+            raise CoexploreError(f"got {max_pairs!r}", key="max_pairs",
+                                 expected="an integer >= 1 (pairs listed per step)")
         self.system, self.scenario, self.max_pairs, self.drop_late = system, scenario, int(max_pairs), drop_late
-        big = np.finfo(np.float64).max          # (every finite float: a pair's bandwidth need has no ceiling)
+        big = np.finfo(np.float64).max / 4      # (a pair's bandwidth need has no ceiling; a range sample() can draw)
         self.observation_space = spaces.Dict({
             "pairs": spaces.Box(-big, big, (self.max_pairs, len(FEATURES)), np.float64),
             "mask": spaces.MultiBinary(self.max_pairs + 1)})
@@ -59,12 +61,15 @@ class OnlineSchedulingEnv(gym.Env):
         """A new episode: the scenario's stream of `seed` (as `poisson_stream`), or the
         `RequestStream` given as `options={"stream": s}` (a recorded trace, `online.trace`)."""
         seed = check_seed(seed)              # (numpy's integers too; gymnasium takes only Python's)
+        if options is not None and not isinstance(options, dict):
+            raise CoexploreError(f"got {options!r}"[:120], key="options", expected="{'stream': a RequestStream} or None")
         stream = (options or {}).get("stream")
         unknown = set(options or {}) - {"stream"}
         if unknown or (stream is not None and not isinstance(stream, RequestStream)):
             raise CoexploreError(f"options {sorted(unknown) or 'stream=' + type(stream).__name__}", key="options",
                                  expected="{'stream': a RequestStream} or None")
         super().reset(seed=seed)
+        self.sim = None                      # (a stream the system refuses leaves no episode running)
         if stream is None:
             stream = poisson_stream(self.system, self.scenario,
                                     int(self.np_random.integers(2**31)) if seed is None else seed)
@@ -93,15 +98,16 @@ class OnlineSchedulingEnv(gym.Env):
         return self._observe(), float(reward), sim.finished, False, self._info()
 
     def _list_pairs(self) -> list[tuple[int, int]]:
-        """The (ready request, idle core) pairs, by rounds: each ready request (in the order they
-        became ready) with its first idle core able to run it, then each with its second, ...; cut at
-        `max_pairs`, so a long queue shows every request (up to max_pairs) before second choices."""
+        """The (ready request, idle core) pairs, chosen by rounds: each ready request (in the order
+        they became ready) with its first idle core able to run it, then each with its second, ...; cut
+        at `max_pairs`, so a long queue shows every request (up to max_pairs) before second choices."""
         sim = self.sim
         idle = sim.idle_cores()
         per = [[c for c in idle if np.isfinite(sim.lat[sim.model[r]][sim.layer[r]][c])] for r in sim.ready]
         rounds = max(map(len, per), default=0)
-        self._pairs = [(r, cores[k]) for k in range(rounds) for r, cores in zip(sim.ready, per)
-                       if k < len(cores)][:self.max_pairs]
+        chosen = [(k, i) for k in range(rounds) for i, cores in enumerate(per) if k < len(cores)][:self.max_pairs]
+        # listed request by request (as LearnedScheduler weighs them, so a tie goes the same way)
+        self._pairs = [(sim.ready[i], per[i][k]) for k, i in sorted(chosen, key=lambda ki: (ki[1], ki[0]))]
         return self._pairs
 
     def _observe(self) -> dict:
@@ -120,6 +126,8 @@ class OnlineSchedulingEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """The current observation's mask as booleans (what maskable-policy libraries ask for)."""
+        if self.sim is None:
+            raise RuntimeError("call reset() before action_masks()")
         return self._mask.astype(bool)
 
     def _info(self) -> dict:
@@ -128,4 +136,4 @@ class OnlineSchedulingEnv(gym.Env):
 
 
 if ENV_ID not in gym.registry:
-    gym.register(id=ENV_ID, entry_point=OnlineSchedulingEnv)
+    gym.register(id=ENV_ID, entry_point="coexplore.online.env:OnlineSchedulingEnv")

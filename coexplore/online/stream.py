@@ -39,15 +39,18 @@ class Scenario:
 
     def __post_init__(self):
         if not (np.isfinite(self.load) and self.load > 0):
-            raise CoexploreError(f"load {self.load}", key="load", option="--load", expected="a number > 0 (1.0: the cores' capacity)")
+            raise CoexploreError(f"load {self.load}", key="load", option="--load",
+                                 expected="a number > 0 (1.0: the cores' capacity)")
         if int(self.requests) != self.requests or self.requests < 1:
-            raise CoexploreError(f"{self.requests} requests", key="requests", option="--requests", expected="an integer >= 1")
+            raise CoexploreError(f"{self.requests} requests", key="requests", option="--requests",
+                                 expected="an integer >= 1")
         lo, hi = self.slack
         if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
             raise CoexploreError(f"slack range {lo} {hi}", key="slack", option="--slack",
                                  expected="LOW HIGH with 0 < LOW <= HIGH (deadline = arrival + slack x isolated latency)")
         if self.basis not in LOAD_BASES:
-            raise CoexploreError(f"load basis {self.basis!r}", key="basis", option="--load-basis", expected=" or ".join(LOAD_BASES))
+            raise CoexploreError(f"load basis {self.basis!r}", key="basis", option="--load-basis",
+                                 expected=" or ".join(LOAD_BASES))
         if self.mix is not None and (any(not np.isfinite(w) or w < 0 for w in self.mix) or sum(self.mix) <= 0):
             raise CoexploreError(f"mix {list(self.mix)}", key="mix", option="--mix", expected="weights >= 0, not all 0")
 
@@ -166,7 +169,8 @@ def capacity_rate(system: ServedSystem, mix) -> float:
     res = linprog(c, A_ub=a_ub.tocsr(), b_ub=np.ones(cores), A_eq=a_eq.tocsr(), b_eq=np.zeros(layer),
                   bounds=(0, None), method="highs")
     if res.status != 0 or not res.x[-1] > 0:
-        raise CoexploreError(f"the cores' capacity could not be computed ({res.message})", key="basis", option="--load-basis",
+        raise CoexploreError(f"the cores' capacity could not be computed ({res.message})",
+                             key="basis", option="--load-basis",
                              expected="every layer of the served DNNs runnable on some core, or --load-basis fastest")
     return float(res.x[-1])
 

@@ -23,8 +23,8 @@ from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
 from coexplore.provenance import code_version
 from coexplore.search import registry
-from coexplore.seeds import check_seed
 from coexplore.search.base import SearchInterrupted, SearchResult, holding_stops, positive_int, run_search
+from coexplore.seeds import check_seed
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.constraints import LevelConstraints
 from coexplore.spec.mapping import from_arrays
@@ -78,7 +78,8 @@ class NoValidMapping(CoexploreError):
                              + (f" ({walked})" if walked else "")
                              + (f"; of 1,000 random mappings of this space the commonest failures are: {why}"
                                 if why else ""),
-                             key="budget", option="--budget", expected="a larger budget, another searcher, or a layer/architecture "
+                             key="budget", option="--budget",
+                             expected="a larger budget, another searcher, or a layer/architecture "
                                                       "pair whose tiles fit")
         self.samples, self.reasons = samples, reasons
         self.wall_s: float | None = None                 # the search's seconds and the space's size, when known

@@ -203,7 +203,8 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
                                     ("settings", settings, SweepSettings, "SweepSettings(...)"),
                                     ("store", store, SweepStore, "SweepStore(folder, key)")):
         if not isinstance(value, kind):
-            raise CoexploreError(f"got {type(value).__name__} {value!r}"[:120], key=name, expected=f"a {kind.__name__}: {made}")
+            raise CoexploreError(f"got {type(value).__name__} {value!r}"[:120], key=name,
+                                 expected=f"a {kind.__name__}: {made}")
     if store.others:
         raise CoexploreError(f"holds {store.others} points of another sweep run (another key)", file=str(store.path),
                              expected="a folder of this run, or store.drop_others() / store.clear() first")

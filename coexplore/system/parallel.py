@@ -87,7 +87,8 @@ def _completed(pool, fn, tasks: list):
             if broken:
                 raise BrokenProcessPool
     except BrokenProcessPool:
-        raise WorkerDied("a worker process died before its task ended (killed, or out of memory)", key="workers", option="--jobs",
+        raise WorkerDied("a worker process died before its task ended (killed, or out of memory)",
+                         key="workers", option="--jobs",
                          expected="fewer --jobs if memory ran out") from None
 
 

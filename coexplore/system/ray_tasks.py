@@ -37,7 +37,8 @@ def _ray():
         raise CoexploreError(f"Ray is installed but cannot be imported ({exc})", key="ray", option="--ray",
                              expected=f"a working Ray ({INSTALL})") from None
     except Exception as exc:     # a broken install: said as such, not as a coexplore bug
-        raise CoexploreError(f"Ray is installed but cannot be imported ({type(exc).__name__}: {exc})", key="ray", option="--ray",
+        raise CoexploreError(f"Ray is installed but cannot be imported ({type(exc).__name__}: {exc})",
+                             key="ray", option="--ray",
                              expected=f"a working Ray ({INSTALL})") from None
     return ray
 
@@ -112,7 +113,8 @@ def _check_reachable(address: str, where: str, timeout: float = 5.0) -> None:
         return
     scheme, sep, hostport = address.rpartition("://")
     if sep and scheme != "ray":
-        raise CoexploreError(f"{where}: Ray addresses have no {scheme}:// scheme", key="ray", option="--ray", expected=EXPECTED)
+        raise CoexploreError(f"{where}: Ray addresses have no {scheme}:// scheme", key="ray", option="--ray",
+                             expected=EXPECTED)
     host, colon, port = hostport.rpartition(":")
     if not colon or not host:
         raise CoexploreError(f"{where} is not HOST:PORT", key="ray", option="--ray", expected=EXPECTED)
@@ -264,7 +266,8 @@ def _alive(pid: int) -> bool:
 
 
 def _cannot_run(exc: BaseException, expected: str) -> CoexploreError:
-    return CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(exc).splitlines()[0]})", key="ray", option="--ray",
+    return CoexploreError(f"a Ray node cannot run coexplore's tasks ({str(exc).splitlines()[0]})",
+                          key="ray", option="--ray",
                           expected=expected)
 
 
