@@ -15,7 +15,7 @@ import random
 from abc import ABC, abstractmethod
 
 from coexplore.errors import CoexploreError
-from coexplore.online.simulator import Simulation
+from coexplore.online.simulator import Simulation, is_scheduler
 
 
 class Scheduler(ABC):
@@ -232,7 +232,7 @@ def heuristic(name: str, rates=None) -> Scheduler:
         raise CoexploreError(f"unknown scheduler {name!r}", key="scheduler", option="--schedulers",
                              expected="some of: " + ", ".join([*HEURISTICS, "relmas"]))
     made = HEURISTICS[name](rates) if name in ("static", "magma") else HEURISTICS[name]()
-    if not (callable(getattr(made, "reset", None)) and callable(getattr(made, "decide", None))):
+    if not is_scheduler(made):
         raise CoexploreError(f"scheduler {name!r} made a {type(made).__name__}", key="scheduler", option="--schedulers",
                              expected="a scheduler with reset(sim, seed) and decide(sim) (registered as "
                                       "HEURISTICS[name] = SchedulerClass)")

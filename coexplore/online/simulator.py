@@ -24,6 +24,11 @@ from coexplore.online.models import ServedSystem
 from coexplore.online.stream import RequestStream
 
 
+def is_scheduler(obj) -> bool:
+    """Whether `obj` can serve a stream: it has `reset(sim, seed)` and `decide(sim)`."""
+    return callable(getattr(obj, "reset", None)) and callable(getattr(obj, "decide", None))
+
+
 class SchedulerStalled(CoexploreError):
     """The scheduler let requests wait with every core idle and no event left to wake it."""
 
@@ -247,7 +252,7 @@ def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: 
     if isinstance(scheduler, str):
         from coexplore.online.schedulers import heuristic
         scheduler = heuristic(scheduler)
-    if not (callable(getattr(scheduler, "reset", None)) and callable(getattr(scheduler, "decide", None))):
+    if not is_scheduler(scheduler):
         raise CoexploreError(f"got {scheduler!r}"[:120], key="scheduler",
                              expected="a scheduler (reset(sim, seed), decide(sim)): heuristic(name), "
                                       "LearnedScheduler(policy), or a heuristic's name")

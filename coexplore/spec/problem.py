@@ -112,6 +112,16 @@ def flat_projection(projection: Any) -> Any:
     return projection
 
 
+def check_dimension_names(dims: list, file: str | None, where: str) -> None:
+    """Dimension names of letters (Timeloop's are one letter): a mapping's factors read `K12` as
+    K = 12, so a name holding a digit could be written but never read back."""
+    for i, d in enumerate(dims):
+        if not re.fullmatch(r"[A-Za-z_]+", d):
+            raise CoexploreError(f"dimension name {d!r}", file=file, key=f"{where}[{i}]",
+                                 expected="a name of letters (Timeloop's are one letter; a digit would read as "
+                                          "a factor in a mapping, K12 as K = 12)")
+
+
 def underscored_shape(shape: dict) -> dict:
     """A shape with a v0.3 file's `data-spaces` / `read-write` spelt as v0.4 and current Timeloop
     read them (`data_spaces`, `read_write`)."""
@@ -148,11 +158,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         raise CoexploreError("missing or empty", file=file, key="problem.shape.dimensions",
                              expected="a list of dimension names")
     dims = [str(d) for d in dims]
-    for i, d in enumerate(dims):       # (a mapping's factors read `K12` as K = 12: a name holds no digit)
-        if not re.fullmatch(r"[A-Za-z_]+", d):
-            raise CoexploreError(f"dimension name {d!r}", file=file, key=f"problem.shape.dimensions[{i}]",
-                                 expected="a name of letters (Timeloop's are one letter; a digit would read as "
-                                          "a factor in a mapping, K12 as K = 12)")
+    check_dimension_names(dims, file, "problem.shape.dimensions")
     if "flatten" in shape:             # Timeloop's flattened dimensions rename what mappings may name
         raise CoexploreError("flattened dimensions are not modelled", file=file, key="problem.shape.flatten",
                              expected="a shape without flatten (its dimensions named one by one)")

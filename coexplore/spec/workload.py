@@ -38,7 +38,7 @@ from typing import Any, Iterator
 
 from coexplore.bundled import bundled_dir
 from coexplore.errors import CoexploreError
-from coexplore.spec.problem import DEFAULT_CNN_SHAPE, flat_projection, underscored_shape
+from coexplore.spec.problem import DEFAULT_CNN_SHAPE, check_dimension_names, flat_projection, underscored_shape
 from coexplore.spec.yamlio import load_yaml
 
 PROBLEM_VERSION = 0.4
@@ -282,10 +282,7 @@ def check_shape(shape: Any, f: str, where: str) -> dict[str, Any]:
         raise CoexploreError(f"bad dimensions {dims!r}", file=f, key=f"{where}.dimensions",
                              expected="a list of distinct dimension names, "
                                       "e.g. [C, M, R, S, N, P, Q]")
-    for i, d in enumerate(dims):       # (as a problem file's: a digit would read as a factor, K12 as K = 12)
-        if not re.fullmatch(r"[A-Za-z_]+", d):
-            raise CoexploreError(f"dimension name {d!r}", file=f, key=f"{where}.dimensions[{i}]",
-                                 expected="a name of letters (a digit would read as a factor in a mapping)")
+    check_dimension_names(dims, f, f"{where}.dimensions")
     coefs = shape.get("coefficients", [])
     if not isinstance(coefs, list):
         raise CoexploreError("not a list", file=f, key=f"{where}.coefficients",
