@@ -254,6 +254,22 @@ def test_malformed_or_missing_file(tmp_path):
     assert "resnet50" in err.value.expected
 
 
+def test_find_workload_turns_only_names_into_bundled_files(tmp_path, monkeypatch):
+    """A bare name, or problems/<file> where there is no problems/ folder, is the bundled file; a
+    missing path anywhere else (a typo in a folder name) is an error, not the bundled network."""
+    monkeypatch.chdir(tmp_path)
+    bundled = find_workload("alexnet")
+    assert bundled.is_file() and bundled.name == "alexnet.yaml"
+    assert find_workload("problems/alexnet.yaml") == bundled
+    for missing in ("nosuch/alexnet.yaml", "alexnet.yaml", str(tmp_path / "alexnet.yaml")):
+        with pytest.raises(CoexploreError) as err:
+            find_workload(missing)
+        assert err.value.file == missing
+    (tmp_path / "problems").mkdir()        # the user's own problems/ folder: a missing file there is theirs
+    with pytest.raises(CoexploreError):
+        find_workload("problems/alexnet.yaml")
+
+
 def test_defaults_fill_dimensions_and_coefficients(tmp_path):
     path = tmp_path / "w.yaml"
     path.write_text(f"workload: {{layers: [{GOOD_LAYER}]}}\n")

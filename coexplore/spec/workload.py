@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from coexplore.bundled import bundled_dir
+from coexplore.bundled import bundled_dir, resolve
 from coexplore.errors import CoexploreError
 from coexplore.spec.problem import DEFAULT_CNN_SHAPE, check_dimension_names, flat_projection, underscored_shape
 from coexplore.spec.yamlio import load_yaml
@@ -254,11 +254,14 @@ def bundled_workloads() -> list[Path]:
 
 
 def find_workload(name_or_path: str | Path) -> Path:
-    """A path as given if it exists, else the bundled problems/<name>.yaml."""
+    """A path as given if it exists (a file or a folder of problem files), else the bundled file as
+    `coexplore.bundled.resolve` finds it: a bare name (`resnet50`), or `problems/<file>` where the
+    working directory has no `problems/` folder. Any other missing path is an error, never a
+    bundled network of the same file name."""
     p = Path(name_or_path)
     if p.exists():
         return p
-    bundled = BUNDLED_DIR / f"{p.name if p.suffix else p.name + '.yaml'}"
+    bundled = resolve("problems", p)
     if bundled.exists():
         return bundled
     names = ", ".join(q.stem for q in bundled_workloads()) or "none found"
