@@ -15,7 +15,7 @@ from coexplore.model.evaluate import evaluate_batch, link_mesh
 from coexplore.model.inputs import load_context
 from coexplore.spec.mapping import to_arrays
 
-from conftest import CORPUS
+from conftest import CORPUS, DATA
 
 LINK_CASES = ["eyeriss_like/resnet50_res3a_2b/003", "eyeriss_like/tiny_conv/010",
               "eyeriss_like_45nm_pe8x16_glb8k/alexnet_conv3/004",
@@ -94,3 +94,35 @@ def test_screen_never_misses_a_link(monkeypatch, arch_name, layer):
     if arch_name == "eyeriss_like":
         assert linked_rows > 0          # the test exercises the link path at all
 
+
+
+def evaluate_file(mapping_file):
+    ctx = load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml",
+                       CORPUS / "arches" / "eyeriss_like" / "ERT.yaml")
+    return ctx.record(ctx.evaluate_mappings([ctx.load_mapping(mapping_file)]), 0)
+
+
+def test_lenient_x_fanout_widens_the_link_mesh():
+    """A lenient Spatial-X P2 where the physical X fan-out is 1: Timeloop lays the children out on
+    max(physical, mapped) = 2 columns of 12, so each column repeats reference case 010's vertical
+    links over half of its P steps (P is outside Q and N at DRAM: every P step brings a new tile in
+    both), and the spad Inputs counts and the buffer's Inputs reads are the reference's. Laid out
+    on the physical 1 x 12 column instead, the two P halves sit side by side and no link is found."""
+    got = evaluate_file(DATA / "model_links" / "lenient_x_case010.yaml")
+    exp = json.loads((CORPUS / "public" / LINK_CASES[1] / "expected.json").read_text())
+    assert got["valid"]
+    for lv, keys in (("ifmap_spad", ("reads", "fills")), ("shared_glb", ("reads",))):
+        for k in keys:
+            assert got["levels"][lv]["dataspaces"]["Inputs"][k] == exp["levels"][lv]["dataspaces"]["Inputs"][k], (lv, k)
+    assert (got["levels"]["ifmap_spad"]["dataspaces"]["Inputs"]["utilized_instances"]
+            == 2 * exp["levels"]["ifmap_spad"]["dataspaces"]["Inputs"]["utilized_instances"])
+
+
+def test_read_only_fills_with_links_are_truncated():
+    """Each of the 6 ifmap_spads gets a parent share of 1024/3 Inputs plus 1280/6 from its
+    neighbour: 554.67 fills, which tiling.cpp stores truncated (554; reads and read-write fills are
+    rounded). The shares are those of the link model the corpus cases check."""
+    got = evaluate_file(DATA / "model_links" / "fractional_share.yaml")
+    spad = got["levels"]["ifmap_spad"]["dataspaces"]["Inputs"]
+    assert spad["utilized_instances"] == 6
+    assert spad["fills"] == 6 * int(1024 / 3 + 1280 / 6) == 3324

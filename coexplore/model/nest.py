@@ -604,7 +604,9 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
     """Reads, fills, updates (per instance), tile sizes and utilized instances for a batch.
 
     mesh_x, mesh_y [L]: the architecture's X/Y fan-out below each level (inner mesh / own mesh),
-    which places a fan-out's children on the link mesh; default: the mapping's own X/Y fan-out.
+    which places a fan-out's children on the link mesh, widened to the mapping's own X/Y fan-out
+    where that is larger (nest-analysis.cpp: h_size = max(physical, logical)); default: the
+    mapping's own X/Y fan-out.
     spatial_perm [B, L, D]: each level's spatial loop order (innermost first), which numbers the
     children on that mesh; default: see `_spatial_pos`. Both matter only for link transfers.
     links=False skips link transfers (as TIMELOOP_DISABLE_LINK_TRANSFERS=1 does).
@@ -636,9 +638,9 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
     if mesh_x is None:
         h_size = np.prod(spatial_x, axis=2)
         v_size = np.prod(spatial_y, axis=2)
-    else:
-        h_size = np.broadcast_to(np.asarray(mesh_x, np.int64)[None, :], (B, L))
-        v_size = np.broadcast_to(np.asarray(mesh_y, np.int64)[None, :], (B, L))
+    else:    # Timeloop lays children out on max(physical, mapped) X and Y (a lenient fan-out widens it)
+        h_size = np.maximum(np.asarray(mesh_x, np.int64)[None, :], np.prod(spatial_x, axis=2))
+        v_size = np.maximum(np.asarray(mesh_y, np.int64)[None, :], np.prod(spatial_y, axis=2))
 
     # temporal loops of each level, innermost first: dims, bounds, strides
     ldim = perm                                                          # [B, L, D]
@@ -710,8 +712,7 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
         wsum = np.zeros((B, L), np.int64)
         lnk = np.zeros((B, L), np.int64)
         for l in spatial_levels:
-            # (a fan-out beyond the physical mesh cannot be laid out on it: Timeloop fails there)
-            cand_rows = np.nonzero((fanout[:, l] > 1) & (fanout[:, l] <= h_size[:, l] * v_size[:, l]))[0]
+            cand_rows = np.nonzero(fanout[:, l] > 1)[0]
             if l > 0:
                 cand_rows = cand_rows[_prescreen(P, ldim[cand_rows, l:], ln[cand_rows, l:])]
             if len(cand_rows) == 0:
@@ -769,7 +770,10 @@ def _collapse_with_links(r, s, elide_fills, read_write, kp, G, F, A, cc, part, r
         if l < L - 1:
             share = np.where(linked[:, l + 1], wsum[:, l + 1] / F[:, l + 1], A[:, l])
             f = share + peer - (part[:, l] if elide_fills else 0)
-            fills[r, l, s] = np.where(k & (l != outer_kept), np.round(f), 0)
+            # read-write fills are rounded; read-only fills are a double stored in an unsigned
+            # integer (tiling.cpp), i.e. truncated
+            f = np.round(f) if read_write else np.trunc(f)
+            fills[r, l, s] = np.where(k & (l != outer_kept), f, 0)
             own = np.where(linked[:, l + 1], tot[:, l + 1], A[:, l] * G[:, l + 1]).astype(np.float64)
             promoted = np.where(linked[:, l + 1], tot[:, l + 1] * (content * F[:, l + 1] / ok_w[:, l + 1]),
                                 content * G[:, l + 1])
