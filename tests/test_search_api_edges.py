@@ -104,6 +104,19 @@ def test_minus_inf_refused_inf_accepted():
         run_search(make_searcher("random", SPACE, 0), lambda x: np.full(len(x), -np.inf), budget=20)
 
 
+@pytest.mark.parametrize("name", LAYER)
+def test_every_searcher_says_whether_it_is_done(name):
+    """`done` is part of every searcher (True, False or None), and True only once the whole tiny
+    space has been told, where the best is the optimum."""
+    s = make_searcher(name, TINY, seed=0)
+    assert s.done in (True, False, None)
+    run_search(s, f, budget=200, batch_size=6)
+    assert s.done in (True, False, None)
+    if s.done:
+        every = np.array(np.meshgrid(*[np.arange(c) for c in TINY.cardinalities], indexing="ij")).reshape(3, -1).T
+        assert s.best_loss == f(every).min()
+
+
 # -- asked but never told -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ("rl", "marl", "marl_noclust", "ppo", "exhaustive"))

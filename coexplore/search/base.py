@@ -171,6 +171,8 @@ class Searcher:
     learns_between_batches = False   # True: what a batch told shapes the next ask (a batch near the budget learns nothing)
     seeded = True                    # False: an in-order walk the seed does not change
     size: int | None = None          # distinct candidates it proposes in all, when known (exhaustive: from its first ask)
+    done: bool | None = None         # True: every distinct point told (the best is the optimum); False: an
+                                     # in-order walk not finished yet; None: not tracked (most searchers)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

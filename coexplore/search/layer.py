@@ -251,7 +251,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         raise MapInterrupted(made, stop_now=hold.stop_now) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
         walked = ""
-        if getattr(searcher, "done", None) is False:     # an in-order walk cut short by the budget
+        if searcher.done is False:     # an in-order walk cut short by the budget
             total = getattr(searcher, "size", None)
             walked = (f"{searcher.name} walks the mappings in order and stopped after {result.samples:,}"
                       + (f" of {total:,}" if total else "") + ": raise --budget to walk further")
@@ -262,7 +262,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         failed.mapspace_log10 = (math.log10(size) if size else None) if size is not None else log10
         raise failed
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
-        out = _map_result(ctx, ms, spec, seed, result, wall(), getattr(searcher, "done", None), searcher.size,
+        out = _map_result(ctx, ms, spec, seed, result, wall(), searcher.done, searcher.size,
                           custom)
         if out.samples < budget and out.exhausted is not True and (out.mapspace_size is None
                                                                    or out.samples < out.mapspace_size):
