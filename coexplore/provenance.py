@@ -54,3 +54,14 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+def run_header() -> dict:
+    """What every run record starts with: coexplore's version and source digest, the libraries'
+    versions and, when plugins are loaded, their files' digests (a plugin's searcher or scheduler
+    decides results too: an edited plugin makes another run, never a resumed one)."""
+    import coexplore
+    from coexplore import plugins
+    own = plugins.digests()
+    return {**({"plugins_sha256": own} if own else {}), "coexplore_version": coexplore.__version__,
+            "coexplore_source": source_digest(), "versions": versions()}

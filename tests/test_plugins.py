@@ -124,6 +124,10 @@ def test_a_plugin_scheduler_and_online_policy_run_by_name(tmp_path, plugin, caps
     assert runs["uniform"]["searcher"] == "uniform" and runs["uniform"]["samples"] == 300
     assert runs["uniform"]["makespan"] == runs["random"]["makespan"]
     assert runs["uniform"]["core"] == runs["random"]["core"]
+    import hashlib
+    digest = hashlib.sha256(plugin.read_bytes()).hexdigest()   # an edited plugin is another run, not resumed
+    run = json.loads((tmp_path / "uniform" / "schedule.json").read_text())["run"]
+    assert list(run["plugins_sha256"].values()) == [digest]
     import numpy as np
     from coexplore.system.jobs import Job, JobTable
     from coexplore.system.tables import save_table
@@ -134,7 +138,9 @@ def test_a_plugin_scheduler_and_online_policy_run_by_name(tmp_path, plugin, caps
     assert main(["--plugin", str(plugin), "online", "--table", str(table), "--bandwidth", "16", "--load", "1.0",
                  "--requests", "30", "--seeds", "2", "--schedulers", "fcfs,patient", "--no-progress", "--no-plot",
                  "--out", str(tmp_path / "on"), "--json"]) == 0
-    by = json.loads((tmp_path / "on" / "online.json").read_text())["schedulers"]
+    online = json.loads((tmp_path / "on" / "online.json").read_text())
+    assert list(online["run"]["plugins_sha256"].values()) == [digest]
+    by = online["schedulers"]
     timing = ("decision_us",)                      # (wall time per decision: not a property of the schedule)
     assert {k: v for k, v in by["patient"].items() if k not in timing} == \
         {k: v for k, v in by["fcfs"].items() if k not in timing}

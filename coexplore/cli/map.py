@@ -8,7 +8,7 @@ from pathlib import Path
 
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError
-from coexplore.provenance import source_digest, versions
+from coexplore.provenance import run_header
 from coexplore.spec import template
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload,
                                   load_inputs, own_core_names, problem_in_arch, top_keys)
@@ -192,10 +192,9 @@ def _run(args) -> int:
     label = f"{Path(args.problem).stem}-{ctx.problem.name}" if is_workload(args.problem) else ctx.problem.name
     def where(x):            # a file as an absolute path, a bundled name as given
         return x if x is None or not Path(x).exists() else str(Path(x).resolve())
-    import coexplore
     problem_file = resolve("problems", args.problem) if args.problem is not None else None
     found = _found_beside(ctx, constraints, args)          # an ERT or constraints file read without being named
-    run_desc = {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(),
+    run_desc = {**run_header(),
                 "arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
                 "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None,
                 **({"found": found} if found else {}), "mapper": spec.to_dict(),

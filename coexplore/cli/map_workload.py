@@ -19,7 +19,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError
 from coexplore.cli.paths import command_record
-from coexplore.provenance import source_digest, versions
+from coexplore.provenance import run_header
 from coexplore.model.evaluate import dram_bytes
 from coexplore.system.parallel import WorkerDied, in_processes
 
@@ -187,7 +187,6 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     """What the network's result depends on: the settings, the digests of the files given, and the
     content key a one-layer `map` computes (architecture, ERT and constraints as found, also beside
     ARCH, searcher settings, budget, seed). An edited input is another run (another default folder)."""
-    import coexplore
     from coexplore.cli.paths import digests
     from coexplore.model.cache import cache_key
     from coexplore.search.layer import cache_parts
@@ -200,7 +199,7 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     from coexplore.spec import template
     given = [resolve("arch", args.arch), wl.path, args.ert, *(args.constraints or []),
              resolve("mappers", args.searcher) if args.searcher else None, *template.files_read()]
-    desc.update(all_layers=True, workload=str(wl.path), coexplore_version=coexplore.__version__, coexplore_source=source_digest(), versions=versions(),
+    desc.update(all_layers=True, workload=str(wl.path), **run_header(),
                 inputs_sha256=digests(*[f for f in given if f]),
                 content_key=cache_key(**parts))
     return json.loads(json.dumps(desc, default=str))

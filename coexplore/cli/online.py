@@ -28,7 +28,7 @@ from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, command_record, chosen_dir, count, default_run_dir, digests,
                                  processes, remove_empty_created, run_key, seed, table_run_name)
 from coexplore.errors import CoexploreError
-from coexplore.provenance import source_digest, versions
+from coexplore.provenance import run_header
 from coexplore.spec.yamlio import write_text, write_texts
 
 RESULT = "online.json"
@@ -302,9 +302,8 @@ def _job_table(args):
 
 def _run_description(args, scenario, train, names: list[str], loads: list[float]) -> dict:
     """Everything the results depend on (online.json's `run`; compared before a folder is reused)."""
-    import coexplore
     from coexplore.cli.schedule import system_input_files
-    desc = {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(), "schedulers": names, "seeds": args.seeds, "seed": args.seed,
+    desc = {**run_header(), "schedulers": names, "seeds": args.seeds, "seed": args.seed,
             "scenario": _scenario_desc(scenario), "drop_late": not args.keep_late, "bandwidth": args.bandwidth,
             "train": dataclasses.asdict(train) if "relmas" in names and not args.policy else None,
             "policy": str(Path(args.policy).resolve()) if args.policy else None}

@@ -26,7 +26,7 @@ from coexplore.cli.paths import (add_cache_option, command_record, add_restart_o
                                  interrupted_note, keeps_earlier, open_cache, processes, remove_empty_created,
                                  run_checkpoint, seed, table_run_name)
 from coexplore.errors import CoexploreError
-from coexplore.provenance import source_digest, versions
+from coexplore.provenance import run_header
 from coexplore.search.base import finishing
 from coexplore.search.layer import NoValidMapping
 from coexplore.spec.yamlio import write_texts
@@ -241,10 +241,9 @@ def _run_description(args, mapper, budget: int) -> dict:
     existing default output folder before reusing it)."""
     import dataclasses
 
-    import coexplore
     from coexplore.system.magma import MagmaConfig
     config = mapper.config if mapper.config is not None else MagmaConfig() if mapper.searcher == "magma" else None
-    desc = {"coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(), "searcher": mapper.searcher, "searcher_file": mapper.file,
+    desc = {**run_header(), "searcher": mapper.searcher, "searcher_file": mapper.file,
             "config": dataclasses.asdict(config) if config is not None else None,
             "budget": budget, "seed": args.seed, "bandwidth": args.bandwidth}
     if args.table:

@@ -25,7 +25,7 @@ from coexplore.bundled import resolve
 from coexplore.cli.paths import (add_cache_option, command_record, chosen_dir, count, default_run_dir, digests, open_cache,
                                  processes, run_key, seed)
 from coexplore.errors import CoexploreError
-from coexplore.provenance import source_digest, versions
+from coexplore.provenance import run_header
 from coexplore.spec.yamlio import write_text
 
 RESULT = "sweep.json"
@@ -186,11 +186,8 @@ def _run_description(args, mapper, settings, spec) -> dict:
     `spec`: the system YAML as loaded."""
     import dataclasses
 
-    import coexplore
-    from coexplore import plugins
     from coexplore.cli.schedule import system_input_files
-    own = plugins.digests()          # a plugin's searcher or scheduler: its code decides the points too
-    return {**({"plugins_sha256": own} if own else {}), "coexplore_version": coexplore.__version__, "coexplore_source": source_digest(), "versions": versions(), "system": str(Path(args.system).resolve()),
+    return {**run_header(), "system": str(Path(args.system).resolve()),
             "workloads": [str(resolve("problems", w).resolve()) for w in args.workload] if args.workload
             else [str(w) for w in spec.workloads],
             "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,
