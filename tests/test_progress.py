@@ -94,3 +94,17 @@ def test_nested_bars_in_a_log_leave_no_cursor_moves(monkeypatch):
     text = out.getvalue()
     assert "\x1b" not in text and "\r" not in text and "map conv1" in text and "map layers" in text
     assert all(line.startswith(("map layers", "map conv1")) for line in text.splitlines()), text
+
+
+def test_every_command_decides_on_bars_alike(monkeypatch):
+    """--no-progress always wins; --json off a terminal writes no bar lines (into the same log as the
+    JSON's consumer would read), on a terminal it does; a command without --json just shows them."""
+    import argparse
+    import sys
+    from coexplore.cli.paths import show_progress
+    for tty in (True, False):
+        monkeypatch.setattr(sys.stderr, "isatty", lambda tty=tty: tty)
+        assert not show_progress(argparse.Namespace(no_progress=True, json=False))
+        assert show_progress(argparse.Namespace(no_progress=False, json=True)) is tty
+        assert show_progress(argparse.Namespace(no_progress=False, json=False))
+        assert show_progress(argparse.Namespace(no_progress=False))

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from coexplore.cli.paths import show_progress
 from coexplore.progress import progress_bar
 
 from coexplore.energy.check import builtin_estimator, check_rows, format_table
@@ -61,7 +62,7 @@ def run_check(args) -> int:
         estimator = accelergy_estimate
     else:
         name, estimator = "coexplore-builtin", builtin_estimator
-    progress = None if args.no_progress else (lambda it: progress_bar(it, desc="components", file=sys.stderr,
+    progress = None if not show_progress(args) else (lambda it: progress_bar(it, desc="components", file=sys.stderr,
                                                                 leave=False))
     summary = check_rows(grid, estimator, name, progress=progress).to_json()
     if args.json:

@@ -12,7 +12,7 @@ from coexplore.provenance import run_header
 from coexplore.spec import template
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, is_workload,
                                   load_inputs, own_core_names, problem_in_arch, top_keys)
-from coexplore.cli.paths import (add_cache_option, add_restart_option, chosen_dir, command_record, count,
+from coexplore.cli.paths import (show_progress, add_cache_option, add_restart_option, chosen_dir, command_record, count,
                                  default_run_dir, digests, interrupted_note, keeps_earlier, open_cache, processes,
                                  run_checkpoint, seed)
 from coexplore.search import registry
@@ -232,7 +232,7 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
     stop_now = False                # a stop-at-once while the result was made: written, then exit 130
     try:
         res = map_layer(ctx, constraints, spec, args.budget, args.seed,
-                        progress=not args.no_progress and (sys.stderr.isatty() or not args.json), cache=cache, checkpoint=checkpoint)
+                        progress=show_progress(args), cache=cache, checkpoint=checkpoint)
     except MapInterrupted as exc:   # Ctrl-C: write the best mapping so far, then exit 130
         res, stop_now = exc.result, exc.stop_now
         if res is None:

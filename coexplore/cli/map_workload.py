@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
-from coexplore.cli.paths import command_record
+from coexplore.cli.paths import command_record, show_progress
 from coexplore.provenance import run_header
 from coexplore.model.evaluate import dram_bytes
 from coexplore.system.parallel import WorkerDied, in_processes
@@ -64,7 +64,7 @@ def run_all_layers(args, map_one) -> int:
     results: dict[int, dict] = {}                # layer index -> its result.json (finished layers)
     failed, code, error, died = [], 0, None, None
     bar = None
-    if not args.no_progress and (sys.stderr.isatty() or not args.json):     # (as schedule and online)
+    if show_progress(args):
         from coexplore.progress import progress_bar
         bar = progress_bar(total=len(layers), desc=f"{wl.name} layers", unit="layer")
     started = time.time()                      # result files written since are this run's

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (add_cache_option, command_record, chosen_dir, count, default_run_dir, digests,
+from coexplore.cli.paths import (show_progress, nonnegative, add_cache_option, command_record, chosen_dir, count, default_run_dir, digests,
                                  processes, remove_empty_created, run_key, seed, table_run_name)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
@@ -84,7 +84,7 @@ def register(subparsers) -> None:
                    help="evaluation streams (default 5: seeds S..S+4)")
     p.add_argument("--seed", type=seed, default=0, metavar="S",
                    help="first evaluation stream's seed, also the training's (default 0)")
-    p.add_argument("--train-generations", type=_nonneg, default=25, metavar="N",
+    p.add_argument("--train-generations", type=nonnegative, default=25, metavar="N",
                    help="generations of relmas's training (default 25; 0: the untrained policy)")
     p.add_argument("--train-streams", type=count, default=3, metavar="N",
                    help="training streams per generation (default 3)")
@@ -100,11 +100,6 @@ def register(subparsers) -> None:
     p.add_argument("--no-plot", action="store_true", help="do not draw sla.png")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
-
-
-def _nonneg(text: str) -> int:
-    from coexplore.cli.paths import nonnegative
-    return nonnegative(text)
 
 
 def run(args) -> int:
@@ -184,7 +179,7 @@ def run(args) -> int:
     out = _out_dir(args, run_desc)
     if "relmas" in names and policy is None:
         _keep_others_training(out, run_desc)
-    progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
+    progress = show_progress(args)
     history, learned = None, None
     if "relmas" in names:
         from coexplore.online.policy import LearnedScheduler
@@ -296,7 +291,7 @@ def _job_table(args):
     if args.table:
         from coexplore.cli.schedule import load_table_option
         return load_table_option(args.table), args.bandwidth
-    table, bandwidth, _ = system_table(args, progress=not args.no_progress, command="online")
+    table, bandwidth, _ = system_table(args, progress=show_progress(args), command="online")
     return table, bandwidth
 
 

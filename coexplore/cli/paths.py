@@ -356,6 +356,12 @@ def _owner(path: Path, key: str | None = None):
     return json.loads(json.dumps(data, sort_keys=True)) if data is not None else None
 
 
+def show_progress(args) -> bool:
+    """Progress bars on stderr unless --no-progress, and with --json only on a terminal (a pipe or
+    log file collecting the JSON gets no bar lines)."""
+    return not args.no_progress and (sys.stderr.isatty() or not getattr(args, "json", False))
+
+
 MAX_COUNT = 1e15   # samples: years of evaluation, and exact as a float (counts are also written 1e5)
 
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (add_cache_option, command_record, add_restart_option, chosen_dir, count, default_run_dir, digests,
+from coexplore.cli.paths import (show_progress, add_cache_option, command_record, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, processes, remove_empty_created,
                                  run_checkpoint, seed, table_run_name)
 from coexplore.errors import CoexploreError
@@ -133,7 +133,7 @@ def load_table_option(path: str):
 
 def run(args) -> int:
     check_job_table_source(args, "schedule")
-    progress = not args.no_progress and (sys.stderr.isatty() or not args.json)
+    progress = show_progress(args)
     # everything that can be wrong is checked before the (possibly long) job-table step
     mapper = system_mapper_option(args)
     budget = args.budget if args.budget is not None else (mapper.budget or 10_000)

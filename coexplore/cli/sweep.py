@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (add_cache_option, command_record, chosen_dir, count, default_run_dir, digests, open_cache,
+from coexplore.cli.paths import (show_progress, add_cache_option, command_record, chosen_dir, count, default_run_dir, digests, open_cache,
                                  processes, run_key, seed)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
@@ -131,7 +131,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
     store.clear() if args.restart else store.drop_others()
     points = spec.sweep_points()
     axes = list(spec.sweep_axes)
-    progress = not args.no_progress
+    progress = show_progress(args)
     done = len(store.records)
     print(f"coexplore sweep: {spec.name}: {len(points)} point{'s' if len(points) != 1 else ''}"
           + (f" ({' x '.join(str(len(spec.sweep_axes[a])) for a in axes)} values of {', '.join(axes)})" if axes

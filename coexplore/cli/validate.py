@@ -9,7 +9,7 @@ import sys
 from coexplore.cli.inputs import STRIDE_HELP, add_timeout_option
 from coexplore.model.nest import RULE_NOTES, STRIDE_RULES
 from coexplore.model.timeloop_run import TIMEOUT_S
-from coexplore.cli.paths import nonnegative
+from coexplore.cli.paths import nonnegative, show_progress
 from coexplore.errors import CoexploreError
 from coexplore.model.validation import ValidateInterrupted, validate
 
@@ -131,7 +131,7 @@ def run(args) -> int:
         raise CoexploreError("--timeloop-timeout without timeloop-model runs", key="--timeloop-timeout",
                              expected="--model timeloop")
     try:
-        s = validate(args.dir, progress=not args.no_progress and not args.json, stride_rule=args.stride_rule,
+        s = validate(args.dir, progress=show_progress(args), stride_rule=args.stride_rule,
                      model=args.model, timeout=args.timeloop_timeout or TIMEOUT_S)
     except ValidateInterrupted as exc:
         s, code = exc.summary, 130
