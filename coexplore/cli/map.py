@@ -93,7 +93,7 @@ def plural(n: int, word: str) -> str:
 
 
 def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> registry.MapperSpec:
-    return resolve_spec_overrides(registry.load_mapper(name or "marl"), objective, batch)
+    return resolve_spec_overrides(registry.load_mapper(name) if name else registry.default_mapper(), objective, batch)
 
 
 def resolve_spec_overrides(spec: registry.MapperSpec, objective: str | None, batch: int | None

@@ -92,9 +92,9 @@ def run(args) -> int:
     for opt, value in (("--budget", budget), ("--layer-budget", layer_budget)):
         if value < 1:
             raise CoexploreError(f"got {value}", key=opt, expected="an integer >= 1")
-    from coexplore.search.registry import mapper_spec
+    from coexplore.search.registry import default_mapper
     from coexplore.system.from_system import system_layer_mapper, system_workloads
-    layer_mapper = layer_mapper_option(args) or system_layer_mapper(system) or mapper_spec("marl")
+    layer_mapper = layer_mapper_option(args) or system_layer_mapper(system) or default_mapper()
     system_workloads(system, args.workload)         # read now: a bad workload is said before any work
     settings = SweepSettings(workloads=args.workload, layer_mapper=layer_mapper, layer_budget=layer_budget,
                              layer_seed=0 if args.layer_seed is None else args.layer_seed,

@@ -310,6 +310,15 @@ def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:
     return objective, batch
 
 
+DEFAULT_SEARCHER = "marl"
+
+
+def default_mapper() -> MapperSpec:
+    """The layer mapper when no command option or system file names one: the bundled
+    mappers/marl.yaml, read the same way by `map`, `schedule`, `online` and `sweep`."""
+    return load_mapper(DEFAULT_SEARCHER)
+
+
 def load_mapper(path) -> MapperSpec:
     """A mapper YAML, or a searcher by name: its bundled mappers/<name>.yaml (`marl` ->
     mappers/marl.yaml), else its default settings. The one place a mapper name is resolved.

@@ -225,7 +225,7 @@ def map_layers(systems: list[SystemArch], workloads: list[str | Path] | None = N
     searched."""
     if not systems:
         return 0
-    spec = layer_mapper or system_layer_mapper(systems[0]) or registry.mapper_spec("marl")  # `mappers:` is not swept
+    spec = layer_mapper or system_layer_mapper(systems[0]) or registry.default_mapper()  # `mappers:` is not swept
     items: dict = {}
     for system in systems:
         layers = {layer.key(): layer for w in system_workloads(system, workloads) for layer in w.layers}
@@ -304,7 +304,7 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
     models = core_models(system)
     instances = system.instances()
     core_of = {inst.name: inst.core for inst in instances}
-    spec = layer_mapper or system_layer_mapper(system) or registry.mapper_spec("marl")
+    spec = layer_mapper or system_layer_mapper(system) or registry.default_mapper()
     memo: dict = {}
     pairs: dict = {}                      # (layer key, design) -> (layer, design), in first-use order
     for j in jobs:
