@@ -73,7 +73,7 @@ def register(subparsers) -> None:
 
 
 def add_job_table_options(p) -> None:
-    """The options that make a system's job table (`schedule` and `sweep`): workloads and the layer mapper."""
+    """The options that make a system's job table (`schedule`, `online` and `sweep`): workloads and the layer mapper."""
     p.add_argument("--workload", action="append", metavar="WORKLOAD.yaml",
                    help="workload file(s) or bundled names (default: the system's workloads)")
     p.add_argument("--layer-searcher", default=None, metavar="S",

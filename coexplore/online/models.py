@@ -54,13 +54,6 @@ class ServedSystem:
     def num_cores(self) -> int:
         return len(self.cores)
 
-    def model_index(self, name: str) -> int:
-        for i, m in enumerate(self.models):
-            if m.name == name:
-                return i
-        raise CoexploreError(f"no model {name!r} is served", key="mix", option="--mix",
-                             expected="one of " + ", ".join(m.name for m in self.models))
-
 
 def served_system(table: JobTable, bandwidth: float) -> ServedSystem:
     """Group a job table's jobs by DNN (first appearance order) into served models."""

@@ -43,13 +43,6 @@ class _PrunedBase(Searcher):
         self.space = mapspace.space          # the parameter space: told batches are checked against it
         self.config = config
 
-    # parameters that define the IF (everything but loop-order keys)
-    def _if_mask(self) -> np.ndarray:
-        mask = np.ones(self.mapspace.n_params, bool)
-        for pi, _, _ in self.mapspace.perm_index:
-            mask[pi] = False
-        return mask
-
     def _orders_for_if(self, x_if: np.ndarray):
         """Per level, the order parameters of one IF: (their indices, positions of the non-unit
         dimensions among them, number of dimensions); only the non-unit loops' order matters."""

@@ -120,11 +120,6 @@ def parse(text: str) -> ast.expr | None:
         return None
 
 
-def names_in(tree: ast.expr) -> set[str]:
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
-
-
 def evaluate(tree: ast.expr, scope: Mapping[str, Any]) -> Any:
     """The value of an expression tree over `scope` (names -> values)."""
     if isinstance(tree, ast.Constant):

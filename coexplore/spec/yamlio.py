@@ -372,14 +372,6 @@ def write_yaml(path: str | Path, data: Any, header: str | None = None) -> None:
     write_text(path, yaml_text(data, header))
 
 
-def require(mapping: Any, key: str, *, file: str | None, where: str, expected: str) -> Any:
-    """mapping[key], or a CoexploreError naming file, key path and what was expected."""
-    if not isinstance(mapping, dict) or key not in mapping:
-        raise CoexploreError("missing key", file=file, key=f"{where}.{key}" if where else key,
-                             expected=expected)
-    return mapping[key]
-
-
 # file stems and folder names that say what a file is, not which design or layer it holds
 _GENERIC = {"arch", "architecture", "processed", "parsed-processed-input", "flattened_architecture",
             "timeloop-mapper.flattened_architecture", "arch_dir", "inputs", "input", "ref", "outputs", "output",

@@ -35,7 +35,7 @@ class SweepSettings:
     layer_mapper: object = None          # search.registry.MapperSpec; None: the system's, else marl
     layer_budget: int = 2000
     layer_seed: int = 0
-    searcher: str = "magma"              # a system scheduler (system.schedule.SEARCHERS)
+    searcher: str = "magma"              # a system scheduler (system.schedule.searcher_names(), plugins too)
     config: object = None                # its MagmaConfig, if any
     budget: int = 10_000
     seed: int = 0
