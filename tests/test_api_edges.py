@@ -120,9 +120,9 @@ def test_a_searcher_of_ones_own_is_keyed_by_its_code_in_the_cache(monkeypatch):
     for cls in (_One, _Other):
         registry.SEARCHERS["mine"] = (cls, _Cfg)
         spec = registry.MapperSpec(searcher="mine", config=_Cfg())
-        keys.append(cache_parts(ctx, {}, spec, 0, 100)["searcher"])
+        keys.append(cache_parts(ctx, {}, spec, budget=100, seed=0)["searcher"])
     assert keys[0] != keys[1] and keys[0]["class"].endswith("_One") and keys[0]["code_sha256"]
-    bundled = cache_parts(ctx, {}, registry.load_mapper("marl"), 0, 100)["searcher"]
+    bundled = cache_parts(ctx, {}, registry.load_mapper("marl"), budget=100, seed=0)["searcher"]
     assert "class" not in bundled and "code_sha256" not in bundled        # (earlier keys hold)
 
 

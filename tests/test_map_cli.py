@@ -358,10 +358,10 @@ def test_a_cached_point_of_another_mapspace_layout_is_not_reused(ctx, tmp_path):
     from coexplore.mapspace.space import MapSpace
     from coexplore.search.space import DiscreteSpace
     ms = MapSpace(ctx.arch, ctx.problem, cons)
-    parts = cache_parts(ctx, cons, spec, 0, 100, ms)
+    parts = cache_parts(ctx, cons, spec, budget=100, seed=0, ms=ms)
     other = copy.copy(ms)            # the same inputs, another parameter layout (as after a code change)
     other.space = DiscreteSpace(ms.space.cardinalities[::-1].copy(), list(ms.space.names[::-1]))
-    assert cache_key(**parts) != cache_key(**cache_parts(ctx, cons, spec, 0, 100, other))
+    assert cache_key(**parts) != cache_key(**cache_parts(ctx, cons, spec, budget=100, seed=0, ms=other))
     with ResultCache(tmp_path / "c.sqlite") as cache:
         first = map_layer(ctx, cons, spec, 100, seed=0, cache=cache)
         key = cache_key(**parts)

@@ -646,10 +646,10 @@ def test_parallel_maps_layers_once_before_the_points(tmp_path, capsys, monkeypat
         cache.close()
 
 
-def test_map_layers_takes_the_workloads_given_and_is_cached_counts_nothing(tmp_path):
+def test_map_layers_takes_the_workloads_given_and_a_cache_lookup_counts_nothing(tmp_path):
     from coexplore.arch.system import build_system
     from coexplore.model.cache import ResultCache
-    from coexplore.search.layer import is_cached
+    from coexplore.search.layer import cached_entry
     from coexplore.search.registry import mapper_spec
     from coexplore.spec.system import load_system
     from coexplore.system.from_system import core_models, layer_context, map_layers, system_workloads
@@ -663,8 +663,9 @@ def test_map_layers_takes_the_workloads_given_and_is_cached_counts_nothing(tmp_p
         layer = system_workloads(systems[0], [str(tmp_path / "one.yaml")])[0].layers[0]
         cm = core_models(systems[0])["eyeriss"]
         ctx = layer_context(cm, layer)
-        assert is_cached(ctx, cm.constraints_for(ctx.problem), mapper_spec("marl"), 30, 0, cache)
-        assert not is_cached(ctx, cm.constraints_for(ctx.problem), mapper_spec("marl"), 31, 0, cache)
+        cons = cm.constraints_for(ctx.problem)
+        assert cached_entry(ctx, cons, mapper_spec("marl"), budget=30, seed=0, cache=cache)[1] is not None
+        assert cached_entry(ctx, cons, mapper_spec("marl"), budget=31, seed=0, cache=cache)[1] is None
         assert cache.hits == hits
     finally:
         cache.close()

@@ -207,7 +207,7 @@ def _run(args) -> int:
                                          *template.files_read()),     # (what a template pulled in)
                 # everything the result depends on, wherever it was found (an ERT or constraints.yaml
                 # beside ARCH, a system's mapper): the cache key of the run
-                "content_key": cache_key(**cache_parts(ctx, constraints, spec, args.seed, args.budget))}
+                "content_key": cache_key(**cache_parts(ctx, constraints, spec, budget=args.budget, seed=args.seed))}
     # created before the search, not after; a default folder holding another run's result is kept
     # the default folder says which search made it: runs of several searchers or seeds side by side
     base = f"results/map/{ctx.arch.name}-{label}-{spec.searcher}-seed{args.seed}"

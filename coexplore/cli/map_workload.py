@@ -192,7 +192,7 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     from coexplore.search.layer import cache_parts
     desc = {k: v for k, v in sorted(vars(args).items()) if k not in
             ("func", "out", "json", "no_progress", "restart", "cache", "no_cache", "command", "jobs")}
-    parts = cache_parts(ctx, constraints, spec, args.seed, args.budget)
+    parts = cache_parts(ctx, constraints, spec, budget=args.budget, seed=args.seed)
     parts["layer"] = None                                # the workload's digest stands for the layers
     parts.pop("encoding", None)                          # (the first layer's mapspace layout)
     from coexplore.bundled import resolve

@@ -160,7 +160,7 @@ def _custom_losses(objective, metrics: dict, n: int) -> np.ndarray:
     return np.where(np.isnan(loss), np.inf, loss)
 
 
-def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, seed, budget: int,
+def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, *, budget: int, seed,
                 ms: MapSpace | None = None) -> dict:
     """What a cached search result depends on; the mapspace's parameter layout included, since
     the cache stores the encoded best point."""
@@ -221,7 +221,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         cache = None                # an unseeded run is not reproducible: never cached, never a hit
     ms = MapSpace(ctx.arch, ctx.problem, constraints)
     if cache is not None:
-        key, hit = _cache_entry(ctx, constraints, spec, seed, budget, ms, cache)
+        key, hit = _cache_entry(ctx, constraints, spec, ms, cache, budget=budget, seed=seed)
         if hit is not None:
             out = MapResult(**{k: v for k, v in hit.items() if k in MapResult.__dataclass_fields__})
             out.cached = True
@@ -278,28 +278,23 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     return out
 
 
-def _cache_entry(ctx: Context, constraints, spec: registry.MapperSpec, seed: int, budget: int, ms: MapSpace,
-                 cache, count: bool = True) -> tuple[str, dict | None]:
+def _cache_entry(ctx: Context, constraints, spec: registry.MapperSpec, ms: MapSpace, cache, *, budget: int,
+                 seed: int, count: bool = True) -> tuple[str, dict | None]:
     """The cache key of a search and its stored result (None: none, or one of another mapspace)."""
     from coexplore.model.cache import cache_key
-    key = cache_key(**cache_parts(ctx, constraints, spec, seed, budget, ms))
+    key = cache_key(**cache_parts(ctx, constraints, spec, budget=budget, seed=seed, ms=ms))
     hit = cache.get(key, count=count)
     return key, hit if hit is not None and len(hit.get("x") or ()) == ms.n_params else None
 
 
-def cached_entry(ctx: Context, constraints, spec: registry.MapperSpec, budget: int, seed: int | None,
+def cached_entry(ctx: Context, constraints, spec: registry.MapperSpec, *, budget: int, seed: int | None,
                  cache) -> tuple[str | None, dict | None]:
     """The cache key `map_layer` with these arguments uses (None: it would not cache) and the record
     `cache` holds under it (None: none; a lookup not counted as a hit)."""
     if cache is None or seed is None:
         return None, None
     ms = MapSpace(ctx.arch, ctx.problem, constraints)
-    return _cache_entry(ctx, constraints, spec, seed, budget, ms, cache, count=False)
-
-
-def is_cached(ctx: Context, constraints, spec: registry.MapperSpec, budget: int, seed: int | None, cache) -> bool:
-    """Whether `map_layer` with these arguments would answer from `cache` (not counted as a hit)."""
-    return cached_entry(ctx, constraints, spec, budget, seed, cache)[1] is not None
+    return _cache_entry(ctx, constraints, spec, ms, cache, budget=budget, seed=seed, count=False)
 
 
 def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, result: SearchResult,

@@ -262,7 +262,7 @@ def _cached(layer, cm: CoreModel, spec, budget: int, seed: int, cache) -> tuple[
     """This (layer, core design) search's cache key and the record `cache` holds (None: no cache)."""
     from coexplore.search.layer import cached_entry
     ctx = layer_context(cm, layer)
-    return cached_entry(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache)
+    return cached_entry(ctx, cm.constraints_for(ctx.problem), spec, budget=budget, seed=seed, cache=cache)
 
 
 def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path] | None = None,
