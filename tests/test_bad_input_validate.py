@@ -333,3 +333,27 @@ def test_mismatches_are_listed_as_asked_and_the_json_is_strict(corpus_copy):
     pct = f"cycles exact    : {valid - 2}/{valid} ({100.0 * (valid - 2) / valid:.1f}%) of valid cases"
     assert pct in out
     assert any(line.startswith(ARCH) and f" {n_cases} " in line for line in out.splitlines())
+
+
+def test_a_mapping_timeloop_cannot_parse_is_that_case_s_verdict_not_the_end_of_the_run(corpus_copy):
+    """A case whose mapping has a spatial directive at a level without a fan-out (GlobalBuffer: its
+    fan-out is inter_PE_spatial's), which Timeloop's parser refuses with the message below (recorded
+    as such in the reference): validate compares that case like any refused mapping and goes on with
+    the others, instead of stopping before the summary."""
+    src = cases(corpus_copy, True)[0]
+    bad = src.with_name("900")
+    shutil.copytree(src, bad)
+    text = (bad / "mapping.yaml").read_text()
+    (bad / "mapping.yaml").write_text(text + "- {target: GlobalBuffer, type: spatial, factors: C1 M1 R1 S1 N1 P1 Q1, "
+                                             "permutation: CMRSNPQ, split: 0}\n")
+    timeloop = ("ERROR: cannot find spatial tiling level associated with storage level GlobalBuffer. This is because "
+                "the number of instances of the next-inner level (inter_PE_spatial) is the same as this level, which "
+                "means there cannot be a spatial fanout.")
+    edit(bad, lambda d: d.update(valid=False, error=timeloop, energy_pJ=None, cycles=None, utilization=None,
+                                 edp_J_cycle=None, levels={}))
+    rc, out, err = run("validate", corpus_copy, "--no-progress", "--json")
+    assert rc == 0, err
+    s = json.loads(out)
+    assert s["cases"] == len(list(SRC_CASES.iterdir())) + 1
+    assert s["validity_agrees"] == s["cases"]
+    assert s["invalid_messages_exact"] == s["invalid_cases"] == len(cases(corpus_copy, False))

@@ -2,12 +2,16 @@
 review): counts past 64 bits, spatial loops where nothing fans out, a data space named twice, and
 a tensor whose ranks share a dimension under a spatial fan-out."""
 
+import json
+
 import pytest
+import yaml
 
 from coexplore.errors import CoexploreError
 from coexplore.model import validity
 from coexplore.model.inputs import load_context
 from coexplore.spec.mapping import MappingArrays, to_arrays
+from conftest import CORPUS
 
 ARCH = """
 architecture:
@@ -158,3 +162,23 @@ def test_factors_whose_int64_product_wraps_to_the_bound_are_refused(tmp_path):
     res = ctx.evaluate(MappingArrays(t, a.spatial_x.copy(), a.spatial_y.copy(), a.perm.copy(), a.keep.copy()))
     assert not res.valid[0] and res.validity.kind[0] == validity.FACTORS
     assert "product of all factors of dimension K" in ctx.record(res)["error"]
+
+
+def test_a_tensor_no_level_keeps_is_refused_as_timeloop_refuses_it(tmp_path):
+    """Weights bypassed at every level, DRAM included, of a public simba_like tiny_conv case: Timeloop's
+    Evaluate fails every level with one reason (topology.cpp, tiling::CheckMaskValidity) and reports
+    the first, the compute level; the same mapping with Weights kept at DRAM is the reference case."""
+    src = CORPUS / "public" / "simba_like" / "tiny_conv" / "004"
+    ctx = load_context(CORPUS / "arches" / "simba_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml",
+                       CORPUS / "arches" / "simba_like" / "ERT.yaml")
+    doc = yaml.safe_load((src / "mapping.yaml").read_text())
+    for e in doc["mapping"]:
+        if e.get("type") in ("datatype", "bypass") and "Weights" in (e.get("keep") or []):
+            e["keep"].remove("Weights")
+            e["bypass"] = list(e.get("bypass") or []) + ["Weights"]
+    path = tmp_path / "mapping.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    got = ctx.record(ctx.evaluate_mappings([ctx.load_mapping(path)]), 0)
+    assert not got["valid"]
+    assert got["error"] == "ERROR: couldn't map level mac: one of the tensors is bypassed in all storage levels"
+    assert json.loads((src / "expected.json").read_text())["valid"]

@@ -126,3 +126,4 @@ def test_read_only_fills_with_links_are_truncated():
     spad = got["levels"]["ifmap_spad"]["dataspaces"]["Inputs"]
     assert spad["utilized_instances"] == 6
     assert spad["fills"] == 6 * int(1024 / 3 + 1280 / 6) == 3324
+

@@ -188,18 +188,20 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                                           f"{arch_file.name} in the corpus' arches/{arch_file.parent.name}/, "
                                           f"or an 'ERT:' key in {arch_file.name}") from None
         ctx.stride_rule = stride_rule
-        mappings = [ctx.load_mapping(c.mapping) for c in group]
+        mappings = [_load_case_mapping(ctx, c.mapping) for c in group]
         if executable is None:              # the built-in model: the group in one batch
+            read = [i for i, m in enumerate(mappings) if not isinstance(m, dict)]
             t = time.perf_counter()
-            res = ctx.evaluate_mappings(mappings)
+            res = ctx.evaluate_mappings([mappings[i] for i in read]) if read else None
             model_s[0] += time.perf_counter() - t
-            rows.extend(_row(c, ctx.record(res, i), refs, root) for i, c in enumerate(group))
+            got = {i: ctx.record(res, j) for j, i in enumerate(read)}
+            rows.extend(_row(c, got.get(i, mappings[i]), refs, root) for i, c in enumerate(group))
             if bar is not None:
                 bar.update(len(group))
             continue
         for m, c in zip(mappings, group):   # timeloop-model: case by case, each row kept as it ends (Ctrl-C)
             t = time.perf_counter()
-            got = _through_timeloop(ctx, m, c, *executable)
+            got = m if isinstance(m, dict) else _through_timeloop(ctx, m, c, *executable)
             model_s[0] += time.perf_counter() - t
             rows.append(_row(c, got, refs, root))
             if bar is not None:
@@ -210,6 +212,16 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
                                      expected="a timeloop-model that runs these cases (coexplore evaluate ... --model "
                                               "timeloop --timeloop-dir DIR on one of them keeps its inputs and outputs "
                                               "to look at)")
+
+
+def _load_case_mapping(ctx, path):
+    """A case's mapping, or, where it is one Timeloop's parser refuses too (a spatial directive at a
+    level without a fan-out, factors that do not multiply to the layer), the record of a refused
+    mapping with that reason: one such case is a verdict on that case, not the end of the run."""
+    try:
+        return ctx.load_mapping(path)
+    except CoexploreError as exc:
+        return {"valid": False, "error": f"ERROR: {exc.message}"}
 
 
 def _row(c, got: dict | str, refs: dict, root) -> dict:

@@ -1,5 +1,6 @@
 """Timeloop's mapping checks, vectorised: factorisation, spatial loops only where the architecture
-fans out, fan-out per axis (cumulative), capacity and minimum utilization; and coexplore's own:
+fans out, every tensor kept somewhere, fan-out per axis (cumulative), capacity and minimum
+utilization; and coexplore's own:
 counts that could pass 64-bit integers.
 
 `check(...)` returns a `Validity` with per-mapping arrays (which check failed first, at which
@@ -18,7 +19,7 @@ import numpy as np
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import Problem
 
-OK, FACTORS, X_EXPANSION, Y_EXPANSION, INSTANCES, CAPACITY, UNDERUSED, NO_FANOUT, OVERFLOW = range(9)
+OK, FACTORS, X_EXPANSION, Y_EXPANSION, INSTANCES, CAPACITY, UNDERUSED, NO_FANOUT, OVERFLOW, UNKEPT = range(10)
 # the model counts in int64: a mapping whose counts could pass this is refused, not wrapped (a bound
 # on the counts, with room for the sums of reads, fills and updates)
 COUNT_LIMIT = 2 ** 59
@@ -68,6 +69,8 @@ class Validity:
 
 def _reason(kind: int, where: int, value: int, limit: int, arch: Architecture) -> str:
     """Timeloop's fail_reason for one check at level `where` (-1: compute)."""
+    if kind == UNKEPT:
+        return "one of the tensors is bypassed in all storage levels"
     if kind == UNDERUSED:
         lv = arch.levels[len(arch.levels) - 1 - where]
         return (f"mapped tile size {value} is less than constrained minimum "
@@ -116,10 +119,13 @@ def check(arch: Architecture, problem: Problem, extents: np.ndarray, spatial_x: 
     if still and (spread := px[:, still] * py[:, still] > 1).any():
         for j, li in enumerate(still):
             fail(spread[:, j], NO_FANOUT, li, px[:, li] * py[:, li], 1)
+    # a tensor no level keeps: Timeloop's Evaluate fails every level before any other check (tiling.cpp
+    # CheckMaskValidity), and the first failing level it reports is the compute level
+    ones = np.ones(B, np.int64)
+    fail((tile_sizes.sum(axis=1) == 0).any(axis=1), UNKEPT, -1, ones, 1)
     # cumulative expansion feeding level l (spatial loops of levels > l); compute: all levels
     cx = np.cumprod(px[:, ::-1], axis=1)[:, ::-1]                       # product over l' >= l
     cy = np.cumprod(py[:, ::-1], axis=1)[:, ::-1]
-    ones = np.ones(B, np.int64)
     inner = list(reversed(arch.levels))
     units = [(-1, arch.compute, cx[:, 0], cy[:, 0])]
     units += [(li, lv, cx[:, li + 1] if li + 1 < L else ones, cy[:, li + 1] if li + 1 < L else ones)

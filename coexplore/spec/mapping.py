@@ -173,7 +173,7 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                 raise CoexploreError(
                     f"cannot find spatial tiling level associated with storage level {target}. This is because "
                     f"the number of instances of the next-inner level {inner}is the same as this level, which "
-                    "means there cannot be a spatial fanout", file=file, key=f"{key}.target",
+                    "means there cannot be a spatial fanout.", file=file, key=f"{key}.target",
                     expected="a spatial directive only at a level that fans out (as timeloop-model requires)" + hint)
             lm.spatial = _parse_factors(entry.get("factors"), **factors)
             lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
