@@ -874,3 +874,13 @@ def test_mac_utilization_is_the_workloads_operations_over_what_the_macs_could_do
         assert 0 < want <= 1
         assert rec["mac_utilization"] == pytest.approx(want, rel=1e-12)
         assert float(rows[rec["point"]]["mac_utilization"]) == rec["mac_utilization"]
+
+
+def test_every_objective_a_system_file_may_name_is_measured():
+    """The names the system-file parser accepts are exactly those the sweep measures (one list each
+    side would otherwise let an accepted name fail at the report), and the defaults among them."""
+    from coexplore.spec import system
+    from coexplore.sweep import metrics
+    assert tuple(metrics.OBJECTIVES) == system.OBJECTIVES
+    assert set(system.DEFAULT_OBJECTIVES) <= set(system.OBJECTIVES)
+    assert all(metrics.OBJECTIVES[n].name == n for n in system.OBJECTIVES)

@@ -55,7 +55,8 @@ SYSTEM_KEYS = ("name", "description", "clock_GHz", "technology", "dram", "cores"
 DRAM_KEYS = ("type", "width", "bandwidth_GBps", "bytes_per_cycle")
 CORE_KEYS = ("name", "template", "arch", "ert", "constraints", "var", "params", "count", "grid")
 MAX_CORES = 10_000     # cores in a system: the job table has a latency and a bandwidth column per core
-OBJECTIVES = ("latency", "energy", "edp", "area", "throughput")
+OBJECTIVES = ("latency", "energy", "edp", "area", "throughput")   # a sweep's measures (sweep.metrics.OBJECTIVES)
+DEFAULT_OBJECTIVES = ("latency", "energy", "area")                 # a system YAML without `objectives:`
 MAPPER_ROLES = ("layer", "system")   # an online (multi-tenant) scheduler is not part of coexplore yet
 
 
@@ -536,7 +537,8 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
         obj = top["objectives"]
         if not isinstance(obj, list) or not obj:
             raise _err(f"got {_kind(obj) if obj != [] else 'an empty list'}", file, "objectives",
-                       "a list of " + ", ".join(OBJECTIVES) + " (leave the key out for latency, energy, area)")
+                       "a list of " + ", ".join(OBJECTIVES) + " (leave the key out for "
+                       + ", ".join(DEFAULT_OBJECTIVES) + ")")
         for i, o in enumerate(obj):
             if o not in OBJECTIVES:
                 raise _err(f"unknown objective {o!r}", file, f"objectives[{i}]",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coexplore.spec.system import DEFAULT_OBJECTIVES  # noqa: F401  (re-exported: what a sweep ranks by default)
+
 
 @dataclass(frozen=True)
 class Objective:
@@ -27,7 +29,6 @@ OBJECTIVES = {
     "area": Objective("area", "area_mm2", "min", "mm^2"),
     "throughput": Objective("throughput", "throughput_per_s", "max", "inferences/s"),
 }
-DEFAULT_OBJECTIVES = ("latency", "energy", "area")   # a system YAML without `objectives:`
 
 # every measured column of a point record, in table order, with its unit
 COLUMNS = {"latency_cycles": "cycles", "latency_s": "s", "energy_J": "J", "edp_J_s": "J*s",
