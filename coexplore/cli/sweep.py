@@ -166,7 +166,8 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
 
 
 def _objectives(args, spec) -> list:
-    from coexplore.sweep.metrics import DEFAULT_OBJECTIVES, OBJECTIVES
+    from coexplore.spec.system import DEFAULT_OBJECTIVES
+    from coexplore.sweep.metrics import OBJECTIVES
     if args.objectives is None:
         names = list(spec.objectives or DEFAULT_OBJECTIVES)
     else:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coexplore.spec.system import DEFAULT_OBJECTIVES  # noqa: F401  (re-exported: what a sweep ranks by default)
-
 
 @dataclass(frozen=True)
 class Objective:
