@@ -46,8 +46,8 @@ def register(sub) -> None:
     p.add_argument("--budget", type=count, default=10_000, help="cost-model samples (default 10000)")
     p.add_argument("--seed", type=seed, default=0, help="random seed (default 0); same seed, same result")
     p.add_argument("--objective", choices=registry.OBJECTIVES, default=None,
-                   help="default: the mapper's (edp for the bundled mappers); latency ranks equal cycle "
-                        "counts by energy, as timeloop-mapper's [delay, energy]")
+                   help="default: the mapper's (edp for the bundled mappers, in J x cycles); latency is "
+                        "in cycles and ranks equal cycle counts by energy, as timeloop-mapper's [delay, energy]")
     p.add_argument("--batch-size", type=int, default=None,
                    help="candidates per ask/tell round (default: the mapper's, 100)")
     p.add_argument("--out", help="directory for mapping.yaml and result.json (default results/map/<arch>-<layer>-<searcher>-seed<S>, "

@@ -60,7 +60,8 @@ def register(subparsers) -> None:
                         "on a Ray started on this machine with --jobs CPUs; the same results as one process")
     add_cache_option(p, no_cache=True)
     p.add_argument("--objectives", metavar="A,B,...",
-                   help="objectives of the Pareto front, from " + ", ".join(OBJECTIVES) +
+                   help="objectives of the Pareto front, from " + ", ".join(
+                       f"{o.name} ({o.unit})" for o in OBJECTIVES.values()) +
                         " (default: the system's objectives, else latency,energy,area)")
     p.add_argument("--out", metavar="DIR",
                    help="result folder (default results/sweep/<system>-s<seed>, or <...>-2, -3 ... when that "
