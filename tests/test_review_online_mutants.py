@@ -1,26 +1,13 @@
 """Tests written by a mutation review of coexplore.online (2026-12-03): each kills mutants the rest
 of the suite let through (hand-derived values and properties)."""
 
-import numpy as np
 import pytest
 
 from coexplore.online.models import served_system
 from coexplore.online.schedulers import MagmaPlanned, ShortestRemaining, StaticAssignment
 from coexplore.online.simulator import Simulation, simulate
 from coexplore.online.schedulers import FCFS
-from coexplore.online.stream import RequestStream
-from coexplore.system.jobs import Job, JobTable
-
-
-def table(rows, cores=("a", "b")):
-    """rows: (dnn, layer, [lat per core], [bw per core], [energy per core])."""
-    jobs = [Job(name=f"{d}.{l}", dnn=d, layer=l) for d, l, *_ in rows]
-    return JobTable(jobs, list(cores), np.array([r[2] for r in rows], float), np.array([r[3] for r in rows], float),
-                    np.array([r[4] for r in rows], float))
-
-
-def stream(arrival, deadline, model):
-    return RequestStream(np.array(arrival, float), np.array(deadline, float), np.array(model, np.int64))
+from test_online import stream, table     # (the online tests' table and stream builders)
 
 
 def test_sjf_ranks_by_the_work_left_not_the_whole_dnn():

@@ -22,17 +22,7 @@ from coexplore.spec.ert import load_ert
 from coexplore.spec.problem import DEFAULT_CNN_SHAPE, parse_problem
 
 from conftest import CORPUS
-
-
-
-def _small(arch: str, **bounds):
-    d = CORPUS / "arches" / arch
-    a = load_architecture(d / "processed.yaml")
-    inst = {k: 1 for k in "CMRSNPQ"}
-    inst.update(bounds)
-    prob = parse_problem({"problem": {"shape": DEFAULT_CNN_SHAPE, "version": 0.4, "instance": inst}}, name="small")
-    ert = load_ert(d / "ERT.yaml")
-    return Context(a, prob, ert, level_costs(a, ert)), MapSpace(a, prob, load_constraints(a, d / "constraints.yaml"))
+from test_mapspace_enumerate import _small     # (a corpus architecture with a tiny layer)
 
 
 @pytest.fixture(scope="module")
