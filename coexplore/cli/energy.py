@@ -62,8 +62,8 @@ def run_check(args) -> int:
         estimator = accelergy_estimate
     else:
         name, estimator = "coexplore-builtin", builtin_estimator
-    progress = None if not show_progress(args) else (lambda it: progress_bar(it, desc="components", file=sys.stderr,
-                                                                leave=False))
+    progress = ((lambda it: progress_bar(it, desc="components", file=sys.stderr, leave=False))
+                if show_progress(args) else None)
     summary = check_rows(grid, estimator, name, progress=progress).to_json()
     if args.json:
         print(json.dumps(summary, indent=1))
