@@ -64,6 +64,14 @@ def _cache(path: Path, wall: bool = True) -> dict:
         return {k: {f: v for f, v in c.get(k, count=False).items() if wall or f != "wall_s"} for k in c.keys()}
 
 
+def _lookups(path: Path) -> tuple[int, int]:
+    """(hits, misses) a cache file counted."""
+    from coexplore.model.cache import ResultCache
+    with ResultCache(path) as c:
+        stats = c.stats()
+    return stats.hits, stats.misses
+
+
 def test_ray_sweep_is_the_one_process_sweep(local_ray, one_process, tmp_path, capsys):
     system, want, want_cache = one_process
     rc = main(["sweep", str(system), *FAST, "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "o"),
@@ -72,6 +80,11 @@ def test_ray_sweep_is_the_one_process_sweep(local_ray, one_process, tmp_path, ca
     assert _records(tmp_path / "o") == _records(want)
     assert _files(tmp_path / "o" / "points") == _files(want / "points")     # gantt.png byte for byte
     assert _cache(tmp_path / "c.sqlite", wall=False) == _cache(want_cache, wall=False)   # written by the driver
+    # the tasks' hits and misses counted: as many as processes count (their layer searches come first, as here)
+    assert main(["sweep", str(system), *FAST, "--cache", str(tmp_path / "p.sqlite"), "--out", str(tmp_path / "p"),
+                 "--no-plot", "--jobs", "2"]) == 0
+    hits, misses = _lookups(tmp_path / "c.sqlite")
+    assert (hits, misses) == _lookups(tmp_path / "p.sqlite") and misses == len(_cache(want_cache)) and hits > 0
     assert not [p for p in (tmp_path / "o" / "points").iterdir() if p.name.startswith(".")]
     assert ray.is_initialized()          # a Ray the command joined is left running
     ran = json.loads((tmp_path / "o" / "sweep.json").read_text())["executor"]
@@ -120,14 +133,14 @@ def test_a_point_task_carries_what_it_needs(one_process, tmp_path):
     spec = load_system(system)
     settings = SweepSettings(layer_budget=60, budget=60, gantt=draw_gantt)
     values = spec.sweep_points()[1]
-    rec, files, added, error = _point_on_ray((spec, 1, "p1", values, dataclasses.replace(settings)),
-                                             _cache(want_cache))
-    assert error is None and added == []
+    rec, files, (added, hits, misses), error = _point_on_ray((spec, 1, "p1", values, dataclasses.replace(settings)),
+                                                             _cache(want_cache))
+    assert error is None and added == [] and (hits, misses) == (3, 0)   # its 3 layers read, none searched
     assert rec == {k: v for k, v in _records(want)[1].items() if k != "run"}     # (the store adds the run)
     assert files == _files(want / "points" / "p1")
-    rec, _, added, _ = _point_on_ray((spec, 1, "p1", values, settings), {})   # no records: it maps
+    rec, _, (added, hits, misses), _ = _point_on_ray((spec, 1, "p1", values, settings), {})   # no records: it maps
     assert rec["energy_J"] == _records(want)[1]["energy_J"] and {k for k, _, _ in added} <= set(_cache(want_cache))
-    assert len(added) == 3                       # the 3 distinct layers on the point's one core design
+    assert len(added) == 3 and (hits, misses) == (0, 3)   # the 3 distinct layers on the point's one core design
 
 
 def test_memory_cache_keeps_what_the_file_would(tmp_path):

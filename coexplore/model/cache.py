@@ -103,6 +103,17 @@ def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
                                    "(map, schedule, sweep and online also run without one: --no-cache)")
 
 
+def take_over(cache, delta: tuple[list, int, int] | None) -> None:
+    """What a task's `MemoryCache` did (its `delta()`), done to the driver's `cache`: its new entries
+    stored (`store`) and its lookups counted, so a Ray run's `cache stats` are those of one process."""
+    if delta is None or cache is None:
+        return
+    added, hits, misses = delta
+    if added:
+        store(cache, many=added)
+    cache.count_lookups(hits=hits, misses=misses)
+
+
 def store(cache, key: str | None = None, value=None, meta=None, *, many=None) -> None:
     """Put one result (or `many` entries) into `cache`; a cache another process holds locked past
     the timeout (or that fails otherwise) is warned of and the run goes on: the search that made
@@ -436,11 +447,7 @@ class ResultCache:
             row = self._db().execute("SELECT record FROM results WHERE key = ?",
                                      (key,)).fetchone()
         if count:
-            name = "misses" if row is None else "hits"
-            setattr(self, name, getattr(self, name) + 1)
-            self._unsaved[name] += 1
-            if sum(self._unsaved.values()) >= COUNTER_FLUSH_EVERY:
-                self.flush_counters()
+            self.count_lookups(hits=int(row is not None), misses=int(row is None))
         if row is None:
             return None
         try:
@@ -452,6 +459,15 @@ class ResultCache:
 
     def __contains__(self, key: str) -> bool:
         return self.get(key, count=False) is not None
+
+    def count_lookups(self, *, hits: int = 0, misses: int = 0) -> None:
+        """Count lookups as hits and misses (this object's, or a Ray task's `MemoryCache`'s); the
+        file's totals take them at the next flush."""
+        for name, n in (("hits", hits), ("misses", misses)):
+            setattr(self, name, getattr(self, name) + n)
+            self._unsaved[name] += n
+        if sum(self._unsaved.values()) >= COUNTER_FLUSH_EVERY:
+            self.flush_counters()
 
     def put(self, key: str, record: Mapping[str, Any], meta: Mapping[str, Any] | None = None
             ) -> None:
@@ -621,6 +637,11 @@ class MemoryCache:
             self.added.append((key, json.loads(self._records[key]), None if meta is None else _plain(meta)))
             n += 1
         return n
+
+    def delta(self) -> tuple[list, int, int]:
+        """What the driver's cache takes over (`take_over`): the entries added here, and the hits and
+        misses of the lookups made here."""
+        return self.added, self.hits, self.misses
 
     def close(self) -> None:
         pass

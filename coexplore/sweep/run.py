@@ -20,7 +20,7 @@ from coexplore.arch.system import SystemArch, build_system
 from coexplore.arch.tables import art_area_mm2, write_core_tables
 from coexplore.energy.tables import read_art
 from coexplore.errors import CoexploreError, CoexploreWarning
-from coexplore.model.cache import store
+from coexplore.model.cache import take_over
 from coexplore.spec.system import SystemSpec
 from coexplore.spec.yamlio import write_text
 from coexplore.sweep.metrics import point_metrics
@@ -294,16 +294,15 @@ def _points_on_ray(spec: SystemSpec, todo: list, settings: SweepSettings, out: P
                    done) -> None:
     """Run the points `todo` = [(index, id, values)] as Ray tasks. A task gets the layers' cache
     records (`entries`, one object for all) and runs its point in a folder of its own node; its
-    record, files and new cache entries come back, and are written here: the cache and the result
-    folder have one writer, whatever the nodes can reach. `done(record)` as each ends."""
+    record, files and cache use (new entries, hits and misses) come back, and are written here: the
+    cache and the result folder have one writer, whatever the nodes can reach. `done(record)` as each ends."""
     import dataclasses
 
     from coexplore.system.ray_tasks import on_ray
     one = dataclasses.replace(settings, workers=1, ray=False)
     tasks = [(spec, i, pid, values, one) for i, pid, values in todo]
-    for _, (rec, files, added, error) in on_ray(_point_on_ray, tasks, shared=entries, limit=settings.workers or None):
-        if added and cache is not None:
-            store(cache, many=added)
+    for _, (rec, files, delta, error) in on_ray(_point_on_ray, tasks, shared=entries, limit=settings.workers or None):
+        take_over(cache, delta)
         if error is not None:
             raise CoexploreError.from_parts(error)
         _put_files(out / rec["dir"], files)
@@ -311,8 +310,8 @@ def _points_on_ray(spec: SystemSpec, todo: list, settings: SweepSettings, out: P
 
 
 def _point_on_ray(task, entries: dict) -> tuple:
-    """One point as a Ray task, in a temporary folder: (record, {path in its folder: bytes}, the
-    cache entries it made, None), or (None, {}, entries, the CoexploreError's parts)."""
+    """One point as a Ray task, in a temporary folder: (record, {path in its folder: bytes}, its cache's
+    `delta()`, None), or (None, {}, delta, the CoexploreError's parts)."""
     from coexplore.model.cache import MemoryCache
     from coexplore.system.ray_tasks import scratch_folder
     spec, index, pid, values, settings = task
@@ -322,10 +321,10 @@ def _point_on_ray(task, entries: dict) -> tuple:
         try:
             rec = run_point(spec, index, pid, values, settings, Path(tmp), cache=cache)
         except CoexploreError as exc:
-            return None, {}, cache.added, exc.parts()
+            return None, {}, cache.delta(), exc.parts()
         folder = Path(tmp) / rec["dir"]
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-    return rec, files, cache.added, None
+    return rec, files, cache.delta(), None
 
 
 def _put_files(folder: Path, files: dict) -> None:

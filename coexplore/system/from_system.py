@@ -19,7 +19,7 @@ from coexplore.arch.file_core import FileCore
 from coexplore.arch.system import SystemArch, load_system_arch
 from coexplore.arch.tables import check_own_table, price_core
 from coexplore.errors import CoexploreError, CoexploreWarning
-from coexplore.model.cache import store
+from coexplore.model.cache import take_over
 from coexplore.model.evaluate import dram_bytes, level_costs
 from coexplore.model.inputs import Context
 from coexplore.search import registry
@@ -141,7 +141,7 @@ MEMORY = ":memory:"          # a search's cache held in its task (`MemoryCache`)
 def _map_in_worker(task) -> tuple:
     """One (layer, core design) search in a worker process or a Ray task: (pair index, the best
     mapping's record, None when the search raised (the parent repeats it to raise it, the layer
-    named), the cache entries made in memory for the parent to store). `cache_path`: the SQLite file
+    named), the `delta()` of a cache held in memory for the parent to take over, else None). `cache_path`: the SQLite file
     (a process of this machine writes it itself), MEMORY (a task elsewhere), or None (no cache)."""
     i, cm, layer, spec, budget, seed, cache_path = task
     from coexplore.model.cache import MemoryCache, ResultCache
@@ -153,7 +153,7 @@ def _map_in_worker(task) -> tuple:
         best = map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache).best
     except Exception:
         best = None
-    return i, best, getattr(cache, "added", [])
+    return i, best, cache.delta() if isinstance(cache, MemoryCache) else None
 
 
 def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: int, done,
@@ -178,9 +178,8 @@ def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: 
     else:
         ended = in_processes(_map_in_worker, tasks, workers)
     records = {}
-    for i, rec, added in ended:
-        if added and cache is not None:
-            store(cache, many=added)
+    for i, rec, delta in ended:
+        take_over(cache, delta)
         if rec is not None:
             records[items[i][0]] = rec
         done(items[i][0])
