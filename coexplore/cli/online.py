@@ -297,7 +297,7 @@ def _job_table(args):
 
 def _run_description(args, scenario, train, names: list[str], loads: list[float]) -> dict:
     """Everything the results depend on (online.json's `run`; compared before a folder is reused)."""
-    from coexplore.cli.schedule import system_input_files
+    from coexplore.cli.schedule import job_table_budget, system_input_files
     desc = {**run_header(), "schedulers": names, "seeds": args.seeds, "seed": args.seed,
             "scenario": _scenario_desc(scenario), "drop_late": not args.keep_late, "bandwidth": args.bandwidth,
             "train": dataclasses.asdict(train) if "relmas" in names and not args.policy else None,
@@ -317,7 +317,7 @@ def _run_description(args, scenario, train, names: list[str], loads: list[float]
         desc.update(system=str(Path(args.system).resolve()),
                     workloads=[str(resolve("problems", w).resolve()) for w in args.workload] if args.workload else None,
                     layer_searcher=args.layer_searcher,
-                    layer_budget=2000 if args.layer_budget is None else args.layer_budget,
+                    layer_budget=job_table_budget(args),
                     layer_seed=0 if args.layer_seed is None else args.layer_seed)
         files += system_input_files(args.system, args.workload, args.layer_searcher)
     desc["inputs_sha256"] = digests(*[f for f in files if f])

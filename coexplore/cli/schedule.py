@@ -30,6 +30,8 @@ from coexplore.provenance import run_header
 from coexplore.search.base import finishing
 from coexplore.search.layer import NoValidMapping
 from coexplore.spec.yamlio import write_texts
+from coexplore.system.from_system import LAYER_BUDGET
+from coexplore.system.schedule import SCHEDULE_BUDGET
 
 
 def register(subparsers) -> None:
@@ -58,7 +60,7 @@ def register(subparsers) -> None:
     p.add_argument("--budget", type=count, default=None, metavar="N",
                    help="evaluated candidates (samples); heuristics use 1, except MET ones with tied "
                         "cores, which try random tie-breaks up to the budget (default: the mapper "
-                        "YAML's budget, else 10000)")
+                        f"YAML's budget, else {SCHEDULE_BUDGET})")
     p.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--json", action="store_true",
                    help="print the schedule as JSON on stdout instead of the summary")
@@ -79,7 +81,7 @@ def add_job_table_options(p) -> None:
     p.add_argument("--layer-searcher", default=None, metavar="S",
                    help="layer mapper for the job table (default: the system's mappers.layer, else marl)")
     p.add_argument("--layer-budget", type=count, default=None, metavar="N",
-                   help="samples per (layer, core design) for the job table (default 2000)")
+                   help=f"samples per (layer, core design) for the job table (default {LAYER_BUDGET})")
     p.add_argument("--layer-seed", type=seed, default=None, metavar="S",
                    help="seed of the layer mapper (default 0): the job table stays the same when "
                         "--seed changes, so seeds compare schedulers, not job tables")
@@ -136,7 +138,7 @@ def run(args) -> int:
     progress = show_progress(args)
     # everything that can be wrong is checked before the (possibly long) job-table step
     mapper = system_mapper_option(args)
-    budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
+    budget = schedule_budget(args, mapper)
     if budget < 1:
         raise CoexploreError(f"got {budget}", key="--budget", expected="an integer >= 1")
     if args.table:            # checked before the output folder is chosen (and announced)
@@ -251,7 +253,7 @@ def _run_description(args, mapper, budget: int) -> dict:
     else:
         desc.update(system=str(Path(args.system).resolve()),
                     workloads=[str(resolve("problems", w).resolve()) for w in args.workload] if args.workload else None,
-                    layer_searcher=args.layer_searcher, layer_budget=_layer_budget(args),
+                    layer_searcher=args.layer_searcher, layer_budget=job_table_budget(args),
                     layer_seed=_layer_seed(args))
     files = [args.table, mapper.file]
     if args.system:
@@ -300,8 +302,14 @@ def _out_dir(args, mapper, run_desc: dict) -> Path:
     return default_run_dir(Path("results") / "schedule" / f"{name}-{label}-s{args.seed}", "schedule.json", run_desc)
 
 
-def _layer_budget(args) -> int:
-    return 2000 if args.layer_budget is None else args.layer_budget
+def job_table_budget(args) -> int:
+    """--layer-budget, else the job tables' default."""
+    return LAYER_BUDGET if args.layer_budget is None else args.layer_budget
+
+
+def schedule_budget(args, mapper) -> int:
+    """--budget, else the system mapper's, else the default."""
+    return args.budget if args.budget is not None else (mapper.budget or SCHEDULE_BUDGET)
 
 
 def _layer_seed(args) -> int:
@@ -365,7 +373,7 @@ def system_table(args, progress: bool, command: str = "schedule"):
     from coexplore.system.from_system import system_job_table
     from coexplore.system.parallel import WorkerDied
 
-    if _layer_budget(args) < 1:
+    if job_table_budget(args) < 1:
         raise CoexploreError(f"bad layer budget {args.layer_budget}", key="--layer-budget",
                              expected="an integer >= 1")
     spec = layer_mapper_option(args)
@@ -373,7 +381,7 @@ def system_table(args, progress: bool, command: str = "schedule"):
     if not args.no_cache:
         cache = open_cache(args.cache, command)
     try:
-        table, system = system_job_table(args.system, args.workload, spec, _layer_budget(args), _layer_seed(args),
+        table, system = system_job_table(args.system, args.workload, spec, job_table_budget(args), _layer_seed(args),
                                          cache=cache, progress=progress, workers=args.jobs)
     except (KeyboardInterrupt, WorkerDied) as stop:
         kept = (f"the layers mapped so far are in the cache ({cache.path}) and a rerun reuses them"

@@ -27,6 +27,7 @@ from coexplore.cli.paths import (show_progress, add_cache_option, command_record
 from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
 from coexplore.spec.yamlio import write_text
+from coexplore.system.schedule import SCHEDULE_BUDGET
 
 RESULT = "sweep.json"
 
@@ -48,7 +49,7 @@ def register(subparsers) -> None:
                    help="system scheduler: one of " + ", ".join(SEARCHERS) + ", or a system mapper YAML; "
                         "default: the system's mappers.system, else magma")
     p.add_argument("--budget", type=count, default=None, metavar="N",
-                   help="schedule samples per point (default: the mapper YAML's budget, else 10000)")
+                   help=f"schedule samples per point (default: the mapper YAML's budget, else {SCHEDULE_BUDGET})")
     p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed of the scheduler (default 0)")
     p.add_argument("--jobs", type=processes, default=None, metavar="N",
                    help="processes: the points' layers mapped N at a time, then the points run N at a time "
@@ -76,7 +77,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from coexplore.arch.system import load_system_arch
-    from coexplore.cli.schedule import layer_mapper_option, system_mapper_option
+    from coexplore.cli.schedule import job_table_budget, layer_mapper_option, schedule_budget, system_mapper_option
     from coexplore.report.gantt import draw_gantt
     from coexplore.sweep.run import SweepSettings
 
@@ -88,8 +89,8 @@ def run(args) -> int:
     spec = system.spec
     objectives = _objectives(args, spec)
     mapper = system_mapper_option(args)
-    budget = args.budget if args.budget is not None else (mapper.budget or 10_000)
-    layer_budget = 2000 if args.layer_budget is None else args.layer_budget
+    budget = schedule_budget(args, mapper)
+    layer_budget = job_table_budget(args)
     for opt, value in (("--budget", budget), ("--layer-budget", layer_budget)):
         if value < 1:
             raise CoexploreError(f"got {value}", key=opt, expected="an integer >= 1")

@@ -21,6 +21,8 @@ from coexplore.arch.tables import art_area_mm2, write_core_tables
 from coexplore.energy.tables import read_art
 from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.model.cache import take_over
+from coexplore.system.from_system import LAYER_BUDGET
+from coexplore.system.schedule import SCHEDULE_BUDGET
 from coexplore.spec.system import SystemSpec
 from coexplore.spec.yamlio import write_text
 from coexplore.sweep.metrics import point_metrics
@@ -33,11 +35,11 @@ class SweepSettings:
 
     workloads: list | None = None        # workload files; None: the system's `workloads:`
     layer_mapper: object = None          # search.registry.MapperSpec; None: the system's, else marl
-    layer_budget: int = 2000
+    layer_budget: int = LAYER_BUDGET
     layer_seed: int = 0
     searcher: str = "magma"              # a system scheduler (system.schedule.searcher_names(), plugins too)
     config: object = None                # its MagmaConfig, if any
-    budget: int = 10_000
+    budget: int = SCHEDULE_BUDGET
     seed: int = 0
     workers: int = 1                     # processes: every point's layers mapped, then points run, N at a time
     ray: bool = False                    # as tasks on the Ray cluster joined (ray_tasks.start_ray); workers: in flight (0: all CPUs)

@@ -127,6 +127,7 @@ def core_models(system: SystemArch) -> dict[str, CoreModel]:
     return {name: core_model(system, name) for name in system.cores}
 
 
+LAYER_BUDGET = 2000     # samples per (layer, core design) of a job table, by default
 MAX_JOBS = 100_000   # a schedule genome has 2 genes per job: beyond this, the search is no use
 
 
@@ -212,7 +213,7 @@ def system_workloads(system: SystemArch | SystemSpec, workloads: list | None = N
 
 
 def map_layers(systems: list[SystemArch], workloads: list[str | Path] | None = None,
-               layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000, seed: int = 0,
+               layer_mapper: registry.MapperSpec | None = None, layer_budget: int = LAYER_BUDGET, seed: int = 0,
                cache=None, progress: bool = False, workers: int = 1, ray: bool = False,
                entries: dict | None = None) -> int:
     """Map every distinct (layer, core design) pair of several systems (a sweep's points) into `cache`
@@ -265,7 +266,7 @@ def _cached(layer, cm: CoreModel, spec, budget: int, seed: int, cache) -> tuple[
 
 
 def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path] | None = None,
-                     layer_mapper: registry.MapperSpec | None = None, layer_budget: int = 2000,
+                     layer_mapper: registry.MapperSpec | None = None, layer_budget: int = LAYER_BUDGET,
                      seed: int = 0, cache=None, progress: bool = False,
                      workers: int = 1) -> tuple[JobTable, SystemArch]:
     """The job table of a system's workloads (`system`: a system YAML's path, or a system already

@@ -258,8 +258,11 @@ class ScheduleResult:
         }
 
 
+SCHEDULE_BUDGET = 10_000     # evaluated schedules of a search, by default
+
+
 def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
-                    budget: int = 10_000, seed: int | None = 0,
+                    budget: int = SCHEDULE_BUDGET, seed: int | None = 0,
                     progress: bool = False, config: MagmaConfig | None = None,
                     checkpoint=None) -> ScheduleResult:
     """Best schedule found by `searcher` within `budget` evaluated candidates; a `checkpoint`
