@@ -21,6 +21,9 @@ class CoexploreError(Exception):
         self.option = option
         super().__init__(self.format())
 
+    def __str__(self) -> str:
+        return self.format()      # the fields as they are now (callers add a file or a key prefix on the way up)
+
     def format(self, cli: bool = False) -> str:
         where = ""
         if self.file:
@@ -49,7 +52,6 @@ class CoexploreError(Exception):
         """Return the same error attributed to `file` if it names none yet."""
         if self.file is None:
             self.file = str(file)
-            self.args = (self.format(),)
         return self
 
 

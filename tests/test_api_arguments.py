@@ -50,6 +50,26 @@ def test_the_cli_still_names_its_option(capsys):
     assert rc == 2 and "'--budget'" in capsys.readouterr().err
 
 
+def test_an_error_reads_as_its_fields_are_when_a_caller_adds_to_them(tmp_path):
+    """Callers re-key and add to an error on its way up (a system file's core, a layer, a pricing
+    step); str() (what a Python caller sees) follows its fields as they are when it is read."""
+    e = CoexploreError("bad value 7", key="params.dram_width", expected="a multiple")
+    e.key, e.expected = "cores[0].params.word_bits", "word_bits dividing the DRAM width"
+    e.with_file(tmp_path / "s.yaml")
+    assert str(e) == f"{tmp_path / 's.yaml'}: key 'cores[0].params.word_bits': bad value 7 " \
+                     "(expected word_bits dividing the DRAM width)"
+    from coexplore.arch.system import load_system_arch      # one such caller, end to end
+    import yaml
+    doc = yaml.safe_load((Path(__file__).parent / "data" / "sweep" / "tiny_sweep.yaml").read_text())
+    doc.pop("sweep", None)
+    doc["workloads"] = []
+    doc["system"]["cores"][0]["params"]["word_bits"] = 7          # 64-bit DRAM words: 7 does not divide them
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(CoexploreError) as err:
+        load_system_arch(tmp_path / "s.yaml")
+    assert err.value.key.endswith(".params.word_bits") and f"key '{err.value.key}'" in str(err.value)
+
+
 def test_errors_pickle_whole_with_their_subclass_fields():
     from coexplore.search.layer import NoValidMapping
     e = NoValidMapping(7, [("capacity of X", 3)])

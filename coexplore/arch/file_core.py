@@ -120,7 +120,6 @@ class FileCore:
                         exc.message = (f"core {self.name}: no ART.yaml beside its ERT or architecture, so its area "
                                        f"is priced from the architecture, which fails: {exc.message}")
                         exc.expected = (exc.expected or "") + " (or an ART.yaml beside the ERT: Accelergy writes one)"
-                        exc.args = (exc.format(),)
                     raise
             if ert is None:
                 ert, said = ("built", built_ert), [str(w) for w in built_ert.get("warnings") or ()]

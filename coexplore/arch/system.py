@@ -84,11 +84,9 @@ def build_system(spec: SystemSpec) -> SystemArch:
             if param == "dram_width" and "word_bits" in c.params:
                 exc.key = f"{c.key}.params.word_bits"      # the shared DRAM width vs this core's word
                 exc.expected = "word_bits dividing the shared DRAM width (system.dram.width), e.g. 8 or 16"
-                exc.args = (exc.format(),)
                 raise
             if exc.key and exc.key.startswith(f"{c.key}.params.") and inherited:
                 exc.key = SYSTEM_OWNED.get(param, "system.technology")
-                exc.args = (exc.format(),)
             raise
         _check_generated(spec, c, cores[c.name])
     return SystemArch(spec, cores)
@@ -106,7 +104,6 @@ def _in_core(exc: CoexploreError, spec: SystemSpec, c: CoreSpec) -> CoexploreErr
                         "too: the system as written is read as well), or a | default(...) in the template")
     elif c.var:
         exc.message += f" (the template rendered with {c.key}.var = {json.dumps(c.var, sort_keys=True)} of {spec.file})"
-    exc.args = (exc.format(),)
     return exc
 
 

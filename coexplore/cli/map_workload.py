@@ -179,7 +179,6 @@ def _outcomes(subs: list, map_one, jobs: int, bar, guard):
 def _in_layer(exc: CoexploreError, name: str) -> CoexploreError:
     """The error of one layer's run, saying which layer was being mapped."""
     exc.message = f"mapping layer {name}: {exc.message}"
-    exc.args = (exc.format(),)
     return exc
 
 

@@ -140,7 +140,6 @@ def run(args) -> int:
         except CoexploreError as exc:           # (a file that cannot be read: said with the option's name)
             if exc.key is None:
                 exc.key = "--policy"
-                exc.args = (exc.format(),)
             raise
     if args.policy and "relmas" not in names:
         raise CoexploreError("relmas is not among the schedulers", key="--policy",

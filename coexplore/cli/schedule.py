@@ -129,7 +129,6 @@ def load_table_option(path: str):
     except CoexploreError as exc:
         if exc.key is None:
             exc.key = "--table"
-            exc.args = (exc.format(),)
         raise
 
 

@@ -104,7 +104,6 @@ def build_tables(components: Iterable, *, classes: str = "example_designs",
             exc.key = f"{node}.{exc.key}" if exc.key else node
             if classes == "primitives" and exc.expected:       # (the hint to use them is moot)
                 exc.expected = exc.expected.split(" (or --classes primitives")[0]
-            exc.args = (exc.format(),)
             raise
         notes = list(est.warnings) or (["the reference Accelergy setup refuses this component; the numbers "
                                         "are extrapolated"] if not est.accelergy_compatible else [])

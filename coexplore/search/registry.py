@@ -259,7 +259,6 @@ def _as_timeloop_key(exc: CoexploreError, spelled: Mapping[str, str], file) -> C
         exc.key = f"mapper.{spelled[field_name]}"
     if exc.file is None and file is not None:
         exc.file = str(file)
-    exc.args = (exc.format(),)
     return exc
 
 

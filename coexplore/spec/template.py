@@ -159,7 +159,6 @@ def with_origin(exc: CoexploreError, path: str | Path, key: str) -> CoexploreErr
     source = _ORIGINS.get((os.path.realpath(path), key)) if exc.file == str(path) else None
     if source:
         exc.message += f" (its {key} comes from {source}, which the template includes)"
-        exc.args = (exc.format(),)
     return exc
 
 

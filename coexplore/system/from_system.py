@@ -325,7 +325,6 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
         except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
             exc.message = f"layer {layer.name} on core {design}: {exc.message}"
             exc.file, exc.key, exc.option = system.spec.file, "layer_budget", "--layer-budget"
-            exc.args = (exc.format(),)
             raise
         except CoexploreError as exc:     # a search setting this layer refuses (budget, searcher limits)
             if exc.key == "budget":
@@ -334,7 +333,6 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
                                      expected=exc.expected) from None
             if exc.file is None and not exc.message.startswith("layer "):
                 exc.message = f"layer {layer.name} on core {design}: {exc.message}"
-                exc.args = (exc.format(),)
             raise
         if bar is not None and not parallel:      # in parallel, counted as each search ended
             bar.update(1)
@@ -370,7 +368,6 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
             if others:                    # said once: the others were tried too
                 exc.message = exc.message.replace(f" on core {first}:", f" on core {first} (nor on "
                                                   + ", ".join(others) + "):", 1)
-                exc.args = (exc.format(),)
             raise exc from None
         raise exc
     finally:

@@ -57,7 +57,6 @@ def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> No
             if not address:              # the user gave no address: the environment's is the one to fix
                 exc.key, exc.option, exc.expected = "$RAY_ADDRESS", None, (f"$RAY_ADDRESS unset (Ray started on this machine) or "
                                                          f"naming a running cluster: {exc.expected}")
-                exc.args = (exc.format(),)
             raise
 
 
