@@ -16,13 +16,13 @@ FORBIDDEN = {
     "mapspace": {"search", "system", "cli", "online", "sweep", "report", "matplotlib"},
     "search": {"system", "cli", "online", "sweep", "report", "matplotlib"},
     "arch": {"model", "mapspace", "search", "system", "cli", "online", "sweep", "report", "matplotlib"},
-    "system": {"cli", "online", "sweep", "report"},
+    "system": {"cli", "online", "sweep", "report", "matplotlib"},
     # a sweep runs the layers below and records numbers; drawing them is the report's job
     "sweep": {"cli", "report", "matplotlib"},
     # the online simulator and its schedulers use the job tables and the contention model below; no plots
     "online": {"cli", "sweep", "report", "matplotlib", "search", "mapspace"},
-    # the report draws records (coexplore.sweep's objectives and front) and a point's schedule (the
-    # system layer's Gantt chart); it never runs a search
+    # the report draws records (coexplore.sweep's objectives and front) and a point's schedule (its
+    # Gantt chart, from the system layer's trace); it never runs a search
     "report": {"cli", "search", "mapspace", "model"},
 }
 SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "online", "sweep", "report", "cli"}

@@ -536,7 +536,7 @@ def test_loads_summary_record_csv_and_key(tmp_path, capsys):
 def test_sla_by_load_chart_axes(monkeypatch, tmp_path, basis, word):
     from pathlib import Path
 
-    import coexplore.system.plot as plot
+    import coexplore.report.schedule_plot as plot
     from coexplore.report import online_plot
     figs = []
     monkeypatch.setattr(plot, "save_png", lambda fig, path: figs.append(fig) or Path(path))

@@ -159,7 +159,7 @@ def test_the_gantt_chart_colours_jobs_by_dnn_with_a_legend(tmp_path, monkeypatch
     """Two tenants of one network: their jobs get one colour per DNN, named in the chart's legend."""
     import matplotlib.pyplot as plt
     from coexplore.system.evaluator import trace
-    from coexplore.system.plot import plot_schedule
+    from coexplore.report.schedule_plot import plot_schedule
     (tmp_path / "wl.yaml").write_text(WORKLOAD)
     path = tmp_path / "sys.yaml"
     path.write_text(SYSTEM.replace("workloads: [wl.yaml]", "workloads: [wl.yaml, wl.yaml]"))
@@ -199,7 +199,7 @@ def test_the_gantt_chart_colours_jobs_by_dnn_with_a_legend(tmp_path, monkeypatch
 def test_an_idle_last_core_keeps_its_row_in_the_gantt_chart(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
     from coexplore.system.evaluator import trace
-    from coexplore.system.plot import plot_schedule
+    from coexplore.report.schedule_plot import plot_schedule
     (tmp_path / "wl.yaml").write_text(WORKLOAD)
     path = tmp_path / "sys.yaml"
     path.write_text(SYSTEM)

@@ -211,7 +211,7 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
     stop_now = stop_now or hold.stop_now
     png = None
     if not (args.no_plot or stop_now):
-        from coexplore.system.plot import plot_schedule
+        from coexplore.report.schedule_plot import plot_schedule
 
         png = plot_schedule(table, schedule_trace(table, result), out / "gantt.png",
                             title=f"{args.table or Path(args.system).name}: {result.searcher}, makespan "

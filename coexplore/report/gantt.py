@@ -1,4 +1,4 @@
-"""A sweep point's Gantt chart (points/<id>/gantt.png), drawn by coexplore.system.plot."""
+"""A sweep point's Gantt chart (points/<id>/gantt.png), drawn by coexplore.report.schedule_plot."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def draw_gantt(out: Path, record: dict, system_name: str, table=None, schedule: 
     import numpy as np
 
     from coexplore.system.evaluator import trace
-    from coexplore.system.plot import plot_schedule
+    from coexplore.report.schedule_plot import plot_schedule
     from coexplore.system.tables import load_table
     folder = Path(out) / record["dir"]
     table = table if table is not None else load_table(folder / "jobs.csv")

@@ -65,7 +65,7 @@ def draw_sla(data: dict, path: str | Path, title: str = "") -> Path:
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    from coexplore.system.plot import save_png
+    from coexplore.report.schedule_plot import save_png
     return save_png(fig, path)
 
 
@@ -97,5 +97,5 @@ def draw_sla_by_load(data: dict, path: str | Path, title: str = "") -> Path:
     if title:
         ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    from coexplore.system.plot import save_png
+    from coexplore.report.schedule_plot import save_png
     return save_png(fig, path)

@@ -215,5 +215,5 @@ def plot_pareto(points: list[dict], objectives: list[Objective], front, path: st
     """Write the Pareto plot of a sweep's records as a PNG (whole or not at all) and return its path.
     `front` flags the non-dominated points (`coexplore.sweep.pareto.pareto_front`); failed points
     and points without finite objective values are left out and counted in the title."""
-    from coexplore.system.plot import save_png
+    from coexplore.report.schedule_plot import save_png
     return save_png(draw_pareto(points, objectives, front, title), path)

@@ -1,7 +1,8 @@
-"""Gantt chart of one schedule with the bandwidth timeline under it (matplotlib, Agg).
+"""Gantt chart of one schedule with the bandwidth timeline under it, and the PNG writer every
+chart shares (matplotlib, Agg).
 
-Imported lazily (only the CLI and reports draw), so the rest of coexplore.system never
-needs matplotlib.
+Imported lazily (only the CLI and reports draw), so the schedulers and the model never need
+matplotlib.
 """
 
 from __future__ import annotations
