@@ -149,7 +149,7 @@ def _stopped_after_3_batches(args, monkeypatch, capsys):
     """Run `coexplore map` with a stop request (as a first Ctrl-C) in its third batch: exit 130,
     the search state saved."""
     import coexplore.search.layer as layer_mod
-    from coexplore.search.base import request_stop
+    from coexplore.stops import request_stop
     real = layer_mod.make_objective
 
     def stopping(*a):

@@ -374,7 +374,7 @@ def test_second_ctrl_c_while_the_map_result_is_made_keeps_and_caches_it(tmp_path
 
 def test_holding_stops_nested_leaves_the_holding_to_the_outer_block(default_sigint):
     """A Ctrl-C inside a nested block is held until the outer block ends, which then reports it."""
-    from coexplore.search.base import holding_stops
+    from coexplore.stops import holding_stops
     with holding_stops() as outer:
         with holding_stops() as inner:
             os.kill(os.getpid(), signal.SIGINT)

@@ -187,7 +187,7 @@ def _parsed(argv):
 def test_a_stop_after_a_layer_stops_the_network(tmp_path, capsys):
     """A stop request (Ctrl-C, SIGTERM) that lands after a layer's search has finished still stops
     the network after that layer (exit 130), with the layers done in its table."""
-    from coexplore.search.base import request_stop
+    from coexplore.stops import request_stop
     args = _parsed([*ARGS, "--all-layers", "--out", str(tmp_path / "w"), "--no-cache", "--no-progress"])
     calls = []
 

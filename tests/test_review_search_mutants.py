@@ -325,7 +325,8 @@ def test_a_searcher_run_again_with_a_larger_budget_plans_for_it():
 def test_a_stopped_search_keeps_the_first_of_equal_losses_as_an_uninterrupted_one_does():
     """The result of a search stopped after a batch (Ctrl-C / SIGTERM) names the same best as the
     searcher: among equal losses the first evaluated."""
-    from coexplore.search.base import SearchInterrupted, request_stop
+    from coexplore.search.base import SearchInterrupted
+    from coexplore.stops import request_stop
     space = DiscreteSpace(np.array([4, 4]), ["a", "b"])
     seen = []
 

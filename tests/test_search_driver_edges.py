@@ -153,8 +153,8 @@ def test_losses_as_a_row_of_a_2d_array_are_refused():
 
 def test_a_stop_of_an_ended_search_does_not_stop_a_later_one_in_another_thread():
     import threading
-    from coexplore.search.base import _DeferredInterrupt, request_stop
-    guard = _DeferredInterrupt()
+    from coexplore.stops import DeferredInterrupt, request_stop
+    guard = DeferredInterrupt()
     guard.__enter__()
     try:
         assert request_stop("test")                      # a stop asked of the (main-thread) search

@@ -160,7 +160,7 @@ def handlers():
 
 
 def test_a_hold_restores_the_handlers_and_holds_sigterm_too(handlers):
-    from coexplore.search.base import holding_stops
+    from coexplore.stops import holding_stops
 
     def term(signum, frame):
         raise AssertionError("SIGTERM reached its handler inside the block")
@@ -176,7 +176,7 @@ def test_a_hold_restores_the_handlers_and_holds_sigterm_too(handlers):
 
 
 def test_an_ignored_ctrl_c_stays_ignored_in_a_hold(handlers):
-    from coexplore.search.base import holding_stops
+    from coexplore.stops import holding_stops
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with holding_stops() as hold:
         os.kill(os.getpid(), signal.SIGINT)

@@ -134,7 +134,7 @@ def _version() -> str:
 def _terminate(signum, frame):
     """SIGTERM (a job scheduler's or `timeout`'s stop) is handled like Ctrl-C: a running search
     stops after its batch (its state saved), a second SIGTERM or one outside a search at once."""
-    from coexplore.search.base import request_stop
+    from coexplore.stops import request_stop
     if not request_stop():
         raise KeyboardInterrupt
 

@@ -18,7 +18,7 @@ from coexplore.cli.paths import (show_progress, add_cache_option, add_restart_op
 from coexplore.search import registry
 from coexplore.model.cache import cache_key
 from coexplore.model.nest import STRIDE_RULES
-from coexplore.search.base import finishing, holding_stops
+from coexplore.stops import finishing, holding_stops
 from coexplore.search.layer import MapInterrupted, NoValidMapping, cache_parts, map_layer
 from coexplore.spec.loopnest import format_loop_nest
 from coexplore.spec.mapping import parse_mapping, to_arrays

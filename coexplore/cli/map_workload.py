@@ -33,7 +33,7 @@ def run_all_layers(args, map_one) -> int:
     from coexplore.cli.inputs import is_workload, load_inputs
     from coexplore.cli.main import note_groups
     from coexplore.cli.map import mapper_of
-    from coexplore.search.base import finishing
+    from coexplore.stops import finishing
     from coexplore.spec.yamlio import write_text
     from coexplore.spec.workload import find_workload, load_workload
 

@@ -27,7 +27,7 @@ from coexplore.cli.paths import (show_progress, add_cache_option, command_record
                                  run_checkpoint, seed, table_run_name)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
-from coexplore.search.base import finishing
+from coexplore.stops import finishing
 from coexplore.search.layer import NoValidMapping
 from coexplore.spec.yamlio import write_texts
 from coexplore.system.from_system import LAYER_BUDGET
@@ -171,7 +171,7 @@ def run(args) -> int:
 def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budget: int, run_desc: dict,
                       out: Path, checkpoint, progress: bool) -> int:
     """The search, then schedule.json, gantt.png and the summary; the exit code (130: interrupted)."""
-    from coexplore.search.base import holding_stops
+    from coexplore.stops import holding_stops
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
     from coexplore.system.tables import table_csv
 

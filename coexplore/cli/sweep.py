@@ -146,7 +146,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
             records = run_sweep(spec, settings, store, cache=cache, progress=progress,
                                 on_point=lambda rec: _tables(out, store.ordered(), axes, objectives))
     except (KeyboardInterrupt, WorkerDied) as stop:
-        from coexplore.search.base import holding_stops
+        from coexplore.stops import holding_stops
         records = store.ordered()
         with holding_stops():             # a second stop does not cut the tables and report of the points done
             if records:
@@ -158,7 +158,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
         print(("\n" if sys.stderr.isatty() else "") + f"coexplore sweep: {what}; {kept} and {mapped}: run the "
               "same command again to continue with the next point", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else 1
-    from coexplore.search.base import finishing
+    from coexplore.stops import finishing
     with finishing("the sweep's tables and report are written") as guard:     # all points are stored
         code = _finish(args, out, run_desc, spec, records, objectives, len(points))
     if guard.asked:

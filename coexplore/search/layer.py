@@ -23,7 +23,8 @@ from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
 from coexplore.provenance import code_version
 from coexplore.search import registry
-from coexplore.search.base import SearchInterrupted, SearchResult, holding_stops, positive_int, run_search
+from coexplore.search.base import SearchInterrupted, SearchResult, positive_int, run_search
+from coexplore.stops import holding_stops
 from coexplore.seeds import check_seed
 from coexplore.spec.architecture import architecture_to_v3
 from coexplore.spec.constraints import LevelConstraints

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.search.base import SearchInterrupted, Searcher, holding_stops, positive_int, run_search
+from coexplore.search.base import SearchInterrupted, Searcher, positive_int, run_search
+from coexplore.stops import holding_stops
 from coexplore.seeds import check_seed
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
 from coexplore.system.bounds import at_longest_job, longest_job, lower_bound
