@@ -264,7 +264,7 @@ def main() -> None:
     from tqdm import tqdm
 
     from coexplore.provenance import source_digest
-    from coexplore.system.parallel import in_processes
+    from coexplore.workers.processes import in_processes
     optima = [{"arch": a, "layer": l, "searcher": "exhaustive_optimum", "seed": -1, "budget": 0,
                "version": source_digest()} for a, l, _ in pairs if l in SMALL_LAYERS]
     try:

@@ -87,7 +87,7 @@ def main() -> None:
     from coexplore.online.policy import LearnedScheduler, Policy
     from coexplore.online.schedulers import HEURISTICS, heuristic
     from coexplore.online.stream import Scenario
-    from coexplore.system.parallel import in_processes
+    from coexplore.workers.processes import in_processes
 
     names = comma_list(ap, args.scenarios, SCENARIOS, "--scenarios")
     version = source_version(*VERSION_FILES)

@@ -25,7 +25,10 @@ FORBIDDEN = {
     # Gantt chart, from the system layer's trace); it never runs a search
     "report": {"cli", "search", "mapspace", "model"},
 }
-SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "online", "sweep", "report", "cli"}
+SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system", "online", "sweep", "report", "cli",
+               "workers"}
+# worker processes and Ray tasks run any layer's functions, handed to them; they import none of the layers
+FORBIDDEN["workers"] = (SUBPACKAGES - {"workers"}) | {"matplotlib"}
 # the package's top-level modules serve every layer, so they import none of the sub-packages
 TOP_LEVEL = ("errors.py", "progress.py", "bundled.py", "plugins.py", "seeds.py", "ranks.py", "stops.py", "__init__.py")
 # modules that are interfaces, not implementations: the searchers' parameter-space type is what a

@@ -1,4 +1,4 @@
-"""coexplore.system.parallel: results in task order from a kept pool (the same as one process), and
+"""coexplore.workers.processes: results in task order from a kept pool (the same as one process), and
 workers that do not outlive a parent killed without cleaning up."""
 
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coexplore.system.parallel import WorkerPool
+from coexplore.workers.processes import WorkerPool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ def test_worker_pool_keeps_task_order_over_rounds():
 PARENT = """
 import sys, time
 sys.path.insert(0, {root!r})
-from coexplore.system.parallel import in_processes
+from coexplore.workers.processes import in_processes
 
 def slow(x):
     time.sleep(120)
@@ -99,7 +99,7 @@ def test_workers_start_with_ctrl_c_blocked_then_ignore_it_and_the_parent_loses_n
     import subprocess
     import sys
     import threading
-    from coexplore.system.parallel import _children_ignore_stops, in_processes
+    from coexplore.workers.processes import _children_ignore_stops, in_processes
     with _children_ignore_stops():
         child = subprocess.run([sys.executable, "-c", "print(open('/proc/self/status').read())"],
                                capture_output=True, text=True).stdout

@@ -31,7 +31,7 @@ def local_ray():
     """One Ray instance on this machine (2 CPUs) for the module: the commands join it."""
     import signal
 
-    from coexplore.system.ray_tasks import start_ray, stop_ray
+    from coexplore.workers.ray_tasks import start_ray, stop_ray
     before = signal.getsignal(signal.SIGTERM)
     assert start_ray(None, cpus=2)
     assert signal.getsignal(signal.SIGTERM) is before     # not Ray's: a stop is still handled as Ctrl-C
@@ -202,8 +202,8 @@ def test_a_bad_ray_address_from_the_environment_names_the_variable(tmp_path, cap
 
 def test_on_ray_results_errors_and_other_versions(local_ray, monkeypatch):
     from coexplore.errors import CoexploreError
-    from coexplore.system import ray_tasks
-    from coexplore.system.parallel import WorkerDied
+    from coexplore.workers import ray_tasks
+    from coexplore.workers.processes import WorkerDied
     got = dict(ray_tasks.on_ray(abs, [-3, 4, -5], limit=1))
     assert got == {0: 3, 1: 4, 2: 5}
     assert dict(ray_tasks.on_ray(divmod, [7, 9], shared=4)) == {0: (1, 3), 1: (2, 1)}   # fn(task, shared)
@@ -229,7 +229,7 @@ def _interval(seconds: float) -> tuple:
 def test_at_most_limit_tasks_run_at_once(local_ray):
     from ray import cloudpickle
 
-    from coexplore.system.ray_tasks import on_ray
+    from coexplore.workers.ray_tasks import on_ray
     cloudpickle.register_pickle_by_value(sys.modules[__name__])     # (this module is not on the nodes' path)
     spans = sorted(dict(on_ray(_interval, [0.3] * 4, limit=1)).values())
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))      # one after the other
@@ -261,13 +261,13 @@ def _by_value():
 
 
 def test_a_task_whose_worker_dies_once_is_retried(local_ray, tmp_path):
-    from coexplore.system.ray_tasks import on_ray
+    from coexplore.workers.ray_tasks import on_ray
     _by_value()
     assert dict(on_ray(_die_once, [str(tmp_path / "m")])) == {0: "retried"}
 
 
 def test_without_a_limit_the_cluster_cpus_run_at_once(local_ray):
-    from coexplore.system.ray_tasks import on_ray
+    from coexplore.workers.ray_tasks import on_ray
     _by_value()
     spans = sorted(dict(on_ray(_interval, [3.0] * 2)).values())
     assert spans[1][0] < spans[0][1]             # 2 CPUs: the second began before the first ended
@@ -276,7 +276,7 @@ def test_without_a_limit_the_cluster_cpus_run_at_once(local_ray):
 def test_leaving_the_loop_cancels_the_tasks_not_ended(local_ray, tmp_path):
     import time
 
-    from coexplore.system.ray_tasks import on_ray
+    from coexplore.workers.ray_tasks import on_ray
     _by_value()
     ended = on_ray(_nap, [(0.0, str(tmp_path / "a")), (3.0, str(tmp_path / "b"))], limit=2)
     assert next(ended) == (0, 0.0)
@@ -287,7 +287,7 @@ def test_leaving_the_loop_cancels_the_tasks_not_ended(local_ray, tmp_path):
 
 def test_a_node_that_cannot_load_the_code_is_said(local_ray):
     from coexplore.errors import CoexploreError
-    from coexplore.system.ray_tasks import on_ray
+    from coexplore.workers.ray_tasks import on_ray
     _by_value()
     with pytest.raises(CoexploreError, match="cannot run coexplore's tasks"):
         list(on_ray(_no_module, [1]))
@@ -332,7 +332,7 @@ def test_each_cache_entry_is_searched_and_stored_once(local_ray, one_process, tm
 
 
 def test_ray_tasks_in_flight_follow_jobs_else_the_cluster(local_ray, one_process, tmp_path, capsys, monkeypatch):
-    from coexplore.system import ray_tasks
+    from coexplore.workers import ray_tasks
     real, limits = ray_tasks.on_ray, []
 
     def spy(fn, tasks, shared=None, limit=None):
@@ -374,7 +374,7 @@ def test_points_on_ray_gives_tasks_one_process_settings_and_stores_what_they_add
     from coexplore.spec.system import load_system
     from coexplore.sweep import run as sweep_run
     from coexplore.sweep.run import SweepSettings, _points_on_ray, point_ids
-    from coexplore.system import ray_tasks
+    from coexplore.workers import ray_tasks
     system, want, want_cache = one_process
     spec = load_system(system)
     seen = {}
@@ -445,7 +445,7 @@ def test_memory_cache_counts_and_keeps_meta():
 
 
 def test_ray_prints_go_to_stderr(capfd):
-    from coexplore.system.ray_tasks import stdout_to_stderr
+    from coexplore.workers.ray_tasks import stdout_to_stderr
     with stdout_to_stderr():
         print("from python")
         os.write(1, b"from a descriptor\n")
@@ -462,7 +462,7 @@ def test_an_address_that_is_not_ray_is_said_within_the_timeout(tmp_path):
     import time
 
     from coexplore.errors import CoexploreError
-    from coexplore.system.ray_tasks import start_ray
+    from coexplore.workers.ray_tasks import start_ray
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
@@ -512,7 +512,7 @@ def test_a_two_node_cluster_by_address(one_process, tmp_path):
 
 
 def test_a_bad_cache_is_said_before_ray_starts(tmp_path, capsys, monkeypatch):
-    from coexplore.system import ray_tasks
+    from coexplore.workers import ray_tasks
 
     def not_now(*args, **kwargs):
         raise AssertionError("Ray started before the cache was checked")
@@ -532,7 +532,7 @@ def test_a_task_scratch_folder_is_removed_and_gone_workers_folders_with_it(tmp_p
     import subprocess
     import tempfile
 
-    from coexplore.system.ray_tasks import SCRATCH_PREFIX, scratch_folder
+    from coexplore.workers.ray_tasks import SCRATCH_PREFIX, scratch_folder
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()

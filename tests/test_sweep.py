@@ -564,7 +564,7 @@ def _die_on_two(x):
 
 
 def test_a_worker_that_dies_is_said_not_waited_for():
-    from coexplore.system.parallel import WorkerDied, in_processes
+    from coexplore.workers.processes import WorkerDied, in_processes
     got = []
     with pytest.raises(WorkerDied, match="died"):
         for r in in_processes(_die_on_two, [0, 1, 2, 3, 4, 5], 2):
@@ -576,7 +576,7 @@ def test_a_worker_that_dies_is_said_not_waited_for():
 def test_sweep_stops_with_exit_1_when_a_worker_dies(tmp_path, capsys, monkeypatch, done):
     _, _, system = done
     import coexplore.sweep.run as run_mod
-    from coexplore.system.parallel import WorkerDied
+    from coexplore.workers.processes import WorkerDied
 
     def one_then_death(spec, todo, settings, out, cache, done_fn):
         i, pid, values = todo[0]
@@ -735,7 +735,7 @@ def _alive(pid: int) -> bool:
 def test_in_processes_results_as_they_end_and_no_worker_outlives_the_loop(tmp_path):
     import time
 
-    from coexplore.system.parallel import in_processes
+    from coexplore.workers.processes import in_processes
     assert list(in_processes(abs, [], 2)) == []
     t0 = time.time()
     for _ in in_processes(_sleep_pid, [(3, str(tmp_path)), (60, str(tmp_path)), (60, str(tmp_path))], 2):
@@ -752,7 +752,7 @@ def test_a_dead_worker_is_a_failed_run_for_schedule_and_map(tmp_path, capsys, mo
     """schedule and map --all-layers: exit 1 (not bad input), saying so; map keeps the layers that ended."""
     import coexplore.cli.map_workload as mw
     import coexplore.system.from_system as fs
-    from coexplore.system.parallel import WorkerDied
+    from coexplore.workers.processes import WorkerDied
     system = _system(tmp_path)
 
     def dies(*a, **k):

@@ -20,7 +20,7 @@ import warnings
 
 from coexplore.cli.paths import CLAIMED, CREATED, release_held, remove_empty_created
 from coexplore.errors import CoexploreError, CoexploreWarning
-from coexplore.system.parallel import WorkerDied
+from coexplore.workers.processes import WorkerDied
 
 # sub-command modules under coexplore.cli, in the order `--help` lists them
 COMMANDS = (

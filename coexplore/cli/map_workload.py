@@ -21,7 +21,7 @@ from coexplore.errors import CoexploreError
 from coexplore.cli.paths import command_record, show_progress
 from coexplore.provenance import run_header
 from coexplore.model.evaluate import dram_bytes
-from coexplore.system.parallel import WorkerDied, in_processes
+from coexplore.workers.processes import WorkerDied, in_processes
 
 COLUMNS = ("layer", "count", "also", "macs", "cycles", "energy_uJ", "edp_J_cycle", "pJ_per_mac", "utilization",
            "dram_bytes", "samples", "exhausted", "mapping_file")

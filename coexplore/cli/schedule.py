@@ -370,7 +370,7 @@ def system_table(args, progress: bool, command: str = "schedule"):
     """Job table of a system YAML + workloads, through the layer mapper and the cache (the options of
     `add_job_table_options`, --jobs, --cache / --no-cache and --bandwidth); notes name `command`."""
     from coexplore.system.from_system import system_job_table
-    from coexplore.system.parallel import WorkerDied
+    from coexplore.workers.processes import WorkerDied
 
     if job_table_budget(args) < 1:
         raise CoexploreError(f"bad layer budget {args.layer_budget}", key="--layer-budget",

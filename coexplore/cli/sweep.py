@@ -82,7 +82,7 @@ def run(args) -> int:
     from coexplore.sweep.run import SweepSettings
 
     if args.ray is not None:
-        from coexplore.system.ray_tasks import require_ray
+        from coexplore.workers.ray_tasks import require_ray
         require_ray()
     args.system = str(resolve("arch", args.system))
     system = load_system_arch(args.system)          # every point is checked to build before any work
@@ -107,7 +107,7 @@ def run(args) -> int:
     cache = None if args.no_cache else open_cache(args.cache, "sweep")    # (a bad one said before Ray starts)
     try:
         if args.ray is not None:
-            from coexplore.system.ray_tasks import check_address
+            from coexplore.workers.ray_tasks import check_address
             check_address(args.ray or None)         # before the result folder: a bad address is said first
         return _sweep_into(args, spec, settings, run_desc, objectives, cache)
     finally:
@@ -128,7 +128,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
     """Run the sweep's points not yet in `out` (held by this process) and write its tables and report."""
     from coexplore.sweep.run import run_sweep
     from coexplore.sweep.store import SweepStore
-    from coexplore.system.parallel import WorkerDied
+    from coexplore.workers.processes import WorkerDied
     store = SweepStore(out, run_key(run_desc))
     store.clear() if args.restart else store.drop_others()
     points = spec.sweep_points()
@@ -141,7 +141,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
           + (f"; {done} already done in {out}, resuming" if done else ""), file=sys.stderr)
     try:
         import contextlib
-        from coexplore.system.ray_tasks import ray_session
+        from coexplore.workers.ray_tasks import ray_session
         with ray_session(args.ray or None, args.jobs) if settings.ray else contextlib.nullcontext():
             records = run_sweep(spec, settings, store, cache=cache, progress=progress,
                                 on_point=lambda rec: _tables(out, store.ordered(), axes, objectives))

@@ -121,7 +121,7 @@ def train_policy(system: ServedSystem, scenario: Scenario, settings: TrainSettin
     (policy, state). `on_generation(state)` after each generation (to save it: a stop loses at most
     the generation under way). state["history"]: per generation the candidates' mean and best return.
     `workers` > 1 scores a generation's candidates in that many processes (the same policy)."""
-    from coexplore.system.parallel import WorkerPool
+    from coexplore.workers.processes import WorkerPool
     if state is None:
         es = EvolutionStrategy(Policy.initial().weights, settings.sigma, settings.lr, settings.pairs, settings.seed)
         history: list = []

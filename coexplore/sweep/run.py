@@ -267,7 +267,7 @@ def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, o
     layers in its own process (mapped before when there is a cache); `done(record)` as each ends."""
     import dataclasses
 
-    from coexplore.system.parallel import in_processes
+    from coexplore.workers.processes import in_processes
     one = dataclasses.replace(settings, workers=1)
     cache_path = None if cache is None else str(cache.path)
     tasks = [(spec, i, pid, values, one, str(out), cache_path) for i, pid, values in todo]
@@ -300,7 +300,7 @@ def _points_on_ray(spec: SystemSpec, todo: list, settings: SweepSettings, out: P
     cache and the result folder have one writer, whatever the nodes can reach. `done(record)` as each ends."""
     import dataclasses
 
-    from coexplore.system.ray_tasks import on_ray
+    from coexplore.workers.ray_tasks import on_ray
     one = dataclasses.replace(settings, workers=1, ray=False)
     tasks = [(spec, i, pid, values, one) for i, pid, values in todo]
     for _, (rec, files, delta, error) in on_ray(_point_on_ray, tasks, shared=entries, limit=settings.workers or None):
@@ -315,7 +315,7 @@ def _point_on_ray(task, entries: dict) -> tuple:
     """One point as a Ray task, in a temporary folder: (record, {path in its folder: bytes}, its cache's
     `delta()`, None), or (None, {}, delta, the CoexploreError's parts)."""
     from coexplore.model.cache import MemoryCache
-    from coexplore.system.ray_tasks import scratch_folder
+    from coexplore.workers.ray_tasks import scratch_folder
     spec, index, pid, values, settings = task
     warnings.simplefilter("ignore")       # what the point warns of is in its record
     cache = MemoryCache(entries)

@@ -32,7 +32,7 @@ from coexplore.spec.problem import parse_problem
 from coexplore.spec.system import SystemSpec
 from coexplore.spec.workload import Workload, bundled_workloads, find_workload, layer_problem, load_workload
 from coexplore.system.jobs import Job, JobTable, build_job_table
-from coexplore.system.parallel import in_processes
+from coexplore.workers.processes import in_processes
 
 
 @dataclass
@@ -174,7 +174,7 @@ def _map_in_parallel(items: list, spec, budget: int, seed: int, cache, workers: 
     cache_path = MEMORY if ray else None if cache is None else str(cache.path)
     tasks = [(i, cm, layer, spec, budget, seed, cache_path) for i, (_, layer, cm) in enumerate(items)]
     if ray:
-        from coexplore.system.ray_tasks import on_ray
+        from coexplore.workers.ray_tasks import on_ray
         ended = (result for _, result in on_ray(_map_in_worker, tasks, limit=workers or None))
     else:
         ended = in_processes(_map_in_worker, tasks, workers)

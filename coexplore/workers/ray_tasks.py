@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 
 from coexplore.errors import CoexploreError
-from coexplore.system.parallel import WorkerDied
+from coexplore.workers.processes import WorkerDied
 
 INSTALL = "pip install 'coexplore[ray]' (from a clone: pip install '.[ray]'; Ray 2.9 or newer)"
 EXPECTED = ("the address `ray start --head` printed (HOST:6379), ray://HOST:10001 (Ray Client), auto (the "
