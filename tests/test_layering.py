@@ -30,7 +30,8 @@ SUBPACKAGES = {"spec", "model", "energy", "mapspace", "search", "arch", "system"
 # worker processes and Ray tasks run any layer's functions, handed to them; they import none of the layers
 FORBIDDEN["workers"] = (SUBPACKAGES - {"workers"}) | {"matplotlib"}
 # the package's top-level modules serve every layer, so they import none of the sub-packages
-TOP_LEVEL = ("errors.py", "progress.py", "bundled.py", "plugins.py", "seeds.py", "ranks.py", "stops.py", "__init__.py")
+TOP_LEVEL = ("errors.py", "progress.py", "bundled.py", "plugins.py", "provenance.py", "seeds.py", "ranks.py", "stops.py",
+             "__init__.py")
 # modules that are interfaces, not implementations: the searchers' parameter-space type is what a
 # mapspace encodes into (as an environment imports gymnasium.spaces)
 ALLOWED = {"mapspace": {"coexplore.search.space"}}
