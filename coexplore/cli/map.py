@@ -45,8 +45,10 @@ def register(sub) -> None:
                         f"Names: {', '.join(sorted(registry.SEARCHERS))}")
     p.add_argument("--budget", type=count, default=10_000, help="cost-model samples (default 10000)")
     p.add_argument("--seed", type=seed, default=0, help="random seed (default 0); same seed, same result")
-    p.add_argument("--objective", choices=registry.OBJECTIVES, default=None,
-                   help="default: the mapper's (edp for the bundled mappers, in J x cycles); latency is "
+    p.add_argument("--objective", default=None, metavar="OBJ",
+                   help="edp, energy or latency, or an expression of energy (pJ), cycles, edp (J x cycles) and "
+                        "utilization, e.g. 'energy * cycles**2' or 'energy if cycles <= 3e5 else inf' (README: "
+                        "Objectives); default: the mapper's (edp for the bundled mappers); latency is "
                         "in cycles and ranks equal cycle counts by energy, as timeloop-mapper's [delay, energy]")
     p.add_argument("--batch-size", type=int, default=None,
                    help="candidates per ask/tell round (default: the mapper's, 100)")
@@ -99,8 +101,8 @@ def resolve_spec(name: str | None, objective: str | None, batch: int | None) -> 
 def resolve_spec_overrides(spec: registry.MapperSpec, objective: str | None, batch: int | None
                            ) -> registry.MapperSpec:
     """--objective and --batch-size win over the mapper file's."""
-    if objective:
-        spec.objective = objective
+    if objective is not None:
+        spec.objective = registry.checked_objective(objective, option="--objective")
     if batch is not None:
         if not 1 <= batch <= registry.MAX_BATCH:
             raise CoexploreError(f"bad batch size {batch}", key="--batch-size",

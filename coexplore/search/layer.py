@@ -64,16 +64,20 @@ class NoValidMapping(CoexploreError):
     """A search whose samples were all invalid mappings: not bad input, a failed run.
     `reasons`: the commonest failures among random mappings of the space, with counts."""
 
-    def __init__(self, samples: int, reasons: list[tuple[str, int]], custom: bool = False, walked: str = ""):
+    def __init__(self, samples: int, reasons: list[tuple[str, int]], custom: bool | str = False, walked: str = ""):
         why = "; ".join(f"{r} ({n})" for r, n in reasons)
-        if custom:           # the model's mappings may be valid: the function refused them all
-            super().__init__(f"the objective function gave no finite loss to any of the {samples:,} mappings "
+        if custom:           # the model's mappings may be valid: the function (or expression) refused them all
+            what, penalty = ((f"the objective {custom!r}", "energy * max(1, cycles / CAP) ** 8")
+                             if isinstance(custom, str) else
+                             ("the objective function", "energy * np.maximum(1, cycles / cap) ** 8"))
+            super().__init__(f"{what} gave no finite loss to any of the {samples:,} mappings "
                              "it was given" + (f"; of 1,000 random mappings of this space the model refuses: {why}"
                                                if why else ""),
-                             key="objective", expected="a function that gives some mappings a finite loss: a "
+                             key="objective", option="--objective" if isinstance(custom, str) else None,
+                             expected="an objective that gives some mappings a finite loss: a "
                              "limit written as inf leaves the searcher nothing to learn from until a sample meets "
-                             "it; a penalty growing with the excess steers it there (e.g. energy * "
-                             "np.maximum(1, cycles / cap) ** 8), or a larger budget")
+                             f"it; a penalty growing with the excess steers it there (e.g. {penalty}), or a larger "
+                             "budget")
         else:
             super().__init__(f"no valid mapping found in {samples:,} samples"
                              + (f" ({walked})" if walked else "")
@@ -122,12 +126,15 @@ class MapInterrupted(KeyboardInterrupt):
 
 
 def metric_arrays(res) -> dict:
-    return {"energy": res.energy_pJ, "latency": res.cycles, "cycles": res.cycles, "edp": res.edp}
+    """The metrics an objective reads (names, expressions and functions alike), as arrays of the batch."""
+    return {"energy": res.energy_pJ, "latency": res.cycles, "cycles": res.cycles, "edp": res.edp,
+            "utilization": res.utilization}
 
 
 def make_objective(ctx: Context, ms: MapSpace, objective):
     """Batch of parameter vectors -> losses (inf for invalid mappings and for mappings that break
-    the constraints' factor bounds). `objective`: a name (registry.OBJECTIVES) or a function of
+    the constraints' factor bounds). `objective`: a name (registry.OBJECTIVES), an expression of the
+    metrics (`objective_expr`, e.g. 'energy * cycles**2') or a function of
     the batch's metrics {'energy' (pJ), 'cycles', 'latency' (= cycles), 'edp' (J*cycle),
     'utilization'}, numpy arrays with inf for invalid mappings, giving one loss per mapping."""
     def f(X: np.ndarray) -> np.ndarray:
@@ -137,7 +144,7 @@ def make_objective(ctx: Context, ms: MapSpace, objective):
         if callable(objective):
             valid = np.isfinite(np.asarray(metrics["energy"], float))
             given = {k: np.where(valid, np.asarray(v, float), np.inf)             # inf where invalid
-                     for k, v in {**metrics, "utilization": res.utilization}.items()}
+                     for k, v in metrics.items()}
             loss = _custom_losses(objective, given, len(X))
             loss[~valid] = np.inf                                       # an invalid mapping stays invalid
         else:
@@ -233,8 +240,9 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             out.mapping = from_arrays(arrays, 0, ctx.arch, ctx.problem)
             return out
     searcher = registry.make_searcher(spec, ms, seed)
-    if custom is not None and getattr(getattr(searcher, "config", None), "skip_failed", False):
-        # a function of the user's may give a valid mapping an infinite loss: walk every mapping
+    if (custom is not None or registry.is_expression(spec.objective)) \
+            and getattr(getattr(searcher, "config", None), "skip_failed", False):
+        # a function or an expression of the user's may give a valid mapping an infinite loss: walk every mapping
         searcher.config = dataclasses.replace(searcher.config, skip_failed=False)
     t0 = time.perf_counter()
 
@@ -243,7 +251,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     try:
         result = run_search(searcher, make_objective(ctx, ms, custom or spec.objective), budget, spec.batch_size,
                             progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})",
-                            best_label="loss" if custom else BEST_LABELS[spec.objective], checkpoint=checkpoint)
+                            best_label=BEST_LABELS.get("custom" if custom else spec.objective, "loss"),
+                            checkpoint=checkpoint)
     except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
         part = exc.result
         found = part.best_x is not None and math.isfinite(part.best_loss)
@@ -256,7 +265,9 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             total = getattr(searcher, "size", None)
             walked = (f"{searcher.name} walks the mappings in order and stopped after {result.samples:,}"
                       + (f" of {total:,}" if total else "") + ": raise --budget to walk further")
-        failed = NoValidMapping(result.samples, why_invalid(ctx, ms), custom=custom is not None, walked=walked)
+        failed = NoValidMapping(result.samples, why_invalid(ctx, ms), walked=walked,
+                                custom=True if custom is not None else
+                                spec.objective if registry.is_expression(spec.objective) else False)
         log10 = ms.log10_size()
         size = ms.size_exact if ms.size_exact is not None else getattr(searcher, "size", None)
         failed.wall_s, failed.mapspace_size = wall(), size

@@ -27,6 +27,7 @@ from coexplore.search.base import Searcher, check_options, with_tie
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
 from coexplore.search.ga import GAConfig, GeneticAlgorithm
 from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
+from coexplore.search.objective_expr import compile_objective
 from coexplore.search.ppo import PPO, PPOConfig
 from coexplore.search.pruned import LinearPruned, LinearPrunedConfig, RandomPruned, RandomPrunedConfig
 from coexplore.search.random_search import RandomConfig, RandomSearch
@@ -48,7 +49,7 @@ SEARCHERS: dict[str, tuple[type, type]] = {
     "linear_pruned": (LinearPruned, LinearPrunedConfig),
 }
 
-OBJECTIVES = ("edp", "energy", "latency")
+OBJECTIVES = ("edp", "energy", "latency")   # by name; any other objective is an expression (objective_expr)
 MAX_BATCH = 100_000   # candidates evaluated at once (a batch of mappings holds ~5 kB per mapping in the model)
 
 
@@ -297,12 +298,23 @@ _RETIRED = {"linear_pruned": {"max_permutations_per_if_visit": "linear_pruned wa
                                                                 "linear-pruned (the setting is random_pruned's)"}}
 
 
+def checked_objective(objective, file=None, option: str | None = None) -> str:
+    """An objective's name (OBJECTIVES), or an expression of the metrics in its canonical spelling
+    (`objective_expr`: 'energy*cycles**2' -> 'energy * cycles ** 2', the form cache keys hold)."""
+    if isinstance(objective, str) and objective in OBJECTIVES:
+        return objective
+    return compile_objective(objective, file=file, option=option).text
+
+
+def is_expression(objective) -> bool:
+    """True for an objective written as an expression (not one of OBJECTIVES)."""
+    return isinstance(objective, str) and objective not in OBJECTIVES
+
+
 def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:
     if isinstance(batch, numbers.Integral) and not isinstance(batch, bool):
         batch = int(batch)                 # (numpy's too)
-    if objective not in OBJECTIVES:
-        raise CoexploreError(f"unknown objective '{objective}'", file=file, key="objective",
-                             expected=" | ".join(OBJECTIVES))
+    objective = checked_objective(objective, file)
     if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= MAX_BATCH:
         raise CoexploreError(f"bad batch_size {batch!r}", file=file, key="batch_size",
                              expected=f"an integer in 1..{MAX_BATCH:,} (a batch of mappings holds ~5 kB each)")
@@ -390,14 +402,14 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
     """The loss the searchers minimise, from the cost model's metrics.
 
     metrics: arrays of the batch keyed 'energy', 'latency' (or 'cycles'), optionally 'edp'
-    (else energy x latency); invalid mappings carry inf (or NaN). 'latency' is cycles, with the
+    (else energy x latency) and 'utilization'; invalid mappings carry inf (or NaN). `objective`: a
+    name (OBJECTIVES) or an expression of those metrics (`objective_expr`, e.g. 'energy * cycles**2';
+    inf where the energy is not finite). 'latency' is cycles, with the
     energy as the tie key (`TiedLosses`): the searchers learn from cycles alone (a tie-break in the
     loss itself made the learners settle on low energy within a plateau of equal cycles instead of
     finding fewer cycles), and the best kept is timeloop-mapper's [delay, energy] choice.
     """
-    if objective not in OBJECTIVES:
-        raise CoexploreError(f"unknown objective '{objective}'", key="objective",
-                             expected=" | ".join(OBJECTIVES))
+    expression = None if objective in OBJECTIVES else compile_objective(objective)
     shapes: dict[str, tuple] = {}
 
     def get(*names):
@@ -421,7 +433,13 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
                 shapes[k] = v.shape
                 return v
         raise CoexploreError(f"metrics lack '{names[0]}'", key="metrics", expected=" or ".join(names))
-    if objective == "energy":
+    if expression is not None:
+        alias = {"latency": "cycles", "cycles": "latency"}          # either name, whichever the metrics have
+        given = {k: get(k, alias[k]) if k in alias else get(k) for k in sorted(expression.names)}
+        energy = get("energy")
+        out = np.broadcast_to(expression(given), energy.shape)
+        out = np.where(np.isfinite(energy), out, np.inf)        # an invalid mapping stays invalid
+    elif objective == "energy":
         out = get("energy")
     elif objective == "latency":
         out = get("latency", "cycles")
