@@ -297,8 +297,8 @@ def test_a_worker_searches_with_the_own_cores_per_layer_constraints(tmp_path, mo
         def __init__(self, ctx, cons):
             self.best = (ctx, cons)
     monkeypatch.setattr(fs, "map_layer", lambda ctx, cons, *a, **k: Res(ctx, cons))
-    i, (ctx, cons), added = fs._map_in_worker((0, cm, layer, None, 10, 0, None))
-    assert cons == load_constraints(ctx.arch, tmp_path / "given.yaml", ctx.problem) and added == []
+    i, (ctx, cons), delta = fs._map_in_worker((0, cm, layer, None, 10, 0, None))
+    assert cons == load_constraints(ctx.arch, tmp_path / "given.yaml", ctx.problem) and delta is None     # no cache: nothing to take over
 
 
 def test_core_with_constraints_on_the_command_line_completes_them_for_the_layer(tmp_path):
