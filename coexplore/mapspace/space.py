@@ -180,11 +180,39 @@ class MapSpace:
         self.arch, self.problem = arch, problem
         self.constraints = _resolved(constraints or {}, problem)
         _check_constraint_dims(self.constraints, problem, [lv.name for lv in arch.levels])
-        L, D, S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
-        self.L, self.D, self.S = L, D, S
+        self.L, self.D, self.S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
         inner = list(reversed(arch.levels))
         fx, fy = fanouts(arch)
-        dims = problem.dims
+        remaining = self._factor_rules(inner, fx, fy)
+        self._check_fixed_fanout(inner)
+        self._check_every_prime_placed(remaining)
+        self._axis_rules(inner, fx, fy)
+        self.notes = _idle_fanouts(inner, fx, fy, self.x_allowed, self.y_allowed, self.base_x, self.base_y,
+                                   remaining, problem.dims, {li for li, _, _ in self.axis_choices}, problem.name)
+        for note in self.notes:          # (the CLI says it for a network's first such layer, counts the others)
+            warnings.warn(note, CoexploreNote, stacklevel=2)
+        self.has_bounds = bool((self.t_max < np.iinfo(np.int64).max).any() or (self.t_min > 1).any()
+                               or (self.s_max < np.iinfo(np.int64).max).any() or (self.s_min > 1).any()
+                               or self.min_parallelism > 0 or self.split_order or self.split_count
+                               or self.split_place)
+        self.factor_params: list[FactorParam] = []
+        for d in range(self.D):
+            slots = [(li, KIND_T) for li in range(self.L) if self.t_allowed[li, d]]
+            slots += [(li, KIND_X) for li in range(self.L) if self.x_allowed[li, d]]
+            slots += [(li, KIND_Y) for li in range(self.L) if self.y_allowed[li, d]]
+            for p in prime_factors(remaining[d]):
+                self.factor_params.append(FactorParam(d, p, slots))
+        self._permutation_rules(inner, fx, fy)
+        self._keep_rules(inner)
+        self.size_exact: int | None = None     # the exact count, once log10_size has counted it
+        self._build_space()
+
+    def _factor_rules(self, inner: list, fx, fy) -> list[int]:
+        """The constraints' factors per (level, dimension): fixed ones into base_t/x/y, bounds into
+        t_/s_min/max, where the mapper may put the rest (t/x/y_allowed) and the fixed spatial factors
+        whose axis is a choice (axis_choices). Returns what each dimension's bound leaves to the mapper."""
+        problem, dims = self.problem, self.problem.dims
+        L, D = self.L, self.D
         self.base_t = np.ones((L, D), np.int64)
         self.base_x = np.ones((L, D), np.int64)
         self.base_y = np.ones((L, D), np.int64)
@@ -198,9 +226,9 @@ class MapSpace:
         # fixed spatial factors that the constraints put on no axis, at a level with X and Y
         # fan-outs: (level, dim, factor), each a parameter (0: on X, 1: on Y)
         self.axis_choices: list[tuple[int, int, int]] = []
-        t_allowed = np.zeros((L, D), bool)
-        x_allowed = np.zeros((L, D), bool)
-        y_allowed = np.zeros((L, D), bool)
+        t_allowed = self.t_allowed = np.zeros((L, D), bool)
+        x_allowed = self.x_allowed = np.zeros((L, D), bool)
+        y_allowed = self.y_allowed = np.zeros((L, D), bool)
 
         def exact(n: int, d: int) -> int:
             # Timeloop: 0 is the whole dimension, a factor above the bound is cut to the bound
@@ -249,31 +277,22 @@ class MapSpace:
                 if x_allowed[li, d] or y_allowed[li, d]:
                     self.s_max[li, d] = c.spatial_max.get(name, self.s_max[li, d])
                     self.s_min[li, d] = c.spatial_min.get(name, 1)
-        self._check_fixed_fanout(inner)
-        for d, name in enumerate(dims):     # a prime with no level to go to: the constraints conflict
-            if remaining[d] > 1 and not (t_allowed[:, d].any() or x_allowed[:, d].any() or y_allowed[:, d].any()):
+        return remaining
+
+    def _check_every_prime_placed(self, remaining: list[int]) -> None:
+        """A prime with no level to go to: the constraints conflict."""
+        placeable = self.t_allowed | self.x_allowed | self.y_allowed
+        for d, name in enumerate(self.problem.dims):
+            if remaining[d] > 1 and not placeable[:, d].any():
                 raise CoexploreError(f"the constraints leave no level for the factor {remaining[d]} of dimension "
-                                     f"{name} (bound {problem.bounds[d]}): every level fixes its factor",
+                                     f"{name} (bound {self.problem.bounds[d]}): every level fixes its factor",
                                      file=next((c.source for c in self.constraints.values() if c.source), None),
                                      key="constraints", expected="fixed factors of each dimension that multiply "
                                      "to its bound, or a level left free")
-        self._axis_rules(inner, fx, fy)
-        self.notes = _idle_fanouts(inner, fx, fy, x_allowed, y_allowed, self.base_x, self.base_y,
-                                   remaining, dims, {li for li, _, _ in self.axis_choices}, problem.name)
-        for note in self.notes:          # (the CLI says it for a network's first such layer, counts the others)
-            warnings.warn(note, CoexploreNote, stacklevel=2)
-        self.has_bounds = bool((self.t_max < np.iinfo(np.int64).max).any() or (self.t_min > 1).any()
-                               or (self.s_max < np.iinfo(np.int64).max).any() or (self.s_min > 1).any()
-                               or self.min_parallelism > 0 or self.split_order or self.split_count
-                               or self.split_place)
-        self.t_allowed, self.x_allowed, self.y_allowed = t_allowed, x_allowed, y_allowed
-        self.factor_params: list[FactorParam] = []
-        for d in range(D):
-            slots = [(li, KIND_T) for li in range(L) if t_allowed[li, d]]
-            slots += [(li, KIND_X) for li in range(L) if x_allowed[li, d]]
-            slots += [(li, KIND_Y) for li in range(L) if y_allowed[li, d]]
-            for p in prime_factors(remaining[d]):
-                self.factor_params.append(FactorParam(d, p, slots))
+
+    def _permutation_rules(self, inner: list, fx, fy) -> None:
+        """Each level's loop-order prefix (the constraints') and the dimensions left to order."""
+        dims = self.problem.dims
         # permutations. Timeloop's mapper gives the innermost tiling level the canonical order
         # (the problem's dimension order) whatever the constraints say, when that level is
         # temporal (no fan-out below the innermost storage level): the order there changes no count.
@@ -285,21 +304,24 @@ class MapSpace:
             prefix = [dims.index(n) for n in c.temporal_permutation if n in dims]
             if li == 0 and self.canonical_innermost:
                 prefix = []
-            free = [d for d in range(D) if t_allowed[li, d] and d not in prefix]
+            free = [d for d in range(self.D) if self.t_allowed[li, d] and d not in prefix]
             if lv.is_dummy or len(free) < 2 or (li == 0 and self.canonical_innermost):
                 free = []
             self.perm_prefix.append(prefix)
             self.perm_free.append(free)
-        # keep/bypass
-        self.base_keep = np.ones((L, S), bool)
+
+    def _keep_rules(self, inner: list) -> None:
+        """Which tensors each level keeps for sure (base_keep) and where keeping is the mapper's
+        choice (keep_params), from the constraints' keep/bypass."""
+        self.base_keep = np.ones((self.L, self.S), bool)
         self.keep_params: list[tuple[int, int]] = []
-        dsn = [ds.name for ds in problem.dataspaces]
+        dsn = [ds.name for ds in self.problem.dataspaces]
         for li, lv in enumerate(inner):
             c = self.constraints.get(lv.name, LevelConstraints())
             for s, name in enumerate(dsn):
                 if lv.is_dummy:
                     self.base_keep[li, s] = False
-                elif li == L - 1:
+                elif li == self.L - 1:
                     # Timeloop would apply a bypass there (uber.cpp clears the keep bit); the
                     # mapspace keeps every tensor at the backing store, so it is refused, not dropped
                     if (c.bypass and name in c.bypass) or (c.keep_only and name not in (c.keep or ())) or \
@@ -321,8 +343,6 @@ class MapSpace:
                     self.base_keep[li, s] = True
                 else:                                            # Timeloop's 'X': the mapper chooses
                     self.keep_params.append((li, s))
-        self.size_exact: int | None = None     # the exact count, once log10_size has counted it
-        self._build_space()
 
     def _set_min_parallelism(self, c: LevelConstraints, lv, li: int, inner) -> None:
         """Timeloop: min parallelism (`type: utilization` / `parallelism`) only at the innermost
