@@ -103,47 +103,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from coexplore.online.policy import load_policy
     from coexplore.online.schedulers import heuristic
-    from coexplore.online.stream import Scenario
-    from coexplore.online.train import TrainSettings
 
-    for option in ("trace", "policy", "table"):       # (an unset shell variable: not "no file")
-        if getattr(args, option) == "":
-            raise CoexploreError("an empty path", key=f"--{option}", expected="a file")
-    names = [n.strip() for n in args.schedulers.split(",") if n.strip()]
-    if not names or len(set(names)) != len(names):
-        raise CoexploreError(f"schedulers {args.schedulers!r}", key="--schedulers",
-                             expected="a comma-separated list of distinct scheduler names")
-    for n in names:
-        if n != "relmas":
-            heuristic(n)                                # an unknown name is refused here
-    if args.trace:
-        for option, given in (("--loads", args.loads), ("--seeds", args.seeds is not None), ("--mix", args.mix)):
-            if given:
-                raise CoexploreError(f"{option} with --trace", key=option,
-                                     expected="no " + option + ": the trace gives the streams, their load and mix")
-    else:
-        args.seeds = 5 if args.seeds is None else args.seeds
-        args.load = 0.8 if args.load is None else args.load
-    if args.seeds is not None and args.seeds < 1:
-        raise CoexploreError(f"got {args.seeds}", key="--seeds", expected="an integer >= 1 (evaluation streams)")
-    from coexplore.cli.schedule import check_job_table_source
-    check_job_table_source(args, "online", jobs_map_only=False)
-    scenario = Scenario(0.8 if args.load is None else args.load, args.requests, tuple(args.slack),
-                        tuple(args.mix) if args.mix else None, basis=args.load_basis)
-    train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
-    policy = None
-    if args.policy:
-        try:
-            policy = load_policy(args.policy)
-        except CoexploreError as exc:           # (a file that cannot be read: said with the option's name)
-            if exc.key is None:
-                exc.key = "--policy"
-            raise
-    if args.policy and "relmas" not in names:
-        raise CoexploreError("relmas is not among the schedulers", key="--policy",
-                             expected="--schedulers with relmas, or no --policy")
+    names, scenario, train, policy = _checked_options(args)
     from coexplore.search.layer import NoValidMapping
     try:
         table, bandwidth = _job_table(args)
@@ -199,10 +161,63 @@ def run(args) -> int:
             return 130
         by_load[load] = (at_rates, results)
     entries = {load: _at_load(system, load, *by_load[load]) for load in loads}
-    results = by_load[args.load][1]
     data = _record(system, entries[args.load], run_desc, history, args, policy)
     if len(loads) > 1:
         data["loads"] = [entries[load] for load in sorted(loads)]
+    _write_and_say(args, out, data, system, scenario, table, by_load, streams, names, loads)
+    return 0
+
+
+def _checked_options(args) -> tuple:
+    """Every option checked before any work: (scheduler names, scenario, training settings, the
+    --policy given or None); fills the defaults that depend on --trace."""
+    from coexplore.online.policy import load_policy
+    from coexplore.online.schedulers import heuristic
+    from coexplore.online.stream import Scenario
+    from coexplore.online.train import TrainSettings
+    for option in ("trace", "policy", "table"):       # (an unset shell variable: not "no file")
+        if getattr(args, option) == "":
+            raise CoexploreError("an empty path", key=f"--{option}", expected="a file")
+    names = [n.strip() for n in args.schedulers.split(",") if n.strip()]
+    if not names or len(set(names)) != len(names):
+        raise CoexploreError(f"schedulers {args.schedulers!r}", key="--schedulers",
+                             expected="a comma-separated list of distinct scheduler names")
+    for n in names:
+        if n != "relmas":
+            heuristic(n)                                # an unknown name is refused here
+    if args.trace:
+        for option, given in (("--loads", args.loads), ("--seeds", args.seeds is not None), ("--mix", args.mix)):
+            if given:
+                raise CoexploreError(f"{option} with --trace", key=option,
+                                     expected="no " + option + ": the trace gives the streams, their load and mix")
+    else:
+        args.seeds = 5 if args.seeds is None else args.seeds
+        args.load = 0.8 if args.load is None else args.load
+    if args.seeds is not None and args.seeds < 1:
+        raise CoexploreError(f"got {args.seeds}", key="--seeds", expected="an integer >= 1 (evaluation streams)")
+    from coexplore.cli.schedule import check_job_table_source
+    check_job_table_source(args, "online", jobs_map_only=False)
+    scenario = Scenario(0.8 if args.load is None else args.load, args.requests, tuple(args.slack),
+                        tuple(args.mix) if args.mix else None, basis=args.load_basis)
+    train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
+    policy = None
+    if args.policy:
+        try:
+            policy = load_policy(args.policy)
+        except CoexploreError as exc:           # (a file that cannot be read: said with the option's name)
+            if exc.key is None:
+                exc.key = "--policy"
+            raise
+    if args.policy and "relmas" not in names:
+        raise CoexploreError("relmas is not among the schedulers", key="--policy",
+                             expected="--schedulers with relmas, or no --policy")
+    return names, scenario, train, policy
+
+
+def _write_and_say(args, out: Path, data: dict, system, scenario, table, by_load: dict, streams,
+                   names: list[str], loads: list[float]) -> None:
+    """The run's files (written together, the record last), its charts, and what the terminal shows."""
+    results = by_load[args.load][1]                 # (the requests listed are those at the training load)
     seeds = _seeds(args, streams)
     files = {out / "results.csv": _results_csv(by_load, seeds), out / "requests.csv": _requests_csv(system, results, seeds)}
     if args.system:
@@ -230,7 +245,6 @@ def run(args) -> int:
         print(f"results    {out / RESULT}\nper stream {out / 'results.csv'}\nrequests   {out / 'requests.csv'}"
               + (f"\npolicy     {out / 'policy.json'}" if "relmas" in names and not args.policy else "")
               + "".join(f"\nchart      {p}" for p in (png if isinstance(png, list) else [png] if png else [])))
-    return 0
 
 
 LARGE_STREAM = 200_000    # layer runs per stream from which the command says how many there are
