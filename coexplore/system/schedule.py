@@ -24,8 +24,6 @@ from coexplore.system.jobs import JobTable
 from coexplore.system.magma import MagmaConfig, MagmaSearcher
 
 NEVERGRAD = ("pso", "cma", "de", "tbpsa", "oneplusone")
-SEARCHERS = ("magma", "magma-original", "random", "stdga", *NEVERGRAD,
-             *(h.lower() for h in HEURISTICS))
 # schedulers of the user's own (a plugin registers them): name -> factory(space, table, budget, seed),
 # returning a Searcher over `space` (`encoding.space_of(table)`: per job a core index, then per job
 # a priority, lower runs earlier) whose losses are makespans (`encoding.MakespanObjective`)
@@ -158,28 +156,40 @@ def check_magma_config(cfg: MagmaConfig, file=None, given: set[str] | None = Non
     return cfg
 
 
+def _magma(space, table: JobTable, budget: int, seed, config: MagmaConfig | None) -> Searcher:
+    cfg = check_magma_config(config or MagmaConfig())
+    init = heuristic_candidates(table) if cfg.warm_start else None
+    return MagmaSearcher(space, cfg, seed=seed, initial=init, budget=budget)
+
+
+def _magma_original(space, table: JobTable, budget: int, seed, config) -> Searcher:
+    s = MagmaSearcher(space, MagmaConfig.original(), seed=seed, budget=budget)
+    s.name = "magma-original"
+    return s
+
+
+# the built-in system searchers: name -> factory(space, table, budget, seed, config); plugins add to CUSTOM
+BUILT_IN: dict = {
+    "magma": _magma,
+    "magma-original": _magma_original,
+    "random": lambda space, table, budget, seed, config: RandomSearcher(space, seed=seed),
+    "stdga": lambda space, table, budget, seed, config: StandardGASearcher(space, seed=seed),
+    **{n: (lambda space, table, budget, seed, config, n=n:
+           nevergrad_searcher(space, n, budget, seed=seed, num_workers=BATCH["nevergrad"])) for n in NEVERGRAD},
+    **{h.lower(): (lambda space, table, budget, seed, config, h=h.lower():
+                   HeuristicSearcher(table.latency, h, seed=seed)) for h in HEURISTICS},
+}
+SEARCHERS = tuple(BUILT_IN)
+
+
 def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
                   config: MagmaConfig | None = None) -> Searcher:
     """Searcher `name` (see `searcher_names()`) for `table`; `budget` sizes nevergrad and MAGMA's annealing; `config`
     replaces magma's defaults."""
     key = name.lower()
     space = space_of(table)
-    if key == "magma":
-        cfg = check_magma_config(config or MagmaConfig())
-        init = heuristic_candidates(table) if cfg.warm_start else None
-        return MagmaSearcher(space, cfg, seed=seed, initial=init, budget=budget)
-    if key == "magma-original":
-        s = MagmaSearcher(space, MagmaConfig.original(), seed=seed, budget=budget)
-        s.name = key
-        return s
-    if key == "random":
-        return RandomSearcher(space, seed=seed)
-    if key == "stdga":
-        return StandardGASearcher(space, seed=seed)
-    if key in NEVERGRAD:
-        return nevergrad_searcher(space, key, budget, seed=seed, num_workers=BATCH["nevergrad"])
-    if key.upper() in HEURISTICS:
-        return HeuristicSearcher(table.latency, key, seed=seed)
+    if key in BUILT_IN:
+        return BUILT_IN[key](space, table, budget, seed, config)
     if key in CUSTOM:
         try:
             made = CUSTOM[key](space, table, budget, seed)
