@@ -3,6 +3,7 @@ YAML's `objective:`): evaluated as arithmetic says, the same search as the equiv
 function, cached under one spelling, and anything else refused with the option named."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,6 +40,12 @@ def tiny():
     ("2 ** log2(energy) - sqrt(abs(-cycles)) ** 2", [-2, -2, 7]),
     ("latency - cycles + energy / 2", [1, 1.5, 4]),
     ("9 ** 9 ** 9 * energy", [np.inf] * 3),                    # overflows to inf, never a giant integer
+    ("energy * ((cycles > 4) - (energy > 2) + 2)", [4, 6, 8]),  # a comparison is 1 or 0, arithmetic takes it
+    ("energy * (2 - -(cycles > 4)) + +(cycles > 4) - (not energy)", [4, 10, 16]),
+    ("energy or cycles", [2, 3, 8]), ("energy and cycles", [4, 5, 1]),   # Python's and/or
+    ("(cycles > 4) or energy", [2, 1, 8]), ("cycles > 4 and energy", [0, 3, 0]),
+    ("where(cycles - 4, 1, 2)", [2, 1, 1]), ("energy if cycles - 4 else 0", [0, 3, 8]),   # non-zero is true
+    ("min(cycles > 4, energy > 2)", [0, 1, 0]), ("e * pi * energy / energy", [np.e * np.pi] * 3),
 ])
 def test_an_expression_is_the_arithmetic_it_says(text, want):
     assert compile_objective(text)(M) == pytest.approx(np.array(want, dtype=float))
@@ -52,6 +59,9 @@ def test_an_expression_is_the_arithmetic_it_says(text, want):
     ("2 * 3", "reads no metric"), ("min", "is a function"), ("energy if", "not an expression"),
     ("energy; 1", "not an expression"), ("[energy][0]", "not allowed"), ("energy " + "+ 1 " * 600, "characters long"),
     ("energy is cycles", "not allowed"), ("energy in cycles", "not allowed"), ("True * energy", "not a number"),
+    ("energy * 1" + "0" * 400, "too large"),                       # (float() of it overflows)
+    ("-" * 400 + "energy", "nested more than"), ("e+" * 400 + "energy", "nested more than"),
+    ("energy" + "**1" * 330, "nested more than"),
 ])
 def test_anything_else_is_refused_by_name(text, why):
     with pytest.raises(CoexploreError) as err:
@@ -132,3 +142,80 @@ def test_the_cli_maps_with_an_expression_and_refuses_a_bad_one(tmp_path, capsys)
     err = capsys.readouterr().err
     assert rc == 2 and "key '--objective'" in err and "Traceback" not in err
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("text, refuses", [
+    ("energy * cycles", False), ("energy * cycles**2", False), ("max(energy, cycles) + 3 * edp", False),
+    ("energy if cycles <= 3e5 else inf", True), ("edp / utilization", True), ("log(energy)", True),
+    ("energy ** -1", True), ("exp(energy)", True), ("where(cycles > 1, energy, 0)", True), ("energy * inf", True),
+])
+def test_which_expressions_may_refuse_a_valid_mapping(text, refuses):
+    """What decides whether linear_pruned may skip a factorisation whose mappings all failed."""
+    assert compile_objective(text).may_refuse is refuses
+
+
+def test_linear_pruned_under_a_product_walks_as_under_edp(monkeypatch):
+    """`energy * cycles` can refuse no valid mapping: linear_pruned keeps skipping failed
+    factorisations and asks exactly what the EDP walk asks (here: nothing valid in 3,000 samples,
+    said as the EDP run says it, not blamed on the objective)."""
+    from coexplore.search import layer as L
+    ctx = load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", CORPUS / "layers" / "alexnet_conv3.yaml")
+    cons = load_constraints(ctx.arch)
+    real, asked, errors = L.make_objective, {}, {}
+
+    def run(objective):
+        batches = asked.setdefault(objective, [])
+
+        def spy(c, ms, obj):
+            f = real(c, ms, obj)
+
+            def g(X):
+                batches.append(np.array(X))
+                return f(X)
+            g.__dict__ = f.__dict__             # (the count of model-valid samples lives on f)
+            return g
+        monkeypatch.setattr(L, "make_objective", spy)
+        with pytest.raises(NoValidMapping) as err:
+            map_layer(ctx, cons, "linear_pruned", 3000, seed=0, objective=objective)
+        errors[objective] = err.value
+        return np.concatenate(batches)
+    assert np.array_equal(run("edp"), run("energy * cycles"))
+    edp, expr = errors["edp"], errors["energy * cycles"]
+    assert expr.key == edp.key == "budget" and "no valid mapping found" in expr.message
+
+
+@pytest.mark.parametrize("searcher, text, said", [
+    ("marl", "energy - 1e30", "-1e+30"), ("marl", "energy * (cycles > 1e9)", "0"),
+    ("random", "log(energy - energy)", "-inf")])
+def test_a_loss_at_or_below_zero_is_blamed_on_the_objective(tiny, tmp_path, searcher, text, said):
+    """A learner needs losses > 0 (log-scaled), and -inf is no loss: said as the objective's fault,
+    naming --objective (or the mapper file's objective key), not the searcher's internals."""
+    ctx, cons = tiny
+    with pytest.raises(CoexploreError) as err:
+        map_layer(ctx, cons, searcher, 200, seed=0, objective=text)
+    e = err.value
+    assert (e.key, e.option, e.file) == ("objective", "--objective", None) and said in e.message, e
+    f = tmp_path / "m.yaml"
+    f.write_text(f"searcher: {searcher}\nobjective: {text}\n")
+    with pytest.raises(CoexploreError) as err:
+        map_layer(ctx, cons, f, 200, seed=0)
+    assert (err.value.key, err.value.option, err.value.file) == ("objective", None, str(f))
+
+
+def test_a_job_table_names_the_mapper_file_of_a_cap_no_layer_meets(tmp_path, capsys):
+    """`coexplore schedule` with a system whose mappers.layer caps the cycles below any mapping:
+    exit 1, naming that mapper file's objective, not --layer-budget."""
+    import shutil
+    import yaml
+    data = Path(__file__).parent / "data" / "sweep"
+    for f in data.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "cap.yaml").write_text("searcher: random\nobjective: energy if cycles < 1 else inf\n")
+    doc = yaml.safe_load((tmp_path / "tiny_sweep.yaml").read_text())
+    doc.pop("sweep")
+    doc["mappers"] = {"layer": "cap.yaml"}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
+    rc = main(["schedule", str(tmp_path / "s.yaml"), "--layer-budget", "60", "--budget", "10", "--no-cache",
+               "--no-progress", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 1 and f"{tmp_path / 'cap.yaml'}: key 'objective'" in err and "--layer-budget" not in err, err

@@ -168,6 +168,8 @@ def _run(args) -> int:
     if args.budget < 1:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
                              expected="a positive integer")
+    if args.objective is not None:      # before any input is read, priced or searched
+        args.objective = registry.checked_objective(args.objective, option="--objective")
     if getattr(args, "all_layers", False):
         from coexplore.cli.map_workload import run_all_layers
         return run_all_layers(args, run)

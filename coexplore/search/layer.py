@@ -73,7 +73,7 @@ class NoValidMapping(CoexploreError):
             super().__init__(f"{what} gave no finite loss to any of the {samples:,} mappings "
                              "it was given" + (f"; of 1,000 random mappings of this space the model refuses: {why}"
                                                if why else ""),
-                             key="objective", option="--objective" if isinstance(custom, str) else None,
+                             key="objective",
                              expected="an objective that gives some mappings a finite loss: a "
                              "limit written as inf leaves the searcher nothing to learn from until a sample meets "
                              f"it; a penalty growing with the excess steers it there (e.g. {penalty}), or a larger "
@@ -141,6 +141,7 @@ def make_objective(ctx: Context, ms: MapSpace, objective):
         arrays = ms.decode(X)
         res = ctx.evaluate(arrays)
         metrics = metric_arrays(res)
+        f.model_valid += int(np.isfinite(np.asarray(metrics["energy"], float)).sum())
         if callable(objective):
             valid = np.isfinite(np.asarray(metrics["energy"], float))
             given = {k: np.where(valid, np.asarray(v, float), np.inf)             # inf where invalid
@@ -152,6 +153,7 @@ def make_objective(ctx: Context, ms: MapSpace, objective):
         if ms.has_bounds:            # factor bounds / min parallelism: outside the mapspace
             loss[~ms.satisfies(arrays)] = np.inf
         return loss
+    f.model_valid = 0                # samples the model found valid (whatever their loss): said on a failure
     return f
 
 
@@ -220,8 +222,10 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
                              expected="a MapperSpec (registry.mapper_spec, registry.load_mapper), a searcher name "
                                       "or a mapper YAML")
     if objective is not None or batch_size is not None:
+        given = spec
         spec = registry.mapper_spec(spec.searcher, spec.config, objective or spec.objective,
                                     spec.batch_size if batch_size is None else batch_size)
+        spec.objective_file = given.objective_file if objective is None else None
     budget = positive_int(budget, "budget", "--budget")
     key = None
     seed = check_seed(seed)
@@ -240,19 +244,24 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             out.mapping = from_arrays(arrays, 0, ctx.arch, ctx.problem)
             return out
     searcher = registry.make_searcher(spec, ms, seed)
-    if (custom is not None or registry.is_expression(spec.objective)) \
+    if (custom is not None or registry.may_refuse(spec.objective)) \
             and getattr(getattr(searcher, "config", None), "skip_failed", False):
-        # a function or an expression of the user's may give a valid mapping an infinite loss: walk every mapping
+        # a function or a cap of the user's may give a valid mapping an infinite loss: walk every mapping
         searcher.config = dataclasses.replace(searcher.config, skip_failed=False)
     t0 = time.perf_counter()
 
     def wall():                 # search seconds, those before a resumed checkpoint included
         return checkpoint.elapsed() if checkpoint is not None else time.perf_counter() - t0
+    objective_fn = make_objective(ctx, ms, custom or spec.objective)
     try:
-        result = run_search(searcher, make_objective(ctx, ms, custom or spec.objective), budget, spec.batch_size,
+        result = run_search(searcher, objective_fn, budget, spec.batch_size,
                             progress=progress, desc=f"map {ctx.problem.name} ({spec.searcher})",
                             best_label=BEST_LABELS.get("custom" if custom else spec.objective, "loss"),
                             checkpoint=checkpoint)
+    except CoexploreError as exc:
+        if registry.is_expression(spec.objective) and exc.key in ("log_loss", "objective"):
+            raise _blamed_on_the_objective(exc, spec) from None
+        raise
     except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
         part = exc.result
         found = part.best_x is not None and math.isfinite(part.best_loss)
@@ -265,9 +274,12 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             total = getattr(searcher, "size", None)
             walked = (f"{searcher.name} walks the mappings in order and stopped after {result.samples:,}"
                       + (f" of {total:,}" if total else "") + ": raise --budget to walk further")
+        refused = objective_fn.model_valid > 0     # valid mappings were sampled: the objective refused them all
         failed = NoValidMapping(result.samples, why_invalid(ctx, ms), walked=walked,
-                                custom=True if custom is not None else
-                                spec.objective if registry.is_expression(spec.objective) else False)
+                                custom=False if not refused else True if custom is not None else spec.objective)
+        if refused and custom is None:          # an expression: said where it was written
+            blame = spec.objective_blame()
+            failed.file, failed.option = blame.get("file"), blame.get("option")
         log10 = ms.log10_size()
         size = ms.size_exact if ms.size_exact is not None else getattr(searcher, "size", None)
         failed.wall_s, failed.mapspace_size = wall(), size
@@ -288,6 +300,19 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     if hold.stop_now:
         raise MapInterrupted(out, stop_now=True)
     return out
+
+
+def _blamed_on_the_objective(exc: CoexploreError, spec: registry.MapperSpec) -> CoexploreError:
+    """An expression's losses the search cannot take (0 or below for a learner of log-scaled losses,
+    -inf), said as the objective's fault, where it was written (the mapper file, or --objective)."""
+    if exc.key == "log_loss":
+        message = (f"the objective {spec.objective!r} gave {exc.message.split(':')[0].removeprefix('a loss of ')} "
+                   f"for a valid mapping; {spec.searcher} learns from log(loss), which needs losses > 0")
+        expected = ("an objective above 0 for every valid mapping (e.g. a constant added, or inf to refuse a "
+                    "mapping), or a searcher that takes any loss (random, exhaustive), or config: {log_loss: false}")
+    else:
+        message, expected = exc.message, exc.expected
+    return CoexploreError(message, expected=expected, **spec.objective_blame())
 
 
 def _cache_entry(ctx: Context, constraints, spec: registry.MapperSpec, ms: MapSpace, cache, *, budget: int,

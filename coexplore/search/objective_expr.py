@@ -4,7 +4,9 @@ say where a Python caller passes a function (`map_layer(objective=...)`).
 
 An expression is evaluated on the batch's numpy arrays by walking its syntax tree, allowing only
 numbers, the metric names, arithmetic, comparisons, `and`/`or`/`not`, `a if c else b` and the
-functions below: no attribute access and no other calls, so a mapper file cannot run code.
+functions below: no attribute access and no other calls, so a mapper file cannot run code. Every
+value is a float: a comparison or `not` is 1 or 0, `a and b` / `a or b` are Python's (b where a is
+not 0, else a / a where a is not 0, else b).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from coexplore.errors import CoexploreError
 # metric -> its unit; `latency` is the cycles, as in `coexplore evaluate`
 METRICS = {"energy": "pJ", "cycles": "cycles", "latency": "cycles", "edp": "J*cycle", "utilization": "0..1"}
 CONSTANTS = {"inf": np.inf, "pi": np.pi, "e": np.e}
-MAX_LENGTH = 1000          # characters (a deeper syntax tree than any objective needs)
+MAX_LENGTH = 1000          # characters
+MAX_DEPTH = 60             # nested operations (a deeper syntax tree than any objective needs)
 
 
 def _reduce(fn):
@@ -46,11 +49,14 @@ _EXPECTED = ("an objective name (edp, energy, latency) or an expression of "
 @dataclass(frozen=True)
 class ObjectiveExpression:
     """A checked expression: `text` is its canonical spelling (spacing normalised: the cache key),
-    `names` the metrics it reads."""
+    `names` the metrics it reads; `may_refuse`: whether it can give a mapping the model finds valid
+    an infinite (or undefined) loss: a cap (comparisons, conditionals, `where`, `inf`), a division,
+    a logarithm, an exponential or a power that is not a positive constant one."""
 
     text: str
     tree: ast.expr
     names: frozenset[str]
+    may_refuse: bool
 
     def __call__(self, metrics: dict) -> np.ndarray:
         """The losses of a batch: `metrics` maps the names to arrays (inf where a mapping is invalid)."""
@@ -60,7 +66,7 @@ class ObjectiveExpression:
 
 
 def _refuse(text: str, why: str, key: str, file, option) -> CoexploreError:
-    return CoexploreError(f"bad objective {text!r}: {why}", file=file, key=key, expected=_EXPECTED, option=option)
+    return CoexploreError(f"bad objective {_short(text)}: {why}", file=file, key=key, expected=_EXPECTED, option=option)
 
 
 @functools.lru_cache(maxsize=256)
@@ -69,6 +75,10 @@ def _parse(text: str) -> ObjectiveExpression:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         raise ValueError(f"not an expression ({exc.msg})") from None
+    except (RecursionError, MemoryError):
+        raise ValueError(f"nested more than {MAX_DEPTH} deep") from None
+    if _depth(tree) > MAX_DEPTH:
+        raise ValueError(f"nested more than {MAX_DEPTH} deep")
     names = set()
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
@@ -90,7 +100,11 @@ def _parse(text: str) -> ObjectiveExpression:
                                  f"argument{'s' if least > 1 else ''}")
         elif isinstance(node, ast.Constant):
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-                raise ValueError(f"{node.value!r} is not a number")
+                raise ValueError(f"{str(node.value)[:40]!r} is not a number")
+            try:
+                float(node.value)
+            except OverflowError:
+                raise ValueError(f"a number of {len(str(node.value))} digits is too large") from None
         elif isinstance(node, ast.BinOp) and type(node.op) not in _BINARY:
             raise ValueError(f"operator '{ast.unparse(node)}' is not allowed")
         elif isinstance(node, ast.Compare) and not all(type(op) in _COMPARE for op in node.ops):
@@ -102,7 +116,20 @@ def _parse(text: str) -> ObjectiveExpression:
             raise ValueError(f"'{ast.unparse(node)}' is not allowed")
     if not names:
         raise ValueError("it reads no metric")
-    return ObjectiveExpression(ast.unparse(tree), tree, frozenset(names))
+    return ObjectiveExpression(ast.unparse(tree), tree, frozenset(names), _may_refuse(tree))
+
+
+def _may_refuse(tree: ast.expr) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Compare, ast.IfExp, ast.BoolOp)) or \
+                (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)) or \
+                (isinstance(node, ast.Name) and node.id == "inf") or \
+                (isinstance(node, ast.Call) and node.func.id in ("where", "log", "log2", "log10", "exp")) or \
+                (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)) or \
+                (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not (
+                    isinstance(node.right, ast.Constant) and node.right.value > 0)):
+            return True
+    return False
 
 
 def compile_objective(text: str, *, key: str = "objective", file=None, option: str | None = None
@@ -110,13 +137,33 @@ def compile_objective(text: str, *, key: str = "objective", file=None, option: s
     """The checked expression of `text`; a CoexploreError naming `key` (and `file`, `option`) if it
     is not one an objective may be."""
     if not isinstance(text, str) or not text.strip():
-        raise CoexploreError(f"got {text!r}", file=file, key=key, expected=_EXPECTED, option=option)
+        raise CoexploreError(f"got {_short(text)}", file=file, key=key, expected=_EXPECTED, option=option)
     if len(text) > MAX_LENGTH:
-        raise _refuse(text[:40] + "...", f"{len(text):,} characters long", key, file, option)
+        raise _refuse(text, f"{len(text):,} characters long (at most {MAX_LENGTH:,})", key, file, option)
     try:
         return _parse(text)
     except ValueError as exc:
         raise _refuse(text, str(exc), key, file, option) from None
+
+
+def _short(value) -> str:
+    """A value said in an error, cut to a line (a YAML alias list can expand to megabytes)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _depth(tree: ast.expr) -> int:
+    """How deeply the expression's operations nest (without recursion: the tree may be deep)."""
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((child, d + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+    return deepest
+
+
+def _truth(v) -> np.ndarray:
+    return np.asarray(v) != 0
 
 
 def _eval(node: ast.expr, metrics: dict):
@@ -130,19 +177,25 @@ def _eval(node: ast.expr, metrics: dict):
         return _BINARY[type(node.op)](_eval(node.left, metrics), _eval(node.right, metrics))
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, metrics)
-        return np.logical_not(v) if isinstance(node.op, ast.Not) else -v if isinstance(node.op, ast.USub) else +v
+        return np.float64(1.0) * ~_truth(v) if isinstance(node.op, ast.Not) else -v if isinstance(node.op, ast.USub) else +v
     if isinstance(node, ast.Compare):
         left, out = _eval(node.left, metrics), True
         for op, right_node in zip(node.ops, node.comparators):
             right = _eval(right_node, metrics)
             out = np.logical_and(out, _COMPARE[type(op)](left, right))
             left = right
+        return np.float64(1.0) * out                     # 1 or 0, a number arithmetic takes
+    if isinstance(node, ast.BoolOp):                      # Python's: the first operand that decides
+        out = _eval(node.values[0], metrics)
+        for value in node.values[1:]:
+            v = _eval(value, metrics)
+            out = np.where(_truth(out), v, out) if isinstance(node.op, ast.And) else np.where(_truth(out), out, v)
         return out
-    if isinstance(node, ast.BoolOp):
-        values = [np.asarray(_eval(v, metrics), dtype=bool) for v in node.values]
-        return functools.reduce(np.logical_and if isinstance(node.op, ast.And) else np.logical_or, values)
     if isinstance(node, ast.IfExp):
-        return np.where(_eval(node.test, metrics), _eval(node.body, metrics), _eval(node.orelse, metrics))
+        return np.where(_truth(_eval(node.test, metrics)), _eval(node.body, metrics), _eval(node.orelse, metrics))
     if isinstance(node, ast.Call):
-        return FUNCTIONS[node.func.id][0](*(_eval(a, metrics) for a in node.args))
+        args = [_eval(a, metrics) for a in node.args]
+        if node.func.id == "where":
+            args[0] = _truth(args[0])
+        return FUNCTIONS[node.func.id][0](*args)
     raise AssertionError(f"unchecked node {ast.dump(node)}")      # (_parse refuses every other kind)

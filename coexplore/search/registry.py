@@ -2,7 +2,7 @@
 
 A mapper file:
     searcher: marl          # a registered name
-    objective: edp          # edp | energy | latency
+    objective: edp          # edp | energy | latency, or an expression such as energy * cycles**2
     batch_size: 100         # asks per ask/tell round
     config: {lr: 0.1, ...}  # fields of the searcher's config dataclass (missing ones: defaults)
 """
@@ -140,8 +140,9 @@ def config_to_dict(config) -> dict:
 
 @dataclass
 class MapperSpec:
-    """A layer mapper: searcher name, objective (edp | energy | latency), batch size and the searcher's
-    config (`mappers/<name>.yaml`; `load_mapper`, `mapper_spec`)."""
+    """A layer mapper: searcher name, objective (edp | energy | latency, or an expression of the
+    metrics: `objective_expr`), batch size and the searcher's config (`mappers/<name>.yaml`;
+    `load_mapper`, `mapper_spec`)."""
 
     searcher: str
     objective: str = "edp"
@@ -149,6 +150,14 @@ class MapperSpec:
     config: Any = None
     # what a translated timeloop-mapper section left out (shown to the user; not part of the spec)
     notes: list = field(default_factory=list, compare=False, repr=False)
+    # the mapper file that set the objective (None: the default, --objective or a Python caller), for errors
+    objective_file: str | None = field(default=None, compare=False, repr=False)
+
+    def objective_blame(self) -> dict:
+        """Where an error about the objective points: the mapper file's `objective`, else --objective."""
+        if self.objective_file:
+            return {"file": self.objective_file, "key": "objective"}
+        return {"key": "objective", "option": "--objective"}
 
     def to_dict(self) -> dict:
         return {"searcher": self.searcher, "objective": self.objective,
@@ -290,6 +299,8 @@ def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
             notes.append(f"{file}: config.{key} is not used: {retired[key]}")
     spec = MapperSpec(name, objective, batch, config_from_dict(config_cls, config, file))
     spec.notes = notes
+    if "objective" in data and file is not None:
+        spec.objective_file = str(file)
     return spec
 
 
@@ -309,6 +320,12 @@ def checked_objective(objective, file=None, option: str | None = None) -> str:
 def is_expression(objective) -> bool:
     """True for an objective written as an expression (not one of OBJECTIVES)."""
     return isinstance(objective, str) and objective not in OBJECTIVES
+
+
+def may_refuse(objective) -> bool:
+    """Whether the objective can give a mapping the model finds valid an infinite loss (a cap, a
+    division, ...: `ObjectiveExpression.may_refuse`); never for a name."""
+    return is_expression(objective) and compile_objective(objective).may_refuse
 
 
 def _checked_run_options(objective, batch, file=None) -> tuple[str, int]:
@@ -439,6 +456,11 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
         energy = get("energy")
         out = np.broadcast_to(expression(given), energy.shape)
         out = np.where(np.isfinite(energy), out, np.inf)        # an invalid mapping stays invalid
+        if np.any(out == -np.inf):
+            i = int(np.flatnonzero(out == -np.inf)[0])
+            raise CoexploreError(f"the objective {objective!r} gave -inf for a valid mapping (energy "
+                                 f"{float(energy[i]):g} pJ)", key="objective",
+                                 expected="an objective that is finite, or inf to refuse a mapping, for every valid mapping")
     elif objective == "energy":
         out = get("energy")
     elif objective == "latency":

@@ -324,7 +324,8 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
                             progress=bar is not None)      # a bar of its own under the layers'
         except NoValidMapping as exc:     # a failed search, not bad input: the caller decides
             exc.message = f"layer {layer.name} on core {design}: {exc.message}"
-            exc.file, exc.key, exc.option = system.spec.file, "layer_budget", "--layer-budget"
+            if exc.key != "objective":    # (an objective that refused every valid mapping says where it is written)
+                exc.file, exc.key, exc.option = system.spec.file, "layer_budget", "--layer-budget"
             raise
         except CoexploreError as exc:     # a search setting this layer refuses (budget, searcher limits)
             if exc.key == "budget":
