@@ -151,8 +151,11 @@ BAD = [
     (_replace("params: {glb_depth: 1024}", "params: {glb_read_bandwidth: .nan}"),
      "system.cores[0].params.glb_read_bandwidth", "> 0"),
     (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n",
+              "    cores.b.params.glb_width: [64, 264]\n    cores.b.params.word_bits: [8, 16]\n"),
+     "sweep.axes", "multiple of 16"),               # each value is fine alone, one combination is not
+    (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n",
               "    cores.a.params.glb_width: [64, 264]\n    cores.a.params.word_bits: [8, 16]\n"),
-     "sweep.axes", "divisor"),                      # each value is fine alone, one combination is not
+     "sweep.axes.cores.a.params.word_bits", "divisor"),   # 16-bit words alone break simba's weight registers
     (_replace("    cores.a.params.pe_mesh_x: [8, 16]\n",
               "    dram.bandwidth_GBps: [12.8, 25.6]\n    dram.bytes_per_cycle: [4, 8]\n"),
      "sweep.axes.dram.bytes_per_cycle", "one axis"),    # alternatives: the last would undo the first

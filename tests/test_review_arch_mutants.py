@@ -685,3 +685,13 @@ def test_every_combination_is_checked_up_to_256_points():
     doc["sweep"] = {"axes": {"cores.a.params.glb_width": [64, 264], "cores.a.params.word_bits": [8, 16],
                              "dram.bandwidth_GBps": [float(v) for v in range(1, 65)]}}
     _refused(doc, "sweep.axes", "multiple of 16")
+
+
+def test_a_value_wrong_on_its_own_is_named_as_its_axis_in_any_place():
+    """A sweep value that no combination could build is said as its own axis's (not as a point of
+    two axes), wherever it stands in the axis' list (the review found only the first value checked)."""
+    for values in ([8, 0], [0, 8]):
+        doc = _system(cores=[{"name": "a", "template": "simba"}])
+        doc["sweep"] = {"axes": {"cores.a.params.pe_mesh_x": values, "dram.bandwidth_GBps": [10.0, 20.0]}}
+        err = _refused(doc, "sweep.axes.cores.a.params.pe_mesh_x")
+        assert "value 0" in err.message

@@ -129,8 +129,9 @@ def check_sweep(spec: SystemSpec) -> None:
     axes = list(spec.sweep_axes.items())
     total = math.prod(len(v) for _, v in axes) if axes else 0
     if 0 < total <= SWEEP_CHECK_ALL and len(axes) > 1:
-        for path, values in axes:          # an axis wrong on its own is named as that axis
-            _check_point(spec, spec.with_value(path, values[0], key=f"sweep.axes.{path}"), path, values[0])
+        for path, values in axes:          # a value wrong on its own is named as that axis's
+            for value in values:
+                _check_point(spec, spec.with_value(path, value, key=f"sweep.axes.{path}"), path, value)
         for combo in itertools.product(*(values for _, values in axes)):
             point = spec
             for (path, _), value in zip(axes, combo):
