@@ -219,3 +219,15 @@ def test_a_job_table_names_the_mapper_file_of_a_cap_no_layer_meets(tmp_path, cap
                "--no-progress", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 1 and f"{tmp_path / 'cap.yaml'}: key 'objective'" in err and "--layer-budget" not in err, err
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_bad_losses_in_a_network_leave_no_folder(tmp_path, capsys, jobs):
+    """Losses no learner can take, found in the layers' searches: exit 2 naming --objective, and no
+    layer folder left behind, with worker processes too (they cannot remove their own)."""
+    out = tmp_path / "o"
+    rc = main(["map", str(ARCH), "alexnet", "--all-layers", "--jobs", jobs, "--searcher", "ga",
+               "--objective=energy - 1e30", "--budget", "200", "--no-cache", "--no-progress", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "key '--objective'" in err and "mappers/ga.yaml" not in err, err
+    assert not out.exists(), sorted(p.name for p in out.rglob("*"))

@@ -48,7 +48,7 @@ def register(sub) -> None:
     p.add_argument("--objective", default=None, metavar="OBJ",
                    help="edp, energy or latency, or an expression of energy (pJ), cycles, edp (J x cycles) and "
                         "utilization, e.g. 'energy * cycles**2' or 'energy if cycles <= 3e5 else inf' (README: "
-                        "Objectives); default: the mapper's (edp for the bundled mappers); latency is "
+                        "Objectives; one starting with a minus: --objective=-...); default: the mapper's (edp for the bundled mappers); latency is "
                         "in cycles and ranks equal cycle counts by energy, as timeloop-mapper's [delay, energy]")
     p.add_argument("--batch-size", type=int, default=None,
                    help="candidates per ask/tell round (default: the mapper's, 100)")
@@ -103,6 +103,7 @@ def resolve_spec_overrides(spec: registry.MapperSpec, objective: str | None, bat
     """--objective and --batch-size win over the mapper file's."""
     if objective is not None:
         spec.objective = registry.checked_objective(objective, option="--objective")
+        spec.objective_file = None          # (an error about it names --objective, not the mapper file)
     if batch is not None:
         if not 1 <= batch <= registry.MAX_BATCH:
             raise CoexploreError(f"bad batch size {batch}", key="--batch-size",

@@ -110,6 +110,9 @@ def run_all_layers(args, map_one) -> int:
     rows = [rows[layer.name] for layer, _ in layers if layer.name in rows]    # in the network's order
     failed = [layer.name for layer, _ in layers if layer.name in failed]
     if error is not None and not rows and not failed:
+        from coexplore.cli.paths import remove_if_unused
+        for sub in subs:             # (layer folders worker processes made: a worker cannot remove its own)
+            remove_if_unused(Path(sub.out))
         raise error                  # nothing done: no table (the empty folder is removed)
     summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), record)
     buf = io.StringIO()

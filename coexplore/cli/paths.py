@@ -92,6 +92,19 @@ def open_cache(path, command: str):
     return cache
 
 
+def remove_if_unused(folder: Path) -> None:
+    """Remove `folder` if it holds nothing but (at most) a run's claim: a layer folder a worker
+    process made for a search that never wrote anything (the worker's own records are gone with it)."""
+    try:
+        names = [q.name for q in folder.iterdir()]
+        if set(names) <= {CLAIM}:
+            for name in names:
+                (folder / name).unlink()
+            folder.rmdir()
+    except OSError:
+        pass
+
+
 def remove_empty_created() -> None:
     """After a failed run: drop this run's claims on folders that hold nothing else, and remove the
     folders output_dir created that are then empty (no empty result folder is left behind)."""

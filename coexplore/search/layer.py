@@ -87,6 +87,7 @@ class NoValidMapping(CoexploreError):
                              expected="a larger budget, another searcher, or a layer/architecture "
                                                       "pair whose tiles fit")
         self.samples, self.reasons = samples, reasons
+        self.objective = custom if isinstance(custom, str) else None    # an expression that refused them all
         self.wall_s: float | None = None                 # the search's seconds and the space's size, when known
         self.mapspace_log10: float | None = None
         self.mapspace_size: int | None = None
@@ -141,19 +142,19 @@ def make_objective(ctx: Context, ms: MapSpace, objective):
         arrays = ms.decode(X)
         res = ctx.evaluate(arrays)
         metrics = metric_arrays(res)
-        f.model_valid += int(np.isfinite(np.asarray(metrics["energy"], float)).sum())
+        valid = np.isfinite(np.asarray(metrics["energy"], float))
+        allowed = valid & ms.satisfies(arrays) if ms.has_bounds else valid   # (bounds, min parallelism)
+        f.model_valid += int(allowed.sum())
         if callable(objective):
-            valid = np.isfinite(np.asarray(metrics["energy"], float))
             given = {k: np.where(valid, np.asarray(v, float), np.inf)             # inf where invalid
                      for k, v in metrics.items()}
             loss = _custom_losses(objective, given, len(X))
             loss[~valid] = np.inf                                       # an invalid mapping stays invalid
         else:
             loss = registry.objective_loss(metrics, objective)
-        if ms.has_bounds:            # factor bounds / min parallelism: outside the mapspace
-            loss[~ms.satisfies(arrays)] = np.inf
+        loss[~allowed] = np.inf
         return loss
-    f.model_valid = 0                # samples the model found valid (whatever their loss): said on a failure
+    f.model_valid = 0                # samples valid and inside the constraints (whatever their loss): said on a failure
     return f
 
 
@@ -221,6 +222,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         raise CoexploreError(f"got {spec!r}", key="spec",
                              expected="a MapperSpec (registry.mapper_spec, registry.load_mapper), a searcher name "
                                       "or a mapper YAML")
+    if registry.is_expression(spec.objective) and objective is None:     # (a MapperSpec built by hand)
+        spec = dataclasses.replace(spec, objective=registry.checked_objective(spec.objective))
     if objective is not None or batch_size is not None:
         given = spec
         spec = registry.mapper_spec(spec.searcher, spec.config, objective or spec.objective,
@@ -274,7 +277,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             total = getattr(searcher, "size", None)
             walked = (f"{searcher.name} walks the mappings in order and stopped after {result.samples:,}"
                       + (f" of {total:,}" if total else "") + ": raise --budget to walk further")
-        refused = objective_fn.model_valid > 0     # valid mappings were sampled: the objective refused them all
+        # valid mappings were sampled and a function or an expression of the user's refused them all
+        refused = objective_fn.model_valid > 0 and (custom is not None or registry.is_expression(spec.objective))
         failed = NoValidMapping(result.samples, why_invalid(ctx, ms), walked=walked,
                                 custom=False if not refused else True if custom is not None else spec.objective)
         if refused and custom is None:          # an expression: said where it was written
@@ -309,7 +313,8 @@ def _blamed_on_the_objective(exc: CoexploreError, spec: registry.MapperSpec) -> 
         message = (f"the objective {spec.objective!r} gave {exc.message.split(':')[0].removeprefix('a loss of ')} "
                    f"for a valid mapping; {spec.searcher} learns from log(loss), which needs losses > 0")
         expected = ("an objective above 0 for every valid mapping (e.g. a constant added, or inf to refuse a "
-                    "mapping), or a searcher that takes any loss (random, exhaustive), or config: {log_loss: false}")
+                    "mapping), or a searcher that takes any loss (random, random_pruned, linear_pruned, "
+                    "exhaustive), or config: {log_loss: false}")
     else:
         message, expected = exc.message, exc.expected
     return CoexploreError(message, expected=expected, **spec.objective_blame())

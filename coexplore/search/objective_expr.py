@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import operator
 from dataclasses import dataclass
 
@@ -50,8 +51,7 @@ _EXPECTED = ("an objective name (edp, energy, latency) or an expression of "
 class ObjectiveExpression:
     """A checked expression: `text` is its canonical spelling (spacing normalised: the cache key),
     `names` the metrics it reads; `may_refuse`: whether it can give a mapping the model finds valid
-    an infinite (or undefined) loss: a cap (comparisons, conditionals, `where`, `inf`), a division,
-    a logarithm, an exponential or a power that is not a positive constant one."""
+    an infinite (or undefined) loss (`_may_refuse`: a cap, a division, a root, a logarithm, ...)."""
 
     text: str
     tree: ast.expr
@@ -120,16 +120,31 @@ def _parse(text: str) -> ObjectiveExpression:
 
 
 def _may_refuse(tree: ast.expr) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Compare, ast.IfExp, ast.BoolOp)) or \
-                (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)) or \
-                (isinstance(node, ast.Name) and node.id == "inf") or \
-                (isinstance(node, ast.Call) and node.func.id in ("where", "log", "log2", "log10", "exp")) or \
-                (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)) or \
-                (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not (
-                    isinstance(node.right, ast.Constant) and node.right.value > 0)):
-            return True
-    return False
+    """False only for what cannot give a finite metric an infinite or undefined value: sums,
+    differences, products, min, max and abs of the metrics and of constants up to 1e30, and powers
+    by a positive integer constant up to 4, of degree at most 12 in all (metrics stay below 1e20, so
+    the value stays below 1e270); anything else may (a cap, a division, a root, a logarithm, ...)."""
+    def degree(node) -> float:
+        if isinstance(node, ast.Name):
+            return 1.0 if node.id in METRICS else 0.0 if math.isfinite(CONSTANTS[node.id]) else math.inf
+        if isinstance(node, ast.Constant):
+            return 0.0 if abs(node.value) <= 1e30 else math.inf
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return degree(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            return max(degree(node.left), degree(node.right))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            return degree(node.left) + degree(node.right)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, ast.Constant) \
+                and float(node.right.value).is_integer() and 1 <= node.right.value <= 4:
+            return degree(node.left) * node.right.value
+        if isinstance(node, ast.Call) and node.func.id in ("min", "max", "abs"):
+            return max(degree(a) for a in node.args)
+        return math.inf
+    try:
+        return degree(tree) > 12
+    except RecursionError:                    # (the depth is capped before this; to be safe)
+        return True
 
 
 def compile_objective(text: str, *, key: str = "objective", file=None, option: str | None = None

@@ -426,6 +426,7 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
     loss itself made the learners settle on low energy within a plateau of equal cycles instead of
     finding fewer cycles), and the best kept is timeloop-mapper's [delay, energy] choice.
     """
+    objective = checked_objective(objective)          # ('(latency)' is the name, with its tie-break)
     expression = None if objective in OBJECTIVES else compile_objective(objective)
     shapes: dict[str, tuple] = {}
 
@@ -452,7 +453,9 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
         raise CoexploreError(f"metrics lack '{names[0]}'", key="metrics", expected=" or ".join(names))
     if expression is not None:
         alias = {"latency": "cycles", "cycles": "latency"}          # either name, whichever the metrics have
-        given = {k: get(k, alias[k]) if k in alias else get(k) for k in sorted(expression.names)}
+        given = {k: get(k, alias[k]) if k in alias else get(k) for k in sorted(expression.names - {"edp"})}
+        if "edp" in expression.names:                                # J x cycles, from the two when not given
+            given["edp"] = get("edp") if "edp" in metrics else get("energy") * 1e-12 * get("latency", "cycles")
         energy = get("energy")
         out = np.broadcast_to(expression(given), energy.shape)
         out = np.where(np.isfinite(energy), out, np.inf)        # an invalid mapping stays invalid

@@ -93,6 +93,9 @@ def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: Sw
         try:
             _measure(spec, record, settings, out, cache, progress)
         except CoexploreError as exc:
+            if _bad_objective(exc):       # the layer mapper's objective, the same at every point: bad input
+                _drop_unfinished(out, [pid])
+                raise
             record.update(status="failed", error=exc.format(cli=True))   # (the command's words: shown by it)
     record["warnings"] = list(dict.fromkeys(record["warnings"] + [str(w.message) for w in said
                                                                    if issubclass(w.category, CoexploreWarning)]))
@@ -100,6 +103,13 @@ def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: Sw
         if not issubclass(w.category, CoexploreWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return record
+
+
+def _bad_objective(exc: CoexploreError) -> bool:
+    """An objective expression whose losses no search can take (<= 0 for a learner, -inf): not the
+    point's failure (a cap no mapping of a point's design meets is, `NoValidMapping`)."""
+    from coexplore.search.layer import NoValidMapping
+    return exc.key == "objective" and not isinstance(exc, NoValidMapping)
 
 
 def _invalid(values: dict, exc: CoexploreError) -> CoexploreError:
@@ -271,10 +281,24 @@ def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, o
     one = dataclasses.replace(settings, workers=1)
     cache_path = None if cache is None else str(cache.path)
     tasks = [(spec, i, pid, values, one, str(out), cache_path) for i, pid, values in todo]
+    ended = set()
     for rec, error in in_processes(_point_in_worker, tasks, settings.workers):
         if error is not None:           # bad input found in a worker: said as in one process
+            _drop_unfinished(out, [pid for _, pid, _ in todo if pid not in ended])
             raise CoexploreError.from_parts(error)
+        ended.add(rec["point"])
         done(rec)
+
+
+def _drop_unfinished(out: Path, pids: list[str]) -> None:
+    """The folders of points stopped by another point's bad input (their workers are gone), and
+    points/ if that leaves it empty: as one process leaves the result folder."""
+    import contextlib
+    import shutil
+    for pid in pids:
+        shutil.rmtree(out / "points" / pid, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        (out / "points").rmdir()
 
 
 def _point_in_worker(task) -> tuple:
@@ -306,6 +330,7 @@ def _points_on_ray(spec: SystemSpec, todo: list, settings: SweepSettings, out: P
     for _, (rec, files, delta, error) in on_ray(_point_on_ray, tasks, shared=entries, limit=settings.workers or None):
         take_over(cache, delta)
         if error is not None:
+            _drop_unfinished(out, [])   # (a task's files never reach this folder before it ends well)
             raise CoexploreError.from_parts(error)
         _put_files(out / rec["dir"], files)
         done(rec)

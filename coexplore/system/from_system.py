@@ -376,8 +376,10 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
             bar.close()
     for (lkey, design), exc in failed.items():
         name = next(layer.name for (k, _), (layer, _) in pairs.items() if k == lkey)
+        why = (f"the layer mapper's objective {exc.objective!r} refused every valid mapping it sampled"
+               if exc.objective else "a core too small for its tiles, or valid mappings too rare for this budget: "
+               "a larger --layer-budget may find one")
         warnings.warn(f"layer {name} has no valid mapping on core {design} ({exc.samples:,} samples): its jobs "
-                      "are scheduled on the other cores (a core too small for its tiles, or valid mappings too "
-                      "rare for this budget: a larger --layer-budget may find one)", CoexploreWarning, stacklevel=2)
+                      f"are scheduled on the other cores ({why})", CoexploreWarning, stacklevel=2)
     table.core_notes = {name: tuple(cm.warnings) for name, cm in models.items()}
     return table, system
