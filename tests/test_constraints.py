@@ -162,6 +162,18 @@ def test_several_files_combine_and_respecification_is_refused(tmp_path, ex5):
         constraints_from_targets(twice, ex5.arch)
 
 
+def test_a_misplaced_min_parallelism_names_the_file_that_gives_it(tmp_path, ex5):
+    """Of two constraints files for one level, the error names the one with the utilization target
+    (a review: the first file, which has none, was named)."""
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("mapspace_constraints:\n  targets:\n  - {target: GlobalBuffer, type: temporal, factors: K=2}\n")
+    b.write_text("mapspace_constraints:\n  targets:\n  - {target: GlobalBuffer, type: utilization, min: 0.5}\n")
+    cons = load_constraints(ex5.arch, [a, b])
+    with pytest.raises(CoexploreError, match="innermost storage level") as err:
+        MapSpace(ex5.arch, ex5.problem, cons)
+    assert err.value.file == str(b) and err.value.key == "mapspace_constraints.targets[0]", err.value
+
+
 def test_other_constraint_types(ex5):
     with pytest.raises(CoexploreError, match="unrecognized constraint type 'tempural'"):
         constraints_from_targets([{"target": "GlobalBuffer", "type": "tempural"}], ex5.arch)

@@ -349,7 +349,8 @@ class MapSpace:
         storage level; it bounds the fraction of the compute units a mapping uses."""
         innermost = next(i for i, x in enumerate(inner) if not x.is_dummy)
         if li != innermost:
-            raise misplaced_parallelism(lv.name, inner[innermost].name, c.source, f"constraints of {lv.name}")
+            file, key = c.min_parallelism_from or (c.source, f"constraints of {lv.name}")
+            raise misplaced_parallelism(lv.name, inner[innermost].name, file or c.source, key)
         self.min_parallelism = float(c.min_parallelism)
 
     def _axis_rules(self, inner, fx, fy) -> None:

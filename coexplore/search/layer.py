@@ -179,6 +179,7 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, *, b
     cons = {k: dataclasses.asdict(v) for k, v in sorted(constraints.items())}
     for v in cons.values():
         v.pop("source", None)            # where the file sits is no part of what the result depends on
+        v.pop("min_parallelism_from", None)
         for k in ("keep", "bypass"):
             if v[k] is not None:
                 v[k] = sorted(v[k])

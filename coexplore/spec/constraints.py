@@ -63,6 +63,8 @@ class LevelConstraints:
     iteration_rules: dict = field(default_factory=dict)
     maximized: set = field(default_factory=set)    # (kind, dimension) factors maximize_dims chose
     source: str | None = field(default=None, compare=False)   # the file they were read from
+    # where the min parallelism was given (file, key), when several files constrain the level
+    min_parallelism_from: tuple | None = field(default=None, compare=False)
 
 
 def misplaced_parallelism(level: str, innermost: str | None, file, key: str) -> CoexploreError:
@@ -229,6 +231,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         if c.min_parallelism is not None and not (same_ok and c.min_parallelism == float(v)):
             raise _respecified("min parallelism/utilization", level, file, key)
         c.min_parallelism = float(v)
+        c.min_parallelism_from = (None if file is None else str(file), key)
     elif kind in NOT_APPLIED_TYPES:
         c.ignored.append(f"{key} (type {kind}: not modelled by the mapspace)" + (f" in {Path(str(file)).name}" if file else ""))
 
