@@ -433,3 +433,27 @@ def test_a_bypass_at_the_backing_store_is_refused_not_dropped(ex5):
         with pytest.raises(CoexploreError, match="Weights bypassed at MainMemory, the outermost level"):
             _space(ex5, [{"target": "MainMemory", "type": "bypass", **body}])
     _space(ex5, [{"target": "MainMemory", "type": "bypass", "keep": ["Weights"]}])        # keeping is fine
+
+
+def test_one_block_of_each_kind_is_read_as_timeloop_mapper_reads_it():
+    """mapper.cpp: arch_constraints if the key exists, else architecture_constraints; mapspace if it
+    exists, else mapspace_constraints; the hidden block is warned of (it would be silently lost)."""
+    from coexplore.errors import CoexploreWarning
+    from coexplore.spec.constraints import constraint_targets
+    a, b = {"target": "A", "type": "temporal"}, {"target": "B", "type": "temporal"}
+    for doc, read, hidden in (({"mapspace": {"targets": [a]}, "mapspace_constraints": {"targets": [b]}}, a,
+                               "mapspace_constraints"),
+                              ({"arch_constraints": [a], "architecture_constraints": {"targets": [b]}}, a,
+                               "architecture_constraints")):
+        with pytest.warns(CoexploreWarning, match=f"{hidden} is not read"):
+            assert list(constraint_targets(doc, "f.yaml")) == [read]
+    both = {"architecture_constraints": {"targets": [a]}, "mapspace_constraints": {"targets": [b]}}
+    assert list(constraint_targets(both, "f.yaml")) == [a, b]            # one of each kind: both read
+    template_only = {"architecture_constraints": {"targets": [a]}, "mapspace": {"template": "uber"}}
+    assert list(constraint_targets(template_only, "f.yaml")) == [a]       # (timeloopfe's processed input)
+
+
+def test_a_keep_list_of_lists_is_refused_by_name(ex5):
+    with pytest.raises(CoexploreError) as err:
+        constraints_from_targets([{"target": "GlobalBuffer", "type": "bypass", "keep": [["Weights"]]}], ex5.arch)
+    assert err.value.key.endswith(".keep") and "dataspace names" in err.value.expected

@@ -8,10 +8,11 @@ apply to its `inter_<container>_spatial` level, as timeloopfe flattens them).
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreWarning
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import MAX_OPERATIONS
 from coexplore.spec.yamlio import load_yaml
@@ -203,8 +204,9 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
     elif kind in ("bypass", "bypassing", "dataspace", "datatype"):
         for k in ("keep", "keep_only", "bypass", "bypass_only"):
             v = body.get(k)
-            if v is not None and (isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple, set))):
-                raise CoexploreError(f"got {v!r}", file=file, key=f"{key}.{k}", expected="a list of dataspace names")
+            if v is not None and (isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple, set))
+                                  or not all(isinstance(name, str) for name in v)):
+                raise CoexploreError(f"got {v!r:.80}", file=file, key=f"{key}.{k}", expected="a list of dataspace names")
         said = (c.keep or set()) | (c.bypass or set())
         for k in ("keep", "keep_only", "bypass", "bypass_only"):
             again = set(body.get(k) or []) & said
@@ -524,32 +526,49 @@ class Directives(list):
         self.extend(items)
 
 
+def constraint_blocks(data: dict, file=None) -> list[str]:
+    """The keys of a Timeloop input document whose constraints timeloop-mapper reads (mapper.cpp):
+    one architecture block, `arch_constraints` if the key is there, else `architecture_constraints`,
+    and one mapspace block, `mapspace` if the key is there, else `mapspace_constraints` (else the
+    older top-level `constraints`). A block of constraints the other name hides is said (warned)."""
+    read = []
+    for names in (("arch_constraints", "architecture_constraints"), ("mapspace", "mapspace_constraints", "constraints")):
+        present = [k for k in names if k in data]
+        if not present:
+            continue
+        read.append(present[0])
+        for hidden in present[1:]:
+            v = data[hidden]
+            if v and (isinstance(v, list) or (isinstance(v, dict) and v.get("targets"))):
+                warnings.warn(f"{file or 'the constraints'}: {hidden} is not read: timeloop-mapper reads "
+                              f"{present[0]} instead (one block of each kind); put them together", CoexploreWarning,
+                              stacklevel=3)
+    return read
+
+
 def constraint_targets(data, file=None) -> list | None:
-    """The constraint directives of a Timeloop input document: `architecture_constraints` and
-    `mapspace_constraints` (or `mapspace` / `constraints`) together, as timeloop-mapper combines
-    them, each a `targets:` list or a bare list; or a top-level `targets` list; None when the
-    document has none."""
+    """The constraint directives of a Timeloop input document, of the blocks timeloop-mapper reads
+    (`constraint_blocks`: an architecture block and a mapspace block, combined), each a `targets:`
+    list or a bare list; or a top-level `targets` list; None when the document has none."""
     if not isinstance(data, dict):
         return None
     found = False
     body = Directives()
-    for k in ("architecture_constraints", "arch_constraints", "mapspace_constraints", "mapspace", "constraints"):
-        v = data.get(k)     # (arch_constraints: mapper.cpp's other name of the first)
+    for k in constraint_blocks(data, file):
+        v = data.get(k)
         where = k
         if isinstance(v, dict) and "targets" in v:
             v, where = v["targets"], f"{k}.targets"
         elif not isinstance(v, list):
             continue
         if v is not None and not isinstance(v, list):
-            raise CoexploreError(f"got {v!r}", file=file, key=where,
+            raise CoexploreError(f"got {v!r:.80}", file=file, key=where,
                                  expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
         found = True
         body.add(list(v or []), where)
-        if k == "mapspace":
-            break                          # mapspace and constraints: older names of one block
     if not found and "targets" in data:
         if data["targets"] is not None and not isinstance(data["targets"], list):
-            raise CoexploreError(f"got {data['targets']!r}", file=file, key="targets",
+            raise CoexploreError(f"got {data['targets']!r:.80}", file=file, key="targets",
                                  expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
         body.add(list(data["targets"] or []), "targets")
         return body
@@ -558,8 +577,8 @@ def constraint_targets(data, file=None) -> list | None:
 
 def combined_constraints(paths) -> dict:
     """One constraints document holding the directives of several files, read block by block as
-    `constraint_targets` reads each (`mapspace` / `constraints` are older names of one block; a bare
-    `targets` list counts when no block is there): what timeloop-mapper reads from them together, as
+    `constraint_targets` reads each (`constraint_blocks`; a bare `targets` list counts when no block
+    is there): what timeloop-mapper reads from them together, as
     one file (`arch generate` writes it for a core given several)."""
     out: dict = {}
 
@@ -572,16 +591,15 @@ def combined_constraints(paths) -> dict:
             raise CoexploreError("no constraints in it", file=str(path),
                                  expected="architecture_constraints / mapspace_constraints (targets: [...]) or targets")
         found = False
-        for k in ("architecture_constraints", "mapspace_constraints", "mapspace", "constraints"):
+        for k in constraint_blocks(data, str(path)):
             v = data.get(k)
             if isinstance(v, dict) and "targets" in v:
                 v = v["targets"]
             elif not isinstance(v, list):
                 continue
             found = True
-            add("architecture_constraints" if k == "architecture_constraints" else "mapspace_constraints", v)
-            if k == "mapspace":
-                break
+            add("architecture_constraints" if k in ("architecture_constraints", "arch_constraints")
+                else "mapspace_constraints", v)
         if not found:
             add("mapspace_constraints", data.get("targets"))
     return out
