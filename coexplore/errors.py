@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class CoexploreError(Exception):
     """User-facing error. The CLI turns it into one message and exit code 2.
@@ -60,6 +62,19 @@ def _rebuild(cls, state: dict) -> CoexploreError:
     exc.__dict__.update(state)
     exc.args = (exc.format(),)
     return exc
+
+
+def check_type(value, types, key: str, expected: str):
+    """`value` when it is one of `types`, else a CoexploreError naming the argument `key` (a library
+    call with a wrong argument is told what it passed and what is taken, not an AttributeError deep in)."""
+    if isinstance(value, types) and not isinstance(value, bool):
+        return value
+    text = repr(value)
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    raise CoexploreError(f"got {type(value).__name__} {shown}", key=key, expected=expected)
+
+
+PATH_TYPES = (str, os.PathLike)     # what a file argument may be
 
 
 class CoexploreWarning(UserWarning):

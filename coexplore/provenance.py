@@ -13,7 +13,9 @@ from pathlib import Path
 
 def source_digest(root: Path | None = None) -> str:
     """16 hex digits of SHA-256 over the package's (or `root`'s) Python sources and data files,
-    paths included; the package's is computed once per process."""
+    paths included; the package's is computed once per process. The example files a regular
+    install copies into `_bundled/` are left out (a clone has none there), so an installed package
+    and its clone's source give one digest: they run the same code."""
     return _package_digest() if root is None else _digest(Path(root))
 
 
@@ -25,7 +27,8 @@ def _package_digest() -> str:
 def _digest(root: Path) -> str:
     digest = hashlib.sha256()
     for f in sorted(root.rglob("*")):
-        if f.is_file() and "__pycache__" not in f.relative_to(root).parts and f.suffix not in (".pyc", ".pyo"):
+        parts = f.relative_to(root).parts
+        if f.is_file() and "__pycache__" not in parts and parts[0] != "_bundled" and f.suffix not in (".pyc", ".pyo"):
             digest.update(f.relative_to(root).as_posix().encode())
             digest.update(f.read_bytes())
     return digest.hexdigest()[:16]

@@ -202,3 +202,99 @@ def test_what_a_notebook_shows_of_searchers_caches_and_stores(tmp_path):
     with ResultCache(tmp_path / "c.sqlite") as cache:
         assert repr(cache) == f"ResultCache({str(tmp_path / 'c.sqlite')!r}, hits=0, misses=0)"
     assert repr(SweepStore(tmp_path / "s", "k")) == f"SweepStore({str(tmp_path / 's')!r}, 'k', 0 points)"
+
+
+def test_a_wrong_kind_of_argument_is_named_not_an_attribute_error(tmp_path):
+    """A second user study: a string where a Context goes, raw YAML where parsed constraints go, a
+    number where a path goes: each a CoexploreError naming the argument."""
+    from coexplore.arch.system import load_system_arch
+    from coexplore.mapspace import MapSpace
+    from coexplore.search import registry
+    from coexplore.search.layer import map_layer
+    from coexplore.spec.workload import write_problem
+    ctx = _ctx()
+    calls = [(lambda: map_layer("ctx", {}, "random", 10), "ctx"),
+             (lambda: map_layer(ctx, {"DRAM": {"factors": "K=1"}}, "random", 10), "constraints"),
+             (lambda: MapSpace(ctx.arch, ctx.problem, "constraints.yaml"), "constraints"),
+             (lambda: load_context(123, 456), "arch_path"),
+             (lambda: load_context(CORPUS / "layers" / "tiny_conv.yaml", 456), "problem_path"),
+             (lambda: load_system_arch({"system": {}}), "path"),
+             (lambda: write_problem({"name": "l"}, tmp_path / "p.yaml"), "layer"),
+             (lambda: registry.make_searcher("random", np.zeros(3)), "space")]
+    for call, key in calls:
+        with pytest.raises(CoexploreError) as err:
+            call()
+        assert err.value.key == key, (key, str(err.value))
+    assert not (tmp_path / "p.yaml").exists()
+    space = MapSpace(ctx.arch, ctx.problem, None)          # None and a MapSpace stay accepted
+    assert registry.make_searcher("random", space).name == "random"
+
+
+def test_a_plugin_searcher_of_the_wrong_shape_is_told_what_is_wrong():
+    """A registration that is no (Searcher, config dataclass) pair, an ask answering None or out of
+    the space: one error naming the registration or the searcher, not a traceback from inside."""
+    from dataclasses import dataclass
+
+    from coexplore.search import registry
+    from coexplore.search.base import Searcher
+    from coexplore.search.layer import map_layer
+
+    @dataclass
+    class NoOptions:
+        pass
+
+    class Bad(Searcher):
+        name = "bad"
+
+        def __init__(self, space, config=None, seed=0):
+            super().__init__(seed)
+            self.space = space
+
+        def ask(self, n):
+            return None
+
+    class Far(Bad):
+        def ask(self, n):
+            return np.full((n, len(self.space.cardinalities)), 10 ** 6)
+
+    ctx = _ctx()
+    entries = {"t_pair_none": (Bad, None), "t_alone": Bad, "t_none": (Bad, NoOptions), "t_far": (Far, NoOptions)}
+    try:
+        registry.SEARCHERS.update(entries)
+        for name in ("t_pair_none", "t_alone"):
+            with pytest.raises(CoexploreError, match=r"\(a Searcher subclass, its config dataclass\)") as err:
+                map_layer(ctx, None, name, 20)
+            assert err.value.key == f"SEARCHERS['{name}']"
+        with pytest.raises(CoexploreError, match=r"searcher 'bad' answered ask\(20\) with NoneType") as err:
+            map_layer(ctx, None, "t_none", 20)
+        with pytest.raises(CoexploreError, match="searcher 'bad' proposed candidates the space refuses: .*out of range"):
+            map_layer(ctx, None, "t_far", 20)
+    finally:
+        for name in entries:
+            registry.SEARCHERS.pop(name, None)
+
+
+def test_schedule_arguments_of_the_wrong_kind_are_named():
+    """A bandwidth given as text is refused like every other number (it was read as one); a 1-D
+    latency array is said to be 1-D (not an empty workload); mismatched tables name the one at fault."""
+    from coexplore.system.jobs import Job, JobTable
+    from coexplore.system.schedule import search_schedule
+    jobs = [Job(name=f"d{i}.l", dnn=f"d{i}", layer="l") for i in range(4)]
+    with pytest.raises(CoexploreError, match="got str '16'") as err:
+        search_schedule(_jobs(), "16", "magma", 50, 0)
+    assert err.value.key == "bandwidth"
+    assert search_schedule(_jobs(), np.float32(16), "random", 50, 0).makespan > 0
+    with pytest.raises(CoexploreError, match=r"1 dimension\(s\)") as err:
+        JobTable(jobs, ["a"], np.array([1.0, 2, 3, 4]), np.ones(4))
+    assert err.value.key == "latency" and "[jobs, 1]" in str(err.value)
+    with pytest.raises(CoexploreError, match="differ in shape") as err:
+        JobTable(jobs, ["a", "b"], np.ones((4, 2)), np.ones((3, 2)))
+    assert err.value.key == "bandwidth"
+
+
+def test_a_schedule_space_samples_as_a_layer_space_does():
+    """ScheduleSpace.sample is its random: one searcher's code draws from either kind of space."""
+    from coexplore.system.encoding import space_of
+    space = space_of(_jobs())
+    a, b = space.sample(np.random.default_rng(3), 5), space.random(np.random.default_rng(3), 5)
+    assert np.array_equal(a, b) and space.check(a).shape == (5, 8)

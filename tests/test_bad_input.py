@@ -293,7 +293,8 @@ def test_an_unknown_option_is_said_by_its_sub_command(capsys):
 def test_a_mistyped_architecture_name_lists_the_bundled_systems(tmp_path):
     """As `arch generate` and a mistyped workload do: the names that would have worked."""
     bundled = sorted(p.stem for p in (ROOT / "arch").glob("*.yaml"))
-    for cmd in (("map", "simbaa", "resnet50", "--layer", "res3a_branch2b"), ("evaluate", "simbaa", LAYER, "m.yaml")):
+    for cmd in (("map", "simbaa", "resnet50", "--layer", "res3a_branch2b"), ("evaluate", "simbaa", LAYER, "m.yaml"),
+                ("map", "simbaa"), ("evaluate", "simbaa", "m.yaml")):      # no PROBLEM: the missing ARCH first
         one_line_error(cli(*cmd, cwd=tmp_path), "simbaa: file not found", ", ".join(bundled))
 
 

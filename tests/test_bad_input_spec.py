@@ -411,3 +411,19 @@ def test_a_misspelt_port_count_is_pointed_to_timeloops_name(tmp_path):
     bad.write_text(text.replace("        depth: 2048", "        depth: 2048\n        ports: 2", 1))
     warned = [x for x in load_architecture(bad).warnings if "'ports'" in x]
     assert warned and "did you mean 'num_ports'" in warned[0], warned
+
+
+@pytest.mark.parametrize("old,new,key", [
+    ("- name: Weights", "- name: [Weights, W2]", "problem.shape.data_spaces[0].name"),
+    ("{name: Hstride, default: 1}", "{name: [Hstride], default: 1}", "problem.shape.coefficients[1].name"),
+    ("- name: Inputs", "- name: {Inputs: 1}", "problem.shape.data_spaces[1].name")])
+def test_a_name_that_is_a_list_or_mapping_is_refused(tmp_path, old, new, key):
+    """Not read as the text "['Weights', 'W2']" (a mapping could never name it)."""
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.problem import load_problem
+    text = (CORPUS / "layers" / "tiny_conv.yaml").read_text()
+    assert old in text
+    (tmp_path / "p.yaml").write_text(text.replace(old, new, 1))
+    with pytest.raises(CoexploreError, match="expected a name") as err:
+        load_problem(tmp_path / "p.yaml")
+    assert err.value.key == key and err.value.file.endswith("p.yaml")

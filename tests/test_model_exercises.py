@@ -196,3 +196,20 @@ def test_reading_a_reference_run_warns_of_nothing(case):
     with warnings.catch_warnings():
         warnings.simplefilter("error", CoexploreWarning)
         load_reference_run(EXERCISES / case)
+
+
+def test_load_context_takes_the_stride_rule():
+    """`load_context(..., stride_rule=...)` as `--stride-rule`: the 2024 reference's DRAM Input reads
+    under pre2025, current Timeloop's (the corpus README's 156,600) by default; a rule of no name is named."""
+    from coexplore.model.inputs import load_context
+    folder = EXERCISES / "v4_ed_eyeriss_like"
+    spec, ert = folder / "parsed-processed-input.yaml", folder / "timeloop-mapper.ERT.yaml"
+    dram = next(lv for lv in reference("v4_ed_eyeriss_like")["levels"] if lv["level"] == "DRAM")
+    inputs = [ds.name for ds in run("v4_ed_eyeriss_like").context.problem.dataspaces].index("Inputs")
+    for rule, want in (("pre2025", dram["reads"][inputs]), ("current", KNOWN_DIFFERENCES["v4_ed_eyeriss_like"])):
+        ctx = load_context(spec, spec, ert, **({"stride_rule": rule} if rule != "current" else {}))
+        assert ctx.stride_rule == rule
+        res = ctx.evaluate_mappings([folder / "timeloop-mapper.map.yaml"])
+        assert int(res.nest.reads[0, len(ctx.arch.levels) - 1, inputs]) == want
+    with pytest.raises(CoexploreError, match="unknown stride rule 'old'"):
+        load_context(spec, spec, ert, stride_rule="old")

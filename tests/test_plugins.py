@@ -3,6 +3,7 @@ system scheduler and an online policy, and every command (and its worker process
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -13,61 +14,8 @@ ARCH = CORPUS / "arches" / "eyeriss_like" / "processed.yaml"
 LAYER = CORPUS / "layers" / "tiny_conv.yaml"
 TABLE = CORPUS.parent / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
 
-PLUGIN = '''
-from dataclasses import dataclass
-
-import numpy as np
-
-from coexplore.online import schedulers
-from coexplore.search import registry
-from coexplore.search.base import Searcher
-from coexplore.system import schedule
-from coexplore.system.baselines import RandomSearcher
-
-
-@dataclass
-class HillConfig:
-    moves: int = 1
-
-
-class Hill(Searcher):
-    """Random points until one is valid, then one-parameter moves from the best."""
-    name = "hill"
-
-    def __init__(self, space, config=None, seed=0):
-        super().__init__(seed)
-        self.space, self.config = space, config or HillConfig()
-
-    def ask(self, n):
-        if self.best_x is None or not np.isfinite(self.best_loss):
-            return self.space.sample(self.rng, n)
-        x = np.repeat(self.best_x[None], n, axis=0)
-        j = self.rng.integers(0, x.shape[1], n)
-        x[np.arange(n), j] = self.rng.integers(0, np.asarray(self.space.cardinalities)[j])
-        return x
-
-    def tell(self, batch, losses):
-        return super().tell(batch, losses)
-
-
-registry.SEARCHERS["hill"] = (Hill, HillConfig)
-
-
-def uniform(space, table, budget, seed):
-    s = RandomSearcher(space, seed=seed)
-    s.name = "uniform"
-    return s
-
-
-schedule.CUSTOM["uniform"] = uniform
-
-
-class Patient(schedulers.FCFS):
-    name = "patient"
-
-
-schedulers.HEURISTICS["patient"] = Patient
-'''
+# the README's example plugin (a layer mapper "hill", a scheduler "uniform", an online policy "patient")
+PLUGIN = (Path(__file__).resolve().parents[1] / "examples" / "my_searchers.py").read_text()
 
 
 @pytest.fixture

@@ -37,3 +37,16 @@ def test_a_cached_layer_result_of_other_code_is_recomputed(tmp_path, monkeypatch
         assert source_digest() in layer_mod.MODEL_VERSION
         monkeypatch.setattr(layer_mod, "MODEL_VERSION", layer_mod.MODEL_VERSION.replace(source_digest(), "0" * 16))
         assert not map_layer(ctx, {}, "random", 200, seed=0, cache=cache).cached
+
+
+def test_an_installed_package_and_its_clone_have_one_digest(tmp_path):
+    """A regular install adds the example files under _bundled/ (setup.py); the code is the clone's,
+    so `python -m coexplore` in the clone and the installed `coexplore` share caches and Ray nodes."""
+    copy = tmp_path / "pkg"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "_bundled"))
+    plain = source_digest(copy)
+    (copy / "_bundled" / "arch").mkdir(parents=True)
+    (copy / "_bundled" / "arch" / "simba.yaml").write_text("architecture: {}\n")
+    assert source_digest(copy) == plain
+    (copy / "bundled_extra.py").write_text("x = 1\n")        # any other file still counts
+    assert source_digest(copy) != plain

@@ -552,3 +552,13 @@ def test_a_task_scratch_folder_is_removed_and_gone_workers_folders_with_it(tmp_p
     finally:
         live.kill()
         live.wait()
+
+
+def test_a_node_importing_coexplore_elsewhere_is_told_where():
+    """A Ray worker started in a clone imports the clone's coexplore/, not the installed package: the
+    refusal says where each side imports it from and what to do."""
+    from coexplore.workers import ray_tasks
+    here = ray_tasks._package_folder()
+    assert ray_tasks._imported_from(here) == ""
+    msg = ray_tasks._imported_from("/elsewhere/coexplore")
+    assert "/elsewhere/coexplore there" in msg and f"{here} here" in msg and "pip install -e ." in msg

@@ -94,12 +94,22 @@ def own_core_names(args):
     return template.with_names(chosen[0].var) if chosen and chosen[0].var else contextlib.nullcontext()
 
 
+def existing_arch(arch: str | Path) -> Path:
+    """ARCH's file (a bundled system name such as `simba` resolved), refused when there is none."""
+    path = resolve("arch", arch)
+    if not path.exists():
+        raise CoexploreError("file not found", file=str(path),
+                             expected="a Timeloop architecture or system YAML file, or a bundled system "
+                                      f"({bundled_names('arch')})")
+    return path
+
+
 def problem_in_arch(args) -> None:
     """No PROBLEM given: the `problem:` of ARCH when ARCH is a whole Timeloop spec (problem,
     architecture, mapper... in one file, as timeloopfe's top.yaml.jinja2 renders)."""
     if args.problem is not None:
         return
-    arch = resolve("arch", args.arch)
+    arch = existing_arch(args.arch)
     if "system" in top_keys(arch) and getattr(args, "core", None):     # an own core's whole spec holds one
         from coexplore.spec.system import load_system
         cores = load_system(arch).cores
@@ -188,11 +198,7 @@ def load_inputs(args, with_constraints: bool = False
     Constraints: --constraints, else a system core's generated ones, else those found beside a
     Timeloop ARCH (constraints.yaml) or in its v0.4 nodes.
     """
-    args.arch = str(resolve("arch", args.arch))     # a bundled system name such as `simba`
-    if not Path(args.arch).exists():
-        raise CoexploreError("file not found", file=args.arch,
-                             expected="a Timeloop architecture or system YAML file, or a bundled system "
-                                      f"({bundled_names('arch')})")
+    args.arch = str(existing_arch(args.arch))
     if args.problem is not None and Path(args.arch).is_file() and Path(args.problem).is_file():
         a, p = top_keys(args.arch), top_keys(args.problem)
         if "problem" in a and "architecture" not in a and "architecture" in p and "problem" not in p:

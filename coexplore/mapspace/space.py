@@ -141,6 +141,20 @@ class FactorParam:
     slots: list[tuple[int, int]]      # (level innermost=0, kind)
 
 
+def _check_constraints_argument(constraints) -> None:
+    """None, or a dict of level name -> LevelConstraints (`load_constraints`' result); a file's path
+    or a dict of raw YAML is named as such, not an AttributeError inside."""
+    expected = ("None or a dict of level name -> LevelConstraints, as coexplore.spec.constraints.load_constraints"
+                "(arch, files, problem) returns")
+    if constraints is None:
+        return
+    if not isinstance(constraints, dict):
+        raise CoexploreError(f"got {type(constraints).__name__} {constraints!r:.60}", key="constraints", expected=expected)
+    for name, c in constraints.items():
+        if not isinstance(c, LevelConstraints):
+            raise CoexploreError(f"level {name!r} has {type(c).__name__} {c!r:.60}", key="constraints", expected=expected)
+
+
 class MapSpace:
     """Encoding/decoding of one (architecture, layer) mapspace under Timeloop constraints."""
 
@@ -178,6 +192,7 @@ class MapSpace:
 
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
         self.arch, self.problem = arch, problem
+        _check_constraints_argument(constraints)
         self.constraints = _resolved(constraints or {}, problem)
         _check_constraint_dims(self.constraints, problem, [lv.name for lv in arch.levels])
         self.L, self.D, self.S = len(arch.levels), len(problem.dims), len(problem.dataspaces)
@@ -720,7 +735,9 @@ class MapSpace:
                                          expected="a mapping in the mapspace")
 
     def canonical(self, X: np.ndarray) -> np.ndarray:
-        """Same mappings, with loop-order keys of unit loops cleared and the rest ranked."""
+        """Same mappings, with loop-order keys of unit loops cleared and the rest ranked. Canonical
+        in the loop orders only: two copies of one prime (K = 2 x 2) that exchange their levels give
+        one tiling but stay two vectors (compare the decoded factors, `decode(X)`, for one mapping)."""
         X = np.array(X, np.int64, copy=True)
         if not self.perm_index:
             return X

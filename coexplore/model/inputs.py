@@ -110,13 +110,21 @@ def problem_warnings(problem: Problem, path) -> list[str]:
     return out
 
 
-def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str | Path | None = None) -> Context:
+def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str | Path | None = None,
+                 stride_rule: str = "current") -> Context:
     """The evaluation context of a Timeloop architecture file and a problem file (the ERT given,
     else found as `find_ert` does, else for a v0.4 node list the built-in estimator's, as
-    `coexplore energy tables` writes it: timeloop-model runs Accelergy on such a file). What Timeloop would accept silently but is most likely a typo
+    `coexplore energy tables` writes it: timeloop-model runs Accelergy on such a file); `stride_rule`
+    as `--stride-rule` (`model.nest.STRIDE_RULES`). What Timeloop would accept silently but is most likely a typo
     (a misspelt buffer attribute, an unknown problem instance key) is a `CoexploreWarning`."""
     import warnings
-    from coexplore.errors import CoexploreWarning
+    from coexplore.errors import PATH_TYPES, CoexploreWarning, check_type
+    check_type(arch_path, PATH_TYPES, "arch_path", "an architecture file's path")
+    check_type(problem_path, PATH_TYPES, "problem_path", "a problem file's path")
+    if ert_path is not None:
+        check_type(ert_path, PATH_TYPES, "ert_path", "an ERT file's path or None")
+    from coexplore.model.nest import check_stride_rule
+    check_stride_rule(stride_rule)
     arch = load_architecture(arch_path)
     problem = load_problem(problem_path)
     for w in [f"{arch_path}: {w}" for w in arch.warnings] + problem_warnings(problem, problem_path):
@@ -129,4 +137,4 @@ def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str 
     costs = level_costs(arch, ert)
     for w in costs.notes:
         warnings.warn(f"{ert.source}: {w}", CoexploreWarning, stacklevel=2)
-    return Context(arch, problem, ert, costs)
+    return Context(arch, problem, ert, costs, stride_rule)

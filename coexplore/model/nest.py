@@ -40,6 +40,15 @@ from coexplore.spec.problem import Problem
 # sliding-window reuse too: the 2024 exercise references); the Timeloop of 2020-21 that made the v0.3
 # exercises' references (that reuse rule, and fills of a read-write tensor without first-read elision)
 STRIDE_RULES = ("current", "pre2025", "v0.3")
+
+
+def check_stride_rule(rule) -> str:
+    """`rule` if it is one of STRIDE_RULES, else a CoexploreError naming `stride_rule`."""
+    if rule not in STRIDE_RULES:
+        from coexplore.errors import CoexploreError
+        raise CoexploreError(f"unknown stride rule {rule!r}", key="stride_rule", option="--stride-rule",
+                             expected="one of " + ", ".join(STRIDE_RULES))
+    return rule
 RULE_NOTES = {"pre2025": "sliding-window reuse as Timeloop before 2025",
               "v0.3": "the Timeloop of 2020-21: its sliding-window reuse, first fills of read-write tensors "
                       "counted, each ERT table's largest action per access, no leakage"}
@@ -615,10 +624,7 @@ def analyse(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spati
     "v0.3" (as pre2025, and a read-write tensor's fills count every tile it receives, first reads
     included, while the level above elides those reads: the Timeloop of 2020-21).
     """
-    if stride_rule not in STRIDE_RULES:
-        from coexplore.errors import CoexploreError
-        raise CoexploreError(f"unknown stride rule {stride_rule!r}", key="stride_rule",
-                             expected="one of " + ", ".join(STRIDE_RULES))
+    check_stride_rule(stride_rule)
     legacy = stride_rule != "current"
     elide = stride_rule != "v0.3"          # a read-write tensor's first fills are not counted
     B, L, D = temporal.shape

@@ -19,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from coexplore.errors import CoexploreError
 from coexplore.search.losses import check_log_losses
 from coexplore.stops import DeferredInterrupt, holding_stops
 
@@ -26,7 +27,6 @@ from coexplore.stops import DeferredInterrupt, holding_stops
 def checked_losses(batch, losses) -> np.ndarray:
     """Losses as a flat float array with NaN read as inf (invalid); one per candidate or a
     CoexploreError."""
-    from coexplore.errors import CoexploreError
     try:
         out = np.array(losses, dtype=float, copy=True)
     except (TypeError, ValueError):
@@ -48,7 +48,6 @@ def checked_losses(batch, losses) -> np.ndarray:
 
 def _check_tie(tie, n: int) -> np.ndarray:
     """The secondary key of n losses as n floats (NaN read as inf), else a CoexploreError."""
-    from coexplore.errors import CoexploreError
     try:
         t = np.asarray(tie, dtype=float)
     except (TypeError, ValueError):
@@ -83,7 +82,6 @@ def check_options(config, file=None) -> None:
     """Options with a fixed set of values (the config class's `CHOICES`) hold one of them, and an
     option that acts only with another option's value (`ONLY_WITH`) is left at its default otherwise
     (an option that would do nothing is refused)."""
-    from coexplore.errors import CoexploreError
     cls = type(config)
     for key, allowed in getattr(cls, "CHOICES", {}).items():
         value = getattr(config, key)
@@ -100,6 +98,18 @@ def check_options(config, file=None) -> None:
                                      expected=f"{other}: {needed}, or '{key}' left at its default")
 
 
+def _asked(searcher, n: int):
+    """searcher.ask(n), refused naming the searcher when it is no batch of candidates (None, a
+    number): a plugin's ask is told so, not a TypeError inside the loop."""
+    batch = searcher.ask(n)
+    if isinstance(batch, (str, bytes, dict)) or not hasattr(batch, "__len__") \
+            or (isinstance(batch, np.ndarray) and batch.ndim == 0):
+        raise CoexploreError(f"searcher '{searcher.name}' answered ask({n}) with {type(batch).__name__} "
+                             f"{batch!r:.60}", key="searcher",
+                             expected="ask(n) returning an array of at most n candidates, one row each")
+    return batch
+
+
 def best_of(losses: np.ndarray) -> tuple[int, float]:
     """Index and value of the lowest loss (inf when there is none or none is valid)."""
     if not len(losses):
@@ -110,7 +120,6 @@ def best_of(losses: np.ndarray) -> tuple[int, float]:
 
 def positive_int(value, key: str, option: str | None = None) -> int:
     """An integer from 1 to 2^53 given as an int (or an integral float), else a CoexploreError."""
-    from coexplore.errors import CoexploreError
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)) \
             or (isinstance(value, (float, np.floating)) and not (np.isfinite(value) and value == int(value))) \
             or not 1 <= value <= 2 ** 53:
@@ -146,7 +155,6 @@ def _checked_tell(tell):
         finally:
             _TELLING.discard(key)
         if self.samples != before + len(batch):     # the budget loop would never end
-            from coexplore.errors import CoexploreError
             raise CoexploreError(f"searcher '{self.name}' counted {self.samples - before} samples for a told batch "
                                  f"of {len(batch)}", key=f"{type(self).__name__}.tell",
                                  expected="a tell that starts with `losses = super().tell(batch, losses)` (it counts "
@@ -187,7 +195,6 @@ class Searcher:
     def __init__(self, seed: int | None = 0):
         if seed is not None and not isinstance(seed, np.random.SeedSequence) and (
                 isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
-            from coexplore.errors import CoexploreError
             raise CoexploreError(f"got {seed!r}", key="seed", expected="an integer >= 0, a SeedSequence or None")
         self.seed = seed
         self.rng = np.random.default_rng(seed)
@@ -320,15 +327,13 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
         stop.__enter__()
         while searcher.samples < budget and not DeferredInterrupt.requested and not best_loss <= target:
             n = min(batch_size, budget - searcher.samples)
-            batch = searcher.ask(n)
+            batch = _asked(searcher, n)
             if len(batch) > n:
-                from coexplore.errors import CoexploreError
                 raise CoexploreError(f"searcher '{searcher.name}' proposed {len(batch)} candidates when asked for "
                                      f"{n}", key="searcher", expected="ask(n) returning at most n candidates "
                                                                       "(the budget counts every one)")
             if len(batch) == 0:  # the searcher has nothing left to propose (exhausted space)
                 if searcher.samples == 0:
-                    from coexplore.errors import CoexploreError
                     raise CoexploreError(f"searcher '{searcher.name}' proposed no candidates before any "
                                          "was evaluated", key="searcher",
                                          expected="a searcher with candidates left to propose")
@@ -336,7 +341,13 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             if bar is not None and searcher.size is not None and max(searcher.size, searcher.samples) < bar.total:
                 bar.total = max(searcher.size, searcher.samples)    # the space ends before the budget
                 bar.refresh()
-            raw = objective(batch)
+            try:
+                raw = objective(batch)
+            except CoexploreError as exc:
+                if exc.key != "batch":
+                    raise
+                raise CoexploreError(f"searcher '{searcher.name}' proposed candidates the space refuses: {exc.message}",
+                                     key="searcher", expected=f"ask(n) within the space: {exc.expected}") from None
             tie = getattr(raw, "tie", None)          # a secondary key for the incumbent (TiedLosses)
             losses = checked_losses(batch, raw)
             samples += len(losses)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, check_type
 from coexplore.model.cache import store
 from coexplore.mapspace.space import MapSpace
 from coexplore.model.inputs import Context
@@ -207,6 +207,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     is not cached. A `checkpoint` (`search.checkpoint`) resumes an interrupted search of this run
     and is saved as it goes (`run_search`). `constraints`: `load_constraints`' dict, or constraints
     files' paths, or None (none); `cache`: a ResultCache, or its file's path."""
+    check_type(ctx, Context, "ctx", "a Context (coexplore.model.inputs.load_context(arch, problem))")
     if isinstance(cache, (str, Path)):          # a cache file's path: opened for this call
         from coexplore.model.cache import ResultCache
         with ResultCache(cache) as opened:

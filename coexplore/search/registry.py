@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from coexplore.bundled import resolve
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, check_type
 from coexplore.search.annealing import SAConfig, SimulatedAnnealing
 from coexplore.search.base import Searcher, check_options, with_tie
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
@@ -58,7 +58,13 @@ def _lookup(name: str, file=None) -> tuple[type, type]:
         raise CoexploreError(f"unknown searcher '{name}'", file=file, key="searcher",
                              option=None if file else "--searcher",
                              expected=" | ".join(sorted(SEARCHERS)))
-    return SEARCHERS[name]
+    entry = SEARCHERS[name]
+    if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], type)
+            and issubclass(entry[0], Searcher) and dataclasses.is_dataclass(entry[1]) and isinstance(entry[1], type)):
+        raise CoexploreError(f"searcher '{name}' is registered as {entry!r:.80}", key=f"SEARCHERS['{name}']",
+                             expected="(a Searcher subclass, its config dataclass), e.g. SEARCHERS['hill'] = "
+                                      "(Hill, HillConfig) (a dataclass without fields when it takes no options)")
+    return entry
 
 
 # options that must be >= 1 (sizes, counts) and options that are probabilities or fractions
@@ -404,6 +410,9 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
     its bundled mapper file's settings, as everywhere (`load_mapper`)."""
     if isinstance(spec, str):
         spec = load_mapper(spec)
+    check_type(spec, MapperSpec, "spec", "a MapperSpec (mapper_spec, load_mapper) or a searcher name")
+    if not isinstance(getattr(space, "space", space), DiscreteSpace):
+        check_type(space, DiscreteSpace, "space", "a DiscreteSpace or a layer's coexplore.mapspace.MapSpace")
     cls, _ = _lookup(spec.searcher)
     needs_mapspace = getattr(cls, "needs_mapspace", False)
     if not needs_mapspace and isinstance(getattr(space, "space", None), DiscreteSpace):
@@ -424,7 +433,9 @@ def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") ->
     inf where the energy is not finite). 'latency' is cycles, with the
     energy as the tie key (`TiedLosses`): the searchers learn from cycles alone (a tie-break in the
     loss itself made the learners settle on low energy within a plateau of equal cycles instead of
-    finding fewer cycles), and the best kept is timeloop-mapper's [delay, energy] choice.
+    finding fewer cycles), and the best kept is timeloop-mapper's [delay, energy] choice. The name
+    'edp' is metrics['edp'] where given, else energy x latency in the metrics' own units (pJ x cycles
+    from the model); in an expression `edp` is J x cycles (`objective_expr.METRICS`): the same order.
     """
     objective = checked_objective(objective)          # ('(latency)' is the name, with its tie-break)
     expression = None if objective in OBJECTIVES else compile_objective(objective)

@@ -359,6 +359,7 @@ class MappingArrays:
         return MappingArrays(self.temporal[idx], self.spatial_x[idx], self.spatial_y[idx],
                              self.perm[idx], self.keep[idx], sp)
 
+
 def default_spatial_perm(m: MappingArrays) -> np.ndarray:
     """X dims then Y dims then the rest, each in dimension order (what `from_arrays` writes)."""
     D = m.temporal.shape[2]

@@ -112,6 +112,13 @@ def flat_projection(projection: Any) -> Any:
     return projection
 
 
+def _scalar_name(name: Any, file: str | None, key: str) -> None:
+    """A data space's or coefficient's name is one word: a list or mapping there (`name: [Weights,
+    W2]`) is refused, not turned into the text "['Weights', 'W2']"."""
+    if isinstance(name, (list, dict, bool)) or name is None:
+        raise CoexploreError(f"got {name!r}", file=file, key=key, expected="a name (text)")
+
+
 def check_dimension_names(dims: list, file: str | None, where: str) -> None:
     """Dimension names of letters (Timeloop's are one letter): a mapping's factors read `K12` as
     K = 12, so a name holding a digit could be written but never read back."""
@@ -177,6 +184,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                 or not isinstance(default, int)):
             raise CoexploreError(f"got {c!r}", file=file, key=f"problem.shape.coefficients[{i}]",
                                  expected="{name: NAME, default: INTEGER}")
+        _scalar_name(c["name"], file, f"problem.shape.coefficients[{i}].name")
         coeffs[str(c["name"])] = _coefficient(default, file, f"problem.shape.coefficients[{i}].default")
     for k, v in instance.items():
         if k in coeffs:
@@ -204,6 +212,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         if not isinstance(ds, dict) or "name" not in ds or not isinstance(ds.get("projection"), list):
             raise CoexploreError(f"got {ds!r}", file=file, key=where,
                                  expected="{name: NAME, projection: [[[DIM], ...], ...], read_write: BOOL}")
+        _scalar_name(ds["name"], file, f"{where}.name")
         extra = sorted(set(ds) - {"name", "projection", "read_write", "read-write", "ranks"})
         if extra:
             raise CoexploreError(f"unknown key '{extra[0]}'", file=file, key=where,

@@ -47,7 +47,7 @@ from typing import Any
 
 
 from coexplore.bundled import resolve
-from coexplore.errors import CoexploreError
+from coexplore.errors import PATH_TYPES, CoexploreError, check_type
 from coexplore.spec.yamlio import load_yaml
 
 TOP_KEYS = ("system", "workloads", "sweep", "objectives", "mappers")
@@ -585,7 +585,7 @@ def _say_implausible(clock: float, dram: "DramSpec", file) -> None:
 def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
     """Read and check a system YAML. `check_files` also requires the workload and mapper
     files to exist (the sweep needs them; generating the architectures does not)."""
-    p = resolve("arch", path)          # a bundled system name such as `simba_2x2` works too
+    p = resolve("arch", check_type(path, PATH_TYPES, "path", "a system YAML file's path or a bundled system's name"))
     if not p.is_file():
         from coexplore.bundled import bundled_names
         raise CoexploreError("file not found", file=str(p),

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from coexplore.bundled import bundled_dir, resolve
-from coexplore.errors import CoexploreError
+from coexplore.errors import PATH_TYPES, CoexploreError, check_type
 from coexplore.spec.problem import DEFAULT_CNN_SHAPE, check_dimension_names, flat_projection, underscored_shape
 from coexplore.spec.yamlio import load_yaml
 
@@ -423,7 +423,8 @@ def write_problem(layer: Layer, path: str | Path, header: str | None = None) -> 
     import yaml
     from coexplore.spec.problem import parse_problem
     from coexplore.spec.yamlio import write_text
-    path = Path(path)
+    check_type(layer, Layer, "layer", "a workload Layer (e.g. load_workload(...).layer(name))")
+    path = Path(check_type(path, PATH_TYPES, "path", "the problem file's path"))
     raw = layer.instance if isinstance(layer.instance, dict) else {}
     plain = {k: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for k, v in raw.items()}
     checked = check_shape(copy.deepcopy(layer.shape), str(path), "shape")

@@ -82,6 +82,8 @@ class ScheduleSpace:
         core = rng.integers(0, self.num_cores, (n, self.num_jobs))
         return self.join(core, rng.random((n, self.num_jobs)))
 
+    sample = random      # the name a layer's DiscreteSpace gives it: a searcher written for one calls either
+
 
 def space_of(table: JobTable) -> ScheduleSpace:
     return ScheduleSpace.of(table.latency)

@@ -15,6 +15,7 @@ population of P candidates with J jobs takes exactly J vectorised steps.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,11 @@ class Trace:
 
 
 def check_bandwidth(bandwidth: float) -> float:
+    """The system bandwidth as a float: a finite number > 0 (a string such as "16" is refused, as
+    every other number argument is, not read)."""
+    if isinstance(bandwidth, (str, bytes, bool, np.bool_)) or not isinstance(bandwidth, numbers.Real):
+        raise CoexploreError(f"got {type(bandwidth).__name__} {bandwidth!r:.40}", key="bandwidth",
+                             expected="a finite number of bytes/cycle > 0")
     b = float(bandwidth)
     if not np.isfinite(b) or b <= 0:
         raise CoexploreError(f"system bandwidth is {bandwidth}", key="bandwidth",

@@ -75,7 +75,11 @@ class JobTable:
 def validate_table(table: JobTable, file: str | None = None) -> None:
     """Raise CoexploreError unless shapes agree, latencies are > 0 and bandwidths >= 0."""
     lat, bw, en = table.latency, table.bandwidth, table.energy
-    if lat.ndim != 2 or lat.shape[0] == 0:
+    if lat.ndim != 2:
+        raise CoexploreError(f"the latency table has {lat.ndim} dimension(s), shape {lat.shape}", file=file,
+                             key="latency", expected="a [jobs, cores] array (one row per job, one column per core; "
+                                                     "one core: shape [jobs, 1])")
+    if lat.shape[0] == 0:
         raise CoexploreError("the job table has no jobs (empty workload)", file=file,
                              expected="at least one job row")
     if lat.shape[1] == 0:
@@ -83,7 +87,9 @@ def validate_table(table: JobTable, file: str | None = None) -> None:
                              expected="lat_<core> and bw_<core> columns")
     if bw.shape != lat.shape or en.shape != lat.shape:
         raise CoexploreError(f"latency {lat.shape}, bandwidth {bw.shape} and energy {en.shape} "
-                             "tables differ in shape", file=file)
+                             "tables differ in shape", file=file,
+                             key="bandwidth" if bw.shape != lat.shape else "energy",
+                             expected=f"bandwidth and energy of the latency table's shape {lat.shape}")
     if len(table.jobs) != lat.shape[0] or len(table.cores) != lat.shape[1]:
         raise CoexploreError(f"{len(table.jobs)} jobs x {len(table.cores)} cores named but the "
                              f"table is {lat.shape[0]} x {lat.shape[1]}", file=file)

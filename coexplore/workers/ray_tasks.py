@@ -207,11 +207,27 @@ def _versions() -> dict:
             "scipy": scipy.__version__, "python": ".".join(platform.python_version_tuple()[:2])}
 
 
+def _imported_from(theirs: str) -> str:
+    """Where the node and this machine import coexplore from, when that differs: on one machine, a
+    Ray worker started in a clone imports the clone's coexplore/ folder, not the installed package."""
+    ours = _package_folder()
+    if theirs == ours:
+        return ""
+    return (f" (coexplore imported from {theirs} there, {ours} here: run from a folder that holds no "
+            "coexplore/ source folder, or install the clone with `pip install -e .`)")
+
+
+def _package_folder() -> str:
+    import coexplore
+    return os.path.dirname(os.path.abspath(coexplore.__file__))
+
+
 class _OtherVersions:
     """A task's answer instead of its result when its node runs other versions than the driver."""
 
-    def __init__(self, versions: dict):
+    def __init__(self, versions: dict, where: str):
         self.versions = versions
+        self.where = where                      # the folder the node imports coexplore from
 
 
 def _call(fn, task, shared, versions: dict, plugin_names: tuple = ()):
@@ -219,7 +235,7 @@ def _call(fn, task, shared, versions: dict, plugin_names: tuple = ()):
     the driver's `versions` (then nothing is run); the driver's plugins (`--plugin`) imported first."""
     theirs = _versions()
     if theirs != versions:
-        return _OtherVersions(theirs)
+        return _OtherVersions(theirs, _package_folder())
     if plugin_names:
         from coexplore import plugins
         for name in plugin_names:
@@ -311,8 +327,8 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
             if isinstance(result, _OtherVersions):
                 differ = {k: (v, mine.get(k)) for k, v in result.versions.items() if mine.get(k) != v}
                 raise CoexploreError("a Ray node runs other versions than this machine: " + ", ".join(
-                    f"{k} {theirs} there, {ours} here" for k, (theirs, ours) in differ.items()), key="ray", option="--ray",
-                    expected=expected)
+                    f"{k} {theirs} there, {ours} here" for k, (theirs, ours) in differ.items())
+                    + _imported_from(result.where), key="ray", option="--ray", expected=expected)
             yield i, result
     finally:
         for pending in running:
