@@ -109,3 +109,14 @@ def test_the_loop_nest_coexplore_prints_reads_back_as_the_same_mapping(arch_name
         np.testing.assert_array_equal(again.nest.fills[0], res.nest.fills[b])
         checked += 1
     assert checked >= 5
+
+
+def test_a_lone_multi_letter_dimension_in_a_permutation_is_that_dimension():
+    """`map` writes the permutation of a level with one loop over `KB` as 'KB' (its map.txt too):
+    read back as KB, not as the letters K, B (a user study: the map.txt of a GEMM did not read back)."""
+    from coexplore.spec.mapping import _parse_perm
+    dims = ["M", "N", "KB"]
+    assert _parse_perm("KB", file=None, key="p", dims=dims) == ["KB"]
+    assert _parse_perm("KB M N", file=None, key="p", dims=dims) == ["KB", "M", "N"]
+    assert _parse_perm("NM", file=None, key="p", dims=dims) == ["N", "M"]      # letters, as Timeloop reads them
+    assert _parse_perm("NSP MQRC", file=None, key="p", dims=list("CMRSNPQ")) == list("NSPMQRC")

@@ -581,3 +581,20 @@ def test_an_interrupted_longer_training_beside_a_shorter_policy_is_not_replaced(
     assert main([*args, "--train-generations", "3", "--out", str(tmp_path / "o")]) == 2
     assert "interrupted after 5 generations" in capsys.readouterr().err
     assert json.loads((tmp_path / "o" / TRAIN_STATE).read_text()) == state
+
+
+def test_two_heuristics_that_tie_are_not_both_best_and_worst(tmp_path, capsys):
+    """Equal SLA rates: the best is the one of less energy, the worst the other, never one name for
+    both (a user study's trace gave 'vs the best (fcfs) ... vs the worst (fcfs)')."""
+    from coexplore.cli.online import _summary
+    t = _table(tmp_path / "t.csv")
+    assert main(["online", "--table", str(t), "--bandwidth", "10", "--load", "1.5", "--schedulers",
+                 "sjf,static,relmas", *FAST, "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    d = json.loads((tmp_path / "o" / "online.json").read_text())
+    tied = dict(d["schedulers"]["sjf"], energy_pJ=d["schedulers"]["sjf"]["energy_pJ"] * 2)
+    d["schedulers"]["static"] = tied                 # static: sjf's SLA rate at twice its energy
+    d["relmas_gains"]["static"] = d["relmas_gains"]["sjf"]
+    d["best_heuristic"] = "sjf"
+    line = next(x for x in _summary(d) if x.startswith("relmas vs the best"))
+    assert "vs the best heuristic (sjf)" in line and "vs the worst (static)" in line

@@ -186,8 +186,12 @@ def test_other_settings_do_not_reuse_points(tmp_path, capsys, monkeypatch, done)
     assert rc == 2 and seen == [] and "4 points of another sweep run" in err and "budget" in err, err
     assert "--restart" in err and len(err.strip().splitlines()) == 1
     assert (tmp_path / "o" / "points.jsonl").read_text() == before
+    stale = tmp_path / "o" / "points" / "p17"          # a point folder of a larger earlier sweep
+    stale.mkdir()
+    (stale / "schedule.json").write_text("{}")
     rc, _, err = _sweep([*other, "--restart"], capsys)
     assert rc == 0 and seen == [0, 1, 2, 3] and "already done" not in err
+    assert sorted(p.name for p in (tmp_path / "o" / "points").iterdir()) == ["p0", "p1", "p2", "p3"]
     lines = (tmp_path / "o" / "points.jsonl").read_text().splitlines()
     assert len(lines) == 4 and len({json.loads(x)["run"] for x in lines}) == 1
     assert not (tmp_path / "o" / "pareto.png").exists()          # the earlier run's chart, not this one's

@@ -608,3 +608,15 @@ def test_a_star_in_keep_or_bypass_names_every_dataspace(tmp_path):
     """timeloopfe expands `*` in every dataspace list (ConstraintMacroProcessor)."""
     keeps = _keeps(_arch(tmp_path, DRAM + _buf("a", "{keep: ['*']}") + _buf("b", "{bypass: ['*']}") + MAC))
     assert keeps["a"] == [True, True, True] and keeps["b"] == [False, False, False]
+
+
+def test_a_node_keep_of_an_unknown_dataspace_is_refused_by_evaluate_too(tmp_path):
+    """A typo in a node's dataspace constraint (`Weight`) is refused when a mapping is read against
+    the architecture (timeloop-model stops on an unknown data-space name), as map refuses it."""
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.mapping import parse_mapping
+    f = _arch(tmp_path, DRAM + _buf("glb", "{keep: [Weight, Inputs]}") + MAC)
+    arch, problem = load_architecture(f), load_problem(LAYER)
+    with pytest.raises(CoexploreError, match="unknown dataspace.*Weight") as err:
+        parse_mapping({"mapping": [{"target": "glb", "type": "temporal", "factors": "C1"}]}, arch, problem)
+    assert err.value.key == "constraints of glb"

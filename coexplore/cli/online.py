@@ -664,7 +664,10 @@ def _summary(data: dict) -> list[str]:
 
         def pct(x):
             return "n/a" if x is None else f"{100 * x:+.1f}%"
-        worst = min((n for n in data["relmas_gains"]), key=lambda n: means[n]["sla_rate"])
+        # the lowest SLA rate, of equal ones the most energy (the best's own order reversed); never the
+        # best itself while another heuristic is there (two that tie are two names)
+        others = [n for n in data["relmas_gains"] if n != b] or [b]
+        worst = min(others, key=lambda n: (means[n]["sla_rate"], -means[n]["energy_pJ"]))
         lines.append(f"relmas vs the best heuristic ({b}): SLA {pct(g['sla_gain'])} (more met on "
                      f"{g['streams_better']} of {g['streams']} streams, as many on {g['streams_equal']}), energy "
                      f"{pct(g['energy_overhead'])} (per met request {pct(g['energy_per_met_overhead'])}); "

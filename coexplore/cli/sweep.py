@@ -131,6 +131,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
     from coexplore.workers.processes import WorkerDied
     store = SweepStore(out, run_key(run_desc))
     store.clear() if args.restart else store.drop_others()
+    store.drop_stale_points()
     points = spec.sweep_points()
     axes = list(spec.sweep_axes)
     progress = show_progress(args)

@@ -32,7 +32,8 @@ from coexplore.errors import CoexploreError, CoexploreNote
 from coexplore.mapspace.sampling import fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
-from coexplore.spec.constraints import LevelConstraints, misplaced_parallelism, resolve_permutation
+from coexplore.spec.constraints import (LevelConstraints, check_dataspace_names, misplaced_parallelism,
+                                        resolve_permutation)
 from coexplore.spec.mapping import Mapping, MappingArrays, default_spatial_perm
 from coexplore.spec.problem import Problem
 
@@ -60,12 +61,7 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
                 raise CoexploreError(f"constraint on unknown dimension(s) {', '.join(bad)} ({what})",
                                      file=c.source, key=f"constraints of {level}",
                                      expected=f"dimensions of {problem.name}: {problem.dims}")
-        names = [ds.name for ds in problem.dataspaces]
-        bad = sorted((c.keep or set()) - set(names)) + sorted((c.bypass or set()) - set(names))
-        if bad:   # Timeloop looks each name up in the problem's dataspaces and stops on an unknown one
-            raise CoexploreError(f"keep/bypass of unknown dataspace(s) {', '.join(bad)}",
-                                 file=c.source, key=f"constraints of {level}",
-                                 expected=f"dataspaces of {problem.name}: {names}")
+        check_dataspace_names(c, level, problem)
 
 
 def _resolved(constraints: dict[str, LevelConstraints], problem: Problem) -> dict[str, LevelConstraints]:

@@ -68,6 +68,17 @@ class LevelConstraints:
     min_parallelism_from: tuple | None = field(default=None, compare=False)
 
 
+def check_dataspace_names(c: "LevelConstraints", level: str, problem) -> None:
+    """Refuse keep/bypass constraints naming a dataspace the problem lacks: Timeloop looks each name
+    up in the problem's dataspaces and stops on an unknown one (a typo would otherwise say nothing)."""
+    names = [ds.name for ds in problem.dataspaces]
+    bad = sorted((c.keep or set()) - set(names)) + sorted((c.bypass or set()) - set(names))
+    if bad:
+        raise CoexploreError(f"keep/bypass of unknown dataspace(s) {', '.join(bad)}",
+                             file=c.source, key=f"constraints of {level}",
+                             expected=f"dataspaces of {problem.name}: {names}")
+
+
 def misplaced_parallelism(level: str, innermost: str | None, file, key: str) -> CoexploreError:
     """Timeloop applies min parallelism (`type: utilization` / `parallelism`) only at the
     innermost storage level."""

@@ -91,7 +91,7 @@ def _parse_perm(value, *, file, key, dims) -> list[str]:
     if isinstance(value, str) and "," in value:     # timeloopfe's form: "P, R, C" (its Permutation splits at commas)
         value = [t.strip() for t in value.split(",") if t.strip()]
     if isinstance(value, str):      # Timeloop reads it character by character, skipping blanks
-        toks = value.split() if " " in value.strip() else list(value.strip())
+        toks = value.split()           # words first: a lone multi-letter name ('KB') is that dimension
         letters = [ch for ch in value if not ch.isspace()]
         if not all(t in dims for t in toks) and all(ch in dims for ch in letters):
             toks = letters             # 'NSP MQRC'; multi-letter names stay words ('K1 K2')
@@ -218,9 +218,10 @@ def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem
     branch places that dataspace there (timeloopfe works out the branches after joining)."""
     if not any(isinstance((lv.constraints or {}).get("dataspace"), dict) for lv in arch.levels) and not arch.branches:
         return
-    from coexplore.spec.constraints import constraints_from_nodes
+    from coexplore.spec.constraints import check_dataspace_names, constraints_from_nodes
     every = [ds.name for ds in problem.dataspaces]
     for name, c in constraints_from_nodes(arch, problem).items():
+        check_dataspace_names(c, name, problem)
         lv = next(lv for lv in arch.levels if lv.name == name)
         if lv.is_dummy:
             continue                  # (a container's fan-out level holds nothing in any case)

@@ -56,6 +56,19 @@ class SweepStore:
         if self.path.exists():
             write_text(self.path, "")
 
+    def drop_stale_points(self) -> list[str]:
+        """Remove the point folders (`points/<id>/`) of no point kept here: another run's (a --restart,
+        other settings) or one cut short by a stop, so that every folder left is a finished point of
+        this run (a point's files are never mistaken for the current run's); their names."""
+        import shutil
+        folder = self.out / "points"
+        kept = {str(r.get("point")) for r in self.records.values()}
+        stale = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name not in kept) \
+            if folder.is_dir() else []
+        for name in stale:
+            shutil.rmtree(folder / name, ignore_errors=True)
+        return stale
+
     def _read(self) -> list[dict]:
         if not self.path.exists():
             return []
