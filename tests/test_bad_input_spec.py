@@ -2,6 +2,7 @@
 each is refused where it is read (coexplore/spec), so every command says so in one line naming the
 file and key, exits 2, and neither crashes (exit 3) nor prints numbers for an impossible design."""
 
+import re
 import shutil
 
 import pytest
@@ -427,3 +428,18 @@ def test_a_name_that_is_a_list_or_mapping_is_refused(tmp_path, old, new, key):
     with pytest.raises(CoexploreError, match="expected a name") as err:
         load_problem(tmp_path / "p.yaml")
     assert err.value.key == key and err.value.file.endswith("p.yaml")
+
+
+@pytest.mark.parametrize("old,new,says", [
+    ("  shape:\n", "  shap:\n", "problem.shap: not a key Timeloop reads, ignored (no problem.shape given"),
+    ("    name: CNN_Layer\n", "    nme: CNN_Layer\n", "problem.shape.nme: not a key Timeloop reads")])
+def test_a_problem_key_timeloop_does_not_read_is_warned(tmp_path, old, new, says):
+    """`shap:` for `shape:` makes Timeloop use its default CNN shape without a word; said here."""
+    from coexplore.errors import CoexploreWarning
+    from coexplore.model.inputs import load_context
+    text = (CORPUS / "layers" / "tiny_conv.yaml").read_text()
+    assert old in text
+    (tmp_path / "p.yaml").write_text(text.replace(old, new, 1))
+    with pytest.warns(CoexploreWarning, match=re.escape(says)):
+        load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", tmp_path / "p.yaml",
+                     CORPUS / "arches" / "eyeriss_like" / "ERT.yaml")

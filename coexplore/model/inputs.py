@@ -107,6 +107,11 @@ def problem_warnings(problem: Problem, path) -> list[str]:
         out.append(f"{path}: problem.instance key(s) {', '.join(ignored)} ignored (not a dimension or "
                    "coefficient of the shape, as in Timeloop)" + (f"; {', '.join(missing)} not given, so 1"
                                                                   if missing else ""))
+    if problem.unread:
+        from coexplore.spec.problem import DEFAULT_CNN_SHAPE
+        out.append(f"{path}: {', '.join(problem.unread)}: not a key Timeloop reads, ignored"
+                   + (" (no problem.shape given: Timeloop's default CNN_Layer shape applies)"
+                      if problem.shape == DEFAULT_CNN_SHAPE else ""))
     return out
 
 

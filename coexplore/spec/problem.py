@@ -35,6 +35,10 @@ class DataSpace:
     read_write: bool = False
 
 
+PROBLEM_KEYS = ("version", "shape", "instance")       # what Timeloop's ParseWorkload reads of problem:
+SHAPE_KEYS = ("name", "dimensions", "coefficients", "data_spaces", "data-spaces")
+
+
 @dataclass
 class Problem:
     """One layer as Timeloop reads it: dimensions with their bounds, coefficients (strides,
@@ -48,6 +52,7 @@ class Problem:
     shape: dict = field(default_factory=dict)
     instance: dict = field(default_factory=dict)
     ignored: tuple[str, ...] = ()   # instance keys that are neither dimensions nor coefficients
+    unread: tuple[str, ...] = ()    # keys of problem: / problem.shape: that Timeloop does not read (typos?)
 
     @property
     def macs(self) -> int:
@@ -266,7 +271,9 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                                       "(v0.3) or data_spaces")
     problem = Problem(name=name or (name_from_path(file, "problem") if file else "problem"), dims=dims,
                       bounds=bounds, coefficients=coeffs, dataspaces=dataspaces, shape=shape,
-                      instance=dict(instance), ignored=tuple(str(k) for k in unknown))
+                      instance=dict(instance), ignored=tuple(str(k) for k in unknown),
+                      unread=tuple(f"problem.{k}" for k in prob if k not in PROBLEM_KEYS)
+                      + tuple(f"problem.shape.{k}" for k in shape if k not in SHAPE_KEYS))
     for ds in dataspaces:               # strides/dilations widen a tensor: its size must stay countable
         size = problem.tensor_size(ds)
         if size > MAX_OPERATIONS:
