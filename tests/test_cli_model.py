@@ -441,3 +441,13 @@ def test_check_constraints_says_in_text_that_they_are_kept():
                     case / "mapping.yaml")
             assert "Constraints" not in r.stdout
             break
+
+
+def test_check_constraints_says_in_text_that_they_are_broken():
+    """The verdict is on stdout either way (a script reading it sees the break, not only stderr)."""
+    arch = CORPUS / "arches" / "eyeriss_like"
+    bad = CORPUS / "public" / "eyeriss_like" / "alexnet_conv3" / "013"
+    r = cli("evaluate", arch / "processed.yaml", CORPUS / "layers" / "alexnet_conv3.yaml", bad / "mapping.yaml",
+            "--constraints", arch / "constraints.yaml")
+    verdict = next(line for line in r.stdout.splitlines() if line.startswith("Constraints"))
+    assert verdict.startswith("Constraints   : broken (") and "weights_spad" in verdict, r.stdout

@@ -180,8 +180,9 @@ def _run(args) -> int:
         print(format_summary(rec, ctx.arch.name, ctx.problem.name, ctx.ert.source, ctx.stride_rule, model))
         if agree is not None:
             print("\n" + format_agreement(agree, exe))
-        if check and constraints and broken is None:
-            print("Constraints   : kept (the mapping lies in the mapspace the constraints allow)")
+        if check and constraints:
+            print("Constraints   : kept (the mapping lies in the mapspace the constraints allow)" if broken is None
+                  else f"Constraints   : broken ({broken})")
     unbounded = [d for d in ctx.problem.dims if d not in ctx.problem.instance and f"dimension {d} is" in
                  (rec.get("error") or "")]
     if unbounded and not rec["valid"]:        # (Timeloop's words above; the likely cause here)
