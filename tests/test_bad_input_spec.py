@@ -414,6 +414,14 @@ def test_a_misspelt_port_count_is_pointed_to_timeloops_name(tmp_path):
     assert warned and "did you mean 'num_ports'" in warned[0], warned
 
 
+def _tiny_conv_with(tmp_path, old: str, new: str):
+    """tests' tiny_conv layer with one text replaced, as p.yaml in tmp_path."""
+    text = (CORPUS / "layers" / "tiny_conv.yaml").read_text()
+    assert old in text
+    (tmp_path / "p.yaml").write_text(text.replace(old, new, 1))
+    return tmp_path / "p.yaml"
+
+
 @pytest.mark.parametrize("old,new,key", [
     ("- name: Weights", "- name: [Weights, W2]", "problem.shape.data_spaces[0].name"),
     ("{name: Hstride, default: 1}", "{name: [Hstride], default: 1}", "problem.shape.coefficients[1].name"),
@@ -422,9 +430,7 @@ def test_a_name_that_is_a_list_or_mapping_is_refused(tmp_path, old, new, key):
     """Not read as the text "['Weights', 'W2']" (a mapping could never name it)."""
     from coexplore.errors import CoexploreError
     from coexplore.spec.problem import load_problem
-    text = (CORPUS / "layers" / "tiny_conv.yaml").read_text()
-    assert old in text
-    (tmp_path / "p.yaml").write_text(text.replace(old, new, 1))
+    _tiny_conv_with(tmp_path, old, new)
     with pytest.raises(CoexploreError, match="expected a name") as err:
         load_problem(tmp_path / "p.yaml")
     assert err.value.key == key and err.value.file.endswith("p.yaml")
@@ -437,9 +443,7 @@ def test_a_problem_key_timeloop_does_not_read_is_warned(tmp_path, old, new, says
     """`shap:` for `shape:` makes Timeloop use its default CNN shape without a word; said here."""
     from coexplore.errors import CoexploreWarning
     from coexplore.model.inputs import load_context
-    text = (CORPUS / "layers" / "tiny_conv.yaml").read_text()
-    assert old in text
-    (tmp_path / "p.yaml").write_text(text.replace(old, new, 1))
+    _tiny_conv_with(tmp_path, old, new)
     with pytest.warns(CoexploreWarning, match=re.escape(says)):
         load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", tmp_path / "p.yaml",
                      CORPUS / "arches" / "eyeriss_like" / "ERT.yaml")
