@@ -192,7 +192,10 @@ def test_fixed_factors_over_a_y_only_fan_out_name_the_y_axis_and_every_factor(tm
 def test_the_model_accepts_a_factor_above_its_levels_own_fan_out_when_the_level_above_idles(tmp_path, monkeypatch):
     """Timeloop (and coexplore's validity) checks the cumulative X expansion against each level's
     meshX, not each level's own fan-out: glb (4 instances) fans out 4 each to 16 bufs, yet C=16 at
-    glb with DRAM's fan-out unused is a valid mapping (the 16 MACs all busy)."""
+    glb with DRAM's fan-out unused is a valid mapping (the 16 MACs all busy). timeloop-mapper's
+    mapspace limits each level to its own fan-out (uber.cpp), so `map` refuses these constraints
+    up front, naming them."""
+    from coexplore.errors import CoexploreError
     from coexplore.mapspace.space import MapSpace
     from coexplore.model.evaluate import evaluate_batch, level_costs
     from coexplore.spec.constraints import load_constraints
@@ -208,12 +211,15 @@ def test_the_model_accepts_a_factor_above_its_levels_own_fan_out_when_the_level_
     cons = load_constraints(arch, tmp_path / "c.yaml")
     costs = level_costs(arch, builtin_ert(tmp_path / "arch.yaml", "primitives"))
     monkeypatch.setattr(MapSpace, "_check_fixed_fanout", lambda *a, **k: None)
+    monkeypatch.setattr(MapSpace, "_fanout_rules", lambda self, *a: setattr(self, "caps_fanout", False))
     ms = MapSpace(arch, problem, cons)
     m = ms.decode(ms.sample(np.random.default_rng(0), 200))
     res = evaluate_batch(arch, problem, costs, m)
     assert res.valid.any() and (res.utilization[res.valid] == 1.0).any()
     monkeypatch.undo()
-    MapSpace(arch, problem, cons)       # (it refused these once, though valid mappings exist)
+    with pytest.raises(CoexploreError, match="glb fans out 4 x 1") as e:
+        MapSpace(arch, problem, cons)
+    assert e.value.key == "glb.spatial.factors"
 
 
 _GEMM16 = """problem:

@@ -9,6 +9,7 @@ from pathlib import Path
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, add_timeout_option,
                                   layer_count, load_inputs, own_core_names, problem_in_arch, top_keys)
 from coexplore.errors import CoexploreError
+from coexplore.mapspace.sampling import fanout_overflow
 from coexplore.model.compare import compare_records
 from coexplore.model.nest import RULE_NOTES, STRIDE_RULES
 from coexplore.model.timeloop_run import TIMEOUT_S, find_timeloop_model, run_timeloop_model
@@ -149,6 +150,11 @@ def _run(args) -> int:
         real = run_timeloop_model(ctx, arrays, 0, exe, keep=args.timeloop_dir,
                                   timeout=args.timeloop_timeout or TIMEOUT_S)
     rec = real if args.model == "timeloop" else ctx.record(ctx.evaluate(arrays), 0)
+    over = fanout_overflow(ctx.arch, arrays, 0, ctx.problem.dims) if rec["valid"] else None
+    if over:
+        print(f"coexplore evaluate: note: {args.mapping}: the mapping {over[2]}: timeloop-model accepts it (it checks "
+              "the product across levels against each mesh, as here), timeloop-mapper would not propose it "
+              f"(\"mapped fanout{over[0]} exceeds hardware fanout{over[0]}\"), nor does `coexplore map`", file=sys.stderr)
     # the levels that constrain something (a file without constraints gives every level an empty entry)
     constraints = {k: c for k, c in (constraints or {}).items() if c != type(c)(source=c.source)}
     if check and not constraints:

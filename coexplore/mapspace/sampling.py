@@ -33,6 +33,20 @@ def fanouts(arch: Architecture) -> tuple[np.ndarray, np.ndarray]:
     return np.array(fx), np.array(fy)
 
 
+def fanout_overflow(arch: Architecture, m: MappingArrays, b: int, dims: list[str]) -> tuple[str, str, str] | None:
+    """Where mapping b spreads past a level's own fan-out, which timeloop-mapper refuses ("mapped
+    fanoutX .. exceeds hardware fanoutX ..") and timeloop-model accepts while the product across
+    levels fits the meshes: (axis, level, in words), or None."""
+    fx, fy = fanouts(arch)
+    names = arch.level_names()[::-1]                                   # innermost level first
+    for axis, got, fan in (("X", m.spatial_x[b], fx), ("Y", m.spatial_y[b], fy)):
+        for li in np.flatnonzero(np.prod(got, axis=1) > fan):
+            loops = " ".join(f"{dims[d]}={got[li, d]}" for d in range(len(dims)) if got[li, d] > 1)
+            return axis, names[li], (f"spreads {int(np.prod(got[li]))}-way in {axis} at {names[li]} ({loops}), "
+                                     f"which fans out {int(fan[li])} in {axis}")
+    return None
+
+
 def merge_split_axes(sx: np.ndarray, sy: np.ndarray, prefer_x: np.ndarray | bool = True) -> None:
     """In place: a dimension with factors on both X and Y of one level keeps them on one axis
     (X where `prefer_x`), since a Timeloop mapping has one spatial factor per dimension and level."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coexplore.errors import CoexploreError, CoexploreNote
-from coexplore.mapspace.sampling import fanouts, merge_split_axes, prime_factors
+from coexplore.mapspace.sampling import fanout_overflow, fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.constraints import (LevelConstraints, check_dataspace_names, misplaced_parallelism,
@@ -198,6 +198,7 @@ class MapSpace:
         self._check_fixed_fanout(inner)
         self._check_every_prime_placed(remaining)
         self._axis_rules(inner, fx, fy)
+        self._fanout_rules(fx, fy, remaining)
         self.notes = _idle_fanouts(inner, fx, fy, self.x_allowed, self.y_allowed, self.base_x, self.base_y,
                                    remaining, problem.dims, {li for li, _, _ in self.axis_choices}, problem.name)
         for note in self.notes:          # (the CLI says it for a network's first such layer, counts the others)
@@ -393,6 +394,51 @@ class MapSpace:
             elif c.split is not None and len(perm) < D:       # a full permutation: `_axis` places all
                 unlisted = np.array([n not in perm for n in self.problem.dims])
                 self.split_count.append((li, unlisted, max(0, c.split - len(perm)), max(0, D - max(c.split, len(perm)))))
+
+    def _fanout_rules(self, fx, fy, remaining: list[int]) -> None:
+        """Each level's spatial loops must fit its own fan-out (fan_x, fan_y: X and Y per level,
+        the inner mesh over the level's), as in timeloop-mapper, which fails any other mapping
+        (uber.cpp: "mapped fanoutX .. exceeds hardware fanoutX .."). timeloop-model, and the model
+        here, check only the product across levels against each mesh, so a mapping may spread
+        16-way below a level that fans out 4 while a level above idles: `evaluate` accepts it as
+        timeloop-model does, `map` counts it invalid as timeloop-mapper does (`fits_fanouts`).
+        `caps_fanout`: some level can overflow. Fixed factors that cannot fit are refused up front."""
+        self.fan_x, self.fan_y = np.asarray(fx, np.int64), np.asarray(fy, np.int64)
+        rem = np.array(remaining, np.int64)
+        chosen = np.ones((self.L, self.D), np.int64)
+        for li, d, n in self.axis_choices:
+            chosen[li, d] = n
+        most_x = np.prod(np.where(self.x_allowed, rem, 1) * np.maximum(self.base_x, chosen), axis=1)
+        most_y = np.prod(np.where(self.y_allowed, rem, 1) * np.maximum(self.base_y, chosen), axis=1)
+        self.caps_fanout = bool((most_x > self.fan_x).any() or (most_y > self.fan_y).any())
+        fixed_x = np.prod(self.base_x // np.where(self.base_x > 1, chosen, 1), axis=1)   # on X / Y for sure
+        fixed_y = np.prod(self.base_y // np.where(self.base_y > 1, chosen, 1), axis=1)
+        fixed = np.prod(self.base_x * self.base_y, axis=1)
+        inner = list(reversed(self.arch.levels))
+        for li, lv in enumerate(inner):
+            for need, have, what in ((fixed_x[li], self.fan_x[li], "X fan-out"), (fixed_y[li], self.fan_y[li],
+                                     "Y fan-out"), (fixed[li], self.fan_x[li] * self.fan_y[li], "fan-out")):
+                if need > have:
+                    c = self.constraints.get(lv.name, LevelConstraints())
+                    factors = " ".join(f"{self.problem.dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}"
+                                       for d in range(self.D) if self.base_x[li, d] * self.base_y[li, d] > 1)
+                    raise CoexploreError(f"the fixed spatial factors at {lv.name} ({factors}) need a {what} of "
+                                         f"{int(need)}, and {lv.name} fans out {int(self.fan_x[li])} x "
+                                         f"{int(self.fan_y[li])} (X x Y) to the level below: no mapping fits "
+                                         "(timeloop-mapper limits each level's spatial loops to its own fan-out)",
+                                         file=c.source, key=f"{lv.name}.spatial.factors",
+                                         expected="fixed spatial factors that fit the level's own fan-out")
+
+    def fits_fanouts(self, m: MappingArrays) -> np.ndarray:
+        """[B] bool: every level's spatial X and Y loops fit its own fan-out (`_fanout_rules`)."""
+        if not self.caps_fanout:
+            return np.ones(len(m), bool)
+        return ((np.prod(m.spatial_x, axis=2) <= self.fan_x).all(axis=1)
+                & (np.prod(m.spatial_y, axis=2) <= self.fan_y).all(axis=1))
+
+    def fanout_broken(self, m: MappingArrays, b: int) -> tuple[str, str, str] | None:
+        """Where mapping b spreads past a level's own fan-out: (axis, level, in words), None if it fits."""
+        return fanout_overflow(self.arch, m, b, self.problem.dims)
 
     def axis_rules(self) -> dict:
         """The X/Y choices of fixed spatial factors and the split rules of this space, as plain

@@ -94,20 +94,24 @@ class NoValidMapping(CoexploreError):
 
 
 def why_invalid(ctx: Context, ms: MapSpace, n: int = 1000, seed: int = 0) -> list[tuple[str, int]]:
-    """The three commonest reasons random mappings of `ms` fail: Timeloop's check and level, or
-    the constraints' factor bounds."""
+    """The three commonest reasons random mappings of `ms` fail: a level's own fan-out (timeloop-mapper's
+    check), Timeloop's model check and level, or the constraints' factor bounds."""
     from collections import Counter
     from coexplore.model import validity as v
     arrays = ms.decode(ms.sample(np.random.default_rng(seed), n))
     res = ctx.evaluate(arrays)
     ok = ms.satisfies(arrays)
+    fits = ms.fits_fanouts(arrays)
     names = {v.FACTORS: "factors", v.X_EXPANSION: "X fan-out", v.Y_EXPANSION: "Y fan-out",
              v.INSTANCES: "instances", v.CAPACITY: "capacity", v.UNDERUSED: "minimum utilization",
              v.NO_FANOUT: "spatial loops without a fan-out", v.OVERFLOW: "64-bit counts"}
     levels = [lv.name for lv in reversed(ctx.arch.levels)]
     tally: Counter = Counter()
     for b in range(n):
-        if not res.valid[b]:
+        over = None if fits[b] else ms.fanout_broken(arrays, b)
+        if over:                                 # timeloop-mapper fails these before it evaluates them
+            tally[f"{over[0]} fan-out of {over[1]} (the level's own, as timeloop-mapper checks it)"] += 1
+        elif not res.valid[b]:
             kind, where = int(res.validity.kind[b]), int(res.validity.where[b])
             place = ctx.arch.compute.name if where < 0 else levels[where]
             tally[f"{names.get(kind, 'check')} of {place}"] += 1
@@ -143,7 +147,9 @@ def make_objective(ctx: Context, ms: MapSpace, objective):
         res = ctx.evaluate(arrays)
         metrics = metric_arrays(res)
         valid = np.isfinite(np.asarray(metrics["energy"], float))
-        allowed = valid & ms.satisfies(arrays) if ms.has_bounds else valid   # (bounds, min parallelism)
+        allowed = valid & ms.fits_fanouts(arrays)        # (timeloop-mapper: each level's own fan-out)
+        if ms.has_bounds:                                # (bounds, min parallelism)
+            allowed &= ms.satisfies(arrays)
         f.model_valid += int(allowed.sum())
         if callable(objective):
             given = {k: np.where(valid, np.asarray(v, float), np.inf)             # inf where invalid
