@@ -564,8 +564,24 @@ def test_an_interrupted_longer_training_is_not_replaced_by_a_shorter_one(tmp_pat
     (out / TRAIN_STATE).write_text(json.dumps(state))
     capsys.readouterr()
     assert main([*args, "--train-generations", "2"]) == 2
-    assert "interrupted after 3 generations" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "interrupted after 3 generations" in err
+    assert "will replace it" not in err           # (the folder's note said it would, before the refusal)
     assert json.loads((out / TRAIN_STATE).read_text()) == state          # kept
+
+
+def test_a_finished_longer_training_is_refused_before_any_note_on_the_folder(tmp_path, capsys):
+    t = _table(tmp_path / "t.csv")
+    out = tmp_path / "o"
+    args = ["online", "--table", str(t), "--bandwidth", "10", "--schedulers", "fcfs,relmas", *FAST, "--out",
+            str(out)]
+    assert main([*args, "--train-generations", "3"]) == 0
+    before = (out / "policy.json").read_text()
+    capsys.readouterr()
+    assert main([*args, "--train-generations", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "after 3 generations; --train-generations 2 would replace it with a shorter one" in err
+    assert "will replace it" not in err and (out / "policy.json").read_text() == before
 
 
 def test_an_interrupted_longer_training_beside_a_shorter_policy_is_not_replaced(tmp_path, capsys):

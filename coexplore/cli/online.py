@@ -137,6 +137,8 @@ def run(args) -> int:
     run_desc = _run_description(args, scenario, train, names, loads)
     if trained_at is not None:                   # a trace's relmas trained at another load than it has
         run_desc["train_load"] = trained_at.load
+    if args.out and "relmas" in names and policy is None and not args.restart:   # (before the folder's notes)
+        _refuse_shorter_training(Path(args.out), training_key(run_desc), train)
     out = _out_dir(args, run_desc)
     if "relmas" in names and policy is None:
         _keep_others_training(out, run_desc)
@@ -364,6 +366,36 @@ def _out_dir(args, run_desc: dict) -> Path:
     return default_run_dir(Path("results") / "online" / f"{name}-load{args.load:g}{basis}-s{args.seed}", RESULT, run_desc)
 
 
+def _refuse_shorter_training(out: Path, key, train) -> int:
+    """A longer training of this run, finished (policy.json) or interrupted (its saved state), is never
+    replaced by a shorter one: refused. Returns the generations of the interrupted one (0: none)."""
+    from coexplore.online.policy import load_policy
+    done, state_file = out / "policy.json", out / TRAIN_STATE
+    try:
+        saved = json.loads(state_file.read_text()) if state_file.is_file() else None
+        interrupted_at = len(saved["state"]["history"]) if saved and saved.get("run") == key else 0
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        interrupted_at = 0
+    if interrupted_at > train.generations:
+        raise CoexploreError(f"{state_file} holds this training, interrupted after {interrupted_at} generations; "
+                             f"--train-generations {train.generations} would replace it with a shorter one",
+                             file=str(out), key="--train-generations",
+                             expected=f"--train-generations {interrupted_at} (or more) to resume it, --restart to "
+                                      "train anew here, or another --out folder")
+    try:
+        kept = load_policy(done) if done.is_file() else None
+    except CoexploreError:
+        kept = None
+    trained = len(kept.meta.get("history") or []) if kept is not None and kept.meta.get("run") == key else 0
+    if trained > train.generations:
+        raise CoexploreError(f"{done} holds this training after {trained} generations; "
+                             f"--train-generations {train.generations} would replace it with a shorter one",
+                             file=str(out), key="--train-generations",
+                             expected=f"--train-generations {trained} (or more) to use (or continue) it, "
+                                      "--restart to train anew here, or another --out folder")
+    return interrupted_at
+
+
 def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict, restart: bool, progress: bool,
              workers: int = 1):
     """relmas's policy: policy.json of this same training if it is there (continued when more generations
@@ -379,17 +411,7 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
             if f.exists():
                 f.unlink()
     state = None
-    try:                                    # a longer training's saved state is never replaced by a shorter one
-        saved = json.loads(state_file.read_text()) if state_file.is_file() else None
-        interrupted_at = len(saved["state"]["history"]) if saved and saved.get("run") == key else 0
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        interrupted_at = 0
-    if interrupted_at > train.generations:
-        raise CoexploreError(f"{state_file} holds this training, interrupted after {interrupted_at} generations; "
-                             f"--train-generations {train.generations} would replace it with a shorter one",
-                             file=str(out), key="--train-generations",
-                             expected=f"--train-generations {interrupted_at} (or more) to resume it, --restart to "
-                                      "train anew here, or another --out folder")
+    interrupted_at = _refuse_shorter_training(out, key, train)
     if done.is_file():
         try:
             kept = load_policy(done)
@@ -400,12 +422,6 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
             if trained == train.generations:
                 print(f"coexplore online: using the policy this run already trained ({done})", file=sys.stderr)
                 return kept, kept.meta.get("history")
-            if trained > train.generations:       # a shorter training would replace a longer one: refused
-                raise CoexploreError(f"{done} holds this training after {trained} generations; "
-                                     f"--train-generations {train.generations} would replace it with a shorter one",
-                                     file=str(out), key="--train-generations",
-                                     expected=f"--train-generations {trained} (or more) to use (or continue) it, "
-                                              "--restart to train anew here, or another --out folder")
             if interrupted_at <= trained < train.generations and isinstance(kept.meta.get("strategy"), dict):
                 state = {"strategy": kept.meta["strategy"], "history": kept.meta["history"]}
                 print(f"coexplore online: continuing the training of {done} from generation {trained}",
