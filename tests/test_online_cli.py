@@ -580,7 +580,7 @@ def test_a_finished_longer_training_is_refused_before_any_note_on_the_folder(tmp
     capsys.readouterr()
     assert main([*args, "--train-generations", "2"]) == 2
     err = capsys.readouterr().err
-    assert "after 3 generations; --train-generations 2 would replace it with a shorter one" in err
+    assert "policy.json holds this training, after 3 generations; --train-generations 2 would replace it" in err
     assert "will replace it" not in err and (out / "policy.json").read_text() == before
 
 

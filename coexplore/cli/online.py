@@ -376,23 +376,18 @@ def _refuse_shorter_training(out: Path, key, train) -> int:
         interrupted_at = len(saved["state"]["history"]) if saved and saved.get("run") == key else 0
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         interrupted_at = 0
-    if interrupted_at > train.generations:
-        raise CoexploreError(f"{state_file} holds this training, interrupted after {interrupted_at} generations; "
-                             f"--train-generations {train.generations} would replace it with a shorter one",
-                             file=str(out), key="--train-generations",
-                             expected=f"--train-generations {interrupted_at} (or more) to resume it, --restart to "
-                                      "train anew here, or another --out folder")
     try:
         kept = load_policy(done) if done.is_file() else None
     except CoexploreError:
         kept = None
     trained = len(kept.meta.get("history") or []) if kept is not None and kept.meta.get("run") == key else 0
-    if trained > train.generations:
-        raise CoexploreError(f"{done} holds this training after {trained} generations; "
-                             f"--train-generations {train.generations} would replace it with a shorter one",
-                             file=str(out), key="--train-generations",
-                             expected=f"--train-generations {trained} (or more) to use (or continue) it, "
-                                      "--restart to train anew here, or another --out folder")
+    for n, holder, what, use in ((interrupted_at, state_file, "interrupted after", "resume it"),
+                                 (trained, done, "after", "use (or continue) it")):
+        if n > train.generations:
+            raise CoexploreError(f"{holder} holds this training, {what} {n} generations; --train-generations "
+                                 f"{train.generations} would replace it with a shorter one", file=str(out),
+                                 key="--train-generations", expected=f"--train-generations {n} (or more) to {use}, "
+                                 "--restart to train anew here, or another --out folder")
     return interrupted_at
 
 
