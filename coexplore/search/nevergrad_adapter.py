@@ -56,7 +56,7 @@ class NevergradSearcher(Searcher):
         self._lo, self._span = lo, hi - lo
         param = ng.p.Array(shape=(lo.size,), lower=0.0, upper=1.0)
         param.random_state = np.random.RandomState(int(self.rng.integers(2**31)))
-        make = _bounded_cma(ng) if key == "CMA" else ng.optimizers.registry[key]
+        make = _bounded_cma(ng, lo.size) if key == "CMA" else ng.optimizers.registry[key]
         self._opt = make(parametrization=param, budget=int(self.budget), num_workers=max(1, int(self.num_workers)))
         self._pending: list = []
         self._penalty = 1e15
@@ -126,12 +126,25 @@ def _quiet_elitist():
         yield
 
 
-def _bounded_cma(ng):
-    """nevergrad's "CMA" on a bounded box is its `CMAbounded` (diagonal, elitist); above 299
-    dimensions the cma package then adapts the step size by two-point adaptation (TPA), which
-    fails when several candidates are asked before their tells ("Mean shift samples are expected
-    but missing"). The same optimizer with cumulative step-size adaptation, cma's choice at 299
-    dimensions and below (so identical there), works at any size."""
+CMA_STEP = 0.25   # CMA-ES's first step size, as a fraction of each coordinate's range
+
+
+def _bounded_cma(ng, dim: int):
+    """nevergrad's "CMA" on a bounded box is its `CMAbounded` (diagonal, elitist), with two changes.
+    - Its first step: nevergrad's is 0.08 of the range below 18 coordinates and 0.04 from 18 on, so
+      on a schedule (a core gene per job, floor of value x cores) every job stayed on the middle
+      core of 3 or more and the search never left that cell (worse than random search). It starts
+      here at `CMA_STEP` of the range (cma's advice: the optimum within about 3 steps of the
+      start), whatever nevergrad's scaling.
+    - Above 299 dimensions the cma package adapts the step size by two-point adaptation (TPA),
+      which fails when several candidates are asked before their tells ("Mean shift samples are
+      expected but missing"). Cumulative step-size adaptation, cma's choice at 299 dimensions and
+      below (so identical there), works at any size."""
     from cma.sigma_adaptation import CMAAdaptSigmaCSA          # cma: a dependency of nevergrad
     from nevergrad.optimization.optimizerlib import CMAbounded
-    return ng.optimizers.ParametrizedCMA(**{**CMAbounded._config, "inopts": {"AdaptSigma": CMAAdaptSigmaCSA}})
+    config = {**CMAbounded._config, "inopts": {"AdaptSigma": CMAAdaptSigmaCSA}}
+    unit = ng.p.Array(shape=(dim,), lower=0.0, upper=1.0)
+    unit.random_state = np.random.RandomState(0)          # (not numpy's global state)
+    probe = ng.optimizers.ParametrizedCMA(**{**config, "scale": 1.0})(parametrization=unit, budget=1)
+    per_scale = float(probe.es.sigma0) * float(unit.sigma.value)   # the step in the box of scale 1
+    return ng.optimizers.ParametrizedCMA(**{**config, "scale": CMA_STEP / per_scale})
