@@ -2,6 +2,7 @@
 each is refused where it is read (coexplore/spec), so every command says so in one line naming the
 file and key, exits 2, and neither crashes (exit 3) nor prints numbers for an impossible design."""
 
+import json
 import re
 import shutil
 
@@ -447,3 +448,23 @@ def test_a_problem_key_timeloop_does_not_read_is_warned(tmp_path, old, new, says
     with pytest.warns(CoexploreWarning, match=re.escape(says)):
         load_context(CORPUS / "arches" / "eyeriss_like" / "processed.yaml", tmp_path / "p.yaml",
                      CORPUS / "arches" / "eyeriss_like" / "ERT.yaml")
+
+
+def test_a_whole_spec_with_its_mapping_is_evaluated_from_one_file(tmp_path, capsys):
+    """timeloopfe's single file (architecture, problem and mapping): `evaluate spec.yaml` reads all
+    three from it (it needed the file named twice), with the numbers of the three files apart."""
+    case = next(p for p in sorted((CORPUS / "public" / "simba_like" / "alexnet_conv3").iterdir())
+                if json.loads((p / "expected.json").read_text())["valid"])
+    arch = CORPUS / "arches" / "simba_like" / "processed.yaml"
+    spec = {**load_yaml(arch), **load_yaml(CORPUS / "layers" / "alexnet_conv3.yaml"),
+            "mapping": load_yaml(case / "mapping.yaml")["mapping"]}
+    (tmp_path / "spec.yaml").write_text(dump_yaml(spec))
+    shutil.copy(CORPUS / "arches" / "simba_like" / "ERT.yaml", tmp_path / "ERT.yaml")
+    assert main(["evaluate", str(tmp_path / "spec.yaml"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = json.loads((case / "expected.json").read_text())
+    assert got["cycles"] == want["cycles"] and got["energy_pJ"] == pytest.approx(want["energy_pJ"], rel=1e-4)
+    del spec["mapping"]
+    (tmp_path / "spec.yaml").write_text(dump_yaml(spec))
+    assert main(["evaluate", str(tmp_path / "spec.yaml")]) == 2
+    assert "key 'mapping': no MAPPING given, and ARCH holds no mapping" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from coexplore.cli.inputs import (ARCH_HELP, ERT_HELP, PROBLEM_HELP, STRIDE_HELP, add_arguments, add_timeout_option,
+                                  existing_arch,
                                   layer_count, load_inputs, own_core_names, problem_in_arch, top_keys)
 from coexplore.errors import CoexploreError
 from coexplore.mapspace.sampling import fanout_overflow
@@ -22,7 +23,9 @@ def register(sub) -> None:
                        description="Evaluate one Timeloop mapping of one layer on one architecture. Exit code 0: valid mapping; 1: the mapping is invalid on this architecture (the reason is printed, and --json has valid: false); 2: bad input.")
     p.add_argument("arch", help=ARCH_HELP)
     p.add_argument("problem", nargs="?", default=None, help=PROBLEM_HELP)
-    p.add_argument("mapping", help="Timeloop mapping YAML, or Timeloop's printout of one (a map.txt)")
+    p.add_argument("mapping", nargs="?", default=None,
+                   help="Timeloop mapping YAML, or Timeloop's printout of one (a map.txt); left out when ARCH is a "
+                        "whole spec with its mapping: inside (architecture, problem and mapping in one file)")
     p.add_argument("--ert", help=ERT_HELP)
     add_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (schema of the corpus expected.json)")
@@ -113,7 +116,22 @@ def run(args) -> int:
         return _run(args)
 
 
+def _positionals(args) -> None:
+    """ARCH [PROBLEM] [MAPPING]: two given are ARCH MAPPING; one given is a whole spec holding its
+    problem and mapping (timeloopfe's single file), read for all three."""
+    if args.mapping is None and args.problem is not None:
+        args.mapping, args.problem = args.problem, None
+    if args.mapping is None:
+        keys = top_keys(existing_arch(args.arch))
+        if "mapping" not in keys:
+            raise CoexploreError("no MAPPING given, and ARCH holds no mapping", file=str(args.arch), key="mapping",
+                                 expected="coexplore evaluate ARCH [PROBLEM] MAPPING, or an ARCH that is a whole spec "
+                                          "with top-level problem: and mapping: keys")
+        args.mapping = args.arch
+
+
 def _run(args) -> int:
+    _positionals(args)
     keys = top_keys(args.mapping)
     if "mapping" not in keys and keys & {"problem", "architecture", "workload"}:
         what = ("a whole spec (architecture and problem)" if {"architecture", "problem"} <= keys else
