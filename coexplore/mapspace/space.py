@@ -416,13 +416,13 @@ class MapSpace:
         fixed = np.prod(self.base_x * self.base_y, axis=1)
         inner = list(reversed(self.arch.levels))
         for li, lv in enumerate(inner):
-            for need, have, what in ((fixed_x[li], self.fan_x[li], "X fan-out"), (fixed_y[li], self.fan_y[li],
-                                     "Y fan-out"), (fixed[li], self.fan_x[li] * self.fan_y[li], "fan-out")):
+            for need, have, what in ((fixed_x[li], self.fan_x[li], "an X fan-out"), (fixed_y[li], self.fan_y[li],
+                                     "a Y fan-out"), (fixed[li], self.fan_x[li] * self.fan_y[li], "a fan-out")):
                 if need > have:
                     c = self.constraints.get(lv.name, LevelConstraints())
                     factors = " ".join(f"{self.problem.dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}"
                                        for d in range(self.D) if self.base_x[li, d] * self.base_y[li, d] > 1)
-                    raise CoexploreError(f"the fixed spatial factors at {lv.name} ({factors}) need a {what} of "
+                    raise CoexploreError(f"the fixed spatial factors at {lv.name} ({factors}) need {what} of "
                                          f"{int(need)}, and {lv.name} fans out {int(self.fan_x[li])} x "
                                          f"{int(self.fan_y[li])} (X x Y) to the level below: no mapping fits "
                                          "(timeloop-mapper limits each level's spatial loops to its own fan-out)",
