@@ -251,7 +251,7 @@ def test_cma_first_asks_spread_over_the_box(jobs):
 
 
 def test_cma_schedules_beat_random_search_on_three_or_more_cores():
-    """On 3 to 8 cores CMA-ES used to keep every job on one core (its step too small to leave the
+    """On 3 or more cores CMA-ES used to keep every job on one core (its step too small to leave the
     middle core's cell) and ended behind random search (2.0x its makespan on batch_conv/S3)."""
     for name in ("batch_conv/S3", "batch_lang/S3", "batch_recom/S6"):     # (4, 4, 16 cores)
         t = _table(name)
