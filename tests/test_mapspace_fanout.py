@@ -151,6 +151,31 @@ def test_fixed_spatial_factors_over_a_level_s_fan_out_are_refused_up_front(row, 
     with pytest.raises(CoexploreError, match="fans out 4 x 1") as e:
         MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, [tmp_path / "c.yaml"]))
     assert e.value.key == "inter_MAC_spatial.spatial.factors"
+    assert e.value.file.endswith("c.yaml")
+
+
+@pytest.mark.parametrize("factors, refused", [("M=8", True), ("M=16", True), ("M=4 N=2 K=2", False),
+                                               ("M=4", False), ("M=4 N=2", False), ("M=2 N=2 K=2", False)])
+def test_fixed_factors_whose_axis_is_a_choice_must_fit_one_axis_each(tmp_path, factors, refused):
+    """Fixed spatial factors with no axis given go on X or Y as the split decides: at a level that
+    fans out 4 x 4, an 8 or a 16 fits neither axis (though it fits the fan-out of 16), so no mapping
+    fits; 4 x 2 x 2 does (4 on one axis, 2 x 2 on the other)."""
+    head, tail = ARCH.rsplit("spatial: {meshX: 4}", 1)
+    (tmp_path / "arch.yaml").write_text(head + "spatial: {meshX: 4, meshY: 4}" + tail)
+    (tmp_path / "gemm.yaml").write_text(GEMM)
+    (tmp_path / "c.yaml").write_text("constraints:\n  targets:\n"
+                                     f"  - {{target: inter_MAC_spatial, type: spatial, factors: {factors}}}\n")
+    ctx = load_context(tmp_path / "arch.yaml", tmp_path / "gemm.yaml")
+    cons = load_constraints(ctx.arch, [tmp_path / "c.yaml"])
+    if refused:
+        with pytest.raises(CoexploreError, match="fans out 4 x 4") as e:
+            MapSpace(ctx.arch, ctx.problem, cons)
+        assert e.value.key == "inter_MAC_spatial.spatial.factors"
+        assert e.value.file.endswith("c.yaml")        # the constraints file, not the architecture's
+        return
+    ms = MapSpace(ctx.arch, ctx.problem, cons)
+    m = ms.decode(ms.sample(np.random.default_rng(0), 500))
+    assert ms.fits_fanouts(m).any()
 
 
 def test_timeloop_mapper_results_fit_each_level():

@@ -86,7 +86,7 @@ def _resolved(constraints: dict[str, LevelConstraints], problem: Problem) -> dic
 def _check_bounds(c: LevelConstraints, level: str, name: str, kind: str, bound: int, fixed: int | None) -> None:
     """A factor bound no mapping can meet is a conflict in the constraints, refused up front."""
     hi, lo = getattr(c, f"{kind}_max").get(name), getattr(c, f"{kind}_min").get(name)
-    where = dict(file=c.source, key=f"{level}.{kind}.factors")
+    where = dict(file=c.source_of(kind), key=f"{level}.{kind}.factors")
     if lo is not None and lo > bound:
         raise CoexploreError(f"{name}>={lo} at {level}, but the layer's {name} is {bound}", **where,
                              expected=f"a min factor <= {bound}")
@@ -106,7 +106,7 @@ def _not_dividing(c: LevelConstraints, level: str, name: str, n: int, left: int,
         after += ("; maximize_dims chose it, as timeloopfe's greedy allocation does (an uneven split), "
                   "and coexplore models whole factors only: a fan-out or maximize_dims_capacity that a "
                   "factor of the dimension fills, or the factor itself")
-    return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.source,
+    return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.source_of(kind),
                           key=f"{level}.{kind}.factors", expected="fixed factors of each dimension whose product "
                           "divides the layer's dimension")
 
@@ -151,6 +151,16 @@ def _check_constraints_argument(constraints) -> None:
             raise CoexploreError(f"level {name!r} has {type(c).__name__} {c!r:.60}", key="constraints", expected=expected)
 
 
+def _axes_fit(on_x: int, on_y: int, free: list[int], fan_x: int, fan_y: int) -> bool:
+    """Some placement of the `free` fixed factors (each on X or on Y, as the split decides) keeps the
+    level's X product within fan_x and its Y product within fan_y (on_x / on_y: the factors already
+    placed)."""
+    if not free:
+        return on_x <= fan_x and on_y <= fan_y
+    n, rest = free[0], free[1:]
+    return _axes_fit(on_x * n, on_y, rest, fan_x, fan_y) or _axes_fit(on_x, on_y * n, rest, fan_x, fan_y)
+
+
 class MapSpace:
     """Encoding/decoding of one (architecture, layer) mapspace under Timeloop constraints."""
 
@@ -183,7 +193,8 @@ class MapSpace:
                     c = self.constraints.get(inner[levels[0]].name, LevelConstraints())
                     raise CoexploreError(f"the fixed spatial factors ({factors}) need {what} at {unit.name}, which has "
                                          f"{unit.mesh_x} x {unit.mesh_y} (X x Y), {unit.instances} instances: no "
-                                         "mapping fits", file=c.source, key=f"{inner[levels[0]].name}.spatial.factors",
+                                         "mapping fits", file=c.source_of("spatial"),
+                                         key=f"{inner[levels[0]].name}.spatial.factors",
                                          expected="fixed spatial factors whose products fit the array below them")
 
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
@@ -416,18 +427,26 @@ class MapSpace:
         fixed = np.prod(self.base_x * self.base_y, axis=1)
         inner = list(reversed(self.arch.levels))
         for li, lv in enumerate(inner):
-            for need, have, what in ((fixed_x[li], self.fan_x[li], "an X fan-out"), (fixed_y[li], self.fan_y[li],
-                                     "a Y fan-out"), (fixed[li], self.fan_x[li] * self.fan_y[li], "a fan-out")):
+            fan = (int(self.fan_x[li]), int(self.fan_y[li]))
+            free = [n for l, _, n in self.axis_choices if l == li]
+            for need, have, what in ((fixed_x[li], fan[0], "an X fan-out"), (fixed_y[li], fan[1], "a Y fan-out"),
+                                     (fixed[li], fan[0] * fan[1], "a fan-out")):
                 if need > have:
-                    c = self.constraints.get(lv.name, LevelConstraints())
-                    factors = " ".join(f"{self.problem.dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}"
-                                       for d in range(self.D) if self.base_x[li, d] * self.base_y[li, d] > 1)
-                    raise CoexploreError(f"the fixed spatial factors at {lv.name} ({factors}) need {what} of "
-                                         f"{int(need)}, and {lv.name} fans out {int(self.fan_x[li])} x "
-                                         f"{int(self.fan_y[li])} (X x Y) to the level below: no mapping fits "
-                                         "(timeloop-mapper limits each level's spatial loops to its own fan-out)",
-                                         file=c.source, key=f"{lv.name}.spatial.factors",
-                                         expected="fixed spatial factors that fit the level's own fan-out")
+                    self._refuse_fixed_spatial(lv, li, f"need {what} of {int(need)}")
+            if free and not _axes_fit(int(fixed_x[li]), int(fixed_y[li]), free, *fan):
+                self._refuse_fixed_spatial(lv, li, "fit neither on X nor on Y, however they are split between "
+                                           "the two")
+
+    def _refuse_fixed_spatial(self, lv, li: int, why: str) -> None:
+        """Fixed spatial factors at `lv` that no mapping fits into its own fan-out: a clear error."""
+        c = self.constraints.get(lv.name, LevelConstraints())
+        factors = " ".join(f"{self.problem.dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}"
+                           for d in range(self.D) if self.base_x[li, d] * self.base_y[li, d] > 1)
+        raise CoexploreError(f"the fixed spatial factors at {lv.name} ({factors}) {why}, and {lv.name} fans out "
+                             f"{int(self.fan_x[li])} x {int(self.fan_y[li])} (X x Y) to the level below: no "
+                             "mapping fits (timeloop-mapper limits each level's spatial loops to its own fan-out)",
+                             file=c.source_of("spatial"), key=f"{lv.name}.spatial.factors",
+                             expected="fixed spatial factors that fit the level's own fan-out")
 
     def fits_fanouts(self, m: MappingArrays) -> np.ndarray:
         """[B] bool: every level's spatial X and Y loops fit its own fan-out (`_fanout_rules`)."""

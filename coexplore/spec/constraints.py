@@ -64,8 +64,15 @@ class LevelConstraints:
     iteration_rules: dict = field(default_factory=dict)
     maximized: set = field(default_factory=set)    # (kind, dimension) factors maximize_dims chose
     source: str | None = field(default=None, compare=False)   # the file they were read from
+    # the file that last gave each kind (temporal, spatial, ...): extra constraints on a v0.4
+    # architecture's own come from another file than the level's `source`
+    kind_source: dict = field(default_factory=dict, compare=False)
     # where the min parallelism was given (file, key), when several files constrain the level
     min_parallelism_from: tuple | None = field(default=None, compare=False)
+
+    def source_of(self, kind: str) -> str | None:
+        """The file a `kind` constraint of this level came from (errors name it)."""
+        return self.kind_source.get(kind, self.source)
 
 
 def check_dataspace_names(c: "LevelConstraints", level: str, problem) -> None:
@@ -167,6 +174,8 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
         raise CoexploreError(f"unrecognized constraint type '{kind}'", file=file, key=f"{key}.type",
                              expected=" | ".join(TYPES))
     applied = _APPLIED[kind] if macros else _APPLIED[kind] - _MACROS    # (timeloopfe's, not Timeloop's)
+    if file is not None:
+        c.kind_source[kind] = str(file)
     where = f" in {Path(str(file)).name}" if file else ""      # (several constraints files are combined)
     c.ignored += [f"{key}.{k}" + _resembling(str(k), applied) + where for k in body
                   if k not in applied | {"target", "type", "name"}]
