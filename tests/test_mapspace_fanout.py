@@ -191,3 +191,20 @@ def test_timeloop_mapper_results_fit_each_level():
         assert ms.fits_fanouts(m)[0], case
         seen += 1
     assert seen >= 5
+
+
+def test_where_the_constraints_were_read_is_no_part_of_the_cache_key(row, tmp_path):
+    """The same extra constraints read from two files give one cache key (errors name the file)."""
+    from coexplore.model.cache import cache_key
+    from coexplore.search import registry
+    from coexplore.search.layer import cache_parts
+    _, ctx = row
+    keys = []
+    for name in ("a.yaml", "sub/b.yaml"):
+        f = tmp_path / name
+        f.parent.mkdir(exist_ok=True)
+        f.write_text("constraints:\n  targets:\n  - {target: GLB, type: temporal, factors: M=2}\n")
+        cons = load_constraints(ctx.arch, [f])
+        assert cons["GLB"].source_of("temporal") == str(f)
+        keys.append(cache_key(**cache_parts(ctx, cons, registry.load_mapper("random"), budget=100, seed=0)))
+    assert keys[0] == keys[1]

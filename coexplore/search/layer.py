@@ -186,6 +186,7 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, *, b
     for v in cons.values():
         v.pop("source", None)            # where the file sits is no part of what the result depends on
         v.pop("min_parallelism_from", None)
+        v.pop("kind_source", None)
         for k in ("keep", "bypass"):
             if v[k] is not None:
                 v[k] = sorted(v[k])
