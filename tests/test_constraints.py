@@ -54,6 +54,9 @@ def test_factor_syntax_as_timeloop_reads_it(ex5):
     c = constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "K==4 R = 3"}],
                                  ex5.arch)["GlobalBuffer"]      # Timeloop's `=*`: any run of '='
     assert c.temporal_factors == {"K": ("=", 4), "R": ("=", 3)}
+    c = constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": "K 4 R3"}],
+                                 ex5.arch)["GlobalBuffer"]      # `=*` matches no '=' too
+    assert c.temporal_factors == {"K": ("=", 4), "R": ("=", 3)}
     from coexplore.spec.constraints import constraint_targets
     assert constraint_targets({"arch_constraints": {"targets": [{"target": "X", "type": "bypass"}]}}) == \
         [{"target": "X", "type": "bypass"}]                        # mapper.cpp's other name
@@ -109,6 +112,19 @@ def test_backing_store_factor_constraints_apply(ex5):
     every = [{"target": lv.name, "type": "temporal", "factors": "K=1"} for lv in ex5.arch.levels]
     with pytest.raises(CoexploreError, match="no level for the factor 32 of dimension K"):
         _space(ex5, every)
+
+
+@pytest.mark.parametrize("factors, read, said", [("K=2 K=4", {"K": ("=", 4)}, "the factor of K is given twice"),
+                                                 ("K=2.5", {"K": ("=", 2)}, "'.5' in 'K=2.5' is not read"),
+                                                 ("K=2, R=abc", {"K": ("=", 2)}, "'R=abc' in 'K=2, R=abc' is not read")])
+def test_what_timeloop_reads_past_is_warned_about(ex5, factors, read, said):
+    """Timeloop takes the last of a factor given twice and skips what its pattern does not match:
+    read the same, with a warning, since such text is most likely a mistake."""
+    from coexplore.errors import CoexploreWarning
+    with pytest.warns(CoexploreWarning, match=said):
+        c = constraints_from_targets([{"target": "GlobalBuffer", "type": "temporal", "factors": factors}],
+                                     ex5.arch, "c.yaml")["GlobalBuffer"]
+    assert c.temporal_factors == read
 
 
 def test_zero_is_the_whole_dimension_and_large_factors_are_cut(ex5):

@@ -205,6 +205,6 @@ def test_where_the_constraints_were_read_is_no_part_of_the_cache_key(row, tmp_pa
         f.parent.mkdir(exist_ok=True)
         f.write_text("constraints:\n  targets:\n  - {target: GLB, type: temporal, factors: M=2}\n")
         cons = load_constraints(ctx.arch, [f])
-        assert cons["GLB"].source_of("temporal") == str(f)
+        assert cons["GLB"].file_of("temporal", "M") == str(f)
         keys.append(cache_key(**cache_parts(ctx, cons, registry.load_mapper("random"), budget=100, seed=0)))
     assert keys[0] == keys[1]

@@ -619,4 +619,4 @@ def test_a_node_keep_of_an_unknown_dataspace_is_refused_by_evaluate_too(tmp_path
     arch, problem = load_architecture(f), load_problem(LAYER)
     with pytest.raises(CoexploreError, match="unknown dataspace.*Weight") as err:
         parse_mapping({"mapping": [{"target": "glb", "type": "temporal", "factors": "C1"}]}, arch, problem)
-    assert err.value.key == "constraints of glb"
+    assert err.value.key == "glb.constraints.dataspace.keep"       # the node entry that names it

@@ -54,12 +54,14 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
                             ("temporal permutation", c.temporal_permutation or []),
                             ("spatial permutation", c.spatial_permutation or [])):
             bad = [n for n in names if n not in problem.dims]
-            if bad and "permutation" in what and all(len(d) == 1 for d in problem.dims):
+            kind, part = what.split()
+            entry = ("factors", kind, bad[0]) if bad and part == "factors" else ("permutation", kind)
+            if bad and part == "permutation" and all(len(d) == 1 for d in problem.dims):
                 # read letter by letter, as Timeloop reads 'RSP CMNQZ': the letters that are no dimension
                 bad = list(dict.fromkeys(ch for n in bad for ch in n if ch not in problem.dims and not ch.isspace()))
             if bad:
-                raise CoexploreError(f"constraint on unknown dimension(s) {', '.join(bad)} ({what})",
-                                     file=c.source, key=f"constraints of {level}",
+                raise CoexploreError(f"constraint on unknown dimension(s) {', '.join(bad)} ({what} at {level})",
+                                     **c.where(entry, f"constraints of {level}"),
                                      expected=f"dimensions of {problem.name}: {problem.dims}")
         check_dataspace_names(c, level, problem)
 
@@ -86,7 +88,7 @@ def _resolved(constraints: dict[str, LevelConstraints], problem: Problem) -> dic
 def _check_bounds(c: LevelConstraints, level: str, name: str, kind: str, bound: int, fixed: int | None) -> None:
     """A factor bound no mapping can meet is a conflict in the constraints, refused up front."""
     hi, lo = getattr(c, f"{kind}_max").get(name), getattr(c, f"{kind}_min").get(name)
-    where = dict(file=c.source_of(kind), key=f"{level}.{kind}.factors")
+    where = dict(file=c.file_of(kind, name), key=f"{level}.{kind}.factors")
     if lo is not None and lo > bound:
         raise CoexploreError(f"{name}>={lo} at {level}, but the layer's {name} is {bound}", **where,
                              expected=f"a min factor <= {bound}")
@@ -106,7 +108,7 @@ def _not_dividing(c: LevelConstraints, level: str, name: str, n: int, left: int,
         after += ("; maximize_dims chose it, as timeloopfe's greedy allocation does (an uneven split), "
                   "and coexplore models whole factors only: a fan-out or maximize_dims_capacity that a "
                   "factor of the dimension fills, or the factor itself")
-    return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.source_of(kind),
+    return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.file_of(kind, name),
                           key=f"{level}.{kind}.factors", expected="fixed factors of each dimension whose product "
                           "divides the layer's dimension")
 
@@ -193,7 +195,7 @@ class MapSpace:
                     c = self.constraints.get(inner[levels[0]].name, LevelConstraints())
                     raise CoexploreError(f"the fixed spatial factors ({factors}) need {what} at {unit.name}, which has "
                                          f"{unit.mesh_x} x {unit.mesh_y} (X x Y), {unit.instances} instances: no "
-                                         "mapping fits", file=c.source_of("spatial"),
+                                         "mapping fits", file=c.file_of("spatial", self._first_fixed(levels[0])),
                                          key=f"{inner[levels[0]].name}.spatial.factors",
                                          expected="fixed spatial factors whose products fit the array below them")
 
@@ -208,6 +210,7 @@ class MapSpace:
         remaining = self._factor_rules(inner, fx, fy)
         self._check_fixed_fanout(inner)
         self._check_every_prime_placed(remaining)
+        self._check_bound_products(inner, fx, fy, remaining)
         self._axis_rules(inner, fx, fy)
         self._fanout_rules(fx, fy, remaining)
         self.notes = _idle_fanouts(inner, fx, fy, self.x_allowed, self.y_allowed, self.base_x, self.base_y,
@@ -302,6 +305,41 @@ class MapSpace:
                     self.s_min[li, d] = c.spatial_min.get(name, 1)
         return remaining
 
+    def _check_bound_products(self, inner: list, fx, fy, remaining: list[int]) -> None:
+        """Min (max) factor bounds of one dimension at several levels whose product is more (less)
+        than what the fixed factors leave of it: no mapping keeps them all, refused up front. A
+        spatial place holds at most its level's own fan-out on the axes it may use (as `map`
+        checks it, after timeloop-mapper)."""
+        BIG = np.iinfo(np.int64).max
+        for d, name in enumerate(self.problem.dims):
+            slots = []         # (level, kind, min, max) of each place the free factors may go
+            for li in range(self.L):
+                if self.t_allowed[li, d]:
+                    slots.append((li, "temporal", int(self.t_min[li, d]), int(self.t_max[li, d])))
+                if self.x_allowed[li, d] or self.y_allowed[li, d]:
+                    fan = (int(fx[li]) if self.x_allowed[li, d] else 1) * (int(fy[li]) if self.y_allowed[li, d] else 1)
+                    slots.append((li, "spatial", int(self.s_min[li, d]), min(int(self.s_max[li, d]), fan)))
+            lo = math.prod(s[2] for s in slots)
+            hi = math.prod(s[3] for s in slots) if all(s[3] < BIG for s in slots) else None
+            if lo <= remaining[d] and (hi is None or hi >= remaining[d]):
+                continue
+            low = lo > remaining[d]
+            named = [s for s in slots if (s[2] > 1 if low else True)]
+            bounds = "; ".join(f"{inner[li].name} {kind}: {name}{'>=' if low else '<='}{s_lo if low else s_hi}"
+                               + ("" if low or kind == "temporal" or s_hi >= self.s_max[li, d] else " (its fan-out)")
+                               for li, kind, s_lo, s_hi in named)
+            li, kind = next((s[:2] for s in named if low or s[3] < BIG and (s[1] == "temporal" or
+                                                                         s[3] == self.s_max[s[0], d])), named[0][:2])
+            c = self.constraints.get(inner[li].name, LevelConstraints())
+            left = "" if remaining[d] == self.problem.bounds[d] else \
+                f" (what the fixed factors leave of {self.problem.bounds[d]})"
+            raise CoexploreError(f"the factor bounds of {name} ({bounds}) need {'at least' if low else 'at most'} "
+                                 f"{lo if low else hi} in all, and the layer's {name} is {remaining[d]}{left}: "
+                                 "no mapping keeps them all", file=c.file_of(kind, name),
+                                 key=f"{inner[li].name}.{kind}.factors",
+                                 expected=f"min bounds whose product is at most {remaining[d]}" if low else
+                                 f"max bounds whose product is at least {remaining[d]}, or a level left unbounded")
+
     def _check_every_prime_placed(self, remaining: list[int]) -> None:
         """A prime with no level to go to: the constraints conflict."""
         placeable = self.t_allowed | self.x_allowed | self.y_allowed
@@ -350,13 +388,14 @@ class MapSpace:
                     if (c.bypass and name in c.bypass) or (c.keep_only and name not in (c.keep or ())) or \
                             (c.bypass_except is not None and name not in c.bypass_except):
                         raise CoexploreError(f"dataspace {name} bypassed at {lv.name}, the outermost level",
-                                             key=f"constraints of {lv.name}",
+                                             **c.where(("dataspace", name), f"constraints of {lv.name}"),
                                              expected="every tensor kept at the backing store (coexplore's "
                                                       "mapspace keeps them all there)")
                     self.base_keep[li, s] = True
                 elif c.keep and name in c.keep and c.bypass and name in c.bypass:
-                    raise CoexploreError(f"dataspace {name} is both kept and bypassed",
-                                         key=f"constraints of {lv.name}", expected="one of keep or bypass")
+                    raise CoexploreError(f"dataspace {name} is both kept and bypassed at {lv.name}",
+                                         **c.where(("dataspace", name), f"constraints of {lv.name}"),
+                                         expected="one of keep or bypass")
                 elif c.keep is not None and (name in c.keep or c.keep_only):
                     self.base_keep[li, s] = name in c.keep      # Timeloop: keep '1'; keep_only: rest '0'
                 elif (c.bypass is not None and name in c.bypass) or (c.bypass_except is not None
@@ -442,11 +481,16 @@ class MapSpace:
         c = self.constraints.get(lv.name, LevelConstraints())
         factors = " ".join(f"{self.problem.dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}"
                            for d in range(self.D) if self.base_x[li, d] * self.base_y[li, d] > 1)
+        dim = self._first_fixed(li)
         raise CoexploreError(f"the fixed spatial factors at {lv.name} ({factors}) {why}, and {lv.name} fans out "
                              f"{int(self.fan_x[li])} x {int(self.fan_y[li])} (X x Y) to the level below: no "
                              "mapping fits (timeloop-mapper limits each level's spatial loops to its own fan-out)",
-                             file=c.source_of("spatial"), key=f"{lv.name}.spatial.factors",
+                             file=c.file_of("spatial", dim), key=f"{lv.name}.spatial.factors",
                              expected="fixed spatial factors that fit the level's own fan-out")
+
+    def _first_fixed(self, li: int) -> str | None:
+        """The first dimension with a fixed spatial factor above 1 at level li (errors name its file)."""
+        return next((self.problem.dims[d] for d in range(self.D) if self.base_x[li, d] * self.base_y[li, d] > 1), None)
 
     def fits_fanouts(self, m: MappingArrays) -> np.ndarray:
         """[B] bool: every level's spatial X and Y loops fit its own fan-out (`_fanout_rules`)."""

@@ -81,8 +81,8 @@ class NoValidMapping(CoexploreError):
         else:
             super().__init__(f"no valid mapping found in {samples:,} samples"
                              + (f" ({walked})" if walked else "")
-                             + (f"; of 1,000 random mappings of this space the commonest failures are: {why}"
-                                if why else ""),
+                             + ("; of 1,000 random mappings of this space, the commonest failures (one "
+                                f"mapping may fail several): {why}" if why else ""),
                              key="budget", option="--budget",
                              expected="a larger budget, another searcher, or a layer/architecture "
                                                       "pair whose tiles fit")
@@ -95,7 +95,8 @@ class NoValidMapping(CoexploreError):
 
 def why_invalid(ctx: Context, ms: MapSpace, n: int = 1000, seed: int = 0) -> list[tuple[str, int]]:
     """The three commonest reasons random mappings of `ms` fail: a level's own fan-out (timeloop-mapper's
-    check), Timeloop's model check and level, or the constraints' factor bounds."""
+    check), Timeloop's model check and level, or the constraints' factor bounds. A mapping counts
+    once for each of these it breaks, so a reason every mapping breaks shows as n."""
     from collections import Counter
     from coexplore.model import validity as v
     arrays = ms.decode(ms.sample(np.random.default_rng(seed), n))
@@ -111,11 +112,11 @@ def why_invalid(ctx: Context, ms: MapSpace, n: int = 1000, seed: int = 0) -> lis
         over = None if fits[b] else ms.fanout_broken(arrays, b)
         if over:                                 # timeloop-mapper fails these before it evaluates them
             tally[f"{over[0]} fan-out of {over[1]} (the level's own, as timeloop-mapper checks it)"] += 1
-        elif not res.valid[b]:
+        if not res.valid[b]:                     # (the model's first failing check)
             kind, where = int(res.validity.kind[b]), int(res.validity.where[b])
             place = ctx.arch.compute.name if where < 0 else levels[where]
             tally[f"{names.get(kind, 'check')} of {place}"] += 1
-        elif not ok[b]:
+        if not ok[b]:
             tally["the constraints' factor bounds or minimum parallelism"] += 1
     return tally.most_common(3)
 
@@ -186,7 +187,7 @@ def cache_parts(ctx: Context, constraints: dict, spec: registry.MapperSpec, *, b
     for v in cons.values():
         v.pop("source", None)            # where the file sits is no part of what the result depends on
         v.pop("min_parallelism_from", None)
-        v.pop("kind_source", None)
+        v.pop("origin", None)
         for k in ("keep", "bypass"):
             if v[k] is not None:
                 v[k] = sorted(v[k])

@@ -20,11 +20,14 @@ from coexplore.spec.yamlio import load_yaml
 # Timeloop's factor syntax (constraints.cpp): `C=1`, `M<=4`, `P>=2`, also `R3` (the '=' is optional);
 # names are letters, and text around the entries (commas, stray characters) is skipped, as
 # Timeloop's regex search does
-_FACTOR = re.compile(r"([A-Za-z]+)\s*(<=|>=|=+)\s*(\d+)|([A-Za-z]+)(\d+)")   # (Timeloop's `=*`: K==4 is K=4)
+# Timeloop's factor pattern `([A-Za-z]+)\s*=*\s*([0-9]+)` (K==4, K 4 and K4 are K=4), plus <= and >=
+_FACTOR = re.compile(r"([A-Za-z]+)\s*(<=|>=|=+)\s*(\d+)|([A-Za-z]+)\s*(\d+)")
 # directive types with a network/reuse meaning coexplore's mapspace does not model: accepted and
 # reported as not applied (like max_overbooked_proportion, a sparse-tile setting)
 NOT_APPLIED_TYPES = ("max_overbooked_proportion", "no_multicast", "no_reduction", "no_multicast_no_reduction",
                      "no_link_transfer", "no_temporal_reuse")
+# the kinds of directive, as `LevelConstraints.origin` files them
+_KIND = {"bypass": "dataspace", "bypassing": "dataspace", "datatype": "dataspace", "parallelism": "utilization"}
 TYPES = ("temporal", "spatial", "bypass", "bypassing", "datatype", "dataspace", "utilization", "parallelism",
          *NOT_APPLIED_TYPES)
 
@@ -64,15 +67,22 @@ class LevelConstraints:
     iteration_rules: dict = field(default_factory=dict)
     maximized: set = field(default_factory=set)    # (kind, dimension) factors maximize_dims chose
     source: str | None = field(default=None, compare=False)   # the file they were read from
-    # the file that last gave each kind (temporal, spatial, ...): extra constraints on a v0.4
-    # architecture's own come from another file than the level's `source`
-    kind_source: dict = field(default_factory=dict, compare=False)
+    # where each entry was given, (file, key), when several files constrain the level (extra
+    # constraints on a v0.4 architecture's own, several --constraints files): by kind ("temporal",
+    # "spatial", "dataspace", "utilization": the last such directive), ("factors", kind, dim),
+    # ("permutation", kind) and ("dataspace", name); errors name the file and key of the entry
+    origin: dict = field(default_factory=dict, compare=False)
     # where the min parallelism was given (file, key), when several files constrain the level
     min_parallelism_from: tuple | None = field(default=None, compare=False)
 
-    def source_of(self, kind: str) -> str | None:
-        """The file a `kind` constraint of this level came from (errors name it)."""
-        return self.kind_source.get(kind, self.source)
+    def file_of(self, kind: str, dim: str | None = None) -> str | None:
+        """The file that gave this level's `kind` factor of `dim` (or its last `kind` directive)."""
+        return self.origin.get(("factors", kind, dim), self.origin.get(kind, (self.source,)))[0]
+
+    def where(self, entry: tuple, key: str) -> dict:
+        """file= and key= for an error about one entry (`origin`), else this level's file and `key`."""
+        file, k = self.origin.get(entry, (self.source, key))
+        return {"file": file, "key": k}
 
 
 def check_dataspace_names(c: "LevelConstraints", level: str, problem) -> None:
@@ -81,8 +91,8 @@ def check_dataspace_names(c: "LevelConstraints", level: str, problem) -> None:
     names = [ds.name for ds in problem.dataspaces]
     bad = sorted((c.keep or set()) - set(names)) + sorted((c.bypass or set()) - set(names))
     if bad:
-        raise CoexploreError(f"keep/bypass of unknown dataspace(s) {', '.join(bad)}",
-                             file=c.source, key=f"constraints of {level}",
+        raise CoexploreError(f"keep/bypass of unknown dataspace(s) {', '.join(bad)} at {level}",
+                             **c.where(("dataspace", bad[0]), f"constraints of {level}"),
                              expected=f"dataspaces of {problem.name}: {names}")
 
 
@@ -101,10 +111,16 @@ def _factors(value, *, file, key) -> dict[str, dict[str, int]]:
         return out
     text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
     found = False
+    said = set()
     for m in _FACTOR.finditer(text):
         found = True
         dim, op, n = (m.group(4), "=", m.group(5)) if m.group(4) else (m.group(1), m.group(2), m.group(3))
         op = "=" if set(op) == {"="} else op
+        if (op, dim) in said:
+            what = {"=": "factor", "<=": "max factor", ">=": "min factor"}[op]
+            warnings.warn(f"{file or 'constraints'}: {key}: the {what} of {dim} is given twice in {text!r}: the last, "
+                          f"{dim}{op}{n}, counts (as Timeloop reads it)", CoexploreWarning, stacklevel=4)
+        said.add((op, dim))
         if int(n) > MAX_OPERATIONS:     # no bound is larger; nor would it fit the mapspace's int64 arrays
             raise CoexploreError(f"factor {dim}{op}{n} is too large", file=file, key=key,
                                  expected=f"at most 2^53 = {MAX_OPERATIONS} (a layer's bounds are no larger)")
@@ -112,6 +128,10 @@ def _factors(value, *, file, key) -> dict[str, dict[str, int]]:
     if text.strip() and not found:
         raise CoexploreError(f"cannot read factor constraint {text!r}", file=file, key=key,
                              expected="entries like 'C=1', 'M<=4' or 'P>=2'")
+    unread = [t for t in _FACTOR.sub(" ", text).split() if any(ch.isalnum() for ch in t)]
+    if unread:                   # ('M=2.5': Timeloop reads M=2 and skips '.5'; a stray '#' says nothing)
+        warnings.warn(f"{file or 'constraints'}: {key}: {' '.join(unread)!r} in {text!r} is not read (Timeloop "
+                      "skips it too)", CoexploreWarning, stacklevel=4)
     for dim, n in out["<="].items():
         if n <= 0:       # Timeloop: "max factor must be positive"
             raise CoexploreError(f"max factor {dim}<={n} must be positive", file=file, key=key,
@@ -175,7 +195,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
                              expected=" | ".join(TYPES))
     applied = _APPLIED[kind] if macros else _APPLIED[kind] - _MACROS    # (timeloopfe's, not Timeloop's)
     if file is not None:
-        c.kind_source[kind] = str(file)
+        c.origin[_KIND.get(kind, kind)] = (str(file), key)
     where = f" in {Path(str(file)).name}" if file else ""      # (several constraints files are combined)
     c.ignored += [f"{key}.{k}" + _resembling(str(k), applied) + where for k in body
                   if k not in applied | {"target", "type", "name"}]
@@ -204,6 +224,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
                     raise _respecified(f"{'max ' if op == '<=' else 'min ' if op == '>=' else ''}factor for "
                                        f"dimension {dim}", level, file, f"{key}.factors")
                 have[dim] = ("=", n) if op == "=" else n
+                c.origin[("factors", kind, dim)] = (None if file is None else str(file), f"{key}.factors")
         if body.get("permutation") is not None:
             perm = _perm(body["permutation"])
             if perm:
@@ -213,6 +234,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
                 elif have:
                     raise _respecified(f"{kind} permutation", level, file, f"{key}.permutation")
                 setattr(c, f"{kind}_permutation", perm)
+                c.origin[("permutation", kind)] = (None if file is None else str(file), f"{key}.permutation")
     if kind == "spatial" and body.get("split") is not None:
         split = body["split"]
         if isinstance(split, bool) or not isinstance(split, int) or split < 0:
@@ -236,6 +258,8 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
                 raise _respecified(f"dataspace {k.split('_')[0]} flag ({', '.join(sorted(again))})", level,
                                    file, f"{key}.{k}")
             said |= set(body.get(k) or [])
+            for name in body.get(k) or []:
+                c.origin[("dataspace", name)] = (None if file is None else str(file), f"{key}.{k}")
         if body.get("keep") is not None:
             c.keep = (c.keep or set()) | set(body["keep"])
         if body.get("keep_only") is not None:
@@ -595,6 +619,25 @@ def constraint_targets(data, file=None) -> list | None:
     return body if found else None
 
 
+_BLOCKS = ("arch_constraints", "architecture_constraints", "mapspace", "mapspace_constraints", "constraints", "targets")
+
+
+def empty_constraints_file(data, path) -> bool:
+    """A constraints file with no directives (`constraint_targets` found none): True, with a warning,
+    when it says nothing (empty, comments only, or blocks left empty, which timeloop-mapper reads as
+    no constraints); any other content is refused, naming what was found."""
+    if data is None or (isinstance(data, dict) and data and all(k in _BLOCKS and not v for k, v in data.items())):
+        warnings.warn(f"{path}: no constraints in it (empty); it adds none, as timeloop-mapper reads it",
+                      CoexploreWarning, stacklevel=3)
+        return True
+    got = (f"a list of {len(data)} at the top" if isinstance(data, list) else
+           f"keys {', '.join(map(str, list(data)[:6]))}" if isinstance(data, dict) and data else f"{data!r:.60}")
+    raise CoexploreError(f"no constraint targets: got {got}", file=str(path),
+                         key="architecture_constraints / mapspace_constraints",
+                         expected="a mapping holding a list of {target, type, factors|permutation|keep|bypass}, "
+                                  "under architecture_constraints, mapspace_constraints or targets")
+
+
 def combined_constraints(paths) -> dict:
     """One constraints document holding the directives of several files, read block by block as
     `constraint_targets` reads each (`constraint_blocks`; a bare `targets` list counts when no block
@@ -607,9 +650,8 @@ def combined_constraints(paths) -> dict:
 
     for path in paths:
         data = load_yaml(path)
-        if constraint_targets(data, str(path)) is None:
-            raise CoexploreError("no constraints in it", file=str(path),
-                                 expected="architecture_constraints / mapspace_constraints (targets: [...]) or targets")
+        if constraint_targets(data, str(path)) is None and empty_constraints_file(data, path):
+            continue
         found = False
         for k in constraint_blocks(data, str(path)):
             v = data.get(k)
@@ -681,12 +723,10 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
         groups = [(inline, str(arch.source))] if inline else []
         groups += extra
         for p in paths:
-            body = constraint_targets(load_yaml(p), str(p))
-            if body is None:
-                raise CoexploreError("no constraint targets", file=str(p),
-                                     key="architecture_constraints / mapspace_constraints",
-                                     expected="a list of {target, type, factors|permutation|keep|bypass}, under "
-                                              "architecture_constraints, mapspace_constraints or targets")
+            data = load_yaml(p)
+            body = constraint_targets(data, str(p))
+            if body is None and empty_constraints_file(data, p):
+                continue
             groups.append((body, str(p)))
         nodes = constraints_from_nodes(arch, branches=False) if add_to_nodes and not inline and _is_node_list(arch, own) \
             else None
