@@ -310,26 +310,26 @@ class MapSpace:
         than what the fixed factors leave of it: no mapping keeps them all, refused up front. A
         spatial place holds at most its level's own fan-out on the axes it may use (as `map`
         checks it, after timeloop-mapper)."""
-        BIG = np.iinfo(np.int64).max
+        BIG = int(np.iinfo(np.int64).max)
         for d, name in enumerate(self.problem.dims):
-            slots = []         # (level, kind, min, max) of each place the free factors may go
+            places = []        # (level, kind, min, max, max as the constraints give it)
             for li in range(self.L):
                 if self.t_allowed[li, d]:
-                    slots.append((li, "temporal", int(self.t_min[li, d]), int(self.t_max[li, d])))
+                    hi = int(self.t_max[li, d])
+                    places.append((li, "temporal", int(self.t_min[li, d]), hi, hi))
                 if self.x_allowed[li, d] or self.y_allowed[li, d]:
                     fan = (int(fx[li]) if self.x_allowed[li, d] else 1) * (int(fy[li]) if self.y_allowed[li, d] else 1)
-                    slots.append((li, "spatial", int(self.s_min[li, d]), min(int(self.s_max[li, d]), fan)))
-            lo = math.prod(s[2] for s in slots)
-            hi = math.prod(s[3] for s in slots) if all(s[3] < BIG for s in slots) else None
+                    given = int(self.s_max[li, d])
+                    places.append((li, "spatial", int(self.s_min[li, d]), min(given, fan), given))
+            lo = math.prod(p[2] for p in places)
+            hi = math.prod(p[3] for p in places) if all(p[3] < BIG for p in places) else None
             if lo <= remaining[d] and (hi is None or hi >= remaining[d]):
                 continue
             low = lo > remaining[d]
-            named = [s for s in slots if (s[2] > 1 if low else True)]
-            bounds = "; ".join(f"{inner[li].name} {kind}: {name}{'>=' if low else '<='}{s_lo if low else s_hi}"
-                               + ("" if low or kind == "temporal" or s_hi >= self.s_max[li, d] else " (its fan-out)")
-                               for li, kind, s_lo, s_hi in named)
-            li, kind = next((s[:2] for s in named if low or s[3] < BIG and (s[1] == "temporal" or
-                                                                         s[3] == self.s_max[s[0], d])), named[0][:2])
+            named = [p for p in places if p[2] > 1] if low else places
+            bounds = "; ".join(f"{inner[p[0]].name} {p[1]}: {name}" + (f">={p[2]}" if low else f"<={p[3]}")
+                               + (" (its fan-out)" if not low and p[3] < p[4] else "") for p in named)
+            li, kind = next((p[:2] for p in named if low or p[4] < BIG), named[0][:2])    # one the user gave
             c = self.constraints.get(inner[li].name, LevelConstraints())
             left = "" if remaining[d] == self.problem.bounds[d] else \
                 f" (what the fixed factors leave of {self.problem.bounds[d]})"
