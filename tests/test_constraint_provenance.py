@@ -88,3 +88,16 @@ def test_a_file_of_something_else_is_refused_saying_what_it_holds(tmp_path, text
     f.write_text(text)
     err = _refusal(SIMBA / "processed.yaml", [f])
     assert f"no constraint targets: got {got}" in err.message and err.file == str(f)
+
+
+def test_a_dimension_twice_in_a_permutation_is_warned_of_and_read_at_its_first_place(tmp_path):
+    from coexplore.errors import CoexploreWarning
+    f = _file(tmp_path / "twice.yaml", "  - {target: GlobalBuffer, type: temporal, permutation: MMC}\n")
+    ctx = load_context(SIMBA / "processed.yaml", LAYER, SIMBA / "ERT.yaml")
+    with pytest.warns(CoexploreWarning, match=r"targets\[0\].permutation: M listed twice .* \(MMC\)"):
+        ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, [f], ctx.problem))
+    import numpy as np
+    m = ms.decode(ms.sample(np.random.default_rng(0), 50))
+    glb = [lv.name for lv in reversed(ctx.arch.levels)].index("GlobalBuffer")
+    dims = ctx.problem.dims
+    assert all(list(m.perm[b, glb][:2]) == [dims.index("M"), dims.index("C")] for b in range(len(m)))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coexplore.errors import CoexploreError, CoexploreNote
+from coexplore.errors import CoexploreError, CoexploreNote, CoexploreWarning
 from coexplore.mapspace.sampling import fanout_overflow, fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
@@ -63,6 +63,12 @@ def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Pr
                 raise CoexploreError(f"constraint on unknown dimension(s) {', '.join(bad)} ({what} at {level})",
                                      **c.where(entry, f"constraints of {level}"),
                                      expected=f"dimensions of {problem.name}: {problem.dims}")
+            twice = sorted({n for n in names if part == "permutation" and list(names).count(n) > 1})
+            if twice:                    # (Timeloop takes such a list as it is; most likely a typo)
+                at = c.where(entry, f"constraints of {level}")
+                warnings.warn(f"{at['file'] or 'constraints'}: {at['key']}: {', '.join(twice)} listed twice in the "
+                              f"{what} at {level} ({''.join(names) if all(len(n) == 1 for n in names) else names}): "
+                              "read as its first place", CoexploreWarning, stacklevel=3)
         check_dataspace_names(c, level, problem)
 
 
