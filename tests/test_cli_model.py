@@ -180,7 +180,6 @@ def _edited_case_matches_timeloop(tmp_path, old, new):
     ("{target: PEWeightRegs, type: temporal", "{target: 0, type: temporal"),
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: 'C3 M48 R11 S1 N1 P55 Q5 # a note'"),   # text after '#'
     ("permutation: QPSRNMC}", "permutation: 'QPS RNMC'}"),      # read letter by letter, blanks skipped
-    ("{target: inter_PE_spatial, type: spatial", "{target: PE, type: spatial"),    # v0.4 container name
     ("mapping:\n", "mapping:\n- {target: mac, type: temporal, factors: C1 M1 R1 S1 N1 P1 Q1}\n"),  # compute level
 ])
 def test_timeloop_mapping_syntax_variants(tmp_path, old, new):

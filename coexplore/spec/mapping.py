@@ -44,7 +44,8 @@ class Mapping:
 
 
 MAX_FACTOR = MAX_OPERATIONS      # beyond it a factor cannot divide any bound, nor fit the int64 arrays
-_FACTOR_SCAN = re.compile(r"([A-Za-z_]+)\s*=*\s*(\d+)")   # Timeloop's factor syntax: C4, C=4, C = 4
+# Timeloop's factor syntax: C4, C=4, C = 4, and C=4,3 (a residual: the last iteration's count)
+_FACTOR_SCAN = re.compile(r"([A-Za-z_]+)\s*=*\s*(\d+)(?:\s*,\s*(\d+))?")
 
 
 def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dict[str, int]:
@@ -59,8 +60,11 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
         for m in _FACTOR_SCAN.finditer(item):
             if item[pos:m.start()].strip(" ,\t"):
                 break
-            pos = m.end()
             d, n = m.group(1), int(m.group(2))
+            if m.group(3) is not None and int(m.group(3)) != n:
+                pos = item.rindex(",", m.start(), m.start(3))         # (refused below, at its comma)
+                break
+            pos = m.end()           # (a residual equal to the factor: a perfect split, `C=4,4`)
             if n > MAX_FACTOR:
                 raise CoexploreError(f"factor {d}{n} is too large", file=file, key=key,
                                      expected=f"at most 2^53 = {MAX_FACTOR} (a valid factor divides the dimension's bound)")
@@ -117,7 +121,10 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
     check_document(data, file)
     if isinstance(data, dict) and "mapping" in data:
         data = data["mapping"]
-    if isinstance(data, dict) and "mapping" not in data:
+        if isinstance(data, dict):
+            raise CoexploreError(f"got a mapping of {', '.join(map(str, list(data)[:4]))}, not a list", file=file,
+                                 key="mapping", expected="a list of mapping directives (- target: ..., type: ...)")
+    if isinstance(data, dict):
         raise CoexploreError("missing key", file=file, key="mapping", expected="a list of mapping directives")
     if data is None:
         raise CoexploreError("no directives: the file (or its mapping:) is empty", file=file, key="mapping",
@@ -125,9 +132,12 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
     if not isinstance(data, list):
         raise CoexploreError("not a list", file=file, key="mapping", expected="a list of mapping directives")
     names = arch.level_names()
+    containers = {lv.name for lv in arch.levels if lv.from_container}
+    backing = arch.levels[0].name if arch.levels else None
     dims = problem.dims
     dsnames = [ds.name for ds in problem.dataspaces]
     mapping = Mapping(levels={n: LevelMapping() for n in names}, source=file)
+    backing_bypass: dict[str, str] = {}        # dataspace -> key of the directive bypassing it at the backing store
     for i, entry in enumerate(data):
         key = f"mapping[{i}]"
         if not isinstance(entry, dict):
@@ -140,15 +150,17 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                                  expected=f"a level name, one of {names}")
         if isinstance(target, int) and 0 <= target < len(names):
             target = names[len(names) - 1 - target]      # Timeloop's storage level id, 0 = innermost
-        elif target not in mapping.levels and f"inter_{target}_spatial" in mapping.levels:
+        elif target not in mapping.levels and f"inter_{target}_spatial" in containers:
             target = f"inter_{target}_spatial"           # a v0.4 container, as timeloopfe names it
         if target not in mapping.levels:
             if target == arch.compute.name:      # holds no tile: Timeloop rejects it, we skip it
                 mapping.warnings.append(f"{key}: target '{target}' is the compute level, which holds no "
                                         "tile; directive ignored (timeloop-model rejects it)")
                 continue
+            flat = f" (a flattened architecture names container {target}'s level inter_{target}_spatial)" \
+                if f"inter_{target}_spatial" in mapping.levels else ""
             raise CoexploreError(f"unknown level '{target}'", file=file, key=f"{key}.target",
-                                 expected=f"one of {names}")
+                                 expected=f"one of {names}{flat}")
         if "type" not in entry:          # Timeloop asserts a type
             raise CoexploreError("a directive without a type", file=file, key=f"{key}.type",
                                  expected="type: temporal | spatial | datatype | bypass")
@@ -199,14 +211,35 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                     if v not in dsnames:
                         raise CoexploreError(f"unknown dataspace '{v}'", file=file, key=f"{key}.{k}",
                                              expected=f"one of {dsnames}")
+                if k == "bypass" and target == backing:
+                    backing_bypass.update({str(v): f"{key}.bypass" for v in vals})
                 other = "bypass" if k == "keep" else "keep"
                 setattr(lm, other, [d for d in getattr(lm, other) or [] if d not in vals] or None)
                 setattr(lm, k, [*(d for d in getattr(lm, k) or [] if d not in vals), *(str(v) for v in vals)])
         else:
             raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
-                                 expected="temporal, spatial or datatype")
+                                 expected="temporal, spatial, datatype or bypass")
     _with_node_dataspaces(mapping, arch, problem)
+    _refuse_backing_bypass(mapping, arch, backing_bypass, file)
     return mapping
+
+
+def _refuse_backing_bypass(mapping: Mapping, arch: Architecture, said: dict[str, str], file) -> None:
+    """A dataspace bypassed at the backing store but kept below it: nothing above could supply it,
+    and timeloop-model's counts wrap around for it (NVlabs/timeloop#218), so it is refused. One
+    bypassed at every level is left to the model, which fails it as Timeloop does ("one of the
+    tensors is bypassed in all storage levels")."""
+    for ds, key in said.items():
+        if ds not in (mapping.levels[arch.levels[0].name].bypass or []):
+            continue                               # (a later directive kept it again)
+        below = [lv.name for lv in arch.levels[1:]
+                 if ds in (mapping.levels[lv.name].keep or []) or
+                 not (lv.from_container or ds in (mapping.levels[lv.name].bypass or []))]
+        if below:
+            raise CoexploreError(f"{ds} bypassed at {arch.levels[0].name}, the backing store, but kept at {below[0]}: "
+                                 "nothing above could supply it (timeloop-model's counts wrap around for it, "
+                                 "NVlabs/timeloop#218)", file=file, key=key,
+                                 expected="every dataspace kept at the backing store (or bypassed at every level)")
 
 
 def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem) -> None:
@@ -254,8 +287,17 @@ UNMODELLED_DIRECTIVES = ("no_multicast_no_reduction", "no_link_transfer", "no_te
                          "rmw_on_first_writeback", "passthrough", "skew", "modulo", "terms")
 
 
+# what each type of directive reads (Timeloop's parser skips the rest)
+_READ_BY = {"temporal": {"factors", "permutation"}, "spatial": {"factors", "permutation", "split"},
+            "datatype": {"keep", "bypass"}, "bypass": {"keep", "bypass"}, "dataspace": {"keep", "bypass"}}
+
+
 def _check_directive_keys(entry: dict, key: str, file, warnings: list[str]) -> None:
+    reads = _READ_BY.get(entry.get("type"), DIRECTIVE_KEYS) | {"target", "type"}
     for k, v in entry.items():
+        if k in DIRECTIVE_KEYS and k not in reads and v not in (None, [], ""):
+            warnings.append(f"{key}: key '{k}' is not read by a {entry.get('type')} directive (it reads "
+                            f"{', '.join(sorted(reads - {'target', 'type'}))})")
         if k in DIRECTIVE_KEYS:
             continue
         if k in UNMODELLED_DIRECTIVES and v not in (None, [], ""):
