@@ -82,3 +82,10 @@ def test_a_key_its_directive_type_does_not_read_is_warned_of():
     m = _parse(d)
     assert any("key 'factors' is not read by a datatype directive" in w for w in m.warnings)
     assert not any("is not read" in w for w in _parse(_directives()).warnings)
+
+
+def test_an_unknown_letter_in_a_permutation_is_named():
+    d = [dict(e, permutation="CQSPRNX") if e["target"] == "DRAM" and e["type"] == "temporal" else e
+         for e in _directives()]
+    with pytest.raises(CoexploreError, match="unknown dimension 'X'"):
+        _parse(d)

@@ -106,6 +106,8 @@ def _parse_perm(value, *, file, key, dims) -> list[str]:
                              expected=f"dimension names innermost first, as text like '{''.join(dims)}' or a list")
     for t in toks:
         if t not in dims:
+            if len(t) > 1 and all(len(d) == 1 for d in dims):     # read letter by letter: name the letter
+                t = next((ch for ch in t if ch not in dims), t)
             raise CoexploreError(f"unknown dimension '{t}'", file=file, key=key, expected=f"one of {dims}")
     twice = sorted({t for t in toks if toks.count(t) > 1})
     if twice:
