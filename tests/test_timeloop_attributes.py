@@ -270,6 +270,7 @@ def test_a_mapping_that_contradicts_a_nodes_dataspace_constraint_is_refused(tmp_
     ctx = load_context(tmp_path / "arch.yaml", inputs / "conv1d+oc+ic.prob.yaml", EX04 / "timeloop-model.ERT.yaml")
     mapping = load_yaml(inputs / "conv1d+oc+ic-3levelspatial-cp-ws.map.yaml")["mapping"]
     with pytest.raises(CoexploreError, match="keeps Weights at GlobalBuffer, which the architecture's constraints "
-                                             "bypass"):
+                                             "bypass") as e:
         parse_mapping([*mapping, {"target": "GlobalBuffer", "type": "datatype", "keep": ["Weights"]}],
                       ctx.arch, ctx.problem)
+    assert e.value.key == f"mapping[{len(mapping)}].keep"           # the directive that keeps it

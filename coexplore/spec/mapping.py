@@ -140,6 +140,7 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
     dsnames = [ds.name for ds in problem.dataspaces]
     mapping = Mapping(levels={n: LevelMapping() for n in names}, source=file)
     backing_bypass: dict[str, str] = {}        # dataspace -> key of the directive bypassing it at the backing store
+    said_at: dict[tuple[str, str], str] = {}   # (level, dataspace) -> key of the last keep/bypass naming it
     for i, entry in enumerate(data):
         key = f"mapping[{i}]"
         if not isinstance(entry, dict):
@@ -215,13 +216,14 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                                              expected=f"one of {dsnames}")
                 if k == "bypass" and target == backing:
                     backing_bypass.update({str(v): f"{key}.bypass" for v in vals})
+                said_at.update({(target, str(v)): f"{key}.{k}" for v in vals})
                 other = "bypass" if k == "keep" else "keep"
                 setattr(lm, other, [d for d in getattr(lm, other) or [] if d not in vals] or None)
                 setattr(lm, k, [*(d for d in getattr(lm, k) or [] if d not in vals), *(str(v) for v in vals)])
         else:
             raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
                                  expected="temporal, spatial, datatype or bypass")
-    _with_node_dataspaces(mapping, arch, problem)
+    _with_node_dataspaces(mapping, arch, problem, said_at)
     _refuse_backing_bypass(mapping, arch, backing_bypass, file)
     return mapping
 
@@ -244,13 +246,15 @@ def _refuse_backing_bypass(mapping: Mapping, arch: Architecture, said: dict[str,
                                  expected="every dataspace kept at the backing store (or bypassed at every level)")
 
 
-def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem) -> None:
+def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem,
+                          said_at: dict | None = None) -> None:
     """A v0.4 architecture's node `dataspace` constraints (and its !Parallel branches' bypasses)
     joined to the mapping, as timeloopfe hands timeloop-model each node's constraints combined with
     the mapping's directives (ConstraintAttacherProcessor, then one directive list): per level the
     keep and bypass lists are united. A mapping that keeps what a node bypasses, or bypasses what it
     keeps, is refused, as timeloopfe refuses the re-specification; a mapping's keep in a !Parallel
-    branch places that dataspace there (timeloopfe works out the branches after joining)."""
+    branch places that dataspace there (timeloopfe works out the branches after joining).
+    `said_at`: (level, dataspace) -> the key of the directive that named it (errors name it)."""
     if not any(isinstance((lv.constraints or {}).get("dataspace"), dict) for lv in arch.levels) and not arch.branches:
         return
     from coexplore.spec.constraints import check_dataspace_names, constraints_from_nodes
@@ -273,7 +277,7 @@ def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem
             raise CoexploreError(f"the mapping {'keeps' if clash[0] in said_keep else 'bypasses'} {clash[0]} at "
                                  f"{name}, which the architecture's constraints "
                                  f"{'bypass' if clash[0] in said_keep else 'keep'} there", file=mapping.source,
-                                 key="mapping", expected="a mapping that agrees with the nodes' dataspace "
+                                 key=(said_at or {}).get((name, clash[0]), "mapping"), expected="a mapping that agrees with the nodes' dataspace "
                                  "constraints (timeloopfe refuses the re-specification)")
         if c.bypass_except is not None:       # a !Parallel branch: what no peer branch keeps may stay here
             bypass |= set(every) - set(c.bypass_except) - said_keep
