@@ -888,3 +888,43 @@ def test_every_objective_a_system_file_may_name_is_measured():
     assert tuple(metrics.OBJECTIVES) == system.OBJECTIVES
     assert set(system.DEFAULT_OBJECTIVES) <= set(system.OBJECTIVES)
     assert all(metrics.OBJECTIVES[n].name == n for n in system.OBJECTIVES)
+
+
+def test_a_long_axis_is_checked_value_by_value_without_copying_the_axes(tmp_path):
+    """Each axis value is checked by parsing the system with it; the sweep block is shared by
+    those copies, not copied (a 1,000-value axis took 15 s to load when it was), and a repeated
+    value is still refused."""
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.system import load_system
+    doc = yaml.safe_load(_system(tmp_path).read_text())
+    doc["sweep"] = {"axes": {"dram.bandwidth_GBps": [1.0 + i for i in range(300)]}}
+    f = tmp_path / "long.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    spec = load_system(f)
+    assert len(spec.sweep_points()) == 300
+    point = spec.at_point({"dram.bandwidth_GBps": 7.0})
+    assert point.raw["sweep"] is spec.raw["sweep"] and point.dram.bandwidth_GBps == 7.0
+    doc["sweep"]["axes"]["dram.bandwidth_GBps"].append(150.0)
+    f.write_text(yaml.safe_dump(doc))
+    with pytest.raises(CoexploreError, match="value 150.0 is given twice"):
+        load_system(f)
+
+
+@pytest.mark.parametrize("entry, said", [("../problemz/alexnet.yaml", "problemz/alexnet.yaml does not exist"),
+                                         ("alexnet", "not alexnet.yaml beside it")])
+def test_a_workload_taken_from_the_bundled_files_is_said(tmp_path, entry, said):
+    """A mistyped folder, or a bare name while a file of that name lies beside the system file,
+    falls back to the bundled workload: a note says so."""
+    from coexplore.errors import CoexploreNote
+    from coexplore.spec.system import load_system
+    system = _system(tmp_path)
+    (tmp_path / "alexnet.yaml").write_text((DATA / "small_net.yaml").read_text())
+    system.write_text(system.read_text().replace("- small_net.yaml", f"- {entry}"))
+    with pytest.warns(CoexploreNote, match=said):
+        spec = load_system(system)
+    assert spec.workloads[0].parent.name == "problems" and spec.workloads[0].name == "alexnet.yaml"
+    system.write_text(system.read_text().replace(f"- {entry}", "- small_net.yaml"))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CoexploreNote)
+        load_system(system)                         # a file that exists: no note

@@ -140,7 +140,7 @@ class SystemSpec:
     def with_value(self, path: str, value: Any, *, key: str | None = None) -> "SystemSpec":
         """A copy with the value at `path` (inside `system:`, cores by name) replaced."""
         key = key or path
-        doc = copy.deepcopy(self.raw)
+        doc = _copy_doc(self.raw)
         _set_path(doc, path, value, file=self.file, key=key)
         try:
             return parse_system(doc, file=self.file, base_dir=self.base_dir or _base_dir(self.file),
@@ -167,6 +167,14 @@ class SystemSpec:
 
 
 # ---------------------------------------------------------------------------------------------
+def _copy_doc(doc):
+    """A deep copy of a system document whose `sweep:` block is shared, not copied: it is never
+    changed, and copying its value lists for every axis value made loading a long axis quadratic."""
+    if not isinstance(doc, dict):
+        return copy.deepcopy(doc)
+    return {k: v if k == "sweep" else copy.deepcopy(v) for k, v in doc.items()}
+
+
 def _err(message: str, file, key: str, expected: str | None = None) -> CoexploreError:
     return CoexploreError(message, file=file, key=key or None, expected=expected)
 
@@ -206,15 +214,28 @@ def _string(value, file, key: str) -> str:
     return value
 
 
-def _bundled_fallback(kind: str, path: Path) -> Path:
+def _bundled_fallback(kind: str, path: Path, where: str | None = None) -> Path:
     """`path` if it exists, else the bundled file of that name (a system YAML copied out of arch/
     keeps finding ../mappers/marl.yaml; a bare name such as `bert_base` is problems/bert_base.yaml,
-    as on the command line), else `path` (reported missing where it is read)."""
+    as on the command line), else `path` (reported missing where it is read). With `where` (the
+    file and key it was read from), a fallback is said in a note: a mistyped folder, or a file of
+    that name beside the system file, would otherwise go unnoticed."""
     from coexplore.bundled import bundled_dir
     if path.exists():
         return path
     cand = bundled_dir(kind) / (path.name if path.suffix else f"{path.name}.yaml")
-    return cand if cand.is_file() else path
+    if not cand.is_file():
+        return path
+    if where is not None:
+        import warnings
+        from coexplore.errors import CoexploreNote
+        beside = path.with_name(cand.name)
+        why = (f"not {beside.name} beside it" if not path.suffix and beside.is_file() else
+               None if not path.suffix else f"{path} does not exist")
+        if why:
+            warnings.warn(f"{where}: '{path.name}' is the bundled {kind}/{cand.name}, {why}", CoexploreNote,
+                          stacklevel=3)
+    return cand
 
 
 def _join(base: Path, path: str) -> Path:
@@ -503,7 +524,8 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
     if not isinstance(description, str):
         raise _err(f"got {_kind(description)}", file, "system.description", "a string")
 
-    workloads = tuple(_bundled_fallback("problems", w) for w in _path_list(top.get("workloads"), file,
+    said = None if _axes_checked else f"{file or 'the system'}: workloads"
+    workloads = tuple(_bundled_fallback("problems", w, said) for w in _path_list(top.get("workloads"), file,
                                                                          "workloads", base))
 
     axes: dict = {}
@@ -520,10 +542,12 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
                            "a dotted path such as cores.simba.params.glb_depth")
             if not isinstance(values, list) or not values:
                 raise _err(f"got {values!r}", file, akey, "a non-empty list of values")
-            seen = [json.dumps(v, sort_keys=True, default=str) for v in values]
-            twice = next((v for k, v in enumerate(values) if seen[k] in seen[:k]), None)
-            if len(set(seen)) != len(seen):         # each point would be run twice
-                raise _err(f"value {twice!r} is given twice", file, akey, "distinct values")
+            seen: set = set()
+            for v in values if not _axes_checked else ():     # each point would be run twice
+                text = json.dumps(v, sort_keys=True, default=str)
+                if text in seen:
+                    raise _err(f"value {v!r} is given twice", file, akey, "distinct values")
+                seen.add(text)
             parts = _split_path(path)
             if parts in (["name"], ["description"]) or (len(parts) == 3 and parts[0] == "cores" and parts[2] == "name"):
                 raise _err(f"axis '{path}' names no parameter (a label: every point would run the same design)",
@@ -555,7 +579,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
     spec = SystemSpec(name=name, clock_GHz=clock, technology=tech, dram=dram, cores=cores,
                       description=description, workloads=workloads, sweep_axes=axes,
                       objectives=objectives, mappers=mappers, file=file,
-                      raw=copy.deepcopy(doc), base_dir=base)
+                      raw=_copy_doc(doc), base_dir=base)
     if not _axes_checked:
         # every axis must address something that exists (values are checked by coexplore.arch)
         for path, values in axes.items():
