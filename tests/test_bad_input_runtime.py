@@ -357,3 +357,17 @@ def test_a_cache_path_under_a_file_from_the_environment_names_the_variable(tmp_p
 def test_validate_of_a_missing_folder_says_it_does_not_exist(tmp_path, capsys):
     assert main(["validate", str(tmp_path / "nosuch")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--layer-budget", "0"], ["--layer-searcher", "nope"]])
+def test_bad_layer_options_are_refused_before_the_output_folder_is_announced(tmp_path, capsys, option):
+    import shutil
+    for f in (Path(__file__).parent / "data" / "sweep").glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    out = tmp_path / "s"
+    out.mkdir()
+    (out / "schedule.json").write_text('{"run": {"another": 1}}\n')
+    rc = main(["schedule", str(tmp_path / "tiny_sweep.yaml"), *option, "--budget", "50", "--no-progress",
+               "--out", str(out)])
+    err = one_error(capsys, rc, option[0])
+    assert "will replace it" not in err and (out / "schedule.json").read_text() == '{"run": {"another": 1}}\n'

@@ -148,6 +148,7 @@ def run(args) -> int:
         system = load_system_arch(args.system)
         system_workloads(system, args.workload)
         core_models(system)
+        check_layer_options(args)
     run_desc = _run_description(args, mapper, budget)
     out = _out_dir(args, mapper, run_desc)
     clock = None                                # GHz: the system's (a table has no clock)
@@ -366,16 +367,22 @@ def layer_mapper_option(args):
         raise
 
 
+def check_layer_options(args):
+    """--layer-budget and --layer-searcher checked (bad ones refused); the layer MapperSpec or None.
+    Called before an output folder is chosen, and again where the job table is made."""
+    if job_table_budget(args) < 1:
+        raise CoexploreError(f"bad layer budget {args.layer_budget}", key="--layer-budget",
+                             expected="an integer >= 1")
+    return layer_mapper_option(args)
+
+
 def system_table(args, progress: bool, command: str = "schedule"):
     """Job table of a system YAML + workloads, through the layer mapper and the cache (the options of
     `add_job_table_options`, --jobs, --cache / --no-cache and --bandwidth); notes name `command`."""
     from coexplore.system.from_system import system_job_table
     from coexplore.workers.processes import WorkerDied
 
-    if job_table_budget(args) < 1:
-        raise CoexploreError(f"bad layer budget {args.layer_budget}", key="--layer-budget",
-                             expected="an integer >= 1")
-    spec = layer_mapper_option(args)
+    spec = check_layer_options(args)
     cache = None
     if not args.no_cache:
         cache = open_cache(args.cache, command)
