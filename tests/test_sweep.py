@@ -928,3 +928,12 @@ def test_a_workload_taken_from_the_bundled_files_is_said(tmp_path, entry, said):
     with warnings.catch_warnings():
         warnings.simplefilter("error", CoexploreNote)
         load_system(system)                         # a file that exists: no note
+
+
+def test_params_left_empty_take_a_sweep_axis_as_params_left_out_do(tmp_path):
+    from coexplore.spec.system import load_system
+    system = _system(tmp_path)
+    system.write_text(system.read_text().replace("    params: {}\n", "    params:\n"))
+    spec = load_system(system)
+    point = spec.at_point({"cores.eyeriss.params.pe_mesh_x": 4})
+    assert point.cores[0].params == {"pe_mesh_x": 4}

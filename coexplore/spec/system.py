@@ -403,7 +403,7 @@ def _set_path(doc: dict, path: str, value: Any, *, file, key: str) -> None:
             node = match[0]
             i += 2
             continue
-        if part not in node:
+        if part not in node or (part in ("params", "var") and node[part] is None):    # (`params:` left empty)
             if part == "params" and "template" in node:
                 node["params"] = {}
             elif part == "params" and "arch" in node:
