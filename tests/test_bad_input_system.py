@@ -79,7 +79,8 @@ def test_jobs_out_of_range_is_refused(jobs, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("field, value, says", [("clock_GHz", 1000, "MHz"), ("clock_GHz", 0.001, "MHz"),
-                                                ("dram", {"bandwidth_GBps": 25600}, "MB/s")])
+                                                ("dram", {"bandwidth_GBps": 25600}, "MB/s"),
+                                                ("dram", {"bandwidth_GBps": 1e-300}, "TB/s")])
 def test_values_in_another_unit_are_warned_about(tmp_path, field, value, says):
     import warnings
     import yaml

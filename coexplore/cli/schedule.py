@@ -116,9 +116,9 @@ def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> No
             exc.key, exc.option = "--bandwidth", None
             raise
         from coexplore.spec.system import PLAUSIBLE_GBPS
-        if args.bandwidth > PLAUSIBLE_GBPS:      # bytes/cycle: even at 1 GHz more than any DRAM gives
+        if args.bandwidth > PLAUSIBLE_GBPS[1]:      # bytes/cycle: even at 1 GHz more than any DRAM gives
             print(f"coexplore {command}: warning: --bandwidth {args.bandwidth:g} bytes/cycle is more than "
-                  f"{PLAUSIBLE_GBPS:,.0f} GB/s at 1 GHz: is it in another unit (bytes/s, GB/s)?", file=sys.stderr)
+                  f"{PLAUSIBLE_GBPS[1]:,.0f} GB/s at 1 GHz: is it in another unit (bytes/s, GB/s)?", file=sys.stderr)
 
 
 def load_table_option(path: str):

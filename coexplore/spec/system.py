@@ -590,7 +590,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
 
 # beyond these a value is almost surely in another unit (MHz for GHz, MB/s for GB/s): legal, but said
 PLAUSIBLE_CLOCK_GHZ = (0.01, 10.0)
-PLAUSIBLE_GBPS = 10_000.0            # several HBM stacks together stay below this
+PLAUSIBLE_GBPS = (0.01, 10_000.0)    # 10 MB/s is below any DRAM; several HBM stacks together stay below the top
 
 
 def _say_implausible(clock: float, dram: "DramSpec", file) -> None:
@@ -601,9 +601,12 @@ def _say_implausible(clock: float, dram: "DramSpec", file) -> None:
         warnings.warn(f"{where}system.clock_GHz is {clock:g} GHz, outside {PLAUSIBLE_CLOCK_GHZ[0]:g}-"
                       f"{PLAUSIBLE_CLOCK_GHZ[1]:g} GHz: is it in another unit (MHz)?", CoexploreWarning, stacklevel=3)
     gbps = dram.bandwidth_GBps_at(clock)
-    if gbps > PLAUSIBLE_GBPS:
-        warnings.warn(f"{where}the DRAM bandwidth is {gbps:g} GB/s, more than {PLAUSIBLE_GBPS:,.0f} GB/s: is it in "
+    if gbps > PLAUSIBLE_GBPS[1]:
+        warnings.warn(f"{where}the DRAM bandwidth is {gbps:g} GB/s, more than {PLAUSIBLE_GBPS[1]:,.0f} GB/s: is it in "
                       "another unit (MB/s)?", CoexploreWarning, stacklevel=3)
+    elif gbps < PLAUSIBLE_GBPS[0]:
+        warnings.warn(f"{where}the DRAM bandwidth is {gbps:g} GB/s, less than {PLAUSIBLE_GBPS[0]:g} GB/s: is it in "
+                      "another unit (TB/s)?", CoexploreWarning, stacklevel=3)
 
 
 def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
