@@ -89,3 +89,12 @@ def test_an_unknown_letter_in_a_permutation_is_named():
          for e in _directives()]
     with pytest.raises(CoexploreError, match="unknown dimension 'X'"):
         _parse(d)
+
+
+@pytest.mark.parametrize("kind", [["temporal"], {"a": 1}, 3])
+def test_a_type_that_is_no_name_is_refused_naming_the_key(kind):
+    d = _directives()
+    d[0] = dict(d[0], type=kind)
+    with pytest.raises(CoexploreError) as e:
+        _parse(d)
+    assert e.value.key == "mapping[0].type"

@@ -299,7 +299,8 @@ _READ_BY = {"temporal": {"factors", "permutation"}, "spatial": {"factors", "perm
 
 
 def _check_directive_keys(entry: dict, key: str, file, warnings: list[str]) -> None:
-    reads = _READ_BY.get(entry.get("type"), DIRECTIVE_KEYS) | {"target", "type"}
+    kind = entry.get("type")
+    reads = (_READ_BY.get(kind, DIRECTIVE_KEYS) if isinstance(kind, str) else DIRECTIVE_KEYS) | {"target", "type"}
     for k, v in entry.items():
         if k in DIRECTIVE_KEYS and k not in reads and v not in (None, [], ""):
             warnings.append(f"{key}: key '{k}' is not read by a {entry.get('type')} directive (it reads "
