@@ -120,3 +120,10 @@ def test_a_misspelt_sweep_parameter_and_an_odd_word_are_blamed_on_what_was_writt
     with pytest.raises(CoexploreError) as info:
         load_system_arch(f)
     assert info.value.key == "system.dram.width"
+
+
+@pytest.mark.parametrize("command", ["schedule", "sweep"])
+def test_a_folder_given_as_the_system_is_said_to_be_one(tmp_path, capsys, command):
+    rc = main([command, str(tmp_path), "--budget", "10", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{tmp_path}: is a directory, not a file" in err and "Traceback" not in err

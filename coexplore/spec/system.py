@@ -615,7 +615,7 @@ def load_system(path: str | Path, *, check_files: bool = False) -> SystemSpec:
     p = resolve("arch", check_type(path, PATH_TYPES, "path", "a system YAML file's path or a bundled system's name"))
     if not p.is_file():
         from coexplore.bundled import bundled_names
-        raise CoexploreError("file not found", file=str(p),
+        raise CoexploreError("is a directory, not a file" if p.is_dir() else "file not found", file=str(p),
                              expected=f"a system YAML file or a bundled system ({bundled_names('arch')})")
     doc = load_yaml(p)                  # strict: a key given twice is refused
     spec = parse_system(doc, file=str(p))
