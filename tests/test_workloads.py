@@ -220,6 +220,8 @@ GOOD_LAYER = "{name: a, count: 1, instance: {C: 3, M: 8, P: 4, Q: 4}}"
      "workload.layers[0].instance.C", "positive integer"),
     ("workload: {layers: [{name: a, count: 0, instance: {C: 3}}]}\n",
      "workload.layers[0].count", "positive integer"),
+    ("workload: {layers: [{name: a, instance: {C: 1000000000000000000000000000000, M: 9}}]}\n",
+     "workload.layers[0].instance", "at most 2^53"),
     ("workload: {layers: [{name: a, repeat: 2, instance: {C: 3}}]}\n",
      "workload.layers[0].repeat", "one of name, count, instance"),
     (f"workload: {{layers: [{GOOD_LAYER}, {GOOD_LAYER}]}}\n", "workload.layers[1].name", "unique"),
