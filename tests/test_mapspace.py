@@ -116,8 +116,12 @@ def test_encode_refuses_what_breaks_the_constraints(eyeriss):
     nonunit = [d for d in order if bad.temporal[0, li, d] > 1]
     swapped = iter(nonunit[::-1])                           # reverse the non-unit loops
     bad.perm[0, li] = [next(swapped) if bad.temporal[0, li, d] > 1 else d for d in order]
-    with pytest.raises(CoexploreError, match=f"orders the loops at {names[li]}"):
+    with pytest.raises(CoexploreError, match=f"orders the loops at {names[li]}") as e:
         ms.encode(bad)
+    dims = ctx.problem.dims
+    allowed = "".join(dims[d] for d in order if bad.temporal[0, li, d] > 1)   # the decoded order: what they allow
+    assert e.value.message.endswith(f"which order them {allowed}")
+    assert f"(permutation {''.join(dims[d] for d in ms.perm_prefix[li])})" in e.value.message
     forced = [(l, s) for l in range(ms.L) for s in range(ms.S)
               if (l, s) not in {(l2, s2) for _, l2, s2 in ms.keep_index} and not m.keep[0, l, s]]
     assert forced

@@ -825,10 +825,13 @@ class MapSpace:
                                      key="mapping", expected="a mapping in the mapspace")
             for li in range(1 if self.canonical_innermost else 0, self.L):
                 loops = [int(x) for x in m.perm[b, li] if m.temporal[b, li, x] > 1]
-                if loops != [int(x) for x in d.perm[b, li] if d.temporal[b, li, x] > 1]:
+                allowed = [int(x) for x in d.perm[b, li] if d.temporal[b, li, x] > 1]
+                if loops != allowed:
+                    prefix = "".join(dims[x] for x in self.perm_prefix[li])
                     raise CoexploreError(f"{where} orders the loops at {names[li]} as "
                                          f"{''.join(dims[x] for x in loops)} (innermost first), against the "
-                                         "constraints' permutation", key="mapping",
+                                         f"constraints{f' (permutation {prefix})' if prefix else ''}, which order "
+                                         f"them {''.join(dims[x] for x in allowed)}", key="mapping",
                                          expected="a mapping in the mapspace")
             # the spatial loop order is no parameter: decode gives a level with a spatial permutation
             # constraint that order, so another one breaks it (elsewhere encode keeps decode's order)
