@@ -98,3 +98,11 @@ def test_a_type_that_is_no_name_is_refused_naming_the_key(kind):
     with pytest.raises(CoexploreError) as e:
         _parse(d)
     assert e.value.key == "mapping[0].type"
+
+
+def test_a_level_without_a_temporal_directive_gets_factors_of_1_with_a_note():
+    d = [e for e in _directives() if not (e["target"] == "PEAccuBuffer" and e["type"] == "temporal")]
+    m = _parse(d)
+    assert m.levels["PEAccuBuffer"].temporal == {}
+    assert any("no temporal directive for level(s) PEAccuBuffer" in w for w in m.warnings)
+    assert not any("no temporal directive" in w for w in _parse(_directives()).warnings)

@@ -141,6 +141,7 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
     mapping = Mapping(levels={n: LevelMapping() for n in names}, source=file)
     backing_bypass: dict[str, str] = {}        # dataspace -> key of the directive bypassing it at the backing store
     said_at: dict[tuple[str, str], str] = {}   # (level, dataspace) -> key of the last keep/bypass naming it
+    temporal_at: set[str] = set()              # levels a temporal directive names
     for i, entry in enumerate(data):
         key = f"mapping[{i}]"
         if not isinstance(entry, dict):
@@ -173,6 +174,7 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         bounds = dict(zip(dims, problem.bounds))
         factors = dict(file=file, key=f"{key}.factors", dims=dims, bounds=bounds, warnings=mapping.warnings)
         if kind == "temporal":
+            temporal_at.add(target)
             lm.temporal = _parse_factors(entry.get("factors"), **factors)
             lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
         elif kind == "spatial":
@@ -224,6 +226,10 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
             raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
                                  expected="temporal, spatial, datatype or bypass")
     _with_node_dataspaces(mapping, arch, problem, said_at)
+    unnamed = [lv.name for lv in arch.levels if not lv.from_container and lv.name not in temporal_at]
+    if unnamed and temporal_at:               # (Timeloop: "factors not found for level", then 1s)
+        mapping.warnings.append(f"no temporal directive for level(s) {', '.join(unnamed)}: their temporal factors "
+                                "are 1, as Timeloop sets them (it warns 'factors not found for level')")
     _refuse_backing_bypass(mapping, arch, backing_bypass, file)
     return mapping
 
