@@ -195,9 +195,7 @@ class MapSpace:
                                      (ct, unit.instances, f"{ct} instances")):
                 if need > have:
                     levels = [li for li in above if fixed[li] > 1]
-                    factors = "; ".join(f"{inner[li].name}: " + " ".join(
-                        f"{dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}" for d in range(len(dims))
-                        if self.base_x[li, d] * self.base_y[li, d] > 1) for li in levels)
+                    factors = "; ".join(f"{inner[li].name}: {self._fixed_spatial_text(li)}" for li in levels)
                     c = self.constraints.get(inner[levels[0]].name, LevelConstraints())
                     raise CoexploreError(f"the fixed spatial factors ({factors}) need {what} at {unit.name}, which has "
                                          f"{unit.mesh_x} x {unit.mesh_y} (X x Y), {unit.instances} instances: no "
@@ -485,8 +483,7 @@ class MapSpace:
     def _refuse_fixed_spatial(self, lv, li: int, why: str) -> None:
         """Fixed spatial factors at `lv` that no mapping fits into its own fan-out: a clear error."""
         c = self.constraints.get(lv.name, LevelConstraints())
-        factors = " ".join(f"{self.problem.dims[d]}={int(self.base_x[li, d] * self.base_y[li, d])}"
-                           for d in range(self.D) if self.base_x[li, d] * self.base_y[li, d] > 1)
+        factors = self._fixed_spatial_text(li)
         dim = self._first_fixed(li)
         raise CoexploreError(f"the fixed spatial factors at {lv.name} ({factors}) {why}, and {lv.name} fans out "
                              f"{int(self.fan_x[li])} x {int(self.fan_y[li])} (X x Y) to the level below: no "
@@ -494,9 +491,17 @@ class MapSpace:
                              file=c.file_of("spatial", dim), key=f"{lv.name}.spatial.factors",
                              expected="fixed spatial factors that fit the level's own fan-out")
 
+    def _fixed_spatial(self, li: int) -> list[tuple[str, int]]:
+        """(dimension, factor) of the fixed spatial factors above 1 at level li."""
+        both = self.base_x[li] * self.base_y[li]
+        return [(self.problem.dims[d], int(both[d])) for d in range(self.D) if both[d] > 1]
+
+    def _fixed_spatial_text(self, li: int) -> str:
+        return " ".join(f"{d}={n}" for d, n in self._fixed_spatial(li))
+
     def _first_fixed(self, li: int) -> str | None:
         """The first dimension with a fixed spatial factor above 1 at level li (errors name its file)."""
-        return next((self.problem.dims[d] for d in range(self.D) if self.base_x[li, d] * self.base_y[li, d] > 1), None)
+        return next((d for d, _ in self._fixed_spatial(li)), None)
 
     def fits_fanouts(self, m: MappingArrays) -> np.ndarray:
         """[B] bool: every level's spatial X and Y loops fit its own fan-out (`_fanout_rules`)."""

@@ -283,8 +283,9 @@ def _with_node_dataspaces(mapping: Mapping, arch: Architecture, problem: Problem
             raise CoexploreError(f"the mapping {'keeps' if clash[0] in said_keep else 'bypasses'} {clash[0]} at "
                                  f"{name}, which the architecture's constraints "
                                  f"{'bypass' if clash[0] in said_keep else 'keep'} there", file=mapping.source,
-                                 key=(said_at or {}).get((name, clash[0]), "mapping"), expected="a mapping that agrees with the nodes' dataspace "
-                                 "constraints (timeloopfe refuses the re-specification)")
+                                 key=(said_at or {}).get((name, clash[0]), "mapping"),
+                                 expected="a mapping that agrees with the nodes' dataspace constraints (timeloopfe "
+                                 "refuses the re-specification)")
         if c.bypass_except is not None:       # a !Parallel branch: what no peer branch keeps may stay here
             bypass |= set(every) - set(c.bypass_except) - said_keep
         if not keep and not bypass:

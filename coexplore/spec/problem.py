@@ -77,6 +77,16 @@ class Problem:
 MAX_OPERATIONS = 2 ** 53    # per-level counts stay exact in int64 and in float64 energies
 
 
+def check_operations(bounds, file, key: str) -> None:
+    """Refuse a layer whose bounds multiply past MAX_OPERATIONS (counts are 64-bit integers, as in
+    Timeloop; floats stay exact below 2^53)."""
+    ops = math.prod(bounds)
+    if ops > MAX_OPERATIONS:
+        raise CoexploreError(f"{ops:.3e} operations (the product of the bounds) is too large", file=file, key=key,
+                             expected=f"at most 2^53 = {MAX_OPERATIONS:.2e} (counts stay exact in 64-bit integers "
+                             "and floats)")
+
+
 def _int_text(value: Any) -> Any:
     """'112' as 112: Timeloop's YAML reader takes a quoted whole number as the number."""
     return int(value) if isinstance(value, str) and value.strip().isdigit() else value
@@ -201,10 +211,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
             raise CoexploreError(f"got {v!r}", file=file, key=f"problem.instance.{d}",
                                  expected="a positive integer bound")
         bounds.append(v)
-    if math.prod(bounds) > MAX_OPERATIONS:         # counts are 64-bit integers, as in Timeloop
-        raise CoexploreError(f"{math.prod(bounds):.3e} operations (the product of the bounds) is too large",
-                             file=file, key="problem.instance",
-                             expected=f"at most 2^53 = {MAX_OPERATIONS:.2e} (counts stay exact in 64-bit integers and floats)")
+    check_operations(bounds, file, "problem.instance")
     unknown = [k for k in instance if k not in dims and k not in coeffs and k != "densities"]
     dataspaces = []
     key_ds = "data_spaces" if "data_spaces" in shape else "data-spaces"

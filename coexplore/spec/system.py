@@ -175,6 +175,16 @@ def _copy_doc(doc):
     return {k: v if k == "sweep" else copy.deepcopy(v) for k, v in doc.items()}
 
 
+def _no_repeats(values: list, file, key: str) -> None:
+    """An axis value given twice would run each of its points twice: refused."""
+    seen: set = set()
+    for v in values:
+        text = json.dumps(v, sort_keys=True, default=str)
+        if text in seen:
+            raise _err(f"value {v!r} is given twice", file, key, "distinct values")
+        seen.add(text)
+
+
 def _err(message: str, file, key: str, expected: str | None = None) -> CoexploreError:
     return CoexploreError(message, file=file, key=key or None, expected=expected)
 
@@ -226,15 +236,16 @@ def _bundled_fallback(kind: str, path: Path, where: str | None = None) -> Path:
     cand = bundled_dir(kind) / (path.name if path.suffix else f"{path.name}.yaml")
     if not cand.is_file():
         return path
-    if where is not None:
+    if path.suffix:                                  # a path that does not exist (a mistyped folder?)
+        why = f"{path} does not exist"
+    elif path.with_name(cand.name).is_file():        # a bare name, and a file of that name beside the system
+        why = f"not {cand.name} beside it"
+    else:                                            # a bare name: the bundled workload, as on the command line
+        why = None
+    if where is not None and why:
         import warnings
         from coexplore.errors import CoexploreNote
-        beside = path.with_name(cand.name)
-        why = (f"not {beside.name} beside it" if not path.suffix and beside.is_file() else
-               None if not path.suffix else f"{path} does not exist")
-        if why:
-            warnings.warn(f"{where}: '{path.name}' is the bundled {kind}/{cand.name}, {why}", CoexploreNote,
-                          stacklevel=3)
+        warnings.warn(f"{where}: '{path.name}' is the bundled {kind}/{cand.name}, {why}", CoexploreNote, stacklevel=3)
     return cand
 
 
@@ -542,12 +553,8 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
                            "a dotted path such as cores.simba.params.glb_depth")
             if not isinstance(values, list) or not values:
                 raise _err(f"got {values!r}", file, akey, "a non-empty list of values")
-            seen: set = set()
-            for v in values if not _axes_checked else ():     # each point would be run twice
-                text = json.dumps(v, sort_keys=True, default=str)
-                if text in seen:
-                    raise _err(f"value {v!r} is given twice", file, akey, "distinct values")
-                seen.add(text)
+            if not _axes_checked:                    # (a copy made for one value: checked already)
+                _no_repeats(values, file, akey)
             parts = _split_path(path)
             if parts in (["name"], ["description"]) or (len(parts) == 3 and parts[0] == "cores" and parts[2] == "name"):
                 raise _err(f"axis '{path}' names no parameter (a label: every point would run the same design)",

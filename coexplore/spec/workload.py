@@ -38,7 +38,7 @@ from typing import Any, Iterator
 
 from coexplore.bundled import bundled_dir, resolve
 from coexplore.errors import PATH_TYPES, CoexploreError, check_type
-from coexplore.spec.problem import (DEFAULT_CNN_SHAPE, MAX_OPERATIONS, check_dimension_names, flat_projection,
+from coexplore.spec.problem import (DEFAULT_CNN_SHAPE, check_dimension_names, check_operations, flat_projection,
                                     underscored_shape)
 from coexplore.spec.yamlio import load_yaml
 
@@ -363,11 +363,7 @@ def _instance(raw: Any, shape: dict, f: str, where: str) -> dict[str, int]:
                              expected=f"bounds of the dimensions {', '.join(dims)}")
     _no_unknown(raw, tuple(dims) + tuple(coefs), f, where)
     out = {d: _positive_int(raw.get(d, 1), f, f"{where}.{d}") for d in dims}
-    ops = math.prod(out.values())
-    if ops > MAX_OPERATIONS:          # (checked here too, where the file and the layer are known)
-        raise CoexploreError(f"{ops:.3e} operations (the product of the bounds) is too large", file=f, key=where,
-                             expected=f"at most 2^53 = {MAX_OPERATIONS:.2e} (counts stay exact in 64-bit integers "
-                             "and floats)")
+    check_operations(out.values(), f, where)          # (here, where the file and the layer are known)
     out.update({c: _positive_int(raw.get(c, default), f, f"{where}.{c}")
                 for c, default in coefs.items()})
     return out
