@@ -127,3 +127,25 @@ def test_a_folder_given_as_the_system_is_said_to_be_one(tmp_path, capsys, comman
     rc = main([command, str(tmp_path), "--budget", "10", "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2 and f"{tmp_path}: is a directory, not a file" in err and "Traceback" not in err
+
+
+def test_a_repeated_objective_is_said_and_counted_once(tmp_path):
+    import warnings
+
+    from coexplore.errors import CoexploreWarning
+    from coexplore.spec.system import load_system
+    f = tmp_path / "s.yaml"
+    f.write_text("system:\n  dram: {bandwidth_GBps: 8}\n  cores:\n  - {template: simba}\n"
+                 "objectives: [latency, energy, latency]\n")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        spec = load_system(f)
+    assert spec.objectives == ("latency", "energy")
+    lines = [str(w.message) for w in said if issubclass(w.category, CoexploreWarning)]
+    assert len(lines) == 1 and str(f) in lines[0] and "objectives[2]" in lines[0] and "'latency'" in lines[0]
+    import argparse
+
+    from coexplore.cli.sweep import _objectives
+    with pytest.warns(CoexploreWarning, match="--objectives repeats the objective 'edp'"):
+        chosen = _objectives(argparse.Namespace(objectives="edp, area,edp"), spec)
+    assert [o.name for o in chosen] == ["edp", "area"]

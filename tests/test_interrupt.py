@@ -430,3 +430,26 @@ def test_second_ctrl_c_while_the_checkpoint_is_saved_leaves_a_whole_one(tmp_path
     assert main(args) == 0
     assert "resum" in capsys.readouterr().err
     assert json.loads((tmp_path / "o" / "result.json").read_text())["samples"] == 1000
+
+
+def test_a_stop_in_the_last_layer_searchs_batch_still_stops_schedule(tmp_path, monkeypatch, capsys):
+    """A SIGTERM that lands as the job table's last layer search evaluates its last batch: that search
+    ends complete, and the stop is acted on (it was forgotten, and the schedule search ran on)."""
+    import shutil
+
+    import coexplore.system.from_system as from_system
+    from coexplore.stops import request_stop
+    real, asked = from_system.system_job_table, []
+
+    def then_stop(*a, **k):
+        out = real(*a, **k)
+        asked.append(request_stop("SIGTERM"))
+        return out
+    monkeypatch.setattr(from_system, "system_job_table", then_stop)
+    for f in (Path(__file__).resolve().parent / "data" / "sweep").glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    rc = main(["schedule", str(tmp_path / "tiny_sweep.yaml"), "--out", str(tmp_path / "o"), "--no-plot",
+               "--layer-budget", "60", "--budget", "60", "--no-progress", "--cache", str(tmp_path / "c.sqlite")])
+    assert (rc, asked) == (130, [True])
+    assert "interrupted while mapping the layers for the job table" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "schedule.json").exists()

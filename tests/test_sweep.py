@@ -937,3 +937,47 @@ def test_params_left_empty_take_a_sweep_axis_as_params_left_out_do(tmp_path):
     spec = load_system(system)
     point = spec.at_point({"cores.eyeriss.params.pe_mesh_x": 4})
     assert point.cores[0].params == {"pe_mesh_x": 4}
+
+
+def test_a_stop_in_a_searchs_last_batch_ends_the_sweep(tmp_path, monkeypatch):
+    """A stop (SIGTERM) that lands while a search evaluates its last batch: that search ends complete,
+    and the stop is not forgotten (it was, when each search's own guard was the outermost one): the
+    point's next search stops, and the sweep with it, no point recorded past the stop."""
+    from coexplore.search import base
+    from coexplore.spec.system import load_system
+    from coexplore.stops import request_stop
+    from coexplore.sweep.run import SweepSettings, run_sweep
+    from coexplore.sweep.store import SweepStore
+    real, asked = base.checked_losses, []
+
+    def stop_in_first_batch(batch, raw):
+        if not asked:
+            asked.append(request_stop("SIGTERM"))
+        return real(batch, raw)
+    monkeypatch.setattr(base, "checked_losses", stop_in_first_batch)
+    spec = load_system(_system(tmp_path))
+    store = SweepStore(tmp_path / "o", "k")
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, SweepSettings(layer_budget=60, budget=60), store)      # (one batch per layer search)
+    assert asked == [True] and store.records == {}
+
+
+def test_a_stop_as_a_point_ends_is_the_sweeps_end(tmp_path, monkeypatch):
+    """A stop between a point's searches or as it writes its files: that point is recorded, the
+    next one does not start."""
+    from coexplore.spec.system import load_system
+    from coexplore.stops import request_stop
+    from coexplore.sweep import run
+    from coexplore.sweep.store import SweepStore
+    real = run.run_point
+
+    def then_stop(*a, **k):
+        rec = real(*a, **k)
+        request_stop("SIGTERM")
+        return rec
+    monkeypatch.setattr(run, "run_point", then_stop)
+    spec = load_system(_system(tmp_path))
+    store = SweepStore(tmp_path / "o", "k")
+    with pytest.raises(KeyboardInterrupt):
+        run.run_sweep(spec, run.SweepSettings(layer_budget=60, budget=60), store)
+    assert list(store.records) == [0] and len(spec.sweep_points()) > 1

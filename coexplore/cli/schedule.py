@@ -379,6 +379,9 @@ def check_layer_options(args):
 def system_table(args, progress: bool, command: str = "schedule"):
     """Job table of a system YAML + workloads, through the layer mapper and the cache (the options of
     `add_job_table_options`, --jobs, --cache / --no-cache and --bandwidth); notes name `command`."""
+    import contextlib
+
+    from coexplore.stops import DeferredInterrupt
     from coexplore.system.from_system import system_job_table
     from coexplore.workers.processes import WorkerDied
 
@@ -386,9 +389,16 @@ def system_table(args, progress: bool, command: str = "schedule"):
     cache = None
     if not args.no_cache:
         cache = open_cache(args.cache, command)
+    # in one process a first stop ends the layer search after its batch, and the job table with it, even
+    # when it came in a search's last batch (that search ends complete; the next one stops); processes
+    # are stopped at once (the layers they finished are cached)
+    guard = DeferredInterrupt(say=True, doing="the batch being evaluated") if args.jobs <= 1 else None
     try:
-        table, system = system_job_table(args.system, args.workload, spec, job_table_budget(args), _layer_seed(args),
-                                         cache=cache, progress=progress, workers=args.jobs)
+        with guard or contextlib.nullcontext():
+            table, system = system_job_table(args.system, args.workload, spec, job_table_budget(args),
+                                             _layer_seed(args), cache=cache, progress=progress, workers=args.jobs)
+        if guard is not None and guard.asked:
+            raise KeyboardInterrupt
     except (KeyboardInterrupt, WorkerDied) as stop:
         kept = (f"the layers mapped so far are in the cache ({cache.path}) and a rerun reuses them"
                 if cache is not None else "with --no-cache a rerun maps every layer again")

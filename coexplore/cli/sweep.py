@@ -169,7 +169,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
 
 
 def _objectives(args, spec) -> list:
-    from coexplore.spec.system import DEFAULT_OBJECTIVES
+    from coexplore.spec.system import DEFAULT_OBJECTIVES, say_repeated_objective
     from coexplore.sweep.metrics import OBJECTIVES
     if args.objectives is None:
         names = list(spec.objectives or DEFAULT_OBJECTIVES)
@@ -182,6 +182,9 @@ def _objectives(args, spec) -> list:
         if not names:
             raise CoexploreError("no objective given", key="--objectives",
                                  expected="a comma-separated list of " + ", ".join(OBJECTIVES))
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                say_repeated_objective(n, "--objectives")
     return [OBJECTIVES[n] for n in dict.fromkeys(names)]
 
 

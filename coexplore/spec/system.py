@@ -574,7 +574,9 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
             if o not in OBJECTIVES:
                 raise _err(f"unknown objective {o!r}", file, f"objectives[{i}]",
                            "one of " + ", ".join(OBJECTIVES))
-        objectives = tuple(obj)
+            if o in obj[:i]:
+                say_repeated_objective(o, f"{file}: objectives[{i}]" if file else f"objectives[{i}]")
+        objectives = tuple(dict.fromkeys(obj))
 
     mappers: dict = {}
     if top.get("mappers") is not None:
@@ -598,6 +600,13 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
 # beyond these a value is almost surely in another unit (MHz for GHz, MB/s for GB/s): legal, but said
 PLAUSIBLE_CLOCK_GHZ = (0.01, 10.0)
 PLAUSIBLE_GBPS = (0.01, 10_000.0)    # 10 MB/s is below any DRAM; several HBM stacks together stay below the top
+
+
+def say_repeated_objective(name: str, where: str) -> None:
+    """A repeated objective is counted once (a front over [latency, latency] is the front over latency)."""
+    import warnings
+    from coexplore.errors import CoexploreWarning
+    warnings.warn(f"{where} repeats the objective {name!r}: it counts once", CoexploreWarning, stacklevel=3)
 
 
 def _say_implausible(clock: float, dram: "DramSpec", file) -> None:

@@ -253,12 +253,25 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
         elif parallel:
             _points_in_parallel(spec, [(i, ids[i], points[i]) for i in todo], settings, store.out, cache, done)
         else:
-            for i in todo:
-                done(run_point(spec, i, ids[i], points[i], settings, store.out, cache=cache, progress=progress))
+            _points_in_turn(spec, [(i, ids[i], points[i]) for i in todo], settings, store.out, cache, progress, done)
     finally:
         if bar is not None:
             bar.close()
     return store.ordered()
+
+
+def _points_in_turn(spec: SystemSpec, todo: list, settings: SweepSettings, out: Path, cache, progress: bool,
+                    done) -> None:
+    """Run the points `todo` = [(index, id, values)] one after another in this process. A first stop
+    (Ctrl-C, SIGTERM) ends the sweep after the point being run: its searches stop after their batch
+    (the point then unfinished, not recorded), or, if it came during a search's last batch or between
+    searches, the point ends and is recorded and the sweep stops there (KeyboardInterrupt)."""
+    from coexplore.stops import DeferredInterrupt
+    with DeferredInterrupt(say=True, doing="the point being run") as guard:
+        for n, (i, pid, values) in enumerate(todo):
+            done(run_point(spec, i, pid, values, settings, out, cache=cache, progress=progress))
+            if guard.asked and n + 1 < len(todo):
+                raise KeyboardInterrupt
 
 
 def _buildable(spec: SystemSpec, points: list[dict]) -> list[SystemArch]:
