@@ -149,3 +149,22 @@ def test_a_repeated_objective_is_said_and_counted_once(tmp_path):
     with pytest.warns(CoexploreWarning, match="--objectives repeats the objective 'edp'"):
         chosen = _objectives(argparse.Namespace(objectives="edp, area,edp"), spec)
     assert [o.name for o in chosen] == ["edp", "area"]
+
+
+@pytest.mark.parametrize("where", ["file", "option"])
+def test_a_bandwidth_no_schedule_can_pass_names_where_it_was_given(where, tmp_path, capsys):
+    """User study: 1e-320 GB/s ended in 'no schedule with a finite makespan in 0 samples', no file."""
+    import shutil
+    from pathlib import Path
+    data = Path(__file__).resolve().parent / "data" / "sweep"
+    shutil.copy(data / "small_net.yaml", tmp_path)
+    text = (data / "tiny_sweep.yaml").read_text()
+    assert "bandwidth_GBps: 25.6}" in text
+    f = tmp_path / "sys.yaml"
+    f.write_text(text.replace("bandwidth_GBps: 25.6}", "bandwidth_GBps: 1e-320}" if where == "file" else
+                              "bandwidth_GBps: 25.6}"))
+    rc = main(["schedule", str(f), "--layer-budget", "60", "--budget", "60", "--no-cache", "--no-plot",
+               "--no-progress", "--out", str(tmp_path / "o"), *(["--bandwidth", "1e-320"] if where == "option" else [])])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert rc == 2 and "no schedule has a finite makespan" in err and "job small_net." in err, err
+    assert (f"{f}: key 'system.dram.bandwidth_GBps'" if where == "file" else "key '--bandwidth'") in err, err

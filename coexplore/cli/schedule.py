@@ -192,6 +192,13 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
     except KeyboardInterrupt:
         interrupted_note("schedule", checkpoint)
         raise
+    except CoexploreError as exc:        # the system bandwidth: said where it was given
+        if exc.key == "bandwidth" and exc.file is None and exc.option is None:
+            if args.bandwidth is not None:
+                exc.option = "--bandwidth"
+            elif args.system:
+                exc.file, exc.key = str(args.system), "system.dram.bandwidth_GBps"
+        raise
     with holding_stops() as hold:     # a second Ctrl-C here still leaves schedule.json and timeline.csv
         data = result.to_json(table, clock)
         data["table" if args.table else "system"] = str(args.table or args.system)

@@ -30,8 +30,14 @@ def lower_bound(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: floa
 def longest_job(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float) -> float:
     """The longest job on its fastest core, alone (exact: no LP): no schedule is shorter, and one
     as long is optimal (`at_longest_job`)."""
+    return float(jobs_alone(latency, bandwidth_need, bandwidth).max())
+
+
+def jobs_alone(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float) -> np.ndarray:
+    """Each job's time alone on its fastest core (inf where that overflows a float)."""
     lat = np.asarray(latency, dtype=float)
-    return float(_alone(lat, np.asarray(bandwidth_need, dtype=float), check_bandwidth(bandwidth)).min(axis=1).max())
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _alone(lat, np.asarray(bandwidth_need, dtype=float), check_bandwidth(bandwidth)).min(axis=1)
 
 
 def at_longest_job(makespan: float, longest: float) -> bool:

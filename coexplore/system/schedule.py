@@ -16,7 +16,7 @@ from coexplore.search.base import SearchInterrupted, Searcher, positive_int, run
 from coexplore.stops import holding_stops
 from coexplore.seeds import check_seed
 from coexplore.system.baselines import RandomSearcher, StandardGASearcher, nevergrad_searcher
-from coexplore.system.bounds import at_longest_job, longest_job, lower_bound
+from coexplore.system.bounds import at_longest_job, jobs_alone, longest_job, lower_bound
 from coexplore.system.encoding import MakespanObjective, space_of
 from coexplore.system.evaluator import Trace, check_bandwidth, trace
 from coexplore.system.heuristics import HEURISTICS, HeuristicSearcher, heuristic_schedule
@@ -307,6 +307,8 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
             # a schedule as long as its longest job alone is optimal: the search ends there (e.g. one
             # job per core); the LP bound is not used to stop (it is solved to ~1e-9 only)
             longest = longest_job(table.latency, table.bandwidth, bandwidth)
+            if not np.isfinite(longest):        # no schedule can be finite: said before any search
+                raise _overflowing(table, bandwidth)
             res = run_search(s, objective, budget, batch_size=batch, progress=progress, desc=searcher,
                              checkpoint=checkpoint, target=longest * (1 + 1e-12))
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
@@ -329,6 +331,16 @@ class ScheduleInterrupted(KeyboardInterrupt):
         super().__init__()
         self.result = result
         self.stop_now = stop_now
+
+
+def _overflowing(table, bandwidth: float) -> CoexploreError:
+    """A job whose time alone, on its fastest core, overflows a float at this system bandwidth."""
+    j = int(np.flatnonzero(~np.isfinite(jobs_alone(table.latency, table.bandwidth, bandwidth)))[0])
+    return CoexploreError(f"job {table.jobs[j].name} alone takes longer than a float holds at a system bandwidth "
+                          f"of {bandwidth:g} bytes/cycle (its traffic needs {float(np.min(table.bandwidth[j])):g} "
+                          "bytes/cycle): no schedule has a finite makespan", key="bandwidth",
+                          expected="a system bandwidth in bytes/cycle that the jobs' traffic can pass "
+                                   "(e.g. 25.6 GB/s at 1 GHz is 25.6)")
 
 
 def _result(searcher: str, seed, bandwidth: float, objective: MakespanObjective, res,
