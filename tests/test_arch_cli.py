@@ -44,7 +44,7 @@ def test_generate_with_corpus_tables(run, tmp_path, capsys, system, ref):
 def test_generate_writes_each_distinct_core_once(run, tmp_path, capsys):
     code = run("arch", "generate", ROOT / "arch" / "hetero_2simba_2eyeriss.yaml", "--out", tmp_path)
     assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["eyeriss", "simba"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".coexplore-arch.json", "eyeriss", "simba"]
     for core in ("simba", "eyeriss"):
         files = sorted(p.name for p in (tmp_path / core).iterdir())
         assert files == ["ART.yaml", "ERT.yaml", "arch.yaml", "constraints.yaml", "processed.yaml"]
@@ -181,3 +181,27 @@ def test_tables_priced_from_a_generated_arch_yaml_fit_the_generated_core(monkeyp
     assert run("energy", "tables", tmp_path / "gen" / "simba" / "arch.yaml", "--out", tmp_path / "tables") == 0
     assert run("arch", "generate", ROOT / "arch" / "simba.yaml", "--out", tmp_path / "again",
                "--ert-from", tmp_path / "tables") == 0, capsys.readouterr().err
+
+
+def test_generate_replaces_its_own_files_but_never_a_users(run, tmp_path, capsys):
+    """User study: --out wrote over a hand-written arch.yaml without a word. A rerun replaces what
+    an earlier run wrote; a file it did not write (or one edited since) stops it, before any write."""
+    system = ROOT / "arch" / "simba_2x2.yaml"
+    assert run("arch", "generate", system, "--out", tmp_path) == 0
+    before = {p: p.read_bytes() for p in (tmp_path / "simba").iterdir()}
+    assert run("arch", "generate", system, "--out", tmp_path) == 0          # a rerun: its own files
+    assert {p: p.read_bytes() for p in (tmp_path / "simba").iterdir()} == before
+    capsys.readouterr()
+    for edit in ("arch.yaml", "ERT.yaml"):
+        mine = tmp_path / "simba" / edit
+        mine.write_text(mine.read_text() + "# my change\n")
+        kept = mine.read_bytes()
+        assert run("arch", "generate", system, "--out", tmp_path) == 2
+        err = capsys.readouterr().err
+        assert f"holds simba/{edit}" in err and "--out" in err and "Traceback" not in err, err
+        assert mine.read_bytes() == kept
+        mine.write_bytes(before[mine])
+    (tmp_path / "hand").mkdir()
+    own = tmp_path / "hand" / "x.yaml"
+    own.write_text("mine")                              # a folder no core writes: left alone, no refusal
+    assert run("arch", "generate", system, "--out", tmp_path) == 0 and own.read_text() == "mine"

@@ -17,9 +17,12 @@ from coexplore.arch.system import load_system_arch
 from coexplore.arch.tables import art_area_mm2, find_given_tables, price_core, write_own_tables
 from coexplore.energy.tables import read_art, write_art, write_ert
 from coexplore.bundled import resolve
-from coexplore.cli.paths import output_dir
+from coexplore.cli.paths import digests, output_dir
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import read_text
+
+WRITTEN = ".coexplore-arch.json"     # in --out: the files this command wrote there (relative path -> SHA-256)
+WRITES = ("arch.yaml", "processed.yaml", "constraints.yaml", "ERT.yaml", "ART.yaml")     # per core folder
 
 
 def register(subparsers) -> None:
@@ -81,9 +84,17 @@ def run(args) -> int:
                 priced[name] = ("built", price_core(core, estimator=args.energy))
             except CoexploreError as exc:      # a DRAM type or technology the estimator refuses
                 raise exc.with_file(system.spec.file) from None
+    others = _not_written_here(out, list(system.cores))
+    if others:                     # e.g. a hand-written arch.yaml: never written over
+        raise CoexploreError(f"holds {', '.join(str(f.relative_to(out)) for f in others)}, not written by "
+                             "`coexplore arch generate` (or edited since), which this run would write over",
+                             file=str(out), key="--out", expected="another --out folder, or those files moved "
+                                                                  "away (an earlier run's own files are replaced)")
+    wrote: list[Path] = []
     for name, core in system.cores.items():
         core_dir = out / name
         written = core.write(core_dir)
+        wrote += [*written.values(), core_dir / "ERT.yaml", core_dir / "ART.yaml"]
         how, what = priced[name]
         if how == "files":
             source = write_own_tables(core_dir, *what[:2], args.energy)
@@ -103,6 +114,7 @@ def run(args) -> int:
         own = core.architecture if isinstance(core, FileCore) else None
         macs, levels = (own.compute.instances, len(own.all_levels)) if own else (core.params.macs, len(core.flat.levels))
         rows.append((name, core.template, count, macs, levels, source, area, list(written)))
+    _record_written(out, wrote)
     spec = system.spec
     if args.json:
         print(json.dumps({
@@ -136,3 +148,26 @@ def run(args) -> int:
     for n in notes:
         print(f"coexplore arch: note: {n}", file=sys.stderr)
     return 0
+
+
+def _not_written_here(out: Path, cores: list[str]) -> list[Path]:
+    """The files of `cores`' folders in `out` that this command would write and that are not as an
+    earlier `arch generate` left them (the user's own, or edited since)."""
+    known = _written(out)
+    files = [out / name / f for name in cores for f in WRITES]
+    return [f for f in files if f.is_file() and known.get(f.relative_to(out).as_posix()) !=
+            next(iter(digests(f).values()))]
+
+
+def _written(out: Path) -> dict:
+    try:
+        known = json.loads((out / WRITTEN).read_text())
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def _record_written(out: Path, files: list[Path]) -> None:
+    known = _written(out)
+    known.update({f.relative_to(out).as_posix(): sha for f in files for sha in digests(f).values()})
+    (out / WRITTEN).write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
