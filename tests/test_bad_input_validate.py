@@ -118,6 +118,11 @@ def _del_count(d, key="utilized_instances"):
     (lambda d: d.update(levels=[1, 2]), "'levels'", "no per-level counts"),
     (_drop_counts, "'levels'", "nothing to compare"),
     (lambda d: d["levels"].update(DRAM=5), "'levels.DRAM'", "dataspaces"),
+    (lambda d: d.update(computes=-1), "'computes'", "-1"),
+    (lambda d: d.update(utilization="high"), "'utilization'", "'high'"),
+    (lambda d: d["levels"]["DRAM"].update(leakage_pJ="0"), "'levels.DRAM.leakage_pJ'", "'0'"),
+    (lambda d: d["levels"]["DRAM"]["dataspaces"]["Weights"].update(energy_pJ=[1]),
+     "'levels.DRAM.dataspaces.Weights.energy_pJ'", "[1]"),
 ])
 def test_malformed_expected_json_is_named(corpus_copy, change, key, words):
     """A valid case's expected.json off its schema: exit 2 naming the file and key, never a
@@ -357,3 +362,39 @@ def test_a_mapping_timeloop_cannot_parse_is_that_case_s_verdict_not_the_end_of_t
     assert s["cases"] == len(list(SRC_CASES.iterdir())) + 1
     assert s["validity_agrees"] == s["cases"]
     assert s["invalid_messages_exact"] == s["invalid_cases"] == len(cases(corpus_copy, False))
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda d: d.update(computes=d["computes"] + 1), "computes"),
+    (lambda d: d.update(utilization=d["utilization"] * 0.999), "utilization"),
+    (lambda d: d.update(edp_J_cycle=d["edp_J_cycle"] * 3), "edp_J_cycle"),
+    (lambda d: d["levels"]["DRAM"].update(energy_pJ=d["levels"]["DRAM"]["energy_pJ"] * 1.01 + 1), "DRAM.energy_pJ"),
+    (lambda d: d["levels"]["GlobalBuffer"].update(leakage_pJ=999.0), "GlobalBuffer.leakage_pJ"),
+    (lambda d: d["levels"]["DRAM"]["dataspaces"]["Weights"].update(energy_pJ=1.0), "DRAM.Weights.energy_pJ"),
+])
+def test_every_number_of_a_valid_case_is_compared(corpus_copy, change, says):
+    """User study: a wrong split of energy over levels (or a wrong utilization, EDP, compute count)
+    passed whenever the total energy was right."""
+    rc, out, _ = run("validate", corpus_copy, "--no-progress")
+    assert rc == 0 and "others agree    : 4/4" in out, out
+    case = cases(corpus_copy, True)[0]
+    data = json.loads((case / "expected.json").read_text())
+    change(data)
+    (case / "expected.json").write_text(json.dumps(data))
+    rc, out, _ = run("validate", corpus_copy, "--no-progress")
+    assert rc == 1 and "others agree    : 3/4" in out, out
+    line = next(ln for ln in out.splitlines() if f"/{case.name}: energy err" in ln)
+    assert f" {says} " in line, line
+
+
+@pytest.mark.parametrize("text, words", [(b"mapping: [ {target: X\n", "malformed YAML"),
+                                         (b"hello: world\n", "holds no 'mapping:' list"),
+                                         (b"", "empty file"), (b"mapping: [\xff\xfe]\n", "not UTF-8")])
+def test_a_mapping_file_that_is_no_mapping_is_a_malformed_corpus(corpus_copy, text, words):
+    """User study: a broken mapping.yaml was counted as the model refusing a valid case ('validity
+    differs', exit 1, the file not named)."""
+    case = cases(corpus_copy, True)[0]
+    (case / "mapping.yaml").write_bytes(text)
+    rc, out, err = run("validate", corpus_copy, "--no-progress")
+    one_line_error(rc, err, str(case / "mapping.yaml"), words)
+    assert "validity differs" not in out

@@ -489,6 +489,17 @@ def test_each_kind_of_difference_is_a_disagreement(fake_timeloop, tmp_path, old,
     assert all(a[k] is True for k in {"cycles_exact", "counts_exact", "energy_close"} - {key})
 
 
+def test_energy_moved_between_dataspaces_is_a_disagreement(fake_timeloop, tmp_path):
+    """The total unchanged (one dataspace 10 pJ more, another 10 pJ less): the split is compared too."""
+    text = _stats(VALID[0]).replace(": 13213.67 pJ", ": 13223.67 pJ", 1).replace(": 25370.66 pJ", ": 25360.66 pJ", 1)
+    p = tmp_path / "moved.stats.txt.gz"
+    p.write_bytes(gzip.compress(text.encode()))
+    r = _evaluate(VALID[0], "--model", "both", "--json", answer=p)
+    a = json.loads(r.stdout)["agreement"]
+    assert r.returncode == 1 and a["agree"] is False and a["energy_close"] is True and a["counts_exact"] is True
+    assert {m["key"] for m in a["others"]} == {"energy_pJ"} and len(a["others"]) == 4     # 2 dataspaces, their 2 levels
+
+
 def test_a_difference_within_stats_txt_s_rounding_is_agreement(fake_timeloop, tmp_path):
     r = _evaluate(VALID[0], "--model", "both", "--json", answer=_tampered(
         tmp_path, VALID[0], "Energy (total)          : 4306.70 pJ", "Energy (total)          : 4306.71 pJ", "lsd"))

@@ -183,7 +183,7 @@ def _run(args) -> int:
         print(f"coexplore evaluate: warning: {args.mapping}: {broken}", file=sys.stderr)
     agree = None
     if args.model == "both":
-        agree = compare_records(rec, real)
+        agree = compare_records(rec, real, printed=True)
         if "energy_rel_err" in agree:
             agree["energy_close"] = abs(rec["energy_pJ"] - real["energy_pJ"]) <= energy_tolerance_pJ(real)
     if args.json:
@@ -218,7 +218,7 @@ def _run(args) -> int:
 
 
 AGREEMENT_KEYS = ("valid_agree", "message_exact", "error_got", "error_ref", "cycles_exact", "counts_exact",
-                  "energy_rel_err", "energy_close", "mismatches")
+                  "energy_rel_err", "energy_close", "mismatches", "others")
 
 
 def agrees(cmp: dict) -> bool:
@@ -230,7 +230,7 @@ def agrees(cmp: dict) -> bool:
         return cmp["message_exact"]
     if "cycles_exact" not in cmp:
         return True
-    return cmp["cycles_exact"] and cmp["counts_exact"] and cmp["energy_close"]
+    return cmp["cycles_exact"] and cmp["counts_exact"] and cmp["energy_close"] and not cmp["others"]
 
 
 def format_agreement(cmp: dict, exe: str) -> str:
@@ -252,6 +252,11 @@ def format_agreement(cmp: dict, exe: str) -> str:
                          f"{m['level']} {m['dataspace']} {m['key']} {m['got']} vs {m['ref']}" for m in bad[:3]))
         lines.append(f"  energy: relative difference {cmp['energy_rel_err']:.2e} "
                      f"({'within' if cmp['energy_close'] else 'BEYOND'} what stats.txt's printing to 0.01 pJ allows)")
+        other = cmp["others"]
+        lines.append("  computes, utilization, EDP and each level's and dataspace's energy agree" if not other else
+                     f"  others: {len(other)} DIFFER, e.g. " + "; ".join(
+                         f"{'.'.join(p for p in (m['level'], m['dataspace'], m['key']) if p)} {m['got']} vs {m['ref']}"
+                         for m in other[:3]))
     lines.append("  agree" if agrees(cmp) else "  DISAGREE")
     return "\n".join(lines)
 

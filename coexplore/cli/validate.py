@@ -52,7 +52,9 @@ def _pct(n, d):
 def _mismatch(m: dict) -> str:
     if m["key"] == "level":          # a level only one side lists
         return f"level {m['level']} {'in the model only' if m['got'] else 'in the reference only'}"
-    return f"{m['level']}.{m['dataspace']}.{m['key']} {m['got']} vs {m['ref']}"
+    where = ".".join(p for p in (m["level"], m["dataspace"], m["key"]) if p)
+    return f"{where} {m['got']:.10g} vs {m['ref']:.10g}" if isinstance(m["got"], float) or isinstance(m["ref"], float) \
+        else f"{where} {m['got']} vs {m['ref']}"
 
 
 def format_table(s: dict, max_failures: int = 10) -> str:
@@ -77,6 +79,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
               "word for word",
               f"cycles exact    : {_pct(s['cycles_exact'], v)} of valid cases",
               f"counts exact    : {_pct(s['counts_exact'], v)} (every per-level read/fill/update/capacity/instances)",
+              f"others agree    : {_pct(s['others_agree'], v)} (computes, utilization, EDP, each level's energy "
+              "and leakage, each dataspace's energy)",
               f"energy <= 0.01% : {_pct(s['energy_within_1e-4'], v)};  <= 1%: {_pct(s['energy_within_1e-2'], v)}"]
     if s.get("energy_tolerance_from_stats"):
         lines.append(f"energy in tol.  : {_pct(s['energy_within_tolerance'], v)} (0.01%, or for the "
@@ -116,7 +120,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
                 lines.append(f"  {r['case']}: both refuse it, for other reasons: model {r['error_got']!r}, "
                              f"reference {r['error_ref']!r}")
                 continue
-            what = ", ".join(_mismatch(m) for m in r["mismatches"][:3])
+            what = ", ".join(_mismatch(m) for m in [*r["mismatches"], *r.get("others", [])][:3])
             cycles = "exact" if r["cycles_exact"] else f"{r['cycles_got']} vs {r['cycles_ref']}"
             lines.append(f"  {r['case']}: energy err {r['energy_rel_err']:.2e}, cycles {cycles}; {what}")
     return "\n".join(lines)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from coexplore.model.timeloop_stats import PRINTED_PJ, energy_tolerance_pJ
+
 COUNT_KEYS = ("reads", "fills", "updates", "utilized_capacity", "utilized_instances")
 
 
@@ -15,8 +17,15 @@ def rel_err(got, ref) -> float:
     return abs(got - ref) / abs(ref)
 
 
-def compare_records(got: dict, ref: dict) -> dict:
-    """Per-case comparison: validity, cycles, energy error and every per-level count."""
+ENERGY_TOL = 1e-4          # relative energy difference beyond which a case disagrees
+UTILIZATION_TOL = 1e-9     # utilization: computes / (cycles x instances), float round-off only
+
+
+def compare_records(got: dict, ref: dict, printed: bool = False) -> dict:
+    """Per-case comparison: validity, cycles, energy error, every per-level count, and (`others`) the
+    other numbers of the reference: computes, utilization, EDP and the energy of each level (and its
+    leakage) and of each dataspace there. `printed`: the reference's energies were printed to 0.01 pJ
+    (a stats.txt), so each may lie that rounding away."""
     out = {"valid_ref": bool(ref["valid"]), "valid_got": bool(got["valid"]),
            "valid_agree": bool(ref["valid"]) == bool(got["valid"])}
     if not ref["valid"] and not got["valid"]:      # Timeloop's message, word for word
@@ -48,4 +57,36 @@ def compare_records(got: dict, ref: dict) -> dict:
     out["counts_exact"] = not mismatches
     out["count_max_rel_err"] = worst
     out["mismatches"] = mismatches
+    out["others"] = other_mismatches(got, ref, printed)
+    return out
+
+
+def other_mismatches(got: dict, ref: dict, printed: bool = False) -> list[dict]:
+    """The numbers of a valid reference beyond cycles, total energy and counts that the model's record
+    does not reproduce: computes (exact), utilization (to round-off), EDP and each level's energy and
+    leakage and each dataspace's energy (to ENERGY_TOL, or the printing of a stats.txt). Keys the
+    reference leaves out (or null) are not compared. Each: {level, dataspace, key, got, ref}."""
+    out = []
+
+    def check(level, ds, key, g, r, rel: float, absolute: float = 0.0):
+        if r is None:
+            return
+        ok = g is not None and (g == r if rel == 0 else abs(g - r) <= max(rel * abs(r), absolute))
+        if not ok:
+            out.append({"level": level, "dataspace": ds, "key": key, "got": g, "ref": r})
+    check(None, None, "computes", got.get("computes"), ref.get("computes"), 0)
+    check(None, None, "utilization", got.get("utilization"), ref.get("utilization"), UTILIZATION_TOL)
+    check(None, None, "edp_J_cycle", got.get("edp_J_cycle"), ref.get("edp_J_cycle"), ENERGY_TOL,
+          energy_tolerance_pJ(ref) * 1e-12 * (ref.get("cycles") or 0) if printed else 0.0)
+    for lv, rlv in (ref.get("levels") or {}).items():
+        glv = (got.get("levels") or {}).get(lv) or {}
+        dss = rlv.get("dataspaces") or {}
+        slack = PRINTED_PJ * (1 + 3 * len(dss)) if printed else 0.0
+        for key in ("energy_pJ", "leakage_pJ"):
+            check(lv, None, key, glv.get(key), rlv.get(key), ENERGY_TOL, slack if key == "energy_pJ" else
+                  PRINTED_PJ if printed else 0.0)
+        for ds, rds in dss.items():
+            gds = (glv.get("dataspaces") or {}).get(ds) or {}
+            check(lv, ds, "energy_pJ", gds.get("energy_pJ"), rds.get("energy_pJ"), ENERGY_TOL,
+                  3 * PRINTED_PJ if printed else 0.0)
     return out

@@ -138,12 +138,15 @@ def _field(fields: dict, key, where: str, file) -> float:
     return _number(fields[key], f"{where}.{label}")
 
 
+PRINTED_PJ = 0.005     # half a hundredth of a pJ: the rounding of each energy a stats.txt prints
+
+
 def energy_tolerance_pJ(record: dict) -> float:
     """How far a stats.txt record's total energy may lie from the exact one: half a hundredth of a
     pJ for each energy printed and summed (each level's leakage, the arithmetic's energy, and per
     dataspace its access, temporal-reduction and address-generation energy)."""
     printed = sum(1 + 3 * len(lv.get("dataspaces", {})) for lv in record.get("levels", {}).values())
-    return 0.005 * printed
+    return PRINTED_PJ * printed
 
 
 def refuses_mapping(log: str) -> bool:

@@ -11,14 +11,13 @@ from collections import defaultdict
 from pathlib import Path
 
 from coexplore.errors import CoexploreError
-from coexplore.model.compare import COUNT_KEYS, compare_records
+from coexplore.model.compare import COUNT_KEYS, ENERGY_TOL, compare_records
 from coexplore.model.corpus import REFERENCES, find_up, discover, find_files
 from coexplore.model.inputs import load_context
 from coexplore.model.timeloop_run import TIMEOUT_S, find_timeloop_model, run_timeloop_model
 from coexplore.model.timeloop_stats import energy_tolerance_pJ
-from coexplore.spec.mapping import to_arrays
+from coexplore.spec.mapping import parse_mapping, read_mapping_doc, to_arrays
 
-ENERGY_TOL = 1e-4          # relative energy difference beyond which a case disagrees
 FIRST_FAILED = 5           # timeloop-model failing on each of the first this many cases: it cannot run here
 SCHEMA = "the corpus' expected.json schema (valid, error, cycles, energy_pJ, edp_J_cycle, levels)"
 
@@ -132,6 +131,10 @@ def check_expected(ref: dict, file) -> dict:
     for key in ("energy_pJ", "edp_J_cycle"):
         if not _is_number(ref[key]):
             raise _fail(file, key, ref[key], "a finite number >= 0")
+    if ref.get("computes") is not None and not _is_count(ref["computes"]):
+        raise _fail(file, "computes", ref["computes"], "a whole number of computes >= 0, or null")
+    if ref.get("utilization") is not None and not _is_number(ref["utilization"]):
+        raise _fail(file, "utilization", ref["utilization"], "a finite number >= 0, or null")
     levels = ref.get("levels")
     if levels is None:
         raise CoexploreError("missing key (a valid case needs its per-level counts)", file=str(file), key="levels",
@@ -149,9 +152,15 @@ def check_expected(ref: dict, file) -> dict:
             raise CoexploreError(f"got {what!r}", file=str(file), key=key,
                                  expected="a mapping with 'dataspaces' (the dataspaces this level keeps, "
                                           "{} for none)")
+        for key in ("energy_pJ", "leakage_pJ"):
+            if level.get(key) is not None and not _is_number(level[key]):
+                raise _fail(file, f"{where}.{key}", level[key], "a finite number >= 0, or null")
         for ds, counts in level["dataspaces"].items():
             if not isinstance(counts, dict):
                 raise _fail(file, f"{where}.dataspaces.{ds}", counts, "a mapping of " + ", ".join(COUNT_KEYS))
+            if counts.get("energy_pJ") is not None and not _is_number(counts["energy_pJ"]):
+                raise _fail(file, f"{where}.dataspaces.{ds}.energy_pJ", counts["energy_pJ"],
+                            "a finite number >= 0, or null")
             for k in COUNT_KEYS:
                 if k not in counts:
                     raise CoexploreError("missing key", file=str(file), key=f"{where}.dataspaces.{ds}.{k}",
@@ -203,7 +212,7 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
             t = time.perf_counter()
             got = m if isinstance(m, dict) else _through_timeloop(ctx, m, c, *executable)
             model_s[0] += time.perf_counter() - t
-            rows.append(_row(c, got, refs, root))
+            rows.append(_row(c, got, refs, root, printed=True))
             if bar is not None:
                 bar.update(1)
             if len(rows) == FIRST_FAILED and all(r.get("run_error") for r in rows):
@@ -217,20 +226,28 @@ def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: l
 def _load_case_mapping(ctx, path):
     """A case's mapping, or, where it is one Timeloop's parser refuses too (a spatial directive at a
     level without a fan-out, factors that do not multiply to the layer), the record of a refused
-    mapping with that reason: one such case is a verdict on that case, not the end of the run."""
+    mapping with that reason: one such case is a verdict on that case, not the end of the run. A
+    file that is no mapping at all (malformed YAML, not UTF-8, empty, no `mapping:` list) is a
+    malformed corpus: raised, naming the file, not counted against the model."""
+    doc = read_mapping_doc(path, ctx.problem)
+    if not isinstance(doc, list) and not (isinstance(doc, dict) and isinstance(doc.get("mapping"), (list, dict))):
+        raise CoexploreError("empty file" if doc is None else "holds no 'mapping:' list", file=str(path),
+                             key="mapping", expected="a Timeloop mapping file: mapping: [{target: ..., type: ...}, "
+                                                     "...] (or a timeloop-mapper map.txt)")
     try:
-        return ctx.load_mapping(path)
+        return parse_mapping(doc, ctx.arch, ctx.problem, str(path))
     except CoexploreError as exc:
         return {"valid": False, "error": f"ERROR: {exc.message}"}
 
 
-def _row(c, got: dict | str, refs: dict, root) -> dict:
+def _row(c, got: dict | str, refs: dict, root, printed: bool = False) -> dict:
     """One case's row: the model's (or timeloop-model's) record against its reference; `got` as
-    text: why timeloop-model's run failed."""
+    text: why timeloop-model's run failed. `printed`: `got` holds energies printed to 0.01 pJ
+    (timeloop-model's stats.txt), as a stats.txt reference does."""
     ref = refs[(c.path, c.reference)]
     if isinstance(got, str):
         return _run_failed(c, ref, got, root)
-    cmp = compare_records(got, ref)
+    cmp = compare_records(got, ref, printed=printed or c.reference.name.endswith(".stats.txt"))
     if cmp.get("counts_exact") is not None:
         extra = _level_mismatches(got, ref)
         if extra:
@@ -266,7 +283,7 @@ def _run_failed(c, ref: dict, why: str, root) -> dict:
     return {"case": _case_name(c, root), "arch": c.arch, "layer": c.layer, "source": ref.get("source"),
             "run_error": why, "valid_ref": ref["valid"], "valid_got": None, "valid_agree": False,
             "message_exact": False, "error_ref": ref.get("error"), "error_got": None,
-            "mismatches": [], "cycles_exact": None, "counts_exact": None, "energy_rel_err": None}
+            "mismatches": [], "others": [], "cycles_exact": None, "counts_exact": None, "energy_rel_err": None}
 
 
 def _stats(rows: list[dict]) -> dict:
@@ -280,6 +297,8 @@ def _stats(rows: list[dict]) -> dict:
         "invalid_messages_exact": sum(r.get("message_exact", False) for r in rows),   # same error text
         "cycles_exact": sum(r["cycles_exact"] for r in valid),
         "counts_exact": sum(r["counts_exact"] for r in valid),
+        # computes, utilization, EDP, each level's energy and leakage, each dataspace's energy
+        "others_agree": sum(not r.get("others") for r in valid),
         "energy_within_1e-4": sum(e <= 1e-4 for e in errs),
         "energy_within_1e-2": sum(e <= 1e-2 for e in errs),
         # within each case's tolerance: 1e-4, or a stats.txt reference's printing (`energy_tol`)
@@ -300,7 +319,7 @@ def summarise(rows: list[dict], wall_s: float, model_s: float, model: str = "bui
     out["per_arch"] = {a: _stats(rs) for a, rs in sorted(by_arch.items())}
     out["failures"] = [r for r in rows if not r["valid_agree"] or not r.get("message_exact", True) or
                        (r["valid_ref"] and r["valid_got"] and (
-                           not r["counts_exact"] or not r["cycles_exact"]
+                           not r["counts_exact"] or not r["cycles_exact"] or r.get("others")
                            or r["energy_rel_err"] > r.get("energy_tol", ENERGY_TOL)))]
     v03 = [r for r in rows if r.get("rules") == "v0.3"]
     if v03:                 # Timeloop v0.3 run folders: how many the current rules leave disagreeing

@@ -325,12 +325,18 @@ def _check_directive_keys(entry: dict, key: str, file, warnings: list[str]) -> N
 def load_mapping(path: str | Path, arch: Architecture, problem: Problem) -> Mapping:
     """`parse_mapping` of a Timeloop mapping YAML file, or of Timeloop's loop-nest printout (a
     map.txt: what a v0.3 timeloop-mapper run leaves of its best mapping; `spec.map_txt`)."""
+    return parse_mapping(read_mapping_doc(path, problem), arch, problem, str(path))
+
+
+def read_mapping_doc(path: str | Path, problem: Problem):
+    """The document of a mapping file as `parse_mapping` takes it: the YAML, or a map.txt read into
+    that form. Only what makes the file unreadable is refused here (missing, not UTF-8, malformed
+    YAML or map.txt); what the mapping says is `parse_mapping`'s to judge."""
     from coexplore.spec.map_txt import looks_like_map_txt, parse_map_txt
     text = Path(path).read_text(errors="replace") if Path(path).is_file() else ""
     if looks_like_map_txt(text):
-        return parse_mapping(parse_map_txt(text, [ds.name for ds in problem.dataspaces], str(path)), arch, problem,
-                             str(path))
-    return parse_mapping(load_yaml(path), arch, problem, str(path))
+        return parse_map_txt(text, [ds.name for ds in problem.dataspaces], str(path))
+    return load_yaml(path)
 
 
 @dataclass
