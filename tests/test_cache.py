@@ -584,3 +584,79 @@ def test_store_warns_instead_of_failing_for_one_entry_or_many(tmp_path):
         store(cache, many=[("a", {"x": 2}, None)])
         store(cache, "b", {"x": 3})
         assert cache.get("a") == {"x": 2} and cache.get("b") == {"x": 3}
+
+
+def _damaged_copy(tmp_path) -> Path:
+    """A cache whose file opens (header and schema fine) but one of whose pages is scribbled over."""
+    path = tmp_path / "c.sqlite"
+    with ResultCache(path) as cache:
+        cache.put_many((f"k{i}", {"energy": float(i), "pad": "y" * 3000}, None) for i in range(40))
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    data = bytearray(path.read_bytes())
+    data[3 * 4096:4 * 4096] = b"\xff" * 4096
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_stats_of_a_damaged_cache_is_an_error_as_for_every_command(tmp_path, capsys):
+    """User study: `cache stats` printed SQLite's multi-line report under 'integrity' and exited 0
+    on a file `map` refuses."""
+    path = _damaged_copy(tmp_path)
+    with pytest.raises(CacheUnreadableError) as err:
+        _cli(["cache", "stats", "--cache", str(path)])
+    assert err.value.file == str(path) and "coexplore cache clear" in err.value.message
+    assert "\n" not in err.value.format()
+
+
+def test_a_device_or_pipe_is_no_cache_and_nothing_is_written_beside_it(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for argv in (["cache", "stats", "--cache", str(fifo)], ["cache", "clear", "--cache", str(fifo)]):
+        with pytest.raises(CoexploreError) as err:
+            _cli(argv)
+        assert "not a regular file" in err.value.message and "--no-cache" not in (err.value.expected or "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+def test_stats_reads_edited_rows_and_counts_no_index_file(tmp_path, capsys):
+    path = tmp_path / "c.sqlite"
+    with ResultCache(path) as cache:
+        cache.put("k", {"energy": 1.0})
+    con = sqlite3.connect(path)
+    con.execute("UPDATE results SET created = 'abc'")
+    con.commit()
+    con.close()
+    assert _cli(["cache", "stats", "--cache", str(path), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["entries"] == 1 and s["oldest"] is None
+    wal = Path(f"{path}-wal")
+    assert s["size_bytes"] == path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    path.write_bytes(b"")                                    # an empty file: it exists, 0 entries
+    assert _cli(["cache", "stats", "--cache", str(path), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert (s["exists"], s["entries"]) == (True, 0)
+
+
+def test_a_damaged_layer_entry_is_searched_again_and_replaced(tmp_path, capsys):
+    """User study: a record edited into another shape (a list; a point out of the space; no
+    history) gave a traceback (exit 3), or an error naming no cache file."""
+    from coexplore.cli.main import main
+    ex = REPO / "examples" / "first_design"
+    path = tmp_path / "c.sqlite"
+    argv = ["map", str(ex / "two_level.yaml"), str(ex / "conv1d.yaml"), "--searcher", "random", "--budget", "200",
+            "--cache", str(path), "--no-progress", "--json"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    first = json.loads(capsys.readouterr().out)["best"]
+    for edit in ("record = '[1, 2]'", "record = json_set(record, '$.x[0]', 99999)",
+                 "record = json_remove(record, '$.history')", "record = json_set(record, '$.x[0]', 'a')"):
+        con = sqlite3.connect(path)
+        con.execute(f"UPDATE results SET {edit}")
+        con.commit()
+        con.close()
+        assert main([*argv, "--out", str(tmp_path / "b")]) == 0
+        out = capsys.readouterr()
+        assert json.loads(out.out)["best"] == first and f"{path}: the entry" in out.err and "damaged" in out.err
+        assert main([*argv, "--out", str(tmp_path / "c")]) == 0          # replaced: a plain hit now
+        assert "damaged" not in capsys.readouterr().err

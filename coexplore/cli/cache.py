@@ -6,7 +6,8 @@ import datetime as _dt
 import json
 
 from coexplore.cli.paths import add_cache_option
-from coexplore.model.cache import (CacheStats, CacheUnreadableError, ResultCache,
+from coexplore.errors import CoexploreError
+from coexplore.model.cache import (CLEAR_HINT, NO_CACHE, CacheStats, CacheUnreadableError, ResultCache,
                                    file_size, move_cache_aside, resolve_cache_path)
 
 
@@ -25,9 +26,14 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     path = resolve_cache_path(args.cache)
-    if args.cache_command == "stats":
-        return _stats(path, args.json)
-    return _clear(path)
+    try:
+        if args.cache_command == "stats":
+            return _stats(path, args.json)
+        return _clear(path)
+    except CoexploreError as exc:        # (these commands have no --no-cache to suggest)
+        if exc.expected:
+            exc.expected = exc.expected.replace(NO_CACHE, "")
+        raise
 
 
 def _empty(path) -> bool:
@@ -37,17 +43,21 @@ def _empty(path) -> bool:
 
 def _stats(path, as_json: bool) -> int:
     if _empty(path):
-        stats = CacheStats(path=str(path), exists=False, entries=0, hits=0, misses=0,
+        stats = CacheStats(path=str(path), exists=path.exists(), entries=0, hits=0, misses=0,
                            size_bytes=0, by_backend={}, oldest=None, newest=None)
         integrity = None
     else:
         with ResultCache(path, create=False) as cache:
             stats = cache.stats()
             integrity = cache.check()
+        if integrity != "ok":                # a damaged file: said as every other command says it
+            first = " ".join(integrity.replace("*** in database main ***", "").split())
+            raise CacheUnreadableError(f"not a readable coexplore result cache (SQLite's integrity check: {first}); "
+                                       + CLEAR_HINT.format(path=path), file=str(path))
     if as_json:
         print(json.dumps({**stats.to_dict(), "integrity": integrity}, indent=2))
         return 0
-    if not stats.exists:
+    if _empty(path):
         print(f"cache      {stats.path} ({'an empty file' if path.exists() else 'does not exist yet'}: 0 entries)")
         return 0
     print(f"cache      {stats.path}")

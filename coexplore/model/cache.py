@@ -65,11 +65,14 @@ _SCHEMA = (
 )
 
 
+NO_CACHE = ", or --no-cache to run without one"     # said of the commands that have the option (not `cache`)
+
+
 class CacheUnreadableError(CoexploreError):
     """The file is corrupt, foreign or of another schema: `coexplore cache clear` replaces it."""
 
 
-_CLEAR_HINT = ("run `coexplore cache clear --cache {path}` to move it aside (kept as "
+CLEAR_HINT = ("run `coexplore cache clear --cache {path}` to move it aside (kept as "
                "{path}.unreadable-N) and start an empty cache")
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -221,9 +224,9 @@ class CacheStats:
 
 
 def file_size(path: str | os.PathLike) -> int:
-    """Bytes on disk of the database and its -wal/-shm companions."""
+    """Bytes of the database and its -wal journal (not the -shm index, which any open makes)."""
     total = 0
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal"):
         try:
             total += os.path.getsize(f"{os.fspath(path)}{suffix}")
         except OSError:
@@ -278,6 +281,9 @@ class ResultCache:
         if self.path.is_dir():
             raise CoexploreError("is a directory, not a cache file", file=str(self.path),
                                  expected="a file path such as results/cache.sqlite")
+        if self.path.exists() and not self.path.is_file():      # /dev/null, a pipe: SQLite would write beside it
+            raise CoexploreError("is not a regular file (a device or a pipe)", file=str(self.path), key="cache",
+                                 option="--cache", expected=f"a file path such as results/cache.sqlite{NO_CACHE}")
         if not create and not self.path.exists():
             raise CoexploreError("no result cache here", file=str(self.path))
         self._connect()
@@ -295,13 +301,11 @@ class ResultCache:
             why = "a file of that name is in the way" if exc.errno == errno.EEXIST or folder.is_file() else exc.strerror
             raise CoexploreError(f"cannot create the result cache's folder {folder}: {why}",
                                  file=str(self.path), **_cache_option(self.path),
-                                 expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
-                                          "or --no-cache to run without one") from None
+                                 expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}){NO_CACHE}") from None
         if not self.path.exists() and not os.access(folder, os.W_OK):
             raise CoexploreError("cannot create the result cache: its folder is not writable",
                                  file=str(self.path), **_cache_option(self.path),
-                                 expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}), "
-                                          "or --no-cache to run without one")
+                                 expected=f"a path in a writable folder (--cache PATH or ${ENV_VAR}){NO_CACHE}")
         with self._errors():
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
             try:
@@ -389,7 +393,7 @@ class ResultCache:
             conn.execute("COMMIT")
         if app_id == 0 and not tables:
             return                                   # empty or new file: ours to initialise
-        hint = _CLEAR_HINT.format(path=self.path)
+        hint = CLEAR_HINT.format(path=self.path)
         if app_id != APPLICATION_ID:
             raise CacheUnreadableError(
                 f"not a coexplore result cache (an SQLite database of something else, "
@@ -454,7 +458,7 @@ class ResultCache:
             return json.loads(row[0])
         except ValueError as exc:
             raise CacheUnreadableError(f"entry {key[:12]}... is not valid JSON ({exc}); "
-                                 + _CLEAR_HINT.format(path=self.path),
+                                 + CLEAR_HINT.format(path=self.path),
                                  file=str(self.path)) from exc
 
     def __contains__(self, key: str) -> bool:
@@ -557,8 +561,9 @@ class ResultCache:
         self.flush_counters()
         with self._errors():
             db = self._db()
+            when = "CASE WHEN typeof(created) IN ('integer', 'real') THEN created END"   # (an edited row: skipped)
             entries, oldest, newest = db.execute(
-                "SELECT count(*), min(created), max(created) FROM results").fetchone()
+                f"SELECT count(*), min({when}), max({when}) FROM results").fetchone()
             counters = dict(db.execute("SELECT name, value FROM counters"))
             by_backend = {(b if b is not None else "unknown"): n for b, n in db.execute(
                 "SELECT backend, count(*) FROM results GROUP BY backend ORDER BY backend")}
@@ -696,7 +701,7 @@ class _DatabaseErrors:
         if exc_type is None or not issubclass(exc_type, sqlite3.Error):
             return False
         text = str(exc)
-        hint = _CLEAR_HINT.format(path=self.path)
+        hint = CLEAR_HINT.format(path=self.path)
         if "locked" in text or "busy" in text:
             raise CoexploreError(f"result cache stayed locked by another process for longer "
                                  f"than the timeout ({text})", file=str(self.path)) from exc
@@ -711,9 +716,9 @@ class _DatabaseErrors:
             raise CoexploreError(f"the result cache cannot be opened or created there ({text})", file=str(self.path),
                                  key="cache", option="--cache",
                                  expected=f"a file path in a folder this user can write (--cache PATH "
-                                          f"or ${ENV_VAR}), or --no-cache to run without one") from exc
+                                          f"or ${ENV_VAR}){NO_CACHE}") from exc
         if "readonly" in text or "read-only" in text:
             raise CoexploreError(f"the result cache cannot be written ({text})", file=str(self.path),
                                  key="cache", option="--cache", expected="a writable cache file (--cache PATH or "
-                                 f"${ENV_VAR}), or --no-cache to run without one") from exc
+                                 f"${ENV_VAR}){NO_CACHE}") from exc
         raise CoexploreError(f"result cache error: {text}", file=str(self.path)) from exc

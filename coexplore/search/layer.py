@@ -336,7 +336,31 @@ def _cache_entry(ctx: Context, constraints, spec: registry.MapperSpec, ms: MapSp
     from coexplore.model.cache import cache_key
     key = cache_key(**cache_parts(ctx, constraints, spec, budget=budget, seed=seed, ms=ms))
     hit = cache.get(key, count=count)
-    return key, hit if hit is not None and len(hit.get("x") or ()) == ms.n_params else None
+    return key, None if hit is None else _usable(hit, ms, cache, key)
+
+
+def _usable(hit, ms: MapSpace, cache, key: str) -> dict | None:
+    """A stored search result this search can take: its point lies in this mapspace and its facts
+    have their types. One of another mapspace (a point of another length) is a miss; a damaged one
+    (edited, or written by other code) is warned of and searched again (the new result replaces it)."""
+    x = hit.get("x") if isinstance(hit, dict) else None
+    if isinstance(x, list) and x and len(x) != ms.n_params:
+        return None
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)    # noqa: E731
+    fine = (isinstance(x, list) and len(x) == ms.n_params and all(whole(v) for v in x)
+            and all(0 <= v < c for v, c in zip(x, ms.space.cardinalities.tolist()))
+            and whole(hit.get("samples")) and hit["samples"] >= 0 and isinstance(hit.get("history"), list)
+            and all(isinstance(h, list) and len(h) == 2 and all(isinstance(v, (int, float)) for v in h)
+                    for h in hit["history"])
+            and all(k in MapResult.__dataclass_fields__ for k in ("searcher", "objective")) and
+            isinstance(hit.get("searcher"), str) and isinstance(hit.get("objective"), str))
+    if not fine:
+        import warnings
+        from coexplore.errors import CoexploreWarning
+        warnings.warn(f"{cache.path}: the entry {key[:12]}... is damaged (not a search result of this mapspace): "
+                      "searched again, and replaced", CoexploreWarning, stacklevel=3)
+        return None
+    return hit
 
 
 def cached_entry(ctx: Context, constraints, spec: registry.MapperSpec, *, budget: int, seed: int | None,
