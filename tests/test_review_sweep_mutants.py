@@ -117,6 +117,10 @@ def stub_points(monkeypatch):
 
     def fake(spec, index, pid, values, settings, out, cache=None, progress=False):
         ran.append(index)
+        folder = Path(out) / "points" / pid          # what a finished point leaves (a resume checks it is there)
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in ("schedule.json", "jobs.csv"):
+            (folder / f).write_text("")
         return {"point": pid, "index": index, "values": values, "dir": f"points/{pid}", "status": "ok",
                 "error": None, "warnings": []}
     monkeypatch.setattr(run, "run_point", fake)

@@ -981,3 +981,41 @@ def test_a_stop_as_a_point_ends_is_the_sweeps_end(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         run.run_sweep(spec, run.SweepSettings(layer_budget=60, budget=60), store)
     assert list(store.records) == [0] and len(spec.sweep_points()) > 1
+
+
+@pytest.mark.parametrize("extra", [[], ["--no-plot"]])
+def test_a_stop_before_the_first_point_still_writes_the_run_and_its_json(tmp_path, monkeypatch, capsys, extra):
+    """User study: stopped before any point ended, `--json` printed nothing and no sweep.json or
+    report.html was written (the README: written when the sweep ends or stops)."""
+    from coexplore.sweep import run
+
+    def stopped(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(run, "run_point", stopped)
+    rc, out, err = _sweep([str(_system(tmp_path)), *FAST, "--out", str(tmp_path / "o"), "--json", *extra], capsys)
+    data = json.loads(out)
+    assert rc == 130 and (data["done"], data["complete"], data["records"]) == (0, False, [])
+    assert json.loads((tmp_path / "o" / "sweep.json").read_text())["done"] == 0
+    assert "0 of 4" in (tmp_path / "o" / "report.html").read_text() and "Traceback" not in err
+
+
+def test_an_edited_line_or_a_deleted_point_folder_runs_that_point_again(tmp_path, capsys):
+    """User study: a finished point whose folder was deleted stopped the resume ('jobs.csv: file not
+    found'); a line edited by hand ('latency_s': 'fast') gave a traceback."""
+    system = _system(tmp_path)
+    argv = [str(system), *FAST, "--out", str(tmp_path / "o")]
+    assert _sweep(argv, capsys)[0] == 0
+    before = (tmp_path / "o" / "points.csv").read_text()
+    shutil.rmtree(tmp_path / "o" / "points" / "p1")
+    lines = (tmp_path / "o" / "points.jsonl").read_text().splitlines()
+    rec = json.loads(lines[2])
+    rec["latency_s"] = "fast"
+    lines[2] = json.dumps(rec)
+    (tmp_path / "o" / "points.jsonl").write_text("\n".join(lines) + "\n")
+    rc, _, err = _sweep(argv, capsys)
+    assert rc == 0 and "Traceback" not in err and f"the lines of p1, {rec['point']} were edited" in err, err
+    assert "2 already done" in err
+    assert (tmp_path / "o" / "points.csv").read_text() == before        # the same results, every point
+    assert (tmp_path / "o" / "points" / "p1" / "jobs.csv").is_file()
+    rc, _, err = _sweep(argv, capsys)
+    assert rc == 0 and "were edited" not in err and "4 already done" in err

@@ -130,6 +130,11 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
     from coexplore.sweep.store import SweepStore
     from coexplore.workers.processes import WorkerDied
     store = SweepStore(out, run_key(run_desc))
+    if store.unsound and not args.restart:
+        shown = ", ".join(store.unsound[:8]) + (f", ... ({len(store.unsound) - 8} more)" if len(store.unsound) > 8 else "")
+        print(f"coexplore sweep: note: {out / 'points.jsonl'}: the line{'s' if len(store.unsound) > 1 else ''} of "
+              f"{shown} {'were' if len(store.unsound) > 1 else 'was'} edited, or the point's folder is gone: "
+              f"{'they run' if len(store.unsound) > 1 else 'it runs'} again", file=sys.stderr)
     store.clear() if args.restart else store.drop_others()
     store.drop_stale_points()
     points = spec.sweep_points()
@@ -150,8 +155,7 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
         from coexplore.stops import holding_stops
         records = store.ordered()
         with holding_stops():             # a second stop does not cut the tables and report of the points done
-            if records:
-                _finish(args, out, run_desc, spec, records, objectives, len(points), quiet=True)
+            _finish(args, out, run_desc, spec, records, objectives, len(points), quiet=True)    # (none: 0 of N)
         mapped = "the layers mapped so far are in the cache" if cache is not None else "nothing is cached (--no-cache)"
         kept = (f"{len(records)} of {len(points)} points finished (in {out / 'points.jsonl'})" if records
                 else f"no point of {len(points)} had finished")

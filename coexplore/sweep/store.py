@@ -37,15 +37,23 @@ class SweepStore:
         self.path = self.out / POINTS
         self.records: dict[int, dict] = {}
         self.others = 0                  # lines of another run (reading changes nothing)
+        self.unsound: list[str] = []     # this run's points whose line was edited or whose folder is gone
         for rec in self._read():
             if rec.get("run") == self.key and isinstance(rec.get("index"), int):
-                self.records[rec["index"]] = rec
+                if _sound(rec, self.out):
+                    self.records[rec["index"]] = rec
+                    if str(rec.get("point")) in self.unsound:     # (a later line of the point: it ran again)
+                        self.unsound.remove(str(rec.get("point")))
+                else:                    # run again, as a line cut short by a kill is
+                    self.records.pop(rec["index"], None)
+                    self.unsound.append(str(rec.get("point")))
             else:
                 self.others += 1
 
     def drop_others(self) -> None:
-        """Keep only this run's lines in the file (another run's are not ours to resume)."""
-        if self.others:
+        """Keep only this run's sound lines in the file (another run's are not ours to resume; an
+        unsound one's point runs again)."""
+        if self.others or self.unsound:
             write_text(self.path, "".join(json.dumps(r) + "\n" for r in self.ordered()))
             self.others = 0
 
@@ -105,6 +113,20 @@ class SweepStore:
 
     def ordered(self) -> list[dict]:
         return [self.records[i] for i in sorted(self.records)]
+
+
+def _sound(rec: dict, out: Path) -> bool:
+    """A finished point's line as a run wrote it: its fields of their types, and for a point that
+    ran (status ok) the folder its `dir` names, with its schedule and job table (a line edited by
+    hand, or a folder deleted since, is not)."""
+    numbers = all(rec.get(c) is None or (isinstance(rec.get(c), (int, float)) and not isinstance(rec.get(c), bool))
+                  for c in COLUMNS)
+    if not (numbers and isinstance(rec.get("point"), str) and isinstance(rec.get("values", {}), dict)
+            and rec.get("status", "ok") in ("ok", "failed") and isinstance(rec.get("dir", ""), str)):
+        return False
+    folder = out / rec["dir"] if rec.get("dir") else None
+    return rec.get("status") != "ok" or folder is None or all((folder / f).is_file()
+                                                               for f in ("schedule.json", "jobs.csv"))
 
 
 def _cell(value) -> str:
