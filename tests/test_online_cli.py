@@ -18,6 +18,7 @@ from coexplore.system.tables import load_table, save_table
 
 FAST = ["--requests", "40", "--seeds", "2", "--train-generations", "2", "--train-streams", "1", "--no-progress",
         "--no-plot"]
+UNTRAINED = ["--requests", "40", "--seeds", "2", "--no-progress", "--no-plot"]    # FAST with --policy (no training)
 
 
 def _table(path):
@@ -119,7 +120,7 @@ def test_rerun_reuses_the_trained_policy_and_a_given_policy_is_used(done, tmp_pa
     w = np.zeros(len(FEATURES))
     w[0], w[FEATURES.index("hopeless")] = 1.0, -3.0
     Policy(w).save(tmp_path / "mine.json")
-    assert main(["online", "--table", str(table), "--bandwidth", "10", "--load", "1.1", *FAST, "--schedulers",
+    assert main(["online", "--table", str(table), "--bandwidth", "10", "--load", "1.1", *UNTRAINED, "--schedulers",
                  "relmas,fcfs", "--policy", str(tmp_path / "mine.json"), "--out", str(tmp_path / "o"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert [got["policy"]["weights"][f] for f in FEATURES] == w.tolist()
@@ -173,6 +174,13 @@ def test_chart_is_drawn(tmp_path):
     (["--seeds", "0"], "key '--seeds'"),
     (["--seeds", "-2"], "key '--seeds'"),
     (["--workload", "resnet50"], "--workload"),
+    # user study: these gave a traceback (NaN probabilities) or blamed 'scheduler' / 'arrival'
+    (["--load", "1e308"], "key '--load'"),
+    (["--load", "1e-320"], "key '--load'"),
+    (["--load", "1e-300"], "key '--load'"),
+    (["--loads", "1e308"], "key '--loads'"),
+    (["--slack", "1", "1e308"], "key '--slack'"),
+    (["--bandwidth", "1e-300"], "key '--bandwidth'"),
 ])
 def test_bad_input_is_one_message(extra, key, tmp_path, capsys):
     table = _table(tmp_path / "jobs.csv")
@@ -429,7 +437,8 @@ def test_several_loads_one_training(done, tmp_path, capsys):
     assert [e["load"] for e in many["loads"]] == [0.6, 1.1, 1.5]
     assert _untimed(many["schedulers"]) == _untimed(data["schedulers"]) == _untimed(many["loads"][1]["schedulers"])
     policy = tmp_path / "out" / "policy.json"
-    rc = main([*base, "--load", "0.6", "--policy", str(policy), "--out", str(tmp_path / "low"), "--json"])
+    rc = main(["online", "--table", str(table), "--bandwidth", "10", *UNTRAINED, "--load", "0.6", "--policy", str(policy),
+               "--out", str(tmp_path / "low"), "--json"])
     assert rc == 0
     low = json.loads(capsys.readouterr().out)
     assert _untimed(low["schedulers"]) == _untimed(many["loads"][0]["schedulers"])     # relmas and every heuristic
@@ -614,3 +623,45 @@ def test_two_heuristics_that_tie_are_not_both_best_and_worst(tmp_path, capsys):
     d["best_heuristic"] = "sjf"
     line = next(x for x in _summary(d) if x.startswith("relmas vs the best"))
     assert "vs the best heuristic (sjf)" in line and "vs the worst (static)" in line
+
+
+@pytest.mark.parametrize("option", ["--requests", "--seeds", "--train-streams"])
+def test_counts_beyond_what_memory_holds_are_refused(option, tmp_path, capsys):
+    """User study: 1e11 requests (or streams) ended in a MemoryError traceback."""
+    table = _table(tmp_path / "jobs.csv")
+    with pytest.raises(SystemExit) as e:
+        main(["online", "--table", str(table), "--bandwidth", "10", option, "1e11", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and option in err and "too large" in err and "Traceback" not in err
+
+
+def test_extreme_mix_weights_are_their_ratios(tmp_path, capsys):
+    """Weights of 1e308 (whose sum overflows) or 5e-324 serve the DNNs as 1:1 does."""
+    table = _table(tmp_path / "jobs.csv")
+    out = {}
+    for mix in (["1", "1"], ["1e308", "1e308"], ["5e-324", "5e-324"]):
+        rc = main(["online", "--table", str(table), "--bandwidth", "10", "--schedulers", "fcfs", *FAST, "--mix", *mix,
+                   "--out", str(tmp_path / mix[0]), "--json"])
+        assert rc == 0
+        out[mix[0]] = (tmp_path / mix[0] / "requests.csv").read_text()
+    capsys.readouterr()
+    assert out["1"] == out["1e308"] == out["5e-324"]
+
+
+def test_training_options_with_a_given_policy_are_refused(tmp_path, capsys):
+    """User study: --policy with --train-generations 50 ran with no training and no word."""
+    table = _table(tmp_path / "jobs.csv")
+    base = ["online", "--table", str(table), "--bandwidth", "10", "--requests", "20", "--seeds", "1", "--no-progress",
+            "--no-plot"]
+    assert main([*base, "--train-generations", "1", "--train-streams", "1", "--out", str(tmp_path / "a")]) == 0
+    policy = tmp_path / "a" / "policy.json"
+    for option in ("--train-generations", "--train-streams"):
+        rc = main([*base, "--policy", str(policy), option, "7", "--out", str(tmp_path / "b")])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"key '{option}'" in err and "--policy" in err and "Traceback" not in err, err
+    assert main([*base, "--policy", str(policy), "--out", str(tmp_path / "b")]) == 0
+    assert main([*base, "--schedulers", "fcfs", "--train-streams", "2", "--out", str(tmp_path / "c")]) == 0
+    assert "--train-streams 2: no relmas among the schedulers, nothing is trained" in capsys.readouterr().err
+    for cache in (["--no-cache"], ["--cache", str(tmp_path / "c.sqlite")]):    # no layers mapped from a table
+        assert main([*base, "--policy", str(policy), *cache, "--out", str(tmp_path / "d")]) == 2
+        assert f"key '{cache[0]}': only used to build the job table" in capsys.readouterr().err

@@ -25,13 +25,15 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (show_progress, nonnegative, add_cache_option, command_record, chosen_dir, count, default_run_dir, digests,
+from coexplore.cli.paths import (show_progress, nonnegative, add_cache_option, command_record, chosen_dir, count_at_most, default_run_dir, digests,
                                  processes, remove_empty_created, run_key, seed, table_run_name)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
 from coexplore.spec.yamlio import write_text, write_texts
 
 RESULT = "online.json"
+MAX_REQUESTS = 10_000_000     # per stream: its arrays and per-request results stay within a few GB
+MAX_STREAMS = 100_000         # evaluation or training streams: each one simulated in turn
 TRAIN_STATE = ".train_state.json"      # an interrupted training's state (resumed by the same run)
 
 
@@ -69,7 +71,7 @@ def register(subparsers) -> None:
                    help="what load 1 is: fastest (default): as much work, each layer on its fastest core, as the "
                         "cores have cycles (unequal cores saturate below 1); capacity: the largest request rate "
                         "the cores can serve (a linear program over where each layer runs)")
-    p.add_argument("--requests", type=count, default=200, metavar="N", help="requests per stream (default 200)")
+    p.add_argument("--requests", type=count_at_most(MAX_REQUESTS, "a stream's arrays take ~100 bytes a request"), default=200, metavar="N", help="requests per stream (default 200)")
     p.add_argument("--slack", type=float, nargs=2, default=(1.5, 4.0), metavar=("LOW", "HIGH"),
                    help="deadline = arrival + k x the DNN's isolated latency, k uniform in [LOW, HIGH] "
                         "(default 1.5 4)")
@@ -80,13 +82,13 @@ def register(subparsers) -> None:
                         "waits is dropped)")
     p.add_argument("--schedulers", default=",".join([*HEURISTICS, "relmas"]), metavar="A,B,...",
                    help="schedulers to compare (default all: " + ", ".join([*HEURISTICS, "relmas"]) + ")")
-    p.add_argument("--seeds", type=count, metavar="N",
+    p.add_argument("--seeds", type=count_at_most(MAX_STREAMS, "each stream is simulated by every scheduler"), metavar="N",
                    help="evaluation streams (default 5: seeds S..S+4)")
     p.add_argument("--seed", type=seed, default=0, metavar="S",
                    help="first evaluation stream's seed, also the training's (default 0)")
-    p.add_argument("--train-generations", type=nonnegative, default=25, metavar="N",
+    p.add_argument("--train-generations", type=nonnegative, default=None, metavar="N",
                    help="generations of relmas's training (default 25; 0: the untrained policy)")
-    p.add_argument("--train-streams", type=count, default=3, metavar="N",
+    p.add_argument("--train-streams", type=count_at_most(MAX_STREAMS, "each generation simulates them all, twice per pair"), default=None, metavar="N",
                    help="training streams per generation (default 3)")
     p.add_argument("--policy", metavar="POLICY.json",
                    help="relmas's weights from an earlier run's policy.json (no training)")
@@ -114,16 +116,25 @@ def run(args) -> int:
         remove_empty_created()
         return 1
     from coexplore.online.models import served_system
-    from coexplore.online.stream import request_rates
+    from coexplore.online.stream import check_scenario, request_rates
     try:
         system = served_system(table, bandwidth)
     except CoexploreError as exc:
+        if exc.key == "bandwidth" and args.bandwidth is None and args.system:     # the system file's bandwidth
+            exc.file, exc.key, exc.option = str(args.system), "system.dram.bandwidth_GBps", None
         raise (exc.with_file(args.table) if args.table and exc.file is None else exc) from None
     streams, trained_at = None, None
     if args.trace:
         streams, scenario, trained_at = _trace_streams(args, system, scenario)
     loads = _loads(args)
     rates = request_rates(system, scenario)          # (a --mix of the wrong length is refused here)
+    for load in loads:                               # every load's streams fit a float (else: said, naming it)
+        try:
+            check_scenario(system, dataclasses.replace(scenario, load=load))
+        except CoexploreError as exc:
+            if exc.option == "--load" and load != scenario.load:
+                exc.option = "--loads"
+            raise
     simulations = len(names) * args.seeds * len(loads) + (2 * train.pairs * train.streams * train.generations
                                              if "relmas" in names and not args.policy else 0)
     note = stream_size_note(system, rates, max(len(st) for st in streams.values()) if streams else scenario.requests,
@@ -201,6 +212,16 @@ def _checked_options(args) -> tuple:
     check_job_table_source(args, "online", jobs_map_only=False)
     scenario = Scenario(0.8 if args.load is None else args.load, args.requests, tuple(args.slack),
                         tuple(args.mix) if args.mix else None, basis=args.load_basis)
+    for option, given in (("--train-generations", args.train_generations), ("--train-streams", args.train_streams)):
+        if given is not None and args.policy:        # a policy given is not trained: the option would do nothing
+            raise CoexploreError(f"{option} with --policy", key=option,
+                                 expected=f"no {option} (--policy gives relmas's weights, untrained further), "
+                                          "or no --policy (relmas trained here)")
+        if given is not None and "relmas" not in names:
+            print(f"coexplore online: note: {option} {given}: no relmas among the schedulers, nothing is trained",
+                  file=sys.stderr)
+    args.train_generations = 25 if args.train_generations is None else args.train_generations
+    args.train_streams = 3 if args.train_streams is None else args.train_streams
     train = TrainSettings(generations=args.train_generations, streams=args.train_streams, seed=args.seed)
     policy = None
     if args.policy:

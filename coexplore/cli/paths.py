@@ -391,6 +391,17 @@ def count(text: str) -> int:
     return int(value)
 
 
+def count_at_most(limit: int, why: str):
+    """argparse type: a `count` no larger than `limit` (`why`: what a larger one would take)."""
+    def checked(text: str) -> int:
+        value = count(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"too large: {text!r} (at most {limit:,}: {why})")
+        return value
+    checked.__name__ = "count"             # (argparse names the type in its messages)
+    return checked
+
+
 def seed(text: str) -> int:
     """argparse type for --seed: an integer >= 0 (numpy's generators refuse negative seeds)."""
     return nonnegative(text)

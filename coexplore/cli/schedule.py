@@ -100,7 +100,9 @@ def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> No
     if args.table:
         for opt, given in (("--workload", args.workload), ("--layer-searcher", args.layer_searcher),
                            ("--layer-budget", args.layer_budget), ("--layer-seed", args.layer_seed),
-                           ("--jobs", args.jobs if args.jobs != 1 and jobs_map_only else None)):
+                           ("--jobs", args.jobs if args.jobs != 1 and jobs_map_only else None),
+                           ("--cache", getattr(args, "cache", None)),      # (the layers' mappings: none here)
+                           ("--no-cache", True if getattr(args, "no_cache", False) else None)):
             if given is not None:
                 raise CoexploreError("only used to build the job table of a system YAML", key=opt,
                                      expected=f"no {opt} with --table (the table is given)")

@@ -19,6 +19,9 @@ from coexplore.system.evaluator import check_bandwidth
 from coexplore.system.jobs import JobTable
 
 
+ROOM = np.finfo(float).max / 1e12     # cycles a layer may take alone: room for sums, slack and many requests
+
+
 @dataclass(frozen=True)
 class ServedModel:
     """One DNN: `latency`, `bandwidth`, `energy` are [layers, cores]; `layers` their names."""
@@ -71,8 +74,16 @@ def served_system(table: JobTable, bandwidth: float) -> ServedSystem:
         rows = [j for j, d in enumerate(names) if d == name]
         lat, bw = table.latency[rows], table.bandwidth[rows]
         en = np.where(np.isfinite(table.energy[rows]), table.energy[rows], 0.0)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             stretch = np.maximum(1.0, bw / bandwidth)
+            alone = lat * stretch
+        over = np.flatnonzero(~(alone.min(axis=1) < ROOM) & np.isfinite(lat.min(axis=1)))
+        if len(over):            # a layer whose time alone overflows at this bandwidth: nothing could serve it
+            job = table.jobs[rows[int(over[0])]]
+            raise CoexploreError(f"layer {job.name} alone takes longer than a stream's floats hold at a system bandwidth "
+                                 f"of {bandwidth:g} bytes/cycle (its traffic needs {float(bw[over[0]].min()):g} "
+                                 "bytes/cycle)", key="bandwidth", option="--bandwidth",
+                                 expected="a system bandwidth in bytes/cycle that the layers' traffic can pass")
         models.append(ServedModel(name, tuple(table.jobs[j].layer or table.jobs[j].name for j in rows),
-                                  lat, bw, en, lat * stretch))
+                                  lat, bw, en, alone))
     return ServedSystem(tuple(models), tuple(table.cores), bandwidth, table.has_energy())

@@ -51,7 +51,7 @@ class Scenario:
         if self.basis not in LOAD_BASES:
             raise CoexploreError(f"load basis {self.basis!r}", key="basis", option="--load-basis",
                                  expected=" or ".join(LOAD_BASES))
-        if self.mix is not None and (any(not np.isfinite(w) or w < 0 for w in self.mix) or sum(self.mix) <= 0):
+        if self.mix is not None and (any(not np.isfinite(w) or w < 0 for w in self.mix) or max(self.mix) <= 0):
             raise CoexploreError(f"mix {list(self.mix)}", key="mix", option="--mix", expected="weights >= 0, not all 0")
 
 
@@ -109,6 +109,7 @@ class RequestStream:
 def request_rates(system: ServedSystem, scenario: Scenario) -> np.ndarray:
     """Requests per cycle of each served model for the scenario's offered load."""
     mix = np.ones(len(system.models)) if scenario.mix is None else np.asarray(scenario.mix, dtype=float)
+    mix = mix / mix.max() if len(mix) else mix    # (only the ratios count: 1e308s or 5e-324s do not overflow)
     if len(mix) != len(system.models):
         raise CoexploreError(f"{len(mix)} mix weights for {len(system.models)} served models", key="mix", option="--mix",
                              expected="one weight per DNN: " + ", ".join(m.name for m in system.models))
@@ -117,6 +118,27 @@ def request_rates(system: ServedSystem, scenario: Scenario) -> np.ndarray:
     work = np.array([m.work for m in system.models])
     per_weight = scenario.load * system.num_cores / float(np.dot(mix, work))
     return mix * per_weight
+
+
+def check_scenario(system: ServedSystem, scenario: Scenario) -> np.ndarray:
+    """The scenario's request rates, once its streams are known to fit a float: rates finite and
+    > 0, the span of its arrivals and its longest deadline finite (an extreme --load or --slack is
+    refused naming it, not met as an overflow inside a simulation)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        rates = request_rates(system, scenario)
+        total = float(rates.sum())
+        span = scenario.requests / total if total > 0 else np.inf
+        longest = scenario.slack[1] * max(m.isolated_latency for m in system.models)
+    if not (np.all(np.isfinite(rates)) and total > 0 and np.isfinite(span) and span * 1e6 < np.finfo(float).max):
+        raise CoexploreError(f"load {scenario.load:g} gives request rates of {total:g} per cycle: "
+                             f"{scenario.requests:,} arrivals would not fit a float", key="load", option="--load",
+                             expected="a load a float can draw arrivals from (e.g. 0.1 to 10; 1.0: the cores' "
+                                      "capacity)")
+    if not (np.isfinite(longest) and (span + longest) * 1e6 < np.finfo(float).max):
+        raise CoexploreError(f"slack {scenario.slack[1]:g} x the longest isolated latency does not fit a float",
+                             key="slack", option="--slack",
+                             expected="LOW HIGH whose deadlines fit a float (e.g. 1.5 4)")
+    return rates
 
 
 def offered_load(system: ServedSystem, rates, basis: str = "fastest") -> float:
