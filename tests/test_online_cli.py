@@ -10,7 +10,7 @@ import pytest
 
 from coexplore.cli.main import main
 from coexplore.online.models import served_system
-from coexplore.online.policy import FEATURES, LearnedScheduler, Policy
+from coexplore.online.policy import FEATURES, LearnedScheduler, Policy, load_policy
 from coexplore.online.simulator import simulate
 from coexplore.online.stream import Scenario, poisson_stream
 from coexplore.system.jobs import Job, JobTable
@@ -665,3 +665,19 @@ def test_training_options_with_a_given_policy_are_refused(tmp_path, capsys):
     for cache in (["--no-cache"], ["--cache", str(tmp_path / "c.sqlite")]):    # no layers mapped from a table
         assert main([*base, "--policy", str(policy), *cache, "--out", str(tmp_path / "d")]) == 2
         assert f"key '{cache[0]}': only used to build the job table" in capsys.readouterr().err
+
+
+def test_a_policy_scaled_by_any_factor_decides_alike(done, tmp_path):
+    """User study: every weight 1e308 (finite, accepted) overflowed relmas's scores: every request
+    dropped, latency NaN. Scaling the weights changes no decision (only signs and order count)."""
+    tmp, table, _ = done
+    w = load_policy(tmp / "out" / "policy.json").weights
+    system = served_system(load_table(table), 10.0)
+    stream = poisson_stream(system, Scenario(load=1.1, requests=40), 0)
+    base = simulate(system, stream, LearnedScheduler(Policy(w)))
+    for factor in (2.0 ** 900, 1e300 / np.max(np.abs(w)), 1e308 / np.max(np.abs(w))):
+        scaled = simulate(system, stream, LearnedScheduler(Policy(w * factor)))
+        assert np.array_equal(scaled.finish, base.finish, equal_nan=True) and scaled.sla_rate == base.sla_rate
+    ones = simulate(system, stream, LearnedScheduler(Policy(np.ones(len(FEATURES)))))
+    huge = simulate(system, stream, LearnedScheduler(Policy(np.full(len(FEATURES), 1e308))))   # the study's file
+    assert np.array_equal(huge.finish, ones.finish, equal_nan=True) and huge.sla_rate == ones.sla_rate > 0

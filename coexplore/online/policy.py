@@ -111,7 +111,12 @@ class LearnedScheduler(Scheduler):
 
     def __init__(self, policy: Policy):
         self.policy = policy
-        self.w = policy.weights.tolist()
+        # scored with weights beyond 1 scaled by a power of two to a largest |w| in [0.5, 1): the same
+        # decisions bit for bit (only the sign and order of scores count, and a power of two rounds
+        # nothing), but weights of 1e308 no longer overflow the scores into inf - inf = NaN
+        top = float(np.max(np.abs(policy.weights))) if len(policy.weights) else 0.0
+        scale = 2.0 ** -math.frexp(top)[1] if top >= 1 else 1.0
+        self.w = (np.asarray(policy.weights, dtype=float) * scale).tolist()
 
     def reset(self, sim, seed):
         self.log_mean_iso = float(np.mean(np.log(sim.isolated)))
