@@ -459,3 +459,17 @@ def test_fixed_spatial_factors_beyond_the_fan_out_are_refused_up_front(tmp_path)
                                              r"mesh of 48 at inter_PE_spatial, which has 14 x 1 \(X x Y\)") as info:
         MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, f))
     assert info.value.key == "inter_PE_column_spatial.spatial.factors" and info.value.file == str(f)
+
+
+def test_a_first_stop_ends_a_count_or_walk_of_the_enumeration(tmp_path, monkeypatch):
+    """User study: exhaustive search with a large max_size counted for minutes through a first
+    Ctrl-C ('stopping after the batch') and a SIGTERM: the enumeration now stops at the next chunk."""
+    from coexplore.mapspace.enumerate import canonical_points, count_canonical
+    from coexplore.stops import DeferredInterrupt
+    ms = _fixed_spatial(tmp_path / "s", 4)
+    assert count_canonical(ms) > 0
+    monkeypatch.setattr(DeferredInterrupt, "requested", True)
+    with pytest.raises(KeyboardInterrupt):
+        count_canonical(ms)
+    with pytest.raises(KeyboardInterrupt):
+        next(canonical_points(ms))

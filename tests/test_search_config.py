@@ -157,7 +157,7 @@ def test_loss_transform_penalises_invalid_below_every_valid():
     ("ga", "population", 0), ("sa", "chains", 0), ("marl", "warmup_fraction", 5.0),
     ("ga", "crossover_rate", 1.5), ("marl", "epochs", 0), ("marl", "alpha", 2.0),
     ("marl", "critic_shrink", 0.0), ("rl", "lr", 0.0), ("marl", "epochs", 1_000_000_000),
-    ("ppo", "epochs", 1001), ("ppo", "hidden", 100_000)])
+    ("ppo", "epochs", 1001), ("ppo", "hidden", 100_000), ("exhaustive", "max_size", 10 ** 12)])
 def test_out_of_range_options_are_refused(name, option, value):
     from coexplore.search.registry import mapper_spec
     with pytest.raises(CoexploreError, match=option):

@@ -89,7 +89,10 @@ def _factor_chunks(ms, max_factor_points: int | None, chunk: int,
     if max_factor_points is not None and total > max_factor_points:
         raise CoexploreError(f"the space has {total:.3e} distinct factorisations, too many to enumerate",
                              key="max_size", expected=f"at most {max_factor_points:.0e}")
+    from coexplore.stops import DeferredInterrupt
     for first in range(start, total, chunk):
+        if DeferredInterrupt.requested:   # a first Ctrl-C or SIGTERM: a count or a walk of minutes stops here too
+            raise KeyboardInterrupt
         n = min(total, first + chunk) - first
         full = np.zeros((n, ms.n_params), np.int64)
         if groups:

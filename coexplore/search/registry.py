@@ -74,7 +74,8 @@ AT_LEAST_ONE = {"bins", "chains", "critic_window", "epochs", "horizon", "max_age
 FRACTIONS = {"alpha", "local", "extra_change", "merge_at", "clip"}
 # options that multiply the time of every batch: capped, so a typo (1000000000 epochs) is an error, not a run
 # that never ends
-AT_MOST = {"epochs": 1000, "minibatches": 1000, "hidden": 4096, "layers": 32}
+AT_MOST = {"epochs": 1000, "minibatches": 1000, "hidden": 4096, "layers": 32,
+           "max_size": 1_000_000_000}     # exhaustive: counting 1e9 distinct mappings takes ~10 minutes
 # fixed value sets are the config classes' CHOICES (checked here too, so the error names the file)
 
 
