@@ -160,3 +160,50 @@ def test_a_misspelt_needed_attribute_is_named():
     with pytest.raises(CoexploreError) as exc:       # given without a value: not a misspelling of itself
         estimate_component("SRAM", {"technology": "45nm", "width": 64, "depth": None})
     assert "needs attribute 'depth'" in str(exc.value) and "misspelt" not in str(exc.value)
+
+
+@pytest.mark.parametrize("cls, attrs, typo, meant", [
+    ("smartbuffer_SRAM", {"depth": 4096, "width": 256, "technology": "45nm", "tecnology": "16nm"}, "tecnology",
+     "technology"),
+    ("DRAM", {"tpye": "HBM2", "width": 64}, "tpye", "type"),
+    ("SRAM", {"depth": 4096, "width": 256, "technology": "45nm", "n_bank": 16}, "n_bank", "n_banks"),
+])
+def test_a_misspelt_attribute_is_said_not_silently_priced_without(cls, attrs, typo, meant):
+    """User study: 'tecnology: 16nm' beside an inherited 45nm (6x the energy), 'tpye: HBM2' (LPDDR4
+    priced) and 'n_bank: 16' (2x the area) were ignored without a word."""
+    said = [w for w in estimate_component(cls, attrs).warnings if f"'{typo}'" in w]
+    assert len(said) == 1 and f"'{meant}' misspelt?" in said[0], said
+    right = {(meant if k == typo else k): v for k, v in attrs.items() if not (k == typo and meant in attrs)}
+    assert not [w for w in estimate_component(cls, right).warnings if "misspelt" in w]
+
+
+def test_the_attributes_of_the_bundled_and_corpus_architectures_are_no_misspellings():
+    """Every attribute the repository's architectures (corpus, exercises, templates) give is one a
+    pricer or Timeloop reads: the near-miss warning never fires on them."""
+    import yaml
+
+    from coexplore.energy.components import CLASSES, _near_misses
+    root = Path(__file__).resolve().parent.parent
+    names: set[str] = set()
+
+    def walk(d):
+        if isinstance(d, dict):
+            if isinstance(d.get("attributes"), dict):
+                names.update(map(str, d["attributes"]))
+            for v in d.values():
+                walk(v)
+        elif isinstance(d, list):
+            for v in d:
+                walk(v)
+    for f in [*root.glob("tests/data/**/*.yaml"), *root.glob("arch/*.yaml"), *root.glob("coexplore/data/**/*.yaml")]:
+        try:
+            walk(yaml.safe_load(f.read_text()))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            continue
+    assert len(names) > 40 and {"technology", "depth", "width", "n_banks"} <= names
+    assert [m for cls in CLASSES for m in _near_misses(dict.fromkeys(names, 1), cls)] == []
+
+
+def test_n_banks_of_a_smartbuffer_sram_is_checked_though_unused():
+    with pytest.raises(CoexploreError, match="n_banks"):
+        estimate_component("smartbuffer_SRAM", {"depth": 4096, "width": 256, "technology": "45nm", "n_banks": "four"})

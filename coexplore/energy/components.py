@@ -112,6 +112,43 @@ def _typo_of(attrs: dict, missing: list[str]) -> str:
     return "".join(f" (the file has '{k}': '{m}' misspelt?)" for k, m in near)
 
 
+# what each class's estimate reads (besides technology, global_cycle_seconds, subclass and the ports)
+_READS = {"DRAM": ("type", "width"), "SRAM": ("width", "depth", "n_banks"),
+          "smartbuffer_SRAM": ("width", "depth", "n_banks"), "smartbuffer_RF": ("width", "depth"),
+          "regfile": ("width", "depth"), "intmac": ("multiplier_width", "adder_width", "width", "datawidth"),
+          "aladdin_register": ("width", "datawidth"), "reg": ("width", "datawidth")}
+# attributes Timeloop or Accelergy read that lie close to one of those names: not misspellings
+_OTHERS = {"datawidth", "word_bits", "word-bits", "block_size", "block-size", "cluster_size", "cluster-size",
+           "num_banks", "num-banks", "num_ports", "num-ports", "n_rdwr_ports", "n_rd_ports", "n_wr_ports",
+           "n_rw_ports", "entries", "sizeKB", "latency", "meshX", "meshY", "instances", "read_bandwidth",
+           "write_bandwidth", "shared_bandwidth", "metadata_width", "metadata_depth", "metadata_datawidth",
+           "multiple_buffering", "multiple-buffering", "min_utilization", "memory_width", "memory_depth",
+           "data_storage_width", "data_storage_depth", "has_power_gating", "leak_power", "name", "class",
+           "attributes", "subclass",
+           # read by the compound classes of the official exercises (their own, or Accelergy's plug-ins)
+           "nports", "n_ports", "nbanks", "width_a", "width_b", "metadata_storage_width", "metadata_storage_depth",
+           "cycle_seconds"}
+
+
+def _near_misses(attrs: dict, cls: str) -> list[str]:
+    """Attributes the estimate does not read that are one letter or two from one it reads
+    ('tecnology', 'n_bank', 'tpye'): priced without them (an inherited or default value), said."""
+    import difflib
+    reads = {"technology", "global_cycle_seconds", *_PORTS, *_READS.get(cls, ())}
+    reads |= {a for k in list(reads) for a in _ALIASES.get(k, ())}
+    out = []
+    for k in map(str, attrs):
+        if k in reads or k in _OTHERS or k.replace("-", "_") in reads:
+            continue
+        near = difflib.get_close_matches(k, sorted(reads), n=1, cutoff=0.75)
+        if near:
+            m = near[0]
+            used = attrs.get(m)
+            out.append(f"attribute '{k}' is not one the {cls} estimate reads: '{m}' misspelt? (priced with "
+                       + (f"{m} {used}" if used is not None else f"no {m}: its default") + ")")
+    return out
+
+
 def _tech(attrs: dict, cls: str) -> float:
     if "technology" not in attrs:
         raise CoexploreError(f"class {cls} needs attribute 'technology'", key="attributes.technology",
@@ -194,6 +231,9 @@ def estimate_component(class_name: str, attributes: dict, *, subclass: str | Non
                            f"(Accelergy prices it as {sub}, with that class's energies)"))
     else:
         est = _estimate(class_name, attributes, subclass=subclass, classes=classes, sram_model=sram_model)
+    said = _near_misses(attributes or {}, est.class_name)
+    if said:
+        est = dataclasses.replace(est, warnings=(*est.warnings, *said))
     ports = {k: v for k, v in (attributes or {}).items() if k in _PORTS and str(v) != str(_PORTS[k])}
     if ports and est.class_name in ("SRAM", "smartbuffer_SRAM", "regfile", "smartbuffer_RF"):
         note = ("ports " + ", ".join(f"{k}: {v}" for k, v in ports.items()) + " are not modelled: priced as one "
@@ -256,7 +296,8 @@ def _estimate(class_name: str, attributes: dict, *, subclass: str | None, classe
         order = compound_order
     elif cls == "smartbuffer_SRAM":
         width, depth = _num(attrs, "width", cls), _num(attrs, "depth", cls)
-        # the class does not pass n_banks on: CACTI runs with one bank
+        # the class does not pass n_banks on: CACTI runs with one bank (a value given is still checked)
+        _num(attrs, "n_banks", cls, 1)
         sram = acc.use("storage", P.cacti_sram(width, depth, 1, tech, gcs,
                                                           model=sram_model))
         for action in ("write", "read", "update", "leak"):
