@@ -43,7 +43,8 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
     cand = bundled_dir(kind) / f"{p.name}.yaml"
     if not (cand.is_file() and len(p.parts) == 1):
         return p
-    own = next((q for q in (p.with_suffix(".yaml"), p.with_suffix(".yml")) if q.is_file()), None)
+    own = next((q for q in (p.with_suffix(".yaml"), p.with_suffix(".yml"), Path(kind) / f"{p.name}.yaml")
+                if q.is_file()), None)           # (also ./mappers/sa.yaml: a copy of the bundled folder, edited)
     if own is not None and own.resolve() != cand.resolve():   # the bundled file's name: the user's own is not read
         import warnings
         from coexplore.errors import CoexploreNote

@@ -284,3 +284,21 @@ def test_a_bundled_name_beside_a_file_of_that_name_says_which_is_read(tmp_path, 
         warnings.simplefilter("always")
         assert resolve("arch", "simba").resolve() == (bundled_dir("arch") / "simba.yaml").resolve()
     assert not seen
+
+
+def test_a_bundled_name_beside_an_edited_copy_of_the_bundled_folder_says_which_is_read(tmp_path, monkeypatch):
+    """User study: `--searcher sa` beside an edited ./mappers/sa.yaml (the README says to copy the
+    bundled mappers and edit them) read the bundled file without a word."""
+    import warnings
+
+    from coexplore.bundled import bundled_dir, resolve
+    from coexplore.errors import CoexploreNote
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mappers").mkdir()
+    (tmp_path / "mappers" / "sa.yaml").write_text("searcher: sa\nconfig: {chains: 2}\n")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert resolve("mappers", "sa") == bundled_dir("mappers") / "sa.yaml"
+        assert resolve("mappers", "mappers/sa.yaml") == Path("mappers/sa.yaml")
+    assert [w.category for w in seen] == [CoexploreNote]
+    assert "not mappers/sa.yaml in this folder (give mappers/sa.yaml" in str(seen[0].message)
