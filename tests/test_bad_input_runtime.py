@@ -337,6 +337,10 @@ def test_a_problem_file_named_in_bytes_that_are_not_utf8_is_mapped(tmp_path, cap
     (["map", "simba", "resnet50", "--layer", "conv1", "--cache", "x.sqlite", "--no-cache"], "--cache"),
     (["schedule", "simba_2x2", "--workload", ""], "--workload"),
     (["map", "simba", "resnet50", "--layer", "conv1", "--constraints", ""], "--constraints"),
+    # user study: `--searcher=` ran marl without a word (an unset shell variable)
+    (["map", "simba", "resnet50", "--layer", "conv1", "--searcher", ""], "--searcher"),
+    (["schedule", "simba_2x2", "--layer-searcher", ""], "--layer-searcher"),
+    (["online", "simba_2x2", "--loads", ""], "--loads"),
 ])
 def test_empty_paths_and_contradicting_cache_options_are_refused(tmp_path, monkeypatch, capsys, argv, key):
     monkeypatch.chdir(tmp_path)

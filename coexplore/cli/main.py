@@ -338,12 +338,22 @@ _PATH_ARGS = {"out": "--out", "cache": "--cache", "arch": "ARCH", "problem": "PR
               "workload": "--workload", "constraints": "--constraints", "timeloop_dir": "--timeloop-dir"}
 
 
+_NAME_ARGS = {"searcher": ("--searcher", "a searcher name or a mapper YAML"),
+              "layer_searcher": ("--layer-searcher", "a searcher name or a mapper YAML"),
+              "schedulers": ("--schedulers", "comma-separated scheduler names"),
+              "objective": ("--objective", "an objective (edp, energy, latency) or an expression"),
+              "loads": ("--loads", "comma-separated loads, e.g. 0.5,0.8")}
+
+
 def _check_given(args) -> None:
     """Refuse an empty path and options that contradict each other (`--cache` with `--no-cache`)."""
     for attr, name in _PATH_ARGS.items():
         given = getattr(args, attr, None)
         if given == "" or (isinstance(given, list) and "" in given):
             raise CoexploreError("an empty path", key=name, expected="a file or folder name")
+    for attr, (name, expected) in _NAME_ARGS.items():     # given empty, the default would run silently
+        if getattr(args, attr, None) == "":
+            raise CoexploreError("an empty value", key=name, expected=expected)
     if getattr(args, "no_cache", False) and getattr(args, "cache", None):
         raise CoexploreError(f"--cache {args.cache} with --no-cache", key="--cache",
                              expected="one of them: --no-cache reads and writes no cache")
