@@ -289,8 +289,13 @@ def test_a_timeloop_mapper_file_is_translated(tmp_path):
     with pytest.raises(registry.CoexploreError, match="algorithm"):
         resolve_spec(str(f), None, None)
     sys_mapper = Path(__file__).parents[1] / "mappers" / "magma.yaml"
-    with pytest.raises(registry.CoexploreError, match="system-level mapper"):
+    with pytest.raises(registry.CoexploreError, match="system-level mapper") as e:
         resolve_spec(str(sys_mapper), None, None)
+    assert e.value.key == "searcher"
+    f.write_text("searcher: sa\nbudget: 200\n")          # user study: the key said was 'searcher'
+    with pytest.raises(registry.CoexploreError, match="system-level mapper") as e:
+        resolve_spec(str(f), None, None)
+    assert (e.value.key, e.value.file) == ("budget", str(f))
 
 
 def test_map_uses_a_system_yamls_layer_mapper(tmp_path):

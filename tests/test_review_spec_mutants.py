@@ -736,3 +736,18 @@ def test_densities_in_a_problem_are_warned_of_as_not_modelled():
     [said] = problem_warnings(prob, "p.yaml")
     assert "densities" in said and "dense" in said
     assert problem_warnings(parse_problem(_layer(), "p.yaml"), "p.yaml") == []
+
+
+@pytest.mark.parametrize("doc, key, words", [
+    ({"ERT": {"version": "0.4", "tables": {}}}, "ERT.tables", "got {}"),
+    ({"ERT": {"version": "0.4"}}, "ERT.tables", "missing key"),
+    ({"ERT": {"tables": [{"name": "Buf", "actions": "read"}]}}, "ERT.tables[0].actions", "got 'read'"),
+    ({"ART": {"version": "0.4", "tables": []}}, "ERT", "area reference table"),
+])
+def test_an_ert_of_the_wrong_shape_says_what_it_holds(doc, key, words):
+    """User study: `tables: {}` was 'missing key', `actions: read` 'an action without a name', an
+    ART.yaml given as --ert 'missing key ERT.tables'."""
+    from coexplore.spec.ert import parse_ert
+    with pytest.raises(CoexploreError) as err:
+        parse_ert(doc, "e.yaml")
+    assert (err.value.key, err.value.file) == (key, "e.yaml") and words in err.value.message, err.value.message

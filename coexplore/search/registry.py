@@ -283,8 +283,9 @@ def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
     if isinstance(data, Mapping) and "searcher" not in data and isinstance(data.get("mapper"), Mapping):
         return timeloop_mapper_spec(data["mapper"], file)
     if isinstance(data, Mapping) and (data.get("searcher") == "magma" or "budget" in data):
-        raise CoexploreError("a system-level mapper (it has " + ("searcher: magma" if data.get("searcher") == "magma"
-                             else "a budget") + "), not a layer mapper", file=file, key="searcher",
+        magma = data.get("searcher") == "magma"
+        raise CoexploreError("a system-level mapper (it has " + ("searcher: magma" if magma else "a budget")
+                             + "), not a layer mapper", file=file, key="searcher" if magma else "budget",
                              expected="a layer mapper YAML (searcher, objective, batch_size, config; the budget is "
                                       "--budget); system mappers go to `coexplore schedule --searcher`")
     if not isinstance(data, Mapping) or "searcher" not in data:

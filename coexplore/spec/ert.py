@@ -63,11 +63,15 @@ class EnergyTable:
 def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
     """An Accelergy energy reference table (the `ERT:` dict, or the dict holding it) as the model
     reads it: per level, the energy of each action (pJ)."""
+    if isinstance(data, dict) and "ERT" not in data and "ART" in data:
+        raise CoexploreError("an area reference table (ART), not an energy table", file=file, key="ERT",
+                             expected="the ERT.yaml Accelergy wrote beside the ART.yaml")
     if isinstance(data, dict) and "ERT" in data:
         data = data["ERT"]
     tables = data.get("tables") if isinstance(data, dict) else None
     if not isinstance(tables, list):
-        raise CoexploreError("missing key", file=file, key="ERT.tables",
+        said = "missing key" if not isinstance(data, dict) or "tables" not in data else f"got {tables!r}"[:80]
+        raise CoexploreError(said, file=file, key="ERT.tables",
                              expected="a list of {name, actions: [{name, energy}]}")
     # as Timeloop reads it: the actions of one component name are pooled (largest energy per
     # action); components whose names differ but end in the same level name are applied in the
@@ -78,6 +82,9 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
             raise CoexploreError("malformed table", file=file, key=f"ERT.tables[{i}]",
                                  expected="a mapping with name and actions")
         acts = full.setdefault(str(t["name"]), {})
+        if t.get("actions") is not None and not isinstance(t["actions"], list):
+            raise CoexploreError(f"got {t['actions']!r}"[:80], file=file, key=f"ERT.tables[{i}].actions",
+                                 expected="a list of {name, energy} (one per action)")
         for j, a in enumerate(t.get("actions") or []):
             where = f"ERT.tables[{i}].actions[{j}]"
             if not isinstance(a, dict) or a.get("name") is None:
