@@ -114,7 +114,7 @@ BAD = [
     ("- 1\n", None, "system"),
     (_replace("clock_GHz: 1.0", "clock_GHz: fast"), "system.clock_GHz", "positive number"),
     (_replace("clock_GHz: 1.0", "clock: 1.0"), "system.clock", "clock_GHz"),
-    (_replace("technology: 45nm", "technology: 45"), "system.technology", "45nm"),
+    (_replace("technology: 45nm", "technology: small"), "system.technology", "45nm"),
     (_replace("  dram: {type: LPDDR4, width: 64, bandwidth_GBps: 25.6}\n", ""), "system.dram",
      "bandwidth_GBps"),
     (_replace("bandwidth_GBps: 25.6", "width2: 1"), "system.dram.width2", "bytes_per_cycle"),
@@ -302,3 +302,12 @@ def test_a_bundled_name_beside_an_edited_copy_of_the_bundled_folder_says_which_i
         assert resolve("mappers", "mappers/sa.yaml") == Path("mappers/sa.yaml")
     assert [w.category for w in seen] == [CoexploreNote]
     assert "not mappers/sa.yaml in this folder (give mappers/sa.yaml" in str(seen[0].message)
+
+
+@pytest.mark.parametrize("written, read", [("45", "45nm"), ("'16 nm'", "16nm"), ("0.045um", "45nm"), ("45nm", "45nm")])
+def test_a_system_technology_is_read_as_an_architectures(tmp_path, written, read):
+    """User study: the energy path took `technology: 45` and '16 nm', a system YAML refused them."""
+    from coexplore.spec.system import load_system
+    f = tmp_path / "s.yaml"
+    f.write_text(_replace("technology: 45nm", f"technology: {written}"))
+    assert load_system(f).technology == read

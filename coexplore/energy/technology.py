@@ -77,7 +77,8 @@ def parse_technology(value, *, key: str = "technology") -> float:
         return -1.0
     if not (NODES_NM[-1] <= nm <= NODES_NM[0]):
         raise CoexploreError(f"technology {value!r} is outside the supported range", key=key,
-                             expected=f"{NODES_NM[-1]:g}..{NODES_NM[0]:g} nm")
+                             expected=f"{NODES_NM[-1]:g}..{NODES_NM[0]:g} nm (the nodes of the Stillmaker-Baas "
+                                      "scaling tables coexplore prices with; CACTI's own 22-180 nm is not the limit)")
     return nm
 
 

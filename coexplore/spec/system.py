@@ -498,10 +498,13 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
     name = _string(s.get("name", Path(file).stem if file else "system"), file, "system.name")
     clock = _number(s.get("clock_GHz", 1.0), file, "system.clock_GHz")
     tech = s.get("technology")
-    if tech is not None:
-        if isinstance(tech, (int, float)) and not isinstance(tech, bool):
-            raise _err(f"got {tech!r}", file, "system.technology", "a string such as '45nm'")
-        tech = _string(tech, file, "system.technology")
+    if tech is not None:                 # read as an architecture's technology is (45, '45nm', '16 nm', '0.045um')
+        from coexplore.energy.technology import parse_technology
+        try:
+            nm = parse_technology(tech, key="system.technology")
+        except CoexploreError as exc:
+            raise exc.with_file(file) from None
+        tech = "-1" if nm == -1 else f"{nm:g}nm"
     if "dram" not in s:
         raise _err("missing key 'dram'", file, "system.dram",
                    "dram: {bandwidth_GBps: B} or {bytes_per_cycle: B} (the shared off-chip bandwidth; type and width "
