@@ -453,3 +453,15 @@ def test_a_stop_in_the_last_layer_searchs_batch_still_stops_schedule(tmp_path, m
     assert (rc, asked) == (130, [True])
     assert "interrupted while mapping the layers for the job table" in capsys.readouterr().err
     assert not (tmp_path / "o" / "schedule.json").exists()
+
+
+def test_map_stopped_before_any_valid_mapping_still_prints_its_json(tmp_path, monkeypatch, capsys):
+    """User study: a stop before the first batch ended left stdout empty under --json (exit 130)."""
+    seen = []
+    real = layer_mod.make_objective
+    monkeypatch.setattr(layer_mod, "make_objective", lambda *a: interrupting(real(*a), 0, seen))
+    rc = main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "1000", "--batch-size", "50",
+               "--out", str(tmp_path / "o"), "--no-cache", "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert rc == 130 and (res["interrupted"], res["best"], res["mapping_file"]) == (True, None, None)
+    assert res["searcher"] == "random"

@@ -242,6 +242,10 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
         res, stop_now = exc.result, exc.stop_now
         if res is None:
             interrupted_note("map", checkpoint)
+            if args.json:             # a script reading stdout gets a record still: stopped, nothing found
+                print(json.dumps({"searcher": spec.searcher, "samples": None, "best": None, "mapping_file": None,
+                                  "history": [], "interrupted": True, "objective": spec.objective,
+                                  "seed": args.seed, "run": run_desc}, indent=1))
             raise KeyboardInterrupt from None
     except NoValidMapping as exc:   # a failed search, not bad input: recorded, exit 1
         checkpoint.discard()
