@@ -4,6 +4,7 @@ and is reused, a given policy is used as given, and bad input is one clear messa
 import csv
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -623,6 +624,9 @@ def test_two_heuristics_that_tie_are_not_both_best_and_worst(tmp_path, capsys):
     d["best_heuristic"] = "sjf"
     line = next(x for x in _summary(d) if x.startswith("relmas vs the best"))
     assert "vs the best heuristic (sjf)" in line and "vs the worst (static)" in line
+    d["schedulers"]["static"] = dict(d["schedulers"]["sjf"])     # alike in SLA rate and energy: no best, no worst
+    line = next(x for x in _summary(d) if x.startswith("relmas vs the"))
+    assert "vs the heuristics, all alike in SLA rate and energy, e.g. (sjf)" in line and "worst" not in line
 
 
 @pytest.mark.parametrize("option", ["--requests", "--seeds", "--train-streams"])
@@ -681,3 +685,17 @@ def test_a_policy_scaled_by_any_factor_decides_alike(done, tmp_path):
     ones = simulate(system, stream, LearnedScheduler(Policy(np.ones(len(FEATURES)))))
     huge = simulate(system, stream, LearnedScheduler(Policy(np.full(len(FEATURES), 1e308))))   # the study's file
     assert np.array_equal(huge.finish, ones.finish, equal_nan=True) and huge.sla_rate == ones.sla_rate > 0
+
+
+def test_the_record_names_the_system_by_its_name_key(tmp_path):
+    """User study: `system.name: mini` in base.yaml was recorded as 'base' (schedule and sweep say 'mini')."""
+    import argparse
+
+    from coexplore.cli.online import _system_name
+    root = Path(__file__).resolve().parent.parent
+    f = tmp_path / "base.yaml"
+    f.write_text((root / "arch" / "simba_2x2.yaml").read_text().replace("  name: simba_2x2", "  name: mini"))
+    assert _system_name(argparse.Namespace(table=None, system=str(f))) == "mini"
+    g = tmp_path / "unnamed.yaml"
+    g.write_text((root / "arch" / "simba_2x2.yaml").read_text().replace("  name: simba_2x2\n", ""))
+    assert _system_name(argparse.Namespace(table=None, system=str(g))) == "unnamed"

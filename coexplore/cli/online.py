@@ -374,6 +374,14 @@ def run_name(args) -> str:
     return table_run_name(args.table) if args.table else Path(args.system).stem
 
 
+def _system_name(args) -> str:
+    """The system's `name:` (as schedule and sweep say it), else its file name; a table's name."""
+    if args.table:
+        return table_run_name(args.table)
+    from coexplore.spec.system import load_system
+    return load_system(args.system).name
+
+
 def _out_dir(args, run_desc: dict) -> Path:
     if args.out:
         return chosen_dir(args.out, RESULT, run_desc, "online", writes=("jobs.csv",) if args.system else (),
@@ -616,7 +624,7 @@ def _at_load(system, load: float, rates, results: dict) -> dict:
 
 def _record(system, entry: dict, run_desc: dict, history, args, policy) -> dict:
     """online.json: the run, the system and its DNNs, and the numbers of the `--load` evaluation (`entry`)."""
-    data = {"name": run_name(args), "run": run_desc, **command_record(),
+    data = {"name": _system_name(args), "run": run_desc, **command_record(),
             "cores": list(system.cores), "bandwidth_bytes_per_cycle": system.bandwidth,
             "models": [{"name": m.name, "layers": len(m.layers), "isolated_latency_cycles": m.isolated_latency,
                         "work_cycles": m.work, "requests_per_cycle": r}
@@ -677,7 +685,7 @@ def _requests_csv(system, results: dict, seeds: list[int]) -> str:
 
 def _summary(data: dict) -> list[str]:
     means = data["schedulers"]
-    lines = [f"{data['name']}: {len(data['cores'])} cores, {len(data['models'])} DNNs "
+    lines = [f"{data['name']}: {len(data['cores'])} cores, {len(data['models'])} DNN{'s' if len(data['models']) != 1 else ''} "
              f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}"
              + (" of capacity" if data['run']['scenario'].get('basis') == 'capacity' else
                 f" ({data['load_of_capacity']:.3g} of the cores' capacity)")
@@ -700,10 +708,13 @@ def _summary(data: dict) -> list[str]:
         # best itself while another heuristic is there (two that tie are two names)
         others = [n for n in data["relmas_gains"] if n != b] or [b]
         worst = min(others, key=lambda n: (means[n]["sla_rate"], -means[n]["energy_pJ"]))
-        lines.append(f"relmas vs the best heuristic ({b}): SLA {pct(g['sla_gain'])} (more met on "
+        tie = all((means[n]["sla_rate"], means[n]["energy_pJ"]) == (means[b]["sla_rate"], means[b]["energy_pJ"])
+                  for n in data["relmas_gains"])     # (no best nor worst to name)
+        lines.append(f"relmas vs the {'heuristics, all alike in SLA rate and energy, e.g.' if tie else 'best heuristic'} "
+                     f"({b}): SLA {pct(g['sla_gain'])} (more met on "
                      f"{g['streams_better']} of {g['streams']} streams, as many on {g['streams_equal']}), energy "
-                     f"{pct(g['energy_overhead'])} (per met request {pct(g['energy_per_met_overhead'])}); "
-                     f"vs the worst ({worst}): SLA {pct(data['relmas_gains'][worst]['sla_gain'])}")
+                     f"{pct(g['energy_overhead'])} (per met request {pct(g['energy_per_met_overhead'])})"
+                     + ("" if tie else f"; vs the worst ({worst}): SLA {pct(data['relmas_gains'][worst]['sla_gain'])}"))
     if data.get("loads"):
         loads = data["loads"]
         policy = data["run"].get("policy")
