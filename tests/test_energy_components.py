@@ -8,7 +8,8 @@ import pytest
 from coexplore.energy import estimate_component
 from coexplore.energy.check import check_rows
 from coexplore.energy.grid import read_grid
-from coexplore.energy.technology import area_scale, energy_scale, parse_technology
+from coexplore.energy.technology import area_scale, energy_scale
+from coexplore.spec.technology import parse_technology
 from coexplore.errors import CoexploreError
 
 DATA = Path(__file__).parent / "data" / "energy"

@@ -13,7 +13,8 @@ import yaml
 from coexplore.energy import build_tables, components_from_processed, estimate_component
 from coexplore.energy.check import check_rows, rel_err, summarize
 from coexplore.energy.grid import read_grid
-from coexplore.energy.technology import area_scale, energy_scale, parse_technology
+from coexplore.energy.technology import area_scale, energy_scale
+from coexplore.spec.technology import parse_technology
 
 DATA = Path(__file__).parent / "data" / "energy"
 LIB_40_TO_45 = 0.0113869 / 0.009     # the grid's Library 40nm -> 45nm energy factor (breakdowns)

@@ -41,7 +41,7 @@ class CommonParams:
         """Problems as (field, message, expected); empty when the parameters are consistent."""
         problems: list[tuple[str, str, str]] = []
         from coexplore.energy.primitives import DRAM_PJ_PER_BIT
-        from coexplore.energy.technology import NODES_NM
+        from coexplore.spec.technology import NODES_NM
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and \

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from coexplore.energy import primitives as P
-from coexplore.energy.technology import parse_technology
+from coexplore.spec.technology import parse_technology
 from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import MAX_HARDWARE_VALUE
 

@@ -26,7 +26,8 @@ from coexplore.energy.primitives import NS, cacti_rounding
 from coexplore.energy.sram_model import (CACTI_NODES, DATA_FILE, QUANTITIES, Hyper, SramModel,
                                          Surface, _features, hypers_from_json,
                                          hypers_to_json)
-from coexplore.energy.technology import area_scale, parse_technology
+from coexplore.energy.technology import area_scale
+from coexplore.spec.technology import parse_technology
 
 INTERP_NODE = 40.0   # the grid's only non-CACTI node: CACTI plug-in interpolates 32nm..45nm
 W32 = (45.0 - 40.0) / (45.0 - 32.0)   # weight of the 32nm value in the 40nm interpolation

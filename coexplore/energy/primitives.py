@@ -71,7 +71,7 @@ def _lib_notes(tech: float) -> list:
     exact at tabulated nodes and at its 40 nm data, not monotonic in between (22 nm above 28 nm).
     Areas go through the bilinear area scaling even at 40 nm (area_scale(40, 40) = 1.156, not 1),
     as the plug-in's scaling module computes them; the grid holds no 40 nm Library row to confirm it."""
-    from coexplore.energy.technology import NODES_NM
+    from coexplore.spec.technology import NODES_NM
     if tech in NODES_NM or tech == LIB_NODE:
         return []
     return [f"{tech:g} nm lies between the Library plug-in's tabulated nodes, where its interpolation "

@@ -499,7 +499,7 @@ def parse_system(doc: Any, *, file: str | None = None, base_dir: Path | None = N
     clock = _number(s.get("clock_GHz", 1.0), file, "system.clock_GHz")
     tech = s.get("technology")
     if tech is not None:                 # read as an architecture's technology is (45, '45nm', '16 nm', '0.045um')
-        from coexplore.energy.technology import parse_technology
+        from coexplore.spec.technology import parse_technology
         try:
             nm = parse_technology(tech, key="system.technology")
         except CoexploreError as exc:
