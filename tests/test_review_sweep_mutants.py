@@ -133,8 +133,9 @@ def test_resume_runs_exactly_the_points_not_stored(tmp_path, stub_points):
     spec = _tiny(tmp_path)
     (tmp_path / "out").mkdir()
     store = SweepStore(tmp_path / "out", "K")
-    store.add({"index": 1, "point": "p1", "values": {}, "status": "ok"})    # points end out of order (--jobs)
-    store.add({"index": 3, "point": "p3", "values": {}, "status": "ok"})
+    values = spec.sweep_points()
+    store.add({"index": 1, "point": "p1", "values": values[1], "status": "ok"})    # points end out of order (--jobs)
+    store.add({"index": 3, "point": "p3", "values": values[3], "status": "ok"})
     records = run_sweep(spec, SweepSettings(layer_budget=10, budget=10), store)
     assert sorted(stub_points) == [0, 2]
     assert [r["index"] for r in records] == [0, 1, 2, 3]
@@ -290,3 +291,30 @@ def test_write_report_is_whole_or_not_at_all(tmp_path, monkeypatch):
         write_report(path, {"name": "t"}, recs, objs, [True])
     monkeypatch.undo()
     assert path.read_text() == "OLD REPORT"
+
+
+def test_run_sweep_refuses_another_sweeps_points_under_the_same_key(tmp_path, stub_points):
+    """User study: the key is the caller's; a second system's sweep under the first one's key got
+    the first one's points back as its own (values that are not in its axes)."""
+    from coexplore.errors import CoexploreError
+    from coexplore.sweep.run import SweepSettings, run_sweep
+    from coexplore.sweep.store import SweepStore
+    spec = _tiny(tmp_path)
+    (tmp_path / "out").mkdir()
+    values = dict(spec.sweep_points()[0])
+    other = {k: (v * 2 if isinstance(v, (int, float)) else v) for k, v in values.items()}
+    SweepStore(tmp_path / "out", "k").add({"index": 0, "point": "p0", "values": other, "status": "ok"})
+    with pytest.raises(CoexploreError, match="another sweep's points under the same key"):
+        run_sweep(spec, SweepSettings(layer_budget=10, budget=10), SweepStore(tmp_path / "out", "k"))
+    assert stub_points == []
+
+
+@pytest.mark.parametrize("field, value", [("estimator", "acelergy"), ("gantt", True)])
+def test_sweep_settings_every_point_would_refuse_are_refused_at_once(field, value):
+    """User study: estimator='acelergy' stored every point as failed (and a corrected rerun under the
+    key got those failures back); gantt=True failed inside the run."""
+    from coexplore.errors import CoexploreError
+    from coexplore.sweep.run import SweepSettings
+    with pytest.raises(CoexploreError) as e:
+        SweepSettings(**{field: value})
+    assert e.value.key == field

@@ -68,6 +68,13 @@ class SweepSettings:
         if isinstance(self.workers, bool) or not isinstance(self.workers, numbers.Integral) or self.workers < 0:
             raise CoexploreError(f"got {self.workers!r}", key="workers", expected="an integer >= 0 (processes)")
         self.workers = int(self.workers)
+        if self.estimator not in ("builtin", "accelergy"):
+            raise CoexploreError(f"unknown energy estimator {self.estimator!r}", key="estimator",
+                                 expected="builtin or accelergy")
+        if self.gantt is not None and not callable(self.gantt):
+            raise CoexploreError(f"got {self.gantt!r}", key="gantt",
+                                 expected="None or a function (folder, record, name) drawing a point's chart, "
+                                          "e.g. coexplore.report.gantt.draw_gantt")
 
 
 def point_ids(n: int) -> list[str]:
@@ -220,11 +227,18 @@ def run_sweep(spec: SystemSpec, settings: SweepSettings, store: SweepStore, cach
     if store.others:
         raise CoexploreError(f"holds {store.others} points of another sweep run (another key)", file=str(store.path),
                              expected="a folder of this run, or store.drop_others() / store.clear() first")
+    points = spec.sweep_points()
+    for i, rec in store.records.items():        # the key is the caller's: a point of another sweep is refused
+        if i >= len(points) or rec.get("values", points[i]) != json.loads(json.dumps(points[i])):
+            raise CoexploreError(f"holds point {rec.get('point')} with values {rec.get('values')}, which is not this "
+                                 f"sweep's point {i}" + (f" ({points[i]})" if i < len(points) else "")
+                                 + ": another sweep's points under the same key", file=str(store.path),
+                                 expected="a key naming this sweep and its settings (e.g. a hash of them), or "
+                                          "store.clear() first")
     # the workloads read once, here: a task (a process, a Ray node) is handed what the files say,
     # not their paths (a node may not see them, or see other files, or bundled ones, by those names)
     from coexplore.system.from_system import system_workloads
     settings = dataclasses.replace(settings, workloads=system_workloads(spec, settings.workloads))
-    points = spec.sweep_points()
     ids = point_ids(len(points))
     todo = [i for i in range(len(points)) if i not in store.records]
     bar = None
