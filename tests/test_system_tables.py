@@ -132,3 +132,28 @@ def test_a_saved_job_table_reads_back_with_its_jobs(tmp_path):
     assert back.jobs == jobs and back.cores == ["a", "b"]
     for x, y in ((t.latency, back.latency), (t.bandwidth, back.bandwidth), (t.energy, back.energy)):
         assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("jobs, cores, energy, key", [
+    (["a", "b"], ["x"], None, "jobs"),                         # names, not Jobs: failed later in summaries
+    ([Job("a"), Job("b")], ["x", "x"], None, "cores"),
+    ([Job("a"), Job("b")], "xy", None, "cores"),
+    ([Job("a"), Job("b")], ["x"], [[-5.0], [-5.0]], "en_x"),    # a negative energy was summed into -10 pJ
+])
+def test_a_job_table_made_in_python_is_checked_as_a_file_is(jobs, cores, energy, key):
+    """User study: these were accepted and failed (or gave negative energies) later."""
+    lat = [[100.0] * (2 if cores == "xy" else len(cores))] * 2
+    with pytest.raises(CoexploreError) as e:
+        JobTable(jobs, cores, lat, [[1.0] * len(lat[0])] * 2, energy=energy)
+    assert e.value.key == key
+
+
+def test_a_searcher_object_s_own_seed_is_recorded():
+    from coexplore.system.baselines import RandomSearcher
+    from coexplore.system.encoding import space_of
+    from coexplore.system.schedule import search_schedule
+    t = JobTable([Job("a"), Job("b"), Job("c")], ["x", "y"], [[100.0, 90.0], [200.0, 50.0], [70.0, 80.0]],
+                 [[1.0, 1.0]] * 3)
+    res = search_schedule(t, 16, searcher=RandomSearcher(space_of(t), seed=5), budget=50, seed=7)
+    again = search_schedule(t, 16, searcher=RandomSearcher(space_of(t), seed=5), budget=50, seed=0)
+    assert res.seed == 5 == res.to_json(t)["seed"] and res.makespan == again.makespan

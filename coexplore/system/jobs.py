@@ -90,6 +90,17 @@ def validate_table(table: JobTable, file: str | None = None) -> None:
                              "tables differ in shape", file=file,
                              key="bandwidth" if bw.shape != lat.shape else "energy",
                              expected=f"bandwidth and energy of the latency table's shape {lat.shape}")
+    if isinstance(table.cores, (str, bytes)) or not all(isinstance(c, str) and c for c in table.cores):
+        raise CoexploreError(f"cores {table.cores!r}"[:120], file=file, key="cores",
+                             expected="a list of core names (non-empty strings)")
+    if len(set(table.cores)) != len(table.cores):
+        twice = next(c for c in table.cores if list(table.cores).count(c) > 1)
+        raise CoexploreError(f"core '{twice}' is named twice", file=file, key="cores",
+                             expected="each core name once")
+    if isinstance(table.jobs, (str, bytes)) or not all(isinstance(j, Job) for j in table.jobs):
+        first = next((j for j in table.jobs if not isinstance(j, Job)), table.jobs)
+        raise CoexploreError(f"job {first!r}"[:120], file=file, key="jobs",
+                             expected="a list of Job(name, dnn=..., layer=...) (coexplore.system.jobs.Job)")
     if len(table.jobs) != lat.shape[0] or len(table.cores) != lat.shape[1]:
         raise CoexploreError(f"{len(table.jobs)} jobs x {len(table.cores)} cores named but the "
                              f"table is {lat.shape[0]} x {lat.shape[1]}", file=file)
@@ -110,6 +121,11 @@ def validate_table(table: JobTable, file: str | None = None) -> None:
         raise CoexploreError(f"bandwidth need of job {table.jobs[j].name} on core "
                              f"{table.cores[c]} is {bw[j, c]}", file=file,
                              key=f"bw_{table.cores[c]}", expected="a finite number >= 0 bytes/cycle")
+    bad = np.argwhere(en < 0)                     # (NaN: unknown; inf: refused by the energy sums below)
+    if len(bad):
+        j, c = bad[0]
+        raise CoexploreError(f"energy of job {table.jobs[j].name} on core {table.cores[c]} is {en[j, c]}",
+                             file=file, key=f"en_{table.cores[c]}", expected="a number of pJ >= 0 (empty: unknown)")
     # every job on its slowest core, one after the other, with room for bandwidth stretching:
     # beyond this a makespan or its lower bound overflows to inf
     finite = np.where(np.isfinite(lat), lat, 0.0)

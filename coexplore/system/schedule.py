@@ -278,7 +278,8 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
                     checkpoint=None) -> ScheduleResult:
     """Best schedule found by `searcher` within `budget` evaluated candidates; a `checkpoint`
     (`search.checkpoint`) resumes an interrupted search of this run and is saved as it goes.
-    `table` may be a job table file's path (`tables.load_table`)."""
+    `table` may be a job table file's path (`tables.load_table`). A Searcher object given as
+    `searcher` searches with its own seed, which the result records (`seed` is not used)."""
     if isinstance(table, (str, Path)):
         from coexplore.system.tables import load_table
         table = load_table(table)
@@ -291,6 +292,8 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
     given = searcher if isinstance(searcher, Searcher) else None      # a searcher object of the caller's own
     if given is not None:
         searcher = str(given.name)
+        own = given.seed if isinstance(given.seed, (int, np.integer)) or given.seed is None else None
+        seed = None if own is None else int(own)     # (recorded: the one it searches with, not `seed`)
     elif not isinstance(searcher, str):
         raise CoexploreError(f"got {searcher!r}", key="searcher",
                              expected="one of " + ", ".join(searcher_names()) + ", or a Searcher over "
