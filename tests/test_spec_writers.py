@@ -140,3 +140,16 @@ def test_a_workload_file_names_its_dimensions_by_letters_too(tmp_path):
     with pytest.raises(CoexploreError) as err:
         load_workload(tmp_path / "w.yaml")
     assert err.value.key.endswith("shape.dimensions[0]") and err.value.file == str(tmp_path / "w.yaml")
+
+
+def test_an_edited_copy_of_decoded_arrays_is_checked():
+    """User study: a loop order edited into no permutation gave numbers. The README's way to edit
+    decoded arrays (assign a copy, then edit it) has them checked."""
+    from coexplore.mapspace.space import MapSpace
+    ctx = _eyeriss()
+    ms = MapSpace(ctx.arch, ctx.problem, {})
+    arrays = ms.decode(ms.sample(np.random.default_rng(0), 2))
+    arrays.perm = arrays.perm.copy()
+    arrays.perm[0, -1, :] = 1
+    with pytest.raises(CoexploreError, match="not a permutation"):
+        ctx.evaluate(arrays)
