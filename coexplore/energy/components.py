@@ -221,6 +221,10 @@ def estimate_component(class_name: str, attributes: dict, *, subclass: str | Non
     priced as its class, with a warning, or refused when the class is Timeloop's. `sram_model`
     replaces the packaged CACTI surfaces (for cross-validation). Port counts other than one
     read-write port are not modelled: the estimate says so in its warnings."""
+    if attributes is not None and not isinstance(attributes, dict):
+        raise CoexploreError(f"attributes {attributes!r:.60}", key="attributes",
+                             expected="a mapping of attribute names to values, e.g. {'width': 64, 'depth': 512, "
+                                      "'technology': '45nm'}")
     sub = subclass or (attributes or {}).get("subclass")
     if sub and sub not in CLASSES and class_name in CLASSES and class_name != "storage":
         # a subclass of the user's own (a compound class coexplore does not read): its class instead, said

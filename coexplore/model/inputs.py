@@ -46,11 +46,16 @@ class Context:
         """Evaluate Mapping objects or mapping YAML paths (a single one is a batch of one)."""
         if isinstance(mappings, (Mapping, str, Path)):
             mappings = [mappings]
+        if not isinstance(mappings, (list, tuple)) or not all(isinstance(m, (Mapping, str, Path)) for m in mappings):
+            raise CoexploreError(f"got {mappings!r:.80}", key="mappings",
+                                 expected="a list of Mapping objects (ctx.load_mapping) or mapping YAML paths")
         mappings = [m if isinstance(m, Mapping) else self.load_mapping(m) for m in mappings]
         return self.evaluate(to_arrays(mappings, self.arch, self.problem))
 
     def record(self, res: BatchResult, index: int = 0) -> dict:
         """The expected.json-schema dict of mapping `index` of a batch result."""
+        if not isinstance(res, BatchResult):
+            raise CoexploreError(f"got {res!r:.60}", key="res", expected="the BatchResult of ctx.evaluate")
         n = len(res.valid)
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not -n <= index < n:
             raise CoexploreError(f"index {index!r} of a batch of {n}", key="index",

@@ -59,7 +59,15 @@ class ServedSystem:
 
 
 def served_system(table: JobTable, bandwidth: float) -> ServedSystem:
-    """Group a job table's jobs by DNN (first appearance order) into served models."""
+    """Group a job table's jobs by DNN (first appearance order) into served models; `table` may
+    be a job table file's path (`tables.load_table`), as for `search_schedule`."""
+    from pathlib import Path
+    if isinstance(table, (str, Path)):
+        from coexplore.system.tables import load_table
+        table = load_table(table)
+    if not isinstance(table, JobTable):
+        raise CoexploreError(f"got {table!r:.60}", key="table",
+                             expected="a JobTable (system_job_table, tables.load_table) or a job table file's path")
     bandwidth = check_bandwidth(bandwidth)
     names = [job.dnn for job in table.jobs]
     if not all(names):

@@ -85,6 +85,8 @@ class Policy:
 def load_policy(path: str | Path) -> Policy:
     """A policy file written by `Policy.save` (`coexplore online` writes policy.json)."""
     from coexplore.spec.yamlio import read_text
+    if not isinstance(path, (str, Path)):
+        raise CoexploreError(f"got {path!r:.60}", key="path", expected="a policy.json file's path")
     try:
         data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
@@ -110,6 +112,11 @@ class LearnedScheduler(Scheduler):
     name = "relmas"
 
     def __init__(self, policy: Policy):
+        if isinstance(policy, (str, Path)):        # a policy.json's path
+            policy = load_policy(policy)
+        if not isinstance(policy, Policy):
+            raise CoexploreError(f"got {policy!r:.60}", key="policy",
+                                 expected="a Policy (train_policy, load_policy) or a policy.json path")
         self.policy = policy
         # scored with weights beyond 1 scaled by a power of two to a largest |w| in [0.5, 1): the same
         # decisions bit for bit (only the sign and order of scores count, and a power of two rounds

@@ -38,6 +38,15 @@ class Scenario:
     basis: str = "fastest"                    # what load 1 is: "fastest" or "capacity" (see the module)
 
     def __post_init__(self):
+        for name in ("load", "requests"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise CoexploreError(f"{name} {v!r}", key=name, option=f"--{name}", expected="a number")
+        if not (isinstance(self.slack, (tuple, list)) and len(self.slack) == 2
+                and all(isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+                        for x in self.slack)):
+            raise CoexploreError(f"slack {self.slack!r}", key="slack", option="--slack",
+                                 expected="(LOW, HIGH): two numbers, 0 < LOW <= HIGH")
         if not (np.isfinite(self.load) and self.load > 0):
             raise CoexploreError(f"load {self.load}", key="load", option="--load",
                                  expected="a number > 0 (1.0: the cores' capacity)")

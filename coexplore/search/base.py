@@ -27,6 +27,11 @@ from coexplore.stops import DeferredInterrupt, holding_stops
 def checked_losses(batch, losses) -> np.ndarray:
     """Losses as a flat float array with NaN read as inf (invalid); one per candidate or a
     CoexploreError."""
+    if batch is None or not hasattr(batch, "__len__"):
+        raise CoexploreError(f"got the batch {batch!r:.80}", key="tell",
+                             expected="tell(batch, losses) with the batch ask(n) returned")
+    if np.iscomplexobj(losses):
+        raise CoexploreError("complex losses", key="tell", expected="one real loss per candidate")
     try:
         out = np.array(losses, dtype=float, copy=True)
     except (TypeError, ValueError):
@@ -295,6 +300,12 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     exactly as an uninterrupted run would. The caller discards it once the result is stored.
     `target`: a loss no candidate can beat (a proven lower bound): the search ends when it is reached.
     """
+    if not isinstance(searcher, Searcher):
+        raise CoexploreError(f"got {searcher!r:.80}", key="searcher",
+                             expected="a Searcher object (search.registry.make_searcher(name, space, seed))")
+    if not callable(objective):
+        raise CoexploreError(f"got {objective!r:.80}", key="objective",
+                             expected="a function of a batch [n, params] returning n losses")
     budget = positive_int(budget, "budget")
     batch_size = positive_int(batch_size, "batch_size")
     history: list[tuple[int, float]] = []

@@ -223,6 +223,13 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     if constraints is None or isinstance(constraints, (str, Path, list, tuple)):   # none, or constraints files
         from coexplore.spec.constraints import load_constraints
         constraints = {} if constraints is None else load_constraints(ctx.arch, constraints, ctx.problem)
+    from coexplore.model.cache import ResultCache
+    if cache is not None and not isinstance(cache, ResultCache):
+        raise CoexploreError(f"got {cache!r:.60}", key="cache",
+                             expected="None, a ResultCache or its file's path")
+    if objective == "":
+        raise CoexploreError("an empty objective", key="objective",
+                             expected="None (the mapper's), edp, energy, latency, an expression or a function")
     custom = objective if callable(objective) else None
     if custom is not None:
         objective, cache = None, None        # a function has no cache key

@@ -1,0 +1,91 @@
+"""Plausible misuse of the Python API (found by a user study) is one CoexploreError naming the
+argument, never an AttributeError/TypeError from deep inside; and a path is taken where the CLI
+takes one."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coexplore.errors import CoexploreError
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "data" / "timeloop_corpus"
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    from coexplore.model.inputs import load_context
+    return load_context(CORPUS / "arches" / "simba_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+
+
+def _table():
+    from coexplore.system.jobs import Job, JobTable
+    return JobTable([Job("a.l1", dnn="a", layer="l1"), Job("b.l1", dnn="b", layer="l1")], ["x", "y"],
+                    [[100.0, 90.0], [200.0, 50.0]], [[1.0, 1.0], [1.0, 2.0]])
+
+
+def test_search_driver_and_tell(ctx):
+    from coexplore.search.base import run_search
+    from coexplore.search.registry import make_searcher
+    from coexplore.search.space import DiscreteSpace
+    space = DiscreteSpace(np.array([3, 4]), ["a", "b"])
+    for bad in (None, "ga"):
+        with pytest.raises(CoexploreError, match="searcher"):
+            run_search(bad, lambda x: np.ones(len(x)), budget=10)
+    s = make_searcher("random", space, 0)
+    with pytest.raises(CoexploreError, match="objective"):
+        run_search(s, 5, budget=10)
+    with pytest.raises(CoexploreError, match="batch"):
+        s.tell(None, [1.0])
+    x = s.ask(2)
+    with pytest.raises(CoexploreError, match="complex"):
+        s.tell(x, np.array([1 + 2j, 1.0]))
+
+
+def test_model_calls(ctx):
+    from coexplore.search.layer import map_layer
+    for bad in (None, 3, [{"mapping": []}]):
+        with pytest.raises(CoexploreError, match="mappings"):
+            ctx.evaluate_mappings(bad)
+    with pytest.raises(CoexploreError, match="res"):
+        ctx.record(None)
+    with pytest.raises(CoexploreError, match="cache"):
+        map_layer(ctx, None, "random", budget=100, cache=True)
+    with pytest.raises(CoexploreError, match="objective"):
+        map_layer(ctx, None, "random", budget=100, objective="")
+
+
+def test_pareto_front_takes_objective_names_and_refuses_ragged_rows():
+    from coexplore.sweep.pareto import pareto_front
+    assert pareto_front([[1, 2], [2, 1], [3, 3]], ["latency", "area"]).tolist() == [True, True, False]
+    for bad in ([[1, 2, 3]], [[1], [2, 3]], [["a", "b"]]):
+        with pytest.raises(CoexploreError, match="values"):
+            pareto_front(bad, ["latency", "area"])
+    with pytest.raises(CoexploreError, match="objectives"):
+        pareto_front([[1, 2]], ["latency", "speed"])
+
+
+def test_online_entry_points(tmp_path):
+    from coexplore.online.models import served_system
+    from coexplore.online.policy import FEATURES, LearnedScheduler, Policy, load_policy
+    from coexplore.online.stream import Scenario
+    from coexplore.system.tables import save_table
+    save_table(_table(), tmp_path / "jobs.csv")
+    assert [m.name for m in served_system(tmp_path / "jobs.csv", 10).models] == ["a", "b"]   # a path, as schedule
+    with pytest.raises(CoexploreError, match="table"):
+        served_system(None, 10)
+    Policy(np.ones(len(FEATURES))).save(tmp_path / "p.json")
+    assert LearnedScheduler(tmp_path / "p.json").policy.weights.tolist() == [1.0] * len(FEATURES)
+    for bad, where in ((lambda: LearnedScheduler(None), "policy"), (lambda: load_policy(None), "path"),
+                       (lambda: Scenario(load=1.2, requests=50, slack=2), "slack"),
+                       (lambda: Scenario(load="1"), "load")):
+        with pytest.raises(CoexploreError) as e:
+            bad()
+        assert e.value.key == where
+
+
+def test_estimate_component_attributes_must_be_a_mapping():
+    from coexplore.energy import estimate_component
+    with pytest.raises(CoexploreError, match="attributes"):
+        estimate_component("SRAM", [64, 128])
