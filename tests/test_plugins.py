@@ -5,6 +5,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from coexplore.cli.main import main
@@ -150,7 +151,7 @@ def test_a_plugin_that_shadows_a_built_in_name_is_said(tmp_path, capsys):
                      "--budget", "50", "--no-cache", "--out", str(tmp_path / "o")]) == 0
         err = capsys.readouterr().err
         assert "replaces the built-in layer searcher 'random'" in err
-        assert "system scheduler 'magma', a built-in name: the built-in one runs" in err
+        assert "system scheduler 'magma', a built-in name (names are read case-blind): the built-in one runs" in err
     finally:
         registry.SEARCHERS["random"] = saved
         schedule.CUSTOM.pop("magma", None)
@@ -188,3 +189,96 @@ def test_a_bad_plugin_is_one_line(tmp_path, capsys, given, says):
     assert main(["--plugin", name, "map", str(ARCH), str(LAYER), "--budget", "10", "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err and "--plugin" in err
+
+
+SCHEDULER_PLUGIN = '''
+import numpy as np
+from coexplore.search.base import Searcher
+from coexplore.system import schedule
+
+class Sampler(Searcher):
+    name = "NAME"
+    def __init__(self, space, seed, how):
+        super().__init__(seed)
+        self.space, self.how = space, how
+        self.keep = lambda x: x                      # an attribute pickle cannot save
+    def ask(self, n):
+        if self.how == "raise":
+            raise ValueError("my own bug")
+        return self.space.sample(self.rng, n)
+    def tell(self, batch, losses):
+        losses = super().tell(batch, losses)
+        if self.how == "liar":                       # says its worst candidate is its best
+            self.best_x = np.array(batch[int(np.argmax(losses))])
+        return losses
+
+schedule.CUSTOM["NAME"] = lambda space, table, budget, seed: Sampler(space, seed, "HOW")
+'''
+
+
+def _scheduler_plugin(tmp_path, name: str, how: str) -> Path:
+    path = tmp_path / f"{how}_plugin.py"
+    path.write_text(SCHEDULER_PLUGIN.replace("NAME", name).replace("HOW", how))
+    return path
+
+
+@pytest.fixture
+def forget():
+    yield
+    from coexplore import plugins
+    from coexplore.system import schedule
+    for k in [k for k in schedule.CUSTOM if k.lower() in ("uniformish", "liar", "boom", "lambdas")]:
+        schedule.CUSTOM.pop(k)
+    plugins._LOADED.clear()
+
+
+def test_the_schedule_is_the_best_the_driver_saw_not_the_plugins_idea_of_it(tmp_path, capsys, forget):
+    """User study: a plugin keeping another best_x got that schedule reported (12x the makespan its
+    history reached)."""
+    rc = main(["--plugin", str(_scheduler_plugin(tmp_path, "liar", "liar")), "schedule", "--table", str(TABLE),
+               "--bandwidth", "1", "--budget", "300", "--searcher", "liar", "--no-plot", "--json",
+               "--out", str(tmp_path / "o")])
+    got = json.loads(capsys.readouterr().out)
+    assert rc == 0 and got["makespan"] == pytest.approx(min(v for _, v in got["history"]), rel=1e-12)
+
+
+def test_a_plugins_exception_is_said_as_the_plugins_not_as_a_coexplore_bug(tmp_path, capsys, forget):
+    rc = main(["--plugin", str(_scheduler_plugin(tmp_path, "boom", "raise")), "schedule", "--table", str(TABLE),
+               "--bandwidth", "1", "--budget", "300", "--searcher", "boom", "--no-plot", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and "a plugin's code) raised ValueError in ask: my own bug" in err, err
+
+
+def test_a_searcher_state_pickle_cannot_save_is_said_and_the_search_goes_on(tmp_path):
+    """User study: a plugin scheduler holding a lambda died at its first periodic save (30 s in, or
+    at a Ctrl-C): a traceback, no result at all."""
+    from coexplore.search.base import run_search
+    from coexplore.search.checkpoint import Checkpoint
+    from coexplore.search.space import DiscreteSpace
+    from coexplore.search.random_search import RandomSearch
+    said = []
+    s = RandomSearch(DiscreteSpace([4, 4], ["a", "b"]), seed=0)
+    s.keep = lambda x: x
+    ck = Checkpoint(tmp_path / "ck.pkl", "k", every_s=0.0, say=said.append)
+    res = run_search(s, lambda x: np.asarray(x, float).sum(axis=1) + 1, budget=12, batch_size=4, checkpoint=ck)
+    assert res.samples == 12 and res.best_loss == 1.0
+    assert len(said) == 1 and "cannot be saved" in said[0] and not (tmp_path / "ck.pkl").exists()
+
+
+def test_plugin_names_options_and_registering_nothing(tmp_path, capsys, forget):
+    """A scheduler name with capitals is found (names are read case-blind); a name that is no
+    name (a path) is refused; --plugin after the command works; a plugin that registers nothing is said."""
+    path = _scheduler_plugin(tmp_path, "UniformIsh", "sample")
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "1", "--budget", "200", "--searcher", "UniformIsh",
+               "--no-plot", "--json", "--out", str(tmp_path / "o"), "--plugin", str(path)])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["samples"] == 200
+    bad = _scheduler_plugin(tmp_path, "../../escape", "bad")
+    assert main(["--plugin", str(bad), "schedule", "--table", str(TABLE), "--bandwidth", "1", "--budget", "10",
+                 "--out", str(tmp_path / "b")]) == 2
+    assert "registers the system scheduler name '../../escape'" in capsys.readouterr().err
+    from coexplore.system import schedule
+    schedule.CUSTOM.pop("../../escape", None)
+    (tmp_path / "nothing.py").write_text("x = 1\n")
+    assert main(["--plugin", str(tmp_path / "nothing.py"), "schedule", "--table", str(TABLE), "--bandwidth", "1",
+                 "--budget", "50", "--no-plot", "--out", str(tmp_path / "n")]) == 0
+    assert "registered no searcher or scheduler" in capsys.readouterr().err

@@ -244,7 +244,7 @@ def command_line() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args_given = sys.argv[1:] if argv is None else list(argv)
+    args_given = _plugins_first(sys.argv[1:] if argv is None else list(argv))
     _COMMAND[:] = args_given
     named = next((a for a in args_given if not a.startswith("-")), None)
     command = f"coexplore {named}" if named in COMMANDS else "coexplore"   # named before parsing: a Ctrl-C there
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)
-        args = build_parser(args_given).parse_args(argv)
+        args = build_parser(args_given).parse_args(args_given)
         action = getattr(args, f"{args.command}_command", None)      # (arch generate, energy check, cache clear)
         command = f"coexplore {args.command}" + (f" {action}" if isinstance(action, str) else "")
         _check_given(args)
@@ -299,6 +299,26 @@ def main(argv: list[str] | None = None) -> int:
                 stream.reconfigure(errors=errors)
 
 
+_NAME = re.compile(r"[A-Za-z0-9_.+-]+")       # a plugin's searcher or scheduler name
+
+
+def _plugins_first(argv: list[str]) -> list[str]:
+    """`--plugin X` (or `--plugin=X`) given after the command, as options may come anywhere: moved
+    before it, where the main parser reads it (arguments after `--` are left alone)."""
+    front, rest, it = [], [], iter(argv)
+    for a in it:
+        if a == "--":
+            rest += [a, *it]
+            break
+        if a == "--plugin":
+            front += [a, next(it, "")]
+        elif a.startswith("--plugin="):
+            front.append(a)
+        else:
+            rest.append(a)
+    return front + rest
+
+
 def _load_plugins(given: list[str]) -> None:
     """Import the plugins (`--plugin`, $COEXPLORE_PLUGINS) and say which built-in names they replaced
     (a layer searcher or an online policy) or could not (a system scheduler: the built-in wins)."""
@@ -308,15 +328,25 @@ def _load_plugins(given: list[str]) -> None:
     from coexplore.online.schedulers import HEURISTICS
     from coexplore.search.registry import SEARCHERS
     from coexplore.system import schedule
-    before = {"layer searcher": dict(SEARCHERS), "online policy": dict(HEURISTICS)}
-    plugins.load_all(given)
-    for what, (old, new) in {"layer searcher": (before["layer searcher"], SEARCHERS),
-                             "online policy": (before["online policy"], HEURISTICS)}.items():
-        for name in sorted(k for k in old if new.get(k) is not old[k]):
+    registries = {"layer searcher": SEARCHERS, "online policy": HEURISTICS, "system scheduler": schedule.CUSTOM}
+    before = {what: dict(reg) for what, reg in registries.items()}
+    loaded = plugins.load_all(given)
+    for what, reg in registries.items():
+        for name in sorted(k for k in reg if before[what].get(k) is not reg[k]):
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                raise CoexploreError(f"a plugin registers the {what} name {name!r}", key="--plugin",
+                                     expected="a name of letters, digits and _ . + - (it is typed as an option "
+                                              "and names result folders)")
+    for what in ("layer searcher", "online policy"):
+        for name in sorted(k for k in before[what] if registries[what].get(k) is not before[what][k]):
             warnings.warn(f"a plugin replaces the built-in {what} '{name}'", CoexploreWarning)
-    for name in sorted(k for k in schedule.CUSTOM if k in schedule.SEARCHERS):
-        warnings.warn(f"a plugin registers system scheduler '{name}', a built-in name: the built-in one runs "
-                      "(register it under another name)", CoexploreWarning)
+    for name in sorted(k for k in schedule.CUSTOM if k.lower() in schedule.SEARCHERS):
+        warnings.warn(f"a plugin registers system scheduler '{name}', a built-in name (names are read "
+                      "case-blind): the built-in one runs (register it under another name)", CoexploreWarning)
+    if all(dict(reg) == before[what] for what, reg in registries.items()):
+        warnings.warn(f"the plugin{'s' if len(loaded) > 1 else ''} {', '.join(loaded)} registered no searcher or "
+                      "scheduler (see the README's Plugins: SEARCHERS, schedule.CUSTOM, HEURISTICS)",
+                      CoexploreWarning)
 
 
 def _printable_streams() -> list:

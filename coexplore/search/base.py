@@ -103,15 +103,48 @@ def check_options(config, file=None) -> None:
                                      expected=f"{other}: {needed}, or '{key}' left at its default")
 
 
+def _plugins_code(searcher, what: str):
+    """A context that says an exception a plugin's searcher raised (in `what`: ask, tell) as the
+    plugin's, one CoexploreError naming its class, not as a bug of coexplore's (a traceback)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard():
+        try:
+            yield
+        except (CoexploreError, KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as exc:
+            cls = type(searcher)
+            if cls.__module__.split(".")[0] == "coexplore":
+                raise                         # coexplore's own searcher: a bug, shown as one
+            raise CoexploreError(f"searcher '{getattr(searcher, 'name', cls.__name__)}' ({cls.__module__}."
+                                 f"{cls.__qualname__}, a plugin's code) raised {type(exc).__name__} in {what}: {exc}",
+                                 key="searcher", expected="a Searcher whose ask(n) returns at most n candidates of "
+                                                          "the space and whose tell(batch, losses) takes them") from exc
+    return guard()
+
+
 def _asked(searcher, n: int):
     """searcher.ask(n), refused naming the searcher when it is no batch of candidates (None, a
     number): a plugin's ask is told so, not a TypeError inside the loop."""
-    batch = searcher.ask(n)
+    with _plugins_code(searcher, "ask"):
+            batch = searcher.ask(n)
     if isinstance(batch, (str, bytes, dict)) or not hasattr(batch, "__len__") \
             or (isinstance(batch, np.ndarray) and batch.ndim == 0):
         raise CoexploreError(f"searcher '{searcher.name}' answered ask({n}) with {type(batch).__name__} "
                              f"{batch!r:.60}", key="searcher",
                              expected="ask(n) returning an array of at most n candidates, one row each")
+    if len(batch):
+        try:
+            a = np.asarray(batch)
+        except ValueError:                # ragged rows
+            a = None
+        if a is None or a.ndim != 2 or a.dtype.kind not in "iuf":
+            raise CoexploreError(f"searcher '{searcher.name}' answered ask({n}) with "
+                                 + (f"an array of shape {a.shape} and type {a.dtype}" if a is not None else "ragged rows"),
+                                 key="searcher", expected="ask(n) returning numbers, one row of the space's "
+                                                          "parameters per candidate: shape [m <= n, parameters]")
     return batch
 
 
@@ -315,6 +348,10 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
         from coexplore.progress import progress_bar
         bar = progress_bar(total=budget, initial=min(searcher.samples, budget), desc=desc or searcher.name, unit="sample",
                    leave=False, mininterval=0.5)
+    if not all(hasattr(searcher, a) for a in ("budget", "samples", "best_x", "best_loss", "rng")):
+        raise CoexploreError(f"searcher '{getattr(searcher, 'name', type(searcher).__name__)}' was not set up as a "
+                             "Searcher", key="searcher",
+                             expected="its __init__ calling super().__init__(seed) (coexplore.search.base.Searcher)")
     if searcher.budget is None or searcher.budget < budget:
         searcher.budget = budget          # a searcher run again with a larger budget plans for it
     # the driver's own incumbent: consistent even if Ctrl-C lands inside the searcher's tell;
@@ -377,7 +414,8 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
                 history[-1] = (samples, best_loss)     # a flat stretch keeps its two ends only
             else:
                 history.append((samples, best_loss))
-            searcher.tell(batch, losses if tie is None else with_tie(losses, tie))
+            with _plugins_code(searcher, "tell"):
+                searcher.tell(batch, losses if tie is None else with_tie(losses, tie))
             if bar is not None:
                 bar.set_postfix({best_label: f"{best_loss:.4g}"}, refresh=False)   # shown by update
                 bar.update(len(losses))
@@ -396,6 +434,6 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             bar.close()
     if asked_to_stop and searcher.samples < budget and not best_loss <= target:   # finished anyway: complete
         raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True, invalid=invalid))
-    if lexicographic:                                 # ties decided by the secondary key
-        return SearchResult(best_x, best_loss, searcher.samples, history, invalid=invalid)
-    return SearchResult(searcher.best_x, searcher.best_loss, searcher.samples, history, invalid=invalid)
+    # the best the driver saw evaluated (ties decided by the secondary key, if any), not the searcher's
+    # own idea of it: a searcher (a plugin's) may keep another `best_x` than the losses it was told say
+    return SearchResult(best_x, best_loss, searcher.samples, history, invalid=invalid)

@@ -46,15 +46,18 @@ class Checkpoint:
         self._started = time.perf_counter()
         self._last_save = self._started
         self._gap = self.every_s       # seconds between saves: every_s, more if a save is slow
+        self.unsaveable = ""           # why the searcher's state cannot be pickled (then never saved)
 
     # -- saving ---------------------------------------------------------------------------
     def due(self) -> bool:
-        return time.perf_counter() - self._last_save >= self._gap
+        return not self.unsaveable and time.perf_counter() - self._last_save >= self._gap
 
     def save(self, searcher, driver: dict) -> None:
         """Write the searcher's and the driver's state (atomically replacing the last snapshot).
         Saving stays under ~5% of the run: after a save of t seconds the next is due after 20 t
         at the earliest (every_s = 0: at every batch)."""
+        if self.unsaveable:
+            return
         t0 = time.perf_counter()
         shared = _shared(searcher)
         buf = io.BytesIO()
@@ -64,7 +67,13 @@ class Checkpoint:
         pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
         ids = {id(obj): name for name, obj in shared.items()}
         pickler.persistent_id = lambda obj: ids.get(id(obj))
-        pickler.dump({"driver": driver, "searcher": searcher.state_dict()})
+        try:
+            pickler.dump({"driver": driver, "searcher": searcher.state_dict()})
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:   # a plugin's lambda, lock, generator
+            self.unsaveable = f"{type(exc).__name__}: {exc}"
+            self.say(f"the state of searcher {_class_name(searcher)} cannot be saved ({self.unsaveable}): "
+                     "no checkpoint (a stop keeps the best so far; a rerun starts over)")
+            return
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")   # per process: two runs never share one
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:

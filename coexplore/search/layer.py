@@ -223,8 +223,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     if constraints is None or isinstance(constraints, (str, Path, list, tuple)):   # none, or constraints files
         from coexplore.spec.constraints import load_constraints
         constraints = {} if constraints is None else load_constraints(ctx.arch, constraints, ctx.problem)
-    from coexplore.model.cache import ResultCache
-    if cache is not None and not isinstance(cache, ResultCache):
+    if cache is not None and not all(callable(getattr(cache, m, None)) for m in ("get", "put")):
         raise CoexploreError(f"got {cache!r:.60}", key="cache",
                              expected="None, a ResultCache or its file's path")
     if objective == "":

@@ -52,7 +52,7 @@ class SweepSettings:
         from coexplore.search.base import positive_int
         from coexplore.search.registry import MapperSpec, load_mapper
         from coexplore.seeds import check_seed
-        from coexplore.system.schedule import searcher_names
+        from coexplore.system.schedule import is_searcher, searcher_names
         self.layer_budget = positive_int(self.layer_budget, "layer_budget")
         self.budget = positive_int(self.budget, "budget")
         self.layer_seed = check_seed(self.layer_seed, "layer_seed", "--layer-seed", none=False)
@@ -62,7 +62,7 @@ class SweepSettings:
         if self.layer_mapper is not None and not isinstance(self.layer_mapper, MapperSpec):
             raise CoexploreError(f"got {self.layer_mapper!r}", key="layer_mapper",
                                  expected="a MapperSpec (search.registry.mapper_spec), a searcher name or a mapper YAML")
-        if not isinstance(self.searcher, str) or self.searcher.lower() not in searcher_names():
+        if not is_searcher(self.searcher):
             raise CoexploreError(f"unknown searcher {self.searcher!r}", key="searcher",
                                  expected="one of " + ", ".join(searcher_names()))
         if isinstance(self.workers, bool) or not isinstance(self.workers, numbers.Integral) or self.workers < 0:

@@ -35,6 +35,11 @@ def searcher_names() -> tuple[str, ...]:
     return SEARCHERS + tuple(k for k in CUSTOM if k not in SEARCHERS)
 
 
+def is_searcher(name) -> bool:
+    """`name` names a system searcher (names are read case-blind: MAGMA is magma)."""
+    return isinstance(name, str) and name.lower() in {n.lower() for n in searcher_names()}
+
+
 # candidates asked per round; nevergrad optimizers are told this many workers
 BATCH = {"default": 100, "nevergrad": 10}
 
@@ -68,7 +73,7 @@ def load_system_mapper(path) -> SystemMapperSpec:
     data = load_yaml(path)
     from coexplore.search.registry import SEARCHERS as LAYER_SEARCHERS
     if isinstance(data, dict) and isinstance(data.get("searcher"), str) and data["searcher"] in LAYER_SEARCHERS \
-            and data["searcher"].lower() not in searcher_names():
+            and not is_searcher(data["searcher"]):
         raise CoexploreError(f"a layer mapper (searcher: {data['searcher']}), not a system scheduler", file=f,
                              key="searcher", expected="a system mapper: " + " | ".join(searcher_names()))
     if not isinstance(data, dict) or "searcher" not in data:
@@ -78,7 +83,7 @@ def load_system_mapper(path) -> SystemMapperSpec:
     if unknown:
         raise CoexploreError("unknown key", file=f, key=unknown[0], expected="searcher | budget | config")
     name = str(data["searcher"]).lower()
-    if name not in searcher_names():
+    if not is_searcher(name):
         raise CoexploreError(f"unknown searcher '{data['searcher']}'", file=f, key="searcher",
                              expected="one of " + ", ".join(searcher_names()))
     budget = data.get("budget")
@@ -101,7 +106,7 @@ def system_mapper(name: str) -> SystemMapperSpec:
     from coexplore.bundled import resolve
 
     key = name.lower() if isinstance(name, str) else name
-    if key not in searcher_names():
+    if not is_searcher(key):
         raise CoexploreError(f"unknown searcher '{name}'", key="searcher", option="--searcher",
                              expected="one of " + ", ".join(searcher_names()) + ", or a mapper YAML")
     found = resolve("mappers", key)
@@ -190,9 +195,10 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
     space = space_of(table)
     if key in BUILT_IN:
         return BUILT_IN[key](space, table, budget, seed, config)
-    if key in CUSTOM:
+    custom = {k.lower(): f for k, f in CUSTOM.items()}      # (names read case-blind, as the built-in ones)
+    if key in custom:
         try:
-            made = CUSTOM[key](space, table, budget, seed)
+            made = custom[key](space, table, budget, seed)
         except CoexploreError:
             raise
         except Exception as exc:          # the plugin's own bug: said as such, not as coexplore's
