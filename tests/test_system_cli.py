@@ -321,3 +321,11 @@ def test_a_non_finite_system_bandwidth_names_the_key(tmp_path, capsys, value):
     f.write_text(text.replace("bandwidth_GBps: 25.6", f"bandwidth_GBps: {value}"))
     err = _bad(tmp_path, capsys, [str(f), "--no-cache"])
     assert "key 'system.dram.bandwidth_GBps'" in err and str(f) in err
+
+
+def test_a_magma_budget_of_one_generation_is_said(tmp_path, capsys):
+    """User study: pop_size 5000 with budget 500 never bred a generation, without a word."""
+    for budget, said in (("100", True), ("101", False)):
+        assert main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", budget, "--no-plot",
+                     "--no-progress", "--out", str(tmp_path / budget)]) == 0
+        assert ("at most one MAGMA generation (pop_size 100)" in capsys.readouterr().err) is said

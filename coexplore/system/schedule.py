@@ -318,6 +318,8 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
             longest = longest_job(table.latency, table.bandwidth, bandwidth)
             if not np.isfinite(longest):        # no schedule can be finite: said before any search
                 raise _overflowing(table, bandwidth)
+            if given is None and searcher.lower() == "magma":
+                _say_one_generation(budget, config or MagmaConfig())
             res = run_search(s, objective, budget, batch_size=batch, progress=progress, desc=searcher,
                              checkpoint=checkpoint, target=longest * (1 + 1e-12))
     except SearchInterrupted as exc:   # Ctrl-C: hand the best schedule so far to the caller
@@ -340,6 +342,16 @@ class ScheduleInterrupted(KeyboardInterrupt):
         super().__init__()
         self.result = result
         self.stop_now = stop_now
+
+
+def _say_one_generation(budget: int, config: MagmaConfig) -> None:
+    """A note when MAGMA's budget holds no more than its first population: nothing is bred."""
+    if budget <= config.pop_size:
+        import warnings
+        from coexplore.errors import CoexploreNote
+        warnings.warn(f"budget {budget:,} is at most one MAGMA generation (pop_size {config.pop_size:,}): nothing is "
+                      "bred, the search is its first population (a larger budget or a smaller pop_size)",
+                      CoexploreNote, stacklevel=3)
 
 
 def _overflowing(table, bandwidth: float) -> CoexploreError:
