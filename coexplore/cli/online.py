@@ -25,8 +25,9 @@ import sys
 from pathlib import Path
 
 from coexplore.bundled import resolve
-from coexplore.cli.paths import (show_progress, nonnegative, add_cache_option, command_record, chosen_dir, count_at_most, default_run_dir, digests,
-                                 processes, remove_empty_created, run_key, seed, table_run_name)
+from coexplore.cli.paths import (show_progress, nonnegative, add_cache_option, command_record, chosen_dir,
+                                 count_at_most, default_run_dir, digests, processes, remove_empty_created, run_key,
+                                 seed, table_run_name)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
 from coexplore.spec.yamlio import write_text, write_texts
@@ -71,7 +72,8 @@ def register(subparsers) -> None:
                    help="what load 1 is: fastest (default): as much work, each layer on its fastest core, as the "
                         "cores have cycles (unequal cores saturate below 1); capacity: the largest request rate "
                         "the cores can serve (a linear program over where each layer runs)")
-    p.add_argument("--requests", type=count_at_most(MAX_REQUESTS, "a stream's arrays take ~100 bytes a request"), default=200, metavar="N", help="requests per stream (default 200)")
+    p.add_argument("--requests", type=count_at_most(MAX_REQUESTS, "a stream's arrays take ~100 bytes a request"),
+                   default=200, metavar="N", help="requests per stream (default 200)")
     p.add_argument("--slack", type=float, nargs=2, default=(1.5, 4.0), metavar=("LOW", "HIGH"),
                    help="deadline = arrival + k x the DNN's isolated latency, k uniform in [LOW, HIGH] "
                         "(default 1.5 4)")
@@ -82,13 +84,15 @@ def register(subparsers) -> None:
                         "waits is dropped)")
     p.add_argument("--schedulers", default=",".join([*HEURISTICS, "relmas"]), metavar="A,B,...",
                    help="schedulers to compare (default all: " + ", ".join([*HEURISTICS, "relmas"]) + ")")
-    p.add_argument("--seeds", type=count_at_most(MAX_STREAMS, "each stream is simulated by every scheduler"), metavar="N",
+    p.add_argument("--seeds", type=count_at_most(MAX_STREAMS, "each stream is simulated by every scheduler"),
+                   metavar="N",
                    help="evaluation streams (default 5: seeds S..S+4)")
     p.add_argument("--seed", type=seed, default=0, metavar="S",
                    help="first evaluation stream's seed, also the training's (default 0)")
     p.add_argument("--train-generations", type=nonnegative, default=None, metavar="N",
                    help="generations of relmas's training (default 25; 0: the untrained policy)")
-    p.add_argument("--train-streams", type=count_at_most(MAX_STREAMS, "each generation simulates them all, twice per pair"), default=None, metavar="N",
+    p.add_argument("--train-streams", default=None, metavar="N",
+                   type=count_at_most(MAX_STREAMS, "each generation simulates them all, twice per pair"),
                    help="training streams per generation (default 3)")
     p.add_argument("--policy", metavar="POLICY.json",
                    help="relmas's weights from an earlier run's policy.json (no training)")
@@ -115,13 +119,13 @@ def run(args) -> int:
         print(f"coexplore online: {exc.format(cli=True)}", file=sys.stderr)
         remove_empty_created()
         return 1
+    from coexplore.cli.schedule import bandwidth_given
     from coexplore.online.models import served_system
     from coexplore.online.stream import check_scenario, request_rates
     try:
         system = served_system(table, bandwidth)
     except CoexploreError as exc:
-        if exc.key == "bandwidth" and args.bandwidth is None and args.system:     # the system file's bandwidth
-            exc.file, exc.key, exc.option = str(args.system), "system.dram.bandwidth_GBps", None
+        exc = bandwidth_given(exc, args)
         raise (exc.with_file(args.table) if args.table and exc.file is None else exc) from None
     streams, trained_at = None, None
     if args.trace:
@@ -685,7 +689,8 @@ def _requests_csv(system, results: dict, seeds: list[int]) -> str:
 
 def _summary(data: dict) -> list[str]:
     means = data["schedulers"]
-    lines = [f"{data['name']}: {len(data['cores'])} cores, {len(data['models'])} DNN{'s' if len(data['models']) != 1 else ''} "
+    n = len(data["models"])
+    lines = [f"{data['name']}: {len(data['cores'])} cores, {n} DNN{'s' if n != 1 else ''} "
              f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}"
              + (" of capacity" if data['run']['scenario'].get('basis') == 'capacity' else
                 f" ({data['load_of_capacity']:.3g} of the cores' capacity)")

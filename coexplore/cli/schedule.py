@@ -123,6 +123,17 @@ def check_job_table_source(args, command: str, jobs_map_only: bool = True) -> No
                   f"{PLAUSIBLE_GBPS[1]:,.0f} GB/s at 1 GHz: is it in another unit (bytes/s, GB/s)?", file=sys.stderr)
 
 
+def bandwidth_given(exc: CoexploreError, args) -> CoexploreError:
+    """An error about the system bandwidth (key 'bandwidth') said where it was given: --bandwidth,
+    or the system file's dram bandwidth."""
+    if exc.key == "bandwidth" and exc.file is None:
+        if args.bandwidth is not None:
+            exc.option = "--bandwidth"
+        elif args.system:
+            exc.file, exc.key, exc.option = str(args.system), "system.dram.bandwidth_GBps", None
+    return exc
+
+
 def load_table_option(path: str):
     """The --table job table; a file that cannot be read is said with the option's name."""
     from coexplore.system.tables import load_table
@@ -194,13 +205,8 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
     except KeyboardInterrupt:
         interrupted_note("schedule", checkpoint)
         raise
-    except CoexploreError as exc:        # the system bandwidth: said where it was given
-        if exc.key == "bandwidth" and exc.file is None and exc.option is None:
-            if args.bandwidth is not None:
-                exc.option = "--bandwidth"
-            elif args.system:
-                exc.file, exc.key = str(args.system), "system.dram.bandwidth_GBps"
-        raise
+    except CoexploreError as exc:
+        raise bandwidth_given(exc, args)
     with holding_stops() as hold:     # a second Ctrl-C here still leaves schedule.json and timeline.csv
         data = result.to_json(table, clock)
         data["table" if args.table else "system"] = str(args.table or args.system)
