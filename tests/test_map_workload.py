@@ -295,3 +295,53 @@ def test_earlier_rows_fill_in_only_what_this_run_did_not_do(tmp_path):
     assert rows == {"a": {"layer": "a", "v": 2}, "c": {"layer": "c", "v": 1}, "e": {"layer": "e", "v": 2}}
     assert sorted(failed) == ["b", "d"] and not set(rows) & set(failed)
     assert _with_earlier(path, {"run": "other"}, {}, []) == ({}, [])
+
+
+DW3 = ("workload:\n  layers:\n  - {name: first, instance: {C: 16, M: 16, R: 3, S: 3, P: 8, Q: 8}}\n"
+       "  - {name: dw1, count: 32, instance: {C: 1, M: 1, R: 3, S: 3, P: 8, Q: 8}}\n"
+       "  - {name: dw2, count: 64, instance: {C: 1, M: 1, R: 3, S: 3, P: 4, Q: 4}}\n")
+
+
+def test_the_first_layers_note_is_said_in_one_process_too(tmp_path, capsys):
+    """User study: with --jobs 1 only 'the note on layer dw1 above holds for ... dw2' was printed,
+    with no note above (the layer's own printer had counted it as said)."""
+    (tmp_path / "dw3.yaml").write_text(DW3)
+    assert main(["map", "simba", str(tmp_path / "dw3.yaml"), "--all-layers", "--budget", "50", "--no-cache",
+                 "--no-progress", "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    idles = [ln for ln in err.splitlines() if "idles for layer dw1" in ln]
+    refs = [ln for ln in err.splitlines() if "the note on layer dw1 above holds" in ln]
+    assert idles and len(idles) == len(refs), err
+
+
+@pytest.mark.parametrize("write, key, says", [
+    (lambda d: d.joinpath("w.yaml").write_text(
+        "workload:\n  layers:\n  - {name: layers.csv, instance: {C: 16, M: 16, P: 8, Q: 8}}\n"),
+     "workload.layers[0].name", "the name of a file `map --all-layers` writes"),
+    (lambda d: d.joinpath("w.yaml").write_text(
+        "workload:\n  layers:\n  - {name: a, count: 1" + "0" * 400 + ", instance: {C: 16, M: 16, P: 8, Q: 8}}\n"),
+     "workload.layers[0].count", "too large"),
+])
+def test_a_layer_name_or_count_no_network_result_can_hold_is_refused_before_any_search(tmp_path, capsys, write,
+                                                                                        key, says):
+    """User study: 'layers.csv' was mapped and then the table could not be written; a count of
+    10^400 crashed the summary (OverflowError) after the search."""
+    write(tmp_path)
+    rc = main(["map", "simba", str(tmp_path / "w.yaml"), "--all-layers", "--budget", "50", "--no-cache",
+               "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"key '{key}'" in err and says in err and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_problem_file_whose_name_is_no_layer_name_is_refused(tmp_path, capsys):
+    """User study: a file '...yaml' in a problem folder made a layer '..', whose results went to the
+    parent of --out, replacing another run's."""
+    from conftest import CORPUS
+    folder = tmp_path / "net"
+    folder.mkdir()
+    (folder / "...yaml").write_text((CORPUS / "layers" / "tiny_conv.yaml").read_text())
+    rc = main(["map", "simba", str(folder), "--all-layers", "--budget", "50", "--no-cache",
+               "--out", str(tmp_path / "out" / "net")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "problem file '...yaml'" in err and not (tmp_path / "out").exists(), err

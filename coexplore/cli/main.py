@@ -160,6 +160,8 @@ class NoteGroups:
         if key not in self.first:
             self.first[key] = layer
             return True
+        if layer == self.first[key]:      # the first layer's note again (said by another printer): said there too
+            return True
         if layer != self.first[key] and layer not in self.others.setdefault(key, []):
             self.others[key].append(layer)
         return False

@@ -27,6 +27,9 @@ COLUMNS = ("layer", "count", "also", "macs", "cycles", "energy_uJ", "edp_J_cycle
            "dram_bytes", "samples", "exhausted", "mapping_file")
 
 
+NETWORK_FILES = ("layers.csv", "summary.json")      # beside the layers' folders
+
+
 def run_all_layers(args, map_one) -> int:
     """Map every distinct layer of the workload PROBLEM with `map_one` (the one-layer `map`), then
     write layers.csv and summary.json; the exit code is the worst of the layers' (130 stops)."""
@@ -46,6 +49,11 @@ def run_all_layers(args, map_one) -> int:
                              expected="a workload YAML or a bundled workload name such as resnet50")
     wl = load_workload(find_workload(args.problem))
     layers = wl.unique_layers()
+    for i, layer in enumerate(wl.layers):      # a layer's folder beside the network's tables: not one of them
+        if layer.name in NETWORK_FILES:
+            raise CoexploreError(f"layer name {layer.name!r} is the name of a file `map --all-layers` writes",
+                                 file=str(wl.path or args.problem), key=f"workload.layers[{i}].name",
+                                 expected="another layer name (each layer's results go to a folder of its name)")
     first = argparse.Namespace(**{**vars(args), "layer": layers[0][0].name})
     said: set = set()
     groups = note_groups()      # notes naming a layer: the first said, the others counted (said at the end)
@@ -119,8 +127,8 @@ def run_all_layers(args, map_one) -> int:
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    write_text(out / "layers.csv", buf.getvalue())
-    write_text(out / "summary.json", json.dumps(summary, indent=1))
+    write_text(out / NETWORK_FILES[0], buf.getvalue())
+    write_text(out / NETWORK_FILES[1], json.dumps(summary, indent=1))
     if error is not None:
         raise error
     if args.json:

@@ -38,8 +38,8 @@ from typing import Any, Iterator
 
 from coexplore.bundled import bundled_dir, resolve
 from coexplore.errors import PATH_TYPES, CoexploreError, check_type
-from coexplore.spec.problem import (DEFAULT_CNN_SHAPE, check_dimension_names, check_operations, flat_projection,
-                                    underscored_shape)
+from coexplore.spec.problem import (DEFAULT_CNN_SHAPE, MAX_OPERATIONS, check_dimension_names, check_operations,
+                                    flat_projection, underscored_shape)
 from coexplore.spec.yamlio import load_yaml
 
 PROBLEM_VERSION = 0.4
@@ -229,6 +229,11 @@ def _problem_folder(folder: Path) -> Workload:
     if twice:
         raise CoexploreError(f"two problem files named {twice[0]} (.yaml and .yml)", file=str(folder),
                              expected="one file per layer name")
+    bad = next((p for p in files if not _NAME.match(p.stem)), None)
+    if bad is not None:                 # a file's name is its layer's: a folder and file name of the results
+        raise CoexploreError(f"problem file {bad.name!r}: its name is its layer's name, and {bad.stem!r} is none",
+                             file=str(folder), expected="file names of letters, digits, '_', '-', '.', starting with "
+                                                        "a letter or '_' (the layer names)")
     name = folder.name if _NAME.match(folder.name) else "problems"
     return Workload(name=name, layers=tuple(read_problem(p) for p in files), path=folder,
                     description=f"the {len(files)} Timeloop problem files of {folder}")
@@ -352,6 +357,12 @@ def _layer(raw: Any, shape: dict, f: str, where: str) -> Layer:
                              expected="a name of letters, digits, '_', '-', '.'")
     count = _positive_int(raw.get("count", 1), f, f"{where}.count")
     instance = _instance(raw.get("instance"), shape, f, f"{where}.instance")
+    ops = math.prod(instance[d] for d in shape["dimensions"])
+    if count * ops > MAX_OPERATIONS:      # the network's totals (count x each copy's) stay exact floats
+        shown = f"{count:,}" if count < 10 ** 15 else f"~10^{len(str(count)) - 1}"
+        raise CoexploreError(f"count {shown} x {ops:,} operations per copy is too large", file=f,
+                             key=f"{where}.count", expected=f"at most 2^53 = {MAX_OPERATIONS:.2e} operations over "
+                                                            "the layer's copies")
     return Layer(name=name, instance=instance, count=count, shape=shape)
 
 
