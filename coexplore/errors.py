@@ -86,3 +86,10 @@ class CoexploreWarning(UserWarning):
 class CoexploreNote(CoexploreWarning):
     """Information on a choice made for the user (no ERT given: the built-in estimator prices the
     file), not a problem; the CLI prints it as a `coexplore: note: ...` line."""
+
+
+def did_you_mean(word, names, cutoff: float = 0.75) -> str:
+    """' (did you mean 'res3a_branch2b'?)' when `word` is a letter or two from one of `names`, else ''."""
+    import difflib
+    close = difflib.get_close_matches(str(word), [str(n) for n in names], n=1, cutoff=cutoff)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -345,3 +345,24 @@ def test_a_problem_file_whose_name_is_no_layer_name_is_refused(tmp_path, capsys)
                "--out", str(tmp_path / "out" / "net")])
     err = capsys.readouterr().err
     assert rc == 2 and "problem file '...yaml'" in err and not (tmp_path / "out").exists(), err
+
+
+def test_a_network_with_no_layer_mapped_has_no_totals(tmp_path, capsys):
+    """User study: summary.json and --json said cycles 0, energy 0 (a network that costs nothing)."""
+    (tmp_path / "dw3.yaml").write_text(DW3)
+    rc = main(["map", "simba", str(tmp_path / "dw3.yaml"), "--all-layers", "--budget", "50", "--no-cache",
+               "--no-progress", "--objective", "energy if cycles <= 1 else inf", "--json", "--out", str(tmp_path / "o")])
+    got = json.loads(capsys.readouterr().out)
+    assert rc == 1 and got["mapped"] == 0 and len(got["failed"]) == 3
+    assert all(got[k] is None for k in ("macs", "cycles", "energy_uJ", "edp_J_cycle", "pJ_per_mac", "dram_bytes"))
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["cycles"] is None
+
+
+def test_a_mistyped_layer_or_core_gets_a_close_match(capsys):
+    assert main(["map", "simba", "resnet50", "--layer", "res3a_brnach2b", "--budget", "10", "--no-cache"]) == 2
+    assert "(did you mean 'res3a_branch2b'?)" in capsys.readouterr().err
+    assert main(["map", "hetero_2simba_2eyeriss", "resnet50", "--layer", "conv1", "--core", "eyriss", "--budget", "10",
+                 "--no-cache"]) == 2
+    assert "(did you mean 'eyeriss'?)" in capsys.readouterr().err
+    with pytest.raises(KeyError, match="did you mean 'conv1'"):
+        load_workload(find_workload("resnet50")).layer("conv_1")

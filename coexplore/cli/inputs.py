@@ -14,7 +14,7 @@ from pathlib import Path
 
 from coexplore.bundled import bundled_names, resolve
 from coexplore.cli.paths import seconds
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, did_you_mean
 from coexplore.model.evaluate import level_costs
 from coexplore.energy.pricing import CLASS_SETS, builtin_ert, is_node_list
 from coexplore.model.inputs import Context, find_ert, locate_ert, problem_warnings
@@ -156,7 +156,8 @@ def _choose(names: list[str], wanted: str | None, what: str, file: str, key: str
         raise CoexploreError(f"it has {len(names)} {what}s; choose one", file=file, key=key,
                              expected=f"{key} NAME, one of: {shown}{also}")
     if wanted not in names:
-        raise CoexploreError(f"no {what} {wanted!r}", file=file, key=key, expected=f"one of: {shown}")
+        raise CoexploreError(f"no {what} {wanted!r}{did_you_mean(wanted, names)}", file=file, key=key,
+                             expected=f"one of: {shown}")
     return wanted
 
 

@@ -295,13 +295,15 @@ def _summary(arch: str, wl, rows: list[dict], failed: list[str], n_layers: int, 
     cycles = sum(r["count"] * r["cycles"] for r in rows)
     energy_uj = sum(r["count"] * r["energy_uJ"] for r in rows)
     macs = sum(r["count"] * r["macs"] for r in rows)
+    totals = {"macs": macs, "cycles": cycles, "energy_uJ": energy_uj, "edp_J_cycle": energy_uj * 1e-6 * cycles,
+              "pJ_per_mac": energy_uj * 1e6 / macs if macs else None,
+              "dram_bytes": sum(r["count"] * r["dram_bytes"] for r in rows)
+              if all(r.get("dram_bytes") not in (None, "") for r in rows) else None}   # (an earlier run's rows lack it)
+    if not rows:                          # no layer mapped: no totals (not a network that costs nothing)
+        totals = dict.fromkeys(totals)
     return {"arch": arch, "workload": wl.name, "distinct_layers": n_layers, "mapped": len(rows),
             "failed": failed, "complete": complete, "layers_run": sum(r["count"] for r in rows),
-            "macs": macs, "cycles": cycles, "energy_uJ": energy_uj,
-            "edp_J_cycle": energy_uj * 1e-6 * cycles, "pJ_per_mac": energy_uj * 1e6 / macs if macs else None,
-            "dram_bytes": sum(r["count"] * r["dram_bytes"] for r in rows)
-            if all(r.get("dram_bytes") not in (None, "") for r in rows) else None,    # (an earlier run's rows lack it)
-            "layers": rows, "run": desc, **command_record()}
+            **totals, "layers": rows, "run": desc, **command_record()}
 
 
 def _print(summary: dict, rows: list[dict], out: Path) -> None:

@@ -12,7 +12,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.errors import CoexploreError, CoexploreWarning, did_you_mean
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import MAX_OPERATIONS
 from coexplore.spec.yamlio import load_yaml
@@ -173,9 +173,7 @@ _APPLIED["dataspace"] = _APPLIED["datatype"] = _APPLIED["bypassing"] = _APPLIED[
 
 def _resembling(key: str, known) -> str:
     """' (did you mean 'factors'?)' for a key one letter or so from one the mapspace applies."""
-    import difflib
-    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    return did_you_mean(key, sorted(known), cutoff=0.8)
 
 
 def _respecified(what: str, level: str, file, key):

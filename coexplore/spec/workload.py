@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from coexplore.bundled import bundled_dir, resolve
-from coexplore.errors import PATH_TYPES, CoexploreError, check_type
+from coexplore.errors import PATH_TYPES, CoexploreError, check_type, did_you_mean
 from coexplore.spec.problem import (DEFAULT_CNN_SHAPE, MAX_OPERATIONS, check_dimension_names, check_operations,
                                     flat_projection, underscored_shape)
 from coexplore.spec.yamlio import load_yaml
@@ -134,9 +134,9 @@ class Workload:
         for layer in self.layers:
             if layer.name == name:
                 return layer
-        raise LayerNotFound(f"workload {self.name} has no layer {name!r}", key="layer",
-                            expected="one of " + ", ".join(layer.name for layer in self.layers[:20])
-                            + (", ..." if len(self.layers) > 20 else ""))
+        names = [layer.name for layer in self.layers]
+        raise LayerNotFound(f"workload {self.name} has no layer {name!r}{did_you_mean(name, names)}", key="layer",
+                            expected="one of " + ", ".join(names[:20]) + (", ..." if len(names) > 20 else ""))
 
     def same_problem_groups(self) -> list[list[Layer]]:
         """The layers grouped by problem (`Layer.key`), groups and layers in network order."""
