@@ -366,3 +366,13 @@ def test_a_mistyped_layer_or_core_gets_a_close_match(capsys):
     assert "(did you mean 'eyeriss'?)" in capsys.readouterr().err
     with pytest.raises(KeyError, match="did you mean 'conv1'"):
         load_workload(find_workload("resnet50")).layer("conv_1")
+
+
+@pytest.mark.parametrize("text, says", [("workloads:\n  layers: []\n", "top keys workloads (did you mean 'workload'?)"),
+                                        ("", "no mapping of keys"), ("- a\n", "no mapping of keys")])
+def test_all_layers_of_a_file_that_is_no_workload_says_what_it_holds(tmp_path, capsys, text, says):
+    """User study: these were 'not a single problem', which they are not either."""
+    (tmp_path / "w.yaml").write_text(text)
+    assert main(["map", "simba", str(tmp_path / "w.yaml"), "--all-layers", "--budget", "10", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "neither a workload" in err and "Traceback" not in err, err

@@ -33,7 +33,7 @@ NETWORK_FILES = ("layers.csv", "summary.json")      # beside the layers' folders
 def run_all_layers(args, map_one) -> int:
     """Map every distinct layer of the workload PROBLEM with `map_one` (the one-layer `map`), then
     write layers.csv and summary.json; the exit code is the worst of the layers' (130 stops)."""
-    from coexplore.cli.inputs import is_workload, load_inputs
+    from coexplore.cli.inputs import is_workload, load_inputs, top_keys
     from coexplore.cli.main import note_groups
     from coexplore.cli.map import mapper_of
     from coexplore.stops import finishing
@@ -44,6 +44,14 @@ def run_all_layers(args, map_one) -> int:
         raise CoexploreError("--all-layers maps every layer; --layer picks one", key="--layer",
                              expected="either --layer NAME or --all-layers")
     if not is_workload(args.problem):
+        keys = top_keys(args.problem)
+        if Path(args.problem).is_file() and "problem" not in keys:   # no single problem either: what it holds
+            from coexplore.errors import did_you_mean
+            held = ("top keys " + ", ".join(sorted(map(str, keys))) + did_you_mean(next(iter(sorted(keys))), ["workload"])
+                    if keys else "no mapping of keys (empty, or a list)")
+            raise CoexploreError(f"holds {held}: neither a workload (`workload:`) nor a problem (`problem:`)",
+                                 file=str(args.problem), key="workload",
+                                 expected="workload: {name, layers: [...]} (docs/readme_workloads.md)")
         raise CoexploreError("--all-layers needs a workload (a network's layers), not a single problem",
                              file=str(args.problem), key="--all-layers",
                              expected="a workload YAML or a bundled workload name such as resnet50")
