@@ -376,3 +376,16 @@ def test_all_layers_of_a_file_that_is_no_workload_says_what_it_holds(tmp_path, c
     assert main(["map", "simba", str(tmp_path / "w.yaml"), "--all-layers", "--budget", "10", "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert says in err and "neither a workload" in err and "Traceback" not in err, err
+
+
+def test_the_console_table_widens_to_its_values(tmp_path, capsys):
+    """User study: a row of 10^13 cycles ran its columns together."""
+    from coexplore.cli.map_workload import _print
+    rows = [{"layer": "a_layer_name_longer_than_twenty_eight", "count": 1234567, "cycles": 11_152_000_008_064,
+             "energy_uJ": 420_395_174.066, "pJ_per_mac": 1.5, "utilization": 0.5},
+            {"layer": "b", "count": 1, "cycles": 10, "energy_uJ": 1.0, "pJ_per_mac": 2.0, "utilization": 1.0}]
+    _print({"workload": "w", "arch": "a", "mapped": 2, "distinct_layers": 2, "failed": [], "complete": True,
+            "cycles": 1, "energy_uJ": 1.0, "edp_J_cycle": 1.0, "pJ_per_mac": 1.0}, rows, tmp_path)
+    lines = capsys.readouterr().out.splitlines()[1:4]
+    assert all(len(ln.split()) == 6 for ln in lines), lines          # every cell apart from its neighbours
+    assert len({len(ln) for ln in lines}) == 1                        # and the columns aligned

@@ -317,10 +317,14 @@ def _summary(arch: str, wl, rows: list[dict], failed: list[str], n_layers: int, 
 def _print(summary: dict, rows: list[dict], out: Path) -> None:
     print(f"coexplore map: {summary['workload']} on {summary['arch']}: {summary['mapped']} of "
           f"{summary['distinct_layers']} distinct layers mapped")
-    print(f"{'layer':<28}{'count':>6}{'cycles':>16}{'energy uJ':>14}{'pJ/MAC':>9}{'util':>7}")
-    for r in rows:
-        print(f"{r['layer']:<28}{r['count']:>6}{r['cycles']:>16,}{r['energy_uJ']:>14,.3f}"
-              f"{r['pJ_per_mac']:>9.3f}{r['utilization']:>7.3f}")
+    cells = [(r["layer"], f"{r['count']:,}", f"{r['cycles']:,}", f"{r['energy_uJ']:,.3f}", f"{r['pJ_per_mac']:.3f}",
+              f"{r['utilization']:.3f}") for r in rows]
+    head = ("layer", "count", "cycles", "energy uJ", "pJ/MAC", "util")
+    w = [max([28, len(head[0]) + 1, *(len(c[0]) + 1 for c in cells)]),       # columns as wide as their values
+         *(max([n, *(len(c[i]) + 2 for c in cells)]) for i, n in enumerate((6, 16, 14, 9, 7), start=1))]
+    print(f"{head[0]:<{w[0]}}" + "".join(f"{h:>{n}}" for h, n in zip(head[1:], w[1:])))
+    for c in cells:
+        print(f"{c[0]:<{w[0]}}" + "".join(f"{v:>{n}}" for v, n in zip(c[1:], w[1:])))
     same = [f"{r['layer']} (also {', '.join(r['also'].split('; '))})" for r in rows if r.get("also")]
     if same:
         print("the same problem, mapped once and counted: " + "; ".join(same))
