@@ -160,11 +160,15 @@ class NoteGroups:
         if key not in self.first:
             self.first[key] = layer
             return True
-        if layer == self.first[key]:      # the first layer's note again (said by another printer): said there too
-            return True
         if layer != self.first[key] and layer not in self.others.setdefault(key, []):
             self.others[key].append(layer)
         return False
+
+    def is_first(self, line: str) -> bool:
+        """`line` is the note its group admitted first (an admit that printed it elsewhere, e.g. into a
+        layer's captured output, leaves it to be said again where that output is shown)."""
+        m = _LAYER_NOTE.match(line)
+        return m is not None and self.first.get(line[:m.start(1)] + "*" + line[m.end(1):]) == m.group(1)
 
     def summary(self) -> list[str]:
         out = []

@@ -236,7 +236,7 @@ def _say_once(text: str, said: set, bar, groups) -> None:
     """A layer's notes and warnings, each said once for the whole network (not once per layer; a
     note naming its layer for the first such layer, the others counted in `groups`)."""
     for line in text.splitlines():
-        if line.strip() and line not in said and groups.admit(line):
+        if line.strip() and line not in said and (groups.admit(line) or groups.is_first(line)):
             said.add(line)
             if bar is not None:
                 bar.write(line, file=sys.stderr)

@@ -229,11 +229,11 @@ def _problem_folder(folder: Path) -> Workload:
     if twice:
         raise CoexploreError(f"two problem files named {twice[0]} (.yaml and .yml)", file=str(folder),
                              expected="one file per layer name")
-    bad = next((p for p in files if not _NAME.match(p.stem)), None)
-    if bad is not None:                 # a file's name is its layer's: a folder and file name of the results
-        raise CoexploreError(f"problem file {bad.name!r}: its name is its layer's name, and {bad.stem!r} is none",
-                             file=str(folder), expected="file names of letters, digits, '_', '-', '.', starting with "
-                                                        "a letter or '_' (the layer names)")
+    hidden = next((p for p in files if p.stem.startswith(".") or not p.stem.strip()), None)
+    if hidden is not None:              # a file's name is its layer's, and the name of its results' folder
+        raise CoexploreError(f"problem file {hidden.name!r}: its name, the layer's, starts with '.' (a hidden "
+                             "file, or '..': its results' folder would be another)", file=str(folder),
+                             expected="problem files whose names do not start with '.'")
     name = folder.name if _NAME.match(folder.name) else "problems"
     return Workload(name=name, layers=tuple(read_problem(p) for p in files), path=folder,
                     description=f"the {len(files)} Timeloop problem files of {folder}")
