@@ -699,3 +699,11 @@ def test_the_record_names_the_system_by_its_name_key(tmp_path):
     g = tmp_path / "unnamed.yaml"
     g.write_text((root / "arch" / "simba_2x2.yaml").read_text().replace("  name: simba_2x2\n", ""))
     assert _system_name(argparse.Namespace(table=None, system=str(g))) == "unnamed"
+
+
+def test_an_empty_scheduler_name_is_refused(tmp_path, capsys):
+    table = _table(tmp_path / "jobs.csv")
+    for given in ("edf,", "edf,,fcfs", " , "):
+        assert main(["online", "--table", str(table), "--bandwidth", "10", "--schedulers", given, "--no-progress",
+                     "--out", str(tmp_path / "o")]) == 2
+        assert "key '--schedulers'" in capsys.readouterr().err

@@ -208,3 +208,22 @@ def test_options_that_would_do_nothing_are_refused_in_code_too():
     s = make_searcher(mapper_spec("marl", MARLConfig(clustering="single", bins=8)), make_small(0).space)
     with pytest.raises(CoexploreError, match="bins"):
         s.ask(10)
+
+
+def test_an_option_a_budgeted_search_never_reads_is_noted(tmp_path):
+    """User study: SA's horizon (its schedule's length when the budget is unknown) did nothing under
+    `coexplore map` without a word."""
+    import warnings
+
+    from coexplore.errors import CoexploreNote
+    from coexplore.model.inputs import load_context
+    from coexplore.search.layer import map_layer
+    from coexplore.search.registry import mapper_spec
+    from conftest import CORPUS
+    ctx = load_context(CORPUS / "arches" / "simba_like" / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    for config, noted in (({"horizon": 1}, True), ({}, False)):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            map_layer(ctx, None, mapper_spec("sa", config), budget=100, seed=0)
+        said = [w for w in seen if issubclass(w.category, CoexploreNote) and "config.horizon" in str(w.message)]
+        assert bool(said) is noted

@@ -9,6 +9,7 @@ periodic elitist restarts: the worst chains jump to the best point found.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,6 +33,9 @@ class SAConfig:
     restart_fraction: float = 0.2  # fraction of chains moved to the best point at a restart
     horizon: int = 10_000          # schedule length when the budget is unknown
     log_loss: bool = True
+
+    # options a search run with a budget (`run_search`: `coexplore map`, `map_layer`) does not use
+    UNUSED_WITH_BUDGET: ClassVar[tuple[str, ...]] = ("horizon",)
 
 
 class SimulatedAnnealing(Searcher):

@@ -263,6 +263,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             out.mapping = from_arrays(arrays, 0, ctx.arch, ctx.problem)
             return out
     searcher = registry.make_searcher(spec, ms, seed)
+    _say_unused_with_budget(spec, budget)
     if (custom is not None or registry.may_refuse(spec.objective)) \
             and getattr(getattr(searcher, "config", None), "skip_failed", False):
         # a function or a cap of the user's may give a valid mapping an infinite loss: walk every mapping
@@ -343,6 +344,20 @@ def _cache_entry(ctx: Context, constraints, spec: registry.MapperSpec, ms: MapSp
     key = cache_key(**cache_parts(ctx, constraints, spec, budget=budget, seed=seed, ms=ms))
     hit = cache.get(key, count=count)
     return key, None if hit is None else _usable(hit, ms, cache, key)
+
+
+def _say_unused_with_budget(spec: registry.MapperSpec, budget: int) -> None:
+    """A note for a config option set off its default that a search with a budget never reads
+    (simulated annealing's `horizon`: its schedule then spans the budget)."""
+    config = spec.config
+    for name in getattr(config, "UNUSED_WITH_BUDGET", ()):
+        default = type(config).__dataclass_fields__[name].default
+        if getattr(config, name) != default:
+            import warnings
+            from coexplore.errors import CoexploreNote
+            warnings.warn(f"searcher '{spec.searcher}': config.{name} {getattr(config, name)} is not used: it applies "
+                          f"when the budget is unknown (ask/tell without run_search); here the budget, {budget:,}, "
+                          "sets it", CoexploreNote, stacklevel=3)
 
 
 def _usable(hit, ms: MapSpace, cache, key: str) -> dict | None:
