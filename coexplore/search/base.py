@@ -105,18 +105,22 @@ def check_options(config, file=None) -> None:
 
 def _plugins_code(searcher, what: str):
     """A context that says an exception a plugin's searcher raised (in `what`: ask, tell) as the
-    plugin's, one CoexploreError naming its class, not as a bug of coexplore's (a traceback)."""
+    plugin's, one CoexploreError naming its class, not as a bug of coexplore's (a traceback); what
+    it prints goes to stderr (stdout may carry a command's --json)."""
     import contextlib
+    import sys
+    cls = type(searcher)
+    own = cls.__module__.split(".")[0] == "coexplore"
 
     @contextlib.contextmanager
     def guard():
         try:
-            yield
+            with contextlib.nullcontext() if own else contextlib.redirect_stdout(sys.stderr):
+                yield
         except (CoexploreError, KeyboardInterrupt, MemoryError):
             raise
         except Exception as exc:
-            cls = type(searcher)
-            if cls.__module__.split(".")[0] == "coexplore":
+            if own:
                 raise                         # coexplore's own searcher: a bug, shown as one
             raise CoexploreError(f"searcher '{getattr(searcher, 'name', cls.__name__)}' ({cls.__module__}."
                                  f"{cls.__qualname__}, a plugin's code) raised {type(exc).__name__} in {what}: {exc}",

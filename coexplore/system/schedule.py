@@ -198,7 +198,10 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
     custom = {k.lower(): f for k, f in CUSTOM.items()}      # (names read case-blind, as the built-in ones)
     if key in custom:
         try:
-            made = custom[key](space, table, budget, seed)
+            import contextlib
+            import sys
+            with contextlib.redirect_stdout(sys.stderr):       # (stdout may carry --json)
+                made = custom[key](space, table, budget, seed)
         except CoexploreError:
             raise
         except Exception as exc:          # the plugin's own bug: said as such, not as coexplore's
