@@ -7,6 +7,7 @@ ERT.yaml/ART.yaml (from the built-in estimator, or copied from `--ert-from`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -17,7 +18,7 @@ from coexplore.arch.system import load_system_arch
 from coexplore.arch.tables import art_area_mm2, find_given_tables, price_core, write_own_tables
 from coexplore.energy.tables import read_art, write_art, write_ert
 from coexplore.bundled import resolve
-from coexplore.cli.paths import digests, output_dir
+from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
 from coexplore.spec.yamlio import read_text
 
@@ -155,8 +156,11 @@ def _not_written_here(out: Path, cores: list[str]) -> list[Path]:
     earlier `arch generate` left them (the user's own, or edited since)."""
     known = _written(out)
     files = [out / name / f for name in cores for f in WRITES]
-    return [f for f in files if f.is_file() and known.get(f.relative_to(out).as_posix()) !=
-            next(iter(digests(f).values()))]
+    return [f for f in files if f.is_file() and known.get(f.relative_to(out).as_posix()) != _sha(f)]
+
+
+def _sha(f: Path) -> str:
+    return hashlib.sha256(f.read_bytes()).hexdigest()
 
 
 def _written(out: Path) -> dict:
@@ -169,5 +173,5 @@ def _written(out: Path) -> dict:
 
 def _record_written(out: Path, files: list[Path]) -> None:
     known = _written(out)
-    known.update({f.relative_to(out).as_posix(): sha for f in files for sha in digests(f).values()})
+    known.update({f.relative_to(out).as_posix(): _sha(f) for f in files})
     (out / WRITTEN).write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")

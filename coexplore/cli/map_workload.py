@@ -47,8 +47,9 @@ def run_all_layers(args, map_one) -> int:
         keys = top_keys(args.problem)
         if Path(args.problem).is_file() and "problem" not in keys:   # no single problem either: what it holds
             from coexplore.errors import did_you_mean
-            held = ("top keys " + ", ".join(sorted(map(str, keys))) + did_you_mean(next(iter(sorted(keys))), ["workload"])
-                    if keys else "no mapping of keys (empty, or a list)")
+            names = sorted(map(str, keys))
+            held = ("top keys " + ", ".join(names) + did_you_mean(names[0], ["workload"]) if names
+                    else "no mapping of keys (empty, or a list)")
             raise CoexploreError(f"holds {held}: neither a workload (`workload:`) nor a problem (`problem:`)",
                                  file=str(args.problem), key="workload",
                                  expected="workload: {name, layers: [...]} (docs/readme_workloads.md)")

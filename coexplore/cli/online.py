@@ -689,8 +689,8 @@ def _requests_csv(system, results: dict, seeds: list[int]) -> str:
 
 def _summary(data: dict) -> list[str]:
     means = data["schedulers"]
-    n = len(data["models"])
-    lines = [f"{data['name']}: {len(data['cores'])} cores, {n} DNN{'s' if n != 1 else ''} "
+    dnns = len(data["models"])
+    lines = [f"{data['name']}: {len(data['cores'])} cores, {dnns} DNN{'s' if dnns != 1 else ''} "
              f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}"
              + (" of capacity" if data['run']['scenario'].get('basis') == 'capacity' else
                 f" ({data['load_of_capacity']:.3g} of the cores' capacity)")

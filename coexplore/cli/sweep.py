@@ -131,10 +131,11 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
     from coexplore.workers.processes import WorkerDied
     store = SweepStore(out, run_key(run_desc))
     if store.unsound and not args.restart:
-        shown = ", ".join(store.unsound[:8]) + (f", ... ({len(store.unsound) - 8} more)" if len(store.unsound) > 8 else "")
-        print(f"coexplore sweep: note: {out / 'points.jsonl'}: the line{'s' if len(store.unsound) > 1 else ''} of "
-              f"{shown} {'were' if len(store.unsound) > 1 else 'was'} edited, or the point's folder is gone: "
-              f"{'they run' if len(store.unsound) > 1 else 'it runs'} again", file=sys.stderr)
+        n = len(store.unsound)
+        shown = ", ".join(store.unsound[:8]) + (f", ... ({n - 8} more)" if n > 8 else "")
+        print(f"coexplore sweep: note: {out / 'points.jsonl'}: the line{'s' if n > 1 else ''} of {shown} "
+              f"{'were' if n > 1 else 'was'} edited, or the point's folder is gone: {'they run' if n > 1 else 'it runs'} "
+              "again", file=sys.stderr)
     store.clear() if args.restart else store.drop_others()
     store.drop_stale_points()
     points = spec.sweep_points()

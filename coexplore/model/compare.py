@@ -81,12 +81,10 @@ def other_mismatches(got: dict, ref: dict, printed: bool = False) -> list[dict]:
     for lv, rlv in (ref.get("levels") or {}).items():
         glv = (got.get("levels") or {}).get(lv) or {}
         dss = rlv.get("dataspaces") or {}
-        slack = PRINTED_PJ * (1 + 3 * len(dss)) if printed else 0.0
-        for key in ("energy_pJ", "leakage_pJ"):
-            check(lv, None, key, glv.get(key), rlv.get(key), ENERGY_TOL, slack if key == "energy_pJ" else
-                  PRINTED_PJ if printed else 0.0)
+        unit = PRINTED_PJ if printed else 0.0     # a printed energy's rounding; a sum's is one per part
+        check(lv, None, "energy_pJ", glv.get("energy_pJ"), rlv.get("energy_pJ"), ENERGY_TOL, unit * (1 + 3 * len(dss)))
+        check(lv, None, "leakage_pJ", glv.get("leakage_pJ"), rlv.get("leakage_pJ"), ENERGY_TOL, unit)
         for ds, rds in dss.items():
             gds = (glv.get("dataspaces") or {}).get(ds) or {}
-            check(lv, ds, "energy_pJ", gds.get("energy_pJ"), rds.get("energy_pJ"), ENERGY_TOL,
-                  3 * PRINTED_PJ if printed else 0.0)
+            check(lv, ds, "energy_pJ", gds.get("energy_pJ"), rds.get("energy_pJ"), ENERGY_TOL, 3 * unit)
     return out

@@ -11,6 +11,7 @@ above the system bandwidth stretches it as the contention model would).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -61,7 +62,6 @@ class ServedSystem:
 def served_system(table: JobTable, bandwidth: float) -> ServedSystem:
     """Group a job table's jobs by DNN (first appearance order) into served models; `table` may
     be a job table file's path (`tables.load_table`), as for `search_schedule`."""
-    from pathlib import Path
     if isinstance(table, (str, Path)):
         from coexplore.system.tables import load_table
         table = load_table(table)

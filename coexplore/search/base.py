@@ -13,7 +13,9 @@ Candidates are rows of a 2-D numpy array whose meaning is the searcher's space's
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -103,37 +105,32 @@ def check_options(config, file=None) -> None:
                                      expected=f"{other}: {needed}, or '{key}' left at its default")
 
 
+@contextlib.contextmanager
 def _plugins_code(searcher, what: str):
-    """A context that says an exception a plugin's searcher raised (in `what`: ask, tell) as the
+    """A block that says an exception a plugin's searcher raised (in `what`: ask, tell) as the
     plugin's, one CoexploreError naming its class, not as a bug of coexplore's (a traceback); what
     it prints goes to stderr (stdout may carry a command's --json)."""
-    import contextlib
-    import sys
     cls = type(searcher)
     own = cls.__module__.split(".")[0] == "coexplore"
-
-    @contextlib.contextmanager
-    def guard():
-        try:
-            with contextlib.nullcontext() if own else contextlib.redirect_stdout(sys.stderr):
-                yield
-        except (CoexploreError, KeyboardInterrupt, MemoryError):
-            raise
-        except Exception as exc:
-            if own:
-                raise                         # coexplore's own searcher: a bug, shown as one
-            raise CoexploreError(f"searcher '{getattr(searcher, 'name', cls.__name__)}' ({cls.__module__}."
-                                 f"{cls.__qualname__}, a plugin's code) raised {type(exc).__name__} in {what}: {exc}",
-                                 key="searcher", expected="a Searcher whose ask(n) returns at most n candidates of "
-                                                          "the space and whose tell(batch, losses) takes them") from exc
-    return guard()
+    try:
+        with contextlib.nullcontext() if own else contextlib.redirect_stdout(sys.stderr):
+            yield
+    except (CoexploreError, KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:
+        if own:
+            raise                         # coexplore's own searcher: a bug, shown as one
+        raise CoexploreError(f"searcher '{getattr(searcher, 'name', cls.__name__)}' ({cls.__module__}."
+                             f"{cls.__qualname__}, a plugin's code) raised {type(exc).__name__} in {what}: {exc}",
+                             key="searcher", expected="a Searcher whose ask(n) returns at most n candidates of "
+                                                      "the space and whose tell(batch, losses) takes them") from exc
 
 
 def _asked(searcher, n: int):
     """searcher.ask(n), refused naming the searcher when it is no batch of candidates (None, a
     number): a plugin's ask is told so, not a TypeError inside the loop."""
     with _plugins_code(searcher, "ask"):
-            batch = searcher.ask(n)
+        batch = searcher.ask(n)
     if isinstance(batch, (str, bytes, dict)) or not hasattr(batch, "__len__") \
             or (isinstance(batch, np.ndarray) and batch.ndim == 0):
         raise CoexploreError(f"searcher '{searcher.name}' answered ask({n}) with {type(batch).__name__} "
@@ -343,6 +340,10 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     if not callable(objective):
         raise CoexploreError(f"got {objective!r:.80}", key="objective",
                              expected="a function of a batch [n, params] returning n losses")
+    if not all(hasattr(searcher, a) for a in ("budget", "samples", "best_x", "best_loss", "rng")):
+        raise CoexploreError(f"searcher '{getattr(searcher, 'name', type(searcher).__name__)}' was not set up as a "
+                             "Searcher", key="searcher",
+                             expected="its __init__ calling super().__init__(seed) (coexplore.search.base.Searcher)")
     budget = positive_int(budget, "budget")
     batch_size = positive_int(batch_size, "batch_size")
     history: list[tuple[int, float]] = []
@@ -352,10 +353,6 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
         from coexplore.progress import progress_bar
         bar = progress_bar(total=budget, initial=min(searcher.samples, budget), desc=desc or searcher.name, unit="sample",
                    leave=False, mininterval=0.5)
-    if not all(hasattr(searcher, a) for a in ("budget", "samples", "best_x", "best_loss", "rng")):
-        raise CoexploreError(f"searcher '{getattr(searcher, 'name', type(searcher).__name__)}' was not set up as a "
-                             "Searcher", key="searcher",
-                             expected="its __init__ calling super().__init__(seed) (coexplore.search.base.Searcher)")
     if searcher.budget is None or searcher.budget < budget:
         searcher.budget = budget          # a searcher run again with a larger budget plans for it
     # the driver's own incumbent: consistent even if Ctrl-C lands inside the searcher's tell;

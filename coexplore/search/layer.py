@@ -373,8 +373,7 @@ def _usable(hit, ms: MapSpace, cache, key: str) -> dict | None:
             and whole(hit.get("samples")) and hit["samples"] >= 0 and isinstance(hit.get("history"), list)
             and all(isinstance(h, list) and len(h) == 2 and all(isinstance(v, (int, float)) for v in h)
                     for h in hit["history"])
-            and all(k in MapResult.__dataclass_fields__ for k in ("searcher", "objective")) and
-            isinstance(hit.get("searcher"), str) and isinstance(hit.get("objective"), str))
+            and isinstance(hit.get("searcher"), str) and isinstance(hit.get("objective"), str))
     if not fine:
         import warnings
         from coexplore.errors import CoexploreWarning

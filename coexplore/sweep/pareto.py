@@ -36,4 +36,3 @@ def _objective(o) -> Objective:
         return OBJECTIVES[o]
     raise CoexploreError(f"got {o!r:.60}", key="objectives",
                          expected="Objective objects or names: " + ", ".join(OBJECTIVES))
-
