@@ -26,6 +26,18 @@ EXPECTED = "a Python module's import name (my_searchers) or a .py file that regi
 _LOADED: dict[str, object] = {}          # as given -> the module
 
 
+def is_plugins(obj) -> bool:
+    """Whether `obj` (an instance, a class or a function) comes from outside coexplore: a plugin's code."""
+    owner = obj if isinstance(obj, type) or callable(obj) and hasattr(obj, "__code__") else type(obj)
+    return str(getattr(owner, "__module__", None) or "").split(".")[0] != "coexplore"
+
+
+def prints_to_stderr(obj):
+    """A block in which what a plugin's `obj` prints goes to stderr (stdout may carry a command's
+    --json); coexplore's own code is left as it is."""
+    return contextlib.redirect_stdout(sys.stderr) if is_plugins(obj) else contextlib.nullcontext()
+
+
 def _split(text: str) -> list[str]:
     return [p.strip() for p in text.replace(os.pathsep, ",").split(",") if p.strip()]
 

@@ -287,3 +287,63 @@ def test_plugin_names_options_and_registering_nothing(tmp_path, capsys, forget):
     assert main(["--plugin", str(tmp_path / "nothing.py"), "schedule", "--table", str(TABLE), "--bandwidth", "1",
                  "--budget", "50", "--no-plot", "--out", str(tmp_path / "n")]) == 0
     assert "registered no searcher or scheduler" in capsys.readouterr().err
+
+
+CHATTY_PLUGIN = '''
+from dataclasses import dataclass
+from coexplore.online import schedulers
+from coexplore.search import registry
+from coexplore.search.random_search import RandomSearch
+
+@dataclass
+class ChattyConfig:
+    pass
+
+class Chatty(RandomSearch):
+    name = "chatty"
+    def __init__(self, space, config=None, seed=0):
+        print("making a chatty searcher")
+        super().__init__(space, None, seed)
+
+class Talker(schedulers.FCFS):
+    name = "talker"
+    def reset(self, sim, seed):
+        print("resetting")
+        return super().reset(sim, seed)
+    def decide(self, sim):
+        print("deciding")
+        return super().decide(sim)
+
+registry.SEARCHERS["chatty"] = (Chatty, ChattyConfig)
+schedulers.HEURISTICS["talker"] = Talker
+'''
+
+
+def test_what_a_plugin_prints_in_init_and_decide_stays_out_of_json(tmp_path, capsys):
+    """User study: a plugin searcher's __init__ and an online policy's decide printed into stdout,
+    so `--json` output did not parse."""
+    from coexplore import plugins
+    from coexplore.online import schedulers
+    from coexplore.search import registry
+    path = tmp_path / "chatty.py"
+    path.write_text(CHATTY_PLUGIN)
+    try:
+        assert main(["--plugin", str(path), "map", str(ARCH), str(LAYER), "--searcher", "chatty", "--budget", "60",
+                     "--no-cache", "--json", "--out", str(tmp_path / "m")]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["samples"] == 60 and "making a chatty searcher" in err
+        from coexplore.system.jobs import Job, JobTable
+        from coexplore.system.tables import save_table
+        csv = tmp_path / "jobs.csv"
+        save_table(JobTable([Job(name=f"cnn.l{i}", dnn="cnn", layer=f"l{i}") for i in range(2)], ["a", "b"],
+                            np.array([[400.0, 900], [300, 500]]), np.array([[3.0, 1], [9, 4]]),
+                            np.array([[50.0, 40], [40, 30]])), csv)
+        assert main(["--plugin", str(path), "online", "--table", str(csv), "--bandwidth", "16", "--load", "0.5",
+                     "--requests", "20", "--seeds", "1", "--schedulers", "talker", "--no-progress", "--no-plot",
+                     "--out", str(tmp_path / "on"), "--json"]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["schedulers"]["talker"] and "resetting" in err and "deciding" in err
+    finally:
+        registry.SEARCHERS.pop("chatty", None)
+        schedulers.HEURISTICS.pop("talker", None)
+        plugins._LOADED.clear()

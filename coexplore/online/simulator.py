@@ -22,6 +22,7 @@ import numpy as np
 from coexplore.errors import CoexploreError
 from coexplore.online.models import ServedSystem
 from coexplore.online.stream import RequestStream
+from coexplore.plugins import prints_to_stderr
 
 
 def is_scheduler(obj) -> bool:
@@ -257,16 +258,17 @@ def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: 
                              expected="a scheduler (reset(sim, seed), decide(sim)): heuristic(name), "
                                       "LearnedScheduler(policy), or a heuristic's name")
     sim = Simulation(system, stream, drop_late)
-    scheduler.reset(sim, seed)
     decisions, spent = 0, 0.0
     clock = time.perf_counter
-    while sim.next_decision():
-        t0 = clock()
-        pairs = scheduler.decide(sim)
-        spent += clock() - t0
-        decisions += 1
-        for r, c in pairs:
-            sim.start(r, c)
+    with prints_to_stderr(scheduler):        # a plugin's policy (stdout may carry --json)
+        scheduler.reset(sim, seed)
+        while sim.next_decision():
+            t0 = clock()
+            pairs = scheduler.decide(sim)
+            spent += clock() - t0
+            decisions += 1
+            for r, c in pairs:
+                sim.start(r, c)
     return OnlineResult(scheduler.name, tuple(m.name for m in system.models), system.cores, system.bandwidth,
                         stream.arrival, stream.deadline, stream.model, np.array(sim.finish),
                         sim.energy if system.energy_known else math.nan,

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from coexplore.errors import CoexploreError
+from coexplore.plugins import is_plugins, prints_to_stderr
 from coexplore.search.losses import check_log_losses
 from coexplore.stops import DeferredInterrupt, holding_stops
 
@@ -111,9 +111,9 @@ def _plugins_code(searcher, what: str):
     plugin's, one CoexploreError naming its class, not as a bug of coexplore's (a traceback); what
     it prints goes to stderr (stdout may carry a command's --json)."""
     cls = type(searcher)
-    own = cls.__module__.split(".")[0] == "coexplore"
+    own = not is_plugins(cls)
     try:
-        with contextlib.nullcontext() if own else contextlib.redirect_stdout(sys.stderr):
+        with prints_to_stderr(cls):
             yield
     except (CoexploreError, KeyboardInterrupt, MemoryError):
         raise

@@ -22,6 +22,7 @@ import numpy as np
 
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError, check_type
+from coexplore.plugins import prints_to_stderr
 from coexplore.search.annealing import SAConfig, SimulatedAnnealing
 from coexplore.search.base import Searcher, check_options, with_tie
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
@@ -423,7 +424,8 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
         raise CoexploreError(f"'{spec.searcher}' searches a layer's mapspace (loop orders are pruned per "
                              "factorisation)", key="space",
                              expected="a coexplore.mapspace.MapSpace, e.g. via coexplore map")
-    return cls(space, spec.config, seed)
+    with prints_to_stderr(cls):            # a plugin's __init__ (stdout may carry --json)
+        return cls(space, spec.config, seed)
 
 
 def objective_loss(metrics: Mapping[str, np.ndarray], objective: str = "edp") -> np.ndarray:

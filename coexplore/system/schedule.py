@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.errors import CoexploreError
+from coexplore.plugins import prints_to_stderr
 from coexplore.search.base import SearchInterrupted, Searcher, positive_int, run_search
 from coexplore.stops import holding_stops
 from coexplore.seeds import check_seed
@@ -198,9 +199,7 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
     custom = {k.lower(): f for k, f in CUSTOM.items()}      # (names read case-blind, as the built-in ones)
     if key in custom:
         try:
-            import contextlib
-            import sys
-            with contextlib.redirect_stdout(sys.stderr):       # (stdout may carry --json)
+            with prints_to_stderr(custom[key]):       # (stdout may carry --json)
                 made = custom[key](space, table, budget, seed)
         except CoexploreError:
             raise
