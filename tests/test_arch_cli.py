@@ -205,3 +205,29 @@ def test_generate_replaces_its_own_files_but_never_a_users(run, tmp_path, capsys
     own = tmp_path / "hand" / "x.yaml"
     own.write_text("mine")                              # a folder no core writes: left alone, no refusal
     assert run("arch", "generate", system, "--out", tmp_path) == 0 and own.read_text() == "mine"
+
+
+def test_a_core_the_system_no_longer_has_loses_its_generated_files(run, tmp_path, capsys):
+    """User study: regenerating a system without one of its cores into the same --out left that
+    core's files (and manifest entries) behind, silently. They are removed, an edited file kept."""
+    import json
+    two = tmp_path / "two.yaml"
+    data = {"system": yaml.safe_load((ROOT / "arch" / "hetero_2simba_2eyeriss.yaml").read_text())["system"]}
+    two.write_text(yaml.safe_dump(data))
+    assert run("arch", "generate", two, "--out", tmp_path / "o") == 0
+    cores = sorted(p.name for p in (tmp_path / "o").iterdir() if p.is_dir())
+    assert len(cores) == 2
+    gone, stays = cores
+    kept = tmp_path / "o" / gone / "ERT.yaml"
+    kept.write_text(kept.read_text() + "# mine\n")
+    data["system"]["cores"] = [c for c in data["system"]["cores"] if gone not in json.dumps(c)]
+    one = tmp_path / "one.yaml"
+    one.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    assert run("arch", "generate", one, "--out", tmp_path / "o") == 0
+    err = capsys.readouterr().err
+    assert f"removed the files an earlier run wrote for core {gone}" in err and "edited since" in err, err
+    assert sorted(p.name for p in (tmp_path / "o" / gone).iterdir()) == ["ERT.yaml"]
+    manifest = json.loads((tmp_path / "o" / ".coexplore-arch.json").read_text())
+    assert [k for k in manifest if k.startswith(gone + "/")] == [f"{gone}/ERT.yaml"]
+    assert (tmp_path / "o" / stays / "arch.yaml").is_file()

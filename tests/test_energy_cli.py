@@ -183,7 +183,7 @@ def test_tables_follow_a_file_without_compound_classes(monkeypatch, capsys, tmp_
     arch.write_text(EX04.replace("CLASSES", "[{name: my_fifo, attributes: {}, subcomponents: []}]"))
     assert run(["energy", "tables", str(arch), "--out", str(tmp_path / "o4"), "--classes", "primitives"],
                monkeypatch) == 0
-    assert "a component of class my_fifo is refused" in capsys.readouterr().err
+    assert "my_fifo has no built-in estimator: a component of that class is refused" in capsys.readouterr().err
 
 
 def test_tables_refuse_sizes_that_are_not_positive_whole_counts(monkeypatch, capsys, tmp_path):

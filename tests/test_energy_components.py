@@ -205,6 +205,20 @@ def test_the_attributes_of_the_bundled_and_corpus_architectures_are_no_misspelli
     assert [m for cls in CLASSES for m in _near_misses(dict.fromkeys(names, 1), cls)] == []
 
 
-def test_n_banks_of_a_smartbuffer_sram_is_checked_though_unused():
+@pytest.mark.parametrize("cls,banks", [("smartbuffer_SRAM", "four"), ("smartbuffer_RF", 0), ("regfile", -3)])
+def test_n_banks_is_checked_on_every_class_though_unused(cls, banks):
+    """User study: n_banks 0 or -3 on a regfile / smartbuffer_RF passed without a word."""
     with pytest.raises(CoexploreError, match="n_banks"):
-        estimate_component("smartbuffer_SRAM", {"depth": 4096, "width": 256, "technology": "45nm", "n_banks": "four"})
+        estimate_component(cls, {"depth": 64, "width": 32, "technology": "45nm", "n_banks": banks})
+
+
+@pytest.mark.parametrize("gcs,said", [(1, True), (1e-3, True), (1e-12, True), (1e-9, False), (2.5e-9, False),
+                                      (5e-8, False)])
+def test_a_cycle_time_in_another_unit_is_said(gcs, said):
+    """User study: global_cycle_seconds: 1 (seconds for nanoseconds) priced leakage 1e9 times too high
+    without a word; a clock outside 0.01-10 GHz is said, as a system YAML's clock_GHz is."""
+    est = estimate_component("smartbuffer_RF", {"depth": 64, "width": 32, "technology": "45nm",
+                                                 "global_cycle_seconds": gcs})
+    assert any("global_cycle_seconds" in w for w in est.warnings) == said
+    ref = estimate_component("smartbuffer_RF", {"depth": 64, "width": 32, "technology": "45nm"})
+    assert est.actions["leak"] == pytest.approx(ref.actions["leak"] * gcs / 1e-9, rel=1e-9)

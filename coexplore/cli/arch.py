@@ -7,6 +7,7 @@ ERT.yaml/ART.yaml (from the built-in estimator, or copied from `--ert-from`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -116,6 +117,7 @@ def run(args) -> int:
         macs, levels = (own.compute.instances, len(own.all_levels)) if own else (core.params.macs, len(core.flat.levels))
         rows.append((name, core.template, count, macs, levels, source, area, list(written)))
     _record_written(out, wrote)
+    notes += _remove_gone_cores(out, list(system.cores))
     spec = system.spec
     if args.json:
         print(json.dumps({
@@ -169,6 +171,34 @@ def _written(out: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return known if isinstance(known, dict) else {}
+
+
+def _remove_gone_cores(out: Path, cores: list[str]) -> list[str]:
+    """Remove the files an earlier run wrote for cores this system no longer has (unedited since; an
+    edited one is kept, said), so the folder holds this system's designs only; what was done, said."""
+    known = _written(out)
+    gone: dict[str, list[str]] = {}
+    kept = []
+    for rel in sorted(known):
+        core = rel.split("/", 1)[0]
+        if core in cores or "/" not in rel:
+            continue
+        f = out / rel
+        if f.is_file() and _sha(f) != known[rel]:
+            kept.append(rel)                  # edited since: the user's now
+            continue
+        if f.is_file():
+            f.unlink()
+            gone.setdefault(core, []).append(rel)
+        del known[rel]
+        with contextlib.suppress(OSError):
+            (out / core).rmdir()              # (only when nothing else is in it)
+    if gone or kept:
+        (out / WRITTEN).write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+    said = [f"removed the files an earlier run wrote for core {c} ({out / c}), which is not in "
+            "this system" for c in gone]
+    said += [f"kept {out / rel}: written for a core not in this system, but edited since" for rel in kept]
+    return said
 
 
 def _record_written(out: Path, files: list[Path]) -> None:

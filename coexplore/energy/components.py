@@ -149,6 +149,21 @@ def _near_misses(attrs: dict, cls: str) -> list[str]:
     return out
 
 
+def _implausible_cycle(attrs: dict) -> list[str]:
+    """A global_cycle_seconds beyond a 0.01-10 GHz clock (as a system YAML's clock_GHz): most likely
+    in another unit (1 for 1 ns), and the leakage per cycle grows with it; said, not refused."""
+    from coexplore.spec.system import PLAUSIBLE_CLOCK_GHZ
+    try:
+        gcs = float(attrs.get("global_cycle_seconds", P.NS))
+    except (TypeError, ValueError):
+        return []                    # (refused where it is read)
+    low, high = 1e-9 / PLAUSIBLE_CLOCK_GHZ[1], 1e-9 / PLAUSIBLE_CLOCK_GHZ[0]
+    if not math.isfinite(gcs) or gcs <= 0 or low <= gcs <= high:
+        return []
+    return [f"global_cycle_seconds is {gcs:g} s (a {1e-9 / gcs:g} GHz clock), outside {low:g}-{high:g} s: is it in "
+            "another unit (1 for 1 ns)? Leakage per cycle is proportional to it"]
+
+
 def _tech(attrs: dict, cls: str) -> float:
     if "technology" not in attrs:
         raise CoexploreError(f"class {cls} needs attribute 'technology'", key="attributes.technology",
@@ -235,7 +250,7 @@ def estimate_component(class_name: str, attributes: dict, *, subclass: str | Non
                            f"(Accelergy prices it as {sub}, with that class's energies)"))
     else:
         est = _estimate(class_name, attributes, subclass=subclass, classes=classes, sram_model=sram_model)
-    said = _near_misses(attributes or {}, est.class_name)
+    said = _near_misses(attributes or {}, est.class_name) + _implausible_cycle(attributes or {})
     if said:
         est = dataclasses.replace(est, warnings=(*est.warnings, *said))
     ports = {k: v for k, v in (attributes or {}).items() if k in _PORTS and str(v) != str(_PORTS[k])}
@@ -266,6 +281,8 @@ def _estimate(class_name: str, attributes: dict, *, subclass: str | None, classe
                              key="subclass" if cls != class_name else "class", expected="one of " + ", ".join(CLASSES))
     _check_needed(attrs, cls, classes == "primitives")
     gcs = _num(attrs, "global_cycle_seconds", cls, P.NS)
+    if "n_banks" in attrs:            # a bank count given is checked, whether or not the class reads it
+        _num(attrs, "n_banks", cls)
     compound_order = ("write", "read", "leak", "update")
 
     if cls == "DRAM":

@@ -35,8 +35,10 @@ def class_set(arch: dict, chosen: str | None, path: Path) -> str:
                       "compound classes" + (f": {', '.join(same)} {'is' if len(same) == 1 else 'are'} priced as "
                                             "coexplore's built-in class of that name, not as this file defines "
                                             "it (other energies and areas)" if same else "")
-                      + (f"; a component of class {', '.join(other)} is refused (given as a subclass, it is "
-                         "priced as its class)" if other else ""),
+                      + (f"; {', '.join(other)} {'has' if len(other) == 1 else 'have'} no built-in estimator: a "
+                         "component of that class is refused, or ignored where Timeloop ignores it (a v0.4 node "
+                         "whose class names no buffer or compute unit), and given as a subclass is priced as its "
+                         "class" if other else ""),
                       CoexploreWarning, stacklevel=2)
     if chosen is not None:
         return chosen
