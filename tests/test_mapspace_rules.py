@@ -136,3 +136,35 @@ def test_the_innermost_level_keeps_the_dimension_order_with_a_fixed_factor_there
     m = ms.decode(ms.sample(np.random.default_rng(0), 200))
     assert (m.temporal[:, 0, ctx.problem.dims.index("C")] == c).all()
     assert (m.perm[:, 0] == np.arange(ms.D)).all()
+
+
+FIRST = Path(coexplore.__file__).resolve().parents[1] / "examples" / "first_design"
+
+
+@pytest.mark.parametrize("dram,buffer,count", [
+    ({}, {}, 520),                                          # the README's count of the whole space
+    ({"K": ("=", 4)}, {}, 27 * 8),                         # K fixed at DRAM: still ordered freely
+    ({"K": ("=", 4), "R": ("=", 1), "P": ("=", 8)}, {"R": ("=", 3), "K": ("=", 1), "P": ("=", 1)}, 2 * 8),
+])
+def test_a_fixed_temporal_factor_leaves_its_loop_order_free(dram, buffer, count):
+    """User study: a factor fixed above 1 pinned its loop outermost, so `k_outer.yaml` (within the
+    constraints) was outside the space and exhaustive's 'optimum' was 1.6x its energy. By hand: with
+    K = 4 fixed at DRAM, P (8 = 2^3) and R (3) split over DRAM and the buffer: 4 x 2 = 8 tilings
+    x DRAM orders of its non-unit loops (K and the rest) x 2^3 keep/bypass choices; every factor
+    fixed: the 2 DRAM orders of K and P."""
+    ctx = load_context(FIRST / "two_level.yaml", FIRST / "conv1d.yaml")
+    names = [lv.name for lv in reversed(ctx.arch.levels)]          # innermost first
+    cons = {names[-1]: LevelConstraints(temporal_factors=dram)} if dram else {}
+    if buffer:
+        cons[names[0]] = LevelConstraints(temporal_factors=buffer)
+    ms = MapSpace(ctx.arch, ctx.problem, cons)
+    from coexplore.mapspace.enumerate import count_canonical
+    assert count_canonical(ms) == count
+    if dram:                                  # both DRAM orders of K and P lie in the space (encode refused one)
+        from coexplore.spec.mapping import load_mapping
+        k, p = ctx.problem.dims.index("K"), ctx.problem.dims.index("P")
+        firsts = set()
+        for f in ("k_outer.yaml", "p_outer.yaml"):
+            perm = list(ms.decode(ms.encode(load_mapping(FIRST / f, ctx.arch, ctx.problem))).perm[0, -1])
+            firsts.add(perm.index(k) < perm.index(p))
+        assert firsts == {True, False}

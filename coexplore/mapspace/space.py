@@ -369,7 +369,9 @@ class MapSpace:
             prefix = [dims.index(n) for n in c.temporal_permutation if n in dims]
             if li == 0 and self.canonical_innermost:
                 prefix = []
-            free = [d for d in range(self.D) if self.t_allowed[li, d] and d not in prefix]
+            # a loop the mapper sizes, or one the constraints fix at more than 1: ordered freely
+            free = [d for d in range(self.D) if (self.t_allowed[li, d] or self.base_t[li, d] > 1)
+                    and d not in prefix]
             if lv.is_dummy or len(free) < 2 or (li == 0 and self.canonical_innermost):
                 free = []
             self.perm_prefix.append(prefix)
