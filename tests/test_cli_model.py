@@ -180,15 +180,23 @@ def _edited_case_matches_timeloop(tmp_path, old, new):
     ("{target: PEWeightRegs, type: temporal", "{target: 0, type: temporal"),
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: 'C3 M48 R11 S1 N1 P55 Q5 # a note'"),   # text after '#'
     ("permutation: QPSRNMC}", "permutation: 'QPS RNMC'}"),      # read letter by letter, blanks skipped
-    ("mapping:\n", "mapping:\n- {target: mac, type: temporal, factors: C1 M1 R1 S1 N1 P1 Q1}\n"),  # compute level
+    ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: 'C=3; M=48; R=11; S=1; N=1; P=55; Q=5'"),  # any separator
 ])
 def test_timeloop_mapping_syntax_variants(tmp_path, old, new):
     """Forms Timeloop's mapping parser accepts give the same numbers as the corpus mapping."""
     r = _edited_case_matches_timeloop(tmp_path, old, new)
     if "C0" in new:
         assert "whole dimension C=3" in r.stderr
-    if "target: mac" in new:
-        assert "compute level" in r.stderr and "ignored" in r.stderr
+
+
+def test_a_directive_on_the_compute_level_is_refused_as_timeloop_model_refuses_it(tmp_path):
+    """Timeloop's mapping parser: 'ERROR: target storage level not found' (the compute level holds no
+    tile); it was skipped with a warning."""
+    m = tmp_path / "mapping.yaml"
+    m.write_text((EDIT_CASE / "mapping.yaml").read_text().replace(
+        "mapping:\n", "mapping:\n- {target: mac, type: temporal, factors: C1 M1 R1 S1 N1 P1 Q1}\n", 1))
+    r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m)
+    assert r.returncode == 2 and "mapping[0].target" in r.stderr and "compute level" in r.stderr, r.stderr
 
 
 def test_bad_split_is_one_line(tmp_path):

@@ -336,6 +336,9 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
                 continue                               # a container of fan-out 1: no level (timeloopfe)
             if level not in out:
                 if level == arch.compute.name and t.get("type") not in ("utilization", "parallelism"):
+                    warnings.warn(f"{f or 'constraints'}: {key}: target '{level}' is the compute level, which holds "
+                                  f"no tile: this {t.get('type', 'untyped')} constraint constrains nothing and is "
+                                  "not applied", CoexploreWarning, stacklevel=2)
                     continue                       # nothing of the compute level is mapped
                 if level == arch.compute.name:
                     innermost = next((x.name for x in reversed(arch.levels) if not x.is_dummy), None)

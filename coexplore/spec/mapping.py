@@ -48,6 +48,12 @@ MAX_FACTOR = MAX_OPERATIONS      # beyond it a factor cannot divide any bound, n
 _FACTOR_SCAN = re.compile(r"([A-Za-z_]+)\s*=*\s*(\d+)(?:\s*,\s*(\d+))?")
 
 
+def _unread(gap: str) -> bool:
+    """Text between factors that Timeloop's regex search would skip but that holds letters or digits
+    (a mistyped factor, '4.5', a residual): refused. Separators alone (blanks, commas, ';') are not."""
+    return any(ch.isalnum() for ch in gap)
+
+
 def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dict[str, int]:
     """Factors as Timeloop's parser reads them ('C4 M2', 'C=4,M=2', 'R = 1 P = 16', 'R1P16', a
     list, text after '#' ignored); a factor 0 means the whole dimension (Timeloop warns too)."""
@@ -58,7 +64,7 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
     for item in items:
         pos = 0
         for m in _FACTOR_SCAN.finditer(item):
-            if item[pos:m.start()].strip(" ,\t"):
+            if _unread(item[pos:m.start()]):
                 break
             d, n = m.group(1), int(m.group(2))
             if m.group(3) is not None and int(m.group(3)) != n:
@@ -78,7 +84,7 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
                 if warnings is not None:
                     warnings.append(f"{key}: {d}0 read as the whole dimension {d}={n} (as Timeloop does)")
             out[d] = n
-        if item[pos:].strip(" ,\t"):
+        if _unread(item[pos:]):
             rest = item[pos:].strip()
             residual = re.match(r",\s*\d", rest) is not None     # Timeloop's residual factor `K=3,2`
             raise CoexploreError(f"cannot read factor {rest!r} of {item.strip()!r}" + (
@@ -157,10 +163,10 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         elif target not in mapping.levels and f"inter_{target}_spatial" in containers:
             target = f"inter_{target}_spatial"           # a v0.4 container, as timeloopfe names it
         if target not in mapping.levels:
-            if target == arch.compute.name:      # holds no tile: Timeloop rejects it, we skip it
-                mapping.warnings.append(f"{key}: target '{target}' is the compute level, which holds no "
-                                        "tile; directive ignored (timeloop-model rejects it)")
-                continue
+            if target == arch.compute.name:      # holds no tile: timeloop-model rejects it
+                raise CoexploreError(f"target '{target}' is the compute level, which holds no tile (timeloop-model "
+                                     "rejects a directive there)", file=file, key=f"{key}.target",
+                                     expected=f"a storage level, one of {names}")
             flat = f" (a flattened architecture names container {target}'s level inter_{target}_spatial)" \
                 if f"inter_{target}_spatial" in mapping.levels else ""
             raise CoexploreError(f"unknown level '{target}'", file=file, key=f"{key}.target",
@@ -224,7 +230,7 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                 setattr(lm, k, [*(d for d in getattr(lm, k) or [] if d not in vals), *(str(v) for v in vals)])
         else:
             raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
-                                 expected="temporal, spatial, datatype or bypass")
+                                 expected="temporal, spatial, datatype or bypass (or dataspace, timeloopfe's name)")
     _with_node_dataspaces(mapping, arch, problem, said_at)
     unnamed = [lv.name for lv in arch.levels if not lv.from_container and lv.name not in temporal_at]
     if unnamed and temporal_at:               # (Timeloop: "factors not found for level", then 1s)
