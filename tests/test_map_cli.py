@@ -253,7 +253,7 @@ def test_no_valid_mapping_is_a_failed_run_with_its_reasons(tmp_path):
             "--budget", "200", "--no-cache", "--no-progress", "--out", tmp_path / "o", "--json")
     assert r.returncode == 1, r.stderr
     got = json.loads(r.stdout)
-    assert got["best"] is None and got["samples"] == 200 and "Traceback" not in r.stderr
+    assert got["best"] is None and got["samples"] == 200 == got["invalid_samples"] and "Traceback" not in r.stderr
     assert got["invalid_reasons"] and all(n > 0 for _, n in got["invalid_reasons"])
     assert json.loads((tmp_path / "o" / "result.json").read_text())["error"] == got["error"]
 
@@ -564,3 +564,17 @@ def test_a_ruby_mapspace_template_is_said_not_explored(tmp_path, capsys):
     assert main(["map", str(spec), str(ex / "conv1d.yaml"), "--budget", "30", "--no-cache", "--no-progress",
                  "--out", str(tmp_path / "o2")]) == 0
     assert "mapspace template" not in capsys.readouterr().err
+
+
+def test_the_history_is_strict_json_from_the_first_valid_sample_on(tmp_path):
+    """User study: batches before the first valid mapping put `Infinity` in --json and result.json,
+    which strict JSON parsers (JSON.parse, jq) refuse."""
+    mapper = tmp_path / "ga7.yaml"
+    mapper.write_text("searcher: ga\nobjective: energy\nbatch_size: 7\n")
+    r = cli("map", ARCH, CORPUS / "layers" / "alexnet_conv3.yaml", "--searcher", mapper, "--budget", "700",
+            "--no-cache", "--no-progress", "--json", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    strict = lambda text: json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))  # noqa: E731
+    got = strict(r.stdout)
+    strict((tmp_path / "o" / "result.json").read_text())
+    assert got["history"] and got["history"][0][0] > 7 and got["history"][-1][1] == got["best"]["energy_pJ"]

@@ -75,7 +75,8 @@ def _failed_run(args, out: Path, spec: registry.MapperSpec, run_desc: dict, exc:
     """result.json of a search without a valid sample (with the commonest reasons); exit 1."""
     for stale in ("mapping.yaml", "map.txt"):              # an earlier run's mapping is not this run's
         (out / stale).unlink(missing_ok=True)
-    payload = {"searcher": spec.searcher, "samples": exc.samples, "best": None, "mapping_file": None,
+    payload = {"searcher": spec.searcher, "samples": exc.samples, "invalid_samples": exc.samples, "best": None,
+               "mapping_file": None,
                "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
                "objective": spec.objective, "seed": args.seed, "cached": False, "wall_s": exc.wall_s,
                "mapspace_log10_size": exc.mapspace_log10, "mapspace_size": exc.mapspace_size, "run": run_desc,

@@ -406,7 +406,8 @@ def _map_result(ctx: Context, ms: MapSpace, spec: registry.MapperSpec, seed, res
     res = ctx.evaluate(arrays)
     return MapResult(searcher=spec.searcher, samples=result.samples, best=ctx.record(res, 0),
                      mapping=from_arrays(arrays, 0, ctx.arch, ctx.problem),
-                     history=[[int(s), float(v)] for s, v in result.history],
+                     # from the first valid sample on (before it the best is infinite, which JSON cannot hold)
+                     history=[[int(s), float(v)] for s, v in result.history if math.isfinite(v)],
                      objective="custom" if custom is not None else spec.objective,
                      seed=seed, wall_s=wall, x=[int(v) for v in result.best_x], mapspace_log10=log10,
                      mapspace_size=size,
