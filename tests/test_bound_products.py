@@ -31,7 +31,7 @@ def test_min_bounds_whose_product_exceeds_the_dimension_are_refused(ctx, tmp_pat
     with pytest.raises(CoexploreError, match="need at least 256 in all, and the layer's M is 128") as e:
         _space(ctx, tmp_path, "{target: GlobalBuffer, type: temporal, factors: M>=16}",
                "{target: DRAM, type: temporal, factors: M>=16}")
-    assert e.value.file.endswith("c.yaml") and e.value.key == "GlobalBuffer.temporal.factors"
+    assert e.value.file.endswith("c.yaml") and e.value.key == "mapspace_constraints.targets[0].factors"
 
 
 def test_min_bounds_that_fit_are_kept(ctx, tmp_path):

@@ -578,3 +578,11 @@ def test_the_history_is_strict_json_from_the_first_valid_sample_on(tmp_path):
     got = strict(r.stdout)
     strict((tmp_path / "o" / "result.json").read_text())
     assert got["history"] and got["history"][0][0] > 7 and got["history"][-1][1] == got["best"]["energy_pJ"]
+
+
+def test_a_searcher_setting_the_search_finds_wanting_names_its_mapper_file(tmp_path):
+    """User study: exhaustive's max_size error named neither the mapper file nor its key."""
+    mapper = tmp_path / "ex.yaml"
+    mapper.write_text("searcher: exhaustive\nconfig: {max_size: 10}\n")
+    r = cli("map", ARCH, LAYER, "--searcher", mapper, "--no-cache", "--no-progress", "--out", tmp_path / "o")
+    assert r.returncode == 2 and f"{mapper}: key 'config.max_size'" in r.stderr, r.stderr

@@ -150,7 +150,7 @@ def test_fixed_spatial_factors_over_a_level_s_fan_out_are_refused_up_front(row, 
                                      "  - {target: inter_MAC_spatial, type: spatial, factors: M=8}\n")
     with pytest.raises(CoexploreError, match="fans out 4 x 1") as e:
         MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, [tmp_path / "c.yaml"]))
-    assert e.value.key == "inter_MAC_spatial.spatial.factors"
+    assert e.value.key == "constraints.targets[0].factors"
     assert e.value.file.endswith("c.yaml")
 
 
@@ -170,7 +170,7 @@ def test_fixed_factors_whose_axis_is_a_choice_must_fit_one_axis_each(tmp_path, f
     if refused:
         with pytest.raises(CoexploreError, match="fans out 4 x 4") as e:
             MapSpace(ctx.arch, ctx.problem, cons)
-        assert e.value.key == "inter_MAC_spatial.spatial.factors"
+        assert e.value.key == "constraints.targets[0].factors"
         assert e.value.file.endswith("c.yaml")        # the constraints file, not the architecture's
         return
     ms = MapSpace(ctx.arch, ctx.problem, cons)

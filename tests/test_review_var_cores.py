@@ -219,7 +219,7 @@ def test_the_model_accepts_a_factor_above_its_levels_own_fan_out_when_the_level_
     monkeypatch.undo()
     with pytest.raises(CoexploreError, match="glb fans out 4 x 1") as e:
         MapSpace(arch, problem, cons)
-    assert e.value.key == "glb.spatial.factors"
+    assert e.value.key == "mapspace_constraints.targets[1].factors"
 
 
 _GEMM16 = """problem:

@@ -362,7 +362,7 @@ def _library_calls():
         "magma config to random": (lambda: search_schedule(t, 16, "random", 10, config=MagmaConfig()), "config"),
         "space names None": (lambda: DiscreteSpace(np.array([3, 4]), None), "names"),
         "exhaustive of 10^481 points": (lambda: ExhaustiveSearch(
-            DiscreteSpace(np.full(40, 2 ** 40), [str(i) for i in range(40)])).ask(3), "exhaustive.max_size"),
+            DiscreteSpace(np.full(40, 2 ** 40), [str(i) for i in range(40)])).ask(3), "config.max_size"),
     }
 
 

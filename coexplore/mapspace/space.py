@@ -94,7 +94,7 @@ def _resolved(constraints: dict[str, LevelConstraints], problem: Problem) -> dic
 def _check_bounds(c: LevelConstraints, level: str, name: str, kind: str, bound: int, fixed: int | None) -> None:
     """A factor bound no mapping can meet is a conflict in the constraints, refused up front."""
     hi, lo = getattr(c, f"{kind}_max").get(name), getattr(c, f"{kind}_min").get(name)
-    where = dict(file=c.file_of(kind, name), key=f"{level}.{kind}.factors")
+    where = c.factor_where(kind, name, level)
     if lo is not None and lo > bound:
         raise CoexploreError(f"{name}>={lo} at {level}, but the layer's {name} is {bound}", **where,
                              expected=f"a min factor <= {bound}")
@@ -114,8 +114,8 @@ def _not_dividing(c: LevelConstraints, level: str, name: str, n: int, left: int,
         after += ("; maximize_dims chose it, as timeloopfe's greedy allocation does (an uneven split), "
                   "and coexplore models whole factors only: a fan-out or maximize_dims_capacity that a "
                   "factor of the dimension fills, or the factor itself")
-    return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}", file=c.file_of(kind, name),
-                          key=f"{level}.{kind}.factors", expected="fixed factors of each dimension whose product "
+    return CoexploreError(f"constraint {name}={n} at {level} does not divide {left}{after}",
+                          **c.factor_where(kind, name, level), expected="fixed factors of each dimension whose product "
                           "divides the layer's dimension")
 
 
@@ -199,8 +199,8 @@ class MapSpace:
                     c = self.constraints.get(inner[levels[0]].name, LevelConstraints())
                     raise CoexploreError(f"the fixed spatial factors ({factors}) need {what} at {unit.name}, which has "
                                          f"{unit.mesh_x} x {unit.mesh_y} (X x Y), {unit.instances} instances: no "
-                                         "mapping fits", file=c.file_of("spatial", self._first_fixed(levels[0])),
-                                         key=f"{inner[levels[0]].name}.spatial.factors",
+                                         "mapping fits", **c.factor_where("spatial", self._first_fixed(levels[0]),
+                                                                          inner[levels[0]].name),
                                          expected="fixed spatial factors whose products fit the array below them")
 
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
@@ -339,8 +339,7 @@ class MapSpace:
                 f" (what the fixed factors leave of {self.problem.bounds[d]})"
             raise CoexploreError(f"the factor bounds of {name} ({bounds}) need {'at least' if low else 'at most'} "
                                  f"{lo if low else hi} in all, and the layer's {name} is {remaining[d]}{left}: "
-                                 "no mapping keeps them all", file=c.file_of(kind, name),
-                                 key=f"{inner[li].name}.{kind}.factors",
+                                 "no mapping keeps them all", **c.factor_where(kind, name, inner[li].name),
                                  expected=f"min bounds whose product is at most {remaining[d]}" if low else
                                  f"max bounds whose product is at least {remaining[d]}, or a level left unbounded")
 
@@ -490,7 +489,7 @@ class MapSpace:
         raise CoexploreError(f"the fixed spatial factors at {lv.name} ({factors}) {why}, and {lv.name} fans out "
                              f"{int(self.fan_x[li])} x {int(self.fan_y[li])} (X x Y) to the level below: no "
                              "mapping fits (timeloop-mapper limits each level's spatial loops to its own fan-out)",
-                             file=c.file_of("spatial", dim), key=f"{lv.name}.spatial.factors",
+                             **c.factor_where("spatial", dim, lv.name),
                              expected="fixed spatial factors that fit the level's own fan-out")
 
     def _fixed_spatial(self, li: int) -> list[tuple[str, int]]:

@@ -69,7 +69,7 @@ class ExhaustiveSearch(Searcher):
         what = "distinct mappings" if hasattr(self.space, "perm_index") else "points"
         size = f"{size:.3e}" if size < 1e300 else f"10^{len(str(int(size))) - 1}"
         return CoexploreError(f"{'more than ' if lower_bound else ''}{size} {what}: too many for exhaustive "
-                              "search", key="exhaustive.max_size",
+                              "search", key="config.max_size",
                               expected=f"at most {self.config.max_size:.1e} (a smaller layer, or another searcher)")
 
     def ask(self, n: int) -> np.ndarray:

@@ -160,6 +160,8 @@ class MapperSpec:
     notes: list = field(default_factory=list, compare=False, repr=False)
     # the mapper file that set the objective (None: the default, --objective or a Python caller), for errors
     objective_file: str | None = field(default=None, compare=False, repr=False)
+    # the mapper file that gave `config` (None: the defaults or a Python caller), for errors found in the search
+    config_file: str | None = field(default=None, compare=False, repr=False)
 
     def objective_blame(self) -> dict:
         """Where an error about the objective points: the mapper file's `objective`, else --objective."""
@@ -310,6 +312,8 @@ def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
     spec.notes = notes
     if "objective" in data and file is not None:
         spec.objective_file = str(file)
+    if "config" in data and file is not None:
+        spec.config_file = str(file)
     return spec
 
 

@@ -79,6 +79,12 @@ class LevelConstraints:
         """The file that gave this level's `kind` factor of `dim` (or its last `kind` directive)."""
         return self.origin.get(("factors", kind, dim), self.origin.get(kind, (self.source,)))[0]
 
+    def factor_where(self, kind: str, dim: str | None, level: str) -> dict:
+        """file= and key= for an error about the `kind` factor of `dim` at `level`: the entry that gave
+        it (`mapspace_constraints.targets[0].factors`), else the level's `kind` factors."""
+        return dict(zip(("file", "key"), self.origin.get(("factors", kind, dim),
+                                                         (self.file_of(kind, dim), f"{level}.{kind}.factors"))))
+
     def where(self, entry: tuple, key: str) -> dict:
         """file= and key= for an error about one entry (`origin`), else this level's file and `key`."""
         file, k = self.origin.get(entry, (self.source, key))
