@@ -586,3 +586,10 @@ def test_a_searcher_setting_the_search_finds_wanting_names_its_mapper_file(tmp_p
     mapper.write_text("searcher: exhaustive\nconfig: {max_size: 10}\n")
     r = cli("map", ARCH, LAYER, "--searcher", mapper, "--no-cache", "--no-progress", "--out", tmp_path / "o")
     assert r.returncode == 2 and f"{mapper}: key 'config.max_size'" in r.stderr, r.stderr
+
+
+def test_a_mapper_file_that_is_a_list_says_so(tmp_path):
+    mapper = tmp_path / "list.yaml"
+    mapper.write_text("- searcher: ga\n")
+    r = cli("map", ARCH, LAYER, "--searcher", mapper, "--no-cache", "--no-progress", "--out", tmp_path / "o")
+    assert r.returncode == 2 and "holds a list, not a mapping of keys" in r.stderr, r.stderr

@@ -291,7 +291,12 @@ def mapper_from_dict(data: Mapping[str, Any], file=None) -> MapperSpec:
                              + "), not a layer mapper", file=file, key="searcher" if magma else "budget",
                              expected="a layer mapper YAML (searcher, objective, batch_size, config; the budget is "
                                       "--budget); system mappers go to `coexplore schedule --searcher`")
-    if not isinstance(data, Mapping) or "searcher" not in data:
+    if not isinstance(data, Mapping):
+        held = "nothing (empty)" if data is None else f"a {'list' if isinstance(data, list) else type(data).__name__}"
+        raise CoexploreError(f"holds {held}, not a mapping of keys", file=file, key="searcher",
+                             expected="searcher: NAME at the top (with objective, batch_size, config), or a "
+                                      "timeloop-mapper 'mapper:' section")
+    if "searcher" not in data:
         raise CoexploreError("a mapper config needs a 'searcher' key (or a timeloop-mapper 'mapper:' section)",
                              file=file, key="searcher", expected=" | ".join(sorted(SEARCHERS)))
     unknown = set(data) - {"searcher", "objective", "batch_size", "config"}
