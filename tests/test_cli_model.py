@@ -458,3 +458,16 @@ def test_check_constraints_says_in_text_that_they_are_broken():
             "--constraints", arch / "constraints.yaml")
     verdict = next(line for line in r.stdout.splitlines() if line.startswith("Constraints"))
     assert verdict.startswith("Constraints   : broken (") and "weights_spad" in verdict, r.stdout
+
+
+def test_a_sub_command_option_given_before_the_command_is_said_so(tmp_path):
+    r = cli("--json", "evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml",
+            EDIT_CASE / "mapping.yaml")
+    assert r.returncode == 2 and "--json is an option of `coexplore evaluate`: give it after the command" in r.stderr
+
+
+def test_an_empty_mapping_dict_is_said_plainly(tmp_path):
+    m = tmp_path / "mapping.yaml"
+    m.write_text("mapping: {}\n")
+    r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m)
+    assert r.returncode == 2 and "got an empty mapping ({}), not a list" in r.stderr, r.stderr

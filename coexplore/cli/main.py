@@ -75,6 +75,10 @@ class _Parser(argparse.ArgumentParser):
                              "the energy table with "
                              "--ert F, mapper settings with --searcher F; Accelergy components/*.yaml are not "
                              "read (give the ERT Accelergy wrote, or `coexplore energy tables`)")
+            known = [e for e in extras if e.split("=")[0] in parser._option_string_actions]
+            if known and parser is not self:       # `coexplore --json evaluate ...`: its own option, too early
+                parser.error(f"{' '.join(known)} is an option of `{parser.prog}`: give it after the command "
+                             f"(`{parser.prog} ... {known[0]}`); before it only --plugin and --version are read")
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
 

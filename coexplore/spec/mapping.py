@@ -130,7 +130,8 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
     if isinstance(data, dict) and "mapping" in data:
         data = data["mapping"]
         if isinstance(data, dict):
-            raise CoexploreError(f"got a mapping of {', '.join(map(str, list(data)[:4]))}, not a list", file=file,
+            raise CoexploreError(f"got a mapping of {', '.join(map(str, list(data)[:4]))}, not a list" if data else
+                                 "got an empty mapping ({}), not a list", file=file,
                                  key="mapping", expected="a list of mapping directives (- target: ..., type: ...)")
     if isinstance(data, dict):
         raise CoexploreError("missing key", file=file, key="mapping", expected="a list of mapping directives")
