@@ -783,15 +783,24 @@ class MapSpace:
                     inner = list(reversed(self.arch.levels))
                     given = {KIND_T: m.temporal, KIND_X: m.spatial_x, KIND_Y: m.spatial_y}
                     dim = self.problem.dims[fp.dim]
-                    where = next((f"{dim}={given[k][b, li, fp.dim]} at {inner[li].name} "
-                                  f"({('temporal', 'spatial X', 'spatial Y')[k]})"
-                                  for k in (KIND_T, KIND_X, KIND_Y) for li in range(len(inner))
-                                  if left[k][li, fp.dim] % fp.prime == 0 and left[k][li, fp.dim] > 1),
-                                 f"a factor {fp.prime} of {dim} at a level")
+                    at = next(((k, li) for k in (KIND_T, KIND_X, KIND_Y) for li in range(len(inner))
+                               if left[k][li, fp.dim] % fp.prime == 0 and left[k][li, fp.dim] > 1), None)
+                    where = f"a factor {fp.prime} of {dim} at a level"
+                    why = f"a factor {fp.prime} of {dim} finds no place"
+                    if at is not None:
+                        k, li = at
+                        kind = "temporal" if k == KIND_T else "spatial"
+                        where = (f"{dim}={given[k][b, li, fp.dim]} at {inner[li].name} "
+                                 f"({('temporal', 'spatial X', 'spatial Y')[k]})")
+                        c = self.constraints.get(inner[li].name, LevelConstraints())
+                        fixed = getattr(c, f"{kind}_factors").get(dim)
+                        if fixed is not None and fixed[0] == "=":       # the constraint it breaks, named
+                            w = c.factor_where(kind, dim, inner[li].name)
+                            why = (f"they fix {dim}={fixed[1]} there" + (f": {w['file']}, " if w["file"] else ": ")
+                                   + f"key {w['key']}")
                     which = f"mapping {b + 1} of the batch" if B > 1 else "the mapping"
-                    raise CoexploreError(f"{which} puts {where}, which the constraints do not allow (a factor "
-                                         f"{fp.prime} of {dim} finds no place)", key="mapping",
-                                         expected="a mapping in the mapspace")
+                    raise CoexploreError(f"{which} puts {where}, which the constraints do not allow ({why})",
+                                         key="mapping", expected="a mapping in the mapspace")
             for pi, li, d in self.perm_index:
                 order = list(m.perm[b, li])
                 free = self.perm_free[li]

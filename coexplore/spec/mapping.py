@@ -49,9 +49,9 @@ _FACTOR_SCAN = re.compile(r"([A-Za-z_]+)\s*=*\s*(\d+)(?:\s*,\s*(\d+))?")
 
 
 def _unread(gap: str) -> bool:
-    """Text between factors that Timeloop's regex search would skip but that holds letters or digits
-    (a mistyped factor, '4.5', a residual): refused. Separators alone (blanks, commas, ';') are not."""
-    return any(ch.isalnum() for ch in gap)
+    """Text between factors other than separators (blanks, commas, semicolons), which Timeloop's regex
+    search would skip: a mistyped factor, '4.5', a residual, a stray symbol: refused."""
+    return bool(gap.strip(" ,;\t"))
 
 
 def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dict[str, int]:
