@@ -137,6 +137,23 @@ def test_summary_and_objectives_option(tmp_path, capsys, done):
     assert "throughput_per_s" in text
 
 
+def test_objectives_edited_in_the_system_yaml_reuse_the_points(tmp_path, capsys, done):
+    """User study: the README says the objectives only choose the front, but editing `objectives:`
+    (or a comment) in the system YAML refused the folder as another run's points."""
+    out, data, system = done
+    shutil.copytree(out, tmp_path / "o")
+    text = system.read_text()
+    try:
+        system.write_text("# a comment\n" + text.replace("objectives: [latency, energy, area]",
+                                                         "objectives: [latency, area]"))
+        rc, _, err = _sweep([str(system), *FAST, "--out", str(tmp_path / "o"), "--json"], capsys)
+    finally:
+        system.write_text(text)
+    assert rc == 0 and "4 already done" in err, err
+    got = json.loads((tmp_path / "o" / "sweep.json").read_text())
+    assert got["records"] == data["records"] and [o["name"] for o in got["objectives"]] == ["latency", "area"]
+
+
 def test_resume_after_a_stop(tmp_path, capsys, monkeypatch, done):
     """A stop during the third point: the two finished are kept, a rerun runs the other two and ends
     with the records of an uninterrupted sweep."""
@@ -907,6 +924,10 @@ def test_a_long_axis_is_checked_value_by_value_without_copying_the_axes(tmp_path
     doc["sweep"]["axes"]["dram.bandwidth_GBps"].append(150.0)
     f.write_text(yaml.safe_dump(doc))
     with pytest.raises(CoexploreError, match="value 150.0 is given twice"):
+        load_system(f)
+    doc["sweep"]["axes"]["dram.bandwidth_GBps"] = [16, 16.0]       # one number: one point (user study)
+    f.write_text(yaml.safe_dump(doc))
+    with pytest.raises(CoexploreError, match="value 16.0 is given twice"):
         load_system(f)
 
 

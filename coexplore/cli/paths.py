@@ -222,10 +222,16 @@ def differences(other: dict, this: dict) -> str:
     """What sets two run records apart, in words: the settings that differ and the input files
     edited since (their digests differ)."""
     derived = ("inputs_sha256", "content_key")       # what the settings and files make, not set by hand
-    keys = sorted(k for k in set(other) | set(this) if other.get(k) != this.get(k) and k not in derived)
+    code = ("coexplore_version", "coexplore_source", "versions", "plugins_sha256")    # the code, not settings
+    keys = sorted(k for k in set(other) | set(this) if other.get(k) != this.get(k) and k not in derived + code)
     a, b = other.get("inputs_sha256") or {}, this.get("inputs_sha256") or {}
     files = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
-    parts = ([f"settings {', '.join(keys)}"] if keys else []) + \
+    changed = [k for k in code if other.get(k) != this.get(k)]
+    said = {"coexplore_version": "coexplore's version ({} then, {} now)", "coexplore_source": "coexplore's code "
+            "(installed or edited since: results may differ)", "versions": "the libraries' versions (numpy, ...)",
+            "plugins_sha256": "the plugins loaded or their code"}
+    parts = [said[k].format(other.get(k), this.get(k)) for k in changed] + \
+        ([f"settings {', '.join(keys)}"] if keys else []) + \
         ([f"input files {', '.join(Path(f).name for f in files)} (edited since, or other files)"] if files else [])
     if not parts and other.get("content_key") != this.get("content_key"):
         parts = ["files found beside the architecture (ERT, constraints) or the model version"]

@@ -206,8 +206,22 @@ def _run_description(args, mapper, settings, spec) -> dict:
             "layer_seed": settings.layer_seed, "searcher": mapper.searcher, "searcher_file": mapper.file,
             "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
             "budget": settings.budget, "seed": settings.seed,
-            "inputs_sha256": digests(*[f for f in [mapper.file, *system_input_files(   # (the layer mapper: above)
-                args.system, args.workload, None), *_own_core_inputs(spec)] if f])}
+            "inputs_sha256": {**digests(*[f for f in [mapper.file, *system_input_files(   # (the layer mapper: above)
+                args.system, args.workload, None), *_own_core_inputs(spec)] if f]), **_system_content(args.system)}}
+
+
+def _system_content(system) -> dict:
+    """The system YAML's entry of the record: a digest of what it says, its `objectives` left out
+    (they only choose the front), so new objectives or an edited comment reuse the points run."""
+    import hashlib
+
+    from coexplore.spec.yamlio import load_yaml
+    path = resolve("arch", system)
+    doc = load_yaml(path)
+    if isinstance(doc, dict):
+        doc = {k: v for k, v in doc.items() if k != "objectives"}
+    text = json.dumps(doc, sort_keys=True, default=str)
+    return {str(path.resolve()): "content " + hashlib.sha256(text.encode()).hexdigest()}
 
 
 def _own_core_inputs(spec) -> list:

@@ -177,9 +177,16 @@ def _copy_doc(doc):
 
 def _no_repeats(values: list, file, key: str) -> None:
     """An axis value given twice would run each of its points twice: refused."""
+    def same(v):                   # 16 and 16.0 are one value (one point)
+        if isinstance(v, bool) or not isinstance(v, (int, float, dict, list)):
+            return v
+        if isinstance(v, dict):
+            return {k: same(x) for k, x in v.items()}
+        return [same(x) for x in v] if isinstance(v, list) else float(v)
+
     seen: set = set()
     for v in values:
-        text = json.dumps(v, sort_keys=True, default=str)
+        text = json.dumps(same(v), sort_keys=True, default=str)
         if text in seen:
             raise _err(f"value {v!r} is given twice", file, key, "distinct values")
         seen.add(text)
