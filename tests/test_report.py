@@ -625,3 +625,24 @@ def test_a_warning_said_twice_by_one_point_is_not_every_points():
     pts = [{"point": "p0", "warnings": ["w", "w"]}, {"point": "p1", "warnings": []}]
     assert grouped_warnings(pts) == [("p0", "w")]
     assert grouped_warnings([pts[0], {"point": "p1", "warnings": ["w"]}]) == [("every point", "w")]
+
+
+def test_characters_the_chart_font_lacks_are_said_once_not_per_glyph_and_draw(tmp_path):
+    """User study: a system named with CJK characters printed matplotlib's warning per character and
+    draw (18 lines with source paths); one note names them."""
+    import warnings
+
+    from matplotlib.figure import Figure
+
+    from coexplore.errors import CoexploreNote
+    from coexplore.report.schedule_plot import save_png
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.set_title("Système 加速器")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save_png(fig, tmp_path / "x.png")
+    notes = [w for w in caught if issubclass(w.category, CoexploreNote)]
+    assert len(notes) == 1 and "加速器" in str(notes[0].message) and "è" not in str(notes[0].message)
+    assert not [w for w in caught if "missing from font" in str(w.message)]
+    assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"

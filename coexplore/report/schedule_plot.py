@@ -85,12 +85,29 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
 def save_png(fig, path: str | Path) -> Path:
     """Write a matplotlib figure as a PNG (110 dpi) whole or not at all (a temporary file renamed into
     place: a Ctrl-C or a full disk never leaves half a chart); the charts of schedule, sweep and online."""
+    import re
+    import warnings
+
+    from coexplore.errors import CoexploreNote
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
     try:
-        fig.savefig(tmp, dpi=110)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig.savefig(tmp, dpi=110)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+    missing = []                      # matplotlib's one warning per character and draw: said once, in words
+    for w in caught:
+        glyph = re.match(r"Glyph (\d+) .*missing from font", str(w.message))
+        if glyph:
+            missing.append(chr(int(glyph.group(1))))
+        else:
+            warnings.warn(w.message, w.category, stacklevel=2)
+    if missing:
+        chars = "".join(dict.fromkeys(missing))
+        warnings.warn(f"the characters {chars!r} of the names are not in the charts' font: they show as boxes "
+                      "there (the HTML and CSV files have them)", CoexploreNote, stacklevel=2)
     return path

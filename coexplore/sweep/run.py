@@ -281,7 +281,8 @@ def _points_in_turn(spec: SystemSpec, todo: list, settings: SweepSettings, out: 
     (the point then unfinished, not recorded), or, if it came during a search's last batch or between
     searches, the point ends and is recorded and the sweep stops there (KeyboardInterrupt)."""
     from coexplore.stops import DeferredInterrupt
-    with DeferredInterrupt(say=True, doing="the point being run") as guard:
+    with DeferredInterrupt(say=True, doing="the batch being evaluated (the point being run is kept if that was its "
+                                           "last search's last batch; else a rerun runs it again)") as guard:
         for n, (i, pid, values) in enumerate(todo):
             done(run_point(spec, i, pid, values, settings, out, cache=cache, progress=progress))
             if guard.asked and n + 1 < len(todo):
