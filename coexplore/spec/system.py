@@ -350,7 +350,7 @@ def _parse_core(value, file, index: int, base: Path) -> CoreSpec:
     name = _string(_core_name(c), file, f"{key}.name")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name):
         raise _err(f"core name {name!r}{_from_file(c)} cannot be used in sweep paths and directory names",
-                   file, f"{key}.name", "letters, digits, '_' and '-' (starting with a letter or '_')")
+                   file, f"{key}.name", "ASCII letters, digits, '_' and '-' (starting with a letter or '_')")
     params = c.get("params") or {}
     if not isinstance(params, dict):
         raise _err(f"must be a mapping, got {_kind(params)}", file, f"{key}.params",

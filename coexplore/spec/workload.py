@@ -189,7 +189,7 @@ def load_workload(path: str | Path) -> Workload:
     name = wl.get("name", path.stem)
     if not isinstance(name, str) or not _NAME.match(name):
         raise CoexploreError(f"bad workload name {name!r}", file=f, key="workload.name",
-                             expected="a name of letters, digits, '_', '-', '.'")
+                             expected="a name of ASCII letters, digits, '_', '-', '.'")
     texts = {}
     for k in ("description", "source"):
         v = wl.get(k, "")
@@ -354,7 +354,7 @@ def _layer(raw: Any, shape: dict, f: str, where: str) -> Layer:
     name = raw.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise CoexploreError(f"missing or bad layer name {name!r}", file=f, key=f"{where}.name",
-                             expected="a name of letters, digits, '_', '-', '.'")
+                             expected="a name of ASCII letters, digits, '_', '-', '.'")
     count = _positive_int(raw.get("count", 1), f, f"{where}.count")
     instance = _instance(raw.get("instance"), shape, f, f"{where}.instance")
     ops = math.prod(instance[d] for d in shape["dimensions"])
