@@ -473,3 +473,19 @@ def test_a_keep_list_of_lists_is_refused_by_name(ex5):
     with pytest.raises(CoexploreError) as err:
         constraints_from_targets([{"target": "GlobalBuffer", "type": "bypass", "keep": [["Weights"]]}], ex5.arch)
     assert err.value.key.endswith(".keep") and "dataspace names" in err.value.expected
+
+
+def test_a_whole_specs_mapping_read_as_constraints_names_its_own_key(tmp_path, capsys):
+    """User study: `map whole.yaml` (architecture, problem and mapping in one file) named key
+    'targets[0].permutation' of a file 'whole.yaml: mapping' instead of the mapping's own key."""
+    from pathlib import Path
+
+    from coexplore.cli.main import main
+    first = Path(__file__).resolve().parents[1] / "examples" / "first_design"
+    mapping = (first / "k_outer.yaml").read_text() + \
+        "- {target: DRAM, type: temporal, factors: [K=4, R=1, P=8], permutation: [K, P, R]}\n"
+    whole = tmp_path / "whole.yaml"
+    whole.write_text((first / "two_level.yaml").read_text() + (first / "conv1d.yaml").read_text() + mapping)
+    assert main(["map", str(whole), "--budget", "50", "--no-cache", "--no-progress", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"{whole}: key 'mapping[2].permutation': re-specification of temporal permutation at level DRAM" in err, err

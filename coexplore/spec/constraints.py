@@ -701,7 +701,9 @@ def _extra_constraints(doc, arch: Architecture) -> list[tuple[list, str]]:
             raise CoexploreError(f"got {body!r}", file=arch.source, key=k + (".targets" if isinstance(value, dict) else ""),
                                  expected="a list of constraints {target, type, factors|permutation|keep|bypass}")
         if body:
-            out.append((body, f"{arch.source}: {k}"))
+            found = Directives()
+            found.add(body, k + (".targets" if isinstance(value, dict) else ""))   # (each named where it is written)
+            out.append((found, arch.source))
     return out
 
 
