@@ -222,3 +222,15 @@ def test_a_cycle_time_in_another_unit_is_said(gcs, said):
     assert any("global_cycle_seconds" in w for w in est.warnings) == said
     ref = estimate_component("smartbuffer_RF", {"depth": 64, "width": 32, "technology": "45nm"})
     assert est.actions["leak"] == pytest.approx(ref.actions["leak"] * gcs / 1e-9, rel=1e-9)
+
+
+@pytest.mark.parametrize("spelling", ["nbanks", "num_banks"])
+def test_another_classs_bank_count_spelling_is_said_not_read(spelling):
+    """User study: `nbanks: 8` on an SRAM priced 1 bank without a word (the whitelist of attributes
+    Timeloop/Accelergy read elsewhere kept it from the misspelling check)."""
+    est = estimate_component("SRAM", {"width": 64, "depth": 1024, "technology": "45nm", spelling: 8})
+    assert any(spelling in w and "n_banks" in w for w in est.warnings)
+    plain = estimate_component("SRAM", {"width": 64, "depth": 1024, "technology": "45nm"})
+    assert est.actions == plain.actions                       # (it is indeed not read)
+    assert not estimate_component("SRAM", {"width": 64, "depth": 1024, "technology": "45nm", spelling: 8,
+                                           "n_banks": 8}).warnings

@@ -137,6 +137,11 @@ def _near_misses(attrs: dict, cls: str) -> list[str]:
     reads = {"technology", "global_cycle_seconds", *_PORTS, *_READS.get(cls, ())}
     reads |= {a for k in list(reads) for a in _ALIASES.get(k, ())}
     out = []
+    if "n_banks" in reads and "n_banks" not in attrs:       # other classes' spellings of it: not read here
+        for k in ("nbanks", "num_banks", "num-banks"):
+            if k in attrs:
+                out.append(f"attribute '{k}' is not read by the {cls} estimate, which reads n_banks (as Accelergy's "
+                           f"CACTI plug-in): priced with its default bank count, not {attrs[k]}")
     for k in map(str, attrs):
         if k in reads or k in _OTHERS or k.replace("-", "_") in reads:
             continue
