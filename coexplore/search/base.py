@@ -41,7 +41,7 @@ def checked_losses(batch, losses) -> np.ndarray:
                              expected="one loss per candidate, shape [n]") from None
     if out.size != len(batch) or (out.ndim != 1 and out.shape != (len(batch), 1)):
         raise CoexploreError(f"{out.shape} losses for a batch of {len(batch)} candidates",
-                             key="tell", expected="one loss per candidate, shape [n]")
+                             key="tell", expected="one loss per candidate, shape [n] (or a column, [n, 1])")
     out = out.reshape(-1)
     out[np.isnan(out)] = np.inf
     if np.any(out == -np.inf):
