@@ -268,9 +268,9 @@ def test_a_timeloop_mapper_file_is_translated(tmp_path):
     spec = resolve_spec(str(f), None, None)
     assert (spec.searcher, spec.objective) == ("linear_pruned", "latency")
     # Timeloop's linear-pruned walks every loop order: the per-IF cap is random-pruned's, said as unused
-    assert all(k in spec.notes[0] for k in ("num-threads", "timeout", "victory-condition",
-                                            "max-permutations-per-if-visit"))   # as written
-    assert len(spec.notes) == 1                                   # no misspelling among them
+    assert all(k in spec.notes[0] for k in ("num-threads", "timeout", "victory-condition"))    # as written
+    assert "max-permutations-per-if-visit is not used: algorithm linear_pruned does not read it" in spec.notes[1]
+    assert len(spec.notes) == 2                                   # no misspelling among them
     f.write_text(f.read_text().replace("linear-pruned", "random-pruned"))
     assert resolve_spec(str(f), None, None).config.max_permutations_per_if_visit == 4
     f.write_text("mapper:\n  algorthm: linear-pruned\n  optimization-metrics: [delay, energy]\n  timout: 10\n")

@@ -243,9 +243,12 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     quiet = {"version", "live_status", "diagnostics", "log_stats", "log_suboptimal", "log_all", "out_prefix",
              "log_interval", "log_oaves", "log_oaves_mappings"}
     known = {*quiet, *fields, "algorithm", "optimization_metric", "optimization_metrics", *_TIMELOOP_NOT_USED}
-    used_not = sorted(spelled[k] for k in sec if k not in quiet and k in known)    # as the file spells them
+    used_not = sorted(spelled[k] for k in sec if k not in quiet and k in known and k not in _PER_ALGORITHM)
     spec.notes = [f"timeloop-mapper settings not used: {', '.join(used_not)} (coexplore stops after --budget "
                   "samples, single-threaded)"] if used_not else []
+    for k in (k for k in sec if k in _PER_ALGORITHM):      # a setting of another algorithm's
+        spec.notes.append(f"timeloop-mapper setting {spelled[k]} is not used: algorithm {alg} does not read it "
+                          f"({_PER_ALGORITHM[k]} does)")
     if alg == "hybrid":
         spec.notes.append("timeloop-mapper's hybrid algorithm runs as random_pruned (coexplore has no hybrid)")
     if len(metrics) > 1 and objective != "latency":
@@ -265,6 +268,8 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
 
 
 # timeloop-mapper settings coexplore reads but does not use (the search stops after --budget)
+# settings only some algorithms read (given with another, noted as that algorithm's)
+_PER_ALGORITHM = {"max_permutations_per_if_visit": "random_pruned or hybrid"}
 _TIMELOOP_NOT_USED = ("timeout", "victory_condition", "search_size", "num_threads", "sync_interval",
                       "max_permutations_per_if_visit",           # (linear-pruned's: random-pruned reads it)
                       "min_utilization", "filter_revisits", "penalize_consecutive_bypass_fails",
