@@ -311,3 +311,15 @@ def test_a_system_technology_is_read_as_an_architectures(tmp_path, written, read
     f = tmp_path / "s.yaml"
     f.write_text(_replace("technology: 45nm", f"technology: {written}"))
     assert load_system(f).technology == read
+
+
+def test_an_unknown_core_parameter_lists_only_the_cores_own():
+    """User study: the list of parameters offered clock_GHz, dram_type and dram_width, which a core's
+    params then refuse as shared by all cores."""
+    from coexplore.arch.params import params_from_dict
+    from coexplore.arch.simba import SimbaParams
+    with pytest.raises(CoexploreError) as e:
+        params_from_dict(SimbaParams, {"pe_count": 4}, file="s.yaml", key="system.cores[0].params")
+    own = e.value.expected.split(" (")[0]
+    assert own.startswith("one of ") and not {"clock_GHz", "dram_type", "dram_width"} & set(own[7:].split(", "))
+    assert "come from the system" in e.value.expected

@@ -68,6 +68,10 @@ class CommonParams:
                 for name, width, bits in pairs if width % bits]
 
 
+# parameters that belong to the whole system (its clock and DRAM), not to one core: where a system sets them
+SYSTEM_OWNED = {"dram_type": "system.dram.type", "dram_width": "system.dram.width",
+                "clock_GHz": "system.clock_GHz"}
+
 def _accepts(hint: Any, value: Any) -> bool:
     """Whether `value` fits the field type `hint` (int, float, str, bool, X | None)."""
     origin = typing.get_origin(hint)
@@ -124,8 +128,11 @@ def params_from_dict(cls, data: Any, *, file: str | None = None, key: str = "par
             data = {"mac_multiplier_width": data["word_bits"], "mac_adder_width": 2 * data["word_bits"], **data}
         for name, value in data.items():
             if name not in hints:
-                raise CoexploreError(f"unknown parameter '{name}'", file=file,
-                                     key=f"{key}.{name}", expected="one of " + ", ".join(names))
+                own = [n for n in names if n not in SYSTEM_OWNED]
+                raise CoexploreError(f"unknown parameter '{name}'", file=file, key=f"{key}.{name}",
+                                     expected="one of " + ", ".join(own) + (
+                                         f" ({', '.join(n for n in names if n in SYSTEM_OWNED)} come from the "
+                                         "system: system.clock_GHz, system.dram)" if len(own) < len(names) else ""))
             if not _accepts(hints[name], value):
                 kind = "text" if isinstance(value, str) else type(value).__name__    # (str subclasses: quoted YAML)
                 raise CoexploreError(f"wrong type {kind} ({str(value)!r})" if isinstance(value, str) else

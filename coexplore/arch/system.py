@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coexplore.arch.core import CoreArch, build_core
+from coexplore.arch.params import SYSTEM_OWNED
 from coexplore.arch.file_core import FileCore
 from coexplore.errors import CoexploreError
 from coexplore.spec.system import CoreSpec, SystemSpec, load_system
 
-# parameters that belong to the whole system, not to one core
-SYSTEM_OWNED = {"dram_type": "system.dram.type", "dram_width": "system.dram.width",
-                "clock_GHz": "system.clock_GHz"}
 
 
 @dataclass(frozen=True)
