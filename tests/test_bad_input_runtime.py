@@ -88,7 +88,7 @@ def test_a_bad_table_replaces_nothing_and_announces_nothing(tmp_path, capsys):
     bad.write_text(TABLE.read_text().replace("\n", "\nx,", 1))        # a short first data row
     rc = main(["schedule", "--table", str(bad), "--bandwidth", "16", "--budget", "50", "--out", str(out)])
     err = one_error(capsys, rc, str(bad))
-    assert "will replace it" not in err and (out / "schedule.json").read_text() == before
+    assert "replaces it once there is one" not in err and (out / "schedule.json").read_text() == before
 
 
 @pytest.mark.parametrize("argv", [["schedule", "--table", "{d}", "--bandwidth", "16"],
@@ -208,7 +208,7 @@ def test_out_takes_over_a_finished_runs_folder_and_its_claim(tmp_path, monkeypat
     assert _map(tmp_path) == 0
     default = next((tmp_path / "results" / "map").iterdir())
     assert _map(tmp_path, "--out", str(default), seed="4") == 0
-    assert "will replace it" in capsys.readouterr().err
+    assert "replaces it once there is one" in capsys.readouterr().err
     assert _map(tmp_path) == 0                      # the first run again: not into the seed-4 result
     assert json.loads((default / "result.json").read_text())["seed"] == 4
     assert json.loads((default.with_name(default.name + "-2") / "result.json").read_text())["seed"] == 0
@@ -374,4 +374,4 @@ def test_bad_layer_options_are_refused_before_the_output_folder_is_announced(tmp
     rc = main(["schedule", str(tmp_path / "tiny_sweep.yaml"), *option, "--budget", "50", "--no-progress",
                "--out", str(out)])
     err = one_error(capsys, rc, option[0])
-    assert "will replace it" not in err and (out / "schedule.json").read_text() == '{"run": {"another": 1}}\n'
+    assert "replaces it once there is one" not in err and (out / "schedule.json").read_text() == '{"run": {"another": 1}}\n'

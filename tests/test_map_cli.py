@@ -235,7 +235,7 @@ def test_explicit_out_is_replaced_with_a_note(tmp_path):
         r = cli("map", ARCH, LAYER, "--searcher", "random", "--budget", "30", "--seed", seed, "--no-cache",
                 "--no-progress", "--out", out)
         assert r.returncode == 0, r.stderr
-        assert ("will replace it" in r.stderr) == noted
+        assert ("replaces it once there is one" in r.stderr) == noted
     assert json.loads((out / "result.json").read_text())["seed"] == 1
 
 

@@ -234,7 +234,7 @@ def test_an_edited_input_is_another_run_with_its_own_default_folder(tmp_path, mo
     assert main(argv) == 0
     folders = sorted(p.name for p in (tmp_path / "results" / "map").iterdir())
     assert len(folders) == 2 and folders[1] == folders[0] + "-2"
-    assert "will replace it" not in capsys.readouterr().err
+    assert "replaces it once there is one" not in capsys.readouterr().err
 
 
 def test_bad_input_of_the_whole_network_leaves_no_folder(tmp_path, monkeypatch, capsys):
@@ -264,7 +264,7 @@ def test_an_edited_energy_table_beside_the_architecture_is_another_run(tmp_path,
     ert.write_text(text[:i] + "energy: 1" + text[text.index("\n", i):])       # one action's energy changed
     assert main(argv) == 0
     assert len(list((tmp_path / "results" / "map").iterdir())) == 2
-    assert "will replace it" not in capsys.readouterr().err
+    assert "replaces it once there is one" not in capsys.readouterr().err
 
 
 def test_layers_mapped_in_worker_processes_give_the_same_network(tmp_path, capsys):

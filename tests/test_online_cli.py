@@ -576,7 +576,7 @@ def test_an_interrupted_longer_training_is_not_replaced_by_a_shorter_one(tmp_pat
     assert main([*args, "--train-generations", "2"]) == 2
     err = capsys.readouterr().err
     assert "interrupted after 3 generations" in err
-    assert "will replace it" not in err           # (the folder's note said it would, before the refusal)
+    assert "replaces it once there is one" not in err           # (the folder's note said it would, before the refusal)
     assert json.loads((out / TRAIN_STATE).read_text()) == state          # kept
 
 
@@ -591,7 +591,7 @@ def test_a_finished_longer_training_is_refused_before_any_note_on_the_folder(tmp
     assert main([*args, "--train-generations", "2"]) == 2
     err = capsys.readouterr().err
     assert "policy.json holds this training, after 3 generations; --train-generations 2 would replace it" in err
-    assert "will replace it" not in err and (out / "policy.json").read_text() == before
+    assert "replaces it once there is one" not in err and (out / "policy.json").read_text() == before
 
 
 def test_an_interrupted_longer_training_beside_a_shorter_policy_is_not_replaced(tmp_path, capsys):

@@ -198,8 +198,8 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writ
                                       "(the command of that run, with its inputs as they were, resumes it)")
     if (out / result_file).exists() and owner != want:
         print(f"coexplore {command}: note: {out / result_file} holds the result of "
-              f"{'another run' if owner else 'an earlier run'}; this run's will replace it (--out is written "
-              "as given)", file=sys.stderr)
+              f"{'another run' if owner else 'an earlier run'}; this run's result replaces it once there is "
+              "one (--out is written as given)", file=sys.stderr)
     elif not (out / result_file).exists() and claim is None:
         other = [n for n in writes if (out / n).is_file()]
         if other:                                   # e.g. the user's own mapping.yaml
