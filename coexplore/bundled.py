@@ -45,7 +45,9 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
         return p
     own = next((q for q in (p.with_suffix(".yaml"), p.with_suffix(".yml"), Path(kind) / f"{p.name}.yaml")
                 if q.is_file()), None)           # (also ./mappers/sa.yaml: a copy of the bundled folder, edited)
-    if own is not None and own.resolve() != cand.resolve():   # the bundled file's name: the user's own is not read
+    # the bundled file's name: the user's own is not read (said unless it is the same file, or a copy of
+    # it as it is: a clone's own folders beside an installed coexplore)
+    if own is not None and own.resolve() != cand.resolve() and own.read_bytes() != cand.read_bytes():
         import warnings
         from coexplore.errors import CoexploreNote
         warnings.warn(f"'{p}' is the bundled {kind}/{cand.name}, not {own} in this folder (give {own} to read "

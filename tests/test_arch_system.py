@@ -284,6 +284,13 @@ def test_a_bundled_name_beside_a_file_of_that_name_says_which_is_read(tmp_path, 
         warnings.simplefilter("always")
         assert resolve("arch", "simba").resolve() == (bundled_dir("arch") / "simba.yaml").resolve()
     assert not seen
+    # a copy as it is (a clone's own arch/ beside an installed coexplore): the same file, no note
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "simba.yaml").write_bytes((bundled_dir("arch") / "simba.yaml").read_bytes())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert resolve("arch", "simba") == bundled_dir("arch") / "simba.yaml"
+    assert not seen
 
 
 def test_a_bundled_name_beside_an_edited_copy_of_the_bundled_folder_says_which_is_read(tmp_path, monkeypatch):
