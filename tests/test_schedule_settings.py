@@ -124,3 +124,30 @@ def test_a_stop_before_any_schedule_was_evaluated_is_a_plain_interrupt(monkeypat
     with pytest.raises(KeyboardInterrupt) as e:
         search_schedule(_table(), 8.0, "random", budget=10)
     assert not isinstance(e.value, sched.ScheduleInterrupted)
+
+
+def test_a_generation_too_large_for_the_table_is_refused_before_the_search():
+    """User study: pop_size 100,000 on a 3,000-job table allocated 11.7 GB and died with a traceback
+    where memory was short. The cap counts pop_size x 2 genes per job."""
+    from coexplore.system.schedule import MAX_GENERATION_CELLS, make_searcher
+    table = _table(num_jobs=3000, num_cores=2)
+    fits = MAX_GENERATION_CELLS // 6000
+    make_searcher("magma", table, 1000, 0, MagmaConfig(pop_size=fits))
+    with pytest.raises(CoexploreError, match="pop_size") as e:
+        make_searcher("magma", table, 1000, 0, MagmaConfig(pop_size=fits + 1))
+    assert e.value.key == "config.pop_size" and f"pop_size <= {fits:,}" in e.value.expected
+
+
+def test_running_out_of_memory_is_one_line_not_a_bug_report(monkeypatch, capsys, tmp_path):
+    from coexplore.cli import main as cli_main
+    from coexplore.cli import schedule as cli_schedule
+
+    def short(*a, **k):
+        raise MemoryError("Unable to allocate 2.24 GiB")
+    monkeypatch.setattr(cli_schedule, "_search_and_write", short)
+    from conftest import CORPUS
+    rc = cli_main.main(["schedule", "--table", str(CORPUS.parent / "magma" / "tables" / "batch_mix" / "S3" /
+                                                 "insts0.csv"), "--bandwidth", "1", "--no-plot",
+                                                 "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "out of memory (Unable to allocate 2.24 GiB)" in err and "Traceback" not in err, err

@@ -295,6 +295,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2 if exc.errno == errno.ENAMETOOLONG else 1
         _internal(command)
         return 3
+    except MemoryError as exc:       # the machine's limit, as a full disk: one line, what to make smaller
+        said = f" ({exc})" if str(exc) else ""
+        print(f"{command}: error: out of memory{said}: the run needs more memory than this machine gives it "
+              "(a smaller population or batch_size, budget, or input)", file=sys.stderr)
+        remove_empty_created()
+        return 1
     except Exception:      # a bug, not bad input: keep the traceback, and an exit code of its own
         _internal(command)
         return 3

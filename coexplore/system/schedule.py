@@ -162,8 +162,16 @@ def check_magma_config(cfg: MagmaConfig, file=None, given: set[str] | None = Non
     return cfg
 
 
+MAX_GENERATION_CELLS = 100_000_000     # pop_size x genome length: a generation's arrays (~0.8 GB each) beyond it
+
+
 def _magma(space, table: JobTable, budget: int, seed, config: MagmaConfig | None) -> Searcher:
     cfg = check_magma_config(config or MagmaConfig())
+    if cfg.pop_size * space.dim > MAX_GENERATION_CELLS:     # (held several times over while a generation breeds)
+        raise CoexploreError(f"pop_size {cfg.pop_size:,} makes a generation of {cfg.pop_size * space.dim:,} numbers "
+                             f"({space.num_jobs:,} jobs, 2 genes each), more than {MAX_GENERATION_CELLS:,} (~0.8 GB "
+                             "a copy, held several times while it breeds)", key="config.pop_size",
+                             expected=f"pop_size <= {MAX_GENERATION_CELLS // space.dim:,} for this table")
     init = heuristic_candidates(table) if cfg.warm_start else None
     return MagmaSearcher(space, cfg, seed=seed, initial=init, budget=budget)
 
