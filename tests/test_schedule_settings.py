@@ -151,3 +151,17 @@ def test_running_out_of_memory_is_one_line_not_a_bug_report(monkeypatch, capsys,
                                                  "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 1 and "out of memory (Unable to allocate 2.24 GiB)" in err and "Traceback" not in err, err
+
+
+def test_magma_original_records_the_settings_it_runs_with(capsys, tmp_path):
+    """User study: its schedule.json had `config: null`, though it runs MagmaConfig.original()."""
+    import dataclasses
+    import json
+
+    from coexplore.cli.main import main
+    from conftest import CORPUS
+    table = CORPUS.parent / "magma" / "tables" / "batch_mix" / "S3" / "insts0.csv"
+    assert main(["schedule", "--table", str(table), "--bandwidth", "8", "--searcher", "magma-original", "--budget",
+                 "200", "--json", "--no-plot", "--out", str(tmp_path / "o")]) == 0
+    run = json.loads(capsys.readouterr().out)["run"]
+    assert run["config"] == dataclasses.asdict(MagmaConfig.original())

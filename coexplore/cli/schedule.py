@@ -261,7 +261,8 @@ def _run_description(args, mapper, budget: int) -> dict:
     import dataclasses
 
     from coexplore.system.magma import MagmaConfig
-    config = mapper.config if mapper.config is not None else MagmaConfig() if mapper.searcher == "magma" else None
+    config = mapper.config if mapper.config is not None else MagmaConfig() if mapper.searcher == "magma" else \
+        MagmaConfig.original() if mapper.searcher == "magma-original" else None    # (the settings it runs with)
     desc = {**run_header(), "searcher": mapper.searcher, "searcher_file": mapper.file,
             "config": dataclasses.asdict(config) if config is not None else None,
             "budget": budget, "seed": args.seed, "bandwidth": args.bandwidth}
