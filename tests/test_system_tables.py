@@ -111,6 +111,14 @@ def test_repeated_job_names_are_refused_and_blank_names_numbered(tmp_path):
     assert e.value.key == "job" and str(tmp_path / "t.csv") in str(e.value)
     t = load_table(_write(tmp_path, "job,lat_a,bw_a\nconv1,10,1\n ,5,1\n"))
     assert [j.name for j in t.jobs] == ["conv1", "1"]
+    with pytest.raises(CoexploreError, match=r"job '0' is already on line 2 \(a row without a job name is named"):
+        load_table(_write(tmp_path, "job,lat_a,bw_a\n,100,1\n0,50,1\n"))     # (user study: line 2 looked empty)
+
+
+@pytest.mark.parametrize("cell", ["-5", "0", "nan"])
+def test_a_value_out_of_range_names_the_line_of_its_job(tmp_path, cell):
+    with pytest.raises(CoexploreError, match="line 4: latency of job j2 on core a is"):
+        load_table(_write(tmp_path, f"job,lat_a,bw_a\nj0,100,1\nj1,10,1\nj2,{cell},1\n"))
 
 
 def test_a_large_job_table_prints_as_one_short_line():

@@ -107,7 +107,7 @@ def load_table(path: str | Path) -> JobTable:
     lat = np.empty((n, m))
     bw = np.empty((n, m))
     en = np.full((n, m), np.nan)
-    jobs, first_line = [], {}
+    jobs, first_line, numbered = [], {}, set()       # (numbered: names rows without one were given)
     for r, row in enumerate(body):
         rownum = lines[r + 1]                # the file's line number, blank lines counted
         if len(row) != len(header):
@@ -122,19 +122,27 @@ def load_table(path: str | Path) -> JobTable:
                 if not (np.isfinite(en[r, c]) and en[r, c] >= 0) and not unused:
                     raise CoexploreError(f"line {rownum}: energy {row[col[f'en_{core}']].strip()!r}", file=path,
                                          key=f"en_{core}", expected="a finite number of pJ >= 0")
-        name = (row[col["job"]].strip() if "job" in col else "") or str(r)
+        given = row[col["job"]].strip() if "job" in col else ""
+        name = given or str(r)
         if name in first_line:
-            raise CoexploreError(f"line {rownum}: job '{name}' is already on line {first_line[name]}",
+            blank = " (a row without a job name is named by its row number, from 0)" if not given or \
+                name in numbered else ""
+            raise CoexploreError(f"line {rownum}: job '{name}' is already on line {first_line[name]}{blank}",
                                  file=path, key="job",
                                  expected="each job name once (or no job column: rows are numbered from 0)")
         first_line[name] = rownum
+        if not given:
+            numbered.add(name)
         dims = tuple((h, _dim(row[col[h]])) for h in desc_cols)
         kind = row[col["kind"]].strip() if "kind" in col else _KIND.get(row[col["T"]].strip(), "") if "T" in col else ""
         jobs.append(Job(name=name, dnn=row[col["dnn"]].strip() if "dnn" in col else "",
                         layer=row[col["layer"]].strip() if "layer" in col else "", kind=kind, dims=dims))
     try:
         return JobTable(jobs, lat_cores, lat, bw, en)
-    except CoexploreError as exc:
+    except CoexploreError as exc:         # a value out of range: said with the line of the job it names
+        line = next((n for name, n in first_line.items() if f"job {name} " in exc.message), None)
+        if line is not None and not exc.message.startswith("line "):
+            exc.message = f"line {line}: {exc.message}"
         raise exc.with_file(path) from None
 
 
