@@ -232,7 +232,7 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
         from coexplore.report.schedule_plot import plot_schedule
 
         png = plot_schedule(table, schedule_trace(table, result), out / "gantt.png",
-                            title=f"{args.table or Path(args.system).name}: {result.searcher}, makespan "
+                            title=f"{Path(args.table or args.system).name}: {result.searcher}, makespan "
                                   f"{result.makespan:.4g} cycles, BW {result.bandwidth:g} B/cycle")
     elif (out / "gantt.png").exists():
         (out / "gantt.png").unlink()         # an earlier run's chart would not match this schedule

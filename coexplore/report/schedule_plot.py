@@ -56,8 +56,9 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     ax.set_yticklabels(table.cores)
     ax.set_ylim(N - 0.5, -0.5)           # every core's row, first on top, an idle last one too
     ax.set_ylabel("core")
-    ax.set_title((title or f"makespan {tr.makespan:.4g} cycles")
-                 + ("" if by_dnn else "  (a colour per job)"))
+    import textwrap                       # (a long title wraps, never runs off the figure)
+    ax.set_title(textwrap.fill((title or f"makespan {tr.makespan:.4g} cycles")
+                               + ("" if by_dnn else "  (a colour per job)"), 90))
     # the cores' bandwidth colours: another palette than the DNNs' (tab10 is tab20's dark hues)
     core_cmap = plt.get_cmap("Set3" if by_dnn else "tab10")
     # bandwidth: stacked steps per core
