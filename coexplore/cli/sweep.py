@@ -65,8 +65,8 @@ def register(subparsers) -> None:
                        f"{o.name} ({o.unit})" for o in OBJECTIVES.values()) +
                         " (default: the system's objectives, else latency,energy,area)")
     p.add_argument("--out", metavar="DIR",
-                   help="result folder (default results/sweep/<system file's name>-s<seed>, or <...>-2, -3 ... when that "
-                        "folder holds another run's sweep); a rerun of the same sweep resumes there")
+                   help="result folder (default results/sweep/<system file's name>-s<seed>, or <...>-2, -3 ... "
+                        "when that folder holds another run's sweep); a rerun of the same sweep resumes there")
     p.add_argument("--restart", action="store_true",
                    help="run every point again, even those an earlier run of this same sweep finished")
     p.add_argument("--json", action="store_true", help="print sweep.json on stdout instead of the summary")

@@ -122,7 +122,8 @@ def format_table(s: dict, max_failures: int = 10) -> str:
                 continue
             what = ", ".join(_mismatch(m) for m in [*r["mismatches"], *r.get("others", [])][:3])
             cycles = "exact" if r["cycles_exact"] else f"{r['cycles_got']} vs {r['cycles_ref']}"
-            lines.append(f"  {r['case']}: energy err {r['energy_rel_err']:.2e}, cycles {cycles}" + (f"; {what}" if what else ""))
+            lines.append(f"  {r['case']}: energy err {r['energy_rel_err']:.2e}, cycles {cycles}"
+                         + (f"; {what}" if what else ""))
     return "\n".join(lines)
 
 
