@@ -218,3 +218,17 @@ def test_training_shows_a_progress_bar(monkeypatch):
     s = one_layer([100.0], [0.0])
     train_policy(s, Scenario(requests=5), TrainSettings(generations=1, streams=1, pairs=1), progress=True)
     assert made and made[0]["total"] == 1
+
+
+@pytest.mark.parametrize("scheduler", ["fcfs", "edf", "sjf", "lsf", "prema", "static"])
+def test_the_fastest_core_counts_the_bandwidth_stretch_as_the_deadline_does(scheduler):
+    """User study: a layer of 100 no-stall cycles needing 30 B/cycle on a 10 B/cycle system takes 300
+    alone; the heuristics chose that core over one taking 150 (1 B/cycle) and missed a deadline of
+    slack 1.5 on an idle system. By hand: alone 300 vs 150, so the lean core; the request ends at 150."""
+    from coexplore.online.schedulers import heuristic
+    t = JobTable([Job("net.l1", dnn="net", layer="l1")], ["fast", "lean"], np.array([[100.0, 150.0]]),
+                 np.array([[30.0, 1.0]]))
+    s = served_system(t, 10.0)
+    assert s.models[0].isolated_latency == 150.0
+    r = simulate(s, RequestStream(np.array([0.0]), np.array([225.0]), np.array([0])), heuristic(scheduler))
+    assert r.sla_rate == 1.0 and r.finish[0] == 150.0

@@ -32,8 +32,11 @@ class Scheduler(ABC):
 
 
 def fastest_idle(sim: Simulation, request: int, idle: list[int]) -> int:
-    """The idle core that runs `request`'s next layer in the fewest cycles (-1: none can)."""
-    row = sim.lat[sim.model[request]][sim.layer[request]]
+    """The idle core that runs `request`'s next layer in the fewest cycles when it runs alone, its
+    bandwidth stretch included (as the deadlines count it; -1: none can). (By the table's no-stall
+    cycles, a core whose need exceeds the system's bandwidth looked fastest and missed deadlines on an
+    idle system.)"""
+    row = sim.alone[sim.model[request]][sim.layer[request]]
     best, core = math.inf, -1
     for c in idle:
         if row[c] < best:
@@ -118,8 +121,9 @@ class Prema(Scheduler):
 class StaticAssignment(Scheduler):
     """Herald-like static placement: before the stream, every (DNN, layer) gets one core, chosen
     greedily for balance (layers by decreasing expected load, each on the core where its expected
-    load, request rate x latency, adds the least to that core's total); at run time each core serves
-    the requests whose next layer it owns, first come first served; others wait for their core.
+    load, request rate x latency alone (bandwidth-stretched), adds the least to that core's total); at
+    run time each core serves the requests whose next layer it owns, first come first served; others
+    wait for their core.
     `rates`: the DNNs' request rates the placement plans for (the tenants' agreed rates; equal if None)."""
 
     name = "static"
@@ -135,10 +139,10 @@ class StaticAssignment(Scheduler):
         share = [r / sum(rates) for r in rates]
         load = [0.0] * sim.num_cores
         self.owner = [[-1] * len(layers) for layers in sim.lat]
-        items = sorted(((share[m] * min(row), m, l) for m, layers in enumerate(sim.lat)
+        items = sorted(((share[m] * min(row), m, l) for m, layers in enumerate(sim.alone)
                         for l, row in enumerate(layers)), reverse=True)
         for _, m, l in items:
-            row = sim.lat[m][l]
+            row = sim.alone[m][l]            # (its cycles alone, bandwidth stretch included)
             c = min((c for c in range(sim.num_cores) if math.isfinite(row[c])),
                     key=lambda c: (load[c] + share[m] * row[c], row[c], c))
             self.owner[m][l] = c

@@ -49,6 +49,7 @@ class Simulation:
         self.num_cores = system.num_cores
         self.drop_late = drop_late
         self.lat = [m.latency.tolist() for m in system.models]
+        self.alone = [m.alone.tolist() for m in system.models]     # [layer][core], bandwidth-stretched alone
         self.bw = [m.bandwidth.tolist() for m in system.models]
         self._en = [m.energy.tolist() for m in system.models]
         self.remaining = []
