@@ -627,6 +627,9 @@ def test_two_heuristics_that_tie_are_not_both_best_and_worst(tmp_path, capsys):
     d["schedulers"]["static"] = dict(d["schedulers"]["sjf"])     # alike in SLA rate and energy: no best, no worst
     line = next(x for x in _summary(d) if x.startswith("relmas vs the"))
     assert "vs the heuristics, all alike in SLA rate and energy, e.g. (sjf)" in line and "worst" not in line
+    del d["schedulers"]["static"], d["relmas_gains"]["static"]     # one heuristic: it is named, no more
+    line = next(x for x in _summary(d) if x.startswith("relmas vs"))
+    assert line.startswith("relmas vs sjf: SLA") and "alike" not in line and "worst" not in line, line
 
 
 @pytest.mark.parametrize("option", ["--requests", "--seeds", "--train-streams"])

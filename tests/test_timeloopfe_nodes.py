@@ -563,7 +563,7 @@ def test_spec_keys_are_matched_by_part_of_their_name_as_timeloopfe_does(tmp_path
     clash = extra + "mapping: [{target: glb, type: temporal, factors: [N=2]}]\n"
     with pytest.raises(CoexploreError) as err:
         _constraints(_arch(tmp_path, body, clash))
-    assert ": mapping" in str(err.value) and "N" in str(err.value)
+    assert "key 'mapping[0].factors'" in str(err.value) and "N" in str(err.value)
     with pytest.raises(CoexploreError, match="key 'mapping'"):
         _constraints(_arch(tmp_path, body, "mapping: mymap.yaml\n"))
 

@@ -713,13 +713,16 @@ def _summary(data: dict) -> list[str]:
         # best itself while another heuristic is there (two that tie are two names)
         others = [n for n in data["relmas_gains"] if n != b] or [b]
         worst = min(others, key=lambda n: (means[n]["sla_rate"], -means[n]["energy_pJ"]))
-        tie = all((means[n]["sla_rate"], means[n]["energy_pJ"]) == (means[b]["sla_rate"], means[b]["energy_pJ"])
-                  for n in data["relmas_gains"])     # (no best nor worst to name)
-        lines.append(f"relmas vs the {'heuristics, all alike in SLA rate and energy, e.g.' if tie else 'best heuristic'} "
-                     f"({b}): SLA {pct(g['sla_gain'])} (more met on "
+        alone = len(data["relmas_gains"]) == 1           # one heuristic: neither best nor worst, nor alike
+        tie = not alone and all((means[n]["sla_rate"], means[n]["energy_pJ"]) ==
+                                (means[b]["sla_rate"], means[b]["energy_pJ"]) for n in data["relmas_gains"])
+        which = ("" if alone else "the heuristics, all alike in SLA rate and energy, e.g. " if tie
+                 else "the best heuristic ")
+        lines.append(f"relmas vs {which}" + (f"{b}" if alone else f"({b})") + f": SLA {pct(g['sla_gain'])} (more met on "
                      f"{g['streams_better']} of {g['streams']} streams, as many on {g['streams_equal']}), energy "
                      f"{pct(g['energy_overhead'])} (per met request {pct(g['energy_per_met_overhead'])})"
-                     + ("" if tie else f"; vs the worst ({worst}): SLA {pct(data['relmas_gains'][worst]['sla_gain'])}"))
+                     + ("" if tie or alone else
+                        f"; vs the worst ({worst}): SLA {pct(data['relmas_gains'][worst]['sla_gain'])}"))
     if data.get("loads"):
         loads = data["loads"]
         policy = data["run"].get("policy")
