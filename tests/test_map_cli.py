@@ -593,3 +593,14 @@ def test_a_mapper_file_that_is_a_list_says_so(tmp_path):
     mapper.write_text("- searcher: ga\n")
     r = cli("map", ARCH, LAYER, "--searcher", mapper, "--no-cache", "--no-progress", "--out", tmp_path / "o")
     assert r.returncode == 2 and "holds a list, not a mapping of keys" in r.stderr, r.stderr
+
+
+def test_a_bundled_name_and_the_path_of_its_file_are_one_run(tmp_path):
+    """User study: `simba resnet50` and `simba <bundled>/problems/resnet50.yaml` gave identical results
+    but counted as two runs (a numbered second folder; with --out, 'another run's result')."""
+    from coexplore.bundled import bundled_dir
+    out = tmp_path / "o"
+    for problem in ("resnet50", bundled_dir("problems") / "resnet50.yaml"):
+        r = cli("map", "simba", problem, "--layer", "res3a_branch2b", "--budget", "50", "--no-progress",
+                "--cache", tmp_path / "c.sqlite", "--out", out)
+        assert r.returncode == 0 and "another run" not in r.stderr and "an earlier run" not in r.stderr, r.stderr

@@ -196,12 +196,14 @@ def _run(args) -> int:
               file=sys.stderr)
     # a workload layer is named after its workload too (conv1 is in several networks)
     label = f"{Path(args.problem).stem}-{ctx.problem.name}" if is_workload(args.problem) else ctx.problem.name
-    def where(x):            # a file as an absolute path, a bundled name as given
-        return x if x is None or not Path(x).exists() else str(Path(x).resolve())
+    def where(x, kind=None):     # a file as an absolute path (a bundled name as the file it names), else as given
+        found = None if x is None else resolve(kind, x) if kind else Path(x)
+        return x if found is None or not found.exists() else str(found.resolve())
     problem_file = resolve("problems", args.problem) if args.problem is not None else None
     found = _found_beside(ctx, constraints, args)          # an ERT or constraints file read without being named
     run_desc = {**run_header(),
-                "arch": where(args.arch), "problem": where(args.problem), "core": args.core, "layer": args.layer,
+                "arch": where(args.arch, "arch"), "problem": where(args.problem, "problems"), "core": args.core,
+                "layer": args.layer,
                 "ert": where(args.ert), "constraints": [where(c) for c in args.constraints or []] or None,
                 **({"found": found} if found else {}), "mapper": spec.to_dict(),
                 "budget": args.budget, "seed": args.seed,

@@ -354,7 +354,7 @@ def _run_description(args, scenario, train, names: list[str], loads: list[float]
     if args.table:
         desc["table"] = str(Path(args.table).resolve())
     else:
-        desc.update(system=str(Path(args.system).resolve()),
+        desc.update(system=str(resolve("arch", args.system).resolve()),      # (a bundled name: its file)
                     workloads=[str(resolve("problems", w).resolve()) for w in args.workload] if args.workload else None,
                     layer_searcher=args.layer_searcher,
                     layer_budget=job_table_budget(args),

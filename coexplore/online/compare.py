@@ -16,7 +16,7 @@ from coexplore.online.simulator import OnlineResult, simulate
 from coexplore.online.stream import Scenario, poisson_stream
 
 MEANS = ("sla_rate", "energy_pJ", "energy_per_met_pJ", "latency_mean_cycles", "latency_p95_cycles",
-         "utilization", "bandwidth_utilization", "decision_us", "dropped")
+         "utilization", "bandwidth_utilization", "decisions", "decision_us", "dropped")
 # (latencies are over the finished requests only: a scheduler that drops the long ones looks fast)
 
 
