@@ -691,7 +691,10 @@ def _summary(data: dict) -> list[str]:
     means = data["schedulers"]
     dnns = len(data["models"])
     lines = [f"{data['name']}: {len(data['cores'])} cores, {dnns} DNN{'s' if dnns != 1 else ''} "
-             f"({', '.join(m['name'] for m in data['models'])}), load {data['run']['scenario']['load']:g}"
+             f"({', '.join(m['name'] for m in data['models'])}), load "
+             # (a trace's load is measured: as many digits as the note that says it; a given one as given)
+             + (f"{data['run']['scenario']['load']:.3g}" if data["run"].get("trace") else
+                f"{data['run']['scenario']['load']:g}")
              + (" of capacity" if data['run']['scenario'].get('basis') == 'capacity' else
                 f" ({data['load_of_capacity']:.3g} of the cores' capacity)")
              + (f"; DRAM traffic {data['dram_demand_of_bandwidth']:.3g} of the bandwidth"
