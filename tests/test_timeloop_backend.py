@@ -70,6 +70,15 @@ def test_the_slowest_level_sets_the_cycles_not_the_arithmetic():
     assert parse_stats(text)["cycles"] == _expected(VALID[0])["cycles"] == 468
 
 
+def test_a_garbled_number_in_a_stats_txt_names_the_file():
+    """User study: a garbled count in one stats.txt of a tree of runs named no file."""
+    import re
+    text = re.sub(r"(Scalar reads \(per-instance\)\s*: )\d+", r"\1n/a", _stats(VALID[0]), count=1)
+    with pytest.raises(CoexploreError, match="not a number: 'n/a'") as e:
+        parse_stats(text, file="lab/run/timeloop-model.stats.txt")
+    assert e.value.file == "lab/run/timeloop-model.stats.txt"
+
+
 @pytest.mark.parametrize("case", INVALID)
 def test_a_refused_run_reads_as_timeloop_s_error(case):
     exp = _expected(case)

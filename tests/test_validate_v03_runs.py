@@ -113,3 +113,22 @@ def test_a_timeloopfe_run_folder_is_not_taken_for_a_v03_run(tmp_path):
     shutil.copy(CASE / "arch.yaml", run / "parsed-processed-input.yaml")
     cases = discover(tmp_path, [])
     assert all(c.rules is None for c in cases)
+
+
+def test_runs_of_variants_in_ref_output_find_the_inputs_beside_it(tmp_path):
+    """User study: the original exercises' layout, `<exercise>/{arch,prob,map}/` with the runs in
+    `<exercise>/ref-output/<variant>/`, found no case ("no cases found"): the inputs are two levels
+    above the run folder."""
+    ex = tmp_path / "01-model-conv1d-2level"
+    for sub, name in (("arch", "arch.yaml"), ("prob", "problem.yaml")):
+        (ex / sub).mkdir(parents=True)
+        shutil.copy(CASE / name, ex / sub / name)
+    run = ex / "ref-output" / "os"
+    run.mkdir(parents=True)
+    for name in ("stats.txt", "map.txt"):
+        shutil.copy(CASE / f"{TOOL}.{name}", run / f"{TOOL}.{name}")
+    shutil.copy(CASE / "ERT.yaml", run / f"{TOOL}.ERT.yaml")
+    (case,) = discover(tmp_path)
+    assert (case.arch_file, case.layer_file) == (ex / "arch" / "arch.yaml", ex / "prob" / "problem.yaml")
+    s = validate(tmp_path, progress=False, stride_rule="v0.3")
+    assert s["cases"] == 1 and not s["failures"] and s["counts_exact"] == 1

@@ -5,7 +5,8 @@ copy of their inputs: such a run folder holds only its outputs (`<tool>.stats.tx
 `<tool>.ERT.yaml`, `<tool>.map.txt`, ...). The architecture and problem it ran on are the user's
 files beside the outputs or near them (the exercises keep them in `../inputs/`, the original
 repository in `../arch`, `../prob`). They are found by content (a top-level `architecture:` or
-`problem:` key) in the run folder and below its parent, two levels deep, and told apart by what the
+`problem:` key) in the run folder and below its parent, two levels deep (else below its grandparent:
+`ref-output/<variant>/` runs beside `arch/`, `prob/`), and told apart by what the
 outputs print: the problem whose dimensions the printed loop nest covers, the architecture whose
 levels the stats.txt names.
 """
@@ -41,8 +42,16 @@ def _candidates(run: Path) -> dict[str, list[Path]]:
     """The YAML files that may be this run's inputs, by the top-level key that marks them: the run
     folder's own first, then those below its parent (other run folders and Timeloop's outputs left
     out)."""
+    found = _below(run, run.parent)
+    if not (found["architecture"] and found["problem"]):      # variants' runs in ref-output/<variant>/, the
+        more = _below(run, run.parent.parent)                # inputs beside ref-output/ (the original repository)
+        found = {k: found[k] or more[k] for k in found}
+    return found
+
+
+def _below(run: Path, base: Path) -> dict[str, list[Path]]:
+    """The candidate inputs of `run` in `base` and its folders, DEPTH deep, other run folders left out."""
     found: dict[str, list[Path]] = {"architecture": [], "problem": []}
-    base = run.parent
     for folder, dirs, files in os.walk(base):
         here = Path(folder)
         depth = len(here.relative_to(base).parts)

@@ -35,6 +35,14 @@ def _number(text: str, where: str) -> float:
 
 
 def parse_stats(text: str, levels: list[str] | None = None, file: str | None = None) -> dict:
+    """`read_stats_text` of `text`, an error in it naming `file` (a tree of runs holds many stats.txt)."""
+    try:
+        return read_stats_text(text, levels, file)
+    except CoexploreError as exc:
+        raise exc.with_file(file) if file is not None else exc
+
+
+def read_stats_text(text: str, levels: list[str] | None = None, file: str | None = None) -> dict:
     """The record of a stats.txt: `valid`, `energy_pJ`, `cycles`, `computes`, `utilization`,
     `edp_J_cycle` and `levels` {name: {energy_pJ, leakage_pJ, dataspaces: {name: {reads, fills,
     updates, utilized_capacity, utilized_instances, energy_pJ}}}} (the arithmetic level, Level 0:
