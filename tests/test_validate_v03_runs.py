@@ -132,3 +132,26 @@ def test_runs_of_variants_in_ref_output_find_the_inputs_beside_it(tmp_path):
     assert (case.arch_file, case.layer_file) == (ex / "arch" / "arch.yaml", ex / "prob" / "problem.yaml")
     s = validate(tmp_path, progress=False, stride_rule="v0.3")
     assert s["cases"] == 1 and not s["failures"] and s["counts_exact"] == 1
+
+
+def test_folders_of_outputs_that_make_no_case_are_said_with_why(tmp_path):
+    """User study: a stats.txt without its map.txt, a map+stats.xml alone and outputs renamed without
+    the tool's prefix were passed over without a word (the case count just lower)."""
+    run = _lab(tmp_path / "lab")
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(run / f"{TOOL}.stats.txt", lone / f"{TOOL}.stats.txt")
+    xml = tmp_path / "xml"
+    xml.mkdir()
+    (xml / f"{TOOL}.map+stats.xml").write_text("<xml/>")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(run / f"{TOOL}.stats.txt", bare / "stats.txt")
+    skipped: list = []
+    assert len(discover(tmp_path, skipped)) == 1
+    why = {f.name: w for f, w in skipped}
+    assert "without the loop nest its run printed" in why["lone"]
+    assert "which coexplore does not read" in why["xml"] and "without the tool's prefix" in why["bare"]
+    shutil.rmtree(tmp_path / "lab")
+    with pytest.raises(Exception, match=r"no cases found \(skipped: .*lone"):      # the reasons, not just 'none'
+        discover(tmp_path)

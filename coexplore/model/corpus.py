@@ -176,6 +176,27 @@ def _runs_without_inputs(root: Path, skipped: list, taken: set) -> list[Case]:
     return cases
 
 
+def _unread_outputs(root: Path, skipped: list, taken: set) -> None:
+    """Folders holding Timeloop outputs that make no case, each said in `skipped` with why (they were
+    passed over without a word): a stats.txt without the loop nest it printed or an input copy, a
+    map+stats.xml alone, outputs renamed without the tool's prefix."""
+    from coexplore.model.run_inputs import TOOLS
+    names = [f"{t}.{n}" for t in TOOLS for n in ("stats.txt", "map+stats.xml")] + ["stats.txt", "map+stats.xml"]
+    folders = sorted({f.parent for n in names for f in find_files(root, n)} - set(taken))
+    for folder in folders:
+        has = {n for n in names if (folder / n).is_file()}
+        if has & {"stats.txt", "map+stats.xml"} and not has - {"stats.txt", "map+stats.xml"}:
+            why = (f"outputs named without the tool's prefix ({', '.join(sorted(has))}): rename them "
+                   f"{TOOLS[0]}.stats.txt, {TOOLS[0]}.map.txt, {TOOLS[0]}.ERT.yaml as Timeloop writes them")
+        elif any(n.endswith("stats.txt") for n in has):
+            why = (f"a stats.txt without the loop nest its run printed (<tool>.map.txt) or timeloopfe's "
+                   f"{RUN_INPUT}: the mapping it evaluated is not known")
+        else:
+            why = (f"only {', '.join(sorted(has))}, which coexplore does not read (a stats.txt with its map.txt, "
+                   f"or timeloopfe's {RUN_INPUT}, makes a case)")
+        skipped.append((folder, why))
+
+
 @functools.lru_cache(maxsize=64)
 def _level_names(arch_file: Path) -> tuple[str, ...]:
     import warnings
@@ -230,8 +251,10 @@ def discover(root: str | Path, skipped: list | None = None) -> list[Case]:
     skipped = skipped if skipped is not None else []
     cases += _runs(root, skipped, {c.path for c in cases})
     cases += _runs_without_inputs(root, skipped, {c.path for c in cases})
+    _unread_outputs(root, skipped, {c.path for c in cases} | {f for f, _ in skipped})
     if not cases:
-        raise CoexploreError("no cases found", file=str(root),
+        why = "; ".join(f"{f}: {w}" for f, w in skipped[:3]) + ("; ..." if len(skipped) > 3 else "")
+        raise CoexploreError("no cases found" + (f" (skipped: {why})" if why else ""), file=str(root),
                              expected="<split>/<arch>/<layer>/<id>/{mapping.yaml, expected.json} below it "
                                       "(or timeloop-model.stats.txt / .log instead of expected.json), or folders "
                                       f"Timeloop ran in ({RUN_INPUT}, or for Timeloop v0.3 the map.txt, with a "
