@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -200,21 +201,23 @@ def load_yaml(path: str | Path) -> Any:
         return template.render(path, text) if template.is_template(path, text) else loads_yaml(text, path)
 
 
-_OPEN: list[str] = []          # the files being read, outermost first (an include loop is refused)
+_READING = threading.local()   # per thread: the files being read, outermost first (an include loop is refused)
 
 
 @contextlib.contextmanager
 def loading(path: str | Path):
-    """Mark `path` as being read while its includes are read."""
+    """Mark `path` as being read (in this thread: two threads may read one file at once) while its
+    includes are read."""
     real = os.path.realpath(path)
-    if real in _OPEN:
-        chain = " -> ".join(_OPEN[_OPEN.index(real):] + [real])
+    open_now = _READING.__dict__.setdefault("files", [])
+    if real in open_now:
+        chain = " -> ".join(open_now[open_now.index(real):] + [real])
         raise CoexploreError(f"includes itself ({chain})", file=str(path), expected="includes without a loop")
-    _OPEN.append(real)
+    open_now.append(real)
     try:
         yield
     finally:
-        _OPEN.pop()
+        open_now.pop()
 
 
 def merge_keys(doc: Any) -> Any:
