@@ -102,3 +102,14 @@ def test_threads_may_read_one_file_at_once():
     with ThreadPoolExecutor(8) as pool:
         docs = list(pool.map(lambda _: load_yaml(path), range(400)))
     assert all(d == docs[0] for d in docs) and docs[0]["searcher"] == "ga"
+
+
+def test_a_job_table_names_each_job_once():
+    """User study: JobTable took two jobs named 'a'; save_table then wrote a file load_table refuses."""
+    import numpy as np
+
+    from coexplore.errors import CoexploreError
+    from coexplore.system.jobs import Job, JobTable
+    with pytest.raises(CoexploreError, match="job 'a' is named twice") as e:
+        JobTable([Job("a"), Job("a"), Job("c")], ["x"], np.ones((3, 1)), np.ones((3, 1)))
+    assert e.value.key == "jobs"

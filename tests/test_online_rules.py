@@ -232,3 +232,10 @@ def test_the_fastest_core_counts_the_bandwidth_stretch_as_the_deadline_does(sche
     assert s.models[0].isolated_latency == 150.0
     r = simulate(s, RequestStream(np.array([0.0]), np.array([225.0]), np.array([0])), heuristic(scheduler))
     assert r.sla_rate == 1.0 and r.finish[0] == 150.0
+
+
+def test_heuristic_names_are_read_case_blind_as_the_system_schedulers():
+    from coexplore.online.schedulers import heuristic
+    assert heuristic("EDF").name == "edf"
+    with pytest.raises(CoexploreError, match="learned policy"):
+        heuristic("RELMAS")

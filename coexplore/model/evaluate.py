@@ -141,7 +141,8 @@ class BatchResult:
     """Metrics for a batch; per-level arrays are in model order (innermost = 0)."""
 
     valid: np.ndarray          # [B] bool
-    validity: Validity         # which check failed first, where (messages via `error(b)`)
+    validity: Validity         # which check failed first, where (messages: `validity.message(b, arch, problem)`,
+                               # or ctx.record(result, b)["error"])
     energy_pJ: np.ndarray      # [B] (nan if invalid)
     cycles: np.ndarray         # [B]
     computes: int

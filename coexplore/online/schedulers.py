@@ -229,12 +229,15 @@ HEURISTICS = {cls.name: cls for cls in (FCFS, EDF, LeastSlack, ShortestRemaining
 def heuristic(name: str, rates=None) -> Scheduler:
     """A baseline scheduler by name; `rates` (the DNNs' request rates) for the static placements
     (None: equal rates)."""
-    if name == "relmas":
+    if isinstance(name, str) and name not in HEURISTICS:      # names read case-blind, as the system schedulers'
+        name = next((k for k in HEURISTICS if k.lower() == name.lower()), name)
+    if isinstance(name, str) and name.lower() == "relmas":
         raise CoexploreError("relmas is the learned policy, not a heuristic", key="scheduler",
                              expected="LearnedScheduler(policy) with a policy from train_policy or load_policy")
     if name not in HEURISTICS:
         raise CoexploreError(f"unknown scheduler {name!r}", key="scheduler", option="--schedulers",
-                             expected="some of: " + ", ".join([*HEURISTICS, "relmas"]))
+                             expected="one of: " + ", ".join(HEURISTICS) + ", or relmas, the learned scheduler "
+                                      "(a name for --schedulers; in Python LearnedScheduler(policy))")
     made = HEURISTICS[name](rates) if name in ("static", "magma") else HEURISTICS[name]()
     if not is_scheduler(made):
         raise CoexploreError(f"scheduler {name!r} made a {type(made).__name__}", key="scheduler", option="--schedulers",

@@ -101,6 +101,13 @@ def validate_table(table: JobTable, file: str | None = None) -> None:
         first = next((j for j in table.jobs if not isinstance(j, Job)), table.jobs)
         raise CoexploreError(f"job {first!r}"[:120], file=file, key="jobs",
                              expected="a list of Job(name, dnn=..., layer=...) (coexplore.system.jobs.Job)")
+    names = [j.name for j in table.jobs]
+    if len(set(names)) != len(names):            # (a table file names each job once: save_table's would not load)
+        seen: set = set()
+        twice = next(n for n in names if n in seen or seen.add(n))
+        raise CoexploreError(f"job '{twice}' is named twice", file=file, key="jobs",
+                             expected="each job name once (Job(name=...); a layer run twice is two jobs, "
+                                      "e.g. conv1#1 and conv1#2)")
     if len(table.jobs) != lat.shape[0] or len(table.cores) != lat.shape[1]:
         raise CoexploreError(f"{len(table.jobs)} jobs x {len(table.cores)} cores named but the "
                              f"table is {lat.shape[0]} x {lat.shape[1]}", file=file)
