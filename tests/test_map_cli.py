@@ -602,5 +602,5 @@ def test_a_bundled_name_and_the_path_of_its_file_are_one_run(tmp_path):
     out = tmp_path / "o"
     for problem in ("resnet50", bundled_dir("problems") / "resnet50.yaml"):
         r = cli("map", "simba", problem, "--layer", "res3a_branch2b", "--budget", "50", "--no-progress",
-                "--cache", tmp_path / "c.sqlite", "--out", out)
+                "--cache", tmp_path / "c.sqlite", "--out", out, cwd=tmp_path)   # (the coexplore this test imports)
         assert r.returncode == 0 and "another run" not in r.stderr and "an earlier run" not in r.stderr, r.stderr
