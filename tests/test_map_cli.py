@@ -598,9 +598,10 @@ def test_a_mapper_file_that_is_a_list_says_so(tmp_path):
 def test_a_bundled_name_and_the_path_of_its_file_are_one_run(tmp_path):
     """User study: `simba resnet50` and `simba <bundled>/problems/resnet50.yaml` gave identical results
     but counted as two runs (a numbered second folder; with --out, 'another run's result')."""
-    from coexplore.bundled import bundled_dir
     out = tmp_path / "o"
-    for problem in ("resnet50", bundled_dir("problems") / "resnet50.yaml"):
+    where = subprocess.run([sys.executable, "-c", "from coexplore.bundled import bundled_dir; "
+                            "print(bundled_dir('problems'))"], capture_output=True, text=True, cwd=tmp_path)
+    for problem in ("resnet50", Path(where.stdout.strip()) / "resnet50.yaml"):     # (as the command finds it)
         r = cli("map", "simba", problem, "--layer", "res3a_branch2b", "--budget", "50", "--no-progress",
                 "--cache", tmp_path / "c.sqlite", "--out", out, cwd=tmp_path)   # (the coexplore this test imports)
         assert r.returncode == 0 and "another run" not in r.stderr and "an earlier run" not in r.stderr, r.stderr
