@@ -435,6 +435,19 @@ def test_include_functions(tmp_path):
     assert load_yaml(d / "texts.yaml.jinja2") == {"c": [3], "v": 5}   # several files, one per line
 
 
+def test_add_to_path_of_the_templates_own_folder_reaches_the_files_it_includes(tmp_path):
+    """User study: the exercises' top.yaml.jinja2 calls add_to_path(cwd()); Accelergy's loader then
+    finds `_include/...` from a file in arch_dir/ too. coexplore left the top's folder out: an include
+    was refused, and `path_exists` chose another depth without a word."""
+    d = _files(tmp_path, {
+        "_include/attrs.yaml": "spad: {depth: 64}\n",
+        "arch_dir/arch.yaml.jinja2": ("a: {{ include('_include/attrs.yaml', 'spad') }}\n"
+                                      "b: {{ 16384 if path_exists('_include/attrs.yaml') else 1024 }}\n"),
+        "top.yaml.jinja2": "{{ add_to_path(cwd()) }}\nx: {{ include('arch_dir/arch.yaml.jinja2') }}\n"})
+    template.set_data({})
+    assert load_yaml(d / "top.yaml.jinja2") == {"x": {"a": {"depth": 64}, "b": 16384}}
+
+
 def test_include_text_files_are_in_the_run_digest():
     template.set_data({})
     load_yaml(T / "_layer_shapes" / "alexnet" / "0.yaml")

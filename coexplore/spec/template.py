@@ -186,7 +186,9 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
     files = _Files(path, extra or [])
 
     def add_to_path(p):
-        files.extra.extend(m for m in files.find(p) if m not in files.extra and m != str(files.here))
+        # (this template's own folder too: `add_to_path(cwd())` makes it a search folder of the files
+        # it includes, as Accelergy's loader passes the list down)
+        files.extra.extend(m for m in files.find(p) if m not in files.extra)
         return ""
 
     def load(p: str) -> Any:
