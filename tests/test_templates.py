@@ -759,3 +759,23 @@ def test_a_whole_specs_problem_bounds_may_use_its_variables(tmp_path):
     f.write_text(f.read_text().replace("N: HALF", "N: NOPE"))
     with pytest.raises(CoexploreError, match="problem.instance.N"):
         load_problem(f)
+
+
+def test_errors_in_an_included_jinja_file_name_that_file_and_line(tmp_path):
+    """User study: a syntax error or an undefined name in a {% include %}d file was said at the top
+    file's name (and the line of the included one); an undefined name gave no line at all."""
+    d = _files(tmp_path, {"extra.j2": "a: 1\nb: 2\nc: {{ scale | default(2) }\n",
+                          "top.yaml.jinja2": "# top\n{% include 'extra.j2' %}\n",
+                          "undef.j2": "a: 1\nb: {{ scalez }}\n",
+                          "top2.yaml.jinja2": "x: 0\n{% include 'undef.j2' %}\n",
+                          "top3.yaml.jinja2": "x: 0\ny: 1\nz: {{ mesh_xx }}\n"})
+    template.set_data({})
+    with pytest.raises(CoexploreError, match="template syntax at line 3") as e:
+        load_yaml(d / "top.yaml.jinja2")
+    assert e.value.file == str(d / "extra.j2")
+    with pytest.raises(CoexploreError, match="template line 2: 'scalez' is undefined") as e:
+        load_yaml(d / "top2.yaml.jinja2")
+    assert e.value.file == str(d / "undef.j2")
+    with pytest.raises(CoexploreError, match="template line 3: 'mesh_xx' is undefined") as e:
+        load_yaml(d / "top3.yaml.jinja2")
+    assert e.value.file == str(d / "top3.yaml.jinja2")

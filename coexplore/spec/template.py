@@ -249,13 +249,15 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
         _USED.update(meta.find_undeclared_variables(tree))
         return env.from_string(tree).render(**names)
     except jinja2.UndefinedError as exc:
-        raise CoexploreError(f"template: {exc.message}", file=str(path),
+        where, line = _template_frame(exc, path)
+        raise CoexploreError(f"template{f' line {line}' if line else ''}: {exc.message}", file=where,
                              expected="its value, given with --var NAME=VALUE (evaluate, map, energy tables; "
                                       "var: {NAME: VALUE} in a system's core entry; template.set_data in Python; "
                                       "timeloopfe's jinja_parse_data), or a | default(...) in the template"
                              ) from None
-    except jinja2.TemplateSyntaxError as exc:
-        raise CoexploreError(f"template syntax at line {exc.lineno}: {exc.message}", file=str(path)) from None
+    except jinja2.TemplateSyntaxError as exc:           # (in an {% include %}d file: that file's name and line)
+        raise CoexploreError(f"template syntax at line {exc.lineno}: {exc.message}",
+                             file=exc.filename or str(path)) from None
     except _Failure as exc:
         raise CoexploreError(f"template: {exc}", file=str(path)) from None
     except jinja2.exceptions.SecurityError as exc:
@@ -270,6 +272,20 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
         raise
     except Exception as exc:          # an error inside the template's own expressions
         raise CoexploreError(f"template: {type(exc).__name__}: {exc}", file=str(path)) from None
+
+
+def _template_frame(exc: BaseException, path) -> tuple[str, int | None]:
+    """The template file and line an error was raised at: Jinja gives its traceback frames the
+    template's name and line (the top template's is '<template>'; an {% include %}d one's its path)."""
+    where, line = str(path), None
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name == "<template>" or (name.endswith((".jinja", ".jinja2", ".j2", ".yaml", ".yml"))
+                                    and os.path.isfile(name)):
+            where, line = (str(path) if name == "<template>" else name), tb.tb_lineno
+        tb = tb.tb_next
+    return where, line
 
 
 def included(objects: dict[str, Any], name: str) -> Any:
