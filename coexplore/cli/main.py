@@ -238,7 +238,9 @@ def command_settings(args, say_unused: bool = True):
             unused = template.unused_names()
             if unused and say_unused:
                 warnings.warn(f"--var {', '.join(unused)}: no template among the inputs asks for "
-                              f"{'it' if len(unused) == 1 else 'them'} (misspelt?)", CoexploreWarning)
+                              f"{'it' if len(unused) == 1 else 'them'} (misspelt? --var sets names of the Jinja "
+                              "templates, {{ NAME }}, not a spec's `variables:`, as timeloopfe's jinja_parse_data)",
+                              CoexploreWarning)
     finally:
         template.set_data({})          # (a library caller after main() starts without them)
 
