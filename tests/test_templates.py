@@ -779,3 +779,17 @@ def test_errors_in_an_included_jinja_file_name_that_file_and_line(tmp_path):
     with pytest.raises(CoexploreError, match="template line 3: 'mesh_xx' is undefined") as e:
         load_yaml(d / "top3.yaml.jinja2")
     assert e.value.file == str(d / "top3.yaml.jinja2")
+
+
+def test_an_error_in_the_specs_variables_is_not_said_to_come_from_the_included_architecture(tmp_path):
+    """User study: a bad `variables:` entry was reported with '(its architecture comes from arch.yaml,
+    which the template includes)'."""
+    import os
+
+    from coexplore.spec.template import _ORIGINS, with_origin
+    top = tmp_path / "top.yaml.jinja2"
+    _ORIGINS[(os.path.realpath(top), "architecture")] = str(tmp_path / "arch.yaml")
+    err = with_origin(CoexploreError("bad", file=str(top), key="variables.DATAWIDTH"), top, "architecture")
+    assert "architecture comes from" not in err.message
+    err = with_origin(CoexploreError("bad", file=str(top), key="glb.attributes.width"), top, "architecture")
+    assert "its architecture comes from" in err.message and "arch.yaml" in err.message

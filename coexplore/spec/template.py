@@ -156,10 +156,17 @@ _PASTED = itertools.count()
 
 def with_origin(exc: CoexploreError, path: str | Path, key: str) -> CoexploreError:
     """`exc` about the template at `path`, saying which included file its top-level `key` came from."""
+    top = str(exc.key or "").split(".")[0].split("[")[0]
+    if top in _SPEC_KEYS and top != key:        # (an error in the spec's `variables:`: not the architecture's file)
+        key = top
     source = _ORIGINS.get((os.path.realpath(path), key)) if exc.file == str(path) else None
     if source:
         exc.message += f" (its {key} comes from {source}, which the template includes)"
     return exc
+
+
+_SPEC_KEYS = {"architecture", "problem", "mapping", "variables", "constraints", "mapspace", "components", "globals",
+              "mapper", "sparse_optimizations"}   # a timeloopfe spec's top-level keys
 
 
 def render(path: str | Path, text: str, names: dict[str, Any] | None = None,
