@@ -40,7 +40,7 @@ from coexplore.spec.ert import parse_ert  # noqa: E402
 from coexplore.energy.fit import (build_sram_dataset, fit_model, packaged_hypers,  # noqa: E402
                                   point_key)
 from coexplore.energy.grid import read_grid  # noqa: E402
-from shared_data import HelpFormatter, require  # noqa: E402
+from shared_data import HelpFormatter, non_negative, require# noqa: E402
 
 MEDIAN_TARGET, P95_TARGET = 0.05, 0.20
 SHARED = "project reference data in ../shared; not in a clone"
@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared/timeloop-corpus/arches"),
                     help="the corpus' arches folder (designs with live-Accelergy ERT/ART are "
                     f"checked too); {SHARED}")
-    ap.add_argument("--folds", type=int, default=0,
+    ap.add_argument("--folds", type=non_negative, default=0,
                     help="held-out folds over the CACTI-SRAM groups; 0 = leave one CACTI point out")
     ap.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
     ap.add_argument("--out", default=str(ROOT / "results/bench/energy_fidelity.json"),

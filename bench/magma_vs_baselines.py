@@ -35,7 +35,7 @@ from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
 
 from runlog import RunLog, source_version  # noqa: E402
-from shared_data import HelpFormatter, comma_list, require  # noqa: E402
+from shared_data import HelpFormatter, comma_list, positive, require# noqa: E402
 
 TASKS = {"vision": "batch_conv", "lang": "batch_lang", "recom": "batch_recom", "mix": "batch_mix"}
 SETTINGS = {"S1": 2, "S2": 3, "S3": 8, "S4": 4, "S5": 5, "S6": 6}   # paper label -> code index
@@ -89,12 +89,12 @@ def main(argv=None):
     ap.add_argument("--settings", default=",".join(SETTINGS), help="comma list of settings, S1..S6")
     ap.add_argument("--bandwidths", default=None,
                     help="comma list of system bandwidths (default: MAGMA's per setting)")
-    ap.add_argument("--seeds", type=int, default=5, help="seeds per cell and method (0..N-1)")
-    ap.add_argument("--budget", type=int, default=10_000, help="evaluated candidates per run")
+    ap.add_argument("--seeds", type=positive, default=5, help="seeds per cell and method (0..N-1)")
+    ap.add_argument("--budget", type=positive, default=10_000, help="evaluated candidates per run")
     ap.add_argument("--methods", default=",".join(METHODS),
                     help="comma list of methods (magma is always added)")
     ap.add_argument("--inst", default="insts0", help="job-table instance (CSV name under tables/TASK/S*/)")
-    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+    ap.add_argument("--jobs", type=positive, default=1, help="worker processes")
     ap.add_argument("--quick", action="store_true",
                     help="1 seed, 2,000 samples, methods " + ",".join(FAST))
     ap.add_argument("--report-only", action="store_true",

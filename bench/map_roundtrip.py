@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from coexplore.spec.workload import bundled_workloads, load_workload  # noqa: E402
-from shared_data import HelpFormatter  # noqa: E402
+from shared_data import HelpFormatter, positive# noqa: E402
 
 COMPARED = ("energy_pJ", "cycles", "edp_J_cycle", "levels")
 
@@ -85,10 +85,10 @@ def main() -> None:
                          "tests/data/timeloop_corpus when this is absent")
     ap.add_argument("--searchers", default="marl,ga,rl,sa,random_pruned,linear_pruned",
                     help="comma-separated searcher names")
-    ap.add_argument("--budget", type=int, default=1000, help="samples per run")
+    ap.add_argument("--budget", type=positive, default=1000, help="samples per run")
     ap.add_argument("--seed", type=int, default=0, help="seed of every run")
-    ap.add_argument("--layers", type=int, default=6, help="layers per bundled workload (evenly spaced)")
-    ap.add_argument("--jobs", type=int, default=2, help="runs at once")
+    ap.add_argument("--layers", type=positive, default=6, help="layers per bundled workload (evenly spaced)")
+    ap.add_argument("--jobs", type=positive, default=2, help="runs at once")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "map_roundtrip.json"), help="JSON file")
     args = ap.parse_args()
     corpus = Path(args.corpus)

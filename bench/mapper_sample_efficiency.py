@@ -198,6 +198,11 @@ def exhaustive_optimum(arch, layer):
     return best, count_canonical(ms)
 
 
+
+def _finite(x):
+    """x, or None where it is not finite (JSON has no Infinity)."""
+    return x if math.isfinite(x) else None
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     ap.add_argument("--quick", action="store_true",
@@ -302,7 +307,8 @@ def main() -> None:
             to5 = [samples_to(r["history"], overall * 1.05) for r in rs]
             entry["searchers"][s] = {
                 "median_best": statistics.median(r["best"] for r in rs), "best_at": cps,
-                "samples_to_within_5pct": statistics.median([t if t is not None else math.inf for t in to5]),
+                # (null when the median run never came within 5%: strict JSON has no Infinity)
+                "samples_to_within_5pct": _finite(statistics.median([t if t is not None else math.inf for t in to5])),
                 "wall_s_median": statistics.median(r["wall_s"] for r in rs)}
         if "marl" in entry["searchers"]:        # the speed target: one 10,000-sample MARL run
             entry["marl_wall_samples"] = min(SMALL_BUDGET, pair_budget(l))    # (10,000 unless the budget is less)

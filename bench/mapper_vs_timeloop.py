@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from histories import best_at, samples_to  # noqa: E402
 from mapper_sample_efficiency import version  # noqa: E402
 from runlog import RunLog  # noqa: E402
-from shared_data import HelpFormatter, require  # noqa: E402
+from shared_data import HelpFormatter, positive, require# noqa: E402
 
 STRIDE_RULE = "pre2025"       # the references' Timeloop (before PR #297)
 SEARCHERS = ("marl", "ga", "timeloop")     # timeloop: the case's own algorithm, as coexplore runs it
@@ -150,9 +150,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     ap.add_argument("--cases", default=str(ROOT.parent / "shared" / "timeloop-exercises"),
                     help="folder of exercise cases (../shared/timeloop-exercises, or tests/data/exercises_v4)")
-    ap.add_argument("--budget", type=int, default=10_000, help="samples per run")
-    ap.add_argument("--seeds", type=int, default=3, help="seeds per case and searcher")
-    ap.add_argument("--jobs", type=int, default=2, help="worker processes")
+    ap.add_argument("--budget", type=positive, default=10_000, help="samples per run")
+    ap.add_argument("--seeds", type=positive, default=3, help="seeds per case and searcher")
+    ap.add_argument("--jobs", type=positive, default=2, help="worker processes")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "mapper_vs_timeloop.json"), help="JSON summary")
     args = ap.parse_args()
     cases = mapper_cases(require(args.cases, "--cases", "the Timeloop/Accelergy exercises"))

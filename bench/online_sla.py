@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from runlog import RunLog, source_version  # noqa: E402
-from shared_data import comma_list  # noqa: E402
+from shared_data import comma_list, positive, positive_float# noqa: E402
 
 SCENARIOS = {
     "vision": ["alexnet", "resnet50", "vgg16"],
@@ -69,16 +70,16 @@ def main() -> None:
                     help="system YAML or bundled name (default: the 2 Simba-like + 2 Eyeriss-like system)")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS),
                     help="comma-separated scenarios, of: " + ", ".join(SCENARIOS) + " (default: all)")
-    ap.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.8, 1.2],
+    ap.add_argument("--loads", type=positive_float, nargs="+", default=[0.5, 0.8, 1.2],
                     help="offered loads every scheduler serves (default 0.5 0.8 1.2)")
-    ap.add_argument("--train-load", type=float, default=0.8, help="the load relmas is trained at (default 0.8)")
-    ap.add_argument("--requests", type=int, default=200, help="requests per stream (default 200)")
-    ap.add_argument("--seeds", type=int, default=5, help="evaluation streams per (scenario, load) (default 5)")
-    ap.add_argument("--generations", type=int, default=25, help="relmas training generations (default 25)")
-    ap.add_argument("--streams", type=int, default=3, help="training streams per generation (default 3)")
-    ap.add_argument("--layer-budget", type=int, default=2000,
+    ap.add_argument("--train-load", type=positive_float, default=0.8, help="the load relmas is trained at (default 0.8)")
+    ap.add_argument("--requests", type=positive, default=200, help="requests per stream (default 200)")
+    ap.add_argument("--seeds", type=positive, default=5, help="evaluation streams per (scenario, load) (default 5)")
+    ap.add_argument("--generations", type=positive, default=25, help="relmas training generations (default 25)")
+    ap.add_argument("--streams", type=positive, default=3, help="training streams per generation (default 3)")
+    ap.add_argument("--layer-budget", type=positive, default=2000,
                     help="layer mapper samples per (layer, core design) for the job tables (default 2000)")
-    ap.add_argument("--jobs", type=int, default=2, help="trainings run at once in processes (default 2)")
+    ap.add_argument("--jobs", type=positive, default=2, help="trainings run at once in processes (default 2)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "online_sla.json"),
                     help="summary JSON (default results/bench/online_sla.json)")
     args = ap.parse_args()

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from coexplore.system.encoding import MakespanObjective  # noqa: E402
 from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
-from shared_data import HelpFormatter, require  # noqa: E402
+from shared_data import HelpFormatter, positive, require# noqa: E402
 
 CASES = [("batch_mix", 2, "S1", 1), ("batch_mix", 4, "S4", 1), ("batch_mix", 6, "S6", 1),
          ("batch_conv", 6, "S6", 16)]
@@ -33,8 +33,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     ap.add_argument("--magma-dir", default=str(ROOT.parent / "shared" / "magma"),
                     help=f"MAGMA's data (its job tables/); {SHARED}")
-    ap.add_argument("--budget", type=int, default=10_000, help="samples per schedule search")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per case (the median is reported)")
+    ap.add_argument("--budget", type=positive, default=10_000, help="samples per schedule search")
+    ap.add_argument("--repeat", type=positive, default=3, help="runs per case (the median is reported)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "schedule_speed.json"), help="JSON summary")
     a = ap.parse_args(argv)
     require(Path(a.magma_dir) / "tables", "--magma-dir", "MAGMA's job tables")

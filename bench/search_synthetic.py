@@ -36,7 +36,7 @@ from coexplore.search.registry import make_searcher, mapper_spec  # noqa: E402
 from coexplore.search.space import DiscreteSpace  # noqa: E402
 from coexplore.search.synthetic import make_synthetic  # noqa: E402
 from histories import best_at, samples_to  # noqa: E402
-from shared_data import HelpFormatter  # noqa: E402
+from shared_data import HelpFormatter, positive# noqa: E402
 
 TARGETS = (1.5, 1.25, 1.1, 1.05)  # best / optimum thresholds for samples-to-target
 DEFAULT = ("random", "ga", "sa", "rl", "marl_noclust", "marl", "marl_oracle")
@@ -77,11 +77,11 @@ def label(n: int) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
-    ap.add_argument("--problems", type=int, default=8, help="number of synthetic problems")
+    ap.add_argument("--problems", type=positive, default=8, help="number of synthetic problems")
     ap.add_argument("--first", type=int, default=0, help="first problem seed")
-    ap.add_argument("--groups", type=int, default=12, help="parameter groups per problem")
-    ap.add_argument("--budget", type=int, default=100_000, help="samples per searcher run")
-    ap.add_argument("--batch", type=int, default=100, help="samples per ask/tell round")
+    ap.add_argument("--groups", type=positive, default=12, help="parameter groups per problem")
+    ap.add_argument("--budget", type=positive, default=100_000, help="samples per searcher run")
+    ap.add_argument("--batch", type=positive, default=100, help="samples per ask/tell round")
     ap.add_argument("--seed", type=int, default=0, help="searcher seed")
     ap.add_argument("--searchers", default=",".join(DEFAULT),
                     help="comma list of searchers (marl_oracle = MARL given the true groups)")

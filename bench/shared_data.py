@@ -38,3 +38,37 @@ def comma_list(ap: argparse.ArgumentParser, text: str, allowed, option: str) -> 
     if bad:
         ap.error(f"{option}: unknown {', '.join(bad)} (choose from {', '.join(allowed)})")
     return names
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number >= 1 (a budget, a count of seeds or runs), else a usage error."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is not >= 1")
+    return n
+
+
+def non_negative(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative")
+    return n
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (a load, a bandwidth)."""
+    import math
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number > 0")
+    return x

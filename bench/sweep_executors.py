@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from shared_data import positive  # noqa: E402
 EXECUTORS = {"jobs1": ["--jobs", "1"], "jobs2": ["--jobs", "2"], "ray": ["--ray", "--jobs", "2"],
              "ray2nodes": ["--ray", "{address}"]}
 
@@ -58,7 +60,7 @@ def run(name: str, system: str, layer_budget: int, tmp: Path) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--system", default="simba_2x2", help="system YAML with sweep axes, or a bundled name")
-    ap.add_argument("--layer-budget", type=int, default=2000, help="samples per layer search")
+    ap.add_argument("--layer-budget", type=positive, default=2000, help="samples per layer search")
     ap.add_argument("--executors", default=",".join(EXECUTORS), help="comma-separated, from " + ", ".join(EXECUTORS))
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "sweep_executors.json"), help="JSON summary")
     a = ap.parse_args(argv)
