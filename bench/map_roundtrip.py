@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from coexplore.spec.workload import bundled_workloads, load_workload  # noqa: E402
-from shared_data import HelpFormatter, positive# noqa: E402
+from shared_data import HelpFormatter, comma_list, positive  # noqa: E402
 
 COMPARED = ("energy_pJ", "cycles", "edp_J_cycle", "levels")
 
@@ -91,12 +91,14 @@ def main() -> None:
     ap.add_argument("--jobs", type=positive, default=2, help="runs at once")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "map_roundtrip.json"), help="JSON file")
     args = ap.parse_args()
+    from coexplore.search.registry import SEARCHERS
+    searchers = comma_list(ap, args.searchers, sorted(SEARCHERS), "--searchers")   # (a typo: before 88 runs fail)
     corpus = Path(args.corpus)
     if not (corpus / "arches").is_dir():
         corpus = ROOT / "tests" / "data" / "timeloop_corpus"
     sources = {"bundled": bundled_pairs(args.layers), "corpus": corpus_pairs(corpus)}
     jobs = [{"source": src, "arch": a, "problem": p, "extra": x, "searcher": s}
-            for s in args.searchers.split(",") for src, pairs in sources.items() for a, p, x in pairs]
+            for s in searchers for src, pairs in sources.items() for a, p, x in pairs]
     for i, job in enumerate(jobs):
         job["id"] = i
     print(f"{len(jobs)} runs ({args.budget} samples each, {args.jobs} at once)", flush=True)
@@ -114,7 +116,7 @@ def main() -> None:
     print("\n| source | searcher | runs | mapping written, evaluate reproduces it | no valid mapping | failures |")
     print("|---|---|---|---|---|---|")
     for src in sources:
-        for s in args.searchers.split(","):
+        for s in searchers:
             rs = [r for r in records if r["source"] == src and r["searcher"] == s]
             n = {o: sum(r["outcome"] == o for r in rs) for o in ("reproduced", "no valid mapping", "failure")}
             rows.append({"source": src, "searcher": s, "runs": len(rs), **n})

@@ -36,7 +36,7 @@ from coexplore.search.registry import make_searcher, mapper_spec  # noqa: E402
 from coexplore.search.space import DiscreteSpace  # noqa: E402
 from coexplore.search.synthetic import make_synthetic  # noqa: E402
 from histories import best_at, samples_to  # noqa: E402
-from shared_data import HelpFormatter, positive# noqa: E402
+from shared_data import HelpFormatter, positive  # noqa: E402
 
 TARGETS = (1.5, 1.25, 1.1, 1.05)  # best / optimum thresholds for samples-to-target
 DEFAULT = ("random", "ga", "sa", "rl", "marl_noclust", "marl", "marl_oracle")
