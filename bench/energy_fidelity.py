@@ -40,7 +40,7 @@ from coexplore.spec.ert import parse_ert  # noqa: E402
 from coexplore.energy.fit import (build_sram_dataset, fit_model, packaged_hypers,  # noqa: E402
                                   point_key)
 from coexplore.energy.grid import read_grid  # noqa: E402
-from shared_data import HelpFormatter, non_negative, require# noqa: E402
+from shared_data import HelpFormatter, non_negative, require  # noqa: E402
 
 MEDIAN_TARGET, P95_TARGET = 0.05, 0.20
 SHARED = "project reference data in ../shared; not in a clone"

@@ -35,7 +35,7 @@ from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
 
 from runlog import RunLog, source_version  # noqa: E402
-from shared_data import HelpFormatter, comma_list, positive, require# noqa: E402
+from shared_data import HelpFormatter, comma_list, positive, require  # noqa: E402
 
 TASKS = {"vision": "batch_conv", "lang": "batch_lang", "recom": "batch_recom", "mix": "batch_mix"}
 SETTINGS = {"S1": 2, "S2": 3, "S3": 8, "S4": 4, "S5": 5, "S6": 6}   # paper label -> code index

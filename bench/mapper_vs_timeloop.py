@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from histories import best_at, samples_to  # noqa: E402
 from mapper_sample_efficiency import version  # noqa: E402
 from runlog import RunLog  # noqa: E402
-from shared_data import HelpFormatter, positive, require# noqa: E402
+from shared_data import HelpFormatter, positive, require  # noqa: E402
 
 STRIDE_RULE = "pre2025"       # the references' Timeloop (before PR #297)
 SEARCHERS = ("marl", "ga", "timeloop")     # timeloop: the case's own algorithm, as coexplore runs it

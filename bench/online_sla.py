@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from runlog import RunLog, source_version  # noqa: E402
-from shared_data import comma_list, positive, positive_float# noqa: E402
+from shared_data import comma_list, positive, positive_float  # noqa: E402
 
 SCENARIOS = {
     "vision": ["alexnet", "resnet50", "vgg16"],

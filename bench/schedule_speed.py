@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from coexplore.system.encoding import MakespanObjective  # noqa: E402
 from coexplore.system.schedule import search_schedule  # noqa: E402
 from coexplore.system.tables import load_table  # noqa: E402
-from shared_data import HelpFormatter, positive, require# noqa: E402
+from shared_data import HelpFormatter, positive, require  # noqa: E402
 
 CASES = [("batch_mix", 2, "S1", 1), ("batch_mix", 4, "S4", 1), ("batch_mix", 6, "S6", 1),
          ("batch_conv", 6, "S6", 16)]
