@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from coexplore.mapspace.sampling import random_mappings  # noqa: E402
 from coexplore.model.inputs import load_context  # noqa: E402
 from coexplore.spec.mapping import to_arrays  # noqa: E402
-from shared_data import HelpFormatter  # noqa: E402
+from shared_data import HelpFormatter, require  # noqa: E402
 
 PAIRS = [("simba_like", "resnet50_res3a_2b"), ("simba_like", "bert_qkv"),
          ("eyeriss_like", "resnet50_res3a_2b"), ("eyeriss_like", "bert_qkv"),
@@ -51,7 +51,7 @@ def main() -> None:
                     help="JSON file for the per-pair rates")
     args = ap.parse_args()
     print(f"{'arch':<26}{'layer':<20}{'batch':>8}{'total/s':>14}{'valid/s':>14}{'valid':>8}{'RSS MiB':>10}")
-    corpus = Path(args.corpus)
+    corpus = require(Path(args.corpus) / "arches", "--corpus", "a Timeloop corpus (arches/, layers/, public/)").parent
     batches = [1, 1000] if args.quick else [1, 1000, 100_000]
     rng = np.random.default_rng(0)
     rows = []
