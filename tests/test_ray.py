@@ -576,3 +576,30 @@ def test_a_node_importing_coexplore_elsewhere_is_told_where():
     assert ray_tasks._imported_from(here) == ""
     msg = ray_tasks._imported_from("/elsewhere/coexplore")
     assert "/elsewhere/coexplore there" in msg and f"{here} here" in msg and "pip install -e ." in msg
+
+
+def test_a_plugin_file_reaches_the_ray_tasks(local_ray, tmp_path, capsys):
+    """User study: a plugin given as a .py file failed every --ray task ('No module named
+    _coexplore_plugin_...', blamed on the node's versions): Ray loaded the task's arguments, which hold
+    the plugin's searcher class, before the task imported the plugin. The same points as --jobs 1."""
+    from coexplore import plugins
+    from coexplore.online import schedulers
+    from coexplore.search import registry
+    from coexplore.system import schedule
+    plug = tmp_path / "plug.py"
+    plug.write_text((Path(__file__).resolve().parents[1] / "examples" / "my_searchers.py").read_text())
+    system = _system(tmp_path)
+    runs = {}
+    try:
+        for how in (["--ray"], ["--jobs", "1"]):
+            out = tmp_path / how[0].strip("-")
+            rc = main(["--plugin", str(plug), "sweep", str(system), *FAST, "--layer-searcher", "hill", "--searcher",
+                       "uniform", "--no-cache", "--no-plot", "--out", str(out), *how])
+            assert rc == 0, capsys.readouterr().err
+            runs[how[0]] = (out / "points.csv").read_text()
+    finally:
+        registry.SEARCHERS.pop("hill", None)
+        schedule.CUSTOM.pop("uniform", None)
+        schedulers.HEURISTICS.pop("patient", None)
+        plugins._LOADED.clear()
+    assert runs["--ray"] == runs["--jobs"]

@@ -230,9 +230,12 @@ class _OtherVersions:
         self.where = where                      # the folder the node imports coexplore from
 
 
-def _call(fn, task, shared, versions: dict, plugin_names: tuple = ()):
+def _call(fn, task: bytes, shared: bytes | None, versions: dict, plugin_names: tuple = ()):
     """A task as run on a node: fn(task) (or fn(task, shared)), unless the node's versions differ from
-    the driver's `versions` (then nothing is run); the driver's plugins (`--plugin`) imported first."""
+    the driver's `versions` (then nothing is run); the driver's plugins (`--plugin`) imported first.
+    `task` and `shared` come pickled (`_packed`) and are read only then: they may hold a plugin's
+    classes, which Ray could not load before the plugin is imported."""
+    import pickle
     theirs = _versions()
     if theirs != versions:
         return _OtherVersions(theirs, _package_folder())
@@ -240,7 +243,13 @@ def _call(fn, task, shared, versions: dict, plugin_names: tuple = ()):
         from coexplore import plugins
         for name in plugin_names:
             plugins.load(name)
-    return fn(task) if shared is None else fn(task, shared)
+    task = pickle.loads(task)
+    return fn(task) if shared is None else fn(task, pickle.loads(shared))
+
+
+def _packed(obj) -> bytes:
+    import pickle
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 SCRATCH_PREFIX = "coexplore-task-"
@@ -297,7 +306,7 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
     ray = _ray()
     from ray.exceptions import RayError, RaySystemError, RayTaskError
     remote = ray.remote(num_cpus=1, max_retries=1)(_call)
-    ref = ray.put(shared) if shared is not None else None
+    ref = ray.put(_packed(shared)) if shared is not None else None
     limit = max(1, limit or cluster_cpus())
     mine = _versions()
     from coexplore import plugins
@@ -308,7 +317,7 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
     try:
         while nxt < len(tasks) or running:
             while nxt < len(tasks) and len(running) < limit:
-                running[remote.remote(fn, tasks[nxt], ref, mine, plugin_names)] = nxt
+                running[remote.remote(fn, _packed(tasks[nxt]), ref, mine, plugin_names)] = nxt
                 nxt += 1
             [ended], _ = ray.wait(list(running), num_returns=1)
             i = running.pop(ended)
