@@ -603,3 +603,10 @@ def test_a_plugin_file_reaches_the_ray_tasks(local_ray, tmp_path, capsys):
         schedulers.HEURISTICS.pop("patient", None)
         plugins._LOADED.clear()
     assert runs["--ray"] == runs["--jobs"]
+
+
+def test_an_empty_address_is_refused_not_read_as_a_local_ray(tmp_path, capsys):
+    """User study: `--ray "$HEAD"` with HEAD unset started a local Ray without a word."""
+    with pytest.raises(SystemExit):
+        main(["sweep", str(_system(tmp_path)), "--ray=", "--out", str(tmp_path / "o")])
+    assert "--ray: an empty address" in capsys.readouterr().err and not (tmp_path / "o").exists()

@@ -55,7 +55,7 @@ def register(subparsers) -> None:
                    help="processes: the points' layers mapped N at a time, then the points run N at a time "
                         "(default 1; the same results with any N); with --ray, the Ray tasks in flight "
                         "(default: the cluster's CPUs)")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS", type=_given_address,
                    help="run the layer searches and the points as Ray tasks (pip install 'coexplore[ray]'): "
                         "on the cluster at ADDRESS (HOST:6379, ray://HOST:10001, auto) or $RAY_ADDRESS, else "
                         "on a Ray started on this machine with --jobs CPUs; the same results as one process")
@@ -191,6 +191,16 @@ def _objectives(args, spec) -> list:
             if n in names[:i]:
                 say_repeated_objective(n, "--objectives")
     return [OBJECTIVES[n] for n in dict.fromkeys(names)]
+
+
+def _given_address(text: str) -> str:
+    """--ray's ADDRESS when one is written: not blank (`--ray "$HEAD"` with HEAD unset would start a
+    local Ray without a word); `--ray` alone means a local one."""
+    import argparse
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty address (an unset variable?); give HOST:PORT, ray://HOST:PORT "
+                                         "or auto, or --ray alone for a Ray on this machine")
+    return text
 
 
 def _run_description(args, mapper, settings, spec) -> dict:
