@@ -55,7 +55,8 @@ def register(subparsers) -> None:
                    help="processes: the points' layers mapped N at a time, then the points run N at a time "
                         "(default 1; the same results with any N); with --ray, the Ray tasks in flight "
                         "(default: the cluster's CPUs)")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS", type=_given_address,
+    # (const True, not "": argparse runs `type` on a text const, and "" is the empty address it refuses)
+    p.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS", type=_given_address,
                    help="run the layer searches and the points as Ray tasks (pip install 'coexplore[ray]'): "
                         "on the cluster at ADDRESS (HOST:6379, ray://HOST:10001, auto) or $RAY_ADDRESS, else "
                         "on a Ray started on this machine with --jobs CPUs; the same results as one process")
@@ -76,6 +77,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    if args.ray is True:            # `--ray` alone: no address (a local Ray, or $RAY_ADDRESS's)
+        args.ray = ""
     from coexplore.arch.system import load_system_arch
     from coexplore.cli.schedule import job_table_budget, layer_mapper_option, schedule_budget, system_mapper_option
     from coexplore.report.gantt import draw_gantt
