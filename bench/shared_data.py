@@ -40,27 +40,8 @@ def comma_list(ap: argparse.ArgumentParser, text: str, allowed, option: str) -> 
     return names
 
 
-def positive(text: str) -> int:
-    """An argparse type: a whole number >= 1 (a budget, a count of seeds or runs), else a usage error."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} is not >= 1")
-    return n
-
-
-def non_negative(text: str) -> int:
-    """An argparse type: a whole number >= 0."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} is negative")
-    return n
-
+# argparse types of counts and budgets: the command line's own (one message for a bad value everywhere)
+from coexplore.cli.paths import nonnegative as non_negative, positive  # noqa: E402,F401
 
 def positive_float(text: str) -> float:
     """An argparse type: a finite number > 0 (a load, a bandwidth)."""

@@ -421,6 +421,14 @@ def processes(text: str) -> int:
     return value
 
 
+def positive(text: str) -> int:
+    """argparse type: an integer >= 1 (a budget, a count)."""
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def nonnegative(text: str) -> int:
     """argparse type: an integer >= 0."""
     value = _integer(text)
