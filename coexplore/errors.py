@@ -56,6 +56,17 @@ class CoexploreError(Exception):
             self.file = str(file)
         return self
 
+    @property
+    def is_setting(self) -> bool:
+        """About a searcher's setting (`config.pop_size`), found wanting only once the search meets its
+        input: the mapper file that set it is the place to point at."""
+        return str(self.key or "").startswith("config.")
+
+    def of_mapper_file(self, file) -> "CoexploreError":
+        """The same error attributed to the mapper `file` (if given) when it is about a setting and names
+        no file yet."""
+        return self.with_file(file) if file and self.is_setting else self
+
 
 def _rebuild(cls, state: dict) -> CoexploreError:
     exc = cls.__new__(cls)

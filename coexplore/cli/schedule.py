@@ -206,9 +206,7 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
         interrupted_note("schedule", checkpoint)
         raise
     except CoexploreError as exc:
-        if exc.file is None and str(exc.key or "").startswith("config.") and mapper.file:
-            exc.file = mapper.file            # a setting the table finds wanting (pop_size): its file
-        raise bandwidth_given(exc, args)
+        raise bandwidth_given(exc.of_mapper_file(mapper.file), args)   # (a pop_size the table finds too large)
     with holding_stops() as hold:     # a second Ctrl-C here still leaves schedule.json and timeline.csv
         data = result.to_json(table, clock)
         data["table" if args.table else "system"] = str(args.table or args.system)

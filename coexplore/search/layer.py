@@ -281,9 +281,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     except CoexploreError as exc:
         if registry.is_expression(spec.objective) and exc.key in ("log_loss", "objective"):
             raise _blamed_on_the_objective(exc, spec) from None
-        if exc.file is None and str(exc.key or "").startswith("config.") and spec.config_file:
-            exc.file = spec.config_file           # a searcher's setting, found wanting in the search: its file
-        raise
+        raise exc.of_mapper_file(spec.config_file)     # (exhaustive's max_size this layer exceeds)
     except SearchInterrupted as exc:   # keep the best so far; never cache a partial search
         part = exc.result
         found = part.best_x is not None and math.isfinite(part.best_loss)

@@ -332,7 +332,7 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
                 raise CoexploreError(f"layer {layer.name} on core {design}: {exc.message}",
                                      file=system.spec.file, key="layer_budget", option="--layer-budget",
                                      expected=exc.expected) from None
-            if (exc.file is None or str(exc.key or "").startswith("config.")) and not exc.message.startswith("layer "):
+            if (exc.file is None or exc.is_setting) and not exc.message.startswith("layer "):
                 exc.message = f"layer {layer.name} on core {design}: {exc.message}"
             raise
         if bar is not None and not parallel:      # in parallel, counted as each search ended
