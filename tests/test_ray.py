@@ -610,3 +610,28 @@ def test_an_empty_address_is_refused_not_read_as_a_local_ray(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["sweep", str(_system(tmp_path)), "--ray=", "--out", str(tmp_path / "o")])
     assert "--ray: an empty address" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_auto_is_said_by_the_address_it_finds_and_refused_at_once_without_one(tmp_path, capsys, monkeypatch):
+    """User study: with the cluster `ray start` began gone, `--ray auto` waited Ray's 60 s and named
+    no address; with none started, Ray's own error. Both are said at once, the stale one by address."""
+    import socket
+    import time
+
+    from ray._private import services
+    system = _system(tmp_path)
+    with socket.socket() as s:                       # a port nothing listens on (its socket closed below)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def none(addr, temp_dir):
+        raise ConnectionError("Could not find any running Ray instance.")
+    for found, said in ((lambda addr, temp_dir: f"127.0.0.1:{port}", f"nothing answers at auto (127.0.0.1:{port})"),
+                        (none, "no Ray cluster was started on this machine")):
+        monkeypatch.setattr(services, "get_ray_address_from_environment", found)
+        start = time.monotonic()
+        rc = main(["sweep", str(system), *FAST, "--no-cache", "--out", str(tmp_path / "o"), "--ray", "auto"])
+        err = capsys.readouterr().err
+        assert rc == 2 and said in err and "Traceback" not in err, err
+        assert time.monotonic() - start < 30
+    assert not (tmp_path / "o").exists()

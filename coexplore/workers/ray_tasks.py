@@ -51,7 +51,12 @@ def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> No
     if target is not None:
         where = target + ("" if address else " (from $RAY_ADDRESS)")
         try:
-            _check_reachable(target, where)
+            if target == "auto":
+                found = _auto_address()
+                where += f" ({found})"
+                _check_reachable(found, where)
+            else:
+                _check_reachable(target, where)
             _probe(target, where, timeout)
         except CoexploreError as exc:
             if not address:              # the user gave no address: the environment's is the one to fix
@@ -103,6 +108,25 @@ def start_ray(address: str | None, cpus: int | None = None, timeout: float = CON
         print(f"coexplore: note: the Ray cluster at {where} has no CPUs now: the tasks wait until nodes with CPUs "
               "join (an autoscaling cluster); Ctrl-C stops", file=sys.stderr)
     return True
+
+
+def _auto_address() -> str:
+    """The cluster Ray's "auto" joins on this machine: the last `ray start`'s address (Ray keeps it in
+    its temporary folder, also after the cluster is gone), else a running local cluster's; refused when
+    there is none, so a stale or missing cluster is said at once, by its address."""
+    try:
+        from ray._private.services import get_ray_address_from_environment
+    except ImportError:           # (another Ray: "auto" is left to Ray itself)
+        return "auto"
+    try:
+        found = get_ray_address_from_environment("auto", None)
+    except ConnectionError:
+        found = None
+    if not found:
+        raise CoexploreError("no Ray cluster was started on this machine (`ray start` leaves the address \"auto\" "
+                             "finds)", key="ray", option="--ray",
+                             expected="`ray start --head` run first, or the address of a running cluster: " + EXPECTED)
+    return found
 
 
 def _check_reachable(address: str, where: str, timeout: float = 5.0) -> None:
@@ -341,4 +365,7 @@ def on_ray(fn, tasks: list, shared=None, limit: int | None = None) -> Iterator[t
             yield i, result
     finally:
         for pending in running:
-            ray.cancel(pending, force=True)
+            try:
+                ray.cancel(pending, force=True)
+            except Exception:         # (a task ending meanwhile, a cluster going away: nothing to cancel)
+                pass
