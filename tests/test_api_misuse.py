@@ -113,3 +113,38 @@ def test_a_job_table_names_each_job_once():
     with pytest.raises(CoexploreError, match="job 'a' is named twice") as e:
         JobTable([Job("a"), Job("a"), Job("c")], ["x"], np.ones((3, 1)), np.ones((3, 1)))
     assert e.value.key == "jobs"
+
+
+def test_swapped_arguments_and_out_of_range_schedules_are_named(ctx, tmp_path):
+    """User study: MapSpace(problem, arch) and simulate(stream, system, ...) gave AttributeErrors from
+    deep inside; MakespanObjective scored a genome outside the space by clamping it."""
+    from coexplore.mapspace.space import MapSpace
+    from coexplore.online.models import served_system
+    from coexplore.online.simulator import simulate
+    from coexplore.online.stream import Scenario, poisson_stream
+    from coexplore.system.encoding import MakespanObjective
+    with pytest.raises(CoexploreError) as e:
+        MapSpace(ctx.problem, ctx.arch)
+    assert e.value.key == "arch" and "Problem" in str(e.value)
+    system = served_system(_table(), 10)
+    stream = poisson_stream(system, Scenario(load=0.5, requests=20), 0)
+    with pytest.raises(CoexploreError) as e:
+        simulate(stream, system, "fcfs")
+    assert e.value.key == "system"
+    assert len(simulate(system, stream, "fcfs").finish) == 20
+    obj = MakespanObjective(_table(), 10)
+    ok = np.array([[0, 1, 0.5, 0.5]])
+    assert np.isfinite(obj(ok)).all()
+    for bad in ([[5, 1, 0.5, 0.5]], [[0, 1, 1.5, 0.5]], [[0, 1, 0.5]]):
+        with pytest.raises(CoexploreError, match="batch"):
+            obj(np.array(bad))
+    with pytest.raises(CoexploreError, match="bandwidth"):
+        MakespanObjective(_table(), 0)
+
+
+def test_an_unseeded_stream_is_another_each_call():
+    from coexplore.online.models import served_system
+    from coexplore.online.stream import Scenario, poisson_stream
+    system = served_system(_table(), 10)
+    a, b = (poisson_stream(system, Scenario(load=0.5, requests=50), None) for _ in range(2))
+    assert not np.array_equal(a.arrival, b.arrival)

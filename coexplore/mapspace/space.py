@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coexplore.errors import CoexploreError, CoexploreNote, CoexploreWarning
+from coexplore.errors import CoexploreError, CoexploreNote, CoexploreWarning, check_type
 from coexplore.mapspace.sampling import fanout_overflow, fanouts, merge_split_axes, prime_factors
 from coexplore.search.space import DiscreteSpace
 from coexplore.spec.architecture import Architecture
@@ -204,7 +204,8 @@ class MapSpace:
                                          expected="fixed spatial factors whose products fit the array below them")
 
     def __init__(self, arch: Architecture, problem: Problem, constraints: dict[str, LevelConstraints] | None = None):
-        self.arch, self.problem = arch, problem
+        self.arch = check_type(arch, Architecture, "arch", "an Architecture (ctx.arch of load_context)")
+        self.problem = check_type(problem, Problem, "problem", "a Problem (ctx.problem of load_context)")
         _check_constraints_argument(constraints)
         self.constraints = _resolved(constraints or {}, problem)
         _check_constraint_dims(self.constraints, problem, [lv.name for lv in arch.levels])

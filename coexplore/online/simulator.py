@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, check_type
 from coexplore.online.models import ServedSystem
 from coexplore.online.stream import RequestStream
 from coexplore.plugins import prints_to_stderr
@@ -251,6 +251,8 @@ class OnlineResult:
 def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: bool = True,
              seed: int = 0) -> OnlineResult:
     """Run `scheduler` (see `coexplore.online.schedulers.Scheduler`; or a heuristic's name) over `stream`."""
+    check_type(system, ServedSystem, "system", "a ServedSystem (coexplore.online.models.served_system)")
+    check_type(stream, RequestStream, "stream", "a RequestStream (coexplore.online.stream.poisson_stream)")
     if isinstance(scheduler, str):
         from coexplore.online.schedulers import heuristic
         scheduler = heuristic(scheduler)

@@ -206,9 +206,11 @@ def capacity_rate(system: ServedSystem, mix) -> float:
     return float(res.x[-1])
 
 
-def poisson_stream(system: ServedSystem, scenario: Scenario, seed: int) -> RequestStream:
-    """The first `scenario.requests` arrivals of the tenants' merged Poisson processes."""
-    rng = np.random.default_rng([check_seed(seed, none=False), 0x0E1])
+def poisson_stream(system: ServedSystem, scenario: Scenario, seed: int | None) -> RequestStream:
+    """The first `scenario.requests` arrivals of the tenants' merged Poisson processes (seed None:
+    unseeded, another stream each call, as `map_layer` and `search_schedule` take it)."""
+    seed = check_seed(seed)
+    rng = np.random.default_rng(None if seed is None else [seed, 0x0E1])
     rates = request_rates(system, scenario)
     total = rates.sum()
     gaps = rng.exponential(1.0 / total, size=scenario.requests)     # the merged process, then who sent each

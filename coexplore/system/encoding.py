@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coexplore.system.evaluator import Evaluation, evaluate
+from coexplore.system.evaluator import Evaluation, check_bandwidth, evaluate
 from coexplore.system.jobs import JobTable
 
 
@@ -90,15 +90,17 @@ def space_of(table: JobTable) -> ScheduleSpace:
 
 
 class MakespanObjective:
-    """Callable batch [n, 2J] -> makespans [n] (cycles) for one table and system bandwidth."""
+    """Callable batch [n, 2J] -> makespans [n] (cycles) for one table and system bandwidth; a
+    candidate outside the space (`ScheduleSpace.check`) is refused, not clamped into it."""
 
     def __init__(self, table: JobTable, bandwidth: float):
-        self.table = table
-        self.bandwidth = bandwidth
+        from coexplore.errors import check_type
+        self.table = check_type(table, JobTable, "table", "a JobTable (coexplore.system.jobs)")
+        self.bandwidth = check_bandwidth(bandwidth)
         self.space = space_of(table)
 
     def details(self, batch: np.ndarray) -> Evaluation:
-        core, prio = self.space.split(batch)
+        core, prio = self.space.split(self.space.check(batch))
         t = self.table
         return evaluate(t.latency, t.bandwidth, self.bandwidth, core, prio, energy=t.energy)
 
