@@ -316,12 +316,16 @@ def test_include_loops_are_refused(tmp_path):
 def test_jinjas_own_include_is_recorded_and_its_loops_refused(tmp_path):
     d = _files(tmp_path, {"top.yaml.jinja2": "{% include 'part.yaml' %}\n", "part.yaml": "k: 1\n",
                           "self.yaml.j2": "{% include 'self.yaml.j2' %}\n",
-                          "miss.yaml.j2": "{% include 'nope.yaml' %}\n"})
+                          "miss.yaml.j2": "{% include 'nope.yaml' %}\n",
+                          "ring.yaml.j2": "{% include 'a.j2' %}\n", "a.j2": "{% include 'b.j2' %}\n",
+                          "b.j2": "x: 1\n{% include 'a.j2' %}\n"})
     template.set_data({})
     assert load_yaml(d / "top.yaml.jinja2") == {"k": 1}
     assert str((d / "part.yaml").resolve()) in template.files_read()
     with pytest.raises(CoexploreError, match="loop"):
         load_yaml(d / "self.yaml.j2")
+    with pytest.raises(CoexploreError, match="loop .*: a.j2 -> b.j2 -> a.j2"):     # the files of the loop
+        load_yaml(d / "ring.yaml.j2")
     with pytest.raises(CoexploreError, match="no file 'nope.yaml'"):
         load_yaml(d / "miss.yaml.j2")
 

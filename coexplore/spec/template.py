@@ -272,13 +272,28 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
     except jinja2.TemplateNotFound as exc:
         raise CoexploreError(f"template: no file '{exc.name}' for {{% include %}} / {{% import %}} (looked in "
                              f"{files.here})", file=str(path)) from None
-    except RecursionError:
+    except RecursionError as exc:
         raise CoexploreError("template: an {% include %} / {% import %} loop (a template that includes "
-                             "itself, directly or through others)", file=str(path)) from None
+                             f"itself, directly or through others: {_loop(exc, path)})", file=str(path)) from None
     except CoexploreError:
         raise
     except Exception as exc:          # an error inside the template's own expressions
         raise CoexploreError(f"template: {type(exc).__name__}: {exc}", file=str(path)) from None
+
+
+def _loop(exc: BaseException, path) -> str:
+    """The files of an include loop, from its traceback's template frames: `top -> a -> b -> a`."""
+    chain: list[str] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        name = str(path) if name == "<template>" else name
+        if tb.tb_frame.f_code.co_name in ("root", "top-level template code"):   # (a template's entry in Jinja)
+            if name in chain:
+                return " -> ".join(os.path.basename(n) for n in chain[chain.index(name):] + [name])
+            chain.append(name)
+        tb = tb.tb_next
+    return " -> ".join(os.path.basename(n) for n in chain) or os.path.basename(str(path))
 
 
 def _template_frame(exc: BaseException, path) -> tuple[str, int | None]:
