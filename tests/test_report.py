@@ -646,3 +646,25 @@ def test_characters_the_chart_font_lacks_are_said_once_not_per_glyph_and_draw(tm
     assert len(notes) == 1 and "加速器" in str(notes[0].message) and "è" not in str(notes[0].message)
     assert not [w for w in caught if "missing from font" in str(w.message)]
     assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_point_labels_do_not_cover_each_other_and_stay_in_their_panel():
+    """User study: labels of nearby points were written over each other ("15" and "4" as "154")."""
+    rng = np.random.default_rng(1)
+    pts = []
+    for i in range(18):
+        lat = 1e-5 * (1 + rng.random())
+        en = 1e-4 * (1 + 0.3 / (lat * 1e5) + 0.05 * rng.random())
+        pts.append({"point": f"p{i}", "status": "ok", "latency_s": lat, "energy_J": en, "edp_J_s": lat * en})
+    objs = objectives("latency", "energy", "edp")
+    fig = draw_pareto(pts, objs, front_of(pts, objs))
+    renderer = fig.canvas.get_renderer()
+    named = []
+    for ax in fig.axes:
+        boxes = [t.get_window_extent(renderer) for t in ax.texts]
+        named += [t.get_text() for t in ax.texts]
+        inner = ax.get_window_extent(renderer).padded(2)       # (a hair over the frame allowed)
+        for k, a in enumerate(boxes):
+            assert inner.x0 <= a.x0 and a.x1 <= inner.x1 and inner.y0 <= a.y0 and a.y1 <= inner.y1
+            assert not any(a.overlaps(b) for b in boxes[k + 1:]), [t.get_text() for t in ax.texts]
+    assert {n for label in named for n in label.split("/")} == {p["point"] for p in pts}

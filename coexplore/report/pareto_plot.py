@@ -103,12 +103,17 @@ def draw_pareto(points: list[dict], objectives: list[Objective], front, title: s
     if len(objectives) == 1:
         _bars(fig.add_subplot(1, 1, 1), vals[:, 0], ids, drawn, on, objectives[0])
     else:
+        panels = []
         for k, (a, b) in enumerate(pairs):
             ax = fig.add_subplot(rows, cols, k + 1)
-            _scatter(ax, vals[:, a], vals[:, b], ids, on, off, objectives[a], objectives[b],
-                     staircase=len(objectives) == 2, legend=k == 0)
+            labels = _scatter(ax, vals[:, a], vals[:, b], ids, on, off, objectives[a], objectives[b],
+                              staircase=len(objectives) == 2, legend=k == 0)
+            panels.append((ax, vals[:, a], vals[:, b], labels))
     fig.suptitle(full_title)
     fig.tight_layout()
+    if len(objectives) > 1:
+        for ax, x, y, labels in panels:           # placed once the panels have their final size
+            _place_labels(ax, x, y, drawn, labels)
     return fig
 
 
@@ -157,7 +162,9 @@ def _arrow(xo: Objective, yo: Objective) -> str:
             ("min", "max"): "\u2196", ("max", "max"): "\u2197"}[(xo.sense, yo.sense)]
 
 
-def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase: bool, legend: bool) -> None:
+def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase: bool,
+             legend: bool) -> list[tuple[int, str, bool]]:
+    """Draw one panel; returns the labels to write beside its points (`_labels`; none past LABEL_LIMIT)."""
     small = len(ids) > 200
     ax.scatter(x[off], y[off], s=14 if small else 26, color=OTHER_COLOUR, edgecolor="none",
                label=f"dominated ({int(off.sum())})", zorder=2)
@@ -174,19 +181,59 @@ def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase:
     drawn = on | off
     _scale(ax.xaxis, ax.set_xscale, x[drawn])
     _scale(ax.yaxis, ax.set_yscale, y[drawn])
-    fronts = np.flatnonzero(on)
-    named = np.flatnonzero(drawn) if drawn.sum() <= LABEL_LIMIT else fronts   # few points: the dominated too
-    if len(fronts) <= LABEL_LIMIT:                                             # else the report's table
-        for i, text, front in _labels(named, x, y, ids, on, np.flatnonzero(drawn), ax.get_xscale() == "log",
-                                      ax.get_yscale() == "log"):
-            ax.annotate(text, (x[i], y[i]), textcoords="offset points", xytext=(4, 4) if front else (4, -9),
-                        fontsize=7 if front else 6, color="black" if front else "0.45", zorder=4)
     ax.set_xlabel(axis_label(xo))
     ax.set_ylabel(axis_label(yo))
     ax.grid(alpha=0.3)
     ax.set_title(f"better: {_arrow(xo, yo)}", loc="right", fontsize=8, color="0.3")
     if legend:
         ax.legend(fontsize=7)
+    fronts = np.flatnonzero(on)
+    named = np.flatnonzero(drawn) if drawn.sum() <= LABEL_LIMIT else fronts   # few points: the dominated too
+    if len(fronts) > LABEL_LIMIT:                                              # (then the report's table)
+        return []
+    return _labels(named, x, y, ids, on, np.flatnonzero(drawn), ax.get_xscale() == "log", ax.get_yscale() == "log")
+
+
+# where a label may go beside its point (offset in points, alignment): above right first, as
+# dominated points' below right; the others where those would cover another label or point
+_OFFSETS = (((4, 4), "left", "bottom"), ((4, -4), "left", "top"), ((-4, 4), "right", "bottom"),
+            ((-4, -4), "right", "top"), ((0, 7), "center", "bottom"), ((0, -7), "center", "top"))
+
+
+def _place_labels(ax, x, y, drawn, labels) -> None:
+    """Write each label beside its point where it covers the fewest other labels and points and
+    stays inside the panel (front points' labels placed first, so they get the best places)."""
+    renderer = ax.figure.canvas.get_renderer()
+    pts = ax.transData.transform(np.column_stack([x[drawn], y[drawn]]))
+    r = 3.5 * ax.figure.dpi / 72                  # a marker's half size in pixels
+    box = ax.get_window_extent(renderer)
+    placed: list = []
+
+    def cost(bb, own) -> float:
+        inside = (pts[:, 0] + r > bb.x0) & (pts[:, 0] - r < bb.x1) & (pts[:, 1] + r > bb.y0) & (pts[:, 1] - r < bb.y1)
+        near = np.sum(inside & np.any(pts != own, axis=1))        # (the label's own point not counted)
+        covered = sum(max(0.0, min(bb.x1, o.x1) - max(bb.x0, o.x0)) * max(0.0, min(bb.y1, o.y1) - max(bb.y0, o.y0))
+                      for o in placed)
+        outside = bb.width * bb.height - max(0.0, min(bb.x1, box.x1) - max(bb.x0, box.x0)) \
+            * max(0.0, min(bb.y1, box.y1) - max(bb.y0, box.y0))
+        return covered + 2 * outside + 40.0 * near
+    for i, text, front in sorted(labels, key=lambda t: not t[2]):
+        order = _OFFSETS if front else (_OFFSETS[1], _OFFSETS[0], *_OFFSETS[2:])
+        best = None
+        for offset, ha, va in order:
+            note = ax.annotate(text, (x[i], y[i]), textcoords="offset points", xytext=offset, ha=ha, va=va,
+                               fontsize=7 if front else 6, color="black" if front else "0.45", zorder=4)
+            bb = note.get_window_extent(renderer).padded(2)     # (a gap between neighbours' labels)
+            c = cost(bb, ax.transData.transform((x[i], y[i])))
+            if best is None or c < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (c, note, bb)
+            else:
+                note.remove()
+            if c == 0:
+                break
+        placed.append(best[2])
 
 
 SPOT = 0.015       # points closer than this fraction of a panel's span share one label
