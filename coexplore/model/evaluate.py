@@ -70,9 +70,16 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
     largest = np.full(L, np.nan)
     for li, lv in enumerate(reversed(arch.levels)):
         block[li] = lv.block_size
-        clusters[li] = max(1, lv.instances // max(1, lv.cluster_size))
+        # Timeloop's utilized clusters: min(utilized instances, instances / cluster_size), an integer
+        # division: a cluster wider than the level's instances makes 0 clusters and its accesses cost nothing
+        clusters[li] = lv.instances // max(1, lv.cluster_size)
         if lv.is_dummy:
             continue
+        if clusters[li] == 0:
+            notes.append(f"{lv.name}: its cluster size {lv.cluster_size} (width / (block size x word bits), or as "
+                        f"given) exceeds its {lv.instances} instance{'s' if lv.instances > 1 else ''}: Timeloop counts "
+                        "0 clusters (instances / cluster size, rounded down) and charges its reads, fills and updates "
+                        "no energy; so does coexplore (a width meant as the block size x word bits?)")
         if ert.actions.get(lv.name):
             largest[li] = max(ert.actions[lv.name].values()) / max(1, lv.cluster_size)
         estimated = []
