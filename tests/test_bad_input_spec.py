@@ -468,3 +468,20 @@ def test_a_whole_spec_with_its_mapping_is_evaluated_from_one_file(tmp_path, caps
     (tmp_path / "spec.yaml").write_text(dump_yaml(spec))
     assert main(["evaluate", str(tmp_path / "spec.yaml")]) == 2
     assert "key 'mapping': no MAPPING given, and ARCH holds no mapping" in capsys.readouterr().err
+
+
+def test_n_ports_is_read_as_timeloop_reads_it(tmp_path):
+    """User study: `n_ports: 3` was warned of as an attribute Timeloop does not read, and run;
+    Timeloop's BufferLevel::ParseSpecs reads `num-ports`, else `n_ports`, and asserts 1 or 2."""
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.architecture import load_architecture
+    text = (CORPUS / "arches" / "simba_like" / "processed.yaml").read_text()
+    for value, refused in (("3", True), ("1", False)):
+        f = tmp_path / f"p{value}.yaml"
+        f.write_text(text.replace("        depth: 2048", f"        depth: 2048\n        n_ports: {value}", 1))
+        if refused:
+            with pytest.raises(CoexploreError) as err:
+                load_architecture(f)
+            assert err.value.key.endswith(".n_ports") and "1 or 2" in err.value.expected
+        else:
+            assert not [w for w in load_architecture(f).warnings if "n_ports" in w]

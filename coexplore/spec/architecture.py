@@ -267,9 +267,11 @@ def _derive_storage(level: Level, file: str | None) -> None:
     if is_dram and level.cluster_size != 1:
         raise CoexploreError(f"cluster_size {level.cluster_size} on a DRAM", file=file, key=f"{key}.cluster_size",
                              expected="1 (Timeloop requires it for DRAM)")
-    ports = a.get("num_ports")
+    port_key = "num_ports" if "num_ports" in a else "n_ports"       # (Timeloop: num-ports, else n_ports)
+    ports = a.get(port_key)
     if ports is not None and ports not in (1, 2):
-        raise CoexploreError(f"got {ports!r}", file=file, key=f"{key}.num_ports", expected="1 or 2 (as Timeloop)")
+        raise CoexploreError(f"got {ports!r}", file=file, key=f"{key}.{port_key}",
+                             expected="1 or 2 (Timeloop asserts it)")
     entries = a.get("entries")
     depth = _attr(a, "depth")
     if entries is not None:
@@ -856,9 +858,10 @@ TIMELOOP_ATTRIBUTES = ("depth", "width", "datawidth", "word_bits", "word_width",
                        "entries", "sizeKB", "cluster_size", "multiple_buffering", "bandwidth",
                        "read_bandwidth", "write_bandwidth", "shared_bandwidth", "meshX", "meshY",
                        "n_banks", "memory_depth", "memory_width", "technology", "network_word_bits",
-                       "min_utilization", "num_ports", "allow_overbooking", "nports")
-# the names a typo is pointed to: Timeloop's own (`nports` is Accelergy's spelling of `num_ports`)
-HINTED_ATTRIBUTES = tuple(a for a in TIMELOOP_ATTRIBUTES if a != "nports")
+                       "min_utilization", "num_ports", "n_ports", "allow_overbooking", "nports")
+# the names a typo is pointed to: Timeloop's own (`nports` is Accelergy's spelling of `num_ports`,
+# `n_ports` Timeloop's second one)
+HINTED_ATTRIBUTES = tuple(a for a in TIMELOOP_ATTRIBUTES if a not in ("nports", "n_ports"))
 
 
 def _suspicious(storage: list[Level]) -> list[str]:
