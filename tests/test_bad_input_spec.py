@@ -485,3 +485,26 @@ def test_n_ports_is_read_as_timeloop_reads_it(tmp_path):
             assert err.value.key.endswith(".n_ports") and "1 or 2" in err.value.expected
         else:
             assert not [w for w in load_architecture(f).warnings if "n_ports" in w]
+
+
+@pytest.mark.parametrize("extra", ["", ", meshX: 3"])
+def test_an_instances_attribute_is_named_before_the_mesh_it_breaks(tmp_path, extra):
+    """User study: `instances: 3, meshX: 3` on a v0.3 buffer without a range was refused as "its 1
+    instances are not divisible by meshX 3", although the user wrote 3: the attribute is the cause."""
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.architecture import load_architecture
+    f = tmp_path / "a.yaml"
+    f.write_text(f"""architecture:
+  version: 0.3
+  subtree:
+  - name: sys
+    local:
+    - {{name: DRAM, class: DRAM, attributes: {{width: 8, datawidth: 8}}}}
+    - {{name: Buffer, class: SRAM, attributes: {{depth: 256, width: 8, datawidth: 8, instances: 3{extra}}}}}
+    - {{name: MAC, class: intmac, attributes: {{datawidth: 8}}}}
+""")
+    with pytest.raises(CoexploreError) as err:
+        load_architecture(f)
+    assert err.value.key == "Buffer.attributes.instances" and "Buffer[0..2]" in err.value.expected
+    f.write_text(f.read_text().replace(f"instances: 3{extra}", "instances: 1"))
+    assert load_architecture(f).levels[1].instances == 1

@@ -722,6 +722,7 @@ def _from_v3_tree(tree: list, file: str | None) -> tuple[list[Level], dict, list
                     levels.append(lv)
                     continue
                 own = lv.own_attributes or {}          # (the component's own: Timeloop reads no subtree's)
+                _check_instances_attribute(lv, file)     # (before the meshes: their message would count the range)
                 given_y = "meshY" in own
                 if "meshX" not in (comp.get("attributes") or {}) and lv.mesh_x == 1 and inst > 1:
                     y = int(own.get("meshY") or 1) if given_y else 1
@@ -831,12 +832,8 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
             raise CoexploreError(f"{max(lv.instances, lv.mesh_x * lv.mesh_y):.3e} instances of {lv.name}, too many",
                                  file=file, key=f"{lv.name}.name",
                                  expected=f"at most 2^40 = {MAX_HARDWARE_VALUE} instances (name ranges x meshes)")
-    for lv in levels:                   # Timeloop takes an `instances` attribute and asserts it fits the mesh
-        given = lv.attributes.get("instances")
-        if given is not None and given != lv.instances:
-            raise CoexploreError(f"instances {given!r}, but its name range and containers give {lv.instances}",
-                                 file=file, key=f"{lv.name}.attributes.instances",
-                                 expected=f"{lv.instances} (or no instances attribute)")
+    for lv in levels:
+        _check_instances_attribute(lv, file)
     for outer, inner in zip(levels, levels[1:]):   # Timeloop's FloorPlan asserts each level's fan-out is whole
         if inner.instances % outer.instances:
             raise CoexploreError(f"'{inner.name}' has {inner.instances} instances, not a multiple of the "
@@ -851,6 +848,20 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
     return Architecture(name=name or (name_from_path(file, "arch") if file else "arch"), levels=storage,
                         compute=compute, attributes=attrs, source=file,
                         warnings=unknown + ignored + _suspicious(storage), meshless=meshless, branches=branches)
+
+
+def _check_instances_attribute(lv: Level, file) -> None:
+    """Refuse an `instances` attribute other than the count the name ranges, containers and meshes
+    give: Timeloop would take it in their place (BufferLevel::ParseSpecs), coexplore counts instances
+    from those alone."""
+    given = lv.attributes.get("instances")
+    if given is not None and given != lv.instances:
+        raise CoexploreError(f"instances {given!r}, but its name range and containers give {lv.instances}: "
+                             "coexplore counts instances from those (and meshes) only", file=file,
+                             key=f"{lv.name}.attributes.instances",
+                             expected=f"{lv.instances} (or no instances attribute), or a name range such as "
+                                      f"{lv.name}[0..{int(given) - 1 if isinstance(given, int) and given > 0 else 'N-1'}] "
+                                      "(v0.3) or a container's spatial meshX (v0.4)")
 
 
 # attributes Timeloop reads from a storage level (others are Accelergy's business)
