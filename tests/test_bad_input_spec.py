@@ -438,10 +438,9 @@ def test_a_name_that_is_a_list_or_mapping_is_refused(tmp_path, old, new, key):
 
 
 @pytest.mark.parametrize("old,new,says", [
-    ("  shape:\n", "  shap:\n", "problem.shap: not a key Timeloop reads, ignored (no problem.shape given"),
     ("    name: CNN_Layer\n", "    nme: CNN_Layer\n", "problem.shape.nme: not a key Timeloop reads")])
 def test_a_problem_key_timeloop_does_not_read_is_warned(tmp_path, old, new, says):
-    """`shap:` for `shape:` makes Timeloop use its default CNN shape without a word; said here."""
+    """A misspelt key Timeloop passes over without a word is said here."""
     from coexplore.errors import CoexploreWarning
     from coexplore.model.inputs import load_context
     _tiny_conv_with(tmp_path, old, new)

@@ -194,7 +194,8 @@ def test_layers_named_with_spaces_are_listed_whole(tmp_path, capsys):
     folder = tmp_path / "net"
     folder.mkdir()
     for name in ("conv 1", "conv 2", "conv 3"):
-        (folder / f"{name}.yaml").write_text("problem: {instance: {C: 8, M: 8, P: 4, Q: 4}}\n")
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump({"problem": {
+            "shape": CNN_LAYER_SHAPE, "instance": {"C": 8, "M": 8, "P": 4, "Q": 4, "R": 1, "S": 1, "N": 1}}}))
     assert main(["map", "simba", str(folder), "--all-layers", "--budget", "30", "--no-cache", "--no-progress",
                  "--out", str(tmp_path / "o")]) == 0
     assert "conv 1 (also conv 2, conv 3)" in capsys.readouterr().out
@@ -212,3 +213,63 @@ def test_evaluate_of_a_layer_that_runs_several_times_says_so(tmp_path, capsys):
     assert "net runs layer b 2 times" in capsys.readouterr().err
     assert main(["evaluate", "simba", str(net), str(tmp_path / "o" / "mapping.yaml"), "--layer", "a"]) == 0
     assert "times" not in capsys.readouterr().err
+
+
+# ------------------------------------------------ problem files as Timeloop's ParseWorkload reads them
+def _gemm(shape, **extra):
+    from coexplore.spec.problem import parse_problem
+    return parse_problem({"problem": {"shape": shape, "instance": {"M": 4, "N": 6, "K": 8}, **extra}}, "g.yaml")
+
+
+@pytest.mark.parametrize("name", ["gemm_ABZ", "gemm-ABZ", "gemm_ABZ.yaml"])
+def test_a_named_shape_is_the_one_timeloop_ships(name):
+    """User study: `shape: gemm_ABZ` was read as a CNN layer (24 MACs), not Timeloop's GEMM (192)."""
+    p = _gemm(name)
+    assert p.dims == ["M", "N", "K"] and p.macs == 4 * 6 * 8
+    assert [d.name for d in p.dataspaces] == ["A", "B", "Z"] and p.dataspaces[2].read_write
+    assert [p.tensor_size(d) for d in p.dataspaces] == [4 * 8, 6 * 8, 4 * 6]
+
+
+def test_a_named_shape_is_found_in_timeloops_shape_folders_or_refused(tmp_path, monkeypatch):
+    from coexplore.errors import CoexploreError
+    with pytest.raises(CoexploreError) as err:
+        _gemm("totally-made-up-shape")
+    assert err.value.key == "problem.shape" and "totally-made-up-shape.yaml" in err.value.message
+    (tmp_path / "mine.yaml").write_text("shape: {name: mine, dimensions: [M, N, K], data_spaces: ["
+                                        "{name: X, projection: [[[M]], [[K]]]}, {name: Y, projection: [[[K]]]}, "
+                                        "{name: Z, projection: [[[M]], [[N]]], read_write: true}]}\n")
+    monkeypatch.setenv("TIMELOOP_PROBLEM_SHAPE_DIRS", f"/nonexistent:{tmp_path}")
+    assert [d.name for d in _gemm("mine").dataspaces] == ["X", "Y", "Z"]
+
+
+def test_no_shape_is_timeloops_cnn_layer_whose_output_channels_are_k():
+    """Timeloop's problem-shapes/cnn-layer.yaml: dimensions R, S, P, Q, C, K, N (K, not M); every
+    bound given (Timeloop asserts one for each dimension), here directly under problem:, which
+    Timeloop reads when there is no instance: (its backwards-compatible form)."""
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.problem import parse_problem
+    bounds = {"R": 3, "S": 3, "P": 4, "Q": 4, "C": 2, "K": 5, "N": 1}
+    p = parse_problem({"problem": dict(bounds)}, "c.yaml")
+    assert p.dims == list(bounds) and p.bounds == list(bounds.values()) and p.default_shape
+    assert p.tensor_size(p.dataspaces[1]) == 1 * 2 * 6 * 6          # Inputs: (P-1) + (R-1) + 1 = 6
+    with pytest.raises(CoexploreError, match="no bound for K; M is no dimension of the shape"):
+        parse_problem({"problem": {"instance": {**{k: v for k, v in bounds.items() if k != "K"}, "M": 5}}}, "c.yaml")
+
+
+@pytest.mark.parametrize("projection", [[], [[]]])
+def test_a_scalar_tensor_is_refused_not_a_traceback(projection):
+    """User study: `projection: []` ended in a TypeError inside the model (exit 3)."""
+    from coexplore.errors import CoexploreError
+    with pytest.raises(CoexploreError) as err:
+        _gemm({"name": "s", "dimensions": ["M", "N", "K"], "data_spaces": [
+            {"name": "A", "projection": [[["M"]], [["K"]]]}, {"name": "B", "projection": projection},
+            {"name": "Z", "projection": [[["M"]], [["N"]]], "read_write": True}]})
+    assert err.value.key == "problem.shape.data_spaces[1].projection"
+
+
+def test_a_quoted_read_write_is_read_as_timeloops_yaml_reader_reads_it():
+    shape = {"name": "s", "dimensions": ["M", "N", "K"], "data_spaces": [
+        {"name": "A", "projection": [[["M"]], [["K"]]], "read_write": "false"},
+        {"name": "B", "projection": [[["N"]], [["K"]]]},
+        {"name": "Z", "projection": [[["M"]], [["N"]]], "read_write": "True"}]}
+    assert [d.read_write for d in _gemm(shape).dataspaces] == [False, False, True]

@@ -125,7 +125,7 @@ def test_bad_mapping_entries():
 
 def test_bad_problem_bound():
     with pytest.raises(CoexploreError) as e:
-        parse_problem({"problem": {"instance": {"C": 0}}}, "p.yaml")
+        parse_problem({"problem": {"instance": {"C": 0, "K": 1, "R": 1, "S": 1, "N": 1, "P": 1, "Q": 1}}}, "p.yaml")
     assert "problem.instance.C" in str(e.value)
 
 
@@ -298,16 +298,20 @@ def test_yaml_numbers_in_exponent_notation_are_numbers():
 
 def test_library_loading_warns_of_likely_typos(tmp_path):
     """What the CLI prints as a warning (Timeloop ignores it silently) is a CoexploreWarning from
-    Python too: an unknown problem instance key (its dimension then defaults to 1)."""
+    Python too: an unknown problem instance key; one that leaves a dimension without its bound is
+    refused, as Timeloop asserts on it."""
     from coexplore.errors import CoexploreWarning
     from coexplore.model.inputs import load_context
     layer = CORPUS / "layers" / "tiny_conv.yaml"
-    typo = tmp_path / "typo.yaml"
-    typo.write_text(re.sub(r"\bC: ", "Cx: ", layer.read_text(), count=1))
     arch = CORPUS / "arches" / "simba_like" / "processed.yaml"
-    with pytest.warns(CoexploreWarning, match=r"Cx.*ignored.*C not given, so 1"):
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(re.sub(r"\bC: ", "C: 1, Cx: ", layer.read_text(), count=1))
+    with pytest.warns(CoexploreWarning, match=r"Cx.*ignored"):
         ctx = load_context(arch, typo)
     assert ctx.problem.bounds[ctx.problem.dims.index("C")] == 1
+    typo.write_text(re.sub(r"\bC: ", "Cx: ", layer.read_text(), count=1))
+    with pytest.raises(CoexploreError, match="no bound for C; Cx is no dimension"):
+        load_context(arch, typo)
 
 
 def test_evaluate_and_encode_take_mapping_objects_or_refuse_clearly():

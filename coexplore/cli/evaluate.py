@@ -207,11 +207,6 @@ def _run(args) -> int:
         if check and constraints:
             print("Constraints   : kept (the mapping lies in the mapspace the constraints allow)" if broken is None
                   else f"Constraints   : broken ({broken})")
-    unbounded = [d for d in ctx.problem.dims if d not in ctx.problem.instance and f"dimension {d} is" in
-                 (rec.get("error") or "")]
-    if unbounded and not rec["valid"]:        # (Timeloop's words above; the likely cause here)
-        print(f"coexplore evaluate: note: the problem's instance gives no bound for {', '.join(unbounded)}: "
-              "taken as 1, as Timeloop takes it (add it to problem.instance)", file=sys.stderr)
     if agree is not None and not agrees(agree):
         return 1
     return 0 if rec["valid"] else 1   # like timeloop-model: an invalid mapping is a failed run

@@ -108,15 +108,13 @@ def problem_warnings(problem: Problem, path) -> list[str]:
         out.append(f"{path}: problem.instance.densities ignored: coexplore models dense tensors (no Sparseloop)")
     ignored = [k for k in problem.ignored if k not in TIMELOOPFE_INSTANCE_KEYS]
     if ignored:
-        missing = [d for d in problem.dims if d not in problem.instance]
         out.append(f"{path}: problem.instance key(s) {', '.join(ignored)} ignored (not a dimension or "
-                   "coefficient of the shape, as in Timeloop)" + (f"; {', '.join(missing)} not given, so 1"
-                                                                  if missing else ""))
+                   "coefficient of the shape, as in Timeloop)")
     if problem.unread:
-        from coexplore.spec.problem import DEFAULT_CNN_SHAPE
-        out.append(f"{path}: {', '.join(problem.unread)}: not a key Timeloop reads, ignored"
-                   + (" (no problem.shape given: Timeloop's default CNN_Layer shape applies)"
-                      if problem.shape == DEFAULT_CNN_SHAPE else ""))
+        out.append(f"{path}: {', '.join(problem.unread)}: not a key Timeloop reads, ignored")
+    if problem.default_shape:
+        out.append(f"{path}: no problem.shape: Timeloop's cnn-layer shape applies (dimensions "
+                   f"{', '.join(problem.dims)}; output channels K)")
     return out
 
 

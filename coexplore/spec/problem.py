@@ -26,6 +26,66 @@ DEFAULT_CNN_SHAPE = {
 }
 
 
+def _cnn_layer(name: str) -> dict:
+    """Timeloop's own CNN layer shape (its problem-shapes/cnn-layer.yaml and cnn_layer.yaml): the
+    output channels are K, not the exercises' M, and its dimensions come in this order."""
+    return {"name": name, "dimensions": ["R", "S", "P", "Q", "C", "K", "N"],
+            "coefficients": [dict(c) for c in DEFAULT_CNN_SHAPE["coefficients"]],
+            "data_spaces": [
+                {"name": "Weights", "projection": [[["C"]], [["K"]], [["R"]], [["S"]]]},
+                {"name": "Inputs", "projection": [[["N"]], [["C"]], [["R", "Wdilation"], ["P", "Wstride"]],
+                                                  [["S", "Hdilation"], ["Q", "Hstride"]]]},
+                {"name": "Outputs", "projection": [[["N"]], [["K"]], [["Q"]], [["P"]]], "read_write": True}]}
+
+
+def _gemm_abz(name: str) -> dict:
+    return {"name": name, "dimensions": ["M", "N", "K"],
+            "data_spaces": [{"name": "A", "projection": [[["M"]], [["K"]]]},
+                            {"name": "B", "projection": [[["N"]], [["K"]]]},
+                            {"name": "Z", "projection": [[["M"]], [["N"]]], "read_write": True}]}
+
+
+# the shapes Timeloop ships in its problem-shapes/ folder, which `shape: NAME` names (Timeloop's
+# ShapeFileName); a problem without a shape is Timeloop's cnn-layer
+TIMELOOP_SHAPES = {"cnn-layer": lambda: _cnn_layer("CNN-Layer"), "cnn_layer": lambda: _cnn_layer("CNN_Layer"),
+                   "gemm-ABZ": lambda: _gemm_abz("gemm-ABZ"), "gemm_ABZ": lambda: _gemm_abz("gemm_ABZ")}
+SHAPE_DIR_VARIABLES = ("TIMELOOP_PROBLEM_SHAPE_DIR", "TIMELOOP_PROBLEM_SHAPE_DIRS")
+
+
+def named_shape(name: str, file: str | None) -> dict:
+    """The shape `shape: NAME` names, found as Timeloop's ShapeFileName finds it: NAME.yaml (NAME
+    itself when it has an extension) in $TIMELOOP_PROBLEM_SHAPE_DIR, then each folder of
+    $TIMELOOP_PROBLEM_SHAPE_DIRS (':'-separated), then the shapes Timeloop ships."""
+    import os
+    has_ext = any(e in name for e in (".yml", ".yaml", ".cfg"))
+    names = [name] if has_ext else [name + ".yaml", name + ".cfg"]
+    dirs = [os.environ[SHAPE_DIR_VARIABLES[0]]] if os.environ.get(SHAPE_DIR_VARIABLES[0]) else []
+    dirs += [d for d in os.environ.get(SHAPE_DIR_VARIABLES[1], "").split(":") if d]
+    for folder in dirs:
+        for n in names:
+            path = Path(folder) / n
+            if not path.is_file():
+                continue
+            if n.endswith(".cfg"):
+                raise CoexploreError(f"shape '{name}' is {path}, a libconfig file, which coexplore does not read",
+                                     file=file, key="problem.shape", expected="a YAML shape file (NAME.yaml)")
+            doc = load_yaml(path)
+            shape = doc.get("shape") if isinstance(doc, dict) else None
+            if not isinstance(shape, dict):
+                raise CoexploreError("no shape: mapping", file=str(path), key="shape",
+                                     expected="a problem shape file: shape: {name, dimensions, data_spaces}")
+            return shape
+    stem = re.sub(r"\.(yaml|yml)$", "", name)
+    if stem in TIMELOOP_SHAPES:
+        return TIMELOOP_SHAPES[stem]()
+    raise CoexploreError(f"problem shape '{name}': no file {' or '.join(names)} in "
+                         + (", ".join(dirs) if dirs else "$TIMELOOP_PROBLEM_SHAPE_DIR(S) (unset)")
+                         + ", and not a shape Timeloop ships (Timeloop stops: problem shape files not found)",
+                         file=file, key="problem.shape",
+                         expected="a shape {name, dimensions, data_spaces}, a shape Timeloop ships ("
+                                  + ", ".join(TIMELOOP_SHAPES) + "), or NAME with NAME.yaml in $TIMELOOP_PROBLEM_SHAPE_DIR")
+
+
 @dataclass
 class DataSpace:
     """One tensor: each rank is a sum of (dimension index, coefficient) terms."""
@@ -53,6 +113,7 @@ class Problem:
     instance: dict = field(default_factory=dict)
     ignored: tuple[str, ...] = ()   # instance keys that are neither dimensions nor coefficients
     unread: tuple[str, ...] = ()    # keys of problem: / problem.shape: that Timeloop does not read (typos?)
+    default_shape: bool = False     # no problem.shape: Timeloop's cnn-layer (which Timeloop warns of)
 
     @property
     def macs(self) -> int:
@@ -165,20 +226,23 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     prob = data["problem"]
     if not isinstance(prob, dict):
         raise CoexploreError("not a mapping", file=file, key="problem", expected="a mapping")
-    shape = prob.get("shape", DEFAULT_CNN_SHAPE)
-    if isinstance(shape, str) or shape is None:
-        shape = DEFAULT_CNN_SHAPE
+    shape = prob["shape"] if "shape" in prob else TIMELOOP_SHAPES["cnn-layer"]()    # (Timeloop's default, warned)
+    if isinstance(shape, str):
+        shape = named_shape(shape, file)
     if not isinstance(shape, dict):
         raise CoexploreError(f"got {shape!r}", file=file, key="problem.shape",
-                             expected="a mapping {name, dimensions, coefficients, data_spaces}")
-    instance = _with_variables(prob.get("instance"), data)
+                             expected="a mapping {name, dimensions, coefficients, data_spaces}, or the name of a shape")
+    direct = "instance" not in prob        # Timeloop reads bounds from problem: itself then (backwards-compatible)
+    instance = _with_variables({k: v for k, v in prob.items() if k not in PROBLEM_KEYS} if direct
+                               else prob.get("instance"), data)
+    ikey = "problem" if direct else "problem.instance"
     if not isinstance(instance, dict):
-        raise CoexploreError("missing key" if "instance" not in prob else f"got {prob['instance']!r}", file=file,
+        raise CoexploreError(f"got {prob['instance']!r}", file=file,
                              key="problem.instance", expected="a mapping of dimension bounds, e.g. {C: 64, M: 64, ...}")
     dims = shape.get("dimensions")
     if not isinstance(dims, list) or not dims:
-        raise CoexploreError("missing or empty", file=file, key="problem.shape.dimensions",
-                             expected="a list of dimension names")
+        raise CoexploreError("missing or empty" if not dims else f"got {dims!r}", file=file,
+                             key="problem.shape.dimensions", expected="a list of dimension names")
     dims = [str(d) for d in dims]
     check_dimension_names(dims, file, "problem.shape.dimensions")
     if "flatten" in shape:             # Timeloop's flattened dimensions rename what mappings may name
@@ -203,15 +267,28 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
         coeffs[str(c["name"])] = _coefficient(default, file, f"problem.shape.coefficients[{i}].default")
     for k, v in instance.items():
         if k in coeffs:
-            coeffs[k] = _coefficient(v, file, f"problem.instance.{k}")
+            coeffs[k] = _coefficient(v, file, f"{ikey}.{k}")
+    missing = [d for d in dims if d not in instance]
+    if missing:                         # Timeloop's ParseWorkloadInstance asserts a bound for each
+        strays = [str(k) for k in instance if k not in dims and k not in coeffs and k != "densities"
+                  and str(k) not in ("H", "W", "Hpad", "Wpad")]
+        why = (f"; {', '.join(strays)} {'is' if len(strays) == 1 else 'are'} no dimension of the shape" if strays else "")
+        if "shape" not in prob:
+            unread = [str(k) for k in prob if k not in PROBLEM_KEYS and not direct]
+            why += ("; no problem.shape" + (f" ({', '.join('problem.' + k for k in unread)} is not a key Timeloop "
+                                             "reads)" if unread else "")
+                    + ", so Timeloop's cnn-layer shape, whose output channels are K")
+        raise CoexploreError(f"no bound for {', '.join(missing)}{why}", file=file, key=ikey,
+                             expected=f"a bound for every dimension of the shape ({', '.join(dims)}; 1 where "
+                                      "unused: Timeloop stops without one)")
     bounds = []
     for d in dims:
-        v = _int_text(instance.get(d, 1))
+        v = _int_text(instance[d])
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise CoexploreError(f"got {v!r}", file=file, key=f"problem.instance.{d}",
+            raise CoexploreError(f"got {v!r}", file=file, key=f"{ikey}.{d}",
                                  expected="a positive integer bound")
         bounds.append(v)
-    check_operations(bounds, file, "problem.instance")
+    check_operations(bounds, file, ikey)
     unknown = [k for k in instance if k not in dims and k not in coeffs and k != "densities"]
     dataspaces = []
     key_ds = "data_spaces" if "data_spaces" in shape else "data-spaces"
@@ -230,6 +307,10 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
             raise CoexploreError(f"unknown key '{extra[0]}'", file=file, key=where,
                                  expected="name, projection, read_write, ranks")
         projection = flat_projection(ds["projection"])
+        if not projection or any(isinstance(r, list) and not r for r in projection):
+            raise CoexploreError("a tensor with no ranks (a scalar) or a rank with no terms is not modelled",
+                                 file=file, key=f"{where}.projection",
+                                 expected="one or more ranks, each a list of terms like [[P, Wstride], [R]]")
         if "ranks" in ds and (not isinstance(ds["ranks"], list) or len(ds["ranks"]) != len(projection)
                               or not all(isinstance(r, str) for r in ds["ranks"])):
             raise CoexploreError(f"got {ds['ranks']!r}", file=file, key=f"{where}.ranks",
@@ -261,7 +342,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                     coef = coeffs[cname]
                 terms.append((dims.index(dname), coef))
             ranks.append(terms)
-        rw = ds.get("read_write", ds.get("read-write", False))
+        rw = _yaml_cpp_bool(ds.get("read_write", ds.get("read-write", False)))
         if not isinstance(rw, bool):
             raise CoexploreError(f"got {rw!r}", file=file, key=f"{where}.read_write", expected="true or false")
         if any(d.name == str(ds["name"]) for d in dataspaces):
@@ -279,7 +360,8 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     problem = Problem(name=name or (name_from_path(file, "problem") if file else "problem"), dims=dims,
                       bounds=bounds, coefficients=coeffs, dataspaces=dataspaces, shape=shape,
                       instance=dict(instance), ignored=tuple(str(k) for k in unknown),
-                      unread=tuple(f"problem.{k}" for k in prob if k not in PROBLEM_KEYS)
+                      default_shape="shape" not in prob,
+                      unread=tuple(f"problem.{k}" for k in prob if k not in PROBLEM_KEYS and not direct)
                       + tuple(f"problem.shape.{k}" for k in shape if k not in SHAPE_KEYS))
     for ds in dataspaces:               # strides/dilations widen a tensor: its size must stay countable
         size = problem.tensor_size(ds)
@@ -290,6 +372,15 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     # extra instance keys (H, W, padding...) are ignored, as Timeloop does; kept for a warning,
     # since a misspelt dimension silently becomes a bound of 1
     return problem
+
+
+def _yaml_cpp_bool(value: Any) -> Any:
+    """A quoted true/false (yes/no, on/off) as the bool Timeloop's YAML reader makes of it."""
+    if isinstance(value, str):
+        for truth, words in ((True, ("y", "yes", "true", "on")), (False, ("n", "no", "false", "off"))):
+            if value in words or value in (w.title() for w in words) or value in (w.upper() for w in words):
+                return truth
+    return value
 
 
 def load_problem(path: str | Path) -> Problem:
