@@ -273,3 +273,17 @@ def test_a_quoted_read_write_is_read_as_timeloops_yaml_reader_reads_it():
         {"name": "B", "projection": [[["N"]], [["K"]]]},
         {"name": "Z", "projection": [[["M"]], [["N"]]], "read_write": "True"}]}
     assert [d.read_write for d in _gemm(shape).dataspaces] == [False, False, True]
+
+
+def test_a_folder_workloads_files_are_warned_of_as_one_file_is(tmp_path, capsys):
+    """User study: the exercises' `HStride: 4` (for Hstride) was warned of for one file, not when its
+    folder was read as a workload (map --all-layers, schedule --workload)."""
+    folder = tmp_path / "net"
+    folder.mkdir()
+    (folder / "l1.yaml").write_text(yaml.safe_dump({"problem": {
+        "shape": CNN_LAYER_SHAPE, "instance": {"C": 8, "M": 8, "P": 4, "Q": 4, "R": 1, "S": 1, "N": 1,
+                                               "WStride": 2}}}))
+    assert main(["map", "simba", str(folder), "--all-layers", "--budget", "30", "--no-cache", "--no-progress",
+                 "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "l1.yaml: problem.instance key(s) WStride ignored" in err and err.count("WStride") == 1

@@ -17,7 +17,8 @@ from coexplore.cli.paths import seconds
 from coexplore.errors import CoexploreError, did_you_mean
 from coexplore.model.evaluate import level_costs
 from coexplore.energy.pricing import CLASS_SETS, builtin_ert, is_node_list
-from coexplore.model.inputs import Context, find_ert, locate_ert, problem_warnings
+from coexplore.model.inputs import Context, find_ert, locate_ert
+from coexplore.spec.problem import problem_warnings
 from coexplore.model.timeloop_run import TIMEOUT_S
 from coexplore.spec.architecture import load_architecture
 from coexplore.spec.constraints import LevelConstraints, load_constraints

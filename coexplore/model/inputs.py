@@ -17,7 +17,7 @@ from coexplore.model.evaluate import BatchResult, LevelCosts, evaluate_batch, le
 from coexplore.spec.architecture import Architecture, load_architecture
 from coexplore.spec.ert import EnergyTable, ert_file_beside, load_ert, parse_ert
 from coexplore.spec.mapping import Mapping, MappingArrays, load_mapping, to_arrays
-from coexplore.spec.problem import Problem, load_problem
+from coexplore.spec.problem import Problem, load_problem, problem_warnings
 from coexplore.spec.yamlio import load_yaml
 
 
@@ -95,27 +95,6 @@ def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> Energ
                                   "the built-in estimator's: "
                                   "`coexplore energy tables ARCH.yaml --out DIR`), or an ERT.yaml beside the "
                                   "architecture file")
-
-
-# instance keys timeloopfe's problem files carry for the input size and padding (not typos: no warning)
-TIMELOOPFE_INSTANCE_KEYS = ("H", "W", "Hpad", "Wpad")
-
-
-def problem_warnings(problem: Problem, path) -> list[str]:
-    """What a problem file has that Timeloop ignores silently (most likely a typo), one line each."""
-    out = []
-    if problem.instance.get("densities"):
-        out.append(f"{path}: problem.instance.densities ignored: coexplore models dense tensors (no Sparseloop)")
-    ignored = [k for k in problem.ignored if k not in TIMELOOPFE_INSTANCE_KEYS]
-    if ignored:
-        out.append(f"{path}: problem.instance key(s) {', '.join(ignored)} ignored (not a dimension or "
-                   "coefficient of the shape, as in Timeloop)")
-    if problem.unread:
-        out.append(f"{path}: {', '.join(problem.unread)}: not a key Timeloop reads, ignored")
-    if problem.default_shape:
-        out.append(f"{path}: no problem.shape: Timeloop's cnn-layer shape applies (dimensions "
-                   f"{', '.join(problem.dims)}; output channels K)")
-    return out
 
 
 def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str | Path | None = None,

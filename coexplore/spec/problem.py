@@ -374,6 +374,27 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     return problem
 
 
+# instance keys timeloopfe's problem files carry for the input size and padding (not typos: no warning)
+TIMELOOPFE_INSTANCE_KEYS = ("H", "W", "Hpad", "Wpad")
+
+
+def problem_warnings(problem: Problem, path) -> list[str]:
+    """What a problem file has that Timeloop ignores silently (most likely a typo), one line each."""
+    out = []
+    if problem.instance.get("densities"):
+        out.append(f"{path}: problem.instance.densities ignored: coexplore models dense tensors (no Sparseloop)")
+    ignored = [k for k in problem.ignored if k not in TIMELOOPFE_INSTANCE_KEYS]
+    if ignored:
+        out.append(f"{path}: problem.instance key(s) {', '.join(ignored)} ignored (not a dimension or "
+                   "coefficient of the shape, as in Timeloop)")
+    if problem.unread:
+        out.append(f"{path}: {', '.join(problem.unread)}: not a key Timeloop reads, ignored")
+    if problem.default_shape:
+        out.append(f"{path}: no problem.shape: Timeloop's cnn-layer shape applies (dimensions "
+                   f"{', '.join(problem.dims)}; output channels K)")
+    return out
+
+
 def _yaml_cpp_bool(value: Any) -> Any:
     """A quoted true/false (yes/no, on/off) as the bool Timeloop's YAML reader makes of it."""
     if isinstance(value, str):

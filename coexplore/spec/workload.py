@@ -242,13 +242,13 @@ def _problem_folder(folder: Path) -> Workload:
 def read_problem(path: str | Path, name: str | None = None) -> Layer:
     """A Timeloop problem file (one layer, read as every command reads one: `problem.load_problem`)
     as a Layer: every dimension's bound and every coefficient."""
-    from coexplore.spec.problem import load_problem
+    import warnings
+
+    from coexplore.errors import CoexploreWarning
+    from coexplore.spec.problem import load_problem, problem_warnings
     p = load_problem(path)
-    if p.instance.get("densities"):         # (a Layer holds bounds and coefficients: written without them)
-        import warnings
-        from coexplore.errors import CoexploreWarning
-        warnings.warn(CoexploreWarning(f"{path}: problem.instance.densities not kept: coexplore models dense "
-                                       "tensors (no Sparseloop)"), stacklevel=2)
+    for said in problem_warnings(p, path):    # (as when the file is read alone; a Layer keeps no densities)
+        warnings.warn(CoexploreWarning(said), stacklevel=2)
     shape = underscored_shape(p.shape)
     return Layer(name=name or Path(path).stem, instance={**dict(zip(p.dims, p.bounds)), **p.coefficients},
                  count=1, shape=check_shape(shape, str(path), "problem.shape"))
