@@ -85,12 +85,16 @@ def test_one_process_holds_a_folder_once_and_lets_go_when_a_command_ends(tmp_pat
     assert not HELD                               # main lets go of what the command held
 
 
-def test_files_of_no_run_in_an_explicit_out_are_noted_before_they_are_replaced(tmp_path):
+def test_files_of_no_run_in_an_explicit_out_are_never_replaced(tmp_path):
+    """User study: `map ARCH PROB --out .` in a Timeloop design folder replaced its hand-written
+    mapping.yaml with a note; refused now (exit 2), the file untouched; a folder of coexplore's is used."""
     out = tmp_path / "mine"
     out.mkdir()
     (out / "mapping.yaml").write_text("# my hand-written mapping\n")
     r = _map("--out", out)
-    assert r.returncode == 0
-    assert f"note: {out} holds mapping.yaml of no coexplore run; this run replaces it" in r.stderr
+    assert r.returncode == 2 and "holds mapping.yaml, which no coexplore run wrote" in r.stderr, r.stderr
+    assert (out / "mapping.yaml").read_text() == "# my hand-written mapping\n"
+    (out / "mapping.yaml").unlink()
+    assert _map("--out", out).returncode == 0
     r = _map("--out", out)                        # now a folder of this run: nothing to say
-    assert r.returncode == 0 and "of no coexplore run" not in r.stderr
+    assert r.returncode == 0 and "no coexplore run" not in r.stderr

@@ -140,5 +140,25 @@ def test_map_never_writes_over_its_own_input_in_the_out_folder(tmp_path, capsys,
     other.mkdir()
     (other / "problem.yaml").write_text("# mine\n")
     assert main(["map", str(arch), "problem.yaml", "--budget", "50", "--no-cache", "--no-progress",
-                 "--out", str(other)]) == 0
-    assert "holds problem.yaml of no coexplore run" in capsys.readouterr().err
+                 "--out", str(other)]) == 2
+    assert "holds problem.yaml, which no coexplore run wrote" in capsys.readouterr().err
+    assert (other / "problem.yaml").read_text() == "# mine\n"
+
+
+@pytest.mark.parametrize("own", [{"schedule.json": '{"mine": 1}'}, {"timeline.csv": "t,core\n"}])
+def test_a_schedule_never_replaces_files_no_run_wrote(tmp_path, capsys, own):
+    """User study: a hand-written schedule.json was replaced with a note saying it held "an earlier run"."""
+    t = JobTable([Job("x.l0", dnn="x", layer="l0")], ["a"], np.array([[10.0]]), np.array([[1.0]]))
+    save_table(t, tmp_path / "t.csv")
+    out = tmp_path / "o"
+    out.mkdir()
+    for name, text in own.items():
+        (out / name).write_text(text)
+    args = ["schedule", "--table", str(tmp_path / "t.csv"), "--bandwidth", "4", "--budget", "10", "--no-progress",
+            "--no-plot", "--out", str(out)]
+    assert main(args) == 2
+    assert "which no coexplore run wrote" in capsys.readouterr().err
+    assert {n: (out / n).read_text() for n in own} == own
+    for name in own:
+        (out / name).unlink()
+    assert main(args) == 0 and main(args) == 0          # a folder of coexplore's own: used again

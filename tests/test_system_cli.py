@@ -298,7 +298,7 @@ def test_a_table_run_into_another_runs_folder_drops_its_job_table(tmp_path, caps
     out = tmp_path / "o"
     out.mkdir()
     (out / "jobs.csv").write_text("job,lat_a,bw_a\nx,1,1\n")
-    (out / "schedule.json").write_text("{}")
+    (out / "schedule.json").write_text('{"run": {"searcher": "another"}}')     # another run's
     assert main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "100", "--no-plot",
                  "--out", str(out)]) == 0
     assert not (out / "jobs.csv").exists()

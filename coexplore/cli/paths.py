@@ -167,8 +167,9 @@ def digests(*paths) -> dict[str, str]:
 def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writes: tuple[str, ...] = (),
                inputs: tuple = (), also_writes: tuple[str, ...] = ()) -> Path:
     """An explicit --out folder (see `output_dir`); its result is replaced as asked, with a note
-    when it records another run (the default folders are numbered instead), or when it holds, with
-    no run's result, files of the names the command `writes` (e.g. a hand-written mapping.yaml).
+    when it records another run (the default folders are numbered instead); a folder holding, with
+    no run's record, the result file or files of the names the command `writes` (e.g. a
+    hand-written mapping.yaml) is refused: they are the user's.
     The saved search state of another run (also of this command before an input was edited) is
     never overwritten, nor one of the run's own `inputs` that sits there under a name it writes
     (`writes`, or `also_writes`: files it writes whatever the folder holds)."""
@@ -196,15 +197,19 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writ
                              + ": writing here would lose it", file=str(out), key="--out",
                              expected=f"another --out folder, or delete {out / CHECKPOINT} to discard that state "
                                       "(the command of that run, with its inputs as they were, resumes it)")
+    states = (CHECKPOINT, ".train_state.json")   # an interrupted run's saved state: the folder is a run's
+    if claim is None and owner is None and not any((out / f).is_file() for f in states):
+        # files no coexplore run wrote (the user's own mapping.yaml): the names this run writes at its end
+        theirs = [n for n in (result_file, *writes, *also_writes) if (out / n).is_file()]
+        if theirs:
+            raise CoexploreError(f"holds {', '.join(theirs)}, which no coexplore run wrote (no run record), and "
+                                 f"this run writes {'that name' if len(theirs) == 1 else 'those names'}",
+                                 file=str(out), key="--out",
+                                 expected="another --out folder, or those files moved away (a folder of an earlier "
+                                          "coexplore run is replaced, with a note)")
     if (out / result_file).exists() and owner != want:
-        print(f"coexplore {command}: note: {out / result_file} holds the result of "
-              f"{'another run' if owner else 'an earlier run'}; this run's result replaces it once there is "
-              "one (--out is written as given)", file=sys.stderr)
-    elif not (out / result_file).exists() and claim is None:
-        other = [n for n in writes if (out / n).is_file()]
-        if other:                                   # e.g. the user's own mapping.yaml
-            print(f"coexplore {command}: note: {out} holds {', '.join(other)} of no coexplore run; this run "
-                  f"replaces {'it' if len(other) == 1 else 'them'}", file=sys.stderr)
+        print(f"coexplore {command}: note: {out / result_file} holds the result of another run; this run's "
+              "result replaces it once there is one (--out is written as given)", file=sys.stderr)
     if claim is not None and claim != want:    # the folder is this run's now: a rerun of the other goes elsewhere
         try:
             (out / CLAIM).write_text(json.dumps(want, sort_keys=True), encoding="utf-8")

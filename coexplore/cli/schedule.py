@@ -312,7 +312,8 @@ def _out_dir(args, mapper, run_desc: dict) -> Path:
     if args.out:
         given = Path(args.out) / "jobs.csv"       # written (a system's table), or removed unless it is the --table
         touched = args.system or (given.exists() and given.resolve() != Path(args.table).resolve())
-        return chosen_dir(args.out, "schedule.json", run_desc, "schedule", writes=("jobs.csv",) if touched else ())
+        return chosen_dir(args.out, "schedule.json", run_desc, "schedule", writes=("jobs.csv",) if touched else (),
+                          also_writes=("timeline.csv", "gantt.png"))
     name = table_run_name(args.table) if args.table else Path(args.system).stem
     label = Path(mapper.file).stem if mapper.file else mapper.searcher
     return default_run_dir(Path("results") / "schedule" / f"{name}-{label}-s{args.seed}", "schedule.json", run_desc)

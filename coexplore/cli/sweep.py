@@ -30,6 +30,7 @@ from coexplore.spec.yamlio import write_text
 from coexplore.system.schedule import SCHEDULE_BUDGET
 
 RESULT = "sweep.json"
+SWEEP_FILES = ("points.csv", "pareto.csv", "pareto.png", "report.html")   # written with sweep.json, at the end
 
 
 def register(subparsers) -> None:
@@ -122,7 +123,7 @@ def _sweep_into(args, spec, settings, run_desc: dict, objectives: list, cache) -
     """Run the sweep into its result folder (chosen here) and write its tables and report."""
     if args.out and not args.restart:
         _refuse_other_runs_points(Path(args.out), run_desc)
-    out = chosen_dir(args.out, RESULT, run_desc, "sweep") if args.out else \
+    out = chosen_dir(args.out, RESULT, run_desc, "sweep", also_writes=SWEEP_FILES) if args.out else \
         default_run_dir(Path("results") / "sweep" / f"{Path(args.system).stem}-s{args.seed}", RESULT, run_desc)
     return _sweep_in(args, spec, settings, run_desc, objectives, out, cache)    # (the folder held: paths.hold)
 
