@@ -355,3 +355,13 @@ def test_a_bad_word_bits_is_named_as_written(tmp_path):
     r = cli("evaluate", arch, d / "problem.yaml", d / "mapping.yaml", "--ert", d / "ERT.yaml")
     one_line_error(r, "attributes.word_bits", "8.5")
     assert "datawidth" not in r.stderr
+
+
+def test_standard_output_closed_early_is_not_a_success(tmp_path):
+    """User study: `coexplore validate ... --json | head -c1` exited 0 although cases disagreed: a
+    closed pipe is exit 141 (as SIGPIPE ends a process), with no traceback."""
+    p = subprocess.Popen([sys.executable, "-m", "coexplore.cli.main", "validate", str(CORPUS), "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()                                  # the reader goes away before anything is written
+    err = p.stderr.read().decode()
+    assert p.wait() == 141 and "Traceback" not in err and "Exception ignored" not in err, err

@@ -286,8 +286,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: interrupted", file=sys.stderr)
         remove_empty_created()
         return 130
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError:          # standard output closed early (`| head`): as a process SIGPIPE ends,
+        with contextlib.suppress(OSError, ValueError):       # not a success a pipeline could take for one
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())            # (nothing more to flush at exit)
+        remove_empty_created()
+        return 141
     except OSError as exc:
         if exc.errno in _SYSTEM_ERRORS:        # the machine's limits (a full disk, a name too long), not a bug
             where = f"{exc.filename}: " if exc.filename else ""
