@@ -605,3 +605,17 @@ def test_a_bundled_name_and_the_path_of_its_file_are_one_run(tmp_path):
         r = cli("map", "simba", problem, "--layer", "res3a_branch2b", "--budget", "50", "--no-progress",
                 "--cache", tmp_path / "c.sqlite", "--out", out, cwd=tmp_path)   # (the coexplore this test imports)
         assert r.returncode == 0 and "another run" not in r.stderr and "an earlier run" not in r.stderr, r.stderr
+
+
+def test_an_objective_refusing_valid_mappings_is_said_with_its_remedy_and_not_counted_invalid(tmp_path, capsys):
+    """User study: `--objective 'energy if cycles <= 1 else inf'` failed saying only "no finite loss"
+    (the README promises a proposed penalty), and counted its 200 valid mappings as invalid_samples."""
+    from coexplore.cli.main import main
+    ex = Path(__file__).resolve().parent.parent / "examples" / "first_design"
+    rc = main(["map", str(ex / "two_level.yaml"), str(ex / "conv1d.yaml"), "--budget", "200", "--objective",
+               "energy if cycles <= 1 else inf", "--json", "--no-cache", "--no-progress", "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    got = json.loads(out)
+    assert rc == 1 and "max(1, cycles / CAP) ** 8" in err and "max(1, cycles / CAP) ** 8" in got["expected"]
+    assert got["invalid_samples"] == 0 and got["samples"] == 200     # every mapping of conv1d fits two_level
+    assert json.loads((tmp_path / "o" / "result.json").read_text())["invalid_samples"] == 0

@@ -75,16 +75,16 @@ def _failed_run(args, out: Path, spec: registry.MapperSpec, run_desc: dict, exc:
     """result.json of a search without a valid sample (with the commonest reasons); exit 1."""
     for stale in ("mapping.yaml", "map.txt"):              # an earlier run's mapping is not this run's
         (out / stale).unlink(missing_ok=True)
-    payload = {"searcher": spec.searcher, "samples": exc.samples, "invalid_samples": exc.samples, "best": None,
-               "mapping_file": None,
-               "error": exc.message, "invalid_reasons": [[r, n] for r, n in exc.reasons],
+    payload = {"searcher": spec.searcher, "samples": exc.samples, "invalid_samples": exc.invalid_samples,
+               "best": None, "mapping_file": None,
+               "error": exc.message, "expected": exc.expected, "invalid_reasons": [[r, n] for r, n in exc.reasons],
                "objective": spec.objective, "seed": args.seed, "cached": False, "wall_s": exc.wall_s,
                "mapspace_log10_size": exc.mapspace_log10, "mapspace_size": exc.mapspace_size, "run": run_desc,
                **command_of(args)}
     write_text(out / "result.json", json.dumps(payload, indent=1))
     if args.json:
         print(json.dumps(payload, indent=1))
-    print(f"coexplore map: {exc.message}", file=sys.stderr)
+    print(f"coexplore map: {exc.message} (what helps: {exc.expected})", file=sys.stderr)
     print(f"coexplore map: wrote {out / 'result.json'}", file=sys.stderr)
     return 1
 

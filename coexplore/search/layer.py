@@ -88,6 +88,7 @@ class NoValidMapping(CoexploreError):
                                                       "pair whose tiles fit")
         self.samples, self.reasons = samples, reasons
         self.objective = custom if isinstance(custom, str) else None    # an expression that refused them all
+        self.invalid_samples = samples                   # of them, the mappings the model itself refused
         self.wall_s: float | None = None                 # the search's seconds and the space's size, when known
         self.mapspace_log10: float | None = None
         self.mapspace_size: int | None = None
@@ -304,6 +305,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         log10 = ms.log10_size()
         size = ms.size_exact if ms.size_exact is not None else getattr(searcher, "size", None)
         failed.wall_s, failed.mapspace_size = wall(), size
+        failed.invalid_samples = max(0, result.samples - objective_fn.model_valid)    # (the model's verdict)
         failed.mapspace_log10 = (math.log10(size) if size else None) if size is not None else log10
         raise failed
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
