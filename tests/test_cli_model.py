@@ -471,3 +471,16 @@ def test_an_empty_mapping_dict_is_said_plainly(tmp_path):
     m.write_text("mapping: {}\n")
     r = cli("evaluate", ARCH / "processed.yaml", CORPUS / "layers" / "alexnet_conv1.yaml", m)
     assert r.returncode == 2 and "got an empty mapping ({}), not a list" in r.stderr, r.stderr
+
+
+def test_no_case_compared_is_no_energy_error_not_zero():
+    """User study: with every timeloop-model run failed, validate printed `E err max 0.00e+00` and
+    --json `energy_max_rel_err: 0.0`, which a script's threshold check passes."""
+    from coexplore.cli.validate import format_table
+    from coexplore.model.validation import summarise
+    failed = {"arch": "a", "case": "a/l/000", "valid_ref": True, "valid_got": False, "valid_agree": False,
+              "run_error": "timeloop-model failed", "mismatches": [], "others": [], "cycles_exact": None,
+              "counts_exact": None, "energy_rel_err": None}
+    s = summarise([failed], 0.1, 0.1, "timeloop")
+    assert s["energy_max_rel_err"] is None and s["energy_median_rel_err"] is None and s["cycles_max_rel_err"] is None
+    assert "n/a" in format_table(s) and "0.00e+00" not in format_table(s)

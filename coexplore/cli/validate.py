@@ -57,6 +57,10 @@ def _mismatch(m: dict) -> str:
         else f"{where} {m['got']} vs {m['ref']}"
 
 
+def _err(e: float | None) -> str:
+    return "n/a" if e is None else f"{e:.2e}"      # (n/a: no case compared)
+
+
 def format_table(s: dict, max_failures: int = 10) -> str:
     w = max([34, *(len(a) + 2 for a in s["per_arch"])])
     hdr = (f"{'architecture (or run)':<{w}}{'cases':>6}{'valid':>6}{'validity agrees':>17}{'cycles exact':>14}"
@@ -66,7 +70,7 @@ def format_table(s: dict, max_failures: int = 10) -> str:
     def row(name, st):
         v = st["valid_cases"]
         return (f"{name:<{w}}{st['cases']:>6}{v:>6}{st['validity_agrees']:>17}{st['cycles_exact']:>14}"
-                f"{st['counts_exact']:>14}{st['energy_median_rel_err']:>14.2e}{st['energy_max_rel_err']:>12.2e}")
+                f"{st['counts_exact']:>14}{_err(st['energy_median_rel_err']):>14}{_err(st['energy_max_rel_err']):>12}")
 
     for a, st in s["per_arch"].items():
         lines.append(row(a, st))

@@ -304,9 +304,10 @@ def _stats(rows: list[dict]) -> dict:
         # within each case's tolerance: 1e-4, or a stats.txt reference's printing (`energy_tol`)
         "energy_within_tolerance": sum(r["energy_rel_err"] <= r.get("energy_tol", ENERGY_TOL) for r in valid),
         "energy_tolerance_from_stats": sum("energy_tol" in r for r in valid),
-        "energy_max_rel_err": max(errs) if errs else 0.0,
-        "energy_median_rel_err": statistics.median(errs) if errs else 0.0,
-        "cycles_max_rel_err": max((r["cycles_rel_err"] for r in valid), default=0.0),
+        # (None, not 0, when no case was compared: a script checking the error then sees nothing passed)
+        "energy_max_rel_err": max(errs) if errs else None,
+        "energy_median_rel_err": statistics.median(errs) if errs else None,
+        "cycles_max_rel_err": max((r["cycles_rel_err"] for r in valid), default=None),
         "runs_failed": sum(bool(r.get("run_error")) for r in rows),     # timeloop-model runs that failed
     }
 
