@@ -347,3 +347,10 @@ def test_what_a_plugin_prints_in_init_and_decide_stays_out_of_json(tmp_path, cap
         registry.SEARCHERS.pop("chatty", None)
         schedulers.HEURISTICS.pop("talker", None)
         plugins._LOADED.clear()
+
+
+def test_a_plugin_list_naming_none_says_nothing(tmp_path, capsys, monkeypatch):
+    """User study: COEXPLORE_PLUGINS="," warned that "the plugin  registered no searcher"."""
+    monkeypatch.setenv("COEXPLORE_PLUGINS", ",")
+    assert main(["cache", "stats", "--cache", str(tmp_path / "c.sqlite")]) == 0
+    assert "plugin" not in capsys.readouterr().err

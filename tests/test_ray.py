@@ -635,3 +635,12 @@ def test_auto_is_said_by_the_address_it_finds_and_refused_at_once_without_one(tm
         assert rc == 2 and said in err and "Traceback" not in err, err
         assert time.monotonic() - start < 30
     assert not (tmp_path / "o").exists()
+
+
+def test_a_system_file_after_ray_is_not_taken_for_an_address(tmp_path, capsys):
+    """User study: `coexplore sweep --ray small.yaml` said "the following arguments are required:
+    SYSTEM.yaml" (small.yaml had become the Ray address)."""
+    with pytest.raises(SystemExit):
+        main(["sweep", "--ray", str(_system(tmp_path)), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert "is a YAML file, not a Ray address" in err and "--ray" in err

@@ -365,7 +365,7 @@ def _load_plugins(given: list[str]) -> None:
     for name in sorted(k for k in schedule.CUSTOM if k.lower() in schedule.SEARCHERS):
         warnings.warn(f"a plugin registers system scheduler '{name}', a built-in name (names are read "
                       "case-blind): the built-in one runs (register it under another name)", CoexploreWarning)
-    if all(dict(reg) == before[what] for what, reg in registries.items()):
+    if loaded and all(dict(reg) == before[what] for what, reg in registries.items()):   # ("," names none)
         warnings.warn(f"the plugin{'s' if len(loaded) > 1 else ''} {', '.join(loaded)} registered no searcher or "
                       "scheduler (see the README's Plugins: SEARCHERS, schedule.CUSTOM, HEURISTICS)",
                       CoexploreWarning)

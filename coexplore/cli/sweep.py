@@ -204,6 +204,9 @@ def _given_address(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty address (an unset variable?); give HOST:PORT, ray://HOST:PORT "
                                          "or auto, or --ray alone for a Ray on this machine")
+    if text.lower().endswith((".yaml", ".yml")):      # `sweep --ray system.yaml`: the system taken for the address
+        raise argparse.ArgumentTypeError(f"{text!r} is a YAML file, not a Ray address: the optional ADDRESS takes "
+                                         f"the word after --ray; write `coexplore sweep {text} --ray` (or --ray=ADDRESS)")
     return text
 
 
