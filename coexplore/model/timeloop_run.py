@@ -105,9 +105,10 @@ def run_timeloop_model(ctx, arrays: MappingArrays, index: int = 0, executable: s
                 return parse_stats(stats.read_text(encoding="utf-8", errors="replace"), [lv.name for lv in ctx.arch.all_levels],
                                    file=str(stats) if keep is not None else None)
             except CoexploreError as exc:
-                raise CoexploreError(f"timeloop-model wrote a stats.txt coexplore cannot read: {exc.format()}",
+                said = f"{exc.file}: {exc.message}" if exc.file else exc.message    # (its `expected` is said below)
+                raise CoexploreError(f"timeloop-model wrote a stats.txt coexplore cannot read: {said}",
                                      key="model", option="--model",
-                                     expected=f"the stats.txt of a dense timeloop-model run {look}"
+                                     expected=f"{exc.expected or 'the stats.txt of a dense timeloop-model run'} {look}"
                                      ) from None
         if done.returncode == 1 and refuses_mapping(log):
             return failed_run(log)                             # Timeloop refused the mapping
