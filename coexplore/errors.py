@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -66,6 +67,19 @@ class CoexploreError(Exception):
         """The same error attributed to the mapper `file` (if given) when it is about a setting and names
         no file yet."""
         return self.with_file(file) if file and self.is_setting else self
+
+
+class MachineLimit(CoexploreError):
+    """The machine stopped a write (no space or quota left, a read-only file system, an I/O error):
+    not bad input; the CLI exits 1, as for a run that failed."""
+
+
+MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+
+
+def write_error(exc: OSError, message: str, **where) -> CoexploreError:
+    """`message` about a failed write, as a MachineLimit when the machine is the cause."""
+    return (MachineLimit if exc.errno in MACHINE_ERRNOS else CoexploreError)(message, **where)
 
 
 def _rebuild(cls, state: dict) -> CoexploreError:

@@ -48,12 +48,10 @@ def _stats(path, as_json: bool) -> int:
         integrity = None
     else:
         with ResultCache(path, create=False) as cache:
+            integrity = cache.check()        # first: a damaged entry would fail the statistics' reads
+            if integrity != "ok":            # a damaged file: said as every other command says it
+                raise _damaged(path, integrity)
             stats = cache.stats()
-            integrity = cache.check()
-        if integrity != "ok":                # a damaged file: said as every other command says it
-            first = " ".join(integrity.replace("*** in database main ***", "").split())
-            raise CacheUnreadableError(f"not a readable coexplore result cache (SQLite's integrity check: {first}); "
-                                       + CLEAR_HINT.format(path=path), file=str(path))
     if as_json:
         print(json.dumps({**stats.to_dict(), "integrity": integrity}, indent=2))
         return 0
@@ -82,6 +80,9 @@ def _clear(path) -> int:
         return 0
     try:
         with ResultCache(path) as cache:
+            integrity = cache.check()        # a damaged file is moved aside whole, never emptied
+            if integrity != "ok":
+                raise _damaged(path, integrity)
             n = cache.clear()
         print(f"cleared {path}: removed {n} entries")
     except CacheUnreadableError as exc:
@@ -91,6 +92,12 @@ def _clear(path) -> int:
         reason = exc.message.split("; run `coexplore cache clear")[0]
         print(f"moved unreadable file {path} ({_human(size)}: {reason}) to {kept}; started an empty cache")
     return 0
+
+
+def _damaged(path, integrity: str) -> CacheUnreadableError:
+    first = " ".join(integrity.replace("*** in database main ***", "").split())
+    return CacheUnreadableError(f"not a readable coexplore result cache (integrity check: {first}); "
+                                + CLEAR_HINT.format(path=path), file=str(path))
 
 
 def _human(n: int) -> str:

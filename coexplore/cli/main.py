@@ -19,7 +19,7 @@ import threading
 import warnings
 
 from coexplore.cli.paths import CLAIMED, CREATED, release_held, remove_empty_created
-from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.errors import CoexploreError, CoexploreWarning, MachineLimit
 from coexplore.workers.processes import WorkerDied
 
 # sub-command modules under coexplore.cli, in the order `--help` lists them
@@ -278,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: {exc.message}; {exc.expected}", file=sys.stderr)
         remove_empty_created()
         return 1
+    except MachineLimit as exc:      # a full disk, a read-only file system: the machine, not the input
+        print(f"{command}: error: {exc.format(cli=True)}", file=sys.stderr)
+        remove_empty_created()
+        return 1
     except CoexploreError as exc:
         print(f"{command}: error: {exc.format(cli=True)}", file=sys.stderr)
         remove_empty_created()
@@ -298,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{command}: error: {where}{exc.strerror or exc}"
                   + ("" if exc.filename else " (writing a result file or standard output)"), file=sys.stderr)
             remove_empty_created()
-            return 2 if exc.errno == errno.ENAMETOOLONG else 1
+            return 2 if exc.errno in (errno.ENAMETOOLONG, errno.EACCES, errno.EPERM) else 1
         _internal(command)
         return 3
     except MemoryError as exc:       # the machine's limit, as a full disk: one line, what to make smaller
@@ -413,7 +417,8 @@ def _check_given(args) -> None:
 
 # OSErrors that are the machine's or the input's, said in one line: a name too long (exit 2), no
 # space or quota left, a read-only file system, an I/O error (exit 1)
-_SYSTEM_ERRORS = {errno.ENAMETOOLONG, errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
+# the machine's limits (exit 1) and paths this user may not write or name (exit 2): one line, no traceback
+_SYSTEM_ERRORS = {errno.ENAMETOOLONG, errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM}
 
 
 def _internal(command: str) -> None:

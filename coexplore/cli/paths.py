@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, write_error
 
 
 CREATED: list[Path] = []     # folders output_dir made in this process (removed again if left empty)
@@ -365,8 +365,8 @@ def _claim(claim: Path, run: dict) -> bool:
 
 
 def _unwritable(folder: Path, exc: OSError) -> CoexploreError:
-    return CoexploreError(f"cannot create or write the output folder: {exc.strerror or exc}", file=str(folder),
-                          key="--out", expected="a writable folder path")
+    return write_error(exc, f"cannot create or write the output folder: {exc.strerror or exc}", file=str(folder),
+                       key="--out", expected="a writable folder path")
 
 
 def _owner(path: Path, key: str | None = None):

@@ -42,7 +42,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from coexplore.errors import CoexploreError, CoexploreWarning
+from coexplore.errors import CoexploreError, CoexploreWarning, MachineLimit
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x436F4558          # "CoEX": marks the file as a coexplore cache
@@ -390,7 +390,8 @@ class ResultCache:
             tables = {r[0] for r in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:                  # (SQLite ends it itself on a failed read: a full disk)
+                conn.execute("COMMIT")
         if app_id == 0 and not tables:
             return                                   # empty or new file: ours to initialise
         hint = CLEAR_HINT.format(path=self.path)
@@ -573,10 +574,29 @@ class ResultCache:
                           oldest=oldest, newest=newest)
 
     def check(self) -> str:
-        """SQLite's quick_check: 'ok' or the first problem found."""
+        """SQLite's quick_check, then every entry read as a record ('ok', or the first problems
+        found): the pages can be sound while an entry's text is not (written over, truncated)."""
         with self._errors():
-            rows = self._db().execute("PRAGMA quick_check").fetchall()
-        return "ok" if rows == [("ok",)] else "; ".join(r[0] for r in rows[:5])
+            db = self._db()
+            rows = db.execute("PRAGMA quick_check").fetchall()
+            if rows != [("ok",)]:
+                return "; ".join(str(r[0]) for r in rows[:5])
+            bad = []
+            for key, *texts in db.execute("SELECT key, CAST(record AS BLOB), CAST(meta AS BLOB), "
+                                          "CAST(backend AS BLOB) FROM results"):
+                try:
+                    record = texts[0].decode("utf-8") if texts[0] is not None else ""
+                    for t in texts[1:]:
+                        if t is not None:
+                            t.decode("utf-8")
+                    if not isinstance(json.loads(record), dict):
+                        raise ValueError("not a record")
+                except (UnicodeDecodeError, ValueError):
+                    bad.append(str(key)[:12])
+        if bad:
+            return (f"{len(bad)} entr{'y' if len(bad) == 1 else 'ies'} unreadable (not UTF-8 text or not a JSON "
+                    f"record: {', '.join(k + '...' for k in bad[:3])})")
+        return "ok"
 
     def clear(self) -> int:
         """Delete every entry and reset the counters (safe while others use the file);
@@ -688,6 +708,15 @@ def _summary(parts: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _plain(v) for k, v in parts.items()}
 
 
+def _free_bytes(path: Path) -> int | None:
+    """The bytes free on the disk of `path`'s folder (None where the system cannot say)."""
+    try:
+        st = os.statvfs(path.parent if path.parent.exists() else ".")
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
 class _DatabaseErrors:
     """Turn sqlite3 failures into one clear CoexploreError naming the file."""
 
@@ -700,13 +729,18 @@ class _DatabaseErrors:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None or not issubclass(exc_type, sqlite3.Error):
             return False
-        text = str(exc)
+        text = str(exc).encode("ascii", "backslashreplace").decode()     # (a damaged file's bytes: escaped)
+        text = text if len(text) <= 160 else text[:157] + "..."
         hint = CLEAR_HINT.format(path=self.path)
+        if "disk is full" in text or ("disk I/O error" in text and _free_bytes(self.path) == 0):
+            raise MachineLimit(f"the result cache cannot be used: no space left on the disk ({text})",
+                               file=str(self.path), expected="free space on its disk, --cache PATH on another "
+                               f"disk{NO_CACHE}") from exc
         if "locked" in text or "busy" in text:
             raise CoexploreError(f"result cache stayed locked by another process for longer "
                                  f"than the timeout ({text})", file=str(self.path)) from exc
-        unreadable = (type(exc) is sqlite3.DatabaseError
-                      or "malformed" in text or "not a database" in text)
+        unreadable = (type(exc) is sqlite3.DatabaseError or "malformed" in text or "not a database" in text
+                      or "Could not decode" in text)
         if unreadable and not is_sqlite_file(self.path):
             raise not_a_cache_error(self.path) from exc
         if unreadable:

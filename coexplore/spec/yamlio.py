@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, write_error
 
 TAG_KEY = "!"
 
@@ -345,15 +345,15 @@ def write_texts(files: dict) -> None:
                     fh.flush()
                     os.fsync(fh.fileno())            # on disk before it replaces the old file (a power loss)
             except OSError as exc:
-                raise CoexploreError(f"cannot write: {exc.strerror or exc}", file=str(path),
-                                     expected="a writable file in a folder with free space") from None
+                raise write_error(exc, f"cannot write: {exc.strerror or exc}", file=str(path),
+                                  expected="a writable file in a folder with free space") from None
         while staged:
             tmp, path = staged[0]
             try:
                 os.replace(tmp, path)
             except OSError as exc:
-                raise CoexploreError(f"cannot write: {exc.strerror or exc}", file=str(path),
-                                     expected="a writable file in a folder with free space") from None
+                raise write_error(exc, f"cannot write: {exc.strerror or exc}", file=str(path),
+                                  expected="a writable file in a folder with free space") from None
             staged.pop(0)
     finally:
         for tmp, _ in staged:
