@@ -125,7 +125,7 @@ def test_densities_read_into_a_layer_are_said_to_be_dropped(tmp_path):
     data["problem"]["instance"]["densities"] = {"A": 0.5}
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(data))
     from coexplore.errors import CoexploreWarning
-    with pytest.warns(CoexploreWarning, match="densities not kept"):
+    with pytest.warns(CoexploreWarning, match="densities ignored: coexplore models dense tensors"):
         layer = read_problem(tmp_path / "p.yaml")
     assert "densities" not in layer.instance
 
