@@ -67,10 +67,42 @@ def test_loops_print_outermost_first_so_the_permutation_is_reversed():
 def test_a_line_that_is_no_loop_is_named(tmp_path):
     d = DATA / "v3_ex04_conv1d_oc_ic_3levelspatial_cp"
     bad = tmp_path / "map.txt"
-    bad.write_text((d / "map.txt").read_text().replace("for P in [0:1)", "for P in [0:1) junk\nwhile true", 1))
+    bad.write_text((d / "map.txt").read_text().replace("for P in [0:1)", "for P in [0:1)\nwhile true", 1))
     with pytest.raises(CoexploreError) as info:
         _context(d).evaluate_mappings(bad)
     assert "line" in info.value.message and "while true" in info.value.message and info.value.file == str(bad)
+
+
+@pytest.mark.parametrize("old, new, said", [
+    ("(Spatial-X)", "(Spatial-Z)", "unrecognised note '(Spatial-Z)'"),        # (was read as a temporal loop)
+    ("for P in [0:1)", "for P in [0:1) junk", "unrecognised note 'junk'"),
+    ("Weights:", "Weightz:", "unknown dataspace 'Weightz'")])                # (was a silent bypass)
+def test_a_printout_line_timeloop_would_not_print_is_refused_at_its_line(tmp_path, old, new, said):
+    """User study: a garbled loop note made the loop temporal (2,304 cycles for 192), a misspelt
+    dataspace in a header bypassed it, both without a word."""
+    d = DATA / "v3_ex04_conv1d_oc_ic_3levelspatial_cp"
+    text = (d / "map.txt").read_text()
+    assert old in text
+    bad = tmp_path / "map.txt"
+    bad.write_text(text.replace(old, new, 1))
+    with pytest.raises(CoexploreError) as info:
+        _context(d).evaluate_mappings(bad)
+    assert said in info.value.message and info.value.message.startswith("line ")
+
+
+def test_a_temporal_loop_inside_spatial_ones_and_a_bad_directive_are_said_by_line(tmp_path):
+    d = DATA / "v3_ex04_conv1d_oc_ic_3levelspatial_cp"
+    text = (d / "map.txt").read_text()
+    bad = tmp_path / "map.txt"
+    bad.write_text(text.replace("(Spatial-X)", "(Spatial-X)\n| for K in [0:1)", 1))     # (a unit loop: allowed)
+    _context(d).evaluate_mappings(bad)
+    bad.write_text(text.replace("(Spatial-X)", "(Spatial-X)\n| for K in [0:2)", 1))
+    with pytest.raises(CoexploreError, match="temporal loop inside level"):
+        _context(d).evaluate_mappings(bad)
+    bad.write_text(text.replace("for K in", "for Z in", 1))           # parse_mapping's error, at the printout's line
+    with pytest.raises(CoexploreError) as info:
+        _context(d).load_mapping(bad)
+    assert str(info.value.key).startswith("map.txt line ")
 
 
 def test_evaluate_takes_a_printout_as_mapping(capsys):

@@ -332,7 +332,11 @@ def _check_directive_keys(entry: dict, key: str, file, warnings: list[str]) -> N
 def load_mapping(path: str | Path, arch: Architecture, problem: Problem) -> Mapping:
     """`parse_mapping` of a Timeloop mapping YAML file, or of Timeloop's loop-nest printout (a
     map.txt: what a v0.3 timeloop-mapper run leaves of its best mapping; `spec.map_txt`)."""
-    return parse_mapping(read_mapping_doc(path, problem), arch, problem, str(path))
+    doc = read_mapping_doc(path, problem)
+    try:
+        return parse_mapping(doc, arch, problem, str(path))
+    except CoexploreError as exc:             # (a printout's directive said at its line)
+        raise doc.at_line(exc) if hasattr(doc, "at_line") else exc
 
 
 def read_mapping_doc(path: str | Path, problem: Problem):
