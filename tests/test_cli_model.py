@@ -176,8 +176,6 @@ def _edited_case_matches_timeloop(tmp_path, old, new):
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: C3M48R11S1N1P55Q5"),
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: C0 M48 R0 S1 N1 P0 Q5"),       # 0 = the whole dimension
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: [C3, M48, R11, S1, N1, P55, Q5]"),
-    ("{target: DRAM, type: temporal", "{target: 8, type: temporal"),               # storage level id (0 = innermost)
-    ("{target: PEWeightRegs, type: temporal", "{target: 0, type: temporal"),
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: 'C3 M48 R11 S1 N1 P55 Q5 # a note'"),   # text after '#'
     ("permutation: QPSRNMC}", "permutation: 'QPS RNMC'}"),      # read letter by letter, blanks skipped
     ("factors: C3 M48 R11 S1 N1 P55 Q5", "factors: 'C=3; M=48; R=11; S=1; N=1; P=55; Q=5'"),  # any separator

@@ -233,15 +233,16 @@ def test_spatial_dimensions_left_out_of_the_permutation_come_after_the_split(sim
     assert a.spatial_y[0, li, dims.index("M")] == 1 and a.spatial_x[0, li, dims.index("C")] == 1
 
 
-def test_a_numeric_target_is_a_storage_level_id_counted_from_the_innermost(simba):
-    """FindTargetStorageLevel: `target: 0` is storage level 0, the innermost (PEWeightRegs here)."""
+def test_a_numeric_target_is_a_name_as_timeloops_yaml_reader_gives_it(simba):
+    """FindTargetStorageLevel tries `target` as a name first, and CompoundConfigNode::lookupValue
+    gives any YAML scalar as text: `target: 0` is the name "0", not found (a user study)."""
+    from coexplore.errors import CoexploreError
     entries = _entries()
     for e in entries:
         if e["target"] == "PEWeightRegs":
             e["target"] = 0
-        elif e["target"] == "DRAM":
-            e["target"] = len(simba.arch.levels) - 1
-    _same_as_timeloop(simba, entries)
+    with pytest.raises(CoexploreError, match="target storage level not found: 0"):
+        _same_as_timeloop(simba, entries)
 
 
 @pytest.mark.parametrize("factors", ["C1 M1 R1 S1 N1 P2 Q2 # Q9", "C==1 M1 R1 S1 N1 P==2 Q2", "C0 M1 R1 S1 N1 P2 Q2"])

@@ -159,9 +159,15 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         if isinstance(target, bool) or not isinstance(target, (str, int)):
             raise CoexploreError(f"got {target!r}", file=file, key=f"{key}.target",
                                  expected=f"a level name, one of {names}")
-        if isinstance(target, int) and 0 <= target < len(names):
-            target = names[len(names) - 1 - target]      # Timeloop's storage level id, 0 = innermost
-        elif target not in mapping.levels and f"inter_{target}_spatial" in containers:
+        if isinstance(target, int) and str(target) not in mapping.levels:
+            # Timeloop's FindTargetStorageLevel tries the target as a name first, and its YAML reader
+            # (CompoundConfigNode::lookupValue) gives any scalar as text: a level id works in a
+            # libconfig .cfg file only, a YAML one stops Timeloop
+            raise CoexploreError(f"target storage level not found: {target}", file=file, key=f"{key}.target",
+                                 expected=f"a level name, one of {names} (Timeloop reads a number in a YAML "
+                                          "mapping as a name; levels by number only in libconfig .cfg files)")
+        target = str(target)
+        if target not in mapping.levels and f"inter_{target}_spatial" in containers:
             target = f"inter_{target}_spatial"           # a v0.4 container, as timeloopfe names it
         if target not in mapping.levels:
             if target == arch.compute.name:      # holds no tile: timeloop-model rejects it
@@ -193,7 +199,8 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                 if below is not None:             # a v0.4 container's fan-out is its dummy level's
                     container = re.fullmatch(r"inter_(.+)_spatial", below)
                     owner = f"container {container.group(1)}" if container else below
-                    hint = f"; the fan-out below it is {owner}'s: target: {container.group(1) if container else below}"
+                    named = container.group(1) if container and below in containers else below   # (flattened: its level)
+                    hint = f"; the fan-out below it is {owner}'s: target: {named}"
                 raise CoexploreError(
                     f"cannot find spatial tiling level associated with storage level {target}. This is because "
                     f"the number of instances of the next-inner level {inner}is the same as this level, which "
