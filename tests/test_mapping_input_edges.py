@@ -106,3 +106,22 @@ def test_a_level_without_a_temporal_directive_gets_factors_of_1_with_a_note():
     assert m.levels["PEAccuBuffer"].temporal == {}
     assert any("no temporal directive for level(s) PEAccuBuffer" in w for w in m.warnings)
     assert not any("no temporal directive" in w for w in _parse(_directives()).warnings)
+
+
+def test_yaml_scalars_as_timeloops_reader_takes_them():
+    """User study: a quoted `split: '2'` was refused (yaml-cpp's as<unsigned> reads it), a single
+    `bypass: Weights` accepted (Timeloop's lookupArrayValue asserts a list), `type: skew` called
+    unknown (Timeloop's ParseUserSkew reads it; not modelled here)."""
+    d = _directives()
+    i = next(i for i, e in enumerate(d) if e["type"] == "spatial")
+    quoted = [dict(e) for e in d]
+    quoted[i]["split"] = str(d[i].get("split", 0))
+    assert _parse(quoted).levels[d[i]["target"]].split == int(quoted[i]["split"])
+    j = next(j for j, e in enumerate(d) if e["type"] == "datatype" and e["target"] != "DRAM")
+    single = [dict(e) for e in d]
+    single[j] = {"target": d[j]["target"], "type": "datatype", "bypass": "Weights"}
+    with pytest.raises(CoexploreError) as e:
+        _parse(single)
+    assert e.value.key == f"mapping[{j}].bypass" and "bypass: [Weights]" in e.value.expected
+    with pytest.raises(CoexploreError, match="skew directive .* not modelled"):
+        _parse([*d, {"target": "DRAM", "type": "skew"}])

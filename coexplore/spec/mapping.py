@@ -210,6 +210,8 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
             lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
                                                  key=f"{key}.permutation", dims=dims)
             split = entry.get("split")     # each spatial directive sets it (Timeloop: all-X when not given)
+            if isinstance(split, str) and split.strip().isdigit():
+                split = int(split)         # (a quoted number: yaml-cpp's as<unsigned> reads it)
             if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split < 0):
                 raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
                                      expected="a non-negative integer (dimensions on the X axis)")
@@ -221,11 +223,11 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                 vals = entry.get(k)
                 if vals is None:
                     continue
-                if isinstance(vals, str):
-                    vals = [vals]
-                if not isinstance(vals, list):
+                if not isinstance(vals, list):        # (Timeloop's lookupArrayValue asserts a sequence)
                     raise CoexploreError(f"got {vals!r}", file=file, key=f"{key}.{k}",
-                                         expected=f"a list of dataspace names from {dsnames}")
+                                         expected=f"a list of dataspace names from {dsnames} ({k}: [{vals}] for one: "
+                                                  "Timeloop stops on a single name)" if isinstance(vals, str) else
+                                         f"a list of dataspace names from {dsnames}")
                 for v in vals:
                     if v not in dsnames:
                         raise CoexploreError(f"unknown dataspace '{v}'", file=file, key=f"{key}.{k}",
@@ -236,6 +238,9 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                 other = "bypass" if k == "keep" else "keep"
                 setattr(lm, other, [d for d in getattr(lm, other) or [] if d not in vals] or None)
                 setattr(lm, k, [*(d for d in getattr(lm, k) or [] if d not in vals), *(str(v) for v in vals)])
+        elif kind == "skew":                  # (Timeloop's ParseUserSkew: real, not modelled here)
+            raise CoexploreError("a skew directive changes Timeloop's analysis and is not modelled by coexplore",
+                                 file=file, key=f"{key}.type", expected="no skew directive")
         else:
             raise CoexploreError(f"unknown type '{kind}'", file=file, key=f"{key}.type",
                                  expected="temporal, spatial, datatype or bypass (or dataspace, timeloopfe's name)")
