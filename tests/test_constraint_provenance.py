@@ -20,7 +20,7 @@ LAYER = CORPUS / "layers" / "resnet50_res3a_2b.yaml"
 VALID = "  - {target: GlobalBuffer, type: temporal, factors: M=2}\n"
 BAD = {   # entry -> (what the error says, the key's last part)
     "{target: GlobalBuffer, type: temporal, factors: Z=2}": ("unknown dimension(s) Z", "factors"),
-    "{target: GlobalBuffer, type: spatial, permutation: MZC}": ("unknown dimension(s) Z", "permutation"),
+    "{target: inter_PE_spatial, type: spatial, factors: Z=2}": ("unknown dimension(s) Z", "factors"),
     "{target: GlobalBuffer, type: bypass, keep: [Foo]}": ("unknown dataspace(s) Foo", "keep"),
     "{target: DRAM, type: bypass, bypass: [Weights]}": ("Weights bypassed at DRAM", "bypass"),
 }
@@ -101,3 +101,12 @@ def test_a_dimension_twice_in_a_permutation_is_warned_of_and_read_at_its_first_p
     glb = [lv.name for lv in reversed(ctx.arch.levels)].index("GlobalBuffer")
     dims = ctx.problem.dims
     assert all(list(m.perm[b, glb][:2]) == [dims.index("M"), dims.index("C")] for b in range(len(m)))
+
+
+def test_a_spatial_constraint_where_nothing_fans_out_is_refused_as_timeloop_refuses_it(tmp_path):
+    """User study: `{target: DRAM, type: spatial, split: 1}` was accepted silently (and the run served
+    from the cache as the unconstrained one); Timeloop's FindTargetTilingLevel stops on it."""
+    bad = _file(tmp_path / "extra.yaml", "  - {target: DRAM, type: spatial, split: 1}\n")
+    err = _refusal(SIMBA / "processed.yaml", [SIMBA / "constraints.yaml", bad])
+    assert "cannot find spatial tiling level associated with storage level DRAM" in err.message
+    assert err.file == str(bad) and err.key.endswith("[0].target")

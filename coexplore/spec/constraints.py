@@ -7,6 +7,7 @@ apply to its `inter_<container>_spatial` level, as timeloopfe flattens them).
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -356,9 +357,25 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
             if "type" not in t:                    # Timeloop asserts a type
                 raise CoexploreError("a constraint without a type", file=f, key=key,
                                      expected="type: " + " | ".join(TYPES))
+            if t["type"] == "spatial":
+                _check_fans_out(arch, level, f, key)
             _apply(out[level], t["type"], t, f, key, level, last=level == last, same_ok=base is not None,
                    problem=problem, macros=base is not None)
     return out
+
+
+def _check_fans_out(arch: Architecture, level: str, file, key: str) -> None:
+    """A spatial constraint at a level without a fan-out below it: Timeloop's FindTargetTilingLevel
+    stops there (there is no spatial tiling level to constrain)."""
+    names = [lv.name for lv in arch.levels]
+    li = names.index(level)
+    if math.prod(arch.fanout(li)) == 1:
+        inner = f"({names[li + 1]}) " if li + 1 < len(names) else ""
+        raise CoexploreError(
+            f"cannot find spatial tiling level associated with storage level {level}. This is because the number "
+            f"of instances of the next-inner level {inner}is the same as this level, which means there cannot be "
+            "a spatial fanout.", file=file, key=f"{key}.target",
+            expected="a spatial constraint only at a level that fans out (timeloop-mapper stops otherwise)")
 
 
 def branch_bypasses(out: dict[str, LevelConstraints], arch: Architecture) -> None:
