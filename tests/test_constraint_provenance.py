@@ -110,3 +110,21 @@ def test_a_spatial_constraint_where_nothing_fans_out_is_refused_as_timeloop_refu
     err = _refusal(SIMBA / "processed.yaml", [SIMBA / "constraints.yaml", bad])
     assert "cannot find spatial tiling level associated with storage level DRAM" in err.message
     assert err.file == str(bad) and err.key.endswith("[0].target")
+
+
+@pytest.mark.parametrize("entries", [
+    ["{target: GLB, type: spatial, factors: P=4}", "{target: GLB, type: spatial, split: 0}"],   # P=4 on Y: 1 high
+    ["{target: GLB, type: spatial, factors: K=1 R=1 P=1}", "{target: RF, type: utilization, min: 1.0}"]])
+def test_constraints_no_mapping_meets_are_refused_before_the_search_naming_the_file(tmp_path, entries):
+    """User study: these left an empty mapspace; exhaustive then blamed itself ("proposed no
+    candidates"), random ran its whole budget for "no valid mapping"."""
+    from coexplore.search.layer import map_layer
+    small = Path(__file__).parent / "data" / "mapspace_small"
+    ctx = load_context(small / "arch.yaml", small / "conv1d_oc.yaml")
+    cons_file = tmp_path / "c.yaml"
+    cons_file.write_text("mapspace_constraints:\n" + "".join(f"- {e}\n" for e in entries))
+    cons = load_constraints(ctx.arch, [cons_file], ctx.problem)
+    for searcher in ("exhaustive", "random"):
+        with pytest.raises(CoexploreError) as err:
+            map_layer(ctx, cons, searcher, 300, seed=0)
+        assert "the constraints leave no mapping" in err.value.message and str(cons_file) in str(err.value.file)

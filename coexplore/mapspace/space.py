@@ -646,6 +646,12 @@ class MapSpace:
         `coexplore map` reports the size on every run); otherwise an upper bound that orders, per
         level, every dimension that can have a temporal factor > 1 there.
         """
+        if getattr(self, "_log10", None) is not None:     # (counted once: a space does not change)
+            return self._log10
+        self._log10 = self._count_log10()
+        return self._log10
+
+    def _count_log10(self) -> float:
         from coexplore.mapspace.enumerate import count_canonical
         try:
             n = count_canonical(self, max_factor_points=EXACT_SIZE_LIMIT)

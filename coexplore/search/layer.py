@@ -252,6 +252,13 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
     if seed is None:
         cache = None                # an unseeded run is not reproducible: never cached, never a hit
     ms = MapSpace(ctx.arch, ctx.problem, constraints)
+    if ms.log10_size() == float("-inf"):       # (counted exactly: no factorisation meets the constraints)
+        files = sorted({c.source for c in (constraints or {}).values() if getattr(c, "source", None)})
+        raise CoexploreError("the constraints leave no mapping of this layer (no split of its factors over "
+                             "the levels meets them: fixed factors, splits and fan-outs together)",
+                             file=", ".join(files) or None, key="constraints",
+                             expected="constraints some mapping can meet (fixed factors, splits, minimum "
+                                      "utilization and the fan-outs together)")
     if cache is not None:
         key, hit = _cache_entry(ctx, constraints, spec, ms, cache, budget=budget, seed=seed)
         if hit is not None:
