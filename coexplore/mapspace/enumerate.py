@@ -98,7 +98,10 @@ def _factor_chunks(ms, max_factor_points: int | None, chunk: int,
         if groups:
             for (cols, combos), k in zip(groups, _unravel(first, n, sizes)):
                 full[:, cols] = combos[k]
-        t, sx, sy = ms.decode_factors(full)
+        t, sx, sy = ms.decode_factors(full, merge=False)
+        one_axis = ~((sx > 1) & (sy > 1)).any(axis=(1, 2))     # a dimension on X and Y of one level: decoded
+        if not one_axis.all():                                   # onto one axis, another point's mapping
+            full, t, sx, sy = full[one_axis], t[one_axis], sx[one_axis], sy[one_axis]
         if ms.has_bounds:                 # factor bounds (X<=n, X>=n) and min parallelism
             ok = ms.bounds_kept(t, sx, sy)
             full, t = full[ok], t[ok]

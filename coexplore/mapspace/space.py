@@ -698,9 +698,12 @@ class MapSpace:
             keep[:, li, s] = X[:, pi] == 1
         return MappingArrays(t, sx, sy, perm, keep, self._spatial_order(sx, sy)).well_formed()
 
-    def decode_factors(self, X: np.ndarray, checked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def decode_factors(self, X: np.ndarray, checked: bool = False, merge: bool = True
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The loop bounds of `decode` alone: temporal, spatial X and spatial Y factors [n, L, D]
-        (what counting mappings and the factor bounds need, without loop orders and keeps)."""
+        (what counting mappings and the factor bounds need, without loop orders and keeps). With
+        `merge` False, a dimension's factors that the parameters put on both X and Y of one level
+        stay apart (`decode` keeps them on one axis: such points repeat another's mapping)."""
         if not checked:
             X = self.space.check(X)
         B, L, D = X.shape[0], self.L, self.D
@@ -718,7 +721,8 @@ class MapSpace:
             bounds[KIND_X, on_y, li, d] //= n
             bounds[KIND_Y, on_y, li, d] *= n
         t, sx, sy = bounds
-        merge_split_axes(sx, sy, self.x_allowed[None, :, :])
+        if merge:
+            merge_split_axes(sx, sy, self.x_allowed[None, :, :])
         return t, sx, sy
 
     def _spatial_order(self, sx: np.ndarray, sy: np.ndarray) -> np.ndarray | None:
