@@ -128,3 +128,13 @@ def test_constraints_no_mapping_meets_are_refused_before_the_search_naming_the_f
         with pytest.raises(CoexploreError) as err:
             map_layer(ctx, cons, searcher, 300, seed=0)
         assert "the constraints leave no mapping" in err.value.message and str(cons_file) in str(err.value.file)
+
+
+def test_a_quoted_split_is_its_number_and_a_missing_min_is_said_missing():
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.constraints import constraints_from_targets
+    a = load_architecture(Path(__file__).parent / "data" / "mapspace_small" / "arch.yaml")
+    assert constraints_from_targets([{"target": "GLB", "type": "spatial", "split": "1"}], a)["GLB"].split == 1
+    with pytest.raises(CoexploreError) as err:
+        constraints_from_targets([{"target": "RF", "type": "utilization"}], a)
+    assert err.value.message == "missing" and err.value.key == "targets[0].min"

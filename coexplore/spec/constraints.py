@@ -242,9 +242,12 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
                 c.origin[("permutation", kind)] = (None if file is None else str(file), f"{key}.permutation")
     if kind == "spatial" and body.get("split") is not None:
         split = body["split"]
+        if isinstance(split, str) and split.strip().isdigit():
+            split = int(split)             # (a quoted number: yaml-cpp's as<unsigned> reads it)
         if isinstance(split, bool) or not isinstance(split, int) or split < 0:
             raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
-                                 expected="a non-negative integer (v0.4 expressions are not evaluated)")
+                                 expected="a non-negative integer" + (" (v0.4 expressions are not evaluated)"
+                                                                      if isinstance(split, str) else ""))
         if c.split is not None and not (same_ok and c.split == split):
             raise _respecified("spatial split", level, file, f"{key}.split")
         c.split = split
@@ -278,7 +281,8 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
     elif kind in ("utilization", "parallelism"):
         v = body.get("min")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise CoexploreError(f"got {v!r}", file=file, key=f"{key}.min", expected="a number in [0, 1]")
+            raise CoexploreError("missing" if v is None else f"got {v!r}", file=file, key=f"{key}.min",
+                                 expected="a number in [0, 1] (Timeloop asserts a min)")
         if c.min_parallelism is not None and not (same_ok and c.min_parallelism == float(v)):
             raise _respecified("min parallelism/utilization", level, file, key)
         c.min_parallelism = float(v)
