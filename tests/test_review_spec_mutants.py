@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -443,9 +444,16 @@ def _cons(ctx, *targets):
     ({"type": "utilization", "min": 1.5}, "min"), ({"type": "utilization", "min": -0.1}, "min"),
 ])
 def test_constraint_values_timeloop_cannot_take_are_refused(ex5, body, key):
-    """A split counts dimensions (>= 0, not a boolean); a min utilization is a fraction in [0, 1]."""
+    """A split counts dimensions (>= 0, not a boolean); a min utilization is a fraction in [0, 1].
+    (A spatial constraint needs a level that fans out: the small design's GLB; ex5 has none.)"""
+    from coexplore.spec.architecture import load_architecture
+    from coexplore.spec.constraints import constraints_from_targets
     with pytest.raises(CoexploreError) as err:
-        _cons(ex5, {"target": "RegisterFile", **body})
+        if body["type"] == "spatial":
+            small = Path(__file__).parent / "data" / "mapspace_small" / "arch.yaml"
+            constraints_from_targets([{"target": "GLB", **body}], load_architecture(small), "c.yaml")
+        else:
+            _cons(ex5, {"target": "RegisterFile", **body})
     assert err.value.key.endswith(f".{key}")
 
 

@@ -71,6 +71,9 @@ class RLConfig:
 MAX_POLICY_VALUES = 20_000
 
 
+LIST_UNSEEN_MAX = 2 ** 20     # spaces this small list their unseen points once few are left (~10 ms)
+
+
 def check_policy_size(space: DiscreteSpace, who: str) -> None:
     """Refuse (CoexploreError) a space whose values are too many for a policy learner's tables."""
     card = np.asarray(space.cardinalities, dtype=np.int64)
@@ -434,8 +437,13 @@ class PolicySearcher(Searcher):
         return np.concatenate(out)
 
     def _mutants(self, parents: np.ndarray, n: int) -> np.ndarray:
-        """n new points, each a policy draw or parent with one or more parameters resampled."""
+        """n new points, each a policy draw or parent with one or more parameters resampled; in a
+        small space with few points left unseen, those points themselves (random mutants would
+        rarely meet them: hundreds of tries per ask, the search slowing to a crawl)."""
         memo = self._memo
+        unseen = self.space.size - len(memo) - len(memo.pending)
+        if self.space.size <= LIST_UNSEEN_MAX and unseen <= max(n, self.space.size // 100):
+            return self._unseen(parents, n)
         res: list[np.ndarray] = []
         have = 0
         base = self.best_x if self.best_x is not None else parents[0]
@@ -457,6 +465,19 @@ class PolicySearcher(Searcher):
         if have < n:  # the space is (nearly) exhausted: repeat known points
             res.append(pool[self.rng.integers(0, len(pool), n - have)])
         return np.concatenate(res)
+
+    def _unseen(self, parents: np.ndarray, n: int) -> np.ndarray:
+        """Up to n of the points not yet asked, drawn at random from a listing of the space; the
+        rest (none left) repeats parents."""
+        memo = self._memo
+        known = np.fromiter(list(memo.losses) + list(memo.pending), np.int64)
+        free = np.setdiff1d(np.arange(self.space.size, dtype=np.int64), known)
+        pick = self.rng.choice(free, size=min(n, len(free)), replace=False) if len(free) else free
+        memo.mark_pending(pick.tolist())
+        out = [self.space.unravel(pick)]
+        if len(pick) < n:
+            out.append(parents[self.rng.integers(0, len(parents), n - len(pick))])
+        return np.concatenate(out)
 
     def tell(self, batch: np.ndarray, losses: np.ndarray) -> np.ndarray:
         losses = super().tell(batch, losses)

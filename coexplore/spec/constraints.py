@@ -373,6 +373,8 @@ def _check_fans_out(arch: Architecture, level: str, file, key: str) -> None:
     stops there (there is no spatial tiling level to constrain)."""
     names = [lv.name for lv in arch.levels]
     li = names.index(level)
+    if arch.levels[li].from_container or arch.levels[li].is_dummy:
+        return          # (a container's level: timeloopfe writes its constraints whatever its mesh, as 1 x 1)
     if math.prod(arch.fanout(li)) == 1:
         inner = f"({names[li + 1]}) " if li + 1 < len(names) else ""
         raise CoexploreError(
