@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, CoexploreNote
 from coexplore.spec.workload import (CNN_LAYER_SHAPE, Layer, bundled_workloads, find_workload,
                                      layer_problem, load_workload, problem_yaml, read_problem,
                                      write_problem, write_problems)
@@ -194,6 +194,11 @@ def test_write_problems_writes_one_readable_file_per_layer(tmp_path):
     for p, lay in zip(paths, wl):
         back = read_problem(p)
         assert back.instance == lay.instance and back.shape == lay.shape
+    # the folder read back is the network: each layer as many times (a user study: AlexNet's grouped
+    # layers, count 2, came back once, 28% of its MACs lost without a word)
+    again = load_workload(tmp_path / "out")
+    assert [lay.count for lay in again] == [lay.count for lay in wl] and again.total_macs == wl.total_macs
+    assert any(lay.count > 1 for lay in wl)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -316,3 +321,20 @@ def test_a_grouped_depthwise_layer_spreads_its_channels_over_the_pe_array(tmp_pa
             ctx = load_context(arch, f)
             util[name] = map_layer(ctx, load_constraints(ctx.arch), "random", 500, seed=0).best["utilization"]
     assert util["mobilenet_v2"] <= 1 / 256 + 1e-12 < 0.1 < util["mobilenet_v2_grouped"]
+
+
+def test_a_bare_name_with_a_results_folder_of_that_name_here_is_the_bundled_workload(tmp_path, monkeypatch):
+    """User study: `coexplore map simba alexnet --all-layers --out alexnet` made ./alexnet, then read
+    the name alexnet as that empty folder ("a folder without problem files"); later commands naming
+    alexnet there read the result folder's YAML files as problems."""
+    monkeypatch.chdir(tmp_path)
+    bundled = find_workload("alexnet")
+    (tmp_path / "alexnet").mkdir()
+    with pytest.warns(CoexploreNote, match="bundled workload alexnet is used"):
+        assert find_workload("alexnet") == bundled
+    write_problem(load_workload(bundled).layer("conv2"), tmp_path / "alexnet" / "problem.yaml")
+    (tmp_path / "alexnet" / "result.json").write_text("{}")        # a map result folder
+    with pytest.warns(CoexploreNote):
+        assert find_workload("alexnet") == bundled
+    (tmp_path / "alexnet" / "result.json").unlink()                 # a folder of problem files: that one
+    assert find_workload("alexnet") == Path("alexnet")

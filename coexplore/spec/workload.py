@@ -213,6 +213,15 @@ def load_workload(path: str | Path) -> Workload:
     return Workload(name=name, layers=tuple(layers), path=path, **texts)
 
 
+RESULT_FILES = ("result.json", "summary.json", "schedule.json", "sweep.json", "online.json", ".run.json")
+
+
+def _holds_a_workload(folder: Path) -> bool:
+    """A folder of problem files, not a command's result folder (which `--out NAME` may have made
+    under a bundled workload's name) nor a folder without any YAML."""
+    return bool(problem_files(folder)) and not any((folder / f).exists() for f in RESULT_FILES)
+
+
 def problem_files(folder: Path) -> list[Path]:
     """The problem files a folder workload is read from, in its layers' (natural) order."""
     return sorted((p for p in Path(folder).iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()),
@@ -235,8 +244,24 @@ def _problem_folder(folder: Path) -> Workload:
                              "file, or '..': its results' folder would be another)", file=str(folder),
                              expected="problem files whose names do not start with '.'")
     name = folder.name if _NAME.match(folder.name) else "problems"
-    return Workload(name=name, layers=tuple(read_problem(p) for p in files), path=folder,
+    layers = tuple(dataclasses.replace(layer, count=_written_count(p)) for p, layer in
+                   ((p, read_problem(p)) for p in files))
+    return Workload(name=name, layers=layers, path=folder,
                     description=f"the {len(files)} Timeloop problem files of {folder}")
+
+
+_COUNT_NOTE = re.compile(r"^#.*\(count (\d+) in workload [^)]*\)\s*$")
+
+
+def _written_count(path: Path) -> int:
+    """How many times the layer runs, as `write_problems` notes it in the file's first line (a
+    comment, so the file stays a plain Timeloop problem); 1 for any other file."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            m = _COUNT_NOTE.match(fh.readline().rstrip("\n"))
+    except OSError:
+        return 1
+    return max(1, int(m.group(1))) if m else 1
 
 
 def read_problem(path: str | Path, name: str | None = None) -> Layer:
@@ -265,9 +290,16 @@ def find_workload(name_or_path: str | Path) -> Path:
     working directory has no `problems/` folder. Any other missing path is an error, never a
     bundled network of the same file name."""
     p = Path(name_or_path)
-    if p.exists():
-        return p
     bundled = resolve("problems", p)
+    if p.exists():
+        if p.is_dir() and len(p.parts) == 1 and bundled.exists() and not _holds_a_workload(p):
+            import warnings
+
+            from coexplore.errors import CoexploreNote
+            warnings.warn(CoexploreNote(f"{p}/ here is a folder of results (or of no problem files), not a "
+                                        f"workload: the bundled workload {p.name} is used"), stacklevel=2)
+            return bundled
+        return p
     if bundled.exists():
         return bundled
     names = ", ".join(q.stem for q in bundled_workloads()) or "none found"
@@ -450,7 +482,8 @@ def write_problem(layer: Layer, path: str | Path, header: str | None = None) -> 
 
 
 def write_problems(workload: Workload, folder: str | Path) -> list[Path]:
-    """One problem file per layer, `<workload>_<layer>.yaml`, in `folder`."""
+    """One problem file per layer, `<workload>_<layer>.yaml`, in `folder`; each notes its layer's
+    count in its first line (a comment), which reading the folder back as a workload takes."""
     folder = Path(folder)
     return [write_problem(layer, folder / f"{workload.name}_{layer.name}.yaml",
                           header=f"{workload.name}_{layer.name}: {_shape_name(layer)}, timeloop "
