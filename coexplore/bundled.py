@@ -55,6 +55,20 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
     return cand
 
 
+def record_name(path: str | Path) -> str:
+    """How a run record names an input file: `bundled:<kind>/<file>` for a bundled one, wherever the
+    running coexplore keeps them (a checkout's folders or the installed copy: `coexplore` and
+    `python -m coexplore` in a clone then make one run), else its absolute path."""
+    p = Path(path).resolve()
+    for kind in KINDS:
+        roots = [_HERE / "_bundled" / kind]
+        if (_HERE.parent / "pyproject.toml").is_file():
+            roots.append(_HERE.parent / kind)
+        if any(p.parent == r.resolve() for r in roots if r.is_dir()):
+            return f"bundled:{kind}/{p.name}"
+    return str(p)
+
+
 def bundled_names(kind: str) -> str:
     """The bundled `<kind>/` files' names, for a message about a name that is none of them."""
     return ", ".join(sorted(q.stem for q in bundled_dir(kind).glob("*.yaml"))) or "none found"

@@ -50,3 +50,19 @@ def test_an_installed_package_and_its_clone_have_one_digest(tmp_path):
     assert source_digest(copy) == plain
     (copy / "bundled_extra.py").write_text("x = 1\n")        # any other file still counts
     assert source_digest(copy) != plain
+
+
+def test_a_run_record_names_bundled_files_wherever_they_are_kept(tmp_path):
+    """User study: `coexplore map simba ...` (the installed copy of arch/) and `python -m coexplore
+    map simba ...` in a clone (the clone's arch/) recorded different paths, so each made its own
+    result folder; a bundled file is named by its place among the bundled ones."""
+    import shutil
+
+    from coexplore.bundled import bundled_dir, record_name
+    from coexplore.cli.paths import digests
+    simba = bundled_dir("arch") / "simba.yaml"
+    assert record_name(simba) == "bundled:arch/simba.yaml"
+    mine = tmp_path / "simba.yaml"
+    shutil.copy(simba, mine)
+    assert record_name(mine) == str(mine.resolve())             # a file of the user's: its path
+    assert list(digests(simba, mine)) == ["bundled:arch/simba.yaml", str(mine.resolve())]

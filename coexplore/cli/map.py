@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from coexplore.bundled import resolve
+from coexplore.bundled import record_name, resolve
 from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
 from coexplore.spec import template
@@ -198,7 +198,7 @@ def _run(args) -> int:
     label = f"{Path(args.problem).stem}-{ctx.problem.name}" if is_workload(args.problem) else ctx.problem.name
     def where(x, kind=None):     # a file as an absolute path (a bundled name as the file it names), else as given
         found = None if x is None else resolve(kind, x) if kind else Path(x)
-        return x if found is None or not found.exists() else str(found.resolve())
+        return x if found is None or not found.exists() else record_name(found)
     problem_file = resolve("problems", args.problem) if args.problem is not None else None
     found = _found_beside(ctx, constraints, args)          # an ERT or constraints file read without being named
     run_desc = {**run_header(),

@@ -218,7 +218,8 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
     from coexplore.spec import template
     given = [resolve("arch", args.arch), wl.path, args.ert, *(args.constraints or []),
              resolve("mappers", args.searcher) if args.searcher else None, *template.files_read()]
-    desc.update(all_layers=True, workload=str(wl.path), **run_header(),
+    from coexplore.bundled import record_name
+    desc.update(all_layers=True, workload=record_name(wl.path) if wl.path is not None else None, **run_header(),
                 inputs_sha256=digests(*[f for f in given if f]),
                 content_key=cache_key(**parts))
     return json.loads(json.dumps(desc, default=str))

@@ -24,7 +24,7 @@ import math
 import sys
 from pathlib import Path
 
-from coexplore.bundled import resolve
+from coexplore.bundled import record_name, resolve
 from coexplore.cli.paths import (show_progress, nonnegative, add_cache_option, command_record, chosen_dir,
                                  count_at_most, default_run_dir, digests, processes, remove_empty_created, run_key,
                                  seed, table_run_name)
@@ -354,8 +354,8 @@ def _run_description(args, scenario, train, names: list[str], loads: list[float]
     if args.table:
         desc["table"] = str(Path(args.table).resolve())
     else:
-        desc.update(system=str(resolve("arch", args.system).resolve()),      # (a bundled name: its file)
-                    workloads=[str(resolve("problems", w).resolve()) for w in args.workload] if args.workload else None,
+        desc.update(system=record_name(resolve("arch", args.system)),      # (a bundled name: its file)
+                    workloads=[record_name(resolve("problems", w)) for w in args.workload] if args.workload else None,
                     layer_searcher=args.layer_searcher,
                     layer_budget=job_table_budget(args),
                     layer_seed=0 if args.layer_seed is None else args.layer_seed)

@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+from coexplore.bundled import record_name
 from coexplore.errors import CoexploreError, write_error
 
 
@@ -160,7 +161,7 @@ def digests(*paths) -> dict[str, str]:
         if p is None:
             continue
         for f in problem_files(Path(p)) if Path(p).is_dir() else [Path(p)] if Path(p).is_file() else []:
-            out[str(f.resolve())] = hashlib.sha256(f.read_bytes()).hexdigest()
+            out[record_name(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
     return out
 
 

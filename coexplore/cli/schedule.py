@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from coexplore.bundled import resolve
+from coexplore.bundled import record_name, resolve
 from coexplore.cli.paths import (show_progress, add_cache_option, command_record, add_restart_option, chosen_dir, count, default_run_dir, digests,
                                  interrupted_note, keeps_earlier, open_cache, processes, remove_empty_created,
                                  run_checkpoint, seed, table_run_name)
@@ -267,8 +267,8 @@ def _run_description(args, mapper, budget: int) -> dict:
     if args.table:
         desc["table"] = str(Path(args.table).resolve())
     else:
-        desc.update(system=str(resolve("arch", args.system).resolve()),      # (a bundled name: its file)
-                    workloads=[str(resolve("problems", w).resolve()) for w in args.workload] if args.workload else None,
+        desc.update(system=record_name(resolve("arch", args.system)),      # (a bundled name: its file)
+                    workloads=[record_name(resolve("problems", w)) for w in args.workload] if args.workload else None,
                     layer_searcher=args.layer_searcher, layer_budget=job_table_budget(args),
                     layer_seed=_layer_seed(args))
     files = [args.table, mapper.file]

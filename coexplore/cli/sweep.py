@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from coexplore.bundled import resolve
+from coexplore.bundled import record_name, resolve
 from coexplore.cli.paths import (show_progress, add_cache_option, command_record, chosen_dir, count, default_run_dir, digests, open_cache,
                                  processes, run_key, seed)
 from coexplore.errors import CoexploreError
@@ -216,8 +216,8 @@ def _run_description(args, mapper, settings, spec) -> dict:
     import dataclasses
 
     from coexplore.cli.schedule import system_input_files
-    return {**run_header(), "system": str(Path(args.system).resolve()),
-            "workloads": [str(resolve("problems", w).resolve()) for w in args.workload] if args.workload
+    return {**run_header(), "system": record_name(resolve("arch", args.system)),
+            "workloads": [record_name(resolve("problems", w)) for w in args.workload] if args.workload
             else [str(w) for w in spec.workloads],
             "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,
             "layer_seed": settings.layer_seed, "searcher": mapper.searcher, "searcher_file": mapper.file,
@@ -238,7 +238,7 @@ def _system_content(system) -> dict:
     if isinstance(doc, dict):
         doc = {k: v for k, v in doc.items() if k != "objectives"}
     text = json.dumps(doc, sort_keys=True, default=str)
-    return {str(path.resolve()): "content " + hashlib.sha256(text.encode()).hexdigest()}
+    return {record_name(path): "content " + hashlib.sha256(text.encode()).hexdigest()}
 
 
 def _own_core_inputs(spec) -> list:
