@@ -51,7 +51,15 @@ class _LogBar(tqdm):
         now, start = self._time(), getattr(self, "start_t", None)    # none yet: tqdm's first draw (delay 0)
         if start is not None and (now < start + self.delay or now - self.last_print_t < self.mininterval):
             return False
+        self.logged = True
         return super().refresh(nolock=nolock, lock_args=lock_args)
+
+    def close(self):
+        """A bar that wrote lines ends with its final state, also one a terminal would clear
+        (`leave=False`): a log would otherwise stop at its last periodic line (49%)."""
+        if not self.disable and getattr(self, "logged", False) and not self.leave:
+            self.leave = True
+        super().close()
 
 
 def _log_interval() -> float:

@@ -354,3 +354,11 @@ def test_a_plugin_list_naming_none_says_nothing(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COEXPLORE_PLUGINS", ",")
     assert main(["cache", "stats", "--cache", str(tmp_path / "c.sqlite")]) == 0
     assert "plugin" not in capsys.readouterr().err
+
+
+def test_every_commands_help_lists_plugin(capsys):
+    """User study: `--plugin` may come after the command, but no command's --help listed it."""
+    for command in ("map", "schedule", "sweep", "online", "evaluate"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--plugin MODULE|FILE.py" in capsys.readouterr().out

@@ -108,3 +108,17 @@ def test_every_command_decides_on_bars_alike(monkeypatch):
         assert show_progress(argparse.Namespace(no_progress=False, json=True)) is tty
         assert show_progress(argparse.Namespace(no_progress=False, json=False))
         assert show_progress(argparse.Namespace(no_progress=False))
+
+
+def test_a_logged_bar_ends_with_its_final_state(monkeypatch):
+    """User study: `sweep ... 2> log` showed the layers' bar (leave=False) at 49% and never again,
+    though the layers were all mapped: a bar that wrote lines writes its last state too."""
+    monkeypatch.setenv("TQDM_MININTERVAL", "0.05")
+    out = io.StringIO()
+    bar = progress_bar(total=20, file=out, desc="map layers", leave=False)
+    for _ in range(10):
+        time.sleep(0.02)
+        bar.update(1)
+    bar.update(10)
+    bar.close()
+    assert out.getvalue().splitlines()[-1].startswith("map layers: 100%")

@@ -125,6 +125,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     chosen = _chosen_command(argv) if argv is not None else None
     for name in (chosen,) if chosen else COMMANDS:
         importlib.import_module(f"coexplore.cli.{name}").register(sub)
+    for command in sub.choices.values():     # (listed in each command's --help: it may come after the command)
+        command.add_argument("--plugin", action="append", default=argparse.SUPPRESS, metavar="MODULE|FILE.py",
+                             help="import a module of your own first (as before the command; repeatable)")
     return parser
 
 def _version() -> str:
