@@ -271,7 +271,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
     missing = [d for d in dims if d not in instance]
     if missing:                         # Timeloop's ParseWorkloadInstance asserts a bound for each
         strays = [str(k) for k in instance if k not in dims and k not in coeffs and k != "densities"
-                  and str(k) not in ("H", "W", "Hpad", "Wpad")]
+                  and str(k) not in TIMELOOPFE_INSTANCE_KEYS]
         why = (f"; {', '.join(strays)} {'is' if len(strays) == 1 else 'are'} no dimension of the shape" if strays else "")
         if "shape" not in prob:
             unread = [str(k) for k in prob if k not in PROBLEM_KEYS and not direct]
