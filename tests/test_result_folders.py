@@ -125,10 +125,12 @@ def test_a_schedule_of_a_table_beside_an_online_run_without_a_job_table_is_not_r
 
 
 def test_map_never_writes_over_its_own_input_in_the_out_folder(tmp_path, capsys, monkeypatch):
-    """`map ARCH problem.yaml --out .`: problem.yaml is an input and a file map writes; refused (exit
-    2), the input untouched. A hand-written mapping.yaml there is named among what is replaced."""
+    """`map ARCH problem.yaml --out .` with a workload file named problem.yaml: an input and a file
+    map writes (the layer as a Timeloop problem); refused (exit 2), the input untouched. A Timeloop
+    problem file of that name is no clash: map writes no problem.yaml for it (a user study)."""
     monkeypatch.chdir(tmp_path)
-    shutil.copy(LAYERS / "tiny_conv.yaml", tmp_path / "problem.yaml")
+    (tmp_path / "problem.yaml").write_text("workload:\n  layers:\n"
+                                           "  - {name: a, instance: {C: 4, M: 8, R: 3, S: 3, N: 1, P: 6, Q: 6}}\n")
     before = (tmp_path / "problem.yaml").read_bytes()
     arch = CORPUS / "arches" / "simba_like" / "processed.yaml"
     rc = main(["map", str(arch), "problem.yaml", "--budget", "50", "--no-cache", "--no-progress", "--out", "."])
@@ -136,12 +138,15 @@ def test_map_never_writes_over_its_own_input_in_the_out_folder(tmp_path, capsys,
     assert rc == 2 and "an input of this run" in err and "problem.yaml" in err, err
     assert (tmp_path / "problem.yaml").read_bytes() == before
     assert not (tmp_path / "result.json").exists()
+    shutil.copy(LAYERS / "tiny_conv.yaml", tmp_path / "problem.yaml")
+    before = (tmp_path / "problem.yaml").read_bytes()
+    assert main(["map", str(arch), "problem.yaml", "--budget", "50", "--no-cache", "--no-progress", "--out", "."]) == 0
+    assert (tmp_path / "problem.yaml").read_bytes() == before
     other = tmp_path / "o"
     other.mkdir()
     (other / "problem.yaml").write_text("# mine\n")
     assert main(["map", str(arch), "problem.yaml", "--budget", "50", "--no-cache", "--no-progress",
-                 "--out", str(other)]) == 2
-    assert "holds problem.yaml, which no coexplore run wrote" in capsys.readouterr().err
+                 "--out", str(other)]) == 0           # (a problem file given: map writes no problem.yaml)
     assert (other / "problem.yaml").read_text() == "# mine\n"
 
 
@@ -162,3 +167,25 @@ def test_a_schedule_never_replaces_files_no_run_wrote(tmp_path, capsys, own):
     for name in own:
         (out / name).unlink()
     assert main(args) == 0 and main(args) == 0          # a folder of coexplore's own: used again
+
+
+def test_a_killed_runs_files_are_its_own_not_the_users(tmp_path):
+    """User study: a sweep killed (SIGHUP, kill -9) before sweep.json left points.csv and pareto.csv
+    beside points.jsonl, and its rerun was refused as files "no coexplore run wrote"; so was a map
+    layer folder whose result.json was lost. A run's traces mark the folder as coexplore's."""
+    from coexplore.cli import paths
+    from coexplore.cli.paths import chosen_dir
+    run = {"seed": 0}
+    sweep = tmp_path / "sw"
+    sweep.mkdir()
+    for name in ("points.csv", "pareto.csv", "points.jsonl"):
+        (sweep / name).write_text("x\n")
+    assert chosen_dir(sweep, "sweep.json", run, "sweep", also_writes=("points.csv", "pareto.csv")) == sweep
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    (layer / "mapping.yaml").write_text("# coexplore map: best edp mapping of l1 on a\nmapping: []\n")
+    assert chosen_dir(layer, "result.json", run, "map", writes=("mapping.yaml",)) == layer
+    (layer / "mapping.yaml").write_text("# my own\nmapping: []\n")
+    with pytest.raises(CoexploreError, match="no coexplore run wrote"):
+        chosen_dir(layer, "result.json", run, "map", writes=("mapping.yaml",))
+    paths.release_held()

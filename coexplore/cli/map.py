@@ -219,7 +219,8 @@ def _run(args) -> int:
     # created before the search, not after; a default folder holding another run's result is kept
     # the default folder says which search made it: runs of several searchers or seeds side by side
     base = f"results/map/{ctx.arch.name}-{label}-{spec.searcher}-seed{args.seed}"
-    out = chosen_dir(args.out, "result.json", run_desc, "map", writes=("mapping.yaml", "map.txt", "problem.yaml"),
+    writes = ("mapping.yaml", "map.txt", *(("problem.yaml",) if is_workload(args.problem) else ()))
+    out = chosen_dir(args.out, "result.json", run_desc, "map", writes=writes,
                      inputs=(resolve("arch", args.arch), problem_file, args.ert, *(args.constraints or []))) if args.out \
         else default_run_dir(base, "result.json", run_desc)
     cache = None

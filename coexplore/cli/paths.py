@@ -198,8 +198,7 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writ
                              + ": writing here would lose it", file=str(out), key="--out",
                              expected=f"another --out folder, or delete {out / CHECKPOINT} to discard that state "
                                       "(the command of that run, with its inputs as they were, resumes it)")
-    states = (CHECKPOINT, ".train_state.json")   # an interrupted run's saved state: the folder is a run's
-    if claim is None and owner is None and not any((out / f).is_file() for f in states):
+    if claim is None and owner is None and not _a_runs_traces(out):
         # files no coexplore run wrote (the user's own mapping.yaml): the names this run writes at its end
         theirs = [n for n in (result_file, *writes, *also_writes) if (out / n).is_file()]
         if theirs:
@@ -363,6 +362,18 @@ def _claim(claim: Path, run: dict) -> bool:
         return False
     except OSError as exc:
         raise _unwritable(claim.parent, exc) from None
+
+
+def _a_runs_traces(out: Path) -> bool:
+    """What a coexplore run leaves before its result file (a stop, a kill): its saved search or
+    training state, a sweep's points.jsonl (each point as it ends), a mapping.yaml with map's header."""
+    if any((out / f).is_file() for f in (CHECKPOINT, ".train_state.json", "points.jsonl")):
+        return True
+    try:
+        with open(out / "mapping.yaml", encoding="utf-8", errors="replace") as fh:
+            return fh.readline().startswith("# coexplore map:")
+    except OSError:
+        return False
 
 
 def _unwritable(folder: Path, exc: OSError) -> CoexploreError:

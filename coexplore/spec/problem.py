@@ -78,6 +78,10 @@ def named_shape(name: str, file: str | None) -> dict:
     stem = re.sub(r"\.(yaml|yml)$", "", name)
     if stem in TIMELOOP_SHAPES:
         return TIMELOOP_SHAPES[stem]()
+    if re.sub(r"\.cfg$", "", name) == "gemm":           # (Timeloop ships it as libconfig only)
+        raise CoexploreError("problem shape 'gemm' is Timeloop's problem-shapes/gemm.cfg, a libconfig file, which "
+                             "coexplore does not read", file=file, key="problem.shape",
+                             expected="shape: gemm_ABZ (Timeloop's YAML GEMM shape), or the shape written out")
     raise CoexploreError(f"problem shape '{name}': no file {' or '.join(names)} in "
                          + (", ".join(dirs) if dirs else "$TIMELOOP_PROBLEM_SHAPE_DIR(S) (unset)")
                          + ", and not a shape Timeloop ships (Timeloop stops: problem shape files not found)",
