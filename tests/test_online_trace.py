@@ -224,3 +224,16 @@ def test_a_trace_in_the_out_folder_under_an_output_name_is_not_written_over(tmp_
     err = capsys.readouterr().err
     assert rc == 2 and "an input of this run" in err and "--out" in err, err
     assert trace.read_text() == text and sorted(p.name for p in out.iterdir()) == ["requests.csv"]
+
+
+def test_a_deadline_met_at_its_cycle_stays_met_whatever_rounding_the_events_bring(tmp_path, capsys):
+    """User study (hand computed): two requests of a 100-cycle layer needing 11 bytes/cycle each on a
+    10 bytes/cycle system share it and end at exactly 220, their deadline; a third arrival at cycle 3
+    split the run and they ended at 220.00000000000003: late, SLA rate 1/3 instead of 1."""
+    (tmp_path / "t.csv").write_text("job,dnn,lat_c0,lat_c1,bw_c0,bw_c1\na.l,a,100,100,11,11\n")
+    (tmp_path / "r.csv").write_text("arrival_cycle,deadline_cycle,dnn\n0,220,a\n0,220,a\n3,1000,a\n")
+    assert main(["online", "--table", str(tmp_path / "t.csv"), "--bandwidth", "10", "--trace", str(tmp_path / "r.csv"),
+                 "--load", "1", "--schedulers", "fcfs,edf", "--no-plot", "--json", "--no-progress",
+                 "--out", str(tmp_path / "o")]) == 0
+    got = json.loads(capsys.readouterr().out)["schedulers"]
+    assert got["fcfs"]["sla_rate"] == 1.0 and got["edf"]["sla_rate"] == 1.0
