@@ -237,3 +237,16 @@ def test_a_deadline_met_at_its_cycle_stays_met_whatever_rounding_the_events_brin
                  "--out", str(tmp_path / "o")]) == 0
     got = json.loads(capsys.readouterr().out)["schedulers"]
     assert got["fcfs"]["sla_rate"] == 1.0 and got["edf"]["sla_rate"] == 1.0
+
+
+def test_scheduler_names_are_case_blind_and_named_once(tmp_path, capsys):
+    """User study: `--schedulers fcfs,RELMAS` was refused with Python-API advice, `fcfs,FCFS` ran
+    fcfs twice (columns finish_fcfs and finish_FCFS)."""
+    (tmp_path / "t.csv").write_text("job,dnn,lat_c0,bw_c0\na.l,a,100,1\n")
+    (tmp_path / "r.csv").write_text("arrival_cycle,deadline_cycle,dnn\n0,220,a\n5,300,a\n")
+    base = ["online", "--table", str(tmp_path / "t.csv"), "--bandwidth", "10", "--trace", str(tmp_path / "r.csv"),
+            "--load", "1", "--no-plot", "--no-progress", "--json"]
+    assert main([*base, "--schedulers", "fcfs,FCFS", "--out", str(tmp_path / "a")]) == 2
+    assert "distinct scheduler names" in capsys.readouterr().err
+    assert main([*base, "--schedulers", "EDF,RELMAS", "--train-generations", "1", "--out", str(tmp_path / "b")]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["schedulers"]) == ["edf", "relmas"]

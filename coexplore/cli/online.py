@@ -195,8 +195,9 @@ def _checked_options(args) -> tuple:
     for option in ("trace", "policy", "table"):       # (an unset shell variable: not "no file")
         if getattr(args, option) == "":
             raise CoexploreError("an empty path", key=f"--{option}", expected="a file")
-    names = [n.strip() for n in args.schedulers.split(",")]
-    if not all(names) or len(set(names)) != len(names):      # (an empty name: 'edf,' or 'edf,,fcfs')
+    names = [n.strip().lower() for n in args.schedulers.split(",")]     # (names are case-blind: FCFS is fcfs)
+    args.schedulers = ",".join(names)
+    if not all(names) or len(set(names)) != len(names):      # (an empty name: 'edf,' or 'edf,,fcfs', or 'fcfs,FCFS')
         raise CoexploreError(f"schedulers {args.schedulers!r}", key="--schedulers",
                              expected="a comma-separated list of distinct scheduler names")
     for n in names:
