@@ -37,9 +37,10 @@ def test_files_found_beside_arch_and_a_bundled_workload_are_recorded(tmp_path):
     assert run["found"] == {"ert": str((arch / "ERT.yaml").resolve()),
                             "constraints": [str((arch / "constraints.yaml").resolve())]}
     digests = run["inputs_sha256"]
-    for f in (arch / "processed.yaml", arch / "ERT.yaml", arch / "constraints.yaml",
-              bundled_dir("problems") / "resnet50.yaml"):
+    for f in (arch / "processed.yaml", arch / "ERT.yaml", arch / "constraints.yaml"):
         assert digests[str(f.resolve())] == _sha(f)
+    # a bundled file by its place among the bundled ones (the same name for a clone's and an install's)
+    assert digests["bundled:problems/resnet50.yaml"] == _sha(bundled_dir("problems") / "resnet50.yaml")
     assert run["versions"]["numpy"] == metadata.version("numpy") and run["versions"]["python"]
 
 
