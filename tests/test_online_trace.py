@@ -250,3 +250,16 @@ def test_scheduler_names_are_case_blind_and_named_once(tmp_path, capsys):
     assert "distinct scheduler names" in capsys.readouterr().err
     assert main([*base, "--schedulers", "EDF,RELMAS", "--train-generations", "1", "--out", str(tmp_path / "b")]) == 0
     assert sorted(json.loads(capsys.readouterr().out)["schedulers"]) == ["edf", "relmas"]
+
+
+def test_a_trace_of_one_instant_keeps_its_mix(tmp_path, capsys):
+    """User study: two m1 requests and one m2, all at cycle 0: the trace's 2:1 mix was dropped
+    (equal rates), so the load against capacity said 1.33 for the hand-computed 1.6."""
+    (tmp_path / "t.csv").write_text("job,dnn,lat_c0,lat_c1,bw_c0,bw_c1,en_c0,en_c1\n"
+                                    "m1.l1,m1,100,inf,0,0,1000,0\nm2.l1,m2,50,80,0,0,500,800\n")
+    (tmp_path / "r.csv").write_text("arrival_cycle,deadline_cycle,dnn\n0,100,m1\n0,100,m1\n0,80,m2\n")
+    assert main(["online", "--table", str(tmp_path / "t.csv"), "--bandwidth", "10", "--trace", str(tmp_path / "r.csv"),
+                 "--load", "1", "--schedulers", "fcfs", "--no-plot", "--json", "--no-progress",
+                 "--out", str(tmp_path / "o")]) == 0
+    # (the study's hand computation of the offered load at the 2:1 mix)
+    assert json.loads(capsys.readouterr().out)["load_of_capacity"] == pytest.approx(1.6)

@@ -543,6 +543,11 @@ def _trace_streams(args, system, scenario):
             raise CoexploreError("its arrivals span no time, so its load cannot be measured", file=args.trace,
                                  key="arrival_cycle", expected="--load RHO for relmas's training and the load figures")
         measured = None
+        import numpy as np
+        counts = np.bincount(np.concatenate([st.model for st in streams.values()]),
+                             minlength=len(system.models)).astype(float)
+        if counts.sum() > 0:              # (no rates, but the requests' shares are the trace's mix)
+            scenario = dataclasses.replace(scenario, mix=tuple(float(x) for x in counts / counts.sum()))
     else:
         measured = offered_load(system, rates, scenario.basis)
         scenario = dataclasses.replace(scenario, mix=tuple(float(x) for x in rates / rates.sum()))
