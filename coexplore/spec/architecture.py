@@ -180,6 +180,16 @@ class Architecture:
     def level_names(self) -> list[str]:
         return [lv.name for lv in self.levels]
 
+    def no_spatial_level(self, i: int) -> str | None:
+        """Timeloop's parser message for a spatial directive or constraint at storage level i (0 =
+        the backing store) when nothing fans out below it; None where something does."""
+        if math.prod(self.fanout(i)) > 1:
+            return None
+        inner = f"({self.levels[i + 1].name}) " if i + 1 < len(self.levels) else ""
+        return (f"cannot find spatial tiling level associated with storage level {self.levels[i].name}. This is "
+                f"because the number of instances of the next-inner level {inner}is the same as this level, which "
+                "means there cannot be a spatial fanout.")
+
     def fanout(self, i: int) -> tuple[int, int]:
         """X and Y fan-out from storage level i (0 = the backing store) to the next inner level."""
         lv = self.levels[i]

@@ -7,7 +7,6 @@ apply to its `inter_<container>_spatial` level, as timeloopfe flattens them).
 
 from __future__ import annotations
 
-import math
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from coexplore.errors import CoexploreError, CoexploreWarning, did_you_mean
 from coexplore.spec.architecture import Architecture
-from coexplore.spec.problem import MAX_OPERATIONS
+from coexplore.spec.problem import MAX_OPERATIONS, int_text
 from coexplore.spec.yamlio import load_yaml
 
 # Timeloop's factor syntax (constraints.cpp): `C=1`, `M<=4`, `P>=2`, also `R3` (the '=' is optional);
@@ -241,9 +240,7 @@ def _apply(c: LevelConstraints, kind: str, body: dict, file, key, level: str = "
                 setattr(c, f"{kind}_permutation", perm)
                 c.origin[("permutation", kind)] = (None if file is None else str(file), f"{key}.permutation")
     if kind == "spatial" and body.get("split") is not None:
-        split = body["split"]
-        if isinstance(split, str) and split.strip().isdigit():
-            split = int(split)             # (a quoted number: yaml-cpp's as<unsigned> reads it)
+        split = int_text(body["split"])
         if isinstance(split, bool) or not isinstance(split, int) or split < 0:
             raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
                                  expected="a non-negative integer" + (" (v0.4 expressions are not evaluated)"
@@ -371,17 +368,12 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
 def _check_fans_out(arch: Architecture, level: str, file, key: str) -> None:
     """A spatial constraint at a level without a fan-out below it: Timeloop's FindTargetTilingLevel
     stops there (there is no spatial tiling level to constrain)."""
-    names = [lv.name for lv in arch.levels]
-    li = names.index(level)
+    li = [lv.name for lv in arch.levels].index(level)
     if arch.levels[li].from_container or arch.levels[li].is_dummy:
         return          # (a container's level: timeloopfe writes its constraints whatever its mesh, as 1 x 1)
-    if math.prod(arch.fanout(li)) == 1:
-        inner = f"({names[li + 1]}) " if li + 1 < len(names) else ""
-        raise CoexploreError(
-            f"cannot find spatial tiling level associated with storage level {level}. This is because the number "
-            f"of instances of the next-inner level {inner}is the same as this level, which means there cannot be "
-            "a spatial fanout.", file=file, key=f"{key}.target",
-            expected="a spatial constraint only at a level that fans out (timeloop-mapper stops otherwise)")
+    if (said := arch.no_spatial_level(li)) is not None:
+        raise CoexploreError(said, file=file, key=f"{key}.target",
+                             expected="a spatial constraint only at a level that fans out (timeloop-mapper stops otherwise)")
 
 
 def branch_bypasses(out: dict[str, LevelConstraints], arch: Architecture) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from coexplore.errors import CoexploreError
 from coexplore.spec.architecture import Architecture
-from coexplore.spec.problem import MAX_OPERATIONS, Problem
+from coexplore.spec.problem import MAX_OPERATIONS, Problem, int_text
 from coexplore.spec.yamlio import load_yaml, write_yaml
 
 
@@ -192,8 +192,7 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
             lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
         elif kind == "spatial":
             li = names.index(target)
-            if math.prod(arch.fanout(li)) == 1:     # Timeloop's parser: no spatial tiling level there
-                inner = f"({names[li + 1]}) " if li + 1 < len(names) else ""
+            if (said := arch.no_spatial_level(li)) is not None:     # Timeloop's parser: no spatial tiling level
                 below = next((n for j, n in enumerate(names[li + 1:], li + 1) if math.prod(arch.fanout(j)) > 1), None)
                 hint = ""
                 if below is not None:             # a v0.4 container's fan-out is its dummy level's
@@ -201,17 +200,12 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                     owner = f"container {container.group(1)}" if container else below
                     named = container.group(1) if container and below in containers else below   # (flattened: its level)
                     hint = f"; the fan-out below it is {owner}'s: target: {named}"
-                raise CoexploreError(
-                    f"cannot find spatial tiling level associated with storage level {target}. This is because "
-                    f"the number of instances of the next-inner level {inner}is the same as this level, which "
-                    "means there cannot be a spatial fanout.", file=file, key=f"{key}.target",
+                raise CoexploreError(said, file=file, key=f"{key}.target",
                     expected="a spatial directive only at a level that fans out (as timeloop-model requires)" + hint)
             lm.spatial = _parse_factors(entry.get("factors"), **factors)
             lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
                                                  key=f"{key}.permutation", dims=dims)
-            split = entry.get("split")     # each spatial directive sets it (Timeloop: all-X when not given)
-            if isinstance(split, str) and split.strip().isdigit():
-                split = int(split)         # (a quoted number: yaml-cpp's as<unsigned> reads it)
+            split = int_text(entry.get("split"))   # each spatial directive sets it (Timeloop: all-X when not given)
             if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split < 0):
                 raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
                                      expected="a non-negative integer (dimensions on the X axis)")

@@ -152,7 +152,7 @@ def check_operations(bounds, file, key: str) -> None:
                              "and floats)")
 
 
-def _int_text(value: Any) -> Any:
+def int_text(value: Any) -> Any:
     """'112' as 112: Timeloop's YAML reader takes a quoted whole number as the number."""
     return int(value) if isinstance(value, str) and value.strip().isdigit() else value
 
@@ -177,7 +177,7 @@ def _coefficient(value: Any, file: str | None, key: str) -> int:
     """A stride, dilation or other projection coefficient: Timeloop's shapes multiply a dimension's
     index by it, so it is a positive integer (0 or less gives negative or empty tensors, and
     numbers for no real layer)."""
-    value = _int_text(value)
+    value = int_text(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise CoexploreError(f"got {value!r}", file=file, key=key,
                              expected="a positive integer (strides, dilations and other coefficients are >= 1)")
@@ -287,7 +287,7 @@ def parse_problem(data: Any, file: str | None = None, name: str | None = None) -
                                       "unused: Timeloop stops without one)")
     bounds = []
     for d in dims:
-        v = _int_text(instance[d])
+        v = int_text(instance[d])
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise CoexploreError(f"got {v!r}", file=file, key=f"{ikey}.{d}",
                                  expected="a positive integer bound")
