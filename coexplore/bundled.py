@@ -34,10 +34,16 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
     if p.is_file():
         return p
     # (not when the working directory has a folder of that name: a typo there is the user's file missing)
-    if not p.is_absolute() and len(p.parts) == 2 and p.parts[0] == kind and not Path(kind).exists():
+    if not p.is_absolute() and len(p.parts) == 2 and p.parts[0] == kind:
         cand = bundled_dir(kind) / p.parts[1]
-        if cand.is_file():
+        if cand.is_file() and not Path(kind).exists():
             return cand
+        if cand.is_file():               # the user's folder is read, and lacks the file: say where the bundled one is
+            import warnings
+            from coexplore.errors import CoexploreNote
+            warnings.warn(f"'{p}' is not in this folder's {kind}/, so it is missing: the bundled {kind}/{cand.name} "
+                          f"stands in only where the working directory has no {kind}/ folder (give "
+                          f"'{cand.stem}' to read the bundled one)", CoexploreNote, stacklevel=2)
     if p.suffix:
         return p
     cand = bundled_dir(kind) / f"{p.name}.yaml"

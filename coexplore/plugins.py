@@ -38,6 +38,36 @@ def prints_to_stderr(obj):
     return contextlib.redirect_stdout(sys.stderr) if is_plugins(obj) else contextlib.nullcontext()
 
 
+def label(obj) -> str:
+    """How a message names a plugin's class or function: its file and name (`my_searchers.py's Hill`)
+    for a plugin file, else its module and name."""
+    owner = obj if isinstance(obj, type) or callable(obj) and hasattr(obj, "__code__") else type(obj)
+    module = str(getattr(owner, "__module__", ""))
+    path = getattr(sys.modules.get(module), "__file__", None)
+    if module.startswith("_coexplore_plugin_") and path:
+        return f"{Path(path).name}'s {owner.__qualname__}"
+    return f"{module}.{owner.__qualname__}"
+
+
+@contextlib.contextmanager
+def plugins_code(obj, what: str, expected: str, key: str):
+    """A block that says an exception a plugin's `obj` (an instance, class or function) raised in
+    `what` as the plugin's: one CoexploreError naming it, not a bug of coexplore's (a traceback);
+    what it prints goes to stderr (stdout may carry a command's --json). coexplore's own code is
+    left as it is (its exceptions are bugs, shown as such)."""
+    own = not is_plugins(obj)
+    try:
+        with prints_to_stderr(obj):
+            yield
+    except (CoexploreError, KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:
+        if own:
+            raise
+        raise CoexploreError(f"{label(obj)} (a plugin's code) raised {type(exc).__name__} in {what}: {exc}",
+                             key=key, expected=expected) from exc
+
+
 def _split(text: str) -> list[str]:
     return [p.strip() for p in text.replace(os.pathsep, ",").split(",") if p.strip()]
 

@@ -234,3 +234,50 @@ def test_another_classs_bank_count_spelling_is_said_not_read(spelling):
     assert est.actions == plain.actions                       # (it is indeed not read)
     assert not estimate_component("SRAM", {"width": 64, "depth": 1024, "technology": "45nm", spelling: 8,
                                            "n_banks": 8}).warnings
+
+
+def test_another_spelling_of_the_bank_count_beside_a_default_n_banks_is_said():
+    """User study: on the CLI timeloopfe's default `n_banks: 2` is always there, so `nbanks: 8` was
+    priced as 2 banks without a word."""
+    est = estimate_component("SRAM", {"width": 64, "depth": 1024, "technology": "45nm", "n_banks": 2, "nbanks": 8})
+    assert any("nbanks" in w and "n_banks 2, not 8" in w for w in est.warnings)
+    two = estimate_component("SRAM", {"width": 64, "depth": 1024, "technology": "45nm", "n_banks": 2})
+    assert est.actions == two.actions
+
+
+def test_a_dram_type_under_another_key_is_said_with_the_type_priced():
+    est = estimate_component("DRAM", {"width": 64, "dram_type": "HBM2"})
+    assert any("'dram_type'" in w and "priced as LPDDR4" in w and "HBM2" in w for w in est.warnings)
+    assert est.actions == estimate_component("DRAM", {"width": 64}).actions
+    assert not estimate_component("DRAM", {"width": 64, "type": "HBM2"}).warnings
+
+
+def test_sram_at_32nm_says_it_is_derived_from_one_40nm_run():
+    """User study: the 32 nm Eyeriss-like global buffer is 14-17% off Accelergy with no word said."""
+    attrs = {"width": 64, "depth": 16384, "n_banks": 32}
+    assert any("32nm" in w and "40nm CACTI run" in w
+               for w in estimate_component("SRAM", {**attrs, "technology": "32nm"}).warnings)
+    assert not estimate_component("SRAM", {**attrs, "technology": "45nm"}).warnings
+
+
+@pytest.mark.parametrize("cls", ["smartbuffer_RF", "smartbuffer_SRAM"])
+def test_smartbuffers_are_no_primitives_accelergy_knows(cls):
+    """With no compound classes (`classes: []`, --classes primitives) Accelergy has no smartbuffer
+    class: priced as the example designs' compound, flagged so."""
+    attrs = {"width": 16, "depth": 192, "technology": "45nm"}
+    est = estimate_component(cls, attrs, classes="primitives")
+    assert not est.accelergy_compatible and any("no Accelergy primitive" in w for w in est.warnings)
+    assert est.actions == estimate_component(cls, attrs).actions
+    assert estimate_component(cls, attrs).accelergy_compatible
+
+
+def test_a_v03_components_folder_beside_the_architecture_is_said_not_read(tmp_path):
+    import warnings
+
+    from coexplore.energy.pricing import class_set
+    (tmp_path / "components").mkdir()
+    (tmp_path / "components" / "smartbuffer_RF.yaml").write_text("compound_components: {}\n")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert class_set({}, None, tmp_path / "arch.yaml") == "example_designs"
+    assert any("smartbuffer_RF" in str(w.message) and "does not read" in str(w.message) for w in said)

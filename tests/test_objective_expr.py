@@ -233,3 +233,11 @@ def test_bad_losses_in_a_network_leave_no_folder(tmp_path, capsys, jobs):
     err = capsys.readouterr().err
     assert rc == 2 and "key '--objective'" in err and "mappers/ga.yaml" not in err, err
     assert not out.exists(), sorted(p.name for p in out.rglob("*"))
+
+
+def test_a_function_giving_minus_infinity_is_the_objectives_error(tiny):
+    """User study: this was an error of 'tell', which the user never called."""
+    ctx, cons = tiny
+    with pytest.raises(CoexploreError, match="the objective returned -inf") as err:
+        map_layer(ctx, cons, "random", 200, seed=0, objective=lambda m: np.where(m["cycles"] > 0, -np.inf, m["energy"]))
+    assert err.value.key == "objective"

@@ -362,3 +362,102 @@ def test_every_commands_help_lists_plugin(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "--plugin MODULE|FILE.py" in capsys.readouterr().out
+
+
+BROKEN = '''
+from dataclasses import dataclass
+from coexplore.online import schedulers
+from coexplore.search import registry
+from coexplore.search.base import Searcher
+
+
+@dataclass
+class Needs:
+    k: int
+
+
+@dataclass
+class Empty:
+    pass
+
+
+class Fine(Searcher):
+    def __init__(self, space, config=None, seed=0):
+        super().__init__(seed)
+        self.space = space
+
+    def ask(self, n):
+        return self.space.sample(self.rng, n)
+
+
+class Boom(Fine):
+    def __init__(self, space, config=None, seed=0):
+        raise RuntimeError("init boom")
+
+
+class TwoArgs(Fine):
+    def __init__(self, space, seed=0):
+        super().__init__(space, None, seed)
+
+
+class Raises(schedulers.Scheduler):
+    def reset(self, sim, seed):
+        pass
+
+    def decide(self, sim):
+        raise ValueError("decide boom")
+
+
+class Nothing(Raises):
+    def decide(self, sim):
+        return None
+
+
+registry.SEARCHERS.update(bx_init=(Boom, Empty), bx_args=(TwoArgs, Empty), bx_cfg=(Fine, Needs))
+schedulers.HEURISTICS.update(bx_raises=Raises, bx_none=Nothing)
+'''
+
+
+@pytest.mark.parametrize("searcher,says", [
+    ("bx_init", "broken.py's Boom (a plugin's code) raised RuntimeError in __init__: init boom"),
+    ("bx_args", "broken.py's TwoArgs (a plugin's code) raised TypeError in __init__"),
+    ("bx_cfg", "broken.py's Needs (a plugin's code) raised TypeError in config")])
+def test_a_plugin_searcher_that_cannot_be_built_is_the_plugins_error(tmp_path, capsys, searcher, says):
+    """User study: these were tracebacks and 'internal error (a bug in coexplore)', exit 3."""
+    from coexplore import plugins
+    from coexplore.search import registry
+    (tmp_path / "broken.py").write_text(BROKEN)
+    try:
+        rc = main(["--plugin", str(tmp_path / "broken.py"), "map", str(ARCH), str(LAYER), "--searcher", searcher,
+                   "--budget", "50", "--no-cache", "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err and says in err, err
+    finally:
+        for k in ("bx_init", "bx_args", "bx_cfg"):
+            registry.SEARCHERS.pop(k, None)
+        plugins._LOADED.clear()
+
+
+def test_a_plugin_online_policy_that_raises_or_answers_nothing_is_the_plugins_error(tmp_path):
+    from coexplore import plugins
+    from coexplore.errors import CoexploreError
+    from coexplore.online import schedulers
+    from coexplore.online.models import served_system
+    from coexplore.online.simulator import simulate
+    from coexplore.online.stream import Scenario, poisson_stream
+    (tmp_path / "broken.py").write_text(BROKEN)
+    try:
+        plugins.load(str(tmp_path / "broken.py"))
+        from coexplore.system.jobs import Job, JobTable
+        lat = np.array([[100.0, 150.0], [80.0, 60.0]])
+        system = served_system(JobTable([Job(name=f"d{i}.l", dnn=f"d{i}", layer="l") for i in range(2)], ["a", "b"],
+                                        lat, np.ones_like(lat), np.ones_like(lat)), 16.0)
+        stream = poisson_stream(system, Scenario(requests=10), 0)
+        with pytest.raises(CoexploreError, match="broken.py's Raises .a plugin's code. raised ValueError in decide"):
+            simulate(system, stream, "bx_raises")
+        with pytest.raises(CoexploreError, match="broken.py's Nothing answered decide.sim. with NoneType"):
+            simulate(system, stream, "bx_none")
+    finally:
+        schedulers.HEURISTICS.pop("bx_raises", None)
+        schedulers.HEURISTICS.pop("bx_none", None)
+        plugins._LOADED.clear()

@@ -981,6 +981,7 @@ def test_a_stop_in_a_searchs_last_batch_ends_the_sweep(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         run_sweep(spec, SweepSettings(layer_budget=60, budget=60), store)      # (one batch per layer search)
     assert asked == [True] and store.records == {}
+    assert not list((tmp_path / "o" / "points").glob("*"))     # (user study: the stopped point's folder stayed)
 
 
 def test_a_stop_as_a_point_ends_is_the_sweeps_end(tmp_path, monkeypatch):
@@ -1040,3 +1041,19 @@ def test_an_edited_line_or_a_deleted_point_folder_runs_that_point_again(tmp_path
     assert (tmp_path / "o" / "points" / "p1" / "jobs.csv").is_file()
     rc, _, err = _sweep(argv, capsys)
     assert rc == 0 and "were edited" not in err and "4 already done" in err
+
+
+def test_an_axis_value_is_spelled_as_the_sweep_file_spells_it():
+    """User study: a null axis value was `None` in the summary, an empty cell in points.csv (as a
+    missing number) and `none` in the report."""
+    import csv
+    import io
+
+    from coexplore.cli.sweep import _shown
+    from coexplore.report.html import fmt_value
+    from coexplore.sweep.store import points_csv
+    rec = {"point": "p0", "values": {"a": None, "b": True, "c": 12.8, "d": 4}, "status": "failed", "error": "x"}
+    row = next(csv.DictReader(io.StringIO(points_csv([rec], ["a", "b", "c", "d"], [False]))))
+    assert (row["a"], row["b"], row["c"], row["d"]) == ("null", "true", "12.8", "4")
+    assert [_shown(v) for v in (None, True, 12.8)] == ["null", "true", "12.8"]
+    assert fmt_value(None) == "null"

@@ -136,6 +136,17 @@ def test_the_bundled_magma_yaml_edited_to_the_original_quirks_is_accepted(tmp_pa
     rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", str(y), "--budget", "200",
                "--json", "--out", str(tmp_path / "o"), "--no-plot"])
     assert rc == 0, capsys.readouterr().err
+    # user study: the run record said islands 2, warm start and dedup on, none of which ran
+    ran = json.loads((tmp_path / "o" / "schedule.json").read_text())["run"]["config"]
+    assert (ran["islands"], ran["warm_start"], ran["dedup"], ran["original_quirks"]) == (1, False, False, True)
+    same = tmp_path / "m2.yaml"              # what ran, spelled out: the same schedule
+    same.write_text(y.read_text().replace("islands: 2", "islands: 1").replace("warm_start: true", "warm_start: false")
+                    .replace("dedup: true", "dedup: false").replace("  merge_at: 0.7\n", ""))
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--searcher", str(same), "--budget", "200",
+               "--json", "--out", str(tmp_path / "o2"), "--no-plot"])
+    assert rc == 0, capsys.readouterr().err
+    again = json.loads((tmp_path / "o2" / "schedule.json").read_text())
+    assert again["makespan"] == json.loads((tmp_path / "o" / "schedule.json").read_text())["makespan"]
 
 
 def test_schedule_takes_a_mapper_yaml_and_its_config_takes_effect(tmp_path, capsys):

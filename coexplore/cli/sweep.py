@@ -383,7 +383,8 @@ def axis_labels(paths: list[str]) -> list[str]:
 def _shown(value, width: int = 32) -> str:
     """An axis value in the summary: as written (a file path too: two designs are often both
     `arch.yaml`), its end when longer than `width`."""
-    text = str(value)
+    from coexplore.sweep.store import axis_text
+    text = axis_text(value)
     return text if len(text) <= width else "..." + text[-(width - 3):]
 
 

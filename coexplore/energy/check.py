@@ -133,6 +133,11 @@ def format_table(summary: dict) -> str:
         for act, s in entry["actions"].items():
             lines.append(f"{'':18s} {act:8s} {s['rows']:5d} {pct(s['median_rel_err']):>8s} "
                          f"{pct(s['p95_rel_err']):>8s} {pct(s['max_rel_err']):>8s}")
+    fitted = [c for c in ("SRAM", "smartbuffer_SRAM") if c in summary["classes"]]
+    if fitted and str(summary["estimator"]).startswith("coexplore-builtin"):
+        lines.append(f"({', '.join(fitted)}: the built-in CACTI surfaces were fitted to the grid's own CACTI runs, "
+                     "so on grid rows these are fit residuals; on sizes outside that data expect a median ~2.7% and "
+                     "a p95 ~12-13% (leave one run out, docs/readme_energy.md))")
     reasons = list(dict.fromkeys(str(u["reason"]) for u in summary["unsupported"]))
     lines.append(f"rows compared: {summary['rows']}; unsupported rows: {len(summary['unsupported'])}"
                  + (f" (e.g. {reasons[0]}{f'; {len(reasons) - 1} other reasons' if len(reasons) > 1 else ''})"

@@ -137,13 +137,18 @@ def _near_misses(attrs: dict, cls: str) -> list[str]:
     reads = {"technology", "global_cycle_seconds", *_PORTS, *_READS.get(cls, ())}
     reads |= {a for k in list(reads) for a in _ALIASES.get(k, ())}
     out = []
-    if "n_banks" in reads and "n_banks" not in attrs:       # other classes' spellings of it: not read here
+    if "n_banks" in reads:       # other classes' spellings of it: not read here (n_banks may be a default)
         for k in ("nbanks", "num_banks", "num-banks"):
-            if k in attrs:
+            if k in attrs and attrs.get("n_banks") != attrs[k]:
+                used = f"n_banks {attrs['n_banks']}" if "n_banks" in attrs else "its default bank count"
                 out.append(f"attribute '{k}' is not read by the {cls} estimate, which reads n_banks (as Accelergy's "
-                           f"CACTI plug-in): priced with its default bank count, not {attrs[k]}")
+                           f"CACTI plug-in): priced with {used}, not {attrs[k]}")
     for k in map(str, attrs):
         if k in reads or k in _OTHERS or k.replace("-", "_") in reads:
+            continue
+        if cls == "DRAM" and k.lower().replace("-", "_").endswith("type"):      # dram_type, memory-type
+            out.append(f"attribute '{k}' is not read by the DRAM estimate, which reads 'type' (as Accelergy's "
+                       f"DRAM table): priced as {attrs.get('type', 'LPDDR4 (its default)')}, not {attrs[k]}")
             continue
         near = difflib.get_close_matches(k, sorted(reads), n=1, cutoff=0.75)
         if near:
@@ -342,6 +347,10 @@ def _estimate(class_name: str, attributes: dict, *, subclass: str | None, classe
         order = ("compute", "leak")
     else:                          # (a class of CLASSES without a branch here)
         raise AssertionError(f"class {cls} is listed but has no estimator")
+    if classes == "primitives" and cls.startswith("smartbuffer"):
+        acc.ok = False
+        acc.notes.append(f"{cls} is no Accelergy primitive (with no compound classes, Accelergy has no such class); "
+                         "priced as the example designs' compound class of that name")
     actions = _order(acc.actions, order)
     return ComponentEstimate(cls, actions, acc.area, arguments={a: {} for a in actions},
                              primitives=tuple(dict.fromkeys(acc.primitives)),

@@ -40,6 +40,13 @@ def class_set(arch: dict, chosen: str | None, path: Path) -> str:
                          "whose class names no buffer or compute unit), and given as a subclass is priced as its "
                          "class" if other else ""),
                       CoexploreWarning, stacklevel=2)
+    sibling = Path(path).parent / "components"      # a v0.3 exercise's own compound classes, one file each
+    own = sorted(q.stem for q in sibling.glob("*.y*ml")) if sibling.is_dir() else []
+    if own:
+        warnings.warn(f"{path}: the folder {sibling} beside it defines compound classes ({', '.join(own[:6])}"
+                      f"{', ...' if len(own) > 6 else ''}), which coexplore does not read: components of those "
+                      "classes are priced with its built-in estimators (another energy and area than that "
+                      "folder gives)", CoexploreWarning, stacklevel=2)
     if chosen is not None:
         return chosen
     if isinstance(defined, list) and not defined:

@@ -214,6 +214,10 @@ def _cacti_native(model, w, d, nb, tech: float, given: tuple | None = None) -> t
     if tech < 32.0 or tech > 65.0:
         notes.append(f"SRAM: no reference CACTI data at {tech:g}nm; derived from the nearest "
                      "fitted node (32 or 65nm) with Stillmaker-Baas factors")
+    if 32.0 <= tech < 40.0:
+        notes.append(f"SRAM: at {tech:g}nm derived from 32nm values, the 45nm fit x one ratio calibrated on a "
+                     "single 40nm CACTI run (no 32nm run in the fitted data): expect ~15% off Accelergy (the exercises' "
+                     "Eyeriss-like 32nm global buffer: read +14%, write +17%)")
     if tech <= lo_node or tech >= hi_node:
         node = lo_node if tech <= lo_node else hi_node
         base = at(node)

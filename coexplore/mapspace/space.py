@@ -30,7 +30,7 @@ import numpy as np
 
 from coexplore.errors import CoexploreError, CoexploreNote, CoexploreWarning, check_type
 from coexplore.mapspace.sampling import fanout_overflow, fanouts, merge_split_axes, prime_factors
-from coexplore.search.space import DiscreteSpace
+from coexplore.search.space import LIST_MAX, DiscreteSpace
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.constraints import (LevelConstraints, check_dataspace_names, misplaced_parallelism,
                                         resolve_permutation)
@@ -39,6 +39,31 @@ from coexplore.spec.problem import Problem
 
 KIND_T, KIND_X, KIND_Y = 0, 1, 2
 EXACT_SIZE_LIMIT = 100_000   # distinct factorisations up to which log10_size counts exactly
+CANONICAL_CHUNK = 1 << 16    # points canonicalised at once when listing a small space's mappings
+
+
+@dataclass(eq=False)
+class MappingParams(DiscreteSpace):
+    """A layer's mapspace as the searchers see it: its parameters, and which points are one mapping
+    (`MapSpace.canonical`), so a searcher's memory never has the cost model evaluate a mapping twice."""
+
+    mapspace: "MapSpace | None" = dataclasses.field(default=None, repr=False)
+
+    def canonical(self, batch: np.ndarray) -> np.ndarray:
+        return self.mapspace.canonical(self.check(batch))
+
+    def distinct_keys(self) -> np.ndarray | None:
+        if not hasattr(self, "_distinct"):            # (listed once: a space does not change)
+            self._distinct = self.mapspace.distinct_keys(LIST_MAX)
+        return self._distinct
+
+    @property
+    def n_distinct(self) -> int:
+        keys = self.distinct_keys()
+        if keys is not None:
+            return len(keys)
+        exact = self.mapspace.enumeration_is_reach() and self.mapspace.size_exact
+        return exact if exact else self.size
 
 
 def _check_constraint_dims(constraints: dict[str, LevelConstraints], problem: Problem,
@@ -623,7 +648,7 @@ class MapSpace:
             groups.append([len(card) - 1])
         if not card:   # a fully fixed mapspace still has one (trivial) parameter
             card, names, ordinal, groups = [1], ["fixed"], [True], [[0]]
-        self.space = DiscreteSpace(np.array(card, np.int64), names, np.array(ordinal), groups)
+        self.space = MappingParams(np.array(card, np.int64), names, np.array(ordinal), groups, mapspace=self)
         # lookup tables for decode
         P = len(self.factor_params)
         maxc = max((len(fp.slots) for fp in self.factor_params), default=1)
@@ -632,6 +657,7 @@ class MapSpace:
         for i, fp in enumerate(self.factor_params):
             for c, (li, k) in enumerate(fp.slots):
                 self._slot_level[i, c], self._slot_kind[i, c] = li, k
+        self._canonical_tables()
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -875,24 +901,89 @@ class MapSpace:
                                          expected="a mapping in the mapspace")
 
     def canonical(self, X: np.ndarray) -> np.ndarray:
-        """Same mappings, with loop-order keys of unit loops cleared and the rest ranked. Canonical
-        in the loop orders only: two copies of one prime (K = 2 x 2) that exchange their levels give
-        one tiling but stay two vectors (compare the decoded factors, `decode(X)`, for one mapping)."""
+        """One parameter vector per mapping: points that decode to the same mapping get the same
+        vector (and `decode` gives each the mapping it had). Equal primes of a dimension are
+        interchangeable, so their slot choices are sorted; a dimension that the parameters put on
+        both X and Y of one level, which `decode` merges onto one axis, has its free primes on
+        that axis; loop-order keys of unit loops are cleared and the others ranked. The exhaustive
+        walk (`enumerate.canonical_points`) lists exactly such vectors."""
         X = np.array(X, np.int64, copy=True)
-        if not self.perm_index:
+        if not len(X):
             return X
-        arrays = self.decode(X)
+        if self.factor_params:
+            t, sx, sy = self.decode_factors(X, checked=True, merge=False)
+            both = (sx > 1) & (sy > 1)                     # [B, L, D]: decode merges these
+            if both.any():
+                rows = np.arange(len(X))
+                for i, fp in enumerate(self.factor_params):
+                    c = X[:, i]
+                    li = self._slot_level[i, c]
+                    move = both[rows, li, fp.dim] & (self._slot_kind[i, c] == self._merged_from[i, c])
+                    X[move, i] = self._merged_to[i, c[move]]
+            for cols in self._prime_groups:
+                X[:, cols] = np.sort(X[:, cols], axis=1)
+        else:
+            t = self.decode_factors(X, checked=True)[0]
         for li, free in enumerate(self.perm_free):
             if not free:
                 continue
             idx = [pi for pi, l2, _ in self.perm_index if l2 == li]
+            if not idx:
+                continue
             dims = [d for _, l2, d in self.perm_index if l2 == li]
             keys = X[:, idx] * self.D + np.array(dims)[None, :]
-            nonunit = arrays.temporal[:, li, dims] > 1
+            nonunit = t[:, li, dims] > 1
             keys = np.where(nonunit, keys, -1)
             ranks = np.argsort(np.argsort(keys, axis=1, kind="stable"), axis=1)
             X[:, idx] = np.where(nonunit, ranks, 0)
         return X
+
+    def _canonical_tables(self) -> None:
+        """What `canonical` needs about the factor parameters: the columns of each (dimension,
+        prime), and per (parameter, slot) the spatial kind that decode merges away at that slot's
+        level (-1: none) and the slot it merges to."""
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, fp in enumerate(self.factor_params):
+            groups.setdefault((fp.dim, fp.prime), []).append(i)
+        self._prime_groups = [cols for cols in groups.values() if len(cols) > 1]
+        P = max(len(self.factor_params), 1)
+        self._merged_from = np.full(self._slot_kind.shape, -1, np.int64)
+        self._merged_to = np.tile(np.arange(self._slot_kind.shape[1], dtype=np.int64), (P, 1))
+        for i, fp in enumerate(self.factor_params):
+            for c, (li, k) in enumerate(fp.slots):
+                if k == KIND_T:
+                    continue
+                keep = KIND_X if self.x_allowed[li, fp.dim] else KIND_Y    # decode's merge_split_axes
+                if k != keep and (li, keep) in fp.slots:
+                    self._merged_from[i, c] = k
+                    self._merged_to[i, c] = fp.slots.index((li, keep))
+
+    def enumeration_is_reach(self) -> bool:
+        """Whether `canonical` maps every point into the exhaustive walk's list (`canonical_points`):
+        not when factor bounds leave points out of it, nor where a fixed spatial factor on one axis
+        meets primes that may take the other (decode merges them; the walk skips such points)."""
+        self.log10_size()                                          # (counts size_exact when it can)
+        fixed_vs_free = ((self.base_x > 1) & self.y_allowed) | ((self.base_y > 1) & self.x_allowed)
+        return self.size_exact is not None and not self.has_bounds and not self.axis_index \
+            and not fixed_vs_free.any()
+
+    def distinct_keys(self, limit: int) -> np.ndarray | None:
+        """The sorted keys (`space.keys`) of the canonical vectors of every mapping, or None when
+        there are more than `limit` or they cannot be listed: the walk's list where it is
+        canonical's reach (`enumeration_is_reach`), else the encoded points canonicalised one by one
+        where there are at most `limit` of them."""
+        from coexplore.mapspace.enumerate import canonical_points
+        space = self.space
+        if space.size >= 2 ** 63:
+            return None
+        if self.enumeration_is_reach() and self.size_exact <= limit:
+            parts = [space.ravel(X) for X in canonical_points(self, chunk=CANONICAL_CHUNK)]
+        elif space.size <= limit:
+            parts = [space.ravel(self.canonical(space.unravel(np.arange(a, min(a + CANONICAL_CHUNK, space.size)))))
+                     for a in range(0, space.size, CANONICAL_CHUNK)]
+        else:
+            return None
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """n uniform points of the space ([n, n_params] ints), drawn with `rng`."""

@@ -22,7 +22,7 @@ import numpy as np
 from coexplore.errors import CoexploreError, check_type
 from coexplore.online.models import ServedSystem
 from coexplore.online.stream import RequestStream
-from coexplore.plugins import prints_to_stderr
+from coexplore.plugins import label, plugins_code
 
 
 def is_scheduler(obj) -> bool:
@@ -259,6 +259,19 @@ class OnlineResult:
         }
 
 
+CONTRACT = ("a scheduler whose reset(sim, seed) prepares a stream and whose decide(sim) returns a list of "
+            "(request, core) pairs to start (coexplore.online.schedulers.Scheduler)")
+
+
+def _checked_pairs(scheduler, pairs) -> list:
+    """decide's answer as (request, core) pairs, refused naming the scheduler when it is none."""
+    try:
+        return [(r, c) for r, c in pairs]
+    except (TypeError, ValueError):
+        raise CoexploreError(f"{label(scheduler)} answered decide(sim) "
+                             f"with {type(pairs).__name__} {pairs!r:.60}", key="scheduler", expected=CONTRACT) from None
+
+
 def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: bool = True,
              seed: int = 0) -> OnlineResult:
     """Run `scheduler` (see `coexplore.online.schedulers.Scheduler`; or a heuristic's name) over `stream`."""
@@ -274,15 +287,16 @@ def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: 
     sim = Simulation(system, stream, drop_late)
     decisions, spent = 0, 0.0
     clock = time.perf_counter
-    with prints_to_stderr(scheduler):        # a plugin's policy (stdout may carry --json)
+    with plugins_code(scheduler, "reset", CONTRACT, "scheduler"):   # a plugin's policy: its errors its own
         scheduler.reset(sim, seed)
-        while sim.next_decision():
+    while sim.next_decision():
+        with plugins_code(scheduler, "decide", CONTRACT, "scheduler"):
             t0 = clock()
             pairs = scheduler.decide(sim)
             spent += clock() - t0
-            decisions += 1
-            for r, c in pairs:
-                sim.start(r, c)
+        decisions += 1
+        for r, c in _checked_pairs(scheduler, pairs):
+            sim.start(r, c)
     return OnlineResult(scheduler.name, tuple(m.name for m in system.models), system.cores, system.bandwidth,
                         stream.arrival, stream.deadline, stream.model, np.array(sim.finish),
                         sim.energy if system.energy_known else math.nan,

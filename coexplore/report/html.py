@@ -75,7 +75,7 @@ def fmt_value(v) -> str:
     if isinstance(v, (list, tuple)):
         return ", ".join(_inline(x) for x in v)
     if v is None:
-        return "none"
+        return "null"                   # (YAML's spelling, as points.csv and the summary give it)
     if isinstance(v, float):            # as written in the YAML (12.8), unless long
         r = repr(float(v))              # float(): numpy 2 writes np.float64(12.8)
         return r if math.isfinite(v) and len(r) <= 12 else fmt_number(v)

@@ -71,7 +71,7 @@ class SimulatedAnnealing(Searcher):
         if self.cur_x is None:  # initial states: random points
             x = self.space.sample(self.rng, n)
             self._chain_of = None
-            self._memo.mark_pending(self.space.keys(x))
+            self._memo.mark_pending(self._memo.keys(x))
             return x
         c = len(self.cur_x)
         chains = (self._next_chain + np.arange(n)) % c
@@ -88,7 +88,7 @@ class SimulatedAnnealing(Searcher):
                 x[bad] = mutate(self.space, self.rng, x[bad], one_change_mask(self.rng, len(bad), d), cfg.local)
             else:
                 x[bad] = self.space.sample(self.rng, len(bad))
-        self._memo.mark_pending(self.space.keys(x))
+        self._memo.mark_pending(self._memo.keys(x))
         self._chain_of = chains
         return x
 

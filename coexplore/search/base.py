@@ -13,7 +13,6 @@ Candidates are rows of a 2-D numpy array whose meaning is the searcher's space's
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from dataclasses import dataclass, field
 from typing import Callable
@@ -21,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.plugins import is_plugins, prints_to_stderr
+from coexplore.plugins import plugins_code as _plugins_code
 from coexplore.search.losses import check_log_losses
 from coexplore.stops import DeferredInterrupt, holding_stops
 
@@ -105,31 +104,25 @@ def check_options(config, file=None) -> None:
                                      expected=f"{other}: {needed}, or '{key}' left at its default")
 
 
-@contextlib.contextmanager
-def _plugins_code(searcher, what: str):
-    """A block that says an exception a plugin's searcher raised (in `what`: ask, tell) as the
-    plugin's, one CoexploreError naming its class, not as a bug of coexplore's (a traceback); what
-    it prints goes to stderr (stdout may carry a command's --json)."""
-    cls = type(searcher)
-    own = not is_plugins(cls)
-    try:
-        with prints_to_stderr(cls):
-            yield
-    except (CoexploreError, KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as exc:
-        if own:
-            raise                         # coexplore's own searcher: a bug, shown as one
-        raise CoexploreError(f"searcher '{getattr(searcher, 'name', cls.__name__)}' ({cls.__module__}."
-                             f"{cls.__qualname__}, a plugin's code) raised {type(exc).__name__} in {what}: {exc}",
-                             key="searcher", expected="a Searcher whose ask(n) returns at most n candidates of "
-                                                      "the space and whose tell(batch, losses) takes them") from exc
+def plugins_code(searcher, what: str):
+    """A block in which what a plugin's searcher (an instance, its class or config class) raises in
+    `what` (ask, tell, __init__, config) is said as the plugin's (`plugins.plugins_code`)."""
+    return _plugins_code(searcher, what, _PLUGIN_CONTRACT.get(what, _PLUGIN_CONTRACT["ask"]), "searcher")
+
+
+_PLUGIN_CONTRACT = {
+    "ask": "a Searcher whose ask(n) returns at most n candidates of the space and whose tell(batch, "
+           "losses) takes them",
+    "__init__": "a Searcher class built as cls(space, config, seed) (config: its config dataclass, seed: an "
+                "int or None)",
+    "config": "a config dataclass whose every field has a default (coexplore builds it from the mapper "
+              "file's options)"}
 
 
 def _asked(searcher, n: int):
     """searcher.ask(n), refused naming the searcher when it is no batch of candidates (None, a
     number): a plugin's ask is told so, not a TypeError inside the loop."""
-    with _plugins_code(searcher, "ask"):
+    with plugins_code(searcher, "ask"):
         batch = searcher.ask(n)
     if isinstance(batch, (str, bytes, dict)) or not hasattr(batch, "__len__") \
             or (isinstance(batch, np.ndarray) and batch.ndim == 0):
@@ -415,7 +408,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
                 history[-1] = (samples, best_loss)     # a flat stretch keeps its two ends only
             else:
                 history.append((samples, best_loss))
-            with _plugins_code(searcher, "tell"):
+            with plugins_code(searcher, "tell"):
                 searcher.tell(batch, losses if tie is None else with_tie(losses, tie))
             if bar is not None:
                 bar.set_postfix({best_label: f"{best_loss:.4g}"}, refresh=False)   # shown by update

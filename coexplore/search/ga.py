@@ -75,8 +75,7 @@ class GeneticAlgorithm(Searcher):
                 x = mutate(self.space, self.rng, x, mask, self.config.local)
             else:  # crowded neighbourhood (tiny spaces): random immigrants
                 x[bad] = self.space.sample(self.rng, len(bad))
-        keys = self.space.keys(x)
-        self._memo.mark_pending(keys)
+        self._memo.mark_pending(self._memo.keys(x))
         return x
 
     def _children(self, n: int) -> np.ndarray:

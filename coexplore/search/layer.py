@@ -176,6 +176,10 @@ def _custom_losses(objective, metrics: dict, n: int) -> np.ndarray:
     if loss.shape != (n,):
         raise CoexploreError(f"the objective returned {loss.size} losses for {n} mappings", key="objective",
                              expected="one number per mapping (a numpy array of shape [n])")
+    if np.any(loss == -np.inf):
+        raise CoexploreError(f"the objective returned -inf (mapping {int(np.argmax(loss == -np.inf))} of the batch)",
+                             key="objective", expected="losses > -inf, lower is better (inf, or NaN, marks a "
+                                                       "mapping to avoid)")
     return np.where(np.isnan(loss), np.inf, loss)
 
 

@@ -2,7 +2,9 @@
 
 Learners that sample from a concentrated policy draw the same point again and again; the
 memory answers those draws from what was already evaluated, and the searcher asks only for
-new points. Every asked point is a cost-model sample; remembered points cost nothing.
+new points. Every asked point is a cost-model sample; remembered points cost nothing. Points are
+keyed by their candidate (`DiscreteSpace.canonical`): a mapping drawn again with its unit loops in
+another order, or with two equal primes of a dimension swapped, is the same mapping, not a new one.
 """
 
 from __future__ import annotations
@@ -20,13 +22,17 @@ class Memo:
         self.losses: dict = {}
         self.pending: set = set()  # asked, not yet told
 
+    def keys(self, batch: np.ndarray) -> list:
+        """The memory's keys of points: their candidates' (`space.canonical`) keys."""
+        return self.space.keys(self.space.canonical(batch))
+
     def lookup(self, batch: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
         """keys, known losses (nan where unknown) and a mask of rows not seen before.
 
         A row is 'new' if it is neither evaluated, nor pending, nor a repeat of an earlier
         row of the same batch.
         """
-        keys = self.space.keys(batch)
+        keys = self.keys(batch)
         known = np.full(len(keys), np.nan)
         new = np.zeros(len(keys), dtype=bool)
         fresh: set = set()
@@ -43,7 +49,7 @@ class Memo:
         self.pending.update(keys)
 
     def store(self, batch: np.ndarray, losses: np.ndarray) -> None:
-        for k, v in zip(self.space.keys(batch), np.asarray(losses, dtype=float).tolist()):
+        for k, v in zip(self.keys(batch), np.asarray(losses, dtype=float).tolist()):
             self.losses[k] = v
             self.pending.discard(k)
 

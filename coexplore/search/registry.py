@@ -22,9 +22,8 @@ import numpy as np
 
 from coexplore.bundled import resolve
 from coexplore.errors import CoexploreError, check_type
-from coexplore.plugins import prints_to_stderr
 from coexplore.search.annealing import SAConfig, SimulatedAnnealing
-from coexplore.search.base import Searcher, check_options, with_tie
+from coexplore.search.base import Searcher, check_options, plugins_code, with_tie
 from coexplore.search.exhaustive import ExhaustiveConfig, ExhaustiveSearch
 from coexplore.search.ga import GAConfig, GeneticAlgorithm
 from coexplore.search.marl import MARL, MARLConfig, MARLNoClustering, MARLNoClusteringConfig
@@ -100,7 +99,8 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
                              expected=f"a mapping of {config_cls.__name__} fields")
     data = dict(data or {})
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
-    defaults = config_cls()
+    with plugins_code(config_cls, "config"):
+        defaults = config_cls()
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
@@ -133,7 +133,8 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
             raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
                                  expected=what + (" or null" if optional else ""))
         kwargs[key] = value
-    config = config_cls(**kwargs)
+    with plugins_code(config_cls, "config"):
+        config = config_cls(**kwargs)
     check_options(config, file)
     t_start, t_end = getattr(config, "t_start", None), getattr(config, "t_end", None)
     if t_start is not None and t_end is not None and t_start < t_end:   # annealing cools, never heats
@@ -438,7 +439,7 @@ def make_searcher(spec: MapperSpec | str, space: DiscreteSpace, seed: int | None
         raise CoexploreError(f"'{spec.searcher}' searches a layer's mapspace (loop orders are pruned per "
                              "factorisation)", key="space",
                              expected="a coexplore.mapspace.MapSpace, e.g. via coexplore map")
-    with prints_to_stderr(cls):            # a plugin's __init__ (stdout may carry --json)
+    with plugins_code(cls, "__init__"):    # a plugin's __init__: its errors its own, its prints on stderr
         return cls(space, spec.config, seed)
 
 

@@ -43,7 +43,11 @@ from coexplore.errors import CoexploreError
 from coexplore.search.base import Searcher, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
-from coexplore.search.space import DiscreteSpace
+from coexplore.search.space import LIST_MAX, DiscreteSpace
+
+
+MUTANT_ROUNDS = 200          # rounds of mutants an ask tries for new points (then repeats known ones)
+MUTANT_ROUNDS_LISTED = 20    # ... in a space whose candidates are listed (then draws from the list)
 
 
 @dataclass
@@ -71,7 +75,6 @@ class RLConfig:
 MAX_POLICY_VALUES = 20_000
 
 
-LIST_UNSEEN_MAX = 2 ** 20     # spaces this small list their unseen points once few are left (~10 ms)
 
 
 def check_policy_size(space: DiscreteSpace, who: str) -> None:
@@ -382,14 +385,14 @@ class PolicySearcher(Searcher):
         """True once every point of the (tiny) space has been evaluated: the best is the optimum,
         and `ask` returns no more candidates (a search stops instead of repeating known points).
         Before that, once no new point is left, `ask` asks again the points asked and never told."""
-        return True if self._memo is not None and len(self._memo) >= self.space.size else None
+        return True if self._memo is not None and len(self._memo) >= self.space.n_distinct else None
 
     def _room(self, n: int) -> int:
         """How many of n candidates to ask: at most the points of the space not yet asked (0 once
         the space is exhausted)."""
         if self._memo is None:
             self._start()
-        unseen = self.space.size - len(self._memo) - len(self._memo.pending)
+        unseen = self.space.n_distinct - len(self._memo) - len(self._memo.pending)
         return int(min(n, max(unseen, 0)))
 
     def _reask(self, n: int) -> np.ndarray:
@@ -437,18 +440,20 @@ class PolicySearcher(Searcher):
         return np.concatenate(out)
 
     def _mutants(self, parents: np.ndarray, n: int) -> np.ndarray:
-        """n new points, each a policy draw or parent with one or more parameters resampled; in a
-        small space with few points left unseen, those points themselves (random mutants would
+        """n new points, each a policy draw or parent with one or more parameters resampled. In a
+        space whose candidates can be listed (`distinct_keys`), candidates not yet asked, drawn from
+        that list, once few are left or a few rounds of mutants found too few (random mutants would
         rarely meet them: hundreds of tries per ask, the search slowing to a crawl)."""
         memo = self._memo
-        unseen = self.space.size - len(memo) - len(memo.pending)
-        if self.space.size <= LIST_UNSEEN_MAX and unseen <= max(n, self.space.size // 100):
+        unseen = self.space.n_distinct - len(memo) - len(memo.pending)
+        listed = self.space.n_distinct <= LIST_MAX and self.space.distinct_keys() is not None
+        if listed and unseen <= max(n, self.space.n_distinct // 100):
             return self._unseen(parents, n)
         res: list[np.ndarray] = []
         have = 0
         base = self.best_x if self.best_x is not None else parents[0]
         pool = np.concatenate([parents, base[None, :]])
-        for attempt in range(200):
+        for attempt in range(MUTANT_ROUNDS_LISTED if listed else MUTANT_ROUNDS):
             m = 2 * (n - have) + 8
             x = pool[self.rng.integers(0, len(pool), m)].copy()
             k = 1 + attempt // 20
@@ -462,7 +467,9 @@ class PolicySearcher(Searcher):
             have += len(idx)
             if have >= n:
                 break
-        if have < n:  # the space is (nearly) exhausted: repeat known points
+        if have < n and listed:
+            res.append(self._unseen(pool, n - have))
+        elif have < n:  # the space is (nearly) exhausted: repeat known points
             res.append(pool[self.rng.integers(0, len(pool), n - have)])
         return np.concatenate(res)
 
@@ -471,7 +478,7 @@ class PolicySearcher(Searcher):
         rest (none left) repeats parents."""
         memo = self._memo
         known = np.fromiter(list(memo.losses) + list(memo.pending), np.int64)
-        free = np.setdiff1d(np.arange(self.space.size, dtype=np.int64), known)
+        free = np.setdiff1d(self.space.distinct_keys(), known)
         pick = self.rng.choice(free, size=min(n, len(free)), replace=False) if len(free) else free
         memo.mark_pending(pick.tolist())
         out = [self.space.unravel(pick)]
@@ -495,7 +502,7 @@ class PolicySearcher(Searcher):
         self._draws = []
         # the gradient batch: every policy draw whose loss is now known (asks included)
         if len(draws):
-            keys = self.space.keys(draws)
+            keys = self._memo.keys(draws)
             known = np.array([self._memo.losses.get(k, np.nan) for k in keys])
             ok = ~np.isnan(known)
             draws, known = draws[ok], known[ok]

@@ -8,6 +8,11 @@ structure helps some searchers but is never required:
   parameters by a small +-1/+-2 and redraws categorical ones.
 - `groups`: known blocks of interacting parameters (the split of one dimension across levels).
   GA crossover can keep them together; MARL can use them instead of its correlation analysis.
+
+Several points may stand for one candidate (a mapping's unit loops can be ordered any way; equal
+primes of a dimension can swap levels): a subclass says so with `canonical`, one representative
+per candidate. The searchers' memory keys points by it, so a candidate is evaluated once however
+it was drawn (`search.memo`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from coexplore.errors import CoexploreError
+
+LIST_MAX = 2 ** 20     # spaces this small can list their candidates (`distinct_keys`, ~10 ms a 100,000 points)
 
 
 @dataclass
@@ -131,6 +138,25 @@ class DiscreteSpace:
     def _key_dtype(self) -> str:
         top = int(self.cardinalities.max())
         return "u1" if top <= 2 ** 8 else "<u2" if top <= 2 ** 16 else "<u4" if top <= 2 ** 32 else "<i8"
+
+    # ------------------------------------------------------------------ distinct candidates
+    def canonical(self, batch: np.ndarray) -> np.ndarray:
+        """One representative point per candidate, for each row: here every point is its own
+        candidate (a subclass whose points repeat candidates overrides this)."""
+        return np.asarray(batch, dtype=np.int64)
+
+    def distinct_keys(self) -> np.ndarray | None:
+        """The sorted keys (`keys`, indices here) of the representatives of every candidate, for
+        searchers that walk the candidates left unseen; None when there are too many to list
+        (more than LIST_MAX)."""
+        if self.size > LIST_MAX:
+            return None
+        return np.arange(self.size, dtype=np.int64)
+
+    @property
+    def n_distinct(self) -> int:
+        """Number of candidates, or an upper bound of it where it is not known (here: exact)."""
+        return self.size
 
     def to_dict(self) -> dict:
         return {"cardinalities": self.cardinalities.tolist(), "names": list(self.names),

@@ -557,6 +557,7 @@ def save_mapping(path: str | Path, arrays: MappingArrays, index: int, arch: Arch
     arrays = arrays.checked(len(arch.levels), len(problem.dims), len(problem.dataspaces))
     n = arrays.temporal.shape[0]
     if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) or not -n <= index < n:
-        raise CoexploreError(f"mapping {index!r} of a batch of {n}", key="index", expected=f"an index in 0..{n - 1}")
+        raise CoexploreError(f"mapping {index!r} of a batch of {n}", key="index",
+                             expected=f"an index in [-{n}, {n}) (negative counts from the end)")
     write_yaml(path, {"mapping": from_arrays(arrays, index, arch, problem)}, header=header)
     return path

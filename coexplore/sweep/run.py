@@ -99,6 +99,9 @@ def run_point(spec: SystemSpec, index: int, pid: str, values: dict, settings: Sw
         warnings.simplefilter("always", CoexploreWarning)
         try:
             _measure(spec, record, settings, out, cache, progress)
+        except KeyboardInterrupt:         # stopped: no half-written point stays in points/
+            _drop_unfinished(out, [pid])
+            raise
         except CoexploreError as exc:
             if _bad_objective(exc):       # the layer mapper's objective, the same at every point: bad input
                 _drop_unfinished(out, [pid])
@@ -310,23 +313,30 @@ def _points_in_parallel(spec: SystemSpec, todo: list, settings: SweepSettings, o
     cache_path = None if cache is None else str(cache.path)
     tasks = [(spec, i, pid, values, one, str(out), cache_path) for i, pid, values in todo]
     ended = set()
-    for rec, error in in_processes(_point_in_worker, tasks, settings.workers):
-        if error is not None:           # bad input found in a worker: said as in one process
-            _drop_unfinished(out, [pid for _, pid, _ in todo if pid not in ended])
-            raise CoexploreError.from_parts(error)
-        ended.add(rec["point"])
-        done(rec)
+    try:
+        for rec, error in in_processes(_point_in_worker, tasks, settings.workers):
+            if error is not None:           # bad input found in a worker: said as in one process
+                _drop_unfinished(out, [pid for _, pid, _ in todo if pid not in ended])
+                raise CoexploreError.from_parts(error)
+            ended.add(rec["point"])
+            done(rec)
+    except KeyboardInterrupt:               # stopped (the workers are gone): no half-written point stays
+        _drop_unfinished(out, [pid for _, pid, _ in todo if pid not in ended], keep_empty=True)
+        raise
 
 
-def _drop_unfinished(out: Path, pids: list[str]) -> None:
-    """The folders of points stopped by another point's bad input (their workers are gone), and
-    points/ if that leaves it empty: as one process leaves the result folder."""
+def _drop_unfinished(out: Path, pids: list[str], keep_empty: bool = False) -> None:
+    """The folders of points stopped before they ended (by a stop, or another point's bad input:
+    their workers are gone, or never wrote a record), with a stopped file move's temporary folder,
+    and points/ if that leaves it empty (unless `keep_empty`): as one process leaves the result folder."""
     import contextlib
     import shutil
     for pid in pids:
         shutil.rmtree(out / "points" / pid, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        (out / "points").rmdir()
+        shutil.rmtree(out / "points" / f".{pid}.part", ignore_errors=True)
+    if not keep_empty:
+        with contextlib.suppress(OSError):
+            (out / "points").rmdir()
 
 
 def _point_in_worker(task) -> tuple:

@@ -135,6 +135,16 @@ def _cell(value) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
+def axis_text(value) -> str:
+    """An axis value as the sweep file spells it (YAML): null, true/false, numbers as written; one
+    spelling in points.csv, the summary and the report (an empty cell there is a missing number)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return _cell(value)
+
+
 def points_csv(records: list[dict], axes: list[str], front: list[bool]) -> str:
     """One row per point: id, the axes' values, every measured column (named as in sweep.json, the
     unit in the name: `latency_s`, `energy_J`), whether it is on the Pareto front, its status and error."""
@@ -142,7 +152,7 @@ def points_csv(records: list[dict], axes: list[str], front: list[bool]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["point", *axes, *COLUMNS, "pareto", "status", "error"])
     for rec, on in zip(records, front):
-        w.writerow([rec["point"], *(_cell(rec["values"].get(a)) for a in axes),
+        w.writerow([rec["point"], *(axis_text(rec["values"].get(a)) for a in axes),
                     *(_cell(rec.get(c)) for c in COLUMNS), int(bool(on)), rec["status"], rec.get("error") or ""])
     return buf.getvalue()
 

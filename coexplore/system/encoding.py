@@ -1,8 +1,8 @@
 """MAGMA's encoding of a schedule and the loss every system-level searcher minimises.
 
 A candidate is one row of 2J floats: `x[:J]` = core of each job (integer-valued; searchers
-on a continuous box give values in [0, N) that are floored), `x[J:]` = priority of each
-job in [0, 1) (lower runs earlier on its core). Job index = table row.
+on a continuous box give values in [0, N] that are floored, N read as core N-1), `x[J:]` = priority
+of each job in [0, 1] (lower runs earlier on its core). Job index = table row.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ class ScheduleSpace:
         if not np.all(np.isfinite(x)) or np.any(x < 0) or np.any(x[:, :J] > self.num_cores) \
                 or np.any(x[:, J:] > 1):
             raise CoexploreError("candidate value out of range", key="batch",
-                                 expected=f"cores 0 <= x[:{J}] < {self.num_cores}, priorities 0 <= x[{J}:] <= 1")
+                                 expected=f"cores 0 <= x[:{J}] <= {self.num_cores} (floored, {self.num_cores} read as core "
+                                          f"{self.num_cores - 1}), priorities 0 <= x[{J}:] <= 1")
         return x
 
     def join(self, core: np.ndarray, priority: np.ndarray) -> np.ndarray:

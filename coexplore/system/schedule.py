@@ -6,13 +6,15 @@ The pipeline is: job table + bandwidth -> searcher (ask/tell) -> best candidate 
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.plugins import prints_to_stderr
+from coexplore.plugins import plugins_code
 from coexplore.search.base import SearchInterrupted, Searcher, positive_int, run_search
 from coexplore.stops import holding_stops
 from coexplore.seeds import check_seed
@@ -159,6 +161,8 @@ def check_magma_config(cfg: MagmaConfig, file=None, given: set[str] | None = Non
         raise CoexploreError(f"p_mutation_min {cfg.p_mutation_min} is not between 0 and the mutation rate "
                              f"{top} (it would do nothing)", file=file, key="config.p_mutation_min",
                              expected=f"a rate in (0, {top}), or left unset")
+    if cfg.original_quirks:          # what runs (one blind population), so a run record says what ran
+        cfg = dataclasses.replace(cfg, islands=1, warm_start=False, dedup=False)
     return cfg
 
 
@@ -206,15 +210,9 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
         return BUILT_IN[key](space, table, budget, seed, config)
     custom = {k.lower(): f for k, f in CUSTOM.items()}      # (names read case-blind, as the built-in ones)
     if key in custom:
-        try:
-            with prints_to_stderr(custom[key]):       # (stdout may carry --json)
-                made = custom[key](space, table, budget, seed)
-        except CoexploreError:
-            raise
-        except Exception as exc:          # the plugin's own bug: said as such, not as coexplore's
-            raise CoexploreError(f"the factory of searcher '{name}' raised {type(exc).__name__}: {exc}",
-                                 key="searcher", expected="a factory(space, table, budget, seed) returning a "
-                                                          "Searcher (a plugin's code)") from None
+        with plugins_code(custom[key], f"making searcher '{name}'", key="searcher",   # its errors its own
+                          expected="a factory(space, table, budget, seed) returning a Searcher"):
+            made = custom[key](space, table, budget, seed)
         if not isinstance(made, Searcher):
             raise CoexploreError(f"the factory of searcher '{name}' returned {type(made).__name__}", key="searcher",
                                  expected="a coexplore.search.base.Searcher over encoding.space_of(table)")
