@@ -164,3 +164,36 @@ def test_a_searcher_defined_in_an_exec_is_keyed_by_its_code(monkeypatch):
     exec(body.format(""), ns)
     registry.SEARCHERS["cell"] = (ns["Cell"], _Cfg)
     assert registry.searcher_code("cell") == keys[0]                # the same code: the same key
+
+
+def test_a_searcher_is_keyed_by_the_plain_values_it_reads_too(monkeypatch):
+    """User study: two classes made by one factory with another closure value, or one class
+    reading a module global changed between runs, shared a cache entry (the first run's result)."""
+    monkeypatch.setattr(registry, "SEARCHERS", dict(registry.SEARCHERS))
+    from coexplore.search.base import Searcher
+
+    def make(bias):
+        class Closed(Searcher):
+            step = 0.5
+
+            def ask(self, n):
+                return self.space.sample(self.rng, n) * 0 + bias
+        return Closed
+
+    def key(cls):
+        registry.SEARCHERS["closed"] = (cls, _Cfg)
+        return registry.searcher_code("closed")["code_sha256"]
+    assert key(make(0)) == key(make(0)) != key(make(1))
+    a, b = make(0), make(0)
+    b.step = 0.25                                               # a class attribute's value
+    assert key(a) != key(b)
+    ns: dict = {"__name__": "cellg", "G": 0}
+    exec("from coexplore.search.base import Searcher\n"
+         "class Glob(Searcher):\n"
+         "    def ask(self, n):\n"
+         "        return self.space.sample(self.rng, n) * 0 + G\n", ns)
+    first = key(ns["Glob"])
+    ns["G"] = 1
+    assert key(ns["Glob"]) != first
+    ns["G"] = 0
+    assert key(ns["Glob"]) == first

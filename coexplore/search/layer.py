@@ -60,6 +60,9 @@ class MapResult:
         return dataclasses.asdict(self)
 
 
+WHY_SAMPLES = 1000     # random mappings `why_invalid` tries
+
+
 class NoValidMapping(CoexploreError):
     """A search whose samples were all invalid mappings: not bad input, a failed run.
     `reasons`: the commonest failures among random mappings of the space, with counts."""
@@ -79,13 +82,17 @@ class NoValidMapping(CoexploreError):
                              f"it; a penalty growing with the excess steers it there (e.g. {penalty}), or a larger "
                              "budget")
         else:
+            every = reasons[0][0] if reasons and reasons[0][1] >= WHY_SAMPLES else None
             super().__init__(f"no valid mapping found in {samples:,} samples"
                              + (f" ({walked})" if walked else "")
                              + ("; of 1,000 random mappings of this space, the commonest failures (one "
                                 f"mapping may fail several): {why}" if why else ""),
                              key="budget", option="--budget",
-                             expected="a larger budget, another searcher, or a layer/architecture "
-                                                      "pair whose tiles fit")
+                             expected=(f"an architecture or layer in which mappings can pass the {every} (all 1,000 "
+                                       "random mappings failed it: a larger budget is unlikely to help), or "
+                                       "another searcher" if every else
+                                       "a larger budget, another searcher, or a layer/architecture pair whose "
+                                       "tiles fit"))
         self.samples, self.reasons = samples, reasons
         self.objective = custom if isinstance(custom, str) else None    # an expression that refused them all
         self.invalid_samples = samples                   # of them, the mappings the model itself refused
@@ -94,7 +101,7 @@ class NoValidMapping(CoexploreError):
         self.mapspace_size: int | None = None
 
 
-def why_invalid(ctx: Context, ms: MapSpace, n: int = 1000, seed: int = 0) -> list[tuple[str, int]]:
+def why_invalid(ctx: Context, ms: MapSpace, n: int = WHY_SAMPLES, seed: int = 0) -> list[tuple[str, int]]:
     """The three commonest reasons random mappings of `ms` fail: a level's own fan-out (timeloop-mapper's
     check), Timeloop's model check and level, or the constraints' factor bounds. A mapping counts
     once for each of these it breaks, so a reason every mapping breaks shows as n."""

@@ -393,12 +393,34 @@ def save_mapper(spec: MapperSpec, path) -> None:
     write_text(path, yaml.safe_dump(spec.to_dict(), sort_keys=False))
 
 
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:                  # (a cell not yet assigned)
+        return False
+    return True
+
+
+def _plain(value):
+    """A value's part in a searcher's code digest: plain data (numbers, text, their lists and
+    dicts) as itself, anything else (a module, a function, an object) by its type only."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return type(value).__qualname__
+
+
 def searcher_code(name: str) -> dict:
     """A searcher registered from outside coexplore (`SEARCHERS[name] = (cls, Config)`): its class's
-    qualified name and a digest of its methods' compiled code (its own and its bases' outside
-    coexplore; found in a file, a notebook cell or an exec alike), part of a cached result's key: its
-    code may change between runs (coexplore's own is covered by the package version). Empty for
-    coexplore's."""
+    qualified name and a digest of its methods' compiled code, the plain values (numbers, text) they
+    read from closures and module globals, and its class attributes' values (its own and its bases'
+    outside coexplore; found in a file, a notebook cell or an exec alike), part of a cached result's
+    key: its code may change between runs (coexplore's own is covered by the package version).
+    Objects it reads (arrays, instances) count by type only: give such settings through the config
+    dataclass, which the key holds whole. Empty for coexplore's."""
     import hashlib
     import marshal
     cls, _ = _lookup(name)
@@ -415,6 +437,13 @@ def searcher_code(name: str) -> dict:
             code = getattr(func, "__code__", None)
             if code is not None:
                 h.update(attr.encode() + marshal.dumps(code.replace(co_filename="", co_firstlineno=1)))
+                # the plain values it reads from a closure or its module's globals (a class made per
+                # setting in a loop, a constant edited between runs): other values, another result
+                cells = [c.cell_contents for c in (func.__closure__ or ()) if _filled(c)]
+                names = [func.__globals__[n] for n in code.co_names if n in getattr(func, "__globals__", {})]
+                h.update(repr([_plain(v) for v in cells + names]).encode())
+            elif not attr.startswith("__"):
+                h.update(attr.encode() + repr(_plain(value)).encode())     # a class attribute's value
     module = "__main__" if cls.__module__ == "__mp_main__" else cls.__module__    # (a spawned worker's name)
     out = {"class": f"{module}.{cls.__qualname__}", "code_sha256": h.hexdigest()}
     source = getattr(sys.modules.get(cls.__module__), "__file__", None)
