@@ -50,7 +50,7 @@ def label(obj) -> str:
 
 
 @contextlib.contextmanager
-def plugins_code(obj, what: str, expected: str, key: str):
+def plugins_code(obj, what: str, expected: str, key: str, option: str | None = None):
     """A block that says an exception a plugin's `obj` (an instance, class or function) raised in
     `what` as the plugin's: one CoexploreError naming it, not a bug of coexplore's (a traceback);
     what it prints goes to stderr (stdout may carry a command's --json). coexplore's own code is
@@ -65,7 +65,7 @@ def plugins_code(obj, what: str, expected: str, key: str):
         if own:
             raise
         raise CoexploreError(f"{label(obj)} (a plugin's code) raised {type(exc).__name__} in {what}: {exc}",
-                             key=key, expected=expected) from exc
+                             key=key, option=option, expected=expected) from exc
 
 
 def _split(text: str) -> list[str]:

@@ -145,3 +145,47 @@ def test_rl_runs_out_of_mappings_not_of_encodings():
     assert res.samples == n
     optimum = min(float(np.min(f(X))) for X in canonical_points(ms))
     assert res.best_loss == optimum
+
+
+@pytest.mark.parametrize("name", ["random", "ga", "sa"])
+def test_the_other_searchers_stop_once_every_mapping_is_told(name):
+    """GA and SA spent the whole budget on a space of few mappings (their repeats cost samples)."""
+    ctx, ms = _small("simple_weight_stationary", M=2, P=2)
+    n = count_canonical(ms)
+    f = make_objective(ctx, ms, "edp")
+    s = registry.make_searcher(registry.mapper_spec(name), ms, 0)
+    res = run_search(s, f, budget=100 * n, batch_size=100)
+    assert s.done is True and res.samples < 10 * n
+    assert res.best_loss == min(float(np.min(f(X))) for X in canonical_points(ms))
+
+
+def test_learners_stop_at_the_mapping_count_under_a_fixed_spatial_factor(tmp_path):
+    """Regression study: with a fixed spatial factor (an axis choice) the walk is not canonical's
+    whole reach, so the mappings were not listed and rl/marl/ppo spent the whole budget repeating
+    (8,000 samples for 2,176 mappings). They are listed from every point's canonical vector now."""
+    import yaml
+
+    from coexplore.spec.constraints import load_constraints
+    from coexplore.spec.problem import parse_problem
+    a = load_architecture_text((SMALL / "arch.yaml").read_text().replace("meshX: 4", "meshX: 2"))
+    data = yaml.safe_load((SMALL / "conv1d_oc.yaml").read_text())
+    data["problem"]["instance"].update(K=4, P=2, R=1)
+    prob = parse_problem(data, name="k4p2")
+    (tmp_path / "c.yaml").write_text("architecture_constraints:\n  targets:\n"
+                                     "  - {type: spatial, target: GLB, factors: K=2}\n")
+    ms = MapSpace(a, prob, load_constraints(a, tmp_path / "c.yaml"))
+    assert not ms.enumeration_is_reach() and ms.space.size > 2 ** 20
+    from coexplore.model.evaluate import level_costs
+    from coexplore.model.inputs import Context
+    from coexplore.spec.ert import load_ert
+    ert = load_ert(SMALL / "ERT.yaml")
+    ctx = Context(a, prob, ert, level_costs(a, ert))
+    f = make_objective(ctx, ms, "edp")
+    every = set()
+    for start in range(0, ms.space.size, 1 << 17):                 # the mappings, point by point
+        every.update(ms.space.keys(ms.canonical(ms.space.unravel(np.arange(start, min(ms.space.size, start + (1 << 17)))))))
+    assert ms.space.n_distinct == len(every)
+    for name in ("rl", "marl"):
+        s = registry.make_searcher(registry.mapper_spec(name), ms, 0)
+        res = run_search(s, f, budget=4 * len(every), batch_size=100)
+        assert res.samples == len(every) and s.done is True, name

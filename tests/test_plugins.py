@@ -413,8 +413,13 @@ class Nothing(Raises):
         return None
 
 
+class NoStart(Raises):
+    def __init__(self):
+        raise ZeroDivisionError("ctor boom")
+
+
 registry.SEARCHERS.update(bx_init=(Boom, Empty), bx_args=(TwoArgs, Empty), bx_cfg=(Fine, Needs))
-schedulers.HEURISTICS.update(bx_raises=Raises, bx_none=Nothing)
+schedulers.HEURISTICS.update(bx_raises=Raises, bx_none=Nothing, bx_ctor=NoStart)
 '''
 
 
@@ -457,7 +462,9 @@ def test_a_plugin_online_policy_that_raises_or_answers_nothing_is_the_plugins_er
             simulate(system, stream, "bx_raises")
         with pytest.raises(CoexploreError, match="broken.py's Nothing answered decide.sim. with NoneType"):
             simulate(system, stream, "bx_none")
+        with pytest.raises(CoexploreError, match="broken.py's NoStart .a plugin's code. raised ZeroDivisionError in __init__"):
+            simulate(system, stream, "bx_ctor")
     finally:
-        schedulers.HEURISTICS.pop("bx_raises", None)
-        schedulers.HEURISTICS.pop("bx_none", None)
+        for k in ("bx_raises", "bx_none", "bx_ctor"):
+            schedulers.HEURISTICS.pop(k, None)
         plugins._LOADED.clear()

@@ -77,10 +77,11 @@ def _unravel(start: int, count: int, sizes: list[int]) -> list[np.ndarray]:
 
 
 def _factor_chunks(ms, max_factor_points: int | None, chunk: int,
-                   start: int = 0) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                   start: int = 0, every: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Distinct factorisations as full parameter vectors (other columns 0) with their temporal
     factors [n, L, D], in chunks from factorisation number `start`; those that break the
-    constraints' factor bounds are left out. `max_factor_points` None: no limit (a walk)."""
+    constraints' factor bounds are left out, and those decode merges onto another's mapping (a
+    dimension on X and Y of one level), unless `every`. `max_factor_points` None: no limit (a walk)."""
     if max_factor_points is not None:
         _check_factor_points(ms, max_factor_points)   # before listing every group's choices (~16 ms)
     groups = _factor_groups(ms)
@@ -99,6 +100,9 @@ def _factor_chunks(ms, max_factor_points: int | None, chunk: int,
             for (cols, combos), k in zip(groups, _unravel(first, n, sizes)):
                 full[:, cols] = combos[k]
         t, sx, sy = ms.decode_factors(full, merge=False)
+        if every:
+            yield full, t
+            continue
         one_axis = ~((sx > 1) & (sy > 1)).any(axis=(1, 2))     # a dimension on X and Y of one level: decoded
         if not one_axis.all():                                   # onto one axis, another point's mapping
             full, t, sx, sy = full[one_axis], t[one_axis], sx[one_axis], sy[one_axis]
@@ -162,15 +166,18 @@ def tail_columns(ms) -> list[int]:
     return perm_cols + keep_cols
 
 
-def canonical_points(ms, chunk: int = 100_000, max_factor_points: int | None = 50_000_000) -> Iterator[np.ndarray]:
+def canonical_points(ms, chunk: int = 100_000, max_factor_points: int | None = 50_000_000,
+                     every: bool = False) -> Iterator[np.ndarray]:
     """Batches of encoded vectors covering each distinct mapping of `ms` exactly once (a chunk's
     factorisations grouped by which loops are non-unit, for speed; `canonical_rows` walks them in
-    index order). `max_factor_points` None: any number of factorisations."""
+    index order). `max_factor_points` None: any number of factorisations. With `every`, also the
+    points the walk leaves out (factor bounds broken; a split decode merges: some repeat a mapping),
+    so that their `MapSpace.canonical` vectors are every point's."""
     levels, perm_cols, keep_cols, keeps = _order_columns(ms)
     tails: dict[tuple, np.ndarray] = {}
     buf: list[np.ndarray] = []
     size = 0
-    for full, temporal in _factor_chunks(ms, max_factor_points, max(1, chunk // 8)):
+    for full, temporal in _factor_chunks(ms, max_factor_points, max(1, chunk // 8), every=every):
         patterns: dict[tuple, list[int]] = {}
         for r in range(len(full)):
             key = tuple(tuple(k for k, d in enumerate(dims) if temporal[r, li, d] > 1)

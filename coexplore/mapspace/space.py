@@ -52,7 +52,7 @@ class MappingParams(DiscreteSpace):
     def canonical(self, batch: np.ndarray) -> np.ndarray:
         return self.mapspace.canonical(self.check(batch))
 
-    def distinct_keys(self) -> np.ndarray | None:
+    def distinct_keys(self) -> "np.ndarray | list | None":
         if not hasattr(self, "_distinct"):            # (listed once: a space does not change)
             self._distinct = self.mapspace.distinct_keys(LIST_MAX)
         return self._distinct
@@ -967,23 +967,43 @@ class MapSpace:
         return self.size_exact is not None and not self.has_bounds and not self.axis_index \
             and not fixed_vs_free.any()
 
-    def distinct_keys(self, limit: int) -> np.ndarray | None:
-        """The sorted keys (`space.keys`) of the canonical vectors of every mapping, or None when
-        there are more than `limit` or they cannot be listed: the walk's list where it is
-        canonical's reach (`enumeration_is_reach`), else the encoded points canonicalised one by one
-        where there are at most `limit` of them."""
+    def distinct_keys(self, limit: int) -> "np.ndarray | list | None":
+        """The sorted keys (`space.keys`: indices, or a list of rows' bytes in a space of 2^63 points
+        or more) of the canonical vectors of every point, one per mapping,
+        or None when there are more than `limit` or they cannot be listed: the encoded points
+        canonicalised one by one where there are at most `limit` of them, else the walk's points
+        (those it leaves out included: `canonical_points(every=True)`) canonicalised."""
         from coexplore.mapspace.enumerate import canonical_points
         space = self.space
-        if space.size >= 2 ** 63:
-            return None
-        if self.enumeration_is_reach() and self.size_exact <= limit:
-            parts = [space.ravel(X) for X in canonical_points(self, chunk=CANONICAL_CHUNK)]
-        elif space.size <= limit:
-            parts = [space.ravel(self.canonical(space.unravel(np.arange(a, min(a + CANONICAL_CHUNK, space.size)))))
-                     for a in range(0, space.size, CANONICAL_CHUNK)]
+        if space.size > limit and (self.log10_size() == float("-inf") or self.size_exact is None
+                                   or self.size_exact > limit):
+            return None          # (the walk's count is at most the mappings: more than `limit`, or not counted)
+        if space.size >= 2 ** 63:             # keys are rows' bytes: a set of them
+            found: set = set()
+            try:
+                for X in canonical_points(self, chunk=CANONICAL_CHUNK, max_factor_points=limit, every=True):
+                    found.update(space.keys(self.canonical(X)))
+                    if len(found) > limit:
+                        return None
+            except CoexploreError:            # (more factorisations than `limit`)
+                return None
+            return sorted(found)
+        if space.size <= limit:
+            batches = (space.unravel(np.arange(a, min(a + CANONICAL_CHUNK, space.size)))
+                       for a in range(0, space.size, CANONICAL_CHUNK))
         else:
+            batches = canonical_points(self, chunk=CANONICAL_CHUNK, max_factor_points=limit, every=True)
+        parts, seen = [], 0
+        try:
+            for X in batches:
+                parts.append(np.unique(space.ravel(self.canonical(X))))
+                seen += len(X)
+                if seen > 4 * limit and len(np.unique(np.concatenate(parts))) > limit:
+                    return None
+        except CoexploreError:                # (more factorisations than `limit`)
             return None
-        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        keys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        return keys if len(keys) <= limit else None
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """n uniform points of the space ([n, n_params] ints), drawn with `rng`."""

@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 
 from coexplore.errors import CoexploreError
 from coexplore.online.simulator import Simulation, is_scheduler
+from coexplore.plugins import plugins_code
 
 
 class Scheduler(ABC):
@@ -238,7 +239,9 @@ def heuristic(name: str, rates=None) -> Scheduler:
         raise CoexploreError(f"unknown scheduler {name!r}", key="scheduler", option="--schedulers",
                              expected="one of: " + ", ".join(HEURISTICS) + ", or relmas, the learned scheduler "
                                       "(a name for --schedulers; in Python LearnedScheduler(policy))")
-    made = HEURISTICS[name](rates) if name in ("static", "magma") else HEURISTICS[name]()
+    with plugins_code(HEURISTICS[name], "__init__", key="scheduler", option="--schedulers",
+                      expected="a scheduler class built with no arguments (registered as HEURISTICS[name] = SchedulerClass)"):
+        made = HEURISTICS[name](rates) if name in ("static", "magma") else HEURISTICS[name]()
     if not is_scheduler(made):
         raise CoexploreError(f"scheduler {name!r} made a {type(made).__name__}", key="scheduler", option="--schedulers",
                              expected="a scheduler with reset(sim, seed) and decide(sim) (registered as "

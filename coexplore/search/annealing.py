@@ -63,7 +63,14 @@ class SimulatedAnnealing(Searcher):
         frac = min(1.0, self.samples / max(horizon, 1))
         return self._scale * cfg.t_start * (cfg.t_end / cfg.t_start) ** frac
 
+    @property
+    def done(self) -> bool | None:
+        """True once every mapping (candidate) of the space is evaluated: the best is the optimum."""
+        return self._memo.covers() if self._memo is not None else None
+
     def ask(self, n: int) -> np.ndarray:
+        if self.done:                 # every mapping evaluated: nothing new to ask (the search stops)
+            return np.zeros((0, self.space.n_params), np.int64)
         cfg = self.config
         if self._memo is None:
             self._memo = Memo(self.space)

@@ -52,7 +52,14 @@ class GeneticAlgorithm(Searcher):
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss)
 
+    @property
+    def done(self) -> bool | None:
+        """True once every mapping (candidate) of the space is evaluated: the best is the optimum."""
+        return self._memo.covers() if self._memo is not None else None
+
     def ask(self, n: int) -> np.ndarray:
+        if self.done:                 # every mapping evaluated: nothing new to ask (the search stops)
+            return np.zeros((0, self.space.n_params), np.int64)
         if self._memo is None:
             self._start()
         if self.pop_x is None or len(self.pop_x) < min(self.config.population, 2):

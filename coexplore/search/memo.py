@@ -56,6 +56,11 @@ class Memo:
     def __len__(self) -> int:
         return len(self.losses)
 
+    def covers(self) -> bool | None:
+        """True once every candidate of the space is evaluated (so the best is the optimum), else
+        None (not known to be done): a searcher's `done`."""
+        return True if len(self.losses) >= self.space.n_distinct else None
+
     # pickled compactly (a checkpoint holds every evaluated point): the points as one small-integer
     # array instead of a key object each, their keys rebuilt in the same order
     def __getstate__(self) -> dict:

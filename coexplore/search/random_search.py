@@ -25,7 +25,14 @@ class RandomSearch(Searcher):
         self.config = config if config is not None else RandomConfig()
         self._memo: Memo | None = None
 
+    @property
+    def done(self) -> bool | None:
+        """True once every mapping (candidate) of the space is evaluated: the best is the optimum."""
+        return self._memo.covers() if self._memo is not None else None
+
     def ask(self, n: int) -> np.ndarray:
+        if self.done:                 # every mapping evaluated: nothing new to ask (the search stops)
+            return np.zeros((0, self.space.n_params), np.int64)
         x = self.space.sample(self.rng, n)
         if not self.config.dedupe:
             return x

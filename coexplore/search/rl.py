@@ -48,6 +48,7 @@ from coexplore.search.space import LIST_MAX, DiscreteSpace
 
 MUTANT_ROUNDS = 200          # rounds of mutants an ask tries for new points (then repeats known ones)
 MUTANT_ROUNDS_LISTED = 20    # ... in a space whose candidates are listed (then draws from the list)
+DRAW_FROM_LIST = 100_000     # lists longer than this are drawn from at random, not set-differenced
 
 
 @dataclass
@@ -474,14 +475,26 @@ class PolicySearcher(Searcher):
         return np.concatenate(res)
 
     def _unseen(self, parents: np.ndarray, n: int) -> np.ndarray:
-        """Up to n of the points not yet asked, drawn at random from a listing of the space; the
-        rest (none left) repeats parents."""
+        """Up to n of the candidates not yet asked, drawn at random from the space's listing of
+        them (`distinct_keys`); the rest (none left) repeats parents."""
         memo = self._memo
-        known = np.fromiter(list(memo.losses) + list(memo.pending), np.int64)
-        free = np.setdiff1d(self.space.distinct_keys(), known)
-        pick = self.rng.choice(free, size=min(n, len(free)), replace=False) if len(free) else free
-        memo.mark_pending(pick.tolist())
-        out = [self.space.unravel(pick)]
+        keys = self.space.distinct_keys()
+        if len(keys) > DRAW_FROM_LIST and len(memo) + len(memo.pending) + n < len(keys) // 2:
+            # a long list with many left: draw from it and drop the known (a set difference over the
+            # whole list at every ask took most of a run's time)
+            tries = [keys[i] for i in self.rng.integers(0, len(keys), 4 * n + 16).tolist()]
+            pick = list(dict.fromkeys(k for k in tries if k not in memo.losses and k not in memo.pending))[:n]
+            if len(pick) == n:
+                memo.mark_pending(pick)
+                return self.space.points(pick)
+        if isinstance(keys, np.ndarray):               # indices
+            free = np.setdiff1d(keys, np.fromiter(list(memo.losses) + list(memo.pending), np.int64))
+        else:                                          # rows' bytes (a space of 2^63 points or more)
+            free = [k for k in keys if k not in memo.losses and k not in memo.pending]
+        at = self.rng.choice(len(free), size=min(n, len(free)), replace=False) if len(free) else []
+        pick = [free[i] for i in at]
+        memo.mark_pending(pick)
+        out = [self.space.points(pick)]
         if len(pick) < n:
             out.append(parents[self.rng.integers(0, len(parents), n - len(pick))])
         return np.concatenate(out)

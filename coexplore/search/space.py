@@ -145,10 +145,10 @@ class DiscreteSpace:
         candidate (a subclass whose points repeat candidates overrides this)."""
         return np.asarray(batch, dtype=np.int64)
 
-    def distinct_keys(self) -> np.ndarray | None:
-        """The sorted keys (`keys`, indices here) of the representatives of every candidate, for
-        searchers that walk the candidates left unseen; None when there are too many to list
-        (more than LIST_MAX)."""
+    def distinct_keys(self) -> "np.ndarray | list | None":
+        """The sorted keys (`keys`: indices here; a subclass may give a list of rows' bytes) of the
+        representatives of every candidate, for searchers that walk the candidates left unseen;
+        None when there are too many to list (more than LIST_MAX)."""
         if self.size > LIST_MAX:
             return None
         return np.arange(self.size, dtype=np.int64)
