@@ -15,7 +15,7 @@ import numpy as np
 
 from coexplore.search.base import Searcher
 from coexplore.search.losses import LossTransform
-from coexplore.search.memo import Memo
+from coexplore.search.memo import DoneWhenCovered, Memo
 from coexplore.search.mutation import mutate, one_change_mask
 from coexplore.search.space import DiscreteSpace
 
@@ -38,7 +38,7 @@ class SAConfig:
     UNUSED_WITH_BUDGET: ClassVar[tuple[str, ...]] = ("horizon",)
 
 
-class SimulatedAnnealing(Searcher):
+class SimulatedAnnealing(DoneWhenCovered, Searcher):
     name = "sa"
     learns_between_batches = True
 
@@ -62,11 +62,6 @@ class SimulatedAnnealing(Searcher):
         horizon = self.budget if self.budget else cfg.horizon
         frac = min(1.0, self.samples / max(horizon, 1))
         return self._scale * cfg.t_start * (cfg.t_end / cfg.t_start) ** frac
-
-    @property
-    def done(self) -> bool | None:
-        """True once every mapping (candidate) of the space is evaluated: the best is the optimum."""
-        return self._memo.covers() if self._memo is not None else None
 
     def ask(self, n: int) -> np.ndarray:
         if self.done:                 # every mapping evaluated: nothing new to ask (the search stops)

@@ -14,7 +14,7 @@ import numpy as np
 
 from coexplore.search.base import Searcher, check_options
 from coexplore.search.losses import LossTransform
-from coexplore.search.memo import Memo
+from coexplore.search.memo import DoneWhenCovered, Memo
 from coexplore.search.mutation import mutate
 from coexplore.search.space import DiscreteSpace
 
@@ -34,7 +34,7 @@ class GAConfig:
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"crossover": ("uniform", "groups")}
 
 
-class GeneticAlgorithm(Searcher):
+class GeneticAlgorithm(DoneWhenCovered, Searcher):
     name = "ga"
     learns_between_batches = True
 
@@ -51,11 +51,6 @@ class GeneticAlgorithm(Searcher):
         check_options(self.config)
         self._memo = Memo(self.space)
         self._transform = LossTransform(self.config.log_loss)
-
-    @property
-    def done(self) -> bool | None:
-        """True once every mapping (candidate) of the space is evaluated: the best is the optimum."""
-        return self._memo.covers() if self._memo is not None else None
 
     def ask(self, n: int) -> np.ndarray:
         if self.done:                 # every mapping evaluated: nothing new to ask (the search stops)

@@ -79,3 +79,14 @@ class Memo:
         keys = self.space.keys(stored) if stored.ndim == 2 else stored.tolist()
         self.losses = dict(zip(keys, state["losses"].tolist()))
         self.pending = set(state["pending"])
+
+
+class DoneWhenCovered:
+    """A searcher with a `Memo` in `_memo` that is `done` once every candidate of its space is
+    evaluated (the best is then the optimum), for the searchers that do not track more."""
+
+    _memo: "Memo | None" = None
+
+    @property
+    def done(self) -> bool | None:
+        return self._memo.covers() if self._memo is not None else None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coexplore.search.base import Searcher
-from coexplore.search.memo import Memo
+from coexplore.search.memo import DoneWhenCovered, Memo
 from coexplore.search.space import DiscreteSpace
 
 
@@ -16,7 +16,7 @@ class RandomConfig:
     dedupe: bool = True   # never ask for a point twice (redraw repeats; matters in small spaces)
 
 
-class RandomSearch(Searcher):
+class RandomSearch(DoneWhenCovered, Searcher):
     name = "random"
 
     def __init__(self, space: DiscreteSpace, config: RandomConfig | None = None, seed: int | None = 0):
@@ -24,11 +24,6 @@ class RandomSearch(Searcher):
         self.space = space
         self.config = config if config is not None else RandomConfig()
         self._memo: Memo | None = None
-
-    @property
-    def done(self) -> bool | None:
-        """True once every mapping (candidate) of the space is evaluated: the best is the optimum."""
-        return self._memo.covers() if self._memo is not None else None
 
     def ask(self, n: int) -> np.ndarray:
         if self.done:                 # every mapping evaluated: nothing new to ask (the search stops)
