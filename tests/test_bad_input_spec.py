@@ -369,6 +369,26 @@ def test_unknown_keys_of_a_v03_tree_are_warned_and_named_when_nothing_is_left(tm
     gone.write_text(text.replace("local:", "locals:"))
     with pytest.raises(CoexploreError, match="unknown key 'locals'.*did you mean 'local'"):
         load_architecture(gone)
+    # (the study's `lokal:` in a subtree: the DRAM above stays, so the error is "not a compute unit")
+    lost = tmp_path / "lost.yaml"
+    lost.write_text("architecture:\n  version: 0.3\n  subtree:\n  - name: system\n    local:\n"
+                    "    - {name: DRAM, class: DRAM, attributes: {width: 64, word-bits: 8}}\n    subtree:\n"
+                    "    - name: PE\n      lokal:\n      - {name: MAC, class: intmac, attributes: {datawidth: 8}}\n")
+    with pytest.raises(CoexploreError, match="not a compute unit.*unknown key 'lokal'.*did you mean 'local'"):
+        load_architecture(lost)
+
+
+def test_a_width_error_under_the_default_datawidth_names_the_misspelt_key(tmp_path):
+    """`wordbits: 8` is not read: the width check then fails against Timeloop's default 16 bits, and
+    the error says so (the typo warning is never reached)."""
+    from coexplore.errors import CoexploreError
+    from coexplore.spec.architecture import load_architecture
+    text = (CORPUS / "arches" / "simba_like" / "processed.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("        width: 64\n        datawidth: 8", "        width: 24\n        wordbits: 8", 1))
+    with pytest.raises(CoexploreError, match="width 24 is not a multiple of datawidth = 16; the datawidth is "
+                       "Timeloop's default 16: no datawidth or word-bits was read \\('wordbits' is not one"):
+        load_architecture(bad)
 
 
 def test_a_dimension_listed_twice_in_a_problem_shape_is_refused(tmp_path, capsys):

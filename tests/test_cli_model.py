@@ -51,6 +51,18 @@ def test_options_may_sit_between_the_positionals():
     assert r.returncode == 2 and "coexplore evaluate: error: more files than it takes (ARCH [PROBLEM] MAPPING): extra.yaml" in r.stderr
 
 
+def test_a_file_of_only_variables_is_named_as_such(tmp_path):
+    """timeloopfe merges a `variables:`-only file into the spec; given here (as an extra file or in
+    PROBLEM's place) it is the file named, not the mapping it pushed out of place."""
+    case, _ = _valid_case()
+    v = tmp_path / "vars.yaml"
+    v.write_text("variables: {version: 0.4, RFDEPTH: 64}\n")
+    for args in ((ARCH / "arch.yaml", v, LAYER, case / "mapping.yaml"), (ARCH / "arch.yaml", v, case / "mapping.yaml")):
+        r = cli("evaluate", *args)
+        assert r.returncode == 2 and f"{v}: key 'variables': this file holds only variables:" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and "mapping.yaml" not in r.stderr
+
+
 def test_evaluate_v04_arch_with_explicit_ert_and_table():
     case, exp = _valid_case()
     r = cli("evaluate", ARCH / "arch.yaml", LAYER, case / "mapping.yaml", "--ert", ARCH / "ERT.yaml")
@@ -319,10 +331,18 @@ def test_validate_fails_when_a_case_disagrees(tmp_path):
                 if json.loads((p / "expected.json").read_text())["valid"])
     exp = json.loads((case / "expected.json").read_text())
     exp["cycles"] += 1
+    tampered = [(lv, ds) for lv, d in exp["levels"].items() for ds in d["dataspaces"]][:5]
+    for lv, ds in tampered:
+        exp["levels"][lv]["dataspaces"][ds]["reads"] += 1
     (case / "expected.json").write_text(json.dumps(exp))
     r = cli("validate", root / "public", "--no-progress")
     assert r.returncode == 1 and case.name in r.stdout, r.stdout + r.stderr
-    assert f"cycles {exp['cycles'] - 1} vs {exp['cycles']}" in r.stdout   # both values, not just 'differ'
+    # both values, which is which, not just 'differ'; what is not listed, counted
+    assert f"cycles model {exp['cycles'] - 1} vs reference {exp['cycles']}" in r.stdout
+    lv, ds = tampered[0]
+    got = exp["levels"][lv]["dataspaces"][ds]["reads"]
+    assert f"{lv}.{ds}.reads model {got - 1} vs reference {got}" in r.stdout
+    assert "and 2 more (--json lists them)" in r.stdout
     assert cli("validate", root / "public", "--failures", "-3").returncode == 2
 
 

@@ -620,3 +620,20 @@ def test_a_node_keep_of_an_unknown_dataspace_is_refused_by_evaluate_too(tmp_path
     with pytest.raises(CoexploreError, match="unknown dataspace.*Weight") as err:
         parse_mapping({"mapping": [{"target": "glb", "type": "temporal", "factors": "C1"}]}, arch, problem)
     assert err.value.key == "glb.constraints.dataspace.keep"       # the node entry that names it
+
+
+def test_an_expression_reads_another_node_by_name(tmp_path):
+    """timeloopfe's symbol table holds every node by name (the exercises' cheatsheet writes
+    `datawidth: buffer.attributes["datawidth"]`): a reference to a node made before is its computed
+    attributes; a missing name or attribute is refused naming the key."""
+    glb = _buf("glb").replace("depth: 4096", "depth: 2 * 2048")
+    reg = ('  - !Component\n    name: reg\n    class: regfile\n    attributes:\n'
+           '      depth: glb.attributes.depth // 64\n      width: 8\n      datawidth: glb.attributes["datawidth"]\n'
+           "  - !Component\n    name: mac\n    class: intmac\n    attributes: {datawidth: 8}\n")
+    lv = {x.name: x for x in load_architecture(_arch(tmp_path, DRAM + glb + reg)).levels}
+    assert (lv["reg"].size, lv["reg"].word_bits) == (4096 // 64, 8)
+    with pytest.raises(CoexploreError, match=r"reg\.attributes\.depth.*'nope' is not defined"):
+        load_architecture(_arch(tmp_path, DRAM + glb + reg.replace("glb.attributes.depth", "nope.attributes.depth")))
+    with pytest.raises(CoexploreError, match=r"reg\.attributes\.datawidth.*KeyError"):
+        load_architecture(_arch(tmp_path, DRAM + glb + reg.replace('glb.attributes["datawidth"]',
+                                                                    'mac.attributes["width"]')))

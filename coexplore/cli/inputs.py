@@ -140,6 +140,25 @@ def top_keys(path: str | Path) -> set:
     return set(data) if isinstance(data, dict) else set()
 
 
+SPEC_SIDE_KEYS = {"variables", "globals"}
+
+
+def refuse_variables_file(path) -> None:
+    """A file of only `variables:` (and `globals:`) given where an input file goes: timeloopfe merges
+    such a file into the spec; here the variables are read from the file that uses them."""
+    try:
+        keys = top_keys(path) if path is not None else set()
+    except CoexploreError:
+        return                                   # (said where the file is read)
+    if keys and keys <= SPEC_SIDE_KEYS:
+        raise CoexploreError(f"this file holds only {' and '.join(sorted(keys))}: (a spec part timeloopfe merges "
+                             "with the others); coexplore reads a v0.4 spec's variables from the file that uses "
+                             "them", file=str(path), key="variables",
+                             expected="its variables: block copied into the architecture file, or the files "
+                                      "read through a template (README: `variables: {{include('"
+                                      + Path(str(path)).name + "', 'variables')}}` and the others, one a line)")
+
+
 def design_name(cores, wanted: str | None) -> str | None:
     """--core as a design's name: a copy's name as `schedule` names it (simba_0, simba_1_0) is its
     design's (every copy is that design)."""
@@ -201,6 +220,8 @@ def load_inputs(args, with_constraints: bool = False
     Timeloop ARCH (constraints.yaml) or in its v0.4 nodes.
     """
     args.arch = str(existing_arch(args.arch))
+    for f in (args.arch, args.problem):
+        refuse_variables_file(f)
     if args.problem is not None and Path(args.arch).is_file() and Path(args.problem).is_file():
         a, p = top_keys(args.arch), top_keys(args.problem)
         if "problem" in a and "architecture" not in a and "architecture" in p and "problem" not in p:

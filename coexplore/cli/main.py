@@ -69,6 +69,12 @@ class _Parser(argparse.ArgumentParser):
                 parser = chosen
             files = [e for e in extras if not e.startswith("-")]
             if files and parser.prog.split()[-1] in ("evaluate", "map") and len(files) == len(extras):
+                from coexplore.cli.inputs import refuse_variables_file
+                for f in [getattr(parsed, d, None) for d in ("arch", "problem", "mapping")] + files:
+                    try:
+                        refuse_variables_file(f)
+                    except CoexploreError as exc:
+                        parser.error(str(exc))
                 takes = "ARCH [PROBLEM] MAPPING" if parser.prog.endswith("evaluate") else "ARCH [PROBLEM]"
                 parser.error(f"more files than it takes ({takes}): {' '.join(extras)} left over. A Timeloop "
                              "file list is given by role: constraints with --constraints F (repeatable), "

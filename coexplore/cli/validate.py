@@ -53,8 +53,9 @@ def _mismatch(m: dict) -> str:
     if m["key"] == "level":          # a level only one side lists
         return f"level {m['level']} {'in the model only' if m['got'] else 'in the reference only'}"
     where = ".".join(p for p in (m["level"], m["dataspace"], m["key"]) if p)
-    return f"{where} {m['got']:.10g} vs {m['ref']:.10g}" if isinstance(m["got"], float) or isinstance(m["ref"], float) \
-        else f"{where} {m['got']} vs {m['ref']}"
+    return f"{where} model {m['got']:.10g} vs reference {m['ref']:.10g}" \
+        if isinstance(m["got"], float) or isinstance(m["ref"], float) \
+        else f"{where} model {m['got']} vs reference {m['ref']}"
 
 
 def _err(e: float | None) -> str:
@@ -124,10 +125,12 @@ def format_table(s: dict, max_failures: int = 10) -> str:
                 lines.append(f"  {r['case']}: both refuse it, for other reasons: model {r['error_got']!r}, "
                              f"reference {r['error_ref']!r}")
                 continue
-            what = ", ".join(_mismatch(m) for m in [*r["mismatches"], *r.get("others", [])][:3])
-            cycles = "exact" if r["cycles_exact"] else f"{r['cycles_got']} vs {r['cycles_ref']}"
+            every = [*r["mismatches"], *r.get("others", [])]
+            what = ", ".join(_mismatch(m) for m in every[:3]) + (f" and {len(every) - 3} more (--json lists "
+                                                                  "them)" if len(every) > 3 else "")
+            cycles = "exact" if r["cycles_exact"] else f"model {r['cycles_got']} vs reference {r['cycles_ref']}"
             lines.append(f"  {r['case']}: energy err {r['energy_rel_err']:.2e}, cycles {cycles}"
-                         + (f"; {what}" if what else ""))
+                         + (f"; {what}" if every else ""))
     return "\n".join(lines)
 
 

@@ -657,6 +657,8 @@ class MapSpace:
         for i, fp in enumerate(self.factor_params):
             for c, (li, k) in enumerate(fp.slots):
                 self._slot_level[i, c], self._slot_kind[i, c] = li, k
+        self._fp_dim = np.array([fp.dim for fp in self.factor_params], np.int64)
+        self._fp_prime = np.array([fp.prime for fp in self.factor_params], np.int64)
         self._canonical_tables()
 
     # ------------------------------------------------------------------ sizes
@@ -735,13 +737,12 @@ class MapSpace:
         B, L, D = X.shape[0], self.L, self.D
         bounds = np.empty((3, B, L, D), np.int64)        # temporal, spatial X, spatial Y
         bounds[KIND_T], bounds[KIND_X], bounds[KIND_Y] = self.base_t, self.base_x, self.base_y
-        flat = bounds.reshape(-1)
-        rows = np.arange(B) * (L * D)
-        # each parameter's choice -> its slot's offset in `bounds` (one row holds one choice, so
-        # a fancy-indexed multiply never meets the same element twice)
-        offsets = self._slot_kind * (B * L * D) + self._slot_level * D
-        for i, fp in enumerate(self.factor_params):
-            flat[rows + offsets[i, X[:, i]] + fp.dim] *= fp.prime
+        P = len(self.factor_params)
+        if P:   # each factor parameter's choice -> its slot's element of `bounds`, times its prime
+            # (one multiply.at for all: a per-parameter loop cost most of a small batch's time)
+            offsets = self._slot_kind * (B * L * D) + self._slot_level * D
+            at = (np.arange(B) * (L * D))[:, None] + offsets[np.arange(P), X[:, :P]] + self._fp_dim
+            np.multiply.at(bounds.reshape(-1), at.reshape(-1), np.broadcast_to(self._fp_prime, (B, P)).reshape(-1))
         for pi, li, d, n in self.axis_index:          # a fixed factor moved from X to Y
             on_y = X[:, pi] == 1
             bounds[KIND_X, on_y, li, d] //= n
@@ -914,24 +915,17 @@ class MapSpace:
             t, sx, sy = self.decode_factors(X, checked=True, merge=False)
             both = (sx > 1) & (sy > 1)                     # [B, L, D]: decode merges these
             if both.any():
-                rows = np.arange(len(X))
-                for i, fp in enumerate(self.factor_params):
-                    c = X[:, i]
-                    li = self._slot_level[i, c]
-                    move = both[rows, li, fp.dim] & (self._slot_kind[i, c] == self._merged_from[i, c])
-                    X[move, i] = self._merged_to[i, c[move]]
+                P = len(self.factor_params)
+                c, i = X[:, :P], np.arange(P)
+                move = both[np.arange(len(X))[:, None], self._slot_level[i, c], self._fp_dim] \
+                    & (self._slot_kind[i, c] == self._merged_from[i, c])
+                X[:, :P] = np.where(move, self._merged_to[i, c], c)
             for cols in self._prime_groups:
                 X[:, cols] = np.sort(X[:, cols], axis=1)
         else:
             t = self.decode_factors(X, checked=True)[0]
-        for li, free in enumerate(self.perm_free):
-            if not free:
-                continue
-            idx = [pi for pi, l2, _ in self.perm_index if l2 == li]
-            if not idx:
-                continue
-            dims = [d for _, l2, d in self.perm_index if l2 == li]
-            keys = X[:, idx] * self.D + np.array(dims)[None, :]
+        for li, idx, dims in self._perm_columns:
+            keys = X[:, idx] * self.D + dims[None, :]
             nonunit = t[:, li, dims] > 1
             keys = np.where(nonunit, keys, -1)
             ranks = np.argsort(np.argsort(keys, axis=1, kind="stable"), axis=1)
@@ -946,6 +940,11 @@ class MapSpace:
         for i, fp in enumerate(self.factor_params):
             groups.setdefault((fp.dim, fp.prime), []).append(i)
         self._prime_groups = [cols for cols in groups.values() if len(cols) > 1]
+        self._perm_columns = []               # per level with loop-order keys: level, their columns, dims
+        for li, free in enumerate(self.perm_free):
+            idx = [pi for pi, l2, _ in self.perm_index if l2 == li]
+            if free and idx:
+                self._perm_columns.append((li, idx, np.array([d for _, l2, d in self.perm_index if l2 == li], np.int64)))
         P = max(len(self.factor_params), 1)
         self._merged_from = np.full(self._slot_kind.shape, -1, np.int64)
         self._merged_to = np.tile(np.arange(self._slot_kind.shape[1], dtype=np.int64), (P, 1))

@@ -66,7 +66,8 @@ def _number(value, *, file, key, expected="a number"):
                                  expected=f"{expected} without units ({hint})") from None
         if why:
             expected += (f" ('{value}' is a v0.4 expression that cannot be computed: {why}; names come from "
-                         "the spec's variables: and the attributes of the node and the containers around it)")
+                         "the spec's variables:, the attributes of the node and the containers around it, and "
+                         "other nodes by name: GlobalBuffer.attributes[\"depth\"])")
         elif isinstance(value, str) and re.search(r"[A-Za-z_][A-Za-z_0-9]*|[*/+()-]", value.strip()):
             expected += (" (expressions and variables are evaluated in a v0.4 node's attributes, mesh and "
                          "split only: write the number)")
@@ -256,7 +257,13 @@ def _derive_storage(level: Level, file: str | None) -> None:
         unit = level.word_bits * level.block_size
         if w % unit:
             what = "datawidth x block_size" if block is not None else "datawidth"
-            raise CoexploreError(f"{written} {w} is not a multiple of {what} = {unit}", file=file, key=wkey,
+            note = ""
+            if _attr(a, "word_bits") is None:       # the default, most likely a misspelt key
+                typo = next((k for k in a if _close_attribute(str(k)) in ("word_bits", "datawidth")
+                             and k not in TIMELOOP_ATTRIBUTES), None)
+                note = ("; the datawidth is Timeloop's default 16: no datawidth or word-bits was read"
+                        + (f" ('{typo}' is not one Timeloop reads)" if typo else ""))
+            raise CoexploreError(f"{written} {w} is not a multiple of {what} = {unit}{note}", file=file, key=wkey,
                                  expected=f"a multiple of {unit} (Timeloop asserts it)")
         if block is not None and cluster is not None:
             if unit * level.cluster_size != w:
@@ -575,6 +582,10 @@ def _from_v4_nodes(nodes: list, file: str | None,
     scope = {} if scope is None else scope
     # timeloopfe makes the variables the top level's attributes: every component inherits them
     inherited: dict = {k: v for k, v in scope.items() if k != "spec"}
+    # ... and names every component and container in expressions (`GlobalBuffer.attributes["datawidth"]`,
+    # as the exercises' cheatsheet writes): its attributes as written, computed once it is read
+    named = _node_names(nodes)
+    scope = {**named, **scope}
     containers: dict = {}                          # the containers' attributes alone (what Timeloop's specs see)
     mesh_x = mesh_y = 1
 
@@ -636,6 +647,8 @@ def _from_v4_nodes(nodes: list, file: str | None,
                 own = {str(k).replace("-", "_"): v for k, v in
                        _mapping(node.get("attributes"), file=file, key=f"{here}.attributes").items()}
                 resolved = _resolved(own, {**scope, **inherited})
+                if str(node.get("name")) in named:
+                    named[str(node["name"])]["attributes"] = resolved
                 inherited.update(resolved)
                 containers.update(resolved)
                 sx, sy = mesh(node, {}, here)
@@ -665,6 +678,8 @@ def _from_v4_nodes(nodes: list, file: str | None,
                 # what Accelergy reads is what timeloopfe wrote for the component (its own attributes,
                 # its storage defaults such as n_banks 2, the containers'), then the spec's variables
                 lv.attributes = {**lv.attributes, **lv.own_attributes}
+                if str(node.get("name")) in named:
+                    named[str(node["name"])]["attributes"] = lv.own_attributes
                 levels.append(lv)
             if parallel:                   # a !Parallel branch: every other dataspace bypasses it
                 branches[(pid, i)] = branch[i]
@@ -673,6 +688,22 @@ def _from_v4_nodes(nodes: list, file: str | None,
 
     walk(nodes, "architecture.nodes")
     return levels, inherited, tuple(meshless), branches
+
+
+def _node_names(nodes) -> dict:
+    """Every named node of a v0.4 tree -> a Namespace holding its `attributes` as written (timeloopfe's
+    symbol table holds each leaf by name); a node read before it is made gives its text."""
+    out: dict = {}
+    for node in nodes if isinstance(nodes, list) else []:
+        if not isinstance(node, dict):
+            continue
+        attrs = node.get("attributes")
+        if isinstance(node.get("name"), str) and node["name"].isidentifier():
+            out.setdefault(node["name"], expressions.Namespace(
+                name=node["name"], attributes=attrs if isinstance(attrs, dict) else {}))
+        for k, v in _node_names(node.get("nodes")).items():
+            out.setdefault(k, v)
+    return out
 
 
 def _refuse_sparse_nodes(nodes, key: str, file: str | None) -> None:
@@ -825,7 +856,7 @@ def parse_architecture(data: Any, file: str | None = None, name: str | None = No
                              key="architecture", expected="at least one storage level and a compute level")
     compute = levels[-1]
     if not compute.is_compute:
-        dropped = f" ({'; '.join(ignored)})" if ignored else ""
+        dropped = f" ({'; '.join(ignored + unknown)})" if ignored or unknown else ""   # (a `lokal:` lost the MAC)
         raise CoexploreError(f"the innermost component '{compute.name}' (class {compute.cls}) is not a "
                              f"compute unit{dropped}", file=file, key="architecture",
                              expected="the last component to be a MAC (class containing 'mac' or 'compute')")
