@@ -130,6 +130,28 @@ def test_log_timestamps_of_1e18_cycles_are_served_as_their_differences(tmp_path,
     (a,), (b,) = read_trace(tmp_path / "a.csv", names).values(), read_trace(tmp_path / "b.csv", names).values()
     assert b.arrival.tolist() == [0.0, 50.0, 400.0] and b.deadline.tolist() == [900.0, 5000.0, 4000.0]
     assert a.arrival.tolist() == [0.0, 50.0, 400.0]
+    assert (a.origin, b.origin) == ("0", str(shift))          # (where the shifted one's cycle 0 is, exactly)
+    (tmp_path / "t.csv").write_text("job,dnn,lat_c0,bw_c0\nc.l,cnn,100,1\ng.l,gemm,100,1\n")
+    assert main(["online", "--table", str(tmp_path / "t.csv"), "--bandwidth", "10", "--trace", str(tmp_path / "b.csv"),
+                 "--schedulers", "fcfs", "--no-plot", "--json", "--no-progress", "--out", str(tmp_path / "o")]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["run"]["trace_origin_cycles"] == {"0": str(shift)} and str(shift) in err
+
+
+@pytest.mark.parametrize("extra", [["--load", "0.5"], ["--slack", "2", "3"], ["--requests", "50"]])
+def test_training_options_with_a_trace_and_nothing_trained_are_refused(tmp_path, capsys, extra):
+    """User study: with --trace these shape relmas's training streams only; with no relmas (or
+    --policy) they did nothing, and the summary said relmas was trained at --load."""
+    (tmp_path / "t.csv").write_text("job,dnn,lat_c0,bw_c0\na.l,a,100,1\n")
+    (tmp_path / "r.csv").write_text("arrival_cycle,deadline_cycle,dnn\n0,1000,a\n10,500,a\n")
+    args = ["online", "--table", str(tmp_path / "t.csv"), "--bandwidth", "10", "--trace", str(tmp_path / "r.csv"),
+            "--no-plot", "--no-progress", "--out", str(tmp_path / "o")]
+    assert main([*args, "--schedulers", "fcfs", *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"{extra[0]} with --trace, and nothing is trained (no relmas among the schedulers)" in err
+    assert not (tmp_path / "o").exists()
+    assert main([*args, "--schedulers", "fcfs,relmas", "--train-generations", "1", "--train-streams", "1",
+                 *extra]) == 0                          # (trained: they act)
 
 
 @pytest.mark.parametrize("text, key", [
@@ -233,7 +255,7 @@ def test_a_deadline_met_at_its_cycle_stays_met_whatever_rounding_the_events_brin
     (tmp_path / "t.csv").write_text("job,dnn,lat_c0,lat_c1,bw_c0,bw_c1\na.l,a,100,100,11,11\n")
     (tmp_path / "r.csv").write_text("arrival_cycle,deadline_cycle,dnn\n0,220,a\n0,220,a\n3,1000,a\n")
     assert main(["online", "--table", str(tmp_path / "t.csv"), "--bandwidth", "10", "--trace", str(tmp_path / "r.csv"),
-                 "--load", "1", "--schedulers", "fcfs,edf", "--no-plot", "--json", "--no-progress",
+                 "--schedulers", "fcfs,edf", "--no-plot", "--json", "--no-progress",
                  "--out", str(tmp_path / "o")]) == 0
     got = json.loads(capsys.readouterr().out)["schedulers"]
     assert got["fcfs"]["sla_rate"] == 1.0 and got["edf"]["sla_rate"] == 1.0

@@ -73,8 +73,8 @@ def register(subparsers) -> None:
                         "cores have cycles (unequal cores saturate below 1); capacity: the largest request rate "
                         "the cores can serve (a linear program over where each layer runs)")
     p.add_argument("--requests", type=count_at_most(MAX_REQUESTS, "a stream's arrays take ~100 bytes a request"),
-                   default=200, metavar="N", help="requests per stream (default 200)")
-    p.add_argument("--slack", type=float, nargs=2, default=(1.5, 4.0), metavar=("LOW", "HIGH"),
+                   default=None, metavar="N", help="requests per stream (default 200)")
+    p.add_argument("--slack", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
                    help="deadline = arrival + k x the DNN's isolated latency, k uniform in [LOW, HIGH] "
                         "(default 1.5 4)")
     p.add_argument("--mix", type=float, nargs="+", metavar="W",
@@ -152,6 +152,9 @@ def run(args) -> int:
     run_desc = _run_description(args, scenario, train, names, loads)
     if trained_at is not None:                   # a trace's relmas trained at another load than it has
         run_desc["train_load"] = trained_at.load
+    origins = {str(k): st.origin for k, st in (streams or {}).items() if st.origin != "0"}
+    if origins:                                  # log timestamps: where each stream's cycle 0 is
+        run_desc["trace_origin_cycles"] = origins
     if args.out and "relmas" in names and policy is None and not args.restart:   # (before the folder's notes)
         _refuse_shorter_training(Path(args.out), training_key(run_desc), train)
     out = _out_dir(args, run_desc)
@@ -208,6 +211,13 @@ def _checked_options(args) -> tuple:
             if given:
                 raise CoexploreError(f"{option} with --trace", key=option,
                                      expected="no " + option + ": the trace gives the streams, their load and mix")
+        if "relmas" not in names or args.policy:     # the trace is served: these shape relmas's training only
+            why = "relmas is given by --policy" if args.policy else "no relmas among the schedulers"
+            for option, given in (("--requests", args.requests), ("--slack", args.slack)):
+                if given is not None:     # (--load too, unless the trace's load cannot be measured: _trace_streams)
+                    raise CoexploreError(f"{option} with --trace, and nothing is trained ({why})", key=option,
+                                         expected=f"no {option}: with --trace it sets relmas's training streams "
+                                                  "only (the trace's own requests, deadlines and load are served)")
     else:
         args.seeds = 5 if args.seeds is None else args.seeds
         args.load = 0.8 if args.load is None else args.load
@@ -215,6 +225,8 @@ def _checked_options(args) -> tuple:
         raise CoexploreError(f"got {args.seeds}", key="--seeds", expected="an integer >= 1 (evaluation streams)")
     from coexplore.cli.schedule import check_job_table_source
     check_job_table_source(args, "online", jobs_map_only=False)
+    args.requests = 200 if args.requests is None else args.requests
+    args.slack = (1.5, 4.0) if args.slack is None else args.slack
     scenario = Scenario(0.8 if args.load is None else args.load, args.requests, tuple(args.slack),
                         tuple(args.mix) if args.mix else None, basis=args.load_basis)
     for option, given in (("--train-generations", args.train_generations), ("--train-streams", args.train_streams)):
@@ -551,6 +563,12 @@ def _trace_streams(args, system, scenario):
     else:
         measured = offered_load(system, rates, scenario.basis)
         scenario = dataclasses.replace(scenario, mix=tuple(float(x) for x in rates / rates.sum()))
+    trains = "relmas" in args.schedulers.split(",") and not args.policy
+    if measured is not None and args.load is not None and not trains:
+        raise CoexploreError("--load with --trace, and nothing is trained (" + ("relmas is given by --policy"
+                             if args.policy else "no relmas among the schedulers") + ")", key="--load",
+                             expected=f"no --load: the trace's measured load ({measured:.3g}) is served; --load "
+                                      "sets relmas's training load only")
     given, args.load = args.load, measured if measured is not None else args.load
     scenario = dataclasses.replace(scenario, load=args.load)
     trained_at = dataclasses.replace(scenario, load=given) if given is not None and given != args.load else None
@@ -563,6 +581,12 @@ def _trace_streams(args, system, scenario):
           + (f", offered load {measured:.3g} ({'of capacity' if scenario.basis == 'capacity' else 'fastest-core basis'})"
              f", mix {mix}" if measured is not None else "")
           + (f"; relmas trained at --load {given:g}" if trained_at is not None else ""), file=sys.stderr)
+    shifted = [st.origin for st in streams.values() if st.origin != "0"]
+    if shifted:
+        print(f"coexplore online: note: {len(shifted)} stream{'s' if len(shifted) > 1 else ''} of the trace counted "
+              f"from {'their' if len(shifted) > 1 else 'its'} first arrival (cycle {shifted[0]}"
+              f"{', ...' if len(shifted) > 1 else ''}: log timestamps): requests.csv's times are from there "
+              "(online.json's run.trace_origin_cycles)", file=sys.stderr)
     import numpy as np
     iso = np.array([m.isolated_latency for m in system.models])
     short = sum(int((st.deadline - st.arrival < iso[st.model]).sum()) for st in streams.values())

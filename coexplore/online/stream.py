@@ -66,11 +66,14 @@ class Scenario:
 
 @dataclass(frozen=True)
 class RequestStream:
-    """Requests by arrival time: arrival and deadline (cycles), the served model's index."""
+    """Requests by arrival time: arrival and deadline (cycles), the served model's index; `origin`:
+    the cycle the times count from, as written (a trace of log timestamps is counted from its first
+    arrival, so its differences keep their digits)."""
 
     arrival: np.ndarray
     deadline: np.ndarray
     model: np.ndarray
+    origin: str = "0"
 
     def __post_init__(self):
         """A stream built by hand (a trace) is checked as the simulation needs it: one arrival,

@@ -106,7 +106,7 @@ def read_trace(path: str | Path, model_names: list[str] | tuple[str, ...]) -> di
         first = reqs[0][0] if reqs[0][0] >= REBASE_FROM else Decimal(0)
         out[stream] = RequestStream(np.array([float(a - first) for a, _, _ in reqs]),
                                     np.array([float(d - first) for _, d, _ in reqs]),
-                                    np.array([m for _, _, m in reqs], np.int64))
+                                    np.array([m for _, _, m in reqs], np.int64), origin=format(first, "f"))
     return out
 
 
