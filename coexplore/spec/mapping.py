@@ -149,6 +149,7 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
     backing_bypass: dict[str, str] = {}        # dataspace -> key of the directive bypassing it at the backing store
     said_at: dict[tuple[str, str], str] = {}   # (level, dataspace) -> key of the last keep/bypass naming it
     temporal_at: set[str] = set()              # levels a temporal directive names
+    directed: dict[tuple[str, str], str] = {}  # (level, temporal|spatial) -> key of the first directive
     for i, entry in enumerate(data):
         key = f"mapping[{i}]"
         if not isinstance(entry, dict):
@@ -186,10 +187,20 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         lm = mapping.levels[target]
         bounds = dict(zip(dims, problem.bounds))
         factors = dict(file=file, key=f"{key}.factors", dims=dims, bounds=bounds, warnings=mapping.warnings)
+        again = kind in ("temporal", "spatial") and (target, kind) in directed
+        if again:             # Timeloop's parser: a later directive replaces what it gives, the rest stays
+            mapping.warnings.append(f"{key}: a second {kind} directive for {target} (the first is "
+                                    f"{directed[(target, kind)]}): its factors, permutation"
+                                    + (" and split" if kind == "spatial" else "") + " replace the first's where it "
+                                    "gives them, as Timeloop reads it")
+        if kind in ("temporal", "spatial"):
+            directed.setdefault((target, kind), key)
         if kind == "temporal":
             temporal_at.add(target)
-            lm.temporal = _parse_factors(entry.get("factors"), **factors)
-            lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
+            if not again or "factors" in entry:
+                lm.temporal = _parse_factors(entry.get("factors"), **factors)
+            if not again or "permutation" in entry:
+                lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
         elif kind == "spatial":
             li = names.index(target)
             if (said := arch.no_spatial_level(li)) is not None:     # Timeloop's parser: no spatial tiling level
@@ -202,14 +213,17 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                     hint = f"; the fan-out below it is {owner}'s: target: {named}"
                 raise CoexploreError(said, file=file, key=f"{key}.target",
                     expected="a spatial directive only at a level that fans out (as timeloop-model requires)" + hint)
-            lm.spatial = _parse_factors(entry.get("factors"), **factors)
-            lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
-                                                 key=f"{key}.permutation", dims=dims)
+            if not again or "factors" in entry:
+                lm.spatial = _parse_factors(entry.get("factors"), **factors)
+            if not again or "permutation" in entry:
+                lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
+                                                     key=f"{key}.permutation", dims=dims)
             split = int_text(entry.get("split"))   # each spatial directive sets it (Timeloop: all-X when not given)
             if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split < 0):
                 raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
                                      expected="a non-negative integer (dimensions on the X axis)")
-            lm.split = split
+            if not again or split is not None:
+                lm.split = split
         elif kind in ("datatype", "bypass", "dataspace"):
             # Timeloop's ParseUserDatatypeBypassSettings edits one keep/bypass string per level:
             # directives add up, a later one changing only the dataspaces it names; keep, then bypass
@@ -228,6 +242,11 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                                              expected=f"one of {dsnames}")
                 if k == "bypass" and target == backing:
                     backing_bypass.update({str(v): f"{key}.bypass" for v in vals})
+                for v in vals:
+                    if said_at.get((target, str(v)), "").endswith("keep" if k == "bypass" else "bypass") \
+                            and said_at[(target, str(v))].rsplit(".", 1)[0] == key:
+                        mapping.warnings.append(f"{key}: {v} both kept and bypassed at {target}: bypassed, as "
+                                                "Timeloop reads it (keep first, then bypass)")
                 said_at.update({(target, str(v)): f"{key}.{k}" for v in vals})
                 other = "bypass" if k == "keep" else "keep"
                 setattr(lm, other, [d for d in getattr(lm, other) or [] if d not in vals] or None)
