@@ -189,11 +189,21 @@ def test_option_choices_are_checked_where_the_file_is_read(tmp_path):
                       ("searcher: rl\nconfig: {critic: false}\n", "config.critic"),
                       ("searcher: rl\nconfig: {lr: .inf}\n", "config.lr"),
                       ("searcher: sa\nconfig: {t_start: 0, t_end: 0}\n", "config.t_start"),
-                      ("searcher: [marl]\n", "searcher")):
+                      ("searcher: [marl]\n", "searcher"),
+                      # (user study: these did nothing silently)
+                      ("searcher: marl\nconfig: {critic: false, critic_window: 500}\n", "config.critic_window"),
+                      ("searcher: marl\nconfig: {restart: false, restart_fresh: false}\n", "config.restart_fresh"),
+                      ("searcher: marl\nconfig: {imitation: 0.0, imitation_top: 100}\n", "config.imitation_top"),
+                      ("searcher: marl\nconfig: {stall: 0, polish: false}\n", "config.polish"),
+                      ("searcher: rl\nconfig: {conditional: false, max_table: 1000}\n", "config.max_table"),
+                      ("searcher: ga\nconfig: {crossover: groups, crossover_rate: 0.0}\n", "config.crossover"),
+                      ("searcher: sa\nconfig: {restart_every: 0, restart_fraction: 0.5}\n", "config.restart_fraction")):
         f.write_text(text)
         with pytest.raises(CoexploreError) as err:
             registry.load_mapper(f)
         assert err.value.key == key and err.value.file == str(f)
+    f.write_text("searcher: marl\nconfig: {critic: false, imitation: 0.0, restart: false}\n")
+    registry.load_mapper(f)                           # (the options themselves, without the ones they silence)
     for value in GAConfig.CHOICES["crossover"]:      # every listed value is one the searcher runs with
         s = registry.make_searcher(registry.mapper_spec("ga", {"crossover": value}),
                                    DiscreteSpace(np.array([3, 4]), ["a", "b"], groups=[[0], [1]]))

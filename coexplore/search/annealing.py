@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coexplore.search.base import Searcher
+from coexplore.search.base import NONZERO, Searcher
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import DoneWhenCovered, Memo
 from coexplore.search.mutation import mutate, one_change_mask
@@ -34,6 +34,7 @@ class SAConfig:
     horizon: int = 10_000          # schedule length when the budget is unknown
     log_loss: bool = True
 
+    ONLY_WITH: ClassVar[dict[str, tuple[str, object]]] = {"restart_fraction": ("restart_every", NONZERO)}
     # options a search run with a budget (`run_search`: `coexplore map`, `map_layer`) does not use
     UNUSED_WITH_BUDGET: ClassVar[tuple[str, ...]] = ("horizon",)
 

@@ -84,6 +84,9 @@ def with_tie(losses: np.ndarray, tie: np.ndarray) -> TiedLosses:
     return out
 
 
+NONZERO = "not 0"   # an `ONLY_WITH` condition: the other option is not 0 (or False)
+
+
 def check_options(config, file=None) -> None:
     """Options with a fixed set of values (the config class's `CHOICES`) hold one of them, and an
     option that acts only with another option's value (`ONLY_WITH`) is left at its default otherwise
@@ -98,10 +101,12 @@ def check_options(config, file=None) -> None:
     if only:
         defaults = cls()
         for key, (other, needed) in only.items():
-            if getattr(config, other) != needed and getattr(config, key) != getattr(defaults, key):
-                raise CoexploreError(f"option '{key}' acts only with {other}: {needed} (here "
-                                     f"{getattr(config, other)})", file=file, key=f"config.{key}",
-                                     expected=f"{other}: {needed}, or '{key}' left at its default")
+            value = getattr(config, other)
+            acts = value != 0 if needed is NONZERO else value == needed
+            if not acts and getattr(config, key) != getattr(defaults, key):
+                wanted = f"{other} other than 0" if needed is NONZERO else f"{other}: {needed}"
+                raise CoexploreError(f"option '{key}' acts only with {wanted} (here {value})", file=file,
+                                     key=f"config.{key}", expected=f"{wanted}, or '{key}' left at its default")
 
 
 def plugins_code(searcher, what: str):

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coexplore.search.base import Searcher, check_options
+from coexplore.search.base import NONZERO, Searcher, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import DoneWhenCovered, Memo
 from coexplore.search.mutation import mutate
@@ -32,6 +32,7 @@ class GAConfig:
     log_loss: bool = True
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"crossover": ("uniform", "groups")}
+    ONLY_WITH: ClassVar[dict[str, tuple[str, object]]] = {"crossover": ("crossover_rate", NONZERO)}
 
 
 class GeneticAlgorithm(DoneWhenCovered, Searcher):

@@ -31,6 +31,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from coexplore.search.base import NONZERO
 from coexplore.search.rl import PolicySearcher, RLConfig, TeamLearner
 from coexplore.search.space import DiscreteSpace
 
@@ -72,9 +73,14 @@ class MARLConfig(RLConfig):
         **RLConfig.CHOICES, "clustering": ("correlation", "per_parameter", "given", "single"),
         "leftovers": ("separate", "joint")}
     # options that act only with another option's value (a mapper file setting them otherwise is refused)
-    ONLY_WITH: ClassVar[dict[str, tuple[str, str]]] = {
-        k: ("clustering", "correlation") for k in ("warmup", "warmup_fraction", "warmup_update", "bins", "alpha",
-                                                   "z", "max_agent_size", "leftovers")}
+    ONLY_WITH: ClassVar[dict[str, tuple[str, object]]] = {
+        **RLConfig.ONLY_WITH,
+        **{k: ("clustering", "correlation") for k in ("warmup", "warmup_fraction", "warmup_update", "bins", "alpha",
+                                                      "z", "max_agent_size", "leftovers")},
+        "critic_window": ("critic", True), "critic_shrink": ("critic", True),
+        "imitation_short": ("short_budget", NONZERO), "imitation_top_short": ("imitation_short", NONZERO),
+        "stall_fraction": ("stall", NONZERO), "polish": ("stall", NONZERO), "restart": ("stall", NONZERO),
+        "restart_fresh": ("restart", True)}
 
 
 def _rank01(v: np.ndarray) -> np.ndarray:

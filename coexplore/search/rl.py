@@ -40,7 +40,7 @@ from typing import ClassVar
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.search.base import Searcher, check_options
+from coexplore.search.base import NONZERO, Searcher, check_options
 from coexplore.search.losses import LossTransform
 from coexplore.search.memo import Memo
 from coexplore.search.space import LIST_MAX, DiscreteSpace
@@ -66,6 +66,9 @@ class RLConfig:
     max_table: int = 4_000_000     # largest pairwise table (entries) a conditional agent may hold
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"advantage": ("rank", "zscore", "shared")}
+    # options that act only with another option's value (`base.check_options` refuses them otherwise)
+    ONLY_WITH: ClassVar[dict[str, tuple[str, object]]] = {"imitation_top": ("imitation", NONZERO),
+                                                           "max_table": ("conditional", True)}
 
 
 # Largest number of parameter values (sum of the cardinalities) a learner takes on: its policy
