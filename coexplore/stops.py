@@ -6,13 +6,15 @@ being written) finish, a second one stops at once. Serves every layer: the searc
 from __future__ import annotations
 
 
-def finishing(doing: str) -> "DeferredInterrupt":
+def finishing(doing: str, hold_after_stop: bool = False) -> "DeferredInterrupt":
     """A context in which a first Ctrl-C (or SIGTERM) waits for `doing` (e.g. "the result is
     written") instead of cutting it short; a second one stops at once. A command wraps its search
     and the writing of its result in it, so a Ctrl-C that lands after the search finished loses
     nothing: searches inside still stop after their batch, and `.requested` says afterwards
-    whether a stop was asked for."""
-    return DeferredInterrupt(say=True, doing=doing, lost="it is not waited for")
+    whether a stop was asked for. With `hold_after_stop`, once a search inside has ended because
+    of a stop (`DeferredInterrupt.hold_rest`), the rest of the block (making and writing the best
+    so far: a second or so) is not cut short by a further stop, which is acted on at its end."""
+    return DeferredInterrupt(say=True, doing=doing, lost="it is not waited for", hold_after_stop=hold_after_stop)
 
 
 def request_stop(what: str = "SIGTERM") -> bool:
@@ -35,12 +37,15 @@ class holding_stops:
     block inside another one leaves the holding to the outer one."""
 
     _depth = 0                                   # blocks open (main thread)
+    _holder: "holding_stops | None" = None       # the outermost open block, which records the stops
 
-    def __init__(self):
+    def __init__(self, after_stop: bool = False):
         self.stop_now = False
+        self.after_stop = after_stop             # held after a first stop: what it records are second ones
         self._got: list[str] = []
         self._old: dict = {}
         self._counted = False
+        self._seen: int | None = None            # a nested block: the stops its holder had recorded
 
     def __enter__(self):
         import signal
@@ -49,7 +54,10 @@ class holding_stops:
             self._counted = True
             holding_stops._depth += 1
             if holding_stops._depth > 1:         # the outer block holds them
+                if holding_stops._holder is not None:
+                    self._seen = len(holding_stops._holder._got)
                 return self
+            holding_stops._holder = self
             for sig, name in ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")):
                 old = signal.getsignal(sig)
                 if callable(old):            # a Python handler (SIGINT's default is one), not SIG_IGN/SIG_DFL
@@ -61,6 +69,12 @@ class holding_stops:
         if self._counted:
             holding_stops._depth -= 1
             self._counted = False
+            if holding_stops._holder is self:
+                holding_stops._holder = None
+            elif self._seen is not None and holding_stops._holder is not None and holding_stops._holder.after_stop:
+                # nested in a block held after a first stop: a stop it recorded meanwhile is a second
+                # one, this block's caller's to act on too (e.g. no chart drawn after the result)
+                self.stop_now = len(holding_stops._holder._got) > self._seen
         for sig, old in self._old.items():
             signal.signal(sig, old)
         self._old = {}
@@ -80,13 +94,31 @@ class DeferredInterrupt:
     outermost: "DeferredInterrupt | None" = None
     active: "list[DeferredInterrupt]" = []      # innermost last: what a stop waits for
 
-    def __init__(self, say: bool = False, doing: str = "the batch being evaluated", lost: str = ""):
+    def __init__(self, say: bool = False, doing: str = "the batch being evaluated", lost: str = "",
+                 hold_after_stop: bool = False):
         self._old = None
         self._outer = False
         self.say = say
         self.doing = doing
         self.lost = lost                          # what a second stop gives up (said with the first)
         self.asked = False                        # a stop was requested while this one was active
+        self.hold_after_stop = hold_after_stop
+        self._held: holding_stops | None = None
+        self.stop_now = False                     # a stop arrived while the rest was held
+
+    @classmethod
+    def hold_rest(cls) -> None:
+        """A search ended by a stop: the innermost active block that asked for it (`finishing`'s
+        `hold_after_stop`) holds further stops until it ends, so that the best so far is written
+        whenever a second stop lands (between the search's end and the files, a gap a second
+        Ctrl-C used to fall into)."""
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            return
+        block = next((d for d in reversed(cls.active) if d.hold_after_stop), None)
+        if block is not None and block._held is None:
+            block._held = holding_stops(after_stop=True)
+            block._held.__enter__()
 
     def __enter__(self):
         import signal
@@ -127,6 +159,9 @@ class DeferredInterrupt:
 
     def __exit__(self, *exc):
         import signal
+        if self._held is not None:                    # (a stop held meanwhile: the command ends with 130)
+            self._held.__exit__()
+            self.stop_now, self._held = self._held.stop_now, None
         if self in DeferredInterrupt.active:
             DeferredInterrupt.active.remove(self)
         if self._outer:                               # the outermost: restore, and forget the request

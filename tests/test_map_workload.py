@@ -389,3 +389,19 @@ def test_the_console_table_widens_to_its_values(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()[1:4]
     assert all(len(ln.split()) == 6 for ln in lines[1:]), lines      # every cell apart from its neighbours
     assert len({len(ln) for ln in lines}) == 1                        # and the columns aligned
+
+
+def test_another_runs_saved_layer_state_is_refused_before_any_layer_is_mapped(tmp_path, capsys):
+    """User study: a run with another seed into a folder whose third layer holds the interrupted
+    run's saved search state replaced the first two layers' results, the table and the summary,
+    then refused at the third layer (exit 2, the folder mixed)."""
+    out, cache = tmp_path / "w", str(tmp_path / "c.sqlite")
+    assert main([*ARGS, "--all-layers", "--out", str(out), "--cache", cache, "--no-progress"]) == 0
+    names = [layer.name for layer, _ in load_workload(find_workload("dlrm_mlp")).unique_layers()]
+    (out / names[2] / ".checkpoint.pkl").write_bytes(b"the interrupted run's state")
+    before = {f: f.read_bytes() for f in out.rglob("*") if f.is_file()}
+    capsys.readouterr()
+    assert main([*ARGS, "--all-layers", "--out", str(out), "--cache", cache, "--no-progress", "--seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"layer {names[2]}'s .checkpoint.pkl" in err and "seed" in err
+    assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before       # nothing touched

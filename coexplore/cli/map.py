@@ -228,7 +228,7 @@ def _run(args) -> int:
         cache = open_cache(args.cache, "map")
     checkpoint = run_checkpoint(out, run_desc, "map", args.restart)
     # a Ctrl-C after the search (caching, writing) waits for the result to be written
-    with finishing("the result is written") as guard:
+    with finishing("the result is written", hold_after_stop=True) as guard:
         code = _search_and_write(args, ctx, constraints, spec, run_desc, out, cache, checkpoint)
     if guard.asked and code == 0:
         print("coexplore map: the stop came after the search had finished; the complete result is in "

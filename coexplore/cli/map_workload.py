@@ -77,6 +77,8 @@ def run_all_layers(args, map_one) -> int:
         _say_once(early.getvalue(), said, None, groups)
     ctx.stride_rule = args.stride_rule
     record = _run_record(args, wl, ctx, constraints, spec)
+    if args.out:
+        _refuse_others_state(Path(args.out), record, [layer.name for layer, _ in layers])
     out = _result_folder(args, wl, ctx.arch.name, spec.searcher, record)
     results: dict[int, dict] = {}                # layer index -> its result.json (finished layers)
     failed, code, error, died = [], 0, None, None
@@ -223,6 +225,24 @@ def _run_record(args, wl, ctx, constraints, spec) -> dict:
                 inputs_sha256=digests(*[f for f in given if f]),
                 content_key=cache_key(**parts))
     return json.loads(json.dumps(desc, default=str))
+
+
+def _refuse_others_state(out: Path, record: dict, names: list[str]) -> None:
+    """Refuse, before any layer is mapped, a --out folder whose summary is another network run's
+    while a layer's folder holds that run's saved search state: the layers before it would be
+    replaced (results, table, summary) before the layer's own check refused the run."""
+    from coexplore.cli.paths import CHECKPOINT, differences
+    saved = [n for n in names if (out / n / CHECKPOINT).is_file()]
+    try:
+        earlier = json.loads((out / NETWORK_FILES[1]).read_text(encoding="utf-8")).get("run") if saved else None
+    except (OSError, ValueError, AttributeError):
+        earlier = None
+    if isinstance(earlier, dict) and earlier != record:
+        raise CoexploreError(f"holds the saved search state of another run, interrupted (layer {saved[0]}'s "
+                             f".checkpoint.pkl) {differences(earlier, record)}: mapping the layers here would "
+                             "lose it", file=str(out), key="--out",
+                             expected=f"another --out folder, or delete {out / saved[0] / CHECKPOINT} to discard "
+                                      "that state (the command of that run, with its inputs as they were, resumes it)")
 
 
 def _result_folder(args, wl, arch: str, searcher: str, record: dict) -> Path:

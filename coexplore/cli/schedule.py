@@ -174,7 +174,7 @@ def run(args) -> int:
             return 1
     checkpoint = run_checkpoint(out, run_desc, "schedule", args.restart)
     # a Ctrl-C after the search (lower bound, writing, plotting) waits for the schedule to be written
-    with finishing("the schedule is written") as guard:
+    with finishing("the schedule is written", hold_after_stop=True) as guard:
         code = _search_and_write(args, table, bandwidth, clock, mapper, budget, run_desc, out, checkpoint, progress)
     if guard.asked and code == 0:
         print("coexplore schedule: the stop came after the search had finished; the complete schedule "

@@ -418,10 +418,13 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             if bar is not None:
                 bar.set_postfix({best_label: f"{best_loss:.4g}"}, refresh=False)   # shown by update
                 bar.update(len(losses))
+            if DeferredInterrupt.requested and searcher.samples < budget:
+                DeferredInterrupt.hold_rest()     # the search ends here: what follows writes its best
             if checkpoint is not None and (DeferredInterrupt.requested or checkpoint.due()) \
                     and searcher.samples < budget:
                 save()           # a batch boundary: searcher and driver agree (a finished run needs none)
     except KeyboardInterrupt as exc:
+        DeferredInterrupt.hold_rest()             # (a stop at once: the best so far is still written)
         if isinstance(exc, SearchInterrupted):
             raise
         raise SearchInterrupted(SearchResult(best_x, best_loss, samples, history, interrupted=True,
