@@ -69,6 +69,15 @@ def test_arch_and_problem_swapped_and_an_empty_mapping_are_said(tmp_path, capsys
     assert code == 2 and "is empty" in err
 
 
+def test_an_architecture_or_system_given_as_problem_is_named(capsys):
+    """User study: `map simba arch/simba.yaml` said only "key 'problem': missing key"."""
+    code, _, err = _evaluate(capsys, prob=ARCH)
+    assert code == 2 and f"{ARCH}: key 'PROBLEM': this file holds an architecture (architecture:), not a problem" in err
+    root = Path(__file__).resolve().parents[1]
+    assert main(["map", "simba", str(root / "arch" / "simba.yaml"), "--budget", "10"]) == 2
+    assert "this file holds a system (system:), not a problem" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("attrs, missing", [("{}", ["'multiplier_width'", "'adder_width'"]),
                                             ("{multiplier_width: 8}", ["'adder_width'"])])
 def test_a_mac_missing_attributes_names_them_all_under_its_own_name(tmp_path, capsys, attrs, missing):

@@ -228,6 +228,11 @@ def load_inputs(args, with_constraints: bool = False
             raise CoexploreError("ARCH and PROBLEM are swapped: the first file holds the problem, the second the "
                                  "architecture", file=args.arch, key="ARCH",
                                  expected="ARCH (architecture) first, then PROBLEM, then MAPPING")
+    held = top_keys(args.problem) if args.problem is not None and Path(args.problem).is_file() else set()
+    if held & {"architecture", "system"} and not held & {"problem", "workload"}:
+        what = "an architecture (architecture:)" if "architecture" in held else "a system (system:)"
+        raise CoexploreError(f"this file holds {what}, not a problem", file=str(args.problem), key="PROBLEM",
+                             expected="a Timeloop problem (problem:) or a workload (workload:) as PROBLEM, after ARCH")
     problem = load_problem_arg(args.problem, args.layer)
     for w in problem_warnings(problem, args.problem):
         print(f"coexplore: warning: {w}", file=sys.stderr)
