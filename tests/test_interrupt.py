@@ -400,32 +400,19 @@ def _first_press_in_the_search(monkeypatch, on_call: int = 2):
     monkeypatch.setattr(layer_mod, "make_objective", make)
 
 
-def test_second_ctrl_c_while_the_best_so_far_is_made_keeps_it(tmp_path, monkeypatch, capsys, default_sigint):
-    """Ctrl-C in the search, then again while the interrupted run's best mapping is re-evaluated:
-    its files are written (marked interrupted), exit 130 (a user study lost them: exit 130, no files)."""
+@pytest.mark.parametrize("module, name", [("coexplore.search.layer", "_map_result"),
+                                          ("coexplore.cli.map", "keeps_earlier"),
+                                          ("coexplore.search.base", "SearchResult")])
+def test_second_ctrl_c_after_the_search_keeps_the_best_so_far(tmp_path, monkeypatch, capsys, default_sigint,
+                                                             module, name):
+    """Ctrl-C in the search, then again while the interrupted run's best mapping is re-evaluated
+    (`_map_result`), or between the held blocks after the search ended (a user study's second SIGTERM
+    10-30 ms after the first, 2 in 20 tries: in map before its writing block, in the search driver as
+    it raises the interrupted result): its files are written (marked interrupted), exit 130 (user
+    studies lost them: exit 130, no files or only the checkpoint)."""
+    import importlib
     _first_press_in_the_search(monkeypatch)
-    _sigint_during(monkeypatch, layer_mod, "_map_result", presses=1)
-    rc = main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "1000", "--no-progress",
-               "--no-cache", "--out", str(tmp_path / "o")])
-    assert rc == 130
-    data = json.loads((tmp_path / "o" / "result.json").read_text())
-    assert data["interrupted"] and data["samples"] == 200
-    assert (tmp_path / "o" / "mapping.yaml").exists() and (tmp_path / "o" / "map.txt").exists()
-
-
-@pytest.mark.parametrize("where", ["keeps_earlier", "interrupted_note_gap"])
-def test_second_ctrl_c_between_the_search_and_the_files_still_writes_them(tmp_path, monkeypatch, capsys,
-                                                                           default_sigint, where):
-    """User study: a second SIGTERM 10-30 ms after the first (2 in 20 tries) landed between the
-    held blocks (after the search had ended, before the files were written): exit 130 with only the
-    checkpoint. After a search ends by a stop, the command holds further stops until it has written."""
-    import coexplore.cli.map as map_cli
-    import coexplore.search.base as base_mod
-    _first_press_in_the_search(monkeypatch)
-    if where == "keeps_earlier":        # in map, before its writing block
-        _sigint_during(monkeypatch, map_cli, "keeps_earlier", presses=1)
-    else:                               # in the search driver, as it raises the interrupted result
-        _sigint_during(monkeypatch, base_mod, "SearchResult", presses=1)
+    _sigint_during(monkeypatch, importlib.import_module(module), name, presses=1)
     rc = main(["map", str(ARCH), str(LAYER), "--searcher", "random", "--budget", "1000", "--no-progress",
                "--no-cache", "--out", str(tmp_path / "o")])
     assert rc == 130

@@ -211,13 +211,12 @@ def _checked_options(args) -> tuple:
             if given:
                 raise CoexploreError(f"{option} with --trace", key=option,
                                      expected="no " + option + ": the trace gives the streams, their load and mix")
-        if "relmas" not in names or args.policy:     # the trace is served: these shape relmas's training only
-            why = "relmas is given by --policy" if args.policy else "no relmas among the schedulers"
-            for option, given in (("--requests", args.requests), ("--slack", args.slack)):
-                if given is not None:     # (--load too, unless the trace's load cannot be measured: _trace_streams)
-                    raise CoexploreError(f"{option} with --trace, and nothing is trained ({why})", key=option,
-                                         expected=f"no {option}: with --trace it sets relmas's training streams "
-                                                  "only (the trace's own requests, deadlines and load are served)")
+        why = _nothing_trained(args)                 # the trace is served: these shape relmas's training only
+        for option, given in (("--requests", args.requests), ("--slack", args.slack)):
+            if given is not None and why:     # (--load too, unless the trace's load cannot be measured: _trace_streams)
+                raise CoexploreError(f"{option} with --trace, and nothing is trained ({why})", key=option,
+                                     expected=f"no {option}: with --trace it sets relmas's training streams "
+                                              "only (the trace's own requests, deadlines and load are served)")
     else:
         args.seeds = 5 if args.seeds is None else args.seeds
         args.load = 0.8 if args.load is None else args.load
@@ -541,6 +540,13 @@ def _json_ready(value):
     return value
 
 
+def _nothing_trained(args) -> str | None:
+    """Why this run trains no relmas (None when it trains one)."""
+    if "relmas" not in args.schedulers.split(","):
+        return "no relmas among the schedulers"
+    return "relmas is given by --policy" if args.policy else None
+
+
 def _trace_streams(args, system, scenario):
     """--trace's streams; the scenario at the trace's measured load and mix (the load figures, the
     static placements); and, when --load differs from the measured load, the scenario relmas is
@@ -563,10 +569,8 @@ def _trace_streams(args, system, scenario):
     else:
         measured = offered_load(system, rates, scenario.basis)
         scenario = dataclasses.replace(scenario, mix=tuple(float(x) for x in rates / rates.sum()))
-    trains = "relmas" in args.schedulers.split(",") and not args.policy
-    if measured is not None and args.load is not None and not trains:
-        raise CoexploreError("--load with --trace, and nothing is trained (" + ("relmas is given by --policy"
-                             if args.policy else "no relmas among the schedulers") + ")", key="--load",
+    if measured is not None and args.load is not None and (why := _nothing_trained(args)):
+        raise CoexploreError(f"--load with --trace, and nothing is trained ({why})", key="--load",
                              expected=f"no --load: the trace's measured load ({measured:.3g}) is served; --load "
                                       "sets relmas's training load only")
     given, args.load = args.load, measured if measured is not None else args.load

@@ -242,9 +242,8 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                                              expected=f"one of {dsnames}")
                 if k == "bypass" and target == backing:
                     backing_bypass.update({str(v): f"{key}.bypass" for v in vals})
-                for v in vals:
-                    if said_at.get((target, str(v)), "").endswith("keep" if k == "bypass" else "bypass") \
-                            and said_at[(target, str(v))].rsplit(".", 1)[0] == key:
+                if k == "bypass":
+                    for v in [v for v in vals if v in (entry.get("keep") or [])]:
                         mapping.warnings.append(f"{key}: {v} both kept and bypassed at {target}: bypassed, as "
                                                 "Timeloop reads it (keep first, then bypass)")
                 said_at.update({(target, str(v)): f"{key}.{k}" for v in vals})
