@@ -187,20 +187,17 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
         lm = mapping.levels[target]
         bounds = dict(zip(dims, problem.bounds))
         factors = dict(file=file, key=f"{key}.factors", dims=dims, bounds=bounds, warnings=mapping.warnings)
-        again = kind in ("temporal", "spatial") and (target, kind) in directed
-        if again:             # Timeloop's parser: a later directive replaces what it gives, the rest stays
+        if kind in ("temporal", "spatial") and (target, kind) in directed:
+            # Timeloop's parser (mapping/parser.cpp): a level's later directive replaces the earlier one whole
             mapping.warnings.append(f"{key}: a second {kind} directive for {target} (the first is "
-                                    f"{directed[(target, kind)]}): its factors, permutation"
-                                    + (" and split" if kind == "spatial" else "") + " replace the first's where it "
-                                    "gives them, as Timeloop reads it")
+                                    f"{directed[(target, kind)]}): it replaces the first whole (factors, permutation"
+                                    + (", split" if kind == "spatial" else "") + "), as Timeloop reads it")
         if kind in ("temporal", "spatial"):
             directed.setdefault((target, kind), key)
         if kind == "temporal":
             temporal_at.add(target)
-            if not again or "factors" in entry:
-                lm.temporal = _parse_factors(entry.get("factors"), **factors)
-            if not again or "permutation" in entry:
-                lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
+            lm.temporal = _parse_factors(entry.get("factors"), **factors)
+            lm.permutation = _parse_perm(entry.get("permutation"), file=file, key=f"{key}.permutation", dims=dims)
         elif kind == "spatial":
             li = names.index(target)
             if (said := arch.no_spatial_level(li)) is not None:     # Timeloop's parser: no spatial tiling level
@@ -213,17 +210,14 @@ def parse_mapping(data: Any, arch: Architecture, problem: Problem, file: str | N
                     hint = f"; the fan-out below it is {owner}'s: target: {named}"
                 raise CoexploreError(said, file=file, key=f"{key}.target",
                     expected="a spatial directive only at a level that fans out (as timeloop-model requires)" + hint)
-            if not again or "factors" in entry:
-                lm.spatial = _parse_factors(entry.get("factors"), **factors)
-            if not again or "permutation" in entry:
-                lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
-                                                     key=f"{key}.permutation", dims=dims)
+            lm.spatial = _parse_factors(entry.get("factors"), **factors)
+            lm.spatial_permutation = _parse_perm(entry.get("permutation"), file=file,
+                                                 key=f"{key}.permutation", dims=dims)
             split = int_text(entry.get("split"))   # each spatial directive sets it (Timeloop: all-X when not given)
             if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split < 0):
                 raise CoexploreError(f"got {split!r}", file=file, key=f"{key}.split",
                                      expected="a non-negative integer (dimensions on the X axis)")
-            if not again or split is not None:
-                lm.split = split
+            lm.split = split
         elif kind in ("datatype", "bypass", "dataspace"):
             # Timeloop's ParseUserDatatypeBypassSettings edits one keep/bypass string per level:
             # directives add up, a later one changing only the dataspaces it names; keep, then bypass
