@@ -87,3 +87,15 @@ def test_a_mac_missing_attributes_names_them_all_under_its_own_name(tmp_path, ca
     code, out, err = _evaluate(capsys, arch=arch)
     assert code == 2 and "key 'MAC.attributes" in err and "[1..1]" not in err
     assert all(m in err for m in missing) and ("'multiplier_width'" in err) == (len(missing) == 2)
+
+
+def test_a_budget_past_the_machines_memory_is_warned_and_a_small_space_still_stops(tmp_path, capsys):
+    """User study: `--budget 100000000000000` started without a word; searchers remember every mapping
+    they evaluate, so such a budget runs until memory runs out (unless the layer has fewer mappings)."""
+    import os
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    args = ["map", str(ARCH), str(PROB), "--searcher", "exhaustive", "--no-progress", "--no-cache"]
+    assert main([*args, "--budget", str(total), "--out", str(tmp_path / "a")]) == 0      # 500 bytes x total
+    assert "a search remembers every mapping it evaluates" in capsys.readouterr().err
+    assert main([*args, "--budget", "1000", "--out", str(tmp_path / "b")]) == 0
+    assert "remembers every mapping" not in capsys.readouterr().err

@@ -165,11 +165,30 @@ def _mapspace_note(arch) -> None:
               "`uber` template), so its optimum is that of the smaller space", file=sys.stderr)
 
 
+MEMORY_PER_SAMPLE = 500     # bytes a searcher keeps per mapping it evaluated (docs/readme_search.md, Limits)
+
+
+def _memory_note(budget: int) -> None:
+    """Say when the budget's memory (searchers remember every mapping they evaluate) passes half of
+    this machine's: a budget typed with too many zeros runs until it runs out of memory."""
+    import os
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):     # (no sysconf: not said)
+        return
+    need = budget * MEMORY_PER_SAMPLE
+    if need > total / 2:
+        print(f"coexplore map: warning: --budget {budget:,}: a search remembers every mapping it evaluates "
+              f"(~{MEMORY_PER_SAMPLE} bytes each), up to {need / 2**30:,.0f} GiB, more than half of this "
+              f"machine's {total / 2**30:,.0f} GiB (a layer of fewer mappings stops at their count)", file=sys.stderr)
+
+
 def _run(args) -> int:
     problem_in_arch(args)
     if args.budget < 1:
         raise CoexploreError(f"budget must be at least 1 sample, got {args.budget}", key="--budget",
                              expected="a positive integer")
+    _memory_note(args.budget)
     if args.objective is not None:      # before any input is read, priced or searched
         args.objective = registry.checked_objective(args.objective, option="--objective")
     if getattr(args, "all_layers", False):
