@@ -405,3 +405,23 @@ def test_another_runs_saved_layer_state_is_refused_before_any_layer_is_mapped(tm
     err = capsys.readouterr().err
     assert f"layer {names[2]}'s .checkpoint.pkl" in err and "seed" in err
     assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before       # nothing touched
+
+
+def test_a_stop_leaves_no_empty_folder_for_a_layer_not_mapped(tmp_path, capsys):
+    """User study: a Ctrl-C between two layers left the next layer's empty folder behind."""
+    from pathlib import Path
+    parser = argparse.ArgumentParser()
+    map_cli.register(parser.add_subparsers())
+    args = parser.parse_args([*ARGS, "--all-layers", "--out", str(tmp_path / "w"), "--cache",
+                              str(tmp_path / "c.sqlite"), "--no-progress"])
+    calls = []
+
+    def stopping(sub):
+        calls.append(sub.layer)
+        if len(calls) == 2:
+            Path(sub.out).mkdir(parents=True)     # (the folder made for the search, then the stop)
+            raise KeyboardInterrupt
+        return map_cli.run(sub)
+
+    assert run_all_layers(args, stopping) == 130
+    assert (tmp_path / "w" / calls[0]).is_dir() and not (tmp_path / "w" / calls[1]).exists()

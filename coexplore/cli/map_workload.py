@@ -128,10 +128,11 @@ def run_all_layers(args, map_one) -> int:
         rows, failed = _with_earlier(out / "summary.json", record, rows, failed)
     rows = [rows[layer.name] for layer, _ in layers if layer.name in rows]    # in the network's order
     failed = [layer.name for layer, _ in layers if layer.name in failed]
-    if error is not None and not rows and not failed:
+    if error is not None or code == 130 or died is not None:
         from coexplore.cli.paths import remove_if_unused
-        for sub in subs:             # (layer folders worker processes made: a worker cannot remove its own)
+        for sub in subs:             # (layer folders a stop or a worker left unused: a worker cannot remove its own)
             remove_if_unused(Path(sub.out))
+    if error is not None and not rows and not failed:
         raise error                  # nothing done: no table (the empty folder is removed)
     summary = _summary(ctx.arch.name, wl, rows, failed, len(layers), record)
     buf = io.StringIO()
