@@ -148,3 +148,48 @@ def test_an_unseeded_stream_is_another_each_call():
     system = served_system(_table(), 10)
     a, b = (poisson_stream(system, Scenario(load=0.5, requests=50), None) for _ in range(2))
     assert not np.array_equal(a.arrival, b.arrival)
+
+
+def test_a_plain_spaces_candidates_are_checked_before_the_objective_sees_them():
+    """User study: with a plain DiscreteSpace, out-of-range or too-narrow candidates reached the
+    user's objective (wrong numbers, or its own IndexError) before `tell` refused them."""
+    from coexplore.search.base import Searcher, run_search
+    from coexplore.search.space import DiscreteSpace
+    space, seen = DiscreteSpace(np.array([4, 6]), ["a", "b"]), []
+
+    class Mine(Searcher):
+        name = "mine"
+
+        def __init__(self, sp, cut=None):
+            super().__init__(0)
+            self.space, self.cut = sp, cut
+
+        def ask(self, n):
+            x = self.space.sample(self.rng, n)
+            if self.cut is None:
+                x[:, 1] = 6                          # one past the last value
+            return x if self.cut is None else x[:, :self.cut]
+
+    for s in (Mine(space), Mine(space, cut=1)):
+        with pytest.raises(CoexploreError, match="searcher 'mine' proposed candidates the space refuses"):
+            run_search(s, lambda b: seen.append(b) or np.ones(len(b)), budget=10)
+    assert seen == []
+
+
+def test_online_numbers_are_checked_where_they_are_given():
+    """User study: simulate's seed went to random.Random unchecked (-3 repeated seed 3), a whole
+    float request count failed inside numpy, TrainSettings leaked ValueError/TypeError or took lr=inf."""
+    from coexplore.online.simulator import simulate
+    from coexplore.online.stream import Scenario
+    from coexplore.online.train import TrainSettings
+    assert Scenario(requests=2.0).requests == 2 and isinstance(Scenario(requests=np.int64(3)).requests, int)
+    for bad in (float("nan"), 2.5):
+        with pytest.raises(CoexploreError, match="requests"):
+            Scenario(requests=bad)
+    for kw in ({"generations": np.nan}, {"generations": None}, {"sigma": "x"}, {"lr": np.inf}, {"streams": True}):
+        with pytest.raises(CoexploreError) as err:
+            TrainSettings(**kw)
+        assert err.value.key == next(iter(kw))
+    assert TrainSettings(generations=3.0).generations == 3
+    with pytest.raises(CoexploreError, match="seed"):
+        simulate(None, None, "fcfs", seed=-3)      # (checked first: before the system and the stream)

@@ -596,7 +596,7 @@ def test_environment_refuses_misuse(small):
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
     env.reset(seed=0)
-    for bad in (-1, 5, 10**6, 1.5):
+    for bad in (-1, 5, 10**6, 1.5, True, np.bool_(False)):    # (a bool was read as action 1 / 0)
         with pytest.raises(ValueError):
             env.step(bad)
     done = False
@@ -605,6 +605,19 @@ def test_environment_refuses_misuse(small):
     with pytest.raises(RuntimeError, match="ended"):
         env.step(4)
     assert env.sim.hits == 0 and env.sim.misses == 5
+
+
+def test_an_episode_over_at_reset_ends_with_its_reward_at_the_first_step(small):
+    """User study: a trace whose every deadline is its arrival is over at reset; its -2 never came
+    (the first step raised 'the episode has ended') and no step returned terminated."""
+    from coexplore.online.env import OnlineSchedulingEnv
+    env = OnlineSchedulingEnv(small, Scenario(load=0.8, requests=5), max_pairs=4)
+    stream = RequestStream(np.array([0.0, 5.0]), np.array([0.0, 5.0]), np.array([0, 1]))
+    env.reset(options={"stream": stream})
+    _, reward, terminated, truncated, info = env.step(env.max_pairs)
+    assert (reward, terminated, truncated) == (-2.0, True, False) and env.sim.misses == 2
+    with pytest.raises(RuntimeError, match="ended"):
+        env.step(env.max_pairs)
 
 
 def test_policy_file_that_is_not_a_policy(tmp_path):

@@ -54,6 +54,7 @@ class OnlineSchedulingEnv(gym.Env):
             "mask": spaces.MultiBinary(self.max_pairs + 1)})
         self.action_space = spaces.Discrete(self.max_pairs + 1)
         self.sim: Simulation | None = None
+        self._over = False                   # the step that ended the episode was taken
         self._pairs: list[tuple[int, int]] = []
         self._mask = np.zeros(self.max_pairs + 1, dtype=np.int8)
 
@@ -75,7 +76,7 @@ class OnlineSchedulingEnv(gym.Env):
                                     int(self.np_random.integers(2**31)) if seed is None else seed)
         self.sim = Simulation(self.system, stream, self.drop_late)
         self._log_mean_iso = float(np.mean(np.log(self.sim.isolated)))
-        self._scored = 0
+        self._scored, self._over = 0, False
         self.sim.next_decision()
         return self._observe(), self._info()
 
@@ -83,18 +84,21 @@ class OnlineSchedulingEnv(gym.Env):
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() before step()")
-        if not self.action_space.contains(action) and not (isinstance(action, (int, np.integer))
-                                                           and 0 <= action <= self.max_pairs):
+        if isinstance(action, (bool, np.bool_)) or (
+                not self.action_space.contains(action)
+                and not (isinstance(action, (int, np.integer)) and 0 <= action <= self.max_pairs)):
             raise ValueError(f"action {action!r} is not in {self.action_space}")
-        if sim.finished:
+        if self._over:
             raise RuntimeError("the episode has ended: call reset()")
         k = int(action)
-        if k < len(self._pairs):
-            sim.start(*self._pairs[k])
-        if k >= len(self._pairs) or not self._list_pairs():
-            sim.next_decision()
+        if not sim.finished:     # (a stream over at reset, every deadline at its arrival: this step ends it)
+            if k < len(self._pairs):
+                sim.start(*self._pairs[k])
+            if k >= len(self._pairs) or not self._list_pairs():
+                sim.next_decision()
         reward = sim.hits - sim.misses - self._scored
         self._scored = sim.hits - sim.misses
+        self._over = sim.finished
         return self._observe(), float(reward), sim.finished, False, self._info()
 
     def _list_pairs(self) -> list[tuple[int, int]]:

@@ -23,6 +23,7 @@ from coexplore.errors import CoexploreError, check_type
 from coexplore.online.models import ServedSystem
 from coexplore.online.stream import RequestStream
 from coexplore.plugins import label, plugins_code
+from coexplore.seeds import check_seed
 
 
 def is_scheduler(obj) -> bool:
@@ -275,6 +276,7 @@ def _checked_pairs(scheduler, pairs) -> list:
 def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: bool = True,
              seed: int = 0) -> OnlineResult:
     """Run `scheduler` (see `coexplore.online.schedulers.Scheduler`; or a heuristic's name) over `stream`."""
+    seed = check_seed(seed, option=None, none=False)       # (random.Random took -3 as 3 and 1.5 as itself)
     check_type(system, ServedSystem, "system", "a ServedSystem (coexplore.online.models.served_system)")
     check_type(stream, RequestStream, "stream", "a RequestStream (coexplore.online.stream.poisson_stream)")
     if isinstance(scheduler, str):

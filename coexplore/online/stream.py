@@ -50,9 +50,10 @@ class Scenario:
         if not (np.isfinite(self.load) and self.load > 0):
             raise CoexploreError(f"load {self.load}", key="load", option="--load",
                                  expected="a number > 0 (1.0: the cores' capacity)")
-        if int(self.requests) != self.requests or self.requests < 1:
+        if not np.isfinite(self.requests) or int(self.requests) != self.requests or self.requests < 1:
             raise CoexploreError(f"{self.requests} requests", key="requests", option="--requests",
                                  expected="an integer >= 1")
+        object.__setattr__(self, "requests", int(self.requests))     # (2.0 is 2: numpy's sizes take ints)
         lo, hi = self.slack
         if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
             raise CoexploreError(f"slack range {lo} {hi}", key="slack", option="--slack",

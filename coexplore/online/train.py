@@ -89,11 +89,17 @@ class TrainSettings:
     def __post_init__(self):
         for key, value, low in (("generations", self.generations, 0), ("streams", self.streams, 1),
                                 ("pairs", self.pairs, 1)):
-            if int(value) != value or value < low:
-                raise CoexploreError(f"{key} {value}", key=key, option=f"--train-{key}", expected=f"an integer >= {low}")
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                    or not np.isfinite(value) or int(value) != value or value < low:
+                raise CoexploreError(f"{key} {value!r}", key=key, option=f"--train-{key}",
+                                     expected=f"an integer >= {low}")
+            object.__setattr__(self, key, int(value))
         object.__setattr__(self, "seed", check_seed(self.seed, none=False))
-        if not (self.sigma > 0 and self.lr > 0):
-            raise CoexploreError(f"sigma {self.sigma}, lr {self.lr}", key="train", expected="numbers > 0")
+        for key in ("sigma", "lr"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                    or not (np.isfinite(value) and value > 0):
+                raise CoexploreError(f"{key} {value!r}", key=key, expected="a finite number > 0")
 
 
 def policy_return(system: ServedSystem, scenario: Scenario, weights, seeds, drop_late: bool = True) -> float:

@@ -22,6 +22,7 @@ import numpy as np
 from coexplore.errors import CoexploreError
 from coexplore.plugins import plugins_code as _plugins_code
 from coexplore.search.losses import check_log_losses
+from coexplore.search.space import DiscreteSpace
 from coexplore.stops import DeferredInterrupt, holding_stops
 
 
@@ -144,6 +145,14 @@ def _asked(searcher, n: int):
                                  + (f"an array of shape {a.shape} and type {a.dtype}" if a is not None else "ragged rows"),
                                  key="searcher", expected="ask(n) returning numbers, one row of the space's "
                                                           "parameters per candidate: shape [m <= n, parameters]")
+        space = getattr(searcher, "space", None)
+        if isinstance(space, DiscreteSpace):      # before the objective sees them (a user's may not check)
+            try:
+                space.check(a)
+            except CoexploreError as exc:
+                raise CoexploreError(f"searcher '{searcher.name}' proposed candidates the space refuses: "
+                                     f"{exc.message}", key="searcher", expected=f"ask(n) within the space: "
+                                                                              f"{exc.expected}") from None
     return batch
 
 
