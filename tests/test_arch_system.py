@@ -239,6 +239,32 @@ def test_core_override_of_technology():
     assert system.cores["b"].nodes == build_core("eyeriss", {}).nodes     # eyeriss default: 32nm
 
 
+@pytest.mark.parametrize("value", [32, 32.0, "32 nm", "32NM", "0.032um"])
+def test_a_cores_technology_is_read_as_the_systems_is(value):
+    """User study: `params: {technology: 45}` (or '45 nm') was refused as 'wrong type int' / not a
+    node, while system.technology took the same values."""
+    doc = yaml.safe_load(GOOD)
+    doc["system"]["cores"][1]["params"] = {"technology": value}
+    assert build_system(parse_system(doc)).cores["b"].params.technology == "32nm"
+    doc["system"]["cores"][1]["params"] = {"technology": "fortyfive"}
+    with pytest.raises(CoexploreError) as err:
+        build_system(parse_system(doc))
+    assert err.value.key.endswith("params.technology")
+
+
+def test_a_core_of_more_macs_than_any_chip_is_warned():
+    """User study: pe_mesh 100000 x 100000 (160e9 MACs, 2e11 mm^2) generated without a word."""
+    from coexplore.errors import CoexploreWarning
+    doc = yaml.safe_load(GOOD)
+    doc["system"]["cores"][0]["params"] = {"pe_mesh_x": 2048, "pe_mesh_y": 1024}
+    with pytest.warns(CoexploreWarning, match="MACs in one core, more than 1,048,576"):
+        build_system(parse_system(doc))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CoexploreWarning)
+        build_system(parse_system(yaml.safe_load(GOOD)))
+
+
 def test_a_system_copied_out_of_arch_still_finds_its_mappers(tmp_path):
     """`mappers: {layer: ../mappers/marl.yaml}` resolves to the bundled file when the copy has no
     such neighbour (as workloads fall back to bundled problems)."""

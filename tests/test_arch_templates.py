@@ -144,7 +144,7 @@ def test_clock_sets_cycle_time():
     ({"pe_mesh_x": 2.5}, "params.pe_mesh_x", "integer"),
     ({"pe_mesh_x": True}, "params.pe_mesh_x", "integer"),
     ({"glb_size": 4}, "params.glb_size", "glb_depth"),
-    ({"technology": 45}, "params.technology", "string"),
+    ({"technology": "fortyfive"}, "params.technology", "'45nm'"),   # (45 and '45 nm' are 45nm, as system.technology)
     ({"weight_regs_cluster_size": 3}, "params.weight_regs_cluster_size", "divisor"),
 ])
 def test_bad_parameters_name_the_key(params, key, expected):

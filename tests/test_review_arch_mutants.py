@@ -130,7 +130,7 @@ def test_eyeriss_macs_are_its_pe_count():
     ("simba", {"weight_regs_cluster_size": 128}, "params.weight_regs_cluster_size"),   # 64 words a row
     ("eyeriss", {"psum_spad_width": 24}, "params.psum_spad_width"),          # 24 bits: not a whole 16-bit psum
     ("eyeriss", {"ifmap_spad_width": 12}, "params.ifmap_spad_width"),
-    ("simba", {"technology": "45"}, "params.technology"),                   # a node needs its unit
+    ("simba", {"technology": "450nm"}, "params.technology"),                # outside the scaling tables' nodes
     ("simba", {"glb_depth": 2 ** 40 + 1}, "params.glb_depth"),            # above 2^40
     ("simba", {"dram_read_bandwidth": float("inf")}, "params.dram_read_bandwidth"),
 ])

@@ -123,6 +123,14 @@ def params_from_dict(cls, data: Any, *, file: str | None = None, key: str = "par
         names = field_names(cls)
         # numpy's integers (a sweep over np.arange) as Python's: the YAML a system writes takes only those
         data = {k: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for k, v in data.items()}
+        if data.get("technology") is not None and "technology" in hints:
+            # read as system.technology and an architecture's are (45, '45 nm', '0.045um' -> '45nm')
+            from coexplore.spec.technology import parse_technology
+            try:
+                nm = parse_technology(data["technology"], key=f"{key}.technology")
+            except CoexploreError as exc:
+                raise exc.with_file(file) from None
+            data = {**data, "technology": "-1" if nm == -1 else f"{nm:g}nm"}
         if isinstance(data.get("word_bits"), int) and "mac_multiplier_width" in hints:
             # the MAC follows the word size unless given: 16-bit words, 16 x 16-bit multiplier
             data = {"mac_multiplier_width": data["word_bits"], "mac_adder_width": 2 * data["word_bits"], **data}

@@ -115,6 +115,16 @@ def _check_generated(spec: SystemSpec, c: CoreSpec, core) -> None:
     except CoexploreError as exc:
         raise CoexploreError(f"the generated core is not a valid architecture: {exc.format()}", file=spec.file,
                              key=f"{c.key}.params", expected="template parameters within Timeloop's rules") from None
+    macs = getattr(core.params, "macs", 0)
+    if macs > PLAUSIBLE_MACS:          # (as a clock in MHz is warned: a mistyped mesh, not a design)
+        import warnings
+        from coexplore.errors import CoexploreWarning
+        warnings.warn(f"{spec.file + ': ' if spec.file else ''}{c.key}.params: {macs:,} MACs in one core, more than "
+                      f"{PLAUSIBLE_MACS:,} (a 1024 x 1024 array): is a mesh or count mistyped?", CoexploreWarning,
+                      stacklevel=3)
+
+
+PLAUSIBLE_MACS = 2 ** 20   # MACs in one core beyond which a generated core is warned of
 
 
 SWEEP_CHECK_ALL = 256   # sweeps up to this many points are checked point by point
