@@ -155,6 +155,20 @@ def test_bad_parameters_name_the_key(params, key, expected):
     assert expected in info.value.expected
 
 
+@pytest.mark.parametrize("params, key, says", [
+    ({"word_bits": 16}, "params.weight_regs_cluster_size", "e.g. weight_regs_cluster_size: 32"),
+    ({"accu_bits": 32}, "params.accu_buffer_width", "e.g. accu_buffer_width: 32"),
+])
+def test_a_parameter_that_breaks_another_ones_default_says_what_to_give(params, key, says):
+    """User study: `word_bits: 16` alone was refused naming weight_regs_cluster_size, a key never
+    written, with no value to give (each parameter sets only its own attribute, so the error says it)."""
+    with pytest.raises(CoexploreError) as info:
+        build_core("simba", params, file="x.yaml")
+    assert info.value.key == key and says in info.value.expected
+    fixed = {**params, key.split(".")[1]: int(says.rsplit(" ", 1)[1])}
+    assert build_core("simba", fixed).params                       # the value it names builds
+
+
 def test_unknown_template():
     with pytest.raises(CoexploreError) as info:
         build_core("tpu", {})

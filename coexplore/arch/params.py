@@ -64,7 +64,9 @@ class CommonParams:
     @staticmethod
     def widths_of_words(pairs) -> list[tuple[str, str, str]]:
         """Problems for the (field, width, word bits) whose width is not a whole number of words."""
-        return [(name, f"{width} bits is not a multiple of the {bits}-bit word", f"a multiple of {bits}")
+        return [(name, f"{width} bits is not a multiple of the {bits}-bit word",
+                 f"a multiple of {bits}, e.g. {name}: {-(-width // bits) * bits} (each parameter sets only its own "
+                 "attribute: a wider word needs the widths that hold it given too)")
                 for name, width, bits in pairs if width % bits]
 
 

@@ -72,7 +72,9 @@ class SimbaParams(CommonParams):
             problems.append(("weight_regs_cluster_size",
                              f"{self.weight_regs_cluster_size} does not divide the "
                              f"{self.weight_regs_width // w} words of a weight_regs row",
-                             "a divisor of weight_regs_width / word_bits"))
+                             f"a divisor of weight_regs_width / word_bits, e.g. weight_regs_cluster_size: "
+                             f"{self.weight_regs_width // w} (each parameter sets only its own attribute: another "
+                             "word_bits or row width needs this one given too)"))
         return problems
 
 
