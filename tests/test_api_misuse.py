@@ -193,3 +193,21 @@ def test_online_numbers_are_checked_where_they_are_given():
     assert TrainSettings(generations=3.0).generations == 3
     with pytest.raises(CoexploreError, match="seed"):
         simulate(None, None, "fcfs", seed=-3)      # (checked first: before the system and the stream)
+
+
+def test_the_system_evaluator_checks_its_tables_against_each_other():
+    """User study: a bandwidth table of 3 jobs beside a latency table of 4 gave an IndexError, and a
+    boolean core array was read as cores 1 and 0."""
+    from coexplore.system.evaluator import evaluate, trace
+    lat, bw = np.full((4, 2), 10.0), np.ones((4, 2))
+    assert np.isfinite(evaluate(lat, bw, 2, [0, 1, 0, 1], [0, 0, 0, 0]).makespan).all()
+    for args, key in (((lat, bw[:3], 2, [0, 1, 0, 1], [0, 0, 0, 0]), "bandwidth_need"),
+                      ((lat, bw, 2, [True, False, True, False], [0, 0, 0, 0]), "core"),
+                      ((lat[0], bw, 2, [0, 1, 0, 1], [0, 0, 0, 0]), "latency")):
+        with pytest.raises(CoexploreError) as err:
+            evaluate(*args)
+        assert err.value.key == key
+    with pytest.raises(CoexploreError, match="energy"):
+        evaluate(lat, bw, 2, [0, 1, 0, 1], [0, 0, 0, 0], energy=np.ones((3, 2)))
+    with pytest.raises(CoexploreError, match="bandwidth_need"):
+        trace(lat, bw[:, :1], 2, [0, 1, 0, 1], [0, 0, 0, 0])

@@ -418,8 +418,13 @@ class NoStart(Raises):
         raise ZeroDivisionError("ctor boom")
 
 
+class Twice(Raises):
+    def decide(self, sim):
+        return [(r, 0) for r in sim.ready[:2]] if len(sim.ready) > 1 and 0 in sim.idle_cores() else []
+
+
 registry.SEARCHERS.update(bx_init=(Boom, Empty), bx_args=(TwoArgs, Empty), bx_cfg=(Fine, Needs))
-schedulers.HEURISTICS.update(bx_raises=Raises, bx_none=Nothing, bx_ctor=NoStart)
+schedulers.HEURISTICS.update(bx_raises=Raises, bx_none=Nothing, bx_ctor=NoStart, bx_twice=Twice)
 '''
 
 
@@ -464,7 +469,10 @@ def test_a_plugin_online_policy_that_raises_or_answers_nothing_is_the_plugins_er
             simulate(system, stream, "bx_none")
         with pytest.raises(CoexploreError, match="broken.py's NoStart .a plugin's code. raised ZeroDivisionError in __init__"):
             simulate(system, stream, "bx_ctor")
+        # (a study: "core a is busy" did not say whose decision it was)
+        with pytest.raises(CoexploreError, match=r"broken.py's Twice answered decide\(sim\) with \(\d+, 0\): core a is busy"):
+            simulate(system, poisson_stream(system, Scenario(load=3.0, requests=30), 0), "bx_twice")
     finally:
-        for k in ("bx_raises", "bx_none", "bx_ctor"):
+        for k in ("bx_raises", "bx_none", "bx_ctor", "bx_twice"):
             schedulers.HEURISTICS.pop(k, None)
         plugins._LOADED.clear()

@@ -298,7 +298,11 @@ def simulate(system: ServedSystem, stream: RequestStream, scheduler, drop_late: 
             spent += clock() - t0
         decisions += 1
         for r, c in _checked_pairs(scheduler, pairs):
-            sim.start(r, c)
+            try:
+                sim.start(r, c)
+            except CoexploreError as exc:     # a decision the simulation refuses: said as the scheduler's
+                exc.message = f"{label(scheduler)} answered decide(sim) with ({r}, {c}): {exc.message}"
+                raise
     return OnlineResult(scheduler.name, tuple(m.name for m in system.models), system.cores, system.bandwidth,
                         stream.arrival, stream.deadline, stream.model, np.array(sim.finish),
                         sim.energy if system.energy_known else math.nan,

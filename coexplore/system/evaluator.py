@@ -70,6 +70,8 @@ def check_bandwidth(bandwidth: float) -> float:
 def check_candidates(core: np.ndarray, priority: np.ndarray, num_jobs: int, num_cores: int):
     """Return (core int [P, J], priority float [P, J]) or raise CoexploreError."""
     core = np.atleast_2d(np.asarray(core))
+    if core.dtype.kind == "b":           # (True/False read as cores 1/0)
+        raise CoexploreError("core ids are booleans", key="core", expected=f"integers 0..{num_cores - 1}")
     priority = np.atleast_2d(np.asarray(priority, dtype=float))
     if core.shape != priority.shape or core.shape[1] != num_jobs:
         raise CoexploreError(f"candidates have shapes {core.shape} / {priority.shape}",
@@ -83,6 +85,20 @@ def check_candidates(core: np.ndarray, priority: np.ndarray, num_jobs: int, num_
     if not np.all(np.isfinite(priority)):
         raise CoexploreError("priorities must be finite numbers")
     return core, priority
+
+
+def _tables(latency, bandwidth_need, energy=None) -> tuple[np.ndarray, np.ndarray]:
+    """(latency, bandwidth need) as float [J, N] arrays of one shape (and `energy` of it when given),
+    else a CoexploreError (a shorter table gave an IndexError from inside the simulation)."""
+    lat = np.asarray(latency, dtype=float)
+    bw = np.asarray(bandwidth_need, dtype=float)
+    if lat.ndim != 2:
+        raise CoexploreError(f"latency of shape {lat.shape}", key="latency", expected="[jobs, cores] cycles")
+    for key, a in (("bandwidth_need", bw), ("energy", None if energy is None else np.asarray(energy, dtype=float))):
+        if a is not None and a.shape != lat.shape:
+            raise CoexploreError(f"{key} of shape {a.shape}, latency of {lat.shape}", key=key,
+                                 expected="one value per (job, core), as latency")
+    return lat, bw
 
 
 def _simulate(lat, bw, bandwidth, core, priority, record=False):
@@ -131,8 +147,7 @@ def evaluate(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float,
              core: np.ndarray, priority: np.ndarray, energy: np.ndarray | None = None,
              chunk: int = 512) -> Evaluation:
     """Makespan, energy and per-core busy time of P candidates (core [P, J], priority [P, J])."""
-    lat = np.asarray(latency, dtype=float)
-    bw = np.asarray(bandwidth_need, dtype=float)
+    lat, bw = _tables(latency, bandwidth_need, energy)
     bandwidth = check_bandwidth(bandwidth)
     core, priority = check_candidates(core, priority, lat.shape[0], lat.shape[1])
     P = core.shape[0]
@@ -151,8 +166,7 @@ def evaluate(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float,
 def trace(latency: np.ndarray, bandwidth_need: np.ndarray, bandwidth: float,
           core: np.ndarray, priority: np.ndarray) -> Trace:
     """Timeline of one candidate (core [J], priority [J]) for Gantt charts and summaries."""
-    lat = np.asarray(latency, dtype=float)
-    bw = np.asarray(bandwidth_need, dtype=float)
+    lat, bw = _tables(latency, bandwidth_need)
     bandwidth = check_bandwidth(bandwidth)
     core, priority = check_candidates(core, priority, lat.shape[0], lat.shape[1])
     _, _, segs = _simulate(lat, bw, bandwidth, core, priority, record=True)
