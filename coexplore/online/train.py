@@ -75,6 +75,12 @@ class EvolutionStrategy:
         return es
 
 
+def _finite(value) -> bool:
+    """A finite number (numpy's too), not a bool."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+        and bool(np.isfinite(value))
+
+
 @dataclass(frozen=True)
 class TrainSettings:
     """Generations of the strategy, training streams per generation, perturbation pairs, step sizes."""
@@ -89,16 +95,14 @@ class TrainSettings:
     def __post_init__(self):
         for key, value, low in (("generations", self.generations, 0), ("streams", self.streams, 1),
                                 ("pairs", self.pairs, 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                    or not np.isfinite(value) or int(value) != value or value < low:
+            if not _finite(value) or int(value) != value or value < low:
                 raise CoexploreError(f"{key} {value!r}", key=key, option=f"--train-{key}",
                                      expected=f"an integer >= {low}")
             object.__setattr__(self, key, int(value))
         object.__setattr__(self, "seed", check_seed(self.seed, none=False))
         for key in ("sigma", "lr"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                    or not (np.isfinite(value) and value > 0):
+            if not (_finite(value) and value > 0):
                 raise CoexploreError(f"{key} {value!r}", key=key, expected="a finite number > 0")
 
 

@@ -150,10 +150,14 @@ def _asked(searcher, n: int):
             try:
                 space.check(a)
             except CoexploreError as exc:
-                raise CoexploreError(f"searcher '{searcher.name}' proposed candidates the space refuses: "
-                                     f"{exc.message}", key="searcher", expected=f"ask(n) within the space: "
-                                                                              f"{exc.expected}") from None
+                raise _refused_by_space(searcher, exc) from None
     return batch
+
+
+def _refused_by_space(searcher, exc: CoexploreError) -> CoexploreError:
+    """The space's refusal of asked candidates, said as the searcher's."""
+    return CoexploreError(f"searcher '{searcher.name}' proposed candidates the space refuses: {exc.message}",
+                          key="searcher", expected=f"ask(n) within the space: {exc.expected}")
 
 
 def best_of(losses: np.ndarray) -> tuple[int, float]:
@@ -402,8 +406,7 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
             except CoexploreError as exc:
                 if exc.key != "batch":
                     raise
-                raise CoexploreError(f"searcher '{searcher.name}' proposed candidates the space refuses: {exc.message}",
-                                     key="searcher", expected=f"ask(n) within the space: {exc.expected}") from None
+                raise _refused_by_space(searcher, exc) from None
             tie = getattr(raw, "tie", None)          # a secondary key for the incumbent (TiedLosses)
             losses = checked_losses(batch, raw)
             samples += len(losses)
