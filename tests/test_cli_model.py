@@ -502,3 +502,22 @@ def test_no_case_compared_is_no_energy_error_not_zero():
     s = summarise([failed], 0.1, 0.1, "timeloop")
     assert s["energy_max_rel_err"] is None and s["energy_median_rel_err"] is None and s["cycles_max_rel_err"] is None
     assert "n/a" in format_table(s) and "0.00e+00" not in format_table(s)
+
+
+def test_a_v03_architecture_without_an_energy_table_is_priced_as_energy_tables_prices_it(tmp_path):
+    """User study: `evaluate` refused a v0.3 architecture with no ERT ("no energy table found") while
+    `energy tables` priced it and a node list is priced by itself. Now it is priced as timeloop-model
+    runs Accelergy on it, with a note, and gives what the table `energy tables` writes gives."""
+    import shutil
+    src = Path(__file__).parent / "data" / "exercises_v3" / "v3_ex02_conv1d_oc_2level_tiled"
+    for name in ("arch.yaml", "problem.yaml", "mapping.yaml"):
+        shutil.copy(src / name, tmp_path / name)
+    files = [tmp_path / "arch.yaml", tmp_path / "problem.yaml", tmp_path / "mapping.yaml"]
+    r = cli("evaluate", *files, "--classes", "primitives", "--json")
+    assert r.returncode == 0, r.stderr
+    assert "no ERT given or beside it: energies from the built-in estimator (primitives classes)" in r.stderr
+    tables = cli("energy", "tables", files[0], "--classes", "primitives", "--out", tmp_path / "t")
+    assert tables.returncode == 0, tables.stderr
+    given = cli("evaluate", *files, "--ert", tmp_path / "t" / "ERT.yaml", "--json")
+    assert given.returncode == 0, given.stderr
+    assert json.loads(r.stdout)["energy_pJ"] == json.loads(given.stdout)["energy_pJ"] > 0

@@ -51,7 +51,24 @@ def test_the_summary_says_one_more_layer_in_the_singular():
     g = NoteGroups()
     for name in ("conv1", "res2a"):
         g.admit("coexplore: note: " + _note(name))
-    assert g.summary() == ["coexplore: note: the note on layer conv1 above holds for 1 more layer too: res2a"]
+    assert g.summary() == ['coexplore: note: the note "X: its X fan-out of 16 idles" on layer conv1 above holds for '
+                           '1 more layer too: res2a']
+
+
+def test_notes_holding_for_the_same_layers_are_summed_up_in_one_line_naming_each():
+    """User study: three different notes on the same layers gave three identical summary lines. Now
+    one line names each note; a note on other layers has its own line."""
+    from coexplore.cli.main import NoteGroups
+    g = NoteGroups()
+    for name in ("dw1", "dw2", "dw3"):
+        for axis in ("X", "Y", "Z"):
+            g.admit(f"coexplore: note: {axis}: its fan-out idles for layer {name}: only N may spread there")
+    g.admit("coexplore: note: W: its fan-out idles for layer dw1: ...")
+    g.admit("coexplore: note: W: its fan-out idles for layer pw1: ...")
+    assert g.summary() == [
+        'coexplore: note: the notes "X: its fan-out idles", "Y: its fan-out idles" and "Z: its fan-out idles" on '
+        'layer dw1 above hold for 2 more layers too: dw2, dw3',
+        'coexplore: note: the note "W: its fan-out idles" on layer dw1 above holds for 1 more layer too: pw1']
 
 
 def test_a_networks_layer_notes_pass_through_the_groups(capsys):

@@ -282,6 +282,7 @@ def test_a_subclass_is_priced_as_its_class_whatever_the_class(tmp_path):
         with pytest.raises(CoexploreError) as err:
             estimate_component(cls, attrs2)
         assert err.value.key == key and "no built-in estimator" in err.value.message
+        assert "--energy accelergy" in err.value.expected and "--ert" in err.value.expected   # the way out
 
 
 def test_port_counts_the_estimate_does_not_model_are_said():
@@ -292,3 +293,14 @@ def test_port_counts_the_estimate_does_not_model_are_said():
     assert plain.actions == two.actions and not plain.warnings
     assert any("n_rw_ports: 2 are not modelled" in w for w in two.warnings)
     assert not estimate_component("SRAM", {**attrs, "n_rw_ports": 1, "n_rd_ports": 0}).warnings
+
+
+def test_a_misspelt_technology_inherited_from_a_container_is_named(tmp_path, monkeypatch, capsys):
+    """User study: `tecnology: 40nm` on a v0.3 container said only that SRAM needs 'technology'."""
+    src = Path(__file__).parent / "data" / "exercises_v3" / "v3_ex02_conv1d_oc_2level_tiled" / "arch.yaml"
+    text = src.read_text()
+    assert "      technology: 40nm" in text
+    (tmp_path / "arch.yaml").write_text(text.replace("      technology: 40nm", "      tecnology: 40nm"))
+    assert run(["energy", "tables", str(tmp_path / "arch.yaml"), "--classes", "primitives", "--out",
+                str(tmp_path / "o")], monkeypatch) == 2
+    assert "needs attribute 'technology' (the file has 'tecnology': 'technology' misspelt?)" in capsys.readouterr().err

@@ -281,3 +281,14 @@ def test_a_v03_components_folder_beside_the_architecture_is_said_not_read(tmp_pa
         warnings.simplefilter("always")
         assert class_set({}, None, tmp_path / "arch.yaml") == "example_designs"
     assert any("smartbuffer_RF" in str(w.message) and "does not read" in str(w.message) for w in said)
+
+
+@pytest.mark.parametrize("value, unit", [(45e-9, "metres"), (0.045, "micrometres"), ("0.022", "micrometres")])
+def test_a_technology_in_another_unit_is_said_with_the_node_meant(value, unit):
+    """User study: technology 45e-9 or 0.045 said only "outside the supported range"."""
+    from coexplore.spec.technology import parse_technology
+    with pytest.raises(CoexploreError, match=f"in {unit}\\? write {round(float(value) * (1e9 if unit == 'metres' else 1e3))}nm"):
+        parse_technology(value)
+    with pytest.raises(CoexploreError) as err:          # out of range in any unit: no guess
+        parse_technology(4500)
+    assert "write" not in err.value.message

@@ -473,3 +473,23 @@ def test_map_stopped_before_any_valid_mapping_still_prints_its_json(tmp_path, mo
     res = json.loads(capsys.readouterr().out)
     assert rc == 130 and (res["interrupted"], res["best"], res["mapping_file"]) == (True, None, None)
     assert res["searcher"] == "random"
+
+
+def test_interrupted_schedule_summary_says_so_on_stdout(tmp_path, monkeypatch, capsys):
+    """The text summary (stdout, what a script keeps) marks a stopped search's schedule as the best so
+    far, with the samples of the budget, not only stderr."""
+    seen = []
+    real_call = MakespanObjective.__call__
+
+    def call(self, X):
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        seen.append(real_call(self, X))
+        return seen[-1]
+    monkeypatch.setattr(MakespanObjective, "__call__", call)
+    rc = main(["schedule", "--table", str(TABLE), "--bandwidth", "16", "--budget", "100000",
+               "--out", str(tmp_path / "o"), "--no-plot"])
+    out = capsys.readouterr().out
+    assert rc == 130
+    done = sum(len(v) for v in seen)
+    assert f"interrupted after {done:,} of 100,000 samples: this is the best schedule so far" in out

@@ -140,3 +140,20 @@ def test_v03_counts_with_the_pre2025_sliding_window_rule():
     assert not np.array_equal(old.reads, cur.reads)
     inputs = [i for i, ds in enumerate(run.context.problem.dataspaces) if not ds.read_write]
     np.testing.assert_array_equal(v03.reads[..., inputs], old.reads[..., inputs])
+
+
+def test_an_accelergy_03_table_under_todays_rules_is_noted(capsys):
+    """User study: a v0.3 exercise's ERT priced by today's rules gave 7% less than its reference with no
+    word; a note names --timeloop-rules v0.3, which reproduces the reference (and then says nothing)."""
+    d = DATA / "v3_ex02_conv1d_oc_2level_tiled"
+    ref = json.loads((d / "expected.json").read_text())
+    args = ["evaluate", str(d / "arch.yaml"), str(d / "problem.yaml"), str(d / "mapping.yaml"),
+            "--ert", str(d / "ERT.yaml"), "--json"]
+    assert main(args) == 0
+    cap = capsys.readouterr()
+    assert "an Accelergy 0.3 table" in cap.err and "--timeloop-rules v0.3" in cap.err
+    assert json.loads(cap.out)["energy_pJ"] < 0.97 * ref["energy_pJ"]
+    assert main(args + ["--timeloop-rules", "v0.3"]) == 0
+    cap = capsys.readouterr()
+    assert "an Accelergy 0.3 table" not in cap.err
+    assert json.loads(cap.out)["energy_pJ"] == pytest.approx(ref["energy_pJ"], rel=1e-6)

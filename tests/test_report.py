@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coexplore.report.html import render_report, write_report
+from coexplore.report.html import digits_apart, render_report, write_report
 from coexplore.report.pareto_plot import FRONT_COLOUR, axis_label, draw_pareto, plot_pareto, wants_log
 from coexplore.sweep.metrics import COLUMNS, OBJECTIVES, point_metrics
 from coexplore.sweep.pareto import pareto_front
@@ -382,6 +382,7 @@ def test_report_lists_every_point_with_its_values_and_front_marks():
     axes = list(AXES)
     for c, u in COLUMNS.items():
         assert (f"{c} ({u})" if u else c) in head
+    objective_columns = {o.column for o in objs}
     for p, row, f in zip(pts, rows, front):
         cells = dict(zip(head, row))
         assert cells["point"].split()[0] == p["point"]
@@ -393,7 +394,8 @@ def test_report_lists_every_point_with_its_values_and_front_marks():
             if p["status"] == "ok":     # 4 significant digits of the measured value
                 assert float(shown) == pytest.approx(p[c], rel=5e-4)
                 small_int = isinstance(p[c], int) and p[c] < 10**6
-                assert shown == str(p[c]) if small_int else significant_digits(shown) <= 4
+                most = digits_apart([q[c] for q, g in zip(pts, front) if g]) if c in objective_columns else 4
+                assert shown == str(p[c]) if small_int else significant_digits(shown) <= most
             else:
                 assert shown == ""
     for p in pts:                                              # every id links to its folder
@@ -410,6 +412,31 @@ def test_front_table_holds_the_front_best_first_for_a_max_objective():
     assert sorted(ids) == sorted(p["point"] for p, f in zip(pts, front) if f)
     shown = [float(r[-2]) for r in rows]
     assert shown == sorted(shown, reverse=True)                # best (highest) throughput first
+
+
+def test_front_points_nearly_tied_are_shown_with_the_digits_that_tell_them_apart():
+    """User study: two front points whose energies differ in the 6th digit showed the same energy (and
+    area) at 4 digits, so one looked dominated. The front table, the all-points table and the sweep's
+    summary show each objective with as many digits as its front needs; other columns keep 4."""
+    from types import SimpleNamespace
+    from coexplore.cli.sweep import summary_lines
+    pts, objs = sweep(n_failed=0), objectives("latency", "energy")
+    a, b = pts[3], pts[4]
+    b.update(latency_s=a["latency_s"] * 0.5, energy_J=a["energy_J"] * (1 + 2e-6))
+    for p in pts:                                  # everything else is worse than both
+        if p is not a and p is not b:
+            p.update(latency_s=a["latency_s"] * 2, energy_J=a["energy_J"] * 2)
+    front = front_of(pts, objs)
+    assert front[3] and front[4] and front.sum() == 2
+    doc = parse(render_report(RUN, pts, objs, front))
+    rows = {r[0].split()[0]: r for r in doc.tables[1][1:]}
+    assert rows[a["point"]][-1] != rows[b["point"]][-1]
+    for p in (a, b):
+        assert float(rows[p["point"]][-1]) == pytest.approx(p["energy_J"], rel=1e-5)
+    lines = summary_lines(SimpleNamespace(name="s", sweep_axes=AXES), pts, objs, list(front), len(pts))
+    shown = {ln.split()[0]: ln.split()[-1] for ln in lines if ln.strip().startswith((a["point"], b["point"]))}
+    assert shown[a["point"]] != shown[b["point"]]
+    assert float(shown[a["point"]]) == pytest.approx(a["energy_J"], rel=1e-5)
 
 
 def test_failed_point_error_is_escaped():

@@ -89,7 +89,7 @@ def test_schedule_and_online_do_not_share_an_out_folder(tmp_path, capsys):
     assert main(["online", str(system), *QUIET, "--requests", "5", "--seeds", "1", "--schedulers", "fcfs",
                  "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "holds the result of another command (schedule.json), whose jobs.csv this run would replace" in err
+    assert "holds the result of `coexplore schedule` (schedule.json), whose jobs.csv this run would replace" in err
     assert (out / "jobs.csv").read_text() == jobs and not (out / "online.json").exists()
     other = tmp_path / "p"
     assert main(["online", str(system), *QUIET, "--requests", "5", "--seeds", "1", "--schedulers", "fcfs",
@@ -108,20 +108,24 @@ def test_a_folder_in_the_way_of_a_result_file_is_said_before_any_file_is_replace
     assert (tmp_path / "a.txt").read_text() == "old"
 
 
-def test_a_schedule_of_a_table_beside_an_online_run_without_a_job_table_is_not_refused(tmp_path, capsys):
-    """The shared-name check refuses only when the file is there and this run would touch it."""
+def test_a_schedule_beside_an_online_run_is_refused_and_its_own_input_table_kept(tmp_path, capsys):
+    """A folder holding another command's result is refused even where no file of one name would be
+    replaced (the two runs would mix); a folder holding the run's own input table is no clash."""
     t = JobTable([Job("x.l0", dnn="x", layer="l0")], ["a"], np.array([[10.0]]), np.array([[1.0]]))
     save_table(t, tmp_path / "t.csv")
     out = tmp_path / "o"
     out.mkdir()
     (out / "online.json").write_text("{}")
     assert main(["schedule", "--table", str(tmp_path / "t.csv"), "--bandwidth", "4", "--budget", "10",
-                 "--no-progress", "--no-plot", "--out", str(out)]) == 0
-    save_table(t, out / "jobs.csv")              # the input table itself in that folder: kept, no note
-    capsys.readouterr()
-    assert main(["schedule", "--table", str(out / "jobs.csv"), "--bandwidth", "4", "--budget", "10",
-                 "--no-progress", "--no-plot", "--out", str(out)]) == 0
-    assert "of no coexplore run" not in capsys.readouterr().err and (out / "jobs.csv").exists()
+                 "--no-progress", "--no-plot", "--out", str(out)]) == 2
+    assert "holds the result of `coexplore online` (online.json), beside which" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["online.json"]
+    mine = tmp_path / "p"
+    mine.mkdir()
+    save_table(t, mine / "jobs.csv")              # the input table itself in that folder: kept, no note
+    assert main(["schedule", "--table", str(mine / "jobs.csv"), "--bandwidth", "4", "--budget", "10",
+                 "--no-progress", "--no-plot", "--out", str(mine)]) == 0
+    assert "of no coexplore run" not in capsys.readouterr().err and (mine / "jobs.csv").exists()
 
 
 def test_map_never_writes_over_its_own_input_in_the_out_folder(tmp_path, capsys, monkeypatch):
@@ -189,3 +193,25 @@ def test_a_killed_runs_files_are_its_own_not_the_users(tmp_path):
     with pytest.raises(CoexploreError, match="no coexplore run wrote"):
         chosen_dir(layer, "result.json", run, "map", writes=("mapping.yaml",))
     paths.release_held()
+
+
+def test_no_command_writes_into_another_commands_result_folder(tmp_path, capsys):
+    """User study: a sweep, schedule or map --out folder took another command's results beside its own
+    (their file names differ, so nothing was replaced, but the folder mixed two runs). Refused, naming
+    the command whose result is there; the folder is left as it was."""
+    system = _system(tmp_path)
+    sched, mapped = tmp_path / "s", tmp_path / "m"
+    assert main(["schedule", str(system), *QUIET, "--budget", "20", "--out", str(sched)]) == 0
+    assert main(["map", str(system), str(LAYERS / "tiny_conv.yaml"), "--budget", "30", "--no-cache",
+                 "--no-progress", "--out", str(mapped)]) == 0
+    before = {d: sorted(p.name for p in d.iterdir()) for d in (sched, mapped)}
+    capsys.readouterr()
+    assert main(["map", str(system), str(LAYERS / "tiny_conv.yaml"), "--budget", "30", "--no-cache",
+                 "--no-progress", "--out", str(sched)]) == 2
+    err = capsys.readouterr().err
+    assert "holds the result of `coexplore schedule` (schedule.json)" in err and "Traceback" not in err
+    assert main(["schedule", str(system), *QUIET, "--budget", "20", "--out", str(mapped)]) == 2
+    assert "holds the result of `coexplore map` (result.json)" in capsys.readouterr().err
+    assert main(["sweep", str(system), *QUIET, "--budget", "20", "--out", str(sched)]) == 2
+    assert "holds the result of `coexplore schedule` (schedule.json)" in capsys.readouterr().err
+    assert {d: sorted(p.name for p in d.iterdir()) for d in (sched, mapped)} == before

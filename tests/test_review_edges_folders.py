@@ -238,3 +238,24 @@ def test_a_snapshot_in_the_one_pickle_layout_is_not_resumed_nor_anyone_s(tmp_pat
         samples = 0
     assert Checkpoint(p, key="k", say=said.append).restore(S()) is None
     assert "format 2" in said[0], said
+
+
+def test_a_run_with_other_settings_is_told_which_default_folder_it_writes(tmp_path, monkeypatch, capsys):
+    """User study: a sweep rerun with another --layer-budget went to results/sweep/x-s0-2 silently, and
+    the old report was opened. The numbered folder is said on stderr with what differs; a rerun of
+    the first run finds its own folder with no note."""
+    monkeypatch.chdir(tmp_path)
+    base = Path("results") / "x"
+    try:
+        first = default_run_dir(base, "result.json", {"layer_budget": 200, "seed": 0})
+        assert capsys.readouterr().err == ""
+        release_held()
+        other = default_run_dir(base, "result.json", {"layer_budget": 250, "seed": 0})
+        err = capsys.readouterr().err
+        assert other.name == "x-2" and f"{base} holds another run" in err and "layer_budget" in err
+        assert f"this run writes {other}" in err and "seed" not in err
+        release_held()
+        assert default_run_dir(base, "result.json", {"layer_budget": 200, "seed": 0}) == first
+        assert capsys.readouterr().err == ""
+    finally:
+        release_held()

@@ -234,6 +234,8 @@ def test_bad_options_leave_the_folder_alone(tmp_path, capsys, done):
 def test_bad_input_is_one_line(tmp_path, capsys):
     system = _system(tmp_path)
     for argv, words in (([str(system), "--objectives", "speed"], ["--objectives", "speed"]),
+                        ([str(system), "--objectives", "latency,,area"], ["--objectives", "an empty item"]),
+                        ([str(system), "--objectives", " , "], ["--objectives", "no objective given"]),
                         ([str(tmp_path / "missing.yaml")], ["missing.yaml"]),
                         ([str(system), "--searcher", "nope"], ["--searcher", "nope"])):
         rc, _, err = _sweep([*argv, *FAST, "--out", str(tmp_path / "x")], capsys)

@@ -116,7 +116,7 @@ def test_bad_candidates_and_bandwidth_are_rejected():
     lat = np.ones((2, 2))
     with pytest.raises(CoexploreError, match="bandwidth"):
         evaluate(lat, lat, -1.0, [[0, 1]], [[0, 0]])
-    with pytest.raises(CoexploreError, match="out of range"):
+    with pytest.raises(CoexploreError, match=r"core ids out of range: 0..2 given \(expected 0..1\)"):
         evaluate(lat, lat, 1.0, [[0, 2]], [[0, 0]])
     with pytest.raises(CoexploreError):
         evaluate(lat, lat, 1.0, [[0, 1, 1]], [[0, 0, 0]])

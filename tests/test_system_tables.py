@@ -36,6 +36,14 @@ def test_missing_core_column_is_a_clear_error(tmp_path):
     assert "bw_b" in str(e.value) and str(p) in str(e.value)
 
 
+def test_a_misspelt_core_column_is_named_beside_the_one_missing(tmp_path):
+    """User study: bw_3 renamed bw_5 said only that bw_3 is missing; the stray column is named too."""
+    with pytest.raises(CoexploreError, match=r"bw_3.*the table has bw_5, with no lat_5: misspelt"):
+        load_table(_write(tmp_path, "job,lat_1,lat_3,bw_1,bw_5\n0,10,20,1,2\n"))
+    with pytest.raises(CoexploreError, match=r"bw_c.*the table has bw_b, with no lat_b: misspelt"):
+        load_table(_write(tmp_path, "job,lat_a,lat_c,bw_a,bw_b\n0,10,20,1,2\n"))
+
+
 def test_negative_bandwidth_need_and_bad_latency_are_errors(tmp_path):
     with pytest.raises(CoexploreError, match="bw_a"):
         load_table(_write(tmp_path, "job,lat_a,bw_a\n0,10,-1\n"))

@@ -726,7 +726,8 @@ def test_notes_naming_a_layer_are_said_for_the_first_and_counted_for_the_others(
     said = [g.admit(line.format(n)) for n in ("conv1", "res2a", "conv1", "res2b", "res2a")]
     assert said == [True, False, False, False, False]
     assert g.admit("coexplore: note: something else") and g.admit("coexplore: warning: for layer a: b")
-    assert g.summary() == ["coexplore: note: the note on layer conv1 above holds for 2 more layers too: res2a, res2b"]
+    assert g.summary() == ['coexplore: note: the note "X: its X fan-out of 16 idles" on layer conv1 above holds '
+                           'for 2 more layers too: res2a, res2b']
 
 
 def test_variables_only_accelergy_computes_stay_text_unless_a_size_uses_them(tmp_path):

@@ -338,3 +338,20 @@ def test_a_bare_name_with_a_results_folder_of_that_name_here_is_the_bundled_work
         assert find_workload("alexnet") == bundled
     (tmp_path / "alexnet" / "result.json").unlink()                 # a folder of problem files: that one
     assert find_workload("alexnet") == Path("alexnet")
+
+
+def test_a_layer_written_as_problem_yaml_keeps_its_name(tmp_path):
+    """User study: `map` writes a workload layer as <out>/problem.yaml, and `evaluate` on it reported
+    the folder's name as the layer. The written header names the layer; a file named for what it
+    holds keeps that name, and a hand-written problem.yaml is named from its path as before."""
+    from coexplore.spec.problem import load_problem
+    from coexplore.spec.workload import load_workload, write_problem
+    layer = load_workload(Path(__file__).resolve().parents[1] / "problems" / "resnet50.yaml").layer("res3a_branch2b")
+    (tmp_path / "runA").mkdir()
+    write_problem(layer, tmp_path / "runA" / "problem.yaml")
+    assert load_problem(tmp_path / "runA" / "problem.yaml").name == "res3a_branch2b"
+    write_problem(layer, tmp_path / "runA" / "mine.yaml")
+    assert load_problem(tmp_path / "runA" / "mine.yaml").name == "mine"
+    text = (tmp_path / "runA" / "problem.yaml").read_text().split("\n", 1)[1]     # no header
+    (tmp_path / "runA" / "problem.yaml").write_text(text)
+    assert load_problem(tmp_path / "runA" / "problem.yaml").name == "runA"

@@ -73,7 +73,7 @@ class SimbaParams(CommonParams):
                              f"{self.weight_regs_cluster_size} does not divide the "
                              f"{self.weight_regs_width // w} words of a weight_regs row",
                              f"a divisor of weight_regs_width / word_bits, e.g. weight_regs_cluster_size: "
-                             f"{self.weight_regs_width // w} (each parameter sets only its own attribute: another "
+                             f"{self.weight_regs_width // w} (no buffer width or cluster size follows word_bits: another "
                              "word_bits or row width needs this one given too)"))
         return problems
 

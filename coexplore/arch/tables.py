@@ -110,9 +110,17 @@ def write_core_tables(core_dir: Path, core, estimator: str = "builtin") -> tuple
         ert, art, said = core.tables(estimator=estimator)
         return write_own_tables(core_dir, ert, art, estimator), said
     ert, art = price_core(core, estimator=estimator)
-    write_ert(Path(core_dir) / "ERT.yaml", ert)
+    write_ert(Path(core_dir) / "ERT.yaml", priced_beside(ert, core_dir))
     write_art(Path(core_dir) / "ART.yaml", art)
     return ("built-in estimator" if estimator == "builtin" else "accelergy"), [str(w) for w in ert.get("warnings") or ()]
+
+
+def priced_beside(ert: dict, core_dir: Path) -> dict:
+    """`ert` recording the architecture files in core_dir it was priced for (written there first), so
+    that an edit of them afterwards is noticed when the table is read (`spec.ert.stale_ert`)."""
+    from coexplore.spec.ert import priced_from_line
+    files = [f for f in (Path(core_dir) / "arch.yaml", Path(core_dir) / "processed.yaml") if f.is_file()]
+    return {**ert, "priced_from": priced_from_line(*files)} if files else ert
 
 
 def write_own_tables(core_dir: Path, ert: tuple, art: tuple, energy: str) -> str:
@@ -128,7 +136,7 @@ def write_own_tables(core_dir: Path, ert: tuple, art: tuple, energy: str) -> str
         elif kind == "inside":
             write_text(Path(core_dir) / "ERT.yaml", dump_yaml({"ERT": table}))
         else:
-            write(Path(core_dir) / f"{root}.yaml", table)
+            write(Path(core_dir) / f"{root}.yaml", priced_beside(table, core_dir) if root == "ERT" else table)
     told = [f"copied from {t}" if kind == "copied" else "inside the architecture file" if kind == "inside"
             else "built-in estimator" if energy == "builtin" else "accelergy" for kind, t in (ert, art)]
     return told[0] if told[0] == told[1] else f"ERT {told[0]}, ART {told[1]}"

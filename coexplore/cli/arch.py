@@ -16,11 +16,12 @@ from pathlib import Path
 
 from coexplore.arch.file_core import FileCore
 from coexplore.arch.system import load_system_arch
-from coexplore.arch.tables import art_area_mm2, find_given_tables, price_core, write_own_tables
+from coexplore.arch.tables import art_area_mm2, find_given_tables, price_core, priced_beside, write_own_tables
 from coexplore.energy.tables import read_art, write_art, write_ert
 from coexplore.bundled import resolve
 from coexplore.cli.paths import output_dir
 from coexplore.errors import CoexploreError
+from coexplore.spec.ert import load_ert, stale_ert
 from coexplore.spec.yamlio import read_text
 
 WRITTEN = ".coexplore-arch.json"     # in --out: the files this command wrote there (relative path -> SHA-256)
@@ -105,9 +106,11 @@ def run(args) -> int:
             shutil.copyfile(what[0], core_dir / "ERT.yaml")
             shutil.copyfile(what[1], core_dir / "ART.yaml")
             source = f"copied from {what[0].parent}"
+            if (stale := stale_ert(load_ert(core_dir / "ERT.yaml"), core_dir / "arch.yaml")) is not None:
+                notes.append(f"core {name}: {stale}")
         else:
             ert, art = what
-            write_ert(core_dir / "ERT.yaml", ert)
+            write_ert(core_dir / "ERT.yaml", priced_beside(ert, core_dir))
             write_art(core_dir / "ART.yaml", art)
             warned += [f"{name}: {w}" for w in ert.get("warnings") or ()]
             source = "built-in estimator" if args.energy == "builtin" else "accelergy"

@@ -21,6 +21,7 @@ from coexplore.energy.tables import area_breakdown, write_art, write_ert
 from coexplore.energy.pricing import CLASS_SETS, price_architecture
 from coexplore.cli.paths import output_dir
 from coexplore.cli.inputs import CLASSES_HELP, add_var_argument
+from coexplore.spec.ert import priced_from_line
 from coexplore.spec.yamlio import read_text
 
 ESTIMATORS = ("builtin", "accelergy")
@@ -81,7 +82,7 @@ def run_check(args) -> int:
 def run_tables(args) -> int:
     ert, art, _ = price_architecture(args.arch, args.classes, args.energy, reader_warnings=True)
     out = output_dir(args.out)
-    write_ert(out / "ERT.yaml", ert)
+    write_ert(out / "ERT.yaml", {**ert, "priced_from": priced_from_line(args.arch)})
     write_art(out / "ART.yaml", art)
     parts = sorted(area_breakdown(art), key=lambda c: -c[1] * c[2])
     total = sum(n * a for _, n, a in parts)

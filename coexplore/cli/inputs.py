@@ -16,11 +16,12 @@ from coexplore.bundled import bundled_names, resolve
 from coexplore.cli.paths import seconds
 from coexplore.errors import CoexploreError, did_you_mean
 from coexplore.model.evaluate import level_costs
-from coexplore.energy.pricing import CLASS_SETS, builtin_ert, is_node_list
+from coexplore.energy.pricing import CLASS_SETS, builtin_ert, is_priceable
 from coexplore.model.inputs import Context, find_ert, locate_ert
 from coexplore.spec.problem import problem_warnings
 from coexplore.model.timeloop_run import TIMEOUT_S
 from coexplore.spec.architecture import load_architecture
+from coexplore.spec.ert import stale_ert
 from coexplore.spec.constraints import LevelConstraints, load_constraints
 from coexplore.spec.problem import Problem, load_problem, parse_problem
 from coexplore.spec.yamlio import load_yaml
@@ -32,8 +33,8 @@ CLASSES_HELP = ("regfile/intmac as the example designs' compound classes (defaul
 PROBLEM_HELP = ("layer: Timeloop problem YAML, or a coexplore workload (problems/resnet50.yaml or a "
                 "bundled name like resnet50; --layer picks the layer); default: the problem inside ARCH "
                 "(a whole Timeloop spec, such as timeloopfe's top.yaml.jinja2)")
-ERT_HELP = ("energy reference table (default: ERT.yaml beside ARCH; for a system YAML, or a v0.4 node "
-            "list with no ERT beside it, the built-in estimator)")
+ERT_HELP = ("energy reference table (default: ERT.yaml beside ARCH; for a system YAML, or an architecture "
+            "file with no ERT beside or inside it, the built-in estimator)")
 STRIDE_HELP = ("which Timeloop's rules (also --timeloop-rules): current (Timeloop since 2025, PR #297), "
                "pre2025 (its sliding-window reuse of strided convolutions before PR #297, as in the official "
                "v0.4 exercises' outputs) or v0.3 (the Timeloop of 2020-21 that made the v0.3 exercises' outputs: "
@@ -42,8 +43,8 @@ STRIDE_HELP = ("which Timeloop's rules (also --timeloop-rules): current (Timeloo
 
 
 def add_arguments(p) -> None:
-    """--core and --layer, for a system YAML as ARCH and a workload as PROBLEM; --classes for a v0.4
-    node list that coexplore prices itself."""
+    """--core and --layer, for a system YAML as ARCH and a workload as PROBLEM; --classes for an
+    architecture file that coexplore prices itself."""
     p.add_argument("--core", metavar="NAME", help="core design of a system YAML ARCH (default: its only one); a copy's "
                                                  "name as schedule names it (simba_0) picks its design")
     p.add_argument("--layer", metavar="NAME", help="layer of a workload PROBLEM (default: its only one)")
@@ -245,14 +246,16 @@ def load_inputs(args, with_constraints: bool = False
         for w in arch.warnings:
             print(f"coexplore: warning: {args.arch}: {w}", file=sys.stderr)
         ert = None if args.ert is not None else locate_ert(args.arch)
-        if ert is None and args.ert is None and is_node_list(args.arch):
+        if ert is None and args.ert is None and is_priceable(args.arch):
             ert = builtin_ert(Path(args.arch), args.classes)   # as timeloop-model would (it runs Accelergy)
         elif args.classes is not None:
             raise _classes_unused(args.arch, "an energy table is given (--ert)" if args.ert else
                                   "an energy table was found" if ert is not None else
-                                  "the architecture is not a node list (give --ert ERT.yaml)")
+                                  "the architecture is not one the built-in estimator prices (give --ert ERT.yaml)")
         elif ert is None:
             ert = find_ert(args.arch, args.ert)
+        if (stale := stale_ert(ert, args.arch)) is not None:
+            print(f"coexplore: warning: {stale}", file=sys.stderr)
         ctx = _context(arch, problem, ert, getattr(args, "stride_rule", "current"))
         return ctx, _warn_ignored(load_constraints(arch, cons_path, problem)) if with_constraints else None
     from coexplore.arch.system import load_system_arch
@@ -280,11 +283,15 @@ def _context(arch, problem, ert, rule: str = "current") -> Context:
     ctx = Context(arch, problem, ert, level_costs(arch, ert), stride_rule=rule)
     for w in (ctx.costs.as_v03() if rule == "v0.3" else ctx.costs).notes:
         print(f"coexplore: warning: {ert.source}: {w}", file=sys.stderr)
+    if rule != "v0.3" and isinstance(ert.raw, dict) and str(ert.raw.get("version")) == "0.3":
+        print(f"coexplore: note: {ert.source} is an Accelergy 0.3 table: priced as today's timeloop-model prices "
+              "it; the Timeloop of 2020-21 that used such tables (the v0.3 exercises' outputs) priced every buffer "
+              "access at the table's largest action: --timeloop-rules v0.3 applies its rules", file=sys.stderr)
     return ctx
 
 
 def _classes_unused(arch: str, why: str) -> CoexploreError:
-    return CoexploreError(f"--classes prices a v0.4 node list without an energy table; here {why}",
+    return CoexploreError(f"--classes prices an architecture file without an energy table; here {why}",
                           file=str(arch), key="--classes", expected="no --classes")
 
 

@@ -184,12 +184,20 @@ class NoteGroups:
         return m is not None and self.first.get(line[:m.start(1)] + "*" + line[m.end(1):]) == m.group(1)
 
     def summary(self) -> list[str]:
-        out = []
+        """One line per set of other layers, naming the notes (by their words before the layer)
+        that hold for them (notes on the same layers are said together, not in identical lines)."""
+        together: dict[tuple, list[str]] = {}
         for key, layers in self.others.items():
             if layers:
-                shown = ", ".join(layers[:8]) + (f", ... ({len(layers) - 8} more)" if len(layers) > 8 else "")
-                out.append(f"coexplore: note: the note on layer {self.first[key]} above holds for {len(layers)} "
-                           f"more layer{'s' if len(layers) > 1 else ''} too: {shown}")
+                subject = key[len("coexplore: note: "):key.index(" for layer *")]
+                together.setdefault((self.first[key], tuple(layers)), []).append(f'"{subject}"')
+        out = []
+        for (first, layers), subjects in together.items():
+            shown = ", ".join(layers[:8]) + (f", ... ({len(layers) - 8} more)" if len(layers) > 8 else "")
+            which = (f"note {subjects[0]} on layer {first} above holds" if len(subjects) == 1 else
+                     f"notes {', '.join(subjects[:-1])} and {subjects[-1]} on layer {first} above hold")
+            out.append(f"coexplore: note: the {which} for {len(layers)} more layer{'s' if len(layers) > 1 else ''} "
+                       f"too: {shown}")
         return out
 
 

@@ -326,7 +326,7 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
         print(f"coexplore map: {ctx.problem.name} on {ctx.arch.name}, searcher {spec.searcher}, "
               f"{plural(res.samples, 'sample')}{' (from cache)' if res.cached else ''}, mapspace {size}")
         uj = b['energy_pJ'] / 1e6
-        energy = f"{uj:,.3f} uJ" if uj >= 1 else f"{b['energy_pJ']:,.6g} pJ"   # tiny layers keep their digits
+        energy = f"{uj:,.3f} uJ" if uj >= 1 else f"{uj:.6g} uJ"   # one unit for every layer; tiny ones keep 6 digits
         print(f"best {spec.objective}: energy {energy} ({b['energy_pJ'] / b['computes']:.4g} pJ/MAC), cycles {b['cycles']:,}, "
               f"utilization {b['utilization']:.3f}, EDP {b['edp_J_cycle']:.6g} J*cycle")
         if res.exhausted is True:

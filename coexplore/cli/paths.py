@@ -182,12 +182,13 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writ
             raise CoexploreError(f"holds {name}, an input of this run ({clash}), which the run would write over",
                                  file=str(out), key="--out", expected="another --out folder (or the input elsewhere)")
     out = hold(output_dir(path))
-    for other, owned in SHARED_NAMES.items():     # another command's result whose files this one would replace
-        clash = sorted(f for f in set(owned) & set(writes) if (out / f).exists())
-        if other != result_file and (out / other).is_file() and clash:
-            raise CoexploreError(f"holds the result of another command ({other}), whose {', '.join(clash)} this "
-                                 "run would replace", file=str(out), key="--out",
-                                 expected="another --out folder for this command")
+    for other, who in RESULT_FILES.items():      # another command's result: two commands' files would mix
+        if other != result_file and (out / other).is_file():
+            clash = sorted(f for f in (result_file, *writes, *also_writes) if (out / f).exists())
+            raise CoexploreError(f"holds the result of `coexplore {who}` ({other}), "
+                                 + (f"whose {', '.join(clash)} this run would replace" if clash else
+                                    f"beside which this `coexplore {command}` run would write its own files"),
+                                 file=str(out), key="--out", expected="another --out folder for this command")
     want = json.loads(json.dumps(run, sort_keys=True))
     claim = _owner(out / CLAIM)
     owner = _owner(out / result_file, key="run") if (out / result_file).exists() else None
@@ -219,8 +220,9 @@ def chosen_dir(path: str | Path, result_file: str, run: dict, command: str, writ
 
 
 CHECKPOINT = ".checkpoint.pkl"   # in a result folder: the search state of an interrupted run
-# a command's result file -> files of the same name another command writes too (`chosen_dir` keeps them apart)
-SHARED_NAMES = {"schedule.json": ("jobs.csv",), "online.json": ("jobs.csv",)}
+# each command's result file in its --out folder (`chosen_dir` keeps two commands' results apart)
+RESULT_FILES = {"result.json": "map", "summary.json": "map --all-layers", "schedule.json": "schedule",
+                "online.json": "online", "sweep.json": "sweep"}
 
 
 def differences(other: dict, this: dict) -> str:
@@ -330,9 +332,11 @@ def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
     folder is thus never overwritten by a different run; rerunning reuses its folder."""
     base = Path(base)
     want = json.loads(json.dumps(run, sort_keys=True))
+    first = None                                    # who holds `base`, when another run does
     for k in range(1, 10_000):
         path = base if k == 1 else base.with_name(f"{base.name}-{k}")
         if path.exists() and not path.is_dir():     # a file of that name: not ours to replace
+            first = first or "a file of that name"
             continue
         cand = output_dir(path)
         claim = cand / CLAIM
@@ -341,8 +345,14 @@ def default_run_dir(base: str | Path, result_file: str, run: dict) -> Path:
             owner = _owner(cand / result_file, key="run") or "an unrecorded earlier run"
         if owner is None and not claim.exists() and any(cand.iterdir()):
             owner = "files of no run"               # e.g. the user's own: left alone
+        if k == 1 and owner is not None and owner != want:
+            first = owner
         if owner is None and _claim(claim, want):
             CLAIMED.append(cand)
+            if first is not None:                   # a rerun with other settings: say where it goes, and why
+                why = (differences(first, want) if isinstance(first, dict) else f"({first})")
+                print(f"coexplore: note: {base} holds another run{' ' + why if why else ''}; this run writes "
+                      f"{cand}", file=sys.stderr)
             return hold(cand, given=False)
         if (owner or _owner(claim)) == want:
             return hold(cand, given=False, same_run=True)

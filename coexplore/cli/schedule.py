@@ -238,6 +238,8 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
         print(json.dumps(data))
     else:
         print("\n".join(summary_lines(table, result, clock)))
+        if result.interrupted:
+            print(f"interrupted after {result.samples:,} of {budget:,} samples: this is the best schedule so far")
         print(f"schedule   {out / 'schedule.json'}\ntimeline   {out / 'timeline.csv'}"
               + (f"\njob table  {out / 'jobs.csv'}" if args.system else "")
               + (f"\ngantt      {png}" if png else ""))

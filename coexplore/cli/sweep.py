@@ -26,6 +26,7 @@ from coexplore.cli.paths import (show_progress, add_cache_option, command_record
                                  processes, run_key, seed)
 from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
+from coexplore.report.html import digits_apart
 from coexplore.spec.yamlio import write_text
 from coexplore.system.schedule import SCHEDULE_BUDGET
 
@@ -183,14 +184,17 @@ def _objectives(args, spec) -> list:
     if args.objectives is None:
         names = list(spec.objectives or DEFAULT_OBJECTIVES)
     else:
-        names = [n.strip() for n in args.objectives.split(",") if n.strip()]
+        names = [n.strip() for n in args.objectives.split(",")]
+        if not any(names):
+            raise CoexploreError("no objective given", key="--objectives",
+                                 expected="a comma-separated list of " + ", ".join(OBJECTIVES))
+        if "" in names:                   # `latency,,area`: a typo, most likely
+            raise CoexploreError(f"an empty item in {args.objectives!r}", key="--objectives",
+                                 expected="a comma-separated list of " + ", ".join(OBJECTIVES) + ", none empty")
         for n in names:
             if n not in OBJECTIVES:
                 raise CoexploreError(f"unknown objective {n!r}", key="--objectives",
                                      expected="a comma-separated list of " + ", ".join(OBJECTIVES))
-        if not names:
-            raise CoexploreError("no objective given", key="--objectives",
-                                 expected="a comma-separated list of " + ", ".join(OBJECTIVES))
         for i, n in enumerate(names):
             if n in names[:i]:
                 say_repeated_objective(n, "--objectives")
@@ -401,8 +405,9 @@ def summary_lines(spec, records: list[dict], objectives: list, front: list[bool]
     first = objectives[0]
     best_first = sorted((r for r, f in zip(records, front) if f),
                         key=lambda r: r[first.column] * (1 if first.sense == "min" else -1))
-    rows = [[r["point"], *(_shown(r["values"].get(a)) for a in axes), *(f"{r[o.column]:.4g}" for o in objectives)]
-            for r in best_first]
+    digits = [digits_apart(r[o.column] for r in best_first) for o in objectives]   # front points told apart
+    rows = [[r["point"], *(_shown(r["values"].get(a)) for a in axes),
+             *(f"{r[o.column]:.{d}g}" for o, d in zip(objectives, digits))] for r in best_first]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
     lines.append("  " + "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))))
     for row in rows[:SUMMARY_FRONT]:

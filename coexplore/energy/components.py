@@ -66,7 +66,7 @@ def _num(attrs: dict, key: str, cls: str, default=None) -> float:
     value = default if value is None else value
     if value is None:
         hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives: an option of "
-                "`coexplore energy tables`, and of evaluate/map for a v0.4 node list)"
+                "`coexplore energy tables`, and of evaluate/map where they price the file themselves)"
                 if cls in ("regfile", "intmac") else "")
         raise CoexploreError(f"class {cls} needs attribute '{key}'{_typo_of(attrs, [key])}", key=f"attributes.{key}",
                              expected="a positive number" + hint)
@@ -97,7 +97,7 @@ def _check_needed(attrs: dict, cls: str, primitives: bool) -> None:
     missing = [k for k in needs if attrs.get(k) is None and all(attrs.get(a) is None for a in _ALIASES.get(k, ()))]
     if len(missing) > 1:
         hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives: an option of "
-                "`coexplore energy tables`, and of evaluate/map for a v0.4 node list)"
+                "`coexplore energy tables`, and of evaluate/map where they price the file themselves)"
                 if cls in ("regfile", "intmac") else "")
         raise CoexploreError(f"class {cls} needs attributes " + ", ".join(f"'{k}'" for k in missing)
                              + _typo_of(attrs, missing),
@@ -176,8 +176,8 @@ def _implausible_cycle(attrs: dict) -> list[str]:
 
 def _tech(attrs: dict, cls: str) -> float:
     if "technology" not in attrs:
-        raise CoexploreError(f"class {cls} needs attribute 'technology'", key="attributes.technology",
-                             expected="e.g. '45nm'")
+        raise CoexploreError(f"class {cls} needs attribute 'technology'{_typo_of(attrs, ['technology'])}",
+                             key="attributes.technology", expected="e.g. '45nm'")
     return parse_technology(attrs["technology"], key="attributes.technology")
 
 
@@ -288,7 +288,10 @@ def _estimate(class_name: str, attributes: dict, *, subclass: str | None, classe
                                  primitives=("self=dummy",))
     if cls not in CLASSES:         # (said before any attribute it would need)
         raise CoexploreError(f"no built-in estimator for class {cls!r}",
-                             key="subclass" if cls != class_name else "class", expected="one of " + ", ".join(CLASSES))
+                             key="subclass" if cls != class_name else "class",
+                             expected="one of " + ", ".join(CLASSES) + "; a compound class of your own is priced by "
+                                      "Accelergy: --energy accelergy, or Accelergy's ERT.yaml given to evaluate/map "
+                                      "with --ert")
     _check_needed(attrs, cls, classes == "primitives")
     gcs = _num(attrs, "global_cycle_seconds", cls, P.NS)
     if "n_banks" in attrs:            # a bank count given is checked, whether or not the class reads it

@@ -66,6 +66,14 @@ def is_node_list(path: str | Path) -> bool:
     return _is_nodes(load_yaml(path))
 
 
+def is_priceable(path: str | Path) -> bool:
+    """True for an architecture file `price_architecture` prices: a v0.4 node list, or a v0.3 / flattened
+    tree (`architecture: {subtree: [...]}`), as timeloop-model runs Accelergy on either without an ERT."""
+    data = load_yaml(path)
+    arch = data.get("architecture") if isinstance(data, dict) else None
+    return _is_nodes(data) or (isinstance(arch, dict) and isinstance(arch.get("subtree"), list))
+
+
 def price_architecture(path: str | Path, classes: str | None = None, estimator: str = "builtin",
                        reader_warnings: bool = False) -> tuple[dict, dict, str]:
     """(ERT, ART, class set) of the architecture file at `path`; the pricing's warnings, and with
@@ -118,7 +126,7 @@ def _refuse_scales(nodes, key: str, path: Path) -> None:
 
 
 def builtin_ert(path: Path, classes: str | None = None, override: str = "--ert ERT.yaml") -> EnergyTable:
-    """The energy table of a v0.4 node-list architecture without one: priced with the built-in
+    """The energy table of an architecture file without one (`is_priceable`): priced with the built-in
     estimator as `coexplore energy tables` prices it (timeloop-model runs Accelergy on such a file)."""
     from coexplore.spec.ert import parse_ert
     try:

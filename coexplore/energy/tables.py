@@ -194,6 +194,7 @@ def _scalar(value) -> str:
 def format_ert(ert: dict, estimator: str | None = None) -> str:
     estimator = estimator or ert.get("estimator", "unknown estimator")
     lines = [f"# energy reference table (pJ per action) by {estimator}",
+             *([ert["priced_from"]] if ert.get("priced_from") else []),
              *(f"# warning: {w}" for w in ert.get("warnings") or ()),
              "ERT:", f"    version: '{ert['ERT'].get('version', VERSION)}'", "    tables:"]
     for table in ert["ERT"]["tables"]:

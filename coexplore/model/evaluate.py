@@ -124,11 +124,16 @@ def level_costs(arch: Architecture, ert: EnergyTable) -> LevelCosts:
             notes.append(f"{lv.name}: the ERT's table is named for {counts} instances, the architecture has "
                          f"{lv.instances}: a table made for another design or array size? (its energies are used, "
                          "as Timeloop uses them)")
-    named = [lv.name for lv in arch.levels if not lv.is_dummy and ert.has_level(lv.name)]
-    if not named and not ert.has_level(arch.compute.name):
+    parts = [lv.name for lv in arch.levels if not lv.is_dummy] + [arch.compute.name]
+    named = [n for n in parts if ert.has_level(n)]
+    if not named:
         raise CoexploreError("the ERT has a table for none of the architecture's levels (another architecture's?)",
                              file=ert.source, key="ERT.tables",
                              expected=f"tables named like '...{arch.compute.name}[1..{arch.compute.instances}]'")
+    if 2 * len(named) < len(parts):
+        notes.append(f"the ERT has tables for only {len(named)} of the architecture's {len(parts)} levels and "
+                     f"compute unit ({', '.join(named)}): a table made for another architecture? (Timeloop's "
+                     "estimates stand in for the others, as in timeloop-model)")
     ce = ert.energy(arch.compute.name, "compute")
     if ce is None:       # no table, or a table without a compute action: Timeloop's estimate
         ce = timeloop_pat.compute_energy(arch.compute)

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.energy.pricing import builtin_ert, is_node_list
+from coexplore.energy.pricing import builtin_ert, is_priceable
 from coexplore.model.evaluate import BatchResult, LevelCosts, evaluate_batch, level_costs, result_record
 from coexplore.spec.architecture import Architecture, load_architecture
-from coexplore.spec.ert import EnergyTable, ert_file_beside, load_ert, parse_ert
+from coexplore.spec.ert import EnergyTable, ert_file_beside, load_ert, parse_ert, stale_ert
 from coexplore.spec.mapping import Mapping, MappingArrays, load_mapping, to_arrays
 from coexplore.spec.problem import Problem, load_problem, problem_warnings
 from coexplore.spec.yamlio import load_yaml
@@ -100,7 +100,7 @@ def find_ert(arch_path: str | Path, ert_path: str | Path | None = None) -> Energ
 def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str | Path | None = None,
                  stride_rule: str = "current") -> Context:
     """The evaluation context of a Timeloop architecture file and a problem file (the ERT given,
-    else found as `find_ert` does, else for a v0.4 node list the built-in estimator's, as
+    else found as `find_ert` does, else for a node list or v0.3 tree the built-in estimator's, as
     `coexplore energy tables` writes it: timeloop-model runs Accelergy on such a file); `stride_rule`
     as `--stride-rule` (`model.nest.STRIDE_RULES`). What Timeloop would accept silently but is most likely a typo
     (a misspelt buffer attribute, an unknown problem instance key) is a `CoexploreWarning`."""
@@ -117,11 +117,11 @@ def load_context(arch_path: str | Path, problem_path: str | Path, ert_path: str 
     for w in [f"{arch_path}: {w}" for w in arch.warnings] + problem_warnings(problem, problem_path):
         warnings.warn(w, CoexploreWarning, stacklevel=2)
     ert = None if ert_path is not None else locate_ert(arch_path)
-    if ert is None and ert_path is None and is_node_list(arch_path):
+    if ert is None and ert_path is None and is_priceable(arch_path):
         ert = builtin_ert(Path(arch_path))          # as timeloop-model runs Accelergy on such a file
     elif ert is None:
         ert = find_ert(arch_path, ert_path)
     costs = level_costs(arch, ert)
-    for w in costs.notes:
-        warnings.warn(f"{ert.source}: {w}", CoexploreWarning, stacklevel=2)
+    for w in [f"{ert.source}: {w}" for w in costs.notes] + [w for w in [stale_ert(ert, arch_path)] if w]:
+        warnings.warn(w, CoexploreWarning, stacklevel=2)
     return Context(arch, problem, ert, costs, stride_rule)

@@ -13,7 +13,8 @@ from pathlib import Path
 from coexplore.errors import CoexploreError
 from coexplore.model.compare import COUNT_KEYS, ENERGY_TOL, compare_records
 from coexplore.model.corpus import REFERENCES, find_up, discover, find_files
-from coexplore.model.inputs import load_context
+from coexplore.energy.pricing import is_node_list
+from coexplore.model.inputs import load_context, locate_ert
 from coexplore.model.timeloop_run import TIMEOUT_S, find_timeloop_model, run_timeloop_model
 from coexplore.model.timeloop_stats import energy_tolerance_pJ
 from coexplore.spec.mapping import parse_mapping, read_mapping_doc, to_arrays
@@ -187,15 +188,14 @@ def _level_mismatches(got: dict, ref: dict) -> list[dict]:
 def _evaluate_groups(groups: dict, refs: dict, root, rows: list, bar, model_s: list, stride_rule: str,
                      executable: tuple[str, float] | None) -> None:
     for (arch_file, ert_file, layer_file), group in groups.items():
-        try:
-            ctx = load_context(arch_file, layer_file, ert_file)
-        except CoexploreError as exc:
-            if exc.key != "ert_path":
-                raise
+        # the references were made with an energy table: one priced here instead would not match them
+        # (a v0.4 node list is priced as timeloop-model prices it, running Accelergy)
+        if ert_file is None and locate_ert(arch_file) is None and not is_node_list(arch_file):
             raise CoexploreError("no energy table for this architecture", file=str(arch_file.parent),
                                  expected=f"ERT.yaml (the energy table the references were made with) beside "
                                           f"{arch_file.name} in the corpus' arches/{arch_file.parent.name}/, "
-                                          f"or an 'ERT:' key in {arch_file.name}") from None
+                                          f"or an 'ERT:' key in {arch_file.name}")
+        ctx = load_context(arch_file, layer_file, ert_file)
         ctx.stride_rule = stride_rule
         mappings = [_load_case_mapping(ctx, c.mapping) for c in group]
         if executable is None:              # the built-in model: the group in one batch

@@ -47,23 +47,35 @@ figcaption { font-size: 0.9em; color: #555; }
 """
 
 
-def fmt_number(v) -> str:
-    """4 significant digits (integers below a million as they are); '' for a missing value (None),
-    'inf' / '-inf' for an infinite one (as points.csv writes it) and 'n/a' for NaN: never a number
-    that looks valid."""
+def digits_apart(values, least: int = 4, most: int = 12) -> int:
+    """The fewest significant digits (from `least`, at most `most`) at which different finite values
+    are shown differently: two front points 0.018415624 and 0.018415990 at 4 digits read as equal,
+    and one then looks dominated by the other."""
+    finite = sorted({float(v) for v in values if isinstance(v, numbers.Real) and not isinstance(v, bool)
+                     and math.isfinite(v)})
+    for d in range(least, most):
+        if len({f"{v:.{d}g}" for v in finite}) == len(finite):
+            return d
+    return most
+
+
+def fmt_number(v, digits: int = 4) -> str:
+    """`digits` significant digits (integers below a million as they are); '' for a missing value
+    (None), 'inf' / '-inf' for an infinite one (as points.csv writes it) and 'n/a' for NaN: never a
+    number that looks valid."""
     if v is None:
         return ""
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v)).lower()
     if isinstance(v, (int, np.integer)):
-        return str(int(v)) if abs(int(v)) < 10**6 else f"{int(v):.4g}"
+        return str(int(v)) if abs(int(v)) < 10**6 else f"{int(v):.{digits}g}"
     if isinstance(v, (float, np.floating)):
         v = float(v)
         if math.isnan(v):
             return "n/a"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
-        return f"{v:.4g}"
+        return f"{v:.{digits}g}"
     return str(v)
 
 
@@ -96,8 +108,8 @@ def _href(path: str) -> str:
     return escape(quote(str(path).replace("\\", "/"), safe="/"), quote=True)
 
 
-def _cell(v) -> str:
-    return f'<td class="num">{escape(fmt_number(v))}</td>'
+def _cell(v, digits: int = 4) -> str:
+    return f'<td class="num">{escape(fmt_number(v, digits))}</td>'
 
 
 def _axes(points: list[dict]) -> list[str]:
@@ -187,6 +199,8 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
             v = float(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else math.nan
             return (math.isnan(v), v if o0.sense == "min" else -v)
         on.sort(key=key)
+    # an objective's column shows as many digits as tell its front points apart
+    digits = {o.column: digits_apart(points[i].get(o.column) for i in on) for o in objectives}
     if on:
         out.append("<table><tr><th>point</th>" + "".join(f"<th>{escape(a)}</th>" for a in axes)
                    + "".join(f'<th class="objective">{escape(_unit(o.name, o.unit))}, {o.sense}</th>'
@@ -196,7 +210,7 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
             vals = p.get("values") or {}
             out.append("<tr>" + _id_cell(p, base)
                        + "".join(f"<td>{escape(fmt_value(vals[a])) if a in vals else ''}</td>" for a in axes)
-                       + "".join(_cell(p.get(o.column)) for o in objectives) + "</tr>")
+                       + "".join(_cell(p.get(o.column), digits[o.column]) for o in objectives) + "</tr>")
         out.append("</table>")
     else:
         out.append('<p class="note">No point on the front (no point succeeded).</p>')
@@ -216,11 +230,12 @@ def render_report(run: dict, points: list[dict], objectives: list[Objective], fr
         status_cell = escape(status) + (f'<div class="error">{escape(str(err))}</div>' if err else "")
         out.append((f'<tr class="{cls}">' if cls else "<tr>") + _id_cell(p, base)
                    + "".join(f"<td>{escape(fmt_value(vals[a])) if a in vals else ''}</td>" for a in axes)
-                   + "".join(_cell(p.get(c)) for c in COLUMNS)
+                   + "".join(_cell(p.get(c), digits.get(c, 4)) for c in COLUMNS)
                    + (FRONT_MARK if front[i] else NO_MARK)
                    + f"<td>{status_cell}</td></tr>")
     out.append("</table>")
-    out.append('<p class="note">Numbers to 4 significant digits (inf: infinite, n/a: not a number). '
+    out.append('<p class="note">Numbers to 4 significant digits, objectives to as many as tell the front '
+               "points apart (inf: infinite, n/a: not a number). "
                "Objective columns' headers shaded; &#9733; marks the Pareto front.</p>")
     out += _warnings(points)
     out += ["</body>", "</html>", ""]

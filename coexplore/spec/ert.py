@@ -46,6 +46,7 @@ class EnergyTable:
     source: str | None = None
     raw: Any = None
     instances: dict[str, set[int]] = field(default_factory=dict)   # level -> what its tables' names give
+    priced_from: dict[str, str] = field(default_factory=dict)   # architecture file name -> digest when priced
 
     def energy(self, level: str, op: str) -> float | None:
         acts = self.actions.get(level)
@@ -92,7 +93,8 @@ def parse_ert(data: Any, file: str | None = None) -> EnergyTable:
                                      expected="an Accelergy action name (read, write, leak, ...)")
             e = _energy(a.get("energy"))
             if e is None:
-                raise CoexploreError(f"energy {a.get('energy')!r}", file=file, key=f"{where}.energy",
+                raise CoexploreError(f"energy {a.get('energy')!r}" if "energy" in a else
+                                     f"action {a['name']} has no energy", file=file, key=f"{where}.energy",
                                      expected="a finite number >= 0 (pJ)")
             acts[str(a["name"])] = max(e, acts.get(str(a["name"]), float("-inf")))
     out: dict[str, dict[str, float]] = {}
@@ -123,8 +125,41 @@ def _energy(value) -> float | None:
 
 
 def load_ert(path: str | Path) -> EnergyTable:
-    """`parse_ert` of an ERT.yaml file."""
-    return parse_ert(load_yaml(path), str(path))
+    """`parse_ert` of an ERT.yaml file, with the architecture file it was priced from when
+    coexplore wrote it (its `# priced from` line, `priced_from_line`)."""
+    ert = parse_ert(load_yaml(path), str(path))
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = [f.readline() for _ in range(3)]
+    line = next((line for line in head if line.startswith(PRICED_FROM)), "")
+    ert.priced_from = dict(re.findall(r"\s*([^,]+?) \(sha256 ([0-9a-f]{16})\)", line[len(PRICED_FROM):]))
+    return ert
+
+
+PRICED_FROM = "# priced from "
+
+
+def file_digest(path: str | Path) -> str:
+    """The first 16 hex digits of a file's SHA-256 (what `priced_from_line` records)."""
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def priced_from_line(*arch_paths: str | Path) -> str:
+    """The header line of an ERT.yaml that coexplore priced from the architecture file(s) (one
+    design's arch.yaml and processed.yaml): with it, an edit of such a file since is noticed when
+    the table is read with it (`stale_ert`). Files are known by name (without spaces)."""
+    return PRICED_FROM + ", ".join(f"{Path(p).name} (sha256 {file_digest(p)})" for p in arch_paths)
+
+
+def stale_ert(ert: EnergyTable, arch_path: str | Path) -> str | None:
+    """What to say when `ert` was priced by coexplore from a file of `arch_path`'s name whose content
+    has changed since (an architecture edited after its ERT.yaml was written); None otherwise."""
+    then = ert.priced_from.get(Path(arch_path).name)
+    if then is None or not Path(arch_path).is_file() or (now := file_digest(arch_path)) == then:
+        return None
+    return (f"{ert.source} was priced from {Path(arch_path).name} before it changed (sha256 "
+            f"{then} then, {now} now): its energies may be stale; write it again "
+            f"(coexplore energy tables {arch_path} --out {Path(ert.source).parent}) or move it away")
 
 
 # the energy tables found beside an architecture file, in this order (Accelergy's, timeloop-model's

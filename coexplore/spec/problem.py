@@ -408,12 +408,30 @@ def _yaml_cpp_bool(value: Any) -> Any:
     return value
 
 
+WRITTEN_HEADER = re.compile(r"# (\S+): .*, timeloop v[\d.]+ problem spec$")   # `spec.workload.problem_yaml`'s
+
+
+def written_layer_name(path: str | Path) -> str | None:
+    """The layer named in the first line of a problem file coexplore wrote for a workload's layer
+    (`map` writes `problem.yaml`: the file name says nothing), when the file's name is generic;
+    None otherwise (the name then comes from the path)."""
+    from coexplore.spec.yamlio import is_generic_name
+    if not is_generic_name(path):
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            found = WRITTEN_HEADER.match(f.readline().rstrip("\n"))
+    except OSError:
+        return None
+    return found[1] if found else None
+
+
 def load_problem(path: str | Path) -> Problem:
     """`parse_problem` of a Timeloop problem YAML file (one layer; `spec.workload.read_problem` gives
     it as a workload's Layer)."""
     data = load_yaml(path)
     try:
-        return parse_problem(data, str(path))
+        return parse_problem(data, str(path), name=written_layer_name(path))
     except CoexploreError as exc:
         from coexplore.spec.template import with_origin
         raise with_origin(exc, path, "problem")

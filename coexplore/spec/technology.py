@@ -31,7 +31,9 @@ def parse_technology(value, *, key: str = "technology") -> float:
     if nm == -1:
         return -1.0
     if not (NODES_NM[-1] <= nm <= NODES_NM[0]):
-        raise CoexploreError(f"technology {value!r} is outside the supported range", key=key,
+        unit = next((f" ({value!r} in {name}? write {nm * f:g}nm)" for name, f in (("metres", 1e9), ("micrometres", 1e3))
+                     if NODES_NM[-1] <= nm * f <= NODES_NM[0] and 0 < nm < 1), "")
+        raise CoexploreError(f"technology {value!r} is outside the supported range{unit}", key=key,
                              expected=f"{NODES_NM[-1]:g}..{NODES_NM[0]:g} nm (the nodes of the Stillmaker-Baas "
                                       "scaling tables coexplore prices with; CACTI's own 22-180 nm is not the limit)")
     return nm

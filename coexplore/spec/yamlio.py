@@ -381,6 +381,14 @@ _GENERIC = {"arch", "architecture", "processed", "parsed-processed-input", "flat
             "problem", "prob", "layer", "workload", "mapping", "map", "design", "top"}
 
 
+def is_generic_name(file: str | Path) -> bool:
+    """Whether a file's name says nothing of what it holds (`problem.yaml`, `arch.yaml`)."""
+    stem = Path(file).name
+    for suffix in (".jinja2", ".jinja", ".j2", ".yaml", ".yml"):
+        stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
+    return stem.lower() in _GENERIC
+
+
 def name_from_path(file: str | Path, default: str) -> str:
     """A readable name for what a Timeloop input file holds: its stem without kind suffixes
     (`3level.arch.yaml` -> 3level, `conv1d+oc.prob.yaml` -> conv1d+oc), or, for generic stems

@@ -80,7 +80,7 @@ def check_candidates(core: np.ndarray, priority: np.ndarray, num_jobs: int, num_
         raise CoexploreError("core ids must be integers", expected=f"0..{num_cores - 1}")
     core = core.astype(np.int64)
     if core.size and (core.min() < 0 or core.max() >= num_cores):
-        raise CoexploreError(f"core id out of range ({core.min()}..{core.max()})",
+        raise CoexploreError(f"core ids out of range: {core.min()}..{core.max()} given",
                              expected=f"0..{num_cores - 1}")
     if not np.all(np.isfinite(priority)):
         raise CoexploreError("priorities must be finite numbers")

@@ -27,7 +27,7 @@ from coexplore.search.layer import NoValidMapping, map_layer
 from coexplore.spec.architecture import parse_architecture
 from coexplore.energy.pricing import builtin_ert
 from coexplore.spec.constraints import constraints_from_targets, load_constraints
-from coexplore.spec.ert import load_ert, parse_ert
+from coexplore.spec.ert import load_ert, parse_ert, stale_ert
 from coexplore.spec.problem import parse_problem
 from coexplore.spec.system import SystemSpec
 from coexplore.spec.workload import Workload, bundled_workloads, find_workload, layer_problem, load_workload
@@ -115,7 +115,7 @@ def _file_core_model(core: FileCore, ert_file: Path | None = None) -> CoreModel:
             check_own_table(core.name, arch, ert.raw, "ERT", source if isinstance(source, Path) else core.arch_file)
         costs = level_costs(arch, ert)
     told = [f"{core.arch_file}: {w}" for w in arch.warnings] + [str(w.message) for w in said] + \
-        [f"{ert.source}: {w}" for w in costs.notes]
+        [f"{ert.source}: {w}" for w in costs.notes] + ([stale] if (stale := stale_ert(ert, core.arch_file)) else [])
     with core.rendering():
         cons = load_constraints(arch, list(core.constraints_files) or None)    # read now: a bad file is said at once
     return CoreModel(core.name, arch, costs, ert, cons, tuple(told), own=True,

@@ -85,7 +85,10 @@ def load_table(path: str | Path) -> JobTable:
                              expected="columns lat_<core> and bw_<core> for every core")
     for core in lat_cores:
         if core not in bw_cores:
-            raise CoexploreError(f"core '{core}' has a latency column but no bandwidth column",
+            stray = [c for c in bw_cores if c not in lat_cores]
+            raise CoexploreError(f"core '{core}' has a latency column but no bandwidth column"
+                                 + (f" (the table has {', '.join(f'bw_{c}, with no lat_{c}' for c in stray)}: "
+                                    "misspelt?)" if stray else ""),
                                  file=path, key=f"bw_{core}", expected=f"a column bw_{core}")
     for core in bw_cores:
         if core not in lat_cores:
