@@ -18,6 +18,7 @@ summary, or with --json the schedule as JSON on stdout.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -187,7 +188,7 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
     """The search, then schedule.json, gantt.png and the summary; the exit code (130: interrupted)."""
     from coexplore.stops import holding_stops
     from coexplore.system.schedule import ScheduleInterrupted, schedule_trace, search_schedule, summary_lines
-    from coexplore.system.tables import table_csv
+    from coexplore.system.tables import MAPPINGS, layer_mapping_files, table_csv
 
     _seed_note(args, table, mapper.searcher)
     stop_now = False          # a stop-at-once while the result was made: it is written, no chart
@@ -217,7 +218,11 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
         files = {out / "timeline.csv": _timeline_csv(table, data)}
         if args.system:
             files[out / "jobs.csv"] = table_csv(table)      # the job table the schedule is for
+            files.update(layer_mapping_files(table, out))   # and the layer mappings behind it
+            data["mappings"] = str(out / MAPPINGS)
         files[out / "schedule.json"] = json.dumps(data, indent=1) + "\n"     # the record last
+        if (out / MAPPINGS).is_dir():     # an earlier run's mappings would not all match this table
+            shutil.rmtree(out / MAPPINGS)
         write_texts(files)                # together: the folder never mixes two runs' files
         if not result.interrupted:
             checkpoint.discard()          # the schedule is stored: nothing to resume

@@ -24,7 +24,7 @@ from coexplore.model.cache import take_over
 from coexplore.system.from_system import LAYER_BUDGET
 from coexplore.system.schedule import SCHEDULE_BUDGET
 from coexplore.spec.system import SystemSpec
-from coexplore.spec.yamlio import write_text
+from coexplore.spec.yamlio import write_text, write_texts
 from coexplore.sweep.metrics import point_metrics
 from coexplore.sweep.store import SweepStore
 
@@ -134,7 +134,7 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
     """Build, map, schedule and measure the point of `record` (filled in place)."""
     from coexplore.system.from_system import system_job_table, system_workloads
     from coexplore.system.schedule import search_schedule
-    from coexplore.system.tables import save_table
+    from coexplore.system.tables import layer_mapping_files, save_table
     folder = out / record["dir"]
     try:       # a combination not checked in advance (sweeps of over 256 points) may not build
         system: SystemArch = build_system(spec.at_point(record["values"]))
@@ -148,6 +148,7 @@ def _measure(spec: SystemSpec, record: dict, settings: SweepSettings, out: Path,
     for name, notes in table.core_notes.items():       # how each design is priced, as schedule says it
         record["warnings"] += [f"core {name}: {w}" for w in notes]
     save_table(table, folder / "jobs.csv")
+    write_texts(layer_mapping_files(table, folder))     # the layer mappings behind the job table
     bandwidth = system.offchip_bytes_per_cycle
     result = search_schedule(table, bandwidth, settings.searcher, settings.budget, settings.seed,
                              progress=progress, config=settings.config)

@@ -151,7 +151,8 @@ def _map_in_worker(task) -> tuple:
     try:
         cache = MemoryCache() if cache_path == MEMORY else ResultCache(cache_path) if cache_path is not None else None
         ctx = layer_context(cm, layer)
-        best = map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache).best
+        res = map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache)
+        best = {**res.best, "mapping": res.mapping}
     except Exception:
         best = None
     return i, best, cache.delta() if isinstance(cache, MemoryCache) else None
@@ -337,9 +338,10 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
             raise
         if bar is not None and not parallel:      # in parallel, counted as each search ended
             bar.update(1)
-        return res.best
+        return {**res.best, "mapping": res.mapping}
 
     failed: dict = {}                     # (layer key, design) -> why no mapping was found
+    mapped: dict = {}                     # (design, workload, layer) -> the best mapping found
 
     def cost(job: Job, instance: str):
         design = core_of[instance]
@@ -353,6 +355,7 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
                 memo[key] = (math.inf, math.nan, 0.0)
                 return memo[key]
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, models[design].context_arch))
+            mapped.setdefault((design, job.dnn.split("@")[0], job.layer), rec.get("mapping"))
         return memo[key]
 
     parallel = workers > 1 and len(pairs) > 1
@@ -382,4 +385,5 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
         warnings.warn(f"layer {name} has no valid mapping on core {design} ({exc.samples:,} samples): its jobs "
                       f"are scheduled on the other cores ({why})", CoexploreWarning, stacklevel=2)
     table.core_notes = {name: tuple(cm.warnings) for name, cm in models.items()}
+    table.mappings = {k: m for k, m in mapped.items() if m is not None}
     return table, system

@@ -40,6 +40,9 @@ class JobTable:
     # what each core design's model said of itself (its pricing, its energy table's coverage), by
     # design: filled by the system's job table, empty for a table read from a file
     core_notes: dict = field(default_factory=dict, repr=False, compare=False)
+    # the best mapping behind each (core design, workload, layer)'s entries (a Timeloop mapping list):
+    # filled by the system's job table (`layer_mapping_files` writes them), empty for a table read
+    mappings: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         self.latency = np.asarray(self.latency, dtype=float)

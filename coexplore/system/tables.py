@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from coexplore.errors import CoexploreError
-from coexplore.spec.yamlio import read_text, write_text
+from coexplore.spec.yamlio import read_text, write_text, yaml_text
 from coexplore.system.jobs import Job, JobTable
 
 _KIND = {"0": "FC", "1": "CONV", "2": "DSCONV", "3": "GEMM"}  # MAGMA's T column
@@ -160,6 +160,26 @@ def save_table(table: JobTable, path: str | Path) -> None:
     energy if known; latencies in cycles, bandwidth needs in bytes/cycle, energies in pJ),
     atomically (`table_csv` gives the text)."""
     write_text(path, table_csv(table))
+
+
+MAPPINGS = "mappings"     # the folder of a result that holds its job table's layer mappings
+
+
+def layer_mapping_files(table: JobTable, folder: str | Path) -> dict[Path, str]:
+    """The Timeloop mapping YAML behind each (core design, workload, layer) entry of a system's job
+    table (`JobTable.mappings`), as `folder/mappings/<design>/<workload>/<layer>.yaml` -> text:
+    what `coexplore evaluate` takes to reproduce the entry's latency and energy."""
+    out = {}
+    def safe(name) -> str:                # a file name of any layer name (none of only dots)
+        name = re.sub(r"[^\w.@+=-]", "_", str(name))
+        return name if name.strip(".") else "_" * len(name)
+    for (design, dnn, layer), mapping in table.mappings.items():
+        path = Path(folder) / MAPPINGS / safe(design) / safe(dnn) / f"{safe(layer)}.yaml"
+        out[path] = yaml_text({"mapping": mapping}, header=(
+            f"the best mapping found of layer {layer} of {dnn} on core design {design}: the latency and energy "
+            f"of its jobs in the job table\n(coexplore evaluate <core {design}'s architecture> <{dnn}'s workload> "
+            f"--layer {layer} <this file> reproduces them)"))
+    return out
 
 
 def table_csv(table: JobTable) -> str:

@@ -1,0 +1,75 @@
+"""The layer mappings behind a system's job table: `schedule SYSTEM` and every sweep point write
+`mappings/<core design>/<workload>/<layer>.yaml`, and `evaluate` on one reproduces the job table's
+latency and energy for its jobs (a user study found no way to the mapping but searching again)."""
+
+import csv
+import json
+import shutil
+
+import pytest
+
+from coexplore.cli.main import main
+
+from conftest import CORPUS
+
+QUIET = ["--no-progress", "--no-plot", "--layer-budget", "60"]
+
+
+def _system(tmp_path):
+    (tmp_path / "net").mkdir()
+    shutil.copy(CORPUS / "layers" / "tiny_conv.yaml", tmp_path / "net" / "1_tiny.yaml")
+    shutil.copy(CORPUS / "layers" / "alexnet_conv3.yaml", tmp_path / "net" / "2_conv3.yaml")
+    path = tmp_path / "sys.yaml"
+    path.write_text("system:\n  dram: {bandwidth_GBps: 16}\n  cores:\n  - {template: simba, count: 1}\n"
+                    "  - {template: eyeriss, count: 1}\nworkloads: [net]\n")
+    return path
+
+
+def _jobs(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_schedule_writes_each_layer_mapping_and_evaluate_reproduces_the_job_table(tmp_path, capsys):
+    system, out = _system(tmp_path), tmp_path / "o"
+    assert main(["schedule", str(system), *QUIET, "--budget", "50", "--out", str(out)]) == 0
+    rows = _jobs(out / "jobs.csv")
+    files = sorted(p.relative_to(out / "mappings").as_posix() for p in (out / "mappings").rglob("*.yaml"))
+    layers = sorted({r["layer"] for r in rows})
+    assert files == sorted(f"{d}/net/{layer}.yaml" for d in ("eyeriss", "simba") for layer in layers)
+    assert json.loads((out / "schedule.json").read_text())["mappings"] == str(out / "mappings")
+    capsys.readouterr()
+    checked = 0
+    for row in rows:
+        for design, instance in (("simba", "simba"), ("eyeriss", "eyeriss")):
+            lat, en = float(row[f"lat_{instance}"]), float(row[f"en_{instance}"])
+            if lat == float("inf"):
+                continue
+            assert main(["evaluate", str(system), "--core", design, str(tmp_path / "net"), "--layer", row["layer"],
+                         str(out / "mappings" / design / "net" / f"{row['layer']}.yaml"), "--json"]) == 0
+            got = json.loads(capsys.readouterr().out)
+            assert got["cycles"] == lat and got["energy_pJ"] == pytest.approx(en, rel=1e-12)
+            checked += 1
+    assert checked >= 3
+
+
+def test_a_rerun_with_another_workload_leaves_no_stale_mapping(tmp_path):
+    system, out = _system(tmp_path), tmp_path / "o"
+    assert main(["schedule", str(system), *QUIET, "--budget", "50", "--out", str(out)]) == 0
+    (tmp_path / "net" / "2_conv3.yaml").unlink()
+    assert main(["schedule", str(system), *QUIET, "--budget", "50", "--out", str(out)]) == 0
+    rows = _jobs(out / "jobs.csv")
+    assert {p.stem for p in (out / "mappings").rglob("*.yaml")} == {r["layer"] for r in rows}
+
+
+def test_each_sweep_point_holds_its_layer_mappings(tmp_path):
+    system = _system(tmp_path)
+    text = system.read_text().replace("workloads: [net]\n", "workloads: [net]\nsweep:\n  axes:\n"
+                                      "    dram.bandwidth_GBps: [8, 16]\n")
+    system.write_text(text)
+    out = tmp_path / "s"
+    assert main(["sweep", str(system), *QUIET, "--budget", "30", "--out", str(out)]) == 0
+    for point in (out / "points").iterdir():
+        rows = _jobs(point / "jobs.csv")
+        found = {(p.parent.parent.name, p.stem) for p in (point / "mappings").rglob("*.yaml")}
+        assert found == {(d, r["layer"]) for d in ("simba", "eyeriss") for r in rows}
