@@ -21,8 +21,9 @@ class HillConfig:
 
 
 class Hill(Searcher):
-    """A layer mapper: random points until one is valid, then one-parameter moves from the best.
-    The base class counts the samples and keeps the best point (`best_x`, `best_loss`) from `tell`."""
+    """A layer mapper: random points until one is valid, then moves from the best, each redrawing
+    `config.moves` parameters. The base class counts the samples and keeps the best point
+    (`best_x`, `best_loss`) from `tell`."""
     name = "hill"
 
     def __init__(self, space, config=None, seed=0):
@@ -33,8 +34,10 @@ class Hill(Searcher):
         if self.best_x is None or not np.isfinite(self.best_loss):
             return self.space.sample(self.rng, n)
         x = np.repeat(self.best_x[None], n, axis=0)
-        j = self.rng.integers(0, x.shape[1], n)
-        x[np.arange(n), j] = self.rng.integers(0, np.asarray(self.space.cardinalities)[j])
+        cards = np.asarray(self.space.cardinalities)
+        for _ in range(self.config.moves):
+            j = self.rng.integers(0, x.shape[1], n)
+            x[np.arange(n), j] = self.rng.integers(0, cards[j])
         return x
 
 

@@ -292,3 +292,17 @@ def test_a_technology_in_another_unit_is_said_with_the_node_meant(value, unit):
     with pytest.raises(CoexploreError) as err:          # out of range in any unit: no guess
         parse_technology(4500)
     assert "write" not in err.value.message
+
+
+@pytest.mark.parametrize("tech, outside_cacti", [("7nm", True), ("16nm", True), ("28nm", False), ("90nm", False),
+                                                 ("45nm", False)])
+def test_an_sram_off_the_fitted_nodes_is_said_once(tech, outside_cacti):
+    """User study: at 7 nm two warnings said the same thing (outside CACTI's range, no CACTI data):
+    one note per reason, the node named once; none on a fitted node."""
+    from coexplore.energy.components import estimate_component
+    said = [w for w in estimate_component("SRAM", {"width": 64, "depth": 2048, "technology": tech}).warnings
+            if w.startswith("SRAM:") and "nm" in w and "fitted node" in w]
+    fitted = tech == "45nm"
+    assert len(said) == (0 if fitted else 1)
+    if said:
+        assert ("CACTI supports" in said[0]) == outside_cacti and said[0].count(tech) == 1

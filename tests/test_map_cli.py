@@ -619,3 +619,18 @@ def test_an_objective_refusing_valid_mappings_is_said_with_its_remedy_and_not_co
     assert rc == 1 and "max(1, cycles / CAP) ** 8" in err and "max(1, cycles / CAP) ** 8" in got["expected"]
     assert got["invalid_samples"] == 0 and got["samples"] == 200     # every mapping of conv1d fits two_level
     assert json.loads((tmp_path / "o" / "result.json").read_text())["invalid_samples"] == 0
+
+
+def test_invalid_samples_mean_the_models_refusals_whatever_the_objective(tmp_path, capsys):
+    """User study: the same 1,000 random mappings gave invalid_samples 952 with --objective energy and
+    999 with an expression refusing slow ones (its refusals counted). Random search asks the same
+    points whatever the losses: the count is the model's, the same for both."""
+    from coexplore.cli.main import main
+    counts = []
+    for i, objective in enumerate(("energy", "energy if cycles < 1000000 else inf")):
+        assert main(["map", "simba", "resnet50", "--layer", "res3a_branch2b", "--searcher", "random", "--budget",
+                     "600", "--seed", "3", "--objective", objective, "--json", "--no-cache", "--no-progress",
+                     "--out", str(tmp_path / f"o{i}")]) == 0
+        got = json.loads(capsys.readouterr().out)
+        counts.append(got["invalid_samples"])
+    assert counts[0] == counts[1] and 0 < counts[0] < 600

@@ -50,7 +50,15 @@ def test_a_plugin_searcher_maps_a_layer_and_evaluate_reproduces_it(tmp_path, plu
     (tmp_path / "hill.yaml").write_text("searcher: hill\nconfig: {moves: 2}\n")
     assert main(["--plugin", str(plugin), "map", str(ARCH), str(LAYER), "--searcher", str(tmp_path / "hill.yaml"),
                  "--budget", "200", "--no-cache", "--json", "--out", str(tmp_path / "o2")]) == 0
-    assert json.loads(capsys.readouterr().out)["samples"] == 200
+    two = json.loads(capsys.readouterr().out)
+    assert two["samples"] == 200
+    # the option does something (a user study found the example's `moves` read by nothing)
+    assert main(["--plugin", str(plugin), "map", str(ARCH), str(LAYER), "--searcher", "hill",
+                 "--budget", "1000", "--no-cache", "--json", "--out", str(tmp_path / "o1")]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main(["--plugin", str(plugin), "map", str(ARCH), str(LAYER), "--searcher", str(tmp_path / "hill.yaml"),
+                 "--budget", "1000", "--no-cache", "--json", "--out", str(tmp_path / "o3")]) == 0
+    assert json.loads(capsys.readouterr().out)["history"] != one["history"]
 
 
 def test_worker_processes_import_the_plugin_too(tmp_path, plugin, capsys):
@@ -133,28 +141,35 @@ def test_a_plugin_named_like_a_module_prints_to_stderr_and_exits_cleanly(tmp_pat
         plugins._LOADED.clear()
 
 
-def test_a_plugin_that_shadows_a_built_in_name_is_said(tmp_path, capsys):
-    """Replacing a built-in layer searcher is said (it then runs the plugin's); a system scheduler
-    under a built-in name is said not to run (the built-in one does)."""
+def test_a_plugin_that_takes_a_built_in_name_is_refused(tmp_path, capsys):
+    """User study: replacing a built-in layer searcher ran the plugin's class with the bundled mapper
+    file's options (refused as unknown options), while a system scheduler under a built-in name was
+    said not to run. Both are refused up front (exit 2, one line), the registries left as they were."""
     from coexplore import plugins
     from coexplore.search import registry
     from coexplore.system import schedule
-    saved = registry.SEARCHERS["random"]
+    saved = dict(registry.SEARCHERS)
     (tmp_path / "shadow.py").write_text(
-        "from coexplore.search import registry\nfrom coexplore.system import schedule\n"
-        "registry.SEARCHERS['random'] = registry.SEARCHERS['random']\n"
-        "cls, cfg = registry.SEARCHERS['random']\n"
-        "registry.SEARCHERS['random'] = (type('Mine', (cls,), {}), cfg)\n"
-        "schedule.CUSTOM['magma'] = lambda space, table, budget, seed: None\n")
+        "from coexplore.search import registry\n"
+        "cls, cfg = registry.SEARCHERS['ga']\n"
+        "registry.SEARCHERS['ga'] = (type('Mine', (cls,), {}), cfg)\n")
+    (tmp_path / "shadow2.py").write_text(
+        "from coexplore.system import schedule\nschedule.CUSTOM['MAGMA'] = lambda space, table, budget, seed: None\n")
     try:
-        assert main(["--plugin", str(tmp_path / "shadow.py"), "map", str(ARCH), str(LAYER), "--searcher", "random",
-                     "--budget", "50", "--no-cache", "--out", str(tmp_path / "o")]) == 0
+        assert main(["--plugin", str(tmp_path / "shadow.py"), "map", str(ARCH), str(LAYER), "--searcher", "ga",
+                     "--budget", "50", "--no-cache", "--out", str(tmp_path / "o")]) == 2
         err = capsys.readouterr().err
-        assert "replaces the built-in layer searcher 'random'" in err
-        assert "system scheduler 'magma', a built-in name (names are read case-blind): the built-in one runs" in err
+        assert "a plugin registers the layer searcher 'ga', a built-in name" in err and "Traceback" not in err
+        assert registry.SEARCHERS == saved and not (tmp_path / "o").exists()
+        plugins._LOADED.clear()
+        assert main(["--plugin", str(tmp_path / "shadow2.py"), "schedule", "--table", str(TABLE), "--bandwidth",
+                     "16", "--budget", "50", "--out", str(tmp_path / "s")]) == 2
+        assert "system scheduler 'MAGMA', a built-in name (names are read case-blind)" in capsys.readouterr().err
+        assert "MAGMA" not in schedule.CUSTOM
     finally:
-        registry.SEARCHERS["random"] = saved
-        schedule.CUSTOM.pop("magma", None)
+        registry.SEARCHERS.clear()
+        registry.SEARCHERS.update(saved)
+        schedule.CUSTOM.pop("MAGMA", None)
         plugins._LOADED.clear()
 
 
@@ -268,6 +283,13 @@ def test_a_searcher_state_pickle_cannot_save_is_said_and_the_search_goes_on(tmp_
     res = run_search(s, lambda x: np.asarray(x, float).sum(axis=1) + 1, budget=12, batch_size=4, checkpoint=ck)
     assert res.samples == 12 and res.best_loss == 1.0
     assert len(said) == 1 and "cannot be saved" in said[0] and not (tmp_path / "ck.pkl").exists()
+    # said at the start, not only at a save (a run shorter than the 30 s between saves learnt it at a stop)
+    said.clear()
+    s = RandomSearch(DiscreteSpace([4, 4], ["a", "b"]), seed=0)
+    s.keep = lambda x: x
+    ck = Checkpoint(tmp_path / "ck2.pkl", "k", every_s=3600.0, say=said.append)
+    run_search(s, lambda x: np.asarray(x, float).sum(axis=1) + 1, budget=12, batch_size=4, checkpoint=ck)
+    assert len(said) == 1 and "cannot be saved" in said[0] and "RandomSearch" in said[0]
 
 
 def test_plugin_names_options_and_registering_nothing(tmp_path, capsys, forget):
@@ -476,3 +498,36 @@ def test_a_plugin_online_policy_that_raises_or_answers_nothing_is_the_plugins_er
         for k in ("bx_raises", "bx_none", "bx_ctor", "bx_twice"):
             schedulers.HEURISTICS.pop(k, None)
         plugins._LOADED.clear()
+
+
+def test_a_plugins_own_options_follow_their_annotations_not_the_builtin_rules(monkeypatch):
+    """User study: a plugin's config was checked by the built-in searchers' rules (the type of the
+    default, no negatives, `*_rate` a fraction, `layers` at most 32, SA's t_start >= t_end even with
+    no YAML). A plugin's option follows its annotation only; a built-in option keeps its rules."""
+    from dataclasses import dataclass
+    from coexplore.errors import CoexploreError
+    from coexplore.search import registry
+    from coexplore.search.random_search import RandomSearch
+
+    @dataclass
+    class OddConfig:
+        sigma: float = 1
+        shift: float = 0.0
+        mode: str | None = None
+        widths: tuple = (32, 32)
+        layers: int = 2
+        growth_rate: float = 1.5
+        t_start: float = 1.0
+        t_end: float = 2.0
+
+    monkeypatch.setitem(registry.SEARCHERS, "odd", (RandomSearch, OddConfig))
+    assert registry.mapper_spec("odd").config == OddConfig()                 # defaults as written
+    got = registry.mapper_spec("odd", {"sigma": 0.5, "shift": -1.0, "mode": "fast", "widths": [16, 16],
+                                       "layers": 64, "growth_rate": 2.0}).config
+    assert got == OddConfig(sigma=0.5, shift=-1.0, mode="fast", widths=(16, 16), layers=64, growth_rate=2.0)
+    assert isinstance(got.sigma, float) and isinstance(got.widths, tuple)
+    for key, bad in (("layers", 2.5), ("mode", 3), ("widths", 5), ("sigma", "x"), ("layers", True)):
+        with pytest.raises(CoexploreError, match=f"config.{key}'.*bad value"):
+            registry.mapper_spec("odd", {key: bad})
+    with pytest.raises(CoexploreError, match="between 0 and 1"):          # a built-in option keeps its rule
+        registry.mapper_spec("ga", {"mutation_rate": 2.0})

@@ -171,3 +171,28 @@ def test_a_stop_of_an_ended_search_does_not_stop_a_later_one_in_another_thread()
     t.start()
     t.join(30)
     assert "err" not in out and out["res"].samples == 4 and not out["res"].interrupted
+
+
+def test_an_objectives_count_of_model_valid_samples_goes_on_across_a_resume(tmp_path):
+    """`map`'s invalid_samples is the samples minus the mappings the model accepted (an objective of the
+    user's may refuse valid ones: a user study found them counted invalid on success, not on failure).
+    That count is kept in the checkpoint: a resumed run's objective goes on from it."""
+    from coexplore.search.checkpoint import Checkpoint
+
+    def counting():
+        def objective(x):
+            r = x[:, 0]
+            model_ok = r % 3 != 0
+            objective.model_valid += int(model_ok.sum())
+            return np.where(model_ok & (r % 5 != 0), r + 1.0, np.inf)   # refuses some valid ones too
+        objective.model_valid = 0
+        return objective
+    whole = counting()
+    run_search(Listed(seed=0), whole, budget=10, batch_size=4)
+    assert whole.model_valid == 6                                    # rows 0..9 but 0, 3, 6, 9
+    path = tmp_path / "ck.pkl"                     # a finished run leaves the snapshot after its next-to-last batch
+    run_search(Listed(seed=0), counting(), budget=10, batch_size=4, checkpoint=Checkpoint(path, "run", every_s=0))
+    second, ck = counting(), Checkpoint(path, "run", every_s=0)
+    res = run_search(Listed(seed=0), second, budget=10, batch_size=4, checkpoint=ck)
+    assert ck.resumed_from == 8 and res.samples == 10
+    assert second.model_valid == 6                 # 5 of rows 0-7 restored, 1 of rows 8-9 counted here

@@ -164,7 +164,8 @@ def test_ask_and_tell_check_their_arguments(name):
     bad = x.copy()
     bad[0, 0] = space.cardinalities[0]
     if name != "exhaustive":         # exhaustive on a plain space reads no rows back
-        with pytest.raises(CoexploreError, match="out of range"):
+        with pytest.raises(CoexploreError, match=f"out of range: row 0 of the batch has {space.cardinalities[0]} "
+                                                 f"for {space.names[0]} \\(column 0\\)"):
             s.tell(bad, np.ones(4))
     s.tell(x, np.ones((4, 1)))       # a column of losses is one loss per candidate
     assert s.samples == 4

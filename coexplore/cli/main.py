@@ -144,6 +144,18 @@ def _version() -> str:
         return "(not installed)"
 
 
+def _is_built_in(entry) -> bool:
+    """Whether a registry entry (a class, a (class, config) pair) is coexplore's own, not a plugin's
+    registered earlier in this process."""
+    first = entry[0] if isinstance(entry, tuple) else entry
+    return getattr(first, "__module__", "").startswith("coexplore.")
+
+
+def _built_in_name(what: str, name: str, how: str = "") -> CoexploreError:
+    return CoexploreError(f"a plugin registers the {what} '{name}', a built-in name{how}", key="--plugin",
+                          expected="its own name for it (a built-in searcher or scheduler is not replaced)")
+
+
 def _terminate(signum, frame):
     """SIGTERM (a job scheduler's or `timeout`'s stop) is handled like Ctrl-C: a running search
     stops after its batch (its state saved), a second SIGTERM or one outside a search at once."""
@@ -380,15 +392,22 @@ def _load_plugins(given: list[str]) -> None:
                 raise CoexploreError(f"a plugin registers the {what} name {name!r}", key="--plugin",
                                      expected="a name of letters, digits and _ . + - (it is typed as an option "
                                               "and names result folders)")
-    for what in ("layer searcher", "online policy"):
-        for name in sorted(k for k in before[what] if registries[what].get(k) is not before[what][k]):
-            warnings.warn(f"a plugin replaces the built-in {what} '{name}'", CoexploreWarning)
-    for name in sorted(k for k in schedule.CUSTOM if k.lower() in schedule.SEARCHERS):
-        warnings.warn(f"a plugin registers system scheduler '{name}', a built-in name (names are read "
-                      "case-blind): the built-in one runs (register it under another name)", CoexploreWarning)
+    # a built-in name taken by a plugin is refused, for every kind alike: replacing one would change
+    # what that name runs for every command, and its bundled mapper file would set another class's options
+    taken = [(what, name, "") for what in ("layer searcher", "online policy")
+             for name in sorted(k for k in before[what] if registries[what].get(k) is not before[what][k]
+                                and _is_built_in(before[what][k]))]
+    taken += [("system scheduler", name, " (names are read case-blind)")
+              for name in sorted(k for k in schedule.CUSTOM if k.lower() in schedule.SEARCHERS)]
+    if taken:
+        for what, reg in registries.items():          # (the registries as they were, for a caller that goes on)
+            reg.clear()
+            reg.update(before[what])
+        raise _built_in_name(*taken[0])
     if loaded and all(dict(reg) == before[what] for what, reg in registries.items()):   # ("," names none)
         warnings.warn(f"the plugin{'s' if len(loaded) > 1 else ''} {', '.join(loaded)} registered no searcher or "
-                      "scheduler (see the README's Plugins: SEARCHERS, schedule.CUSTOM, HEURISTICS)",
+                      "scheduler (see the README's \"Your own searchers and schedulers (--plugin)\": SEARCHERS, "
+                      "schedule.CUSTOM, HEURISTICS)",
                       CoexploreWarning)
 
 

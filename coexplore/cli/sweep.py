@@ -150,7 +150,8 @@ def _sweep_in(args, spec, settings, run_desc: dict, objectives: list, out: Path,
     print(f"coexplore sweep: {spec.name}: {len(points)} point{'s' if len(points) != 1 else ''}"
           + (f" ({' x '.join(str(len(spec.sweep_axes[a])) for a in axes)} values of {', '.join(axes)})" if axes
              else " (no sweep axes: the system as written)")
-          + (f"; {done} already done in {out}, resuming" if done else ""), file=sys.stderr)
+          + (f"; all done in {out}: nothing to run, the tables and report are written again" if done >= len(points)
+             else f"; {done} already done in {out}, resuming" if done else ""), file=sys.stderr)
     try:
         import contextlib
         from coexplore.workers.ray_tasks import ray_session

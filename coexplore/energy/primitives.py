@@ -207,11 +207,11 @@ def _cacti_native(model, w, d, nb, tech: float, given: tuple | None = None) -> t
             notes.append(f"SRAM: {what} {shown} is outside the fitted CACTI data ({low:g}-{high:g}); "
                          "the fit is extrapolated there")
     lo_node, hi_node = CACTI_RUN_NODES[0], CACTI_RUN_NODES[-1]
-    if tech < CACTI_RANGE[0] or tech > CACTI_RANGE[1]:
+    if tech < CACTI_RANGE[0] or tech > CACTI_RANGE[1]:       # (one note says both: outside CACTI and the fit)
         ok = False
-        notes.append(f"SRAM: CACTI supports {CACTI_RANGE[0]:g}-{CACTI_RANGE[1]:g}nm; "
-                     f"{tech:g}nm scaled with Stillmaker-Baas factors")
-    if tech < 32.0 or tech > 65.0:
+        notes.append(f"SRAM: CACTI supports {CACTI_RANGE[0]:g}-{CACTI_RANGE[1]:g}nm; {tech:g}nm derived from the "
+                     "nearest fitted node (32 or 65nm) with Stillmaker-Baas factors")
+    elif tech < 32.0 or tech > 65.0:
         notes.append(f"SRAM: no reference CACTI data at {tech:g}nm; derived from the nearest "
                      "fitted node (32 or 65nm) with Stillmaker-Baas factors")
     if 32.0 <= tech < 40.0:

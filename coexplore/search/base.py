@@ -359,6 +359,8 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
     batch_size = positive_int(batch_size, "batch_size")
     history: list[tuple[int, float]] = []
     restored = checkpoint.restore(searcher) if checkpoint is not None else None
+    if checkpoint is not None:
+        checkpoint.probe(searcher)        # a state that cannot be saved is said now, not at a stop
     bar = None
     if progress:
         from coexplore.progress import progress_bar
@@ -376,11 +378,14 @@ def run_search(searcher: Searcher, objective: Callable[[np.ndarray], np.ndarray]
         best_x, best_loss, best_tie = restored["best_x"], restored["best_loss"], restored["best_tie"]
         lexicographic, history = restored["lexicographic"], list(restored["history"])
         invalid = restored.get("invalid")
+        if hasattr(objective, "model_valid"):     # an objective's own count goes on too (None: unknown)
+            objective.model_valid = restored.get("model_valid")
 
     def save():
         with holding_stops():       # a Ctrl-C while the snapshot is written waits for it (then stops)
             checkpoint.save(searcher, {"best_x": best_x, "best_loss": best_loss, "best_tie": best_tie,
-                                       "lexicographic": lexicographic, "history": history, "invalid": invalid})
+                                       "lexicographic": lexicographic, "history": history, "invalid": invalid,
+                                       "model_valid": getattr(objective, "model_valid", None)})
     stop = DeferredInterrupt(say=bar is not None,
                               lost="the search state since its last save is lost" if checkpoint is not None else "")
     try:

@@ -59,20 +59,11 @@ class Checkpoint:
         if self.unsaveable:
             return
         t0 = time.perf_counter()
-        shared = _shared(searcher)
         buf = io.BytesIO()
         pickle.dump({"format": FORMAT, "coexplore": code_version(), "key": self.key,   # the header: whose
                      "searcher_class": _class_name(searcher), "samples": int(searcher.samples),
                      "elapsed_s": self.elapsed()}, buf, protocol=pickle.HIGHEST_PROTOCOL)
-        pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-        ids = {id(obj): name for name, obj in shared.items()}
-        pickler.persistent_id = lambda obj: ids.get(id(obj))
-        try:
-            pickler.dump({"driver": driver, "searcher": searcher.state_dict()})
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:   # a plugin's lambda, lock, generator
-            self.unsaveable = f"{type(exc).__name__}: {exc}"
-            self.say(f"the state of searcher {_class_name(searcher)} cannot be saved ({self.unsaveable}): "
-                     "no checkpoint (a stop keeps the best so far; a rerun starts over)")
+        if not self._pickled(searcher, driver, buf):
             return
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")   # per process: two runs never share one
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +79,28 @@ class Checkpoint:
         self._last_save = time.perf_counter()
         self._gap = max(self.every_s, 20 * (self._last_save - t0)) if self.every_s > 0 else 0.0
         self.saved_samples = int(searcher.samples)
+
+    def probe(self, searcher) -> None:
+        """Find out at the start of a run, not at its first save (30 s in, or at a stop), whether
+        the searcher's state can be saved (said once if not)."""
+        if not self.unsaveable:
+            self._pickled(searcher, {}, io.BytesIO())
+
+    def _pickled(self, searcher, driver: dict, buf: io.BytesIO) -> bool:
+        """Pickle the driver's and the searcher's state into buf (the objects the searcher shares with
+        the run, its space, by name only); False, said once, when the searcher's state cannot be."""
+        ids = {id(obj): name for name, obj in _shared(searcher).items()}
+        pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.persistent_id = lambda obj: ids.get(id(obj))
+        try:
+            pickler.dump({"driver": driver, "searcher": searcher.state_dict()})
+            return True
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:   # a plugin's lambda, lock, generator
+            self.unsaveable = f"{type(exc).__name__}: {exc}"
+            from coexplore.plugins import label
+            self.say(f"the state of searcher {label(searcher)} cannot be saved ({self.unsaveable}): "
+                     "no checkpoint (a stop keeps the best so far; a rerun starts over)")
+            return False
 
     def elapsed(self) -> float:
         """Search seconds of this run so far, the restored part included."""

@@ -159,7 +159,8 @@ def make_objective(ctx: Context, ms: MapSpace, objective):
         allowed = valid & ms.fits_fanouts(arrays)        # (timeloop-mapper: each level's own fan-out)
         if ms.has_bounds:                                # (bounds, min parallelism)
             allowed &= ms.satisfies(arrays)
-        f.model_valid += int(allowed.sum())
+        if f.model_valid is not None:
+            f.model_valid += int(allowed.sum())
         if callable(objective):
             given = {k: np.where(valid, np.asarray(v, float), np.inf)             # inf where invalid
                      for k, v in metrics.items()}
@@ -169,8 +170,22 @@ def make_objective(ctx: Context, ms: MapSpace, objective):
             loss = registry.objective_loss(metrics, objective)
         loss[~allowed] = np.inf
         return loss
-    f.model_valid = 0                # samples valid and inside the constraints (whatever their loss): said on a failure
+    # samples valid and inside the constraints, whatever their loss (None: not known, a run resumed from an
+    # older snapshot): what `invalid_samples` is counted from (kept in the search's checkpoint)
+    f.model_valid = 0
     return f
+
+
+def invalid_samples(result: SearchResult, objective_fn) -> int | None:
+    """Of a search's samples, the mappings the model refused (invalid, or outside the constraints):
+    not those an objective of the user's refused (None: not known, a run resumed from an older
+    snapshot or a searcher run before)."""
+    if result.invalid is None:
+        return None
+    valid = getattr(objective_fn, "model_valid", None)
+    if valid is None:
+        return result.invalid                 # (the infinite losses: the model's verdict for a named objective)
+    return max(0, result.samples - valid)
 
 
 def _custom_losses(objective, metrics: dict, n: int) -> np.ndarray:
@@ -306,6 +321,8 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         found = part.best_x is not None and math.isfinite(part.best_loss)
         with holding_stops() as hold:  # a second Ctrl-C while the best so far is made keeps it
             made = _map_result(ctx, ms, spec, seed, part, wall(), None, searcher.size, custom) if found else None
+            if made is not None:
+                made.invalid_samples = invalid_samples(part, objective_fn)
         raise MapInterrupted(made, stop_now=hold.stop_now) from None
     if result.best_x is None or not math.isfinite(result.best_loss):
         walked = ""
@@ -314,7 +331,7 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
             walked = (f"{searcher.name} walks the mappings in order and stopped after {result.samples:,}"
                       + (f" of {total:,}" if total else "") + ": raise --budget to walk further")
         # valid mappings were sampled and a function or an expression of the user's refused them all
-        refused = objective_fn.model_valid > 0 and (custom is not None or registry.is_expression(spec.objective))
+        refused = (getattr(objective_fn, "model_valid", None) or 0) > 0 and (custom is not None or registry.is_expression(spec.objective))
         failed = NoValidMapping(result.samples, why_invalid(ctx, ms), walked=walked,
                                 custom=False if not refused else True if custom is not None else spec.objective)
         if refused and custom is None:          # an expression: said where it was written
@@ -323,12 +340,13 @@ def map_layer(ctx: Context, constraints: dict[str, LevelConstraints], spec: regi
         log10 = ms.log10_size()
         size = ms.size_exact if ms.size_exact is not None else getattr(searcher, "size", None)
         failed.wall_s, failed.mapspace_size = wall(), size
-        failed.invalid_samples = max(0, result.samples - objective_fn.model_valid)    # (the model's verdict)
+        failed.invalid_samples = invalid_samples(result, objective_fn)
         failed.mapspace_log10 = (math.log10(size) if size else None) if size is not None else log10
         raise failed
     with holding_stops() as hold:      # a second Ctrl-C while the result is made keeps it (and caches it)
         out = _map_result(ctx, ms, spec, seed, result, wall(), searcher.done, searcher.size,
                           custom)
+        out.invalid_samples = invalid_samples(result, objective_fn)
         if out.samples < budget and out.exhausted is not True and (out.mapspace_size is None
                                                                    or out.samples < out.mapspace_size):
             import warnings

@@ -14,6 +14,8 @@ import difflib
 import math
 import numbers
 import sys
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -101,11 +103,21 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
     with plugins_code(config_cls, "config"):
         defaults = config_cls()
+    try:
+        hints = typing.get_type_hints(config_cls)
+    except Exception:                 # (an annotation that cannot be resolved: any value then)
+        hints = {}
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
             raise CoexploreError(f"unknown option '{key}' for {config_cls.__name__}", file=file,
                                  key=f"config.{key}", expected=" | ".join(fields))
+        if not _builtin_option(config_cls, key):      # a plugin's own option: its annotation is the rule
+            ok, kwargs[key] = _as_annotated(value, hints.get(key))
+            if not ok:
+                raise CoexploreError(f"bad value {value!r}", file=file, key=f"config.{key}",
+                                     expected=f"a value of the option's type, {_type_name(hints.get(key))}")
+            continue
         default = getattr(defaults, key)
         optional = default is None or "None" in str(fields[key].type)
         want = float if default is None else type(default)   # optional options here are numbers
@@ -137,10 +149,55 @@ def config_from_dict(config_cls: type, data: Mapping[str, Any] | None, file=None
         config = config_cls(**kwargs)
     check_options(config, file)
     t_start, t_end = getattr(config, "t_start", None), getattr(config, "t_end", None)
-    if t_start is not None and t_end is not None and t_start < t_end:   # annealing cools, never heats
+    if t_start is not None and t_end is not None and t_start < t_end \
+            and _builtin_option(config_cls, "t_start"):           # annealing cools, never heats
         raise CoexploreError(f"t_start {t_start:g} is below t_end {t_end:g}", file=file, key="config.t_start",
                              expected="a start temperature >= the end temperature")
     return config
+
+
+def _builtin_option(config_cls: type, key: str) -> bool:
+    """Whether a config option is one of coexplore's own searchers' (its class is defined in
+    coexplore): only those follow the rules by name (`_is_fraction`, AT_MOST, ...) and take their
+    type from the default; a plugin's option follows its own annotation."""
+    for klass in config_cls.__mro__:
+        if key in getattr(klass, "__annotations__", {}):
+            return klass.__module__.startswith("coexplore.")
+    return False
+
+
+def _as_annotated(value, hint) -> tuple[bool, Any]:
+    """(whether `value` fits the type annotation `hint`, the value as that type): ints are floats
+    where a float is asked, YAML lists are tuples where a tuple is; an annotation it cannot check
+    takes any value."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is None or hint is Any:
+        return True, value
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return type(None) in args, None
+        for arg in args:
+            if arg is not type(None) and (fit := _as_annotated(value, arg))[0]:
+                return fit
+        return False, value
+    if hint is bool:
+        return isinstance(value, bool), value
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool), value
+    if hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return ok, float(value) if ok else value
+    if hint in (tuple, list) or origin in (tuple, list):
+        ok = isinstance(value, (list, tuple))
+        return ok, (tuple(value) if tuple in (hint, origin) else list(value)) if ok else value
+    try:
+        return isinstance(value, origin or hint), value
+    except TypeError:
+        return True, value
+
+
+def _type_name(hint) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
 def config_to_dict(config) -> dict:

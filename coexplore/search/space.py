@@ -99,8 +99,10 @@ class DiscreteSpace:
                                      expected="integers 0 <= x[i] < cardinalities[i]")
         x = x.astype(np.int64, copy=False)
         if np.any(x < 0) or np.any(x >= self.cardinalities):
-            raise CoexploreError("candidate value out of range", key="batch",
-                                 expected="0 <= x[i] < cardinalities[i]")
+            row, col = (int(v) for v in np.argwhere((x < 0) | (x >= self.cardinalities))[0])
+            raise CoexploreError(f"candidate value out of range: row {row} of the batch has {int(x[row, col])} "
+                                 f"for {self.names[col]} (column {col})", key="batch",
+                                 expected=f"0 <= x[i] < cardinalities[i] (here 0..{int(self.cardinalities[col]) - 1})")
         return x
 
     def ravel(self, batch: np.ndarray) -> np.ndarray:
