@@ -500,6 +500,30 @@ def test_a_cache_whose_wal_files_we_may_not_write_is_read_only(tmp_path, monkeyp
                             else real_access(p, mode, **k))
         with ResultCache(path) as other:
             assert other.read_only and other.get("k") == {"energy": 1.0}
+            assert other.unwritable() == f"{path}-wal"
+
+
+def test_the_read_only_note_names_a_companion_left_unwritable(tmp_path, monkeypatch, capsys):
+    """User study: a reader without write access left c.sqlite-shm only it could write; once the file
+    was writable again, writers were still read-only, and the note did not say why. It names the file,
+    and a companion beside a writable database as one to remove when no run uses the cache."""
+    from coexplore.cli.paths import open_cache
+    path = tmp_path / "c.sqlite"
+    with ResultCache(path) as cache:
+        cache.put("k", {"energy": 1.0})
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode, **k: False if str(p).endswith("-shm") and mode == os.W_OK
+                            else real_access(p, mode, **k))
+        other = open_cache(path, "map")
+        err = capsys.readouterr().err
+        assert other.read_only and f"({path}-shm is not writable; left by a run without write access? remove it" in err
+        other.close()
+        monkeypatch.setattr(os, "access", lambda p, mode, **k: False if str(p) == str(path) and mode == os.W_OK
+                            else real_access(p, mode, **k))
+        other = open_cache(path, "map")
+        err = capsys.readouterr().err
+        assert f"({path} is not writable)" in err and "remove it" not in err
+        other.close()
 
 
 def _open_at_once(path: str, barrier, results) -> None:
@@ -641,7 +665,8 @@ def test_stats_reads_edited_rows_and_counts_no_index_file(tmp_path, capsys):
 
 def test_a_damaged_layer_entry_is_searched_again_and_replaced(tmp_path, capsys):
     """User study: a record edited into another shape (a list; a point out of the space; no
-    history) gave a traceback (exit 3), or an error naming no cache file."""
+    history) gave a traceback (exit 3), or an error naming no cache file; one cut short (not JSON)
+    stopped every run that looked it up, naming `cache clear` for the whole shared cache."""
     from coexplore.cli.main import main
     ex = REPO / "examples" / "first_design"
     path = tmp_path / "c.sqlite"
@@ -649,7 +674,7 @@ def test_a_damaged_layer_entry_is_searched_again_and_replaced(tmp_path, capsys):
             "--cache", str(path), "--no-progress", "--json"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     first = json.loads(capsys.readouterr().out)["best"]
-    for edit in ("record = '[1, 2]'", "record = json_set(record, '$.x[0]', 99999)",
+    for edit in ("record = 'not JSON {'", "record = '[1, 2]'", "record = json_set(record, '$.x[0]', 99999)",
                  "record = json_remove(record, '$.history')", "record = json_set(record, '$.x[0]', 'a')"):
         con = sqlite3.connect(path)
         con.execute(f"UPDATE results SET {edit}")

@@ -66,8 +66,16 @@ def test_a_cache_of_another_schema_version_is_refused(tmp_path):
     con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
     con.commit()
     con.close()
-    with pytest.raises(CacheUnreadableError, match="schema version"):
+    with pytest.raises(CacheUnreadableError, match="schema version") as err:
         ResultCache(path)
+    assert "upgrade coexplore" in err.value.message           # a newer one's: not "clear it" first
+    con = sqlite3.connect(path)
+    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION - 1,))
+    con.commit()
+    con.close()
+    with pytest.raises(CacheUnreadableError, match="schema version") as err:
+        ResultCache(path)
+    assert "upgrade" not in err.value.message and "coexplore cache clear" in err.value.message
 
 
 def test_moving_a_cache_aside_takes_its_wal_and_shm_files_and_an_empty_file_too(tmp_path):

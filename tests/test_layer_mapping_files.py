@@ -73,3 +73,18 @@ def test_each_sweep_point_holds_its_layer_mappings(tmp_path):
         rows = _jobs(point / "jobs.csv")
         found = {(p.parent.parent.name, p.stem) for p in (point / "mappings").rglob("*.yaml")}
         assert found == {(d, r["layer"]) for d in ("simba", "eyeriss") for r in rows}
+
+
+def test_schedule_and_map_all_layers_say_how_many_searches_the_cache_answered(tmp_path, capsys):
+    """User study: a rerun of `schedule` never said its layers came from the cache (only `cache stats`
+    showed it), and `map --all-layers` said "21 of 21 mapped" with 19 cache hits."""
+    system, cache = _system(tmp_path), tmp_path / "c.sqlite"
+    args = ["schedule", str(system), *QUIET, "--budget", "50", "--cache", str(cache)]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    first = capsys.readouterr().err
+    assert "job table from 4 (layer, core design) searches: 0 read from the cache" in first and ", 4 run" in first
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    assert f"4 read from the cache {cache}, 0 run" in capsys.readouterr().err
+    assert main(["map", str(system), str(tmp_path / "net"), "--core", "simba", "--all-layers", "--budget", "60",
+                 "--cache", str(cache), "--no-progress", "--out", str(tmp_path / "m")]) == 0
+    assert "2 of 2 distinct layers mapped (2 from the cache)" in capsys.readouterr().out

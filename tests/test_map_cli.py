@@ -634,3 +634,40 @@ def test_invalid_samples_mean_the_models_refusals_whatever_the_objective(tmp_pat
         got = json.loads(capsys.readouterr().out)
         counts.append(got["invalid_samples"])
     assert counts[0] == counts[1] and 0 < counts[0] < 600
+
+
+def test_the_recorded_command_runs_again_in_the_recorded_folder(tmp_path, monkeypatch, capsys):
+    """User study: `command` holds the paths as typed (relative), so it failed from another folder.
+    The record has `cwd`: the command, split and run there, gives the same result."""
+    import shlex
+    import shutil
+    from coexplore.cli.main import main
+    ex = Path(__file__).resolve().parent.parent / "examples" / "first_design"
+    work = tmp_path / "work"
+    shutil.copytree(ex, work / "fd")
+    monkeypatch.chdir(work)
+    assert main(["map", "fd/two_level.yaml", "fd/conv1d.yaml", "--budget", "100", "--no-cache", "--no-progress",
+                 "--out", "m1"]) == 0
+    rec = json.loads((work / "m1" / "result.json").read_text())
+    assert rec["cwd"] == str(work) and "fd/two_level.yaml" in rec["command"]
+    monkeypatch.chdir(tmp_path)                                   # elsewhere: run it where it ran
+    monkeypatch.chdir(rec["cwd"])
+    argv = shlex.split(rec["command"])[1:]
+    argv[argv.index("m1")] = "m2"
+    assert main(argv) == 0
+    again = json.loads((work / "m2" / "result.json").read_text())
+    assert again["best"] == rec["best"] and again["history"] == rec["history"]
+
+
+def test_the_run_record_holds_the_class_set_that_priced_the_architecture(tmp_path, capsys):
+    """User study: `--classes primitives` changes the result (and the cache key) but only `command`
+    said so; `run` has it, and without it has no such key."""
+    from coexplore.cli.main import main
+    ex = Path(__file__).resolve().parent.parent / "examples" / "first_design"
+    args = ["map", str(ex / "two_level.yaml"), str(ex / "conv1d.yaml"), "--budget", "50", "--no-cache", "--no-progress"]
+    assert main([*args, "--classes", "primitives", "--out", str(tmp_path / "p")]) == 0
+    assert main([*args, "--out", str(tmp_path / "d")]) == 0
+    prim = json.loads((tmp_path / "p" / "result.json").read_text())["run"]
+    default = json.loads((tmp_path / "d" / "result.json").read_text())["run"]
+    assert prim["classes"] == "primitives" and "classes" not in default
+    assert prim["content_key"] != default["content_key"]

@@ -4,6 +4,7 @@ and is reused, a given policy is used as given, and bad input is one clear messa
 import csv
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,7 @@ def done(tmp_path_factory):
 def test_results_agree_with_the_library(done):
     tmp, table, data = done
     assert data["command"].startswith("coexplore online --table ")     # how to run it again
+    assert os.path.isabs(data["cwd"])                                   # where its relative paths start
     system = served_system(load_table(table), 10.0)
     sc = Scenario(load=1.1, requests=40)
     policy = Policy([data["policy"]["weights"][f] for f in FEATURES])

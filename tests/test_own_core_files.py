@@ -295,9 +295,10 @@ def test_a_worker_searches_with_the_own_cores_per_layer_constraints(tmp_path, mo
 
     class Res:
         def __init__(self, ctx, cons):
-            self.best = (ctx, cons)
+            self.best, self.mapping, self.cached = {"ctx": ctx, "cons": cons}, [], False
     monkeypatch.setattr(fs, "map_layer", lambda ctx, cons, *a, **k: Res(ctx, cons))
-    i, (ctx, cons), delta = fs._map_in_worker((0, cm, layer, None, 10, 0, None))
+    i, best, delta = fs._map_in_worker((0, cm, layer, None, 10, 0, None))
+    ctx, cons = best["ctx"], best["cons"]
     assert cons == load_constraints(ctx.arch, tmp_path / "given.yaml", ctx.problem) and delta is None     # no cache: nothing to take over
 
 

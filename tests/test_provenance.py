@@ -5,6 +5,8 @@ searcher answering after it, under the one version number 0.1.0)."""
 import shutil
 from pathlib import Path
 
+import pytest
+
 import coexplore
 import coexplore.search.layer as layer_mod
 from coexplore.model.cache import ResultCache
@@ -66,3 +68,13 @@ def test_a_run_record_names_bundled_files_wherever_they_are_kept(tmp_path):
     shutil.copy(simba, mine)
     assert record_name(mine) == str(mine.resolve())             # a file of the user's: its path
     assert list(digests(simba, mine)) == ["bundled:arch/simba.yaml", str(mine.resolve())]
+
+
+def test_version_names_the_source_digest_run_records_carry(capsys):
+    """User study: `coexplore --version` printed only 0.1.0, not the `coexplore_source` digest a run
+    record carries, so the installed code could not be matched to a record months later."""
+    from coexplore.cli.main import main
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert f"(source {source_digest()})" in capsys.readouterr().out

@@ -98,7 +98,8 @@ class _VersionAction(argparse.Action):
                          help="show program's version number and exit" if help is None else help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser._print_message(f"coexplore {_version()}\n", sys.stdout)      # (as argparse's "version")
+        from coexplore.provenance import source_digest     # (the `coexplore_source` of run records)
+        parser._print_message(f"coexplore {_version()} (source {source_digest()})\n", sys.stdout)   # (as argparse's)
         parser.exit()
 
 

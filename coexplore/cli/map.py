@@ -228,6 +228,7 @@ def _run(args) -> int:
                 "budget": args.budget, "seed": args.seed,
                 **({"stride_rule": args.stride_rule} if args.stride_rule != "current" else {}),
                 **({"var": sorted(args.var)} if getattr(args, "var", None) else {}),
+                **({"classes": args.classes} if getattr(args, "classes", None) else {}),
                 "inputs_sha256": digests(resolve("arch", args.arch), problem_file, args.ert, *(args.constraints or []),
                                          found.get("ert"), *found.get("constraints", []),
                                          args.searcher if args.searcher and Path(args.searcher).is_file() else None,

@@ -146,7 +146,7 @@ def run_all_layers(args, map_one) -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        _print(summary, rows, out)
+        _print(summary, rows, out, sum(1 for r in results.values() if r.get("cached")))
     if code == 130 or died is not None:
         again = "searched again (--no-cache)" if args.no_cache else "from the cache"
         why = "stopped" if died is None else f"{died.message}; stopped"
@@ -337,9 +337,9 @@ def _summary(arch: str, wl, rows: list[dict], failed: list[str], n_layers: int, 
             **totals, "layers": rows, "run": desc, **command_record()}
 
 
-def _print(summary: dict, rows: list[dict], out: Path) -> None:
+def _print(summary: dict, rows: list[dict], out: Path, cached: int = 0) -> None:
     print(f"coexplore map: {summary['workload']} on {summary['arch']}: {summary['mapped']} of "
-          f"{summary['distinct_layers']} distinct layers mapped")
+          f"{summary['distinct_layers']} distinct layers mapped" + (f" ({cached} from the cache)" if cached else ""))
     cells = [(r["layer"], f"{r['count']:,}", f"{r['cycles']:,}", f"{r['energy_uJ']:,.3f}", f"{r['pJ_per_mac']:.3f}",
               f"{r['utilization']:.3f}") for r in rows]
     head = ("layer", "count", "cycles", "energy uJ", "pJ/MAC", "util")

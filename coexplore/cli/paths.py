@@ -88,8 +88,12 @@ def open_cache(path, command: str):
     from coexplore.model.cache import ResultCache
     cache = ResultCache(path)
     if cache.read_only:
-        print(f"coexplore {command}: note: the result cache {cache.path} is read-only: its results are used, "
-              "new ones are not stored (--cache PATH for a writable one)", file=sys.stderr)
+        what = cache.unwritable()
+        left = what is not None and what.endswith(("-wal", "-shm")) and os.access(cache.path, os.W_OK)
+        print(f"coexplore {command}: note: the result cache {cache.path} is read-only"
+              + (f" ({what} is not writable" + ("; left by a run without write access? remove it when no coexplore "
+                                               "run uses the cache" if left else "") + ")" if what else "")
+              + ": its results are used, new ones are not stored (--cache PATH for a writable one)", file=sys.stderr)
     return cache
 
 
@@ -483,8 +487,9 @@ def _integer(text: str) -> int:
 
 
 def command_record() -> dict:
-    """{"command": the command line} for a run record (how to run it again), when it runs from the
-    command line; {} for a Python caller."""
+    """{"command": the command line, "cwd": the folder it ran in} for a run record (how to run it
+    again: its relative paths are the folder's), when it runs from the command line; {} for a
+    Python caller."""
     from coexplore.cli.main import command_line
     line = command_line()
-    return {"command": line} if line else {}
+    return {"command": line, "cwd": os.getcwd()} if line else {}

@@ -435,6 +435,11 @@ def system_table(args, progress: bool, command: str = "schedule"):
     for name, notes in table.core_notes.items():
         for w in notes:
             print(f"coexplore: warning: {args.system} core {name}: {w}", file=sys.stderr)
+    done = table.layer_searches
+    if done:                              # where the job table's layer mappings came from
+        print(f"coexplore {command}: job table from {sum(done.values())} (layer, core design) searches: "
+              f"{done['cached']} read from the cache" + (f" {cache.path}" if cache is not None else "")
+              + f", {done['searched']} run" + (" (--no-cache)" if cache is None else ""), file=sys.stderr)
     if table.num_jobs >= LARGE_TABLE and command == "schedule":    # e.g. MobileNet-V2's depthwise layers: one job per channel
         per_dnn: dict = {}
         for job in table.jobs:

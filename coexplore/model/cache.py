@@ -103,7 +103,8 @@ def not_a_cache_error(path: str | os.PathLike) -> CoexploreError:
     return CoexploreError("not a coexplore result cache: the file is not an SQLite database, and it "
                           "is left untouched", file=str(path), **_cache_option(path),
                           expected="a cache file or a new path: --cache FILE or $COEXPLORE_CACHE "
-                                   "(map, schedule, sweep and online also run without one: --no-cache)")
+                                   "(map, schedule, sweep and online also run without one: --no-cache); a cache "
+                                   "whose first bytes were overwritten is lost: move the file away by hand")
 
 
 def take_over(cache, delta: tuple[list, int, int] | None) -> None:
@@ -320,6 +321,14 @@ class ResultCache:
         self._conn, self._pid = conn, os.getpid()
         return conn
 
+    def unwritable(self) -> str | None:
+        """What keeps this process from writing the cache: the file, its -wal/-shm companion (a
+        reader without write access leaves a -shm only it may write) or its folder; None if nothing."""
+        for f in (self.path, *(Path(f"{self.path}{s}") for s in ("-wal", "-shm"))):
+            if f.exists() and not os.access(f, os.W_OK):
+                return str(f)
+        return None if os.access(self.path.parent, os.W_OK) else f"its folder {self.path.parent}"
+
     def _connect_read_only(self) -> sqlite3.Connection:
         """A cache file this process may not write, or in a folder it may not write (a shared,
         read-only copy): opened read-only; `get` works, `put` and the hit/miss counters are skipped
@@ -403,9 +412,12 @@ class ResultCache:
             row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
             version = row[0] if row else None
             if version is not None and version != SCHEMA_VERSION:
+                newer = isinstance(version, int) and version > SCHEMA_VERSION     # a colleague's newer coexplore
                 raise CacheUnreadableError(
-                    f"result cache has schema version {version}, this coexplore reads "
-                    f"version {SCHEMA_VERSION}; {hint}", file=str(self.path))
+                    f"result cache has schema version {version}, this coexplore reads version {SCHEMA_VERSION}; "
+                    + (f"a newer coexplore wrote it: upgrade coexplore to use it, or give another file (--cache "
+                       f"PATH); `coexplore cache clear --cache {self.path}` would move it aside" if newer else hint),
+                    file=str(self.path))
 
     def _set_wal(self, conn: sqlite3.Connection) -> None:
         """Switch to WAL (persistent in the file); retried because it needs a brief lock."""
@@ -457,10 +469,10 @@ class ResultCache:
             return None
         try:
             return json.loads(row[0])
-        except ValueError as exc:
-            raise CacheUnreadableError(f"entry {key[:12]}... is not valid JSON ({exc}); "
-                                 + CLEAR_HINT.format(path=self.path),
-                                 file=str(self.path)) from exc
+        except ValueError as exc:       # one damaged entry is a miss (searched again, then replaced), not
+            warnings.warn(f"{self.path}: the entry {key[:12]}... is damaged (not valid JSON: {exc}): "   # a stop
+                          "searched again, and replaced", CoexploreWarning, stacklevel=2)
+            return None
 
     def __contains__(self, key: str) -> bool:
         return self.get(key, count=False) is not None

@@ -152,7 +152,7 @@ def _map_in_worker(task) -> tuple:
         cache = MemoryCache() if cache_path == MEMORY else ResultCache(cache_path) if cache_path is not None else None
         ctx = layer_context(cm, layer)
         res = map_layer(ctx, cm.constraints_for(ctx.problem), spec, budget, seed, cache=cache)
-        best = {**res.best, "mapping": res.mapping}
+        best = {**res.best, "mapping": res.mapping, "cached": res.cached}
     except Exception:
         best = None
     return i, best, cache.delta() if isinstance(cache, MemoryCache) else None
@@ -338,10 +338,11 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
             raise
         if bar is not None and not parallel:      # in parallel, counted as each search ended
             bar.update(1)
-        return {**res.best, "mapping": res.mapping}
+        return {**res.best, "mapping": res.mapping, "cached": res.cached}
 
     failed: dict = {}                     # (layer key, design) -> why no mapping was found
     mapped: dict = {}                     # (design, workload, layer) -> the best mapping found
+    sources = {"cached": 0, "searched": 0}  # the (layer, design) searches: read from the cache, or run
 
     def cost(job: Job, instance: str):
         design = core_of[instance]
@@ -356,6 +357,7 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
                 return memo[key]
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, models[design].context_arch))
             mapped.setdefault((design, job.dnn.split("@")[0], job.layer), rec.get("mapping"))
+            sources["cached" if rec.get("cached") else "searched"] += 1
         return memo[key]
 
     parallel = workers > 1 and len(pairs) > 1
@@ -386,4 +388,5 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
                       f"are scheduled on the other cores ({why})", CoexploreWarning, stacklevel=2)
     table.core_notes = {name: tuple(cm.warnings) for name, cm in models.items()}
     table.mappings = {k: m for k, m in mapped.items() if m is not None}
+    table.layer_searches = sources
     return table, system

@@ -43,6 +43,8 @@ class JobTable:
     # the best mapping behind each (core design, workload, layer)'s entries (a Timeloop mapping list):
     # filled by the system's job table (`layer_mapping_files` writes them), empty for a table read
     mappings: dict = field(default_factory=dict, repr=False, compare=False)
+    # of the (layer, core design) searches behind it, how many were read from the cache / run
+    layer_searches: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         self.latency = np.asarray(self.latency, dtype=float)
