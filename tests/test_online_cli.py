@@ -714,3 +714,21 @@ def test_an_empty_scheduler_name_is_refused(tmp_path, capsys):
         assert main(["online", "--table", str(table), "--bandwidth", "10", "--schedulers", given, "--no-progress",
                      "--out", str(tmp_path / "o")]) == 2
         assert "key '--schedulers'" in capsys.readouterr().err
+
+
+def test_a_policy_trained_on_other_cores_or_dnns_is_noted_when_given(done, tmp_path, capsys):
+    """User study: a policy trained on another system was used without a word. policy.json records the
+    cores and DNNs it was trained to serve; given on the same ones no note, on others a note."""
+    tmp, table, _ = done
+    policy = json.loads((tmp / "out" / "policy.json").read_text())
+    assert policy["trained_on"] == {"cores": ["fast", "slow"], "dnns": ["cnn", "gemm"]}
+    argv = ["online", "--bandwidth", "10", "--load", "1.1", *UNTRAINED, "--schedulers", "relmas",
+            "--policy", str(tmp / "out" / "policy.json")]
+    assert main([*argv, "--table", str(table), "--out", str(tmp_path / "same")]) == 0
+    assert "was trained on other" not in capsys.readouterr().err
+    rows = [r for r in table.read_text().splitlines()]
+    other = tmp_path / "other.csv"
+    other.write_text("\n".join([rows[0]] + [r for r in rows[1:] if r.split(",")[1] == "cnn"]) + "\n")
+    assert main([*argv, "--table", str(other), "--out", str(tmp_path / "other")]) == 0
+    err = capsys.readouterr().err
+    assert "was trained on other dnns (dnns cnn, gemm)" in err

@@ -127,6 +127,8 @@ def run(args) -> int:
     except CoexploreError as exc:
         exc = bandwidth_given(exc, args)
         raise (exc.with_file(args.table) if args.table and exc.file is None else exc) from None
+    if policy is not None:
+        _say_other_system(policy, system, args.policy)
     streams, trained_at = None, None
     if args.trace:
         streams, scenario, trained_at = _trace_streams(args, system, scenario)
@@ -490,11 +492,27 @@ def _trained(system, scenario, train, drop_late: bool, out: Path, run_desc: dict
             remove_empty_created()
         return None, None
     policy = Policy(policy.weights, {"run": key, "history": state["history"], "generations": train.generations,
-                                     "streams": train.streams, "strategy": state["strategy"]})
+                                     "streams": train.streams, "strategy": state["strategy"],
+                                     "trained_on": served_what(system)})
     policy.save(done)
     if state_file.exists():
         state_file.unlink()
     return policy, state["history"]
+
+
+def served_what(system) -> dict:
+    """What a policy was trained to serve (recorded in policy.json, compared when it is given)."""
+    return {"cores": list(system.cores), "dnns": [m.name for m in system.models]}
+
+
+def _say_other_system(policy, system, path) -> None:
+    """A note when a policy given was trained on other cores or DNNs: it is used as given (its
+    features are per request and core, so it runs anywhere), but how well it serves here is unknown."""
+    then, now = policy.meta.get("trained_on"), served_what(system)
+    if isinstance(then, dict) and then != now:
+        what = [f"{k} {', '.join(map(str, then.get(k) or []))}" for k in ("cores", "dnns") if then.get(k) != now[k]]
+        print(f"coexplore online: note: the policy {path} was trained on other {' and '.join(k for k in ('cores', 'dnns') if then.get(k) != now[k])} "
+              f"({'; '.join(what)}): it is used as given, but its training did not see this system", file=sys.stderr)
 
 
 def training_key(run_desc: dict) -> str:
