@@ -509,10 +509,13 @@ def _say_other_system(policy, system, path) -> None:
     """A note when a policy given was trained on other cores or DNNs: it is used as given (its
     features are per request and core, so it runs anywhere), but how well it serves here is unknown."""
     then, now = policy.meta.get("trained_on"), served_what(system)
-    if isinstance(then, dict) and then != now:
-        what = [f"{k} {', '.join(map(str, then.get(k) or []))}" for k in ("cores", "dnns") if then.get(k) != now[k]]
-        print(f"coexplore online: note: the policy {path} was trained on other {' and '.join(k for k in ('cores', 'dnns') if then.get(k) != now[k])} "
-              f"({'; '.join(what)}): it is used as given, but its training did not see this system", file=sys.stderr)
+    if not isinstance(then, dict):
+        return
+    differ = [k for k in now if then.get(k) != now[k]]
+    if differ:
+        was = "; ".join(f"{k} " + ", ".join(map(str, then.get(k) or [])) for k in differ)
+        print(f"coexplore online: note: the policy {path} was trained on other {' and '.join(differ)} ({was}): it "
+              "is used as given, but its training did not see this system", file=sys.stderr)
 
 
 def training_key(run_desc: dict) -> str:
