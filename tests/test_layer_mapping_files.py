@@ -88,3 +88,25 @@ def test_schedule_and_map_all_layers_say_how_many_searches_the_cache_answered(tm
     assert main(["map", str(system), str(tmp_path / "net"), "--core", "simba", "--all-layers", "--budget", "60",
                  "--cache", str(cache), "--no-progress", "--out", str(tmp_path / "m")]) == 0
     assert "2 of 2 distinct layers mapped (2 from the cache)" in capsys.readouterr().out
+
+
+def test_searches_that_found_nothing_are_counted_as_run(tmp_path, capsys, monkeypatch):
+    """User study: the count left out the searches that found no valid mapping (never cached, so run
+    again on every rerun). They are counted as run, and said apart."""
+    import coexplore.system.from_system as fs
+    from coexplore.search.layer import NoValidMapping
+    real = fs.map_layer
+
+    def no_eyeriss(ctx, *a, **k):
+        if "eyeriss" in ctx.arch.name:
+            raise NoValidMapping(60, [])
+        return real(ctx, *a, **k)
+    monkeypatch.setattr(fs, "map_layer", no_eyeriss)
+    system, cache = _system(tmp_path), tmp_path / "c.sqlite"
+    args = ["schedule", str(system), *QUIET, "--budget", "50", "--cache", str(cache)]
+    for out in ("a", "b"):
+        assert main([*args, "--out", str(tmp_path / out)]) == 0
+        err = capsys.readouterr().err
+        hits = 0 if out == "a" else 2
+        assert (f"job table from 4 (layer, core design) searches: {hits} read from the cache {cache}, {4 - hits} run, "
+                "of which 2 found no valid mapping (not cached: searched on every run)") in err, err

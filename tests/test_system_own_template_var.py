@@ -217,3 +217,23 @@ def test_a_sweep_of_architecture_files_priced_by_one_ert_key_says_so(folder):
     assert r.returncode == 0, r.stderr
     for rec in json.loads(r.stdout)["records"]:
         assert not any("every file as given" in w for w in rec["warnings"])
+
+
+def test_var_on_the_command_line_with_a_system_yaml_is_refused(folder):
+    """User study: `map/evaluate sys.yaml --core mine --var glb_depth=1024` ran the entry's var: design
+    (exit 0, a valid cost for a mapping the 1024-deep core cannot hold) and warned the name was unused."""
+    path = _system(folder, "{name: mine, arch: mine/core.yaml.jinja2, var: {glb_depth: 2048}}")
+    r = cli("map", path, "wl.yaml", "--core", "mine", "--var", "glb_depth=1024", "--budget", "50", "--no-cache",
+            cwd=folder)
+    assert r.returncode == 2 and "--var with a system YAML" in r.stderr and "system.cores[i].var" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_misspelt_var_name_is_named_beside_the_undefined_one(folder):
+    """User study: var: {glb_dpeth: 8192} said only "'glb_depth' is undefined", never the typo."""
+    path = _system(folder, "{name: mine, arch: mine/core.yaml.jinja2, var: {glb_dpeth: 2048}}")
+    with pytest.raises(CoexploreError) as err:
+        load_system_arch(path)
+    assert "'glb_depth' is undefined" in err.value.message
+    assert "the names given have 'glb_dpeth': 'glb_depth' misspelt?" in err.value.message
+    assert "system.cores[0].var" in err.value.expected

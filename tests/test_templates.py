@@ -49,6 +49,15 @@ def test_a_name_the_template_needs_is_asked_for():
         load_yaml(TOP)
     assert "'architecture' is undefined" in str(e.value) and "--var" in str(e.value)
     assert e.value.file == str(TOP)
+    assert "misspelt" not in str(e.value)
+    template.set_data({"architectur": "arch_dir"})             # a typo of the name asked for: named
+    try:
+        with pytest.raises(CoexploreError) as e:
+            load_yaml(TOP)
+        assert "'architecture' is undefined (the names given have 'architectur': 'architecture' misspelt?)" \
+            in e.value.message
+    finally:
+        template.set_data({})
 
 
 def test_an_optional_name_changes_what_is_included(tmp_path):

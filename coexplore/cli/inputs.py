@@ -263,6 +263,12 @@ def load_inputs(args, with_constraints: bool = False
 
     if args.classes is not None:
         raise _classes_unused(args.arch, "a system YAML's cores are priced from its own settings")
+    if getattr(args, "var", None) and not (args.problem and _is_template_file(args.problem)):
+        # (a system's own core is rendered with its entry's `var:`: --var would not reach it)
+        raise CoexploreError("--var with a system YAML: its cores' templates take their names from the system "
+                             "file", file=str(args.arch), key="--var",
+                             expected="the names under the core's entry, system.cores[i].var (a copy of the system "
+                                      "file per design), or the core's architecture file given as ARCH with --var")
     system = load_system_arch(args.arch)
     name = _choose(list(system.cores), design_name(system.spec.cores, args.core), "core design", str(args.arch),
                    "--core")
@@ -288,6 +294,13 @@ def _context(arch, problem, ert, rule: str = "current") -> Context:
               "it; the Timeloop of 2020-21 that used such tables (the v0.3 exercises' outputs) priced every buffer "
               "access at the table's largest action: --timeloop-rules v0.3 applies its rules", file=sys.stderr)
     return ctx
+
+
+def _is_template_file(path) -> bool:
+    from coexplore.spec.template import is_template
+    from coexplore.spec.yamlio import read_text
+    p = Path(path)
+    return p.is_file() and is_template(p, read_text(p))
 
 
 def _classes_unused(arch: str, why: str) -> CoexploreError:

@@ -437,9 +437,11 @@ def system_table(args, progress: bool, command: str = "schedule"):
             print(f"coexplore: warning: {args.system} core {name}: {w}", file=sys.stderr)
     done = table.layer_searches
     if done:                              # where the job table's layer mappings came from
-        print(f"coexplore {command}: job table from {sum(done.values())} (layer, core design) searches: "
-              f"{done['cached']} read from the cache" + (f" {cache.path}" if cache is not None else "")
-              + f", {done['searched']} run" + (" (--no-cache)" if cache is None else ""), file=sys.stderr)
+        print(f"coexplore {command}: job table from {done['cached'] + done['searched']} (layer, core design) "
+              f"searches: {done['cached']} read from the cache" + (f" {cache.path}" if cache is not None else "")
+              + f", {done['searched']} run" + (" (--no-cache)" if cache is None else "")
+              + (f", of which {done['failed']} found no valid mapping (not cached: searched on every run)"
+                 if done["failed"] else ""), file=sys.stderr)
     if table.num_jobs >= LARGE_TABLE and command == "schedule":    # e.g. MobileNet-V2's depthwise layers: one job per channel
         per_dnn: dict = {}
         for job in table.jobs:

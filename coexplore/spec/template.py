@@ -257,7 +257,12 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
         return env.from_string(tree).render(**names)
     except jinja2.UndefinedError as exc:
         where, line = _template_frame(exc, path)
-        raise CoexploreError(f"template{f' line {line}' if line else ''}: {exc.message}", file=where,
+        import difflib
+        import re
+        missing = re.search(r"'([^']+)' is undefined", exc.message or "")
+        near = difflib.get_close_matches(missing[1], [str(k) for k in names], n=1, cutoff=0.75) if missing else []
+        typo = f" (the names given have '{near[0]}': '{missing[1]}' misspelt?)" if near else ""
+        raise CoexploreError(f"template{f' line {line}' if line else ''}: {exc.message}{typo}", file=where,
                              expected="its value, given with --var NAME=VALUE (evaluate, map, energy tables; "
                                       "var: {NAME: VALUE} in a system's core entry; template.set_data in Python; "
                                       "timeloopfe's jinja_parse_data), or a | default(...) in the template"

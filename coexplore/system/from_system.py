@@ -342,7 +342,7 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
 
     failed: dict = {}                     # (layer key, design) -> why no mapping was found
     mapped: dict = {}                     # (design, workload, layer) -> the best mapping found
-    sources = {"cached": 0, "searched": 0}  # the (layer, design) searches: read from the cache, or run
+    sources = {"cached": 0, "searched": 0, "failed": 0}   # the (layer, design) searches: cached, run, of them failed
 
     def cost(job: Job, instance: str):
         design = core_of[instance]
@@ -353,6 +353,8 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
                 rec = searched.get(key) or search(layer, design)
             except NoValidMapping as exc:       # the job cannot run on this core: inf, kept off it
                 failed[key] = exc
+                sources["searched"] += 1          # (a search that found nothing is never cached)
+                sources["failed"] += 1
                 memo[key] = (math.inf, math.nan, 0.0)
                 return memo[key]
             memo[key] = (float(rec["cycles"]), float(rec["energy_pJ"]), dram_bytes(rec, models[design].context_arch))
