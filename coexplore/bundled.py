@@ -29,16 +29,20 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
     `coexplore arch generate simba --out simba` writes: a folder is never an input file), else the
     path as given (its reader reports it missing, or a folder). A missing relative `<kind>/<file>`
     is the bundled file of that name too when the working directory has no `<kind>/` folder
-    (`mappers/marl.yaml`, `arch/simba_2x2.yaml`: the README's paths work outside a checkout)."""
+    (`mappers/marl.yaml`, `arch/simba_2x2.yaml`: the README's paths work outside a checkout), also
+    one of another bundled folder (its reader then says which argument it belongs to)."""
     p = Path(name_or_path)
     if p.is_file():
         return p
     # (not when the working directory has a folder of that name: a typo there is the user's file missing)
-    if not p.is_absolute() and len(p.parts) == 2 and p.parts[0] == kind:
-        cand = bundled_dir(kind) / p.parts[1]
-        if cand.is_file() and not Path(kind).exists():
+    if not p.is_absolute() and len(p.parts) == 2 and p.parts[0] in KINDS:
+        # (also another kind's file: `problems/resnet50.yaml` given as a system is then read, and said to
+        # belong in another argument, as in a checkout)
+        folder = p.parts[0]
+        cand = bundled_dir(folder) / p.parts[1]
+        if cand.is_file() and not Path(folder).exists():
             return cand
-        if cand.is_file():               # the user's folder is read, and lacks the file: say where the bundled one is
+        if cand.is_file() and folder == kind:   # the user's folder is read, and lacks the file: say where the bundled one is
             import warnings
             from coexplore.errors import CoexploreNote
             warnings.warn(f"'{p}' is not in this folder's {kind}/, so it is missing: the bundled {kind}/{cand.name} "
@@ -64,7 +68,9 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
 def record_name(path: str | Path) -> str:
     """How a run record names an input file: `bundled:<kind>/<file>` for a bundled one, wherever the
     running coexplore keeps them (a checkout's folders or the installed copy: `coexplore` and
-    `python -m coexplore` in a clone then make one run), else its absolute path."""
+    `python -m coexplore` in a clone then make one run), and for a copy of one in a `<kind>/` folder
+    (a clone's `arch/simba.yaml` beside an installed coexplore: `simba` and `arch/simba.yaml` are then
+    one run), else its absolute path."""
     p = Path(path).resolve()
     for kind in KINDS:
         roots = [_HERE / "_bundled" / kind]
@@ -72,7 +78,16 @@ def record_name(path: str | Path) -> str:
             roots.append(_HERE.parent / kind)
         if any(p.parent == r.resolve() for r in roots if r.is_dir()):
             return f"bundled:{kind}/{p.name}"
+        if p.parent.name == kind and _same_bytes(p, bundled_dir(kind) / p.name):
+            return f"bundled:{kind}/{p.name}"
     return str(p)
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    try:
+        return a.is_file() and b.is_file() and a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
 
 
 def bundled_names(kind: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from pathlib import Path
 
 
 class CoexploreError(Exception):
@@ -65,8 +66,16 @@ class CoexploreError(Exception):
 
     def of_mapper_file(self, file) -> "CoexploreError":
         """The same error attributed to the mapper `file` (if given) when it is about a setting and names
-        no file yet."""
-        return self.with_file(file) if file and self.is_setting else self
+        no file yet; for a bundled mapper file (read for a searcher's name), how to set it otherwise."""
+        if not (file and self.is_setting):
+            return self
+        out = self.with_file(file)
+        from coexplore.bundled import record_name
+        if record_name(file).startswith("bundled:") and out.file == str(file):
+            out.expected = (f"{out.expected}; " if out.expected else "") + \
+                (f"{Path(file).name} is the bundled file a searcher's name reads: copy it, set the key there and "
+                 "give the copy (--searcher FILE), not an edit of the installed one")
+        return out
 
 
 class MachineLimit(CoexploreError):

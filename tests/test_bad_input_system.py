@@ -168,3 +168,14 @@ def test_a_bandwidth_no_schedule_can_pass_names_where_it_was_given(where, tmp_pa
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert rc == 2 and "no schedule has a finite makespan" in err and "job small_net." in err, err
     assert (f"{f}: key 'system.dram.bandwidth_GBps'" if where == "file" else "key '--bandwidth'") in err, err
+
+
+def test_a_bundled_file_of_another_kind_in_the_wrong_slot_is_said_outside_a_checkout(tmp_path, monkeypatch, capsys):
+    """README audit: outside a checkout `schedule problems/resnet50.yaml` said "file not found", while
+    in one it said the workload goes with --workload: the README's relative paths name bundled files
+    of any kind, so the wrong slot is said wherever it runs."""
+    from coexplore.cli.main import main
+    monkeypatch.chdir(tmp_path)                           # no problems/ or arch/ folder here
+    assert main(["schedule", "problems/resnet50.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "not a system YAML: a workload" in err and "--workload" in err and "not found" not in err

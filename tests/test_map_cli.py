@@ -586,6 +586,13 @@ def test_a_searcher_setting_the_search_finds_wanting_names_its_mapper_file(tmp_p
     mapper.write_text("searcher: exhaustive\nconfig: {max_size: 10}\n")
     r = cli("map", ARCH, LAYER, "--searcher", mapper, "--no-cache", "--no-progress", "--out", tmp_path / "o")
     assert r.returncode == 2 and f"{mapper}: key 'config.max_size'" in r.stderr, r.stderr
+    assert "the bundled file" not in r.stderr                  # (the user's own file: edit it)
+    # README audit: by name, the bundled file is named, which is read for the name: copy it, not edit it
+    big = ROOT / "tests" / "data" / "timeloop_corpus" / "layers" / "resnet50_res3a_2b.yaml"
+    r = cli("map", ROOT / "tests" / "data" / "timeloop_corpus" / "arches" / "simba_like" / "processed.yaml", big,
+            "--searcher", "exhaustive", "--no-cache", "--no-progress", "--out", tmp_path / "o2")
+    assert r.returncode == 2 and "exhaustive.yaml: key 'config.max_size'" in r.stderr, r.stderr
+    assert "is the bundled file a searcher's name reads: copy it" in r.stderr
 
 
 def test_a_mapper_file_that_is_a_list_says_so(tmp_path):

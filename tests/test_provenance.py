@@ -68,6 +68,13 @@ def test_a_run_record_names_bundled_files_wherever_they_are_kept(tmp_path):
     shutil.copy(simba, mine)
     assert record_name(mine) == str(mine.resolve())             # a file of the user's: its path
     assert list(digests(simba, mine)) == ["bundled:arch/simba.yaml", str(mine.resolve())]
+    # a copy in an arch/ folder (a clone's file beside an installed coexplore) is the bundled one, as
+    # `simba` names it (README audit: `map simba` and `map arch/simba.yaml` made two result folders)
+    (tmp_path / "arch").mkdir()
+    shutil.copy(simba, tmp_path / "arch" / "simba.yaml")
+    assert record_name(tmp_path / "arch" / "simba.yaml") == "bundled:arch/simba.yaml"
+    (tmp_path / "arch" / "simba.yaml").write_text(simba.read_text() + "# edited\n")
+    assert record_name(tmp_path / "arch" / "simba.yaml") == str((tmp_path / "arch" / "simba.yaml").resolve())
 
 
 def test_version_names_the_source_digest_run_records_carry(capsys):
