@@ -531,3 +531,37 @@ def test_a_plugins_own_options_follow_their_annotations_not_the_builtin_rules(mo
             registry.mapper_spec("odd", {key: bad})
     with pytest.raises(CoexploreError, match="between 0 and 1"):          # a built-in option keeps its rule
         registry.mapper_spec("ga", {"mutation_rate": 2.0})
+
+
+def test_a_scheduler_plugin_whose_factory_takes_config_gets_the_mapper_files(tmp_path, capsys):
+    """User study: a system mapper YAML's `config:` was refused for every plugin ("takes no config"),
+    so a scheduler's settings could only come from the environment. A factory with a `config`
+    parameter gets the file's mapping (recorded in schedule.json); one without is refused as before."""
+    from coexplore import plugins
+    from coexplore.system import schedule
+    (tmp_path / "cfg_plugin.py").write_text(
+        "from coexplore.system import schedule\n"
+        "from coexplore.system.baselines import RandomSearcher\n"
+        "SEEN = []\n"
+        "def tuned(space, table, budget, seed, config=None):\n"
+        "    SEEN.append(config)\n"
+        "    return RandomSearcher(space, seed=seed + int((config or {}).get('offset', 0)))\n"
+        "def plain(space, table, budget, seed):\n"
+        "    return RandomSearcher(space, seed=seed)\n"
+        "schedule.CUSTOM['tuned'] = tuned\nschedule.CUSTOM['plain'] = plain\n")
+    (tmp_path / "tuned.yaml").write_text("searcher: tuned\nconfig: {offset: 3}\n")
+    (tmp_path / "plain.yaml").write_text("searcher: plain\nconfig: {offset: 3}\n")
+    base = ["--plugin", str(tmp_path / "cfg_plugin.py"), "schedule", "--table", str(TABLE), "--bandwidth", "16",
+            "--budget", "200", "--seed", "1", "--no-plot", "--json"]
+    try:
+        assert main([*base, "--searcher", str(tmp_path / "tuned.yaml"), "--out", str(tmp_path / "t")]) == 0
+        tuned = json.loads(capsys.readouterr().out)
+        assert tuned["run"]["config"] == {"offset": 3}
+        assert main([*base, "--searcher", "random", "--seed", "4", "--out", str(tmp_path / "r")]) == 0
+        assert json.loads(capsys.readouterr().out)["makespan"] == tuned["makespan"]    # seed 1 + offset 3
+        assert main([*base, "--searcher", str(tmp_path / "plain.yaml"), "--out", str(tmp_path / "p")]) == 2
+        assert "'plain' takes no config" in capsys.readouterr().err
+    finally:
+        for k in ("tuned", "plain"):
+            schedule.CUSTOM.pop(k, None)
+        plugins._LOADED.clear()

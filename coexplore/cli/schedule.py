@@ -263,13 +263,12 @@ def _search_and_write(args, table, bandwidth, clock: float | None, mapper, budge
 def _run_description(args, mapper, budget: int) -> dict:
     """Everything the schedule depends on, written into schedule.json (and compared with an
     existing default output folder before reusing it)."""
-    import dataclasses
-
     from coexplore.system.magma import MagmaConfig
+    from coexplore.system.schedule import config_record
     config = mapper.config if mapper.config is not None else MagmaConfig() if mapper.searcher == "magma" else \
         MagmaConfig.original() if mapper.searcher == "magma-original" else None    # (the settings it runs with)
     desc = {**run_header(), "searcher": mapper.searcher, "searcher_file": mapper.file,
-            "config": dataclasses.asdict(config) if config is not None else None,
+            "config": config_record(config),
             "budget": budget, "seed": args.seed, "bandwidth": args.bandwidth}
     if args.table:
         desc["table"] = str(Path(args.table).resolve())

@@ -28,7 +28,7 @@ from coexplore.errors import CoexploreError
 from coexplore.provenance import run_header
 from coexplore.report.html import digits_apart
 from coexplore.spec.yamlio import write_text
-from coexplore.system.schedule import SCHEDULE_BUDGET
+from coexplore.system.schedule import SCHEDULE_BUDGET, config_record
 
 RESULT = "sweep.json"
 SWEEP_FILES = ("points.csv", "pareto.csv", "pareto.png", "report.html")   # written with sweep.json, at the end
@@ -218,15 +218,13 @@ def _given_address(text: str) -> str:
 def _run_description(args, mapper, settings, spec) -> dict:
     """Everything a point's results depend on (the objectives only choose the front: not in it);
     `spec`: the system YAML as loaded."""
-    import dataclasses
-
     from coexplore.cli.schedule import system_input_files
     return {**run_header(), "system": record_name(resolve("arch", args.system)),
             "workloads": [record_name(resolve("problems", w)) for w in args.workload] if args.workload
             else [str(w) for w in spec.workloads],
             "layer_mapper": settings.layer_mapper.to_dict(), "layer_budget": settings.layer_budget,
             "layer_seed": settings.layer_seed, "searcher": mapper.searcher, "searcher_file": mapper.file,
-            "config": dataclasses.asdict(mapper.config) if mapper.config is not None else None,
+            "config": config_record(mapper.config),
             "budget": settings.budget, "seed": settings.seed,
             "inputs_sha256": {**digests(*[f for f in [mapper.file, *system_input_files(   # (the layer mapper: above)
                 args.system, args.workload, None), *_own_core_inputs(spec)] if f]), **_system_content(args.system)}}

@@ -60,11 +60,11 @@ def heuristic_candidates(table: JobTable) -> np.ndarray:
 class SystemMapperSpec:
     """A system-level mapper YAML (`mappers/magma.yaml`, a system's `mappers.system`):
     `searcher` (one of `searcher_names()`), optional `budget` (samples) and, for magma, `config`
-    (MagmaConfig fields)."""
+    (MagmaConfig fields); for a plugin scheduler whose factory takes `config`, its own mapping."""
 
     searcher: str = "magma"
     budget: int | None = None
-    config: MagmaConfig | None = None
+    config: MagmaConfig | dict | None = None    # MAGMA's settings, or a plugin scheduler's own (a mapping)
     file: str | None = None       # the mapper YAML it came from
 
 
@@ -94,11 +94,36 @@ def load_system_mapper(path) -> SystemMapperSpec:
         raise CoexploreError(f"bad budget {budget!r}", file=f, key="budget", expected="an integer >= 1")
     config = None
     if data.get("config") is not None:
-        if name != "magma":
+        factory = {k.lower(): v for k, v in CUSTOM.items()}.get(name)
+        if name == "magma":
+            config = check_magma_config(config_from_dict(MagmaConfig, data["config"], f), f, given=set(data["config"]))
+        elif factory is not None and _takes_config(factory):     # a plugin's own settings, as it reads them
+            if not isinstance(data["config"], dict):
+                raise CoexploreError(f"got {data['config']!r:.60}", file=f, key="config",
+                                     expected=f"a mapping of '{name}'s settings")
+            config = dict(data["config"])
+        else:
             raise CoexploreError(f"'{name}' takes no config", file=f, key="config",
-                                 expected="config only with searcher: magma")
-        config = check_magma_config(config_from_dict(MagmaConfig, data["config"], f), f, given=set(data["config"]))
+                                 expected="config only with searcher: magma, or a plugin scheduler whose factory "
+                                          "takes a config argument: factory(space, table, budget, seed, config)")
     return SystemMapperSpec(name, budget, config, str(Path(f).resolve()))
+
+
+def _takes_config(factory) -> bool:
+    """Whether a plugin's scheduler factory takes the `config:` of a system mapper YAML (a parameter
+    named config)."""
+    import inspect
+    try:
+        return "config" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def config_record(config) -> dict | None:
+    """A system mapper's settings as a run record writes them (MAGMA's dataclass, a plugin's mapping)."""
+    import dataclasses
+    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else \
+        dict(config) if config is not None else None
 
 
 def system_mapper(name: str) -> SystemMapperSpec:
@@ -211,8 +236,8 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
     custom = {k.lower(): f for k, f in CUSTOM.items()}      # (names read case-blind, as the built-in ones)
     if key in custom:
         with plugins_code(custom[key], f"making searcher '{name}'", key="searcher",   # its errors its own
-                          expected="a factory(space, table, budget, seed) returning a Searcher"):
-            made = custom[key](space, table, budget, seed)
+                          expected="a factory(space, table, budget, seed[, config]) returning a Searcher"):
+            made = custom[key](space, table, budget, seed, **({"config": config} if config is not None else {}))
         if not isinstance(made, Searcher):
             raise CoexploreError(f"the factory of searcher '{name}' returned {type(made).__name__}", key="searcher",
                                  expected="a coexplore.search.base.Searcher over encoding.space_of(table)")
@@ -312,9 +337,12 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
         raise CoexploreError(f"got {searcher!r}", key="searcher",
                              expected="one of " + ", ".join(searcher_names()) + ", or a Searcher over "
                                       "encoding.space_of(table)")
-    if config is not None and (given is not None or searcher.lower() != "magma"):
-        raise CoexploreError(f"a MAGMA config given to searcher '{searcher}'", key="config",
-                             expected="config only with searcher 'magma'")
+    plugin = {k.lower(): f for k, f in CUSTOM.items()}.get(searcher.lower()) if given is None else None
+    if config is not None and not (given is None and searcher.lower() == "magma"
+                                   or plugin is not None and _takes_config(plugin)):
+        raise CoexploreError(f"a config given to searcher '{searcher}', which takes none", key="config",
+                             expected="config only with searcher 'magma' (a MagmaConfig), or a plugin scheduler "
+                                      "whose factory takes a config argument")
     objective = MakespanObjective(table, bandwidth)
     batch = BATCH["nevergrad"] if searcher.lower() in NEVERGRAD else BATCH["default"]
     stopped = False
