@@ -678,3 +678,16 @@ def test_the_run_record_holds_the_class_set_that_priced_the_architecture(tmp_pat
     default = json.loads((tmp_path / "d" / "result.json").read_text())["run"]
     assert prim["classes"] == "primitives" and "classes" not in default
     assert prim["content_key"] != default["content_key"]
+
+
+def test_the_summary_says_how_many_samples_were_invalid(tmp_path, capsys):
+    """Own-core study: at a small budget a constrained core gave a poor mapping with no hint why; the
+    summary line says how many samples were invalid mappings (result.json's invalid_samples)."""
+    from coexplore.cli.main import main
+    args = ["map", str(ROOT / "tests" / "data" / "timeloop_corpus" / "arches" / "simba_like" / "processed.yaml"),
+            str(ROOT / "tests" / "data" / "timeloop_corpus" / "layers" / "resnet50_res3a_2b.yaml"), "--searcher",
+            "random", "--budget", "300", "--no-cache", "--no-progress", "--out", str(tmp_path / "o")]
+    assert main(args) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    bad = json.loads((tmp_path / "o" / "result.json").read_text())["invalid_samples"]
+    assert 0 < bad < 300 and f"300 samples ({bad:,} invalid)," in line

@@ -324,8 +324,9 @@ def _search_and_write(args, ctx, constraints, spec, run_desc: dict, out: Path, c
         b = res.best
         size = (plural(res.mapspace_size, 'mapping') if res.mapspace_size is not None
                 else f"at most 10^{res.mapspace_log10:.1f}")     # not counted: the upper bound
+        bad = f" ({res.invalid_samples:,} invalid)" if res.invalid_samples else ""     # (a hint for the budget)
         print(f"coexplore map: {ctx.problem.name} on {ctx.arch.name}, searcher {spec.searcher}, "
-              f"{plural(res.samples, 'sample')}{' (from cache)' if res.cached else ''}, mapspace {size}")
+              f"{plural(res.samples, 'sample')}{bad}{' (from cache)' if res.cached else ''}, mapspace {size}")
         uj = b['energy_pJ'] / 1e6
         energy = f"{uj:,.3f} uJ" if uj >= 1 else f"{uj:.6g} uJ"   # one unit for every layer; tiny ones keep 6 digits
         print(f"best {spec.objective}: energy {energy} ({b['energy_pJ'] / b['computes']:.4g} pJ/MAC), cycles {b['cycles']:,}, "
