@@ -691,3 +691,25 @@ def test_the_summary_says_how_many_samples_were_invalid(tmp_path, capsys):
     line = capsys.readouterr().out.splitlines()[0]
     bad = json.loads((tmp_path / "o" / "result.json").read_text())["invalid_samples"]
     assert 0 < bad < 300 and f"300 samples ({bad:,} invalid)," in line
+
+
+def test_a_timeloop_mapper_file_says_which_searcher_to_try_and_checks_its_counts(tmp_path, capsys):
+    """Timeloop-mapper study: a mapper YAML ran coexplore's copy of Timeloop's algorithm, often worse
+    than real timeloop-mapper, with no hint that marl/ga do better; timeout: -1 and victory-condition:
+    abc (which Timeloop's reader refuses) were noted as unused and accepted."""
+    from coexplore.cli.main import main
+    f = tmp_path / "mapper.yaml"
+    f.write_text("mapper:\n  algorithm: random-pruned\n  optimization-metrics: [delay, energy]\n  timeout: 1000\n")
+    args = ["map", str(ARCH), str(LAYER), "--budget", "50", "--no-cache", "--no-progress"]
+    assert main([*args, "--searcher", str(f), "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "runs as coexplore's copy of it" in err and "--searcher marl (or ga) --objective latency" in err
+    assert "valid or not" in err                               # the budget is --budget's, not timeout's
+    for bad in ("timeout: -1", "victory-condition: abc", "num-threads: 0", "search-size: 2.5"):
+        f.write_text(f"mapper:\n  algorithm: random-pruned\n  {bad}\n")
+        assert main([*args, "--searcher", str(f), "--out", str(tmp_path / "x")]) == 2
+        key = bad.split(":")[0]
+        assert f"key 'mapper.{key}': bad value" in capsys.readouterr().err, bad
+    f.write_text("mapper:\n  algorithm: exhaustive\n")
+    assert main([*args, "--searcher", str(f), "--out", str(tmp_path / "e")]) in (0, 2)
+    assert "runs as coexplore's copy" not in capsys.readouterr().err      # exhaustive is the optimum

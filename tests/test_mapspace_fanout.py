@@ -208,3 +208,19 @@ def test_where_the_constraints_were_read_is_no_part_of_the_cache_key(row, tmp_pa
         assert cons["GLB"].file_of("temporal", "M") == str(f)
         keys.append(cache_key(**cache_parts(ctx, cons, registry.load_mapper("random"), budget=100, seed=0)))
     assert keys[0] == keys[1]
+
+
+def test_a_capacity_no_mapping_meets_counts_every_sample(tmp_path):
+    """Timeloop-mapper study: with Outputs kept at psum_spad (16 words) and P=6 Q=6 fixed there, every
+    mapping overflows it, but the count showed only those failing it first (930 of 1,000): a capacity
+    is counted wherever it is broken, so one no mapping meets shows as n."""
+    from coexplore.model.inputs import load_context
+    from coexplore.spec.constraints import load_constraints
+    arch_dir = CORPUS / "arches" / "eyeriss_like"
+    ctx = load_context(arch_dir / "processed.yaml", CORPUS / "layers" / "tiny_conv.yaml")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("architecture_constraints:\n  targets:\n  - {target: psum_spad, type: temporal, factors: P=6 Q=6}\n"
+                     "  - {target: psum_spad, type: bypass, keep: [Outputs]}\n")
+    ms = MapSpace(ctx.arch, ctx.problem, load_constraints(ctx.arch, [extra], ctx.problem))
+    reasons = dict(why_invalid(ctx, ms, n=400))
+    assert reasons["capacity of psum_spad"] == 400

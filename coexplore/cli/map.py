@@ -200,7 +200,7 @@ def _run(args) -> int:
     ctx, constraints = load_inputs(args, with_constraints=True)
     ctx.stride_rule = args.stride_rule
     spec = mapper_of(args)
-    for note in spec.notes:
+    for note in spec.notes + ([spec.advice] if spec.advice else []):
         print(f"coexplore map: note: {note}", file=sys.stderr)
     if args.searcher is None and "mapper" in top_keys(args.arch):      # a timeloopfe spec's own settings
         print(f"coexplore map: note: {args.arch} has a timeloop-mapper `mapper:` section, which is used with "

@@ -114,18 +114,26 @@ def why_invalid(ctx: Context, ms: MapSpace, n: int = WHY_SAMPLES, seed: int = 0)
     names = {v.FACTORS: "factors", v.X_EXPANSION: "X fan-out", v.Y_EXPANSION: "Y fan-out",
              v.INSTANCES: "instances", v.CAPACITY: "capacity", v.UNDERUSED: "minimum utilization",
              v.NO_FANOUT: "spatial loops without a fan-out", v.OVERFLOW: "64-bit counts"}
-    levels = [lv.name for lv in reversed(ctx.arch.levels)]
+    inner = list(reversed(ctx.arch.levels))
+    levels = [lv.name for lv in inner]
+    # every buffer's capacity, not only the model's first failing check: a capacity no mapping of the
+    # space can meet then shows as n, whatever else a mapping breaks first
+    size = np.array([lv.effective_size for lv in inner], float)
+    overfull = res.nest.size.sum(axis=2) > size[None, :]               # [n, L]
     tally: Counter = Counter()
     for b in range(n):
+        said = set()
         over = None if fits[b] else ms.fanout_broken(arrays, b)
         if over:                                 # timeloop-mapper fails these before it evaluates them
-            tally[f"{over[0]} fan-out of {over[1]} (the level's own, as timeloop-mapper checks it)"] += 1
+            said.add(f"{over[0]} fan-out of {over[1]} (the level's own, as timeloop-mapper checks it)")
         if not res.valid[b]:                     # (the model's first failing check)
             kind, where = int(res.validity.kind[b]), int(res.validity.where[b])
             place = ctx.arch.compute.name if where < 0 else levels[where]
-            tally[f"{names.get(kind, 'check')} of {place}"] += 1
+            said.add(f"{names.get(kind, 'check')} of {place}")
+        said.update(f"capacity of {levels[li]}" for li in np.flatnonzero(overfull[b]))
         if not ok[b]:
-            tally["the constraints' factor bounds or minimum parallelism"] += 1
+            said.add("the constraints' factor bounds or minimum parallelism")
+        tally.update(said)
     return tally.most_common(3)
 
 

@@ -220,6 +220,8 @@ class MapperSpec:
     objective_file: str | None = field(default=None, compare=False, repr=False)
     # the mapper file that gave `config` (None: the defaults or a Python caller), for errors found in the search
     config_file: str | None = field(default=None, compare=False, repr=False)
+    # for a translated timeloop-mapper section: which of coexplore's searchers to try instead (said once)
+    advice: str | None = field(default=None, compare=False, repr=False)
 
     def objective_blame(self) -> dict:
         """Where an error about the objective points: the mapper file's `objective`, else --objective."""
@@ -301,9 +303,18 @@ def timeloop_mapper_spec(section: Mapping[str, Any], file=None) -> MapperSpec:
     quiet = {"version", "live_status", "diagnostics", "log_stats", "log_suboptimal", "log_all", "out_prefix",
              "log_interval", "log_oaves", "log_oaves_mappings"}
     known = {*quiet, *fields, "algorithm", "optimization_metric", "optimization_metrics", *_TIMELOOP_NOT_USED}
+    for k, least in _TIMELOOP_COUNTS.items():      # read by Timeloop as integers: refused otherwise, as it does
+        v = sec.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
+            raise CoexploreError(f"bad value {v!r}", file=file, key=f"mapper.{spelled[k]}",
+                                 expected=f"an integer >= {least} (timeloop-mapper reads it as one)")
     used_not = sorted(spelled[k] for k in sec if k not in quiet and k in known and k not in _PER_ALGORITHM)
     spec.notes = [f"timeloop-mapper settings not used: {', '.join(used_not)} (coexplore stops after --budget "
-                  "samples, single-threaded)"] if used_not else []
+                  "samples, valid or not, single-threaded: the budget is --budget's, not these)"] if used_not else []
+    if name != "exhaustive":                       # (what a migrant expects to be the fastest path is not)
+        spec.advice = (f"timeloop-mapper's {alg} runs as coexplore's copy of it; coexplore's own searchers usually "
+                       f"find better mappings in the same samples: --searcher marl (or ga) --objective {objective} "
+                       "(README, \"Against timeloop-mapper\")")
     for k in (k for k in sec if k in _PER_ALGORITHM):      # a setting of another algorithm's
         spec.notes.append(f"timeloop-mapper setting {spelled[k]} is not used: algorithm {alg} does not read it "
                           f"({_PER_ALGORITHM[k]} does)")
@@ -333,6 +344,11 @@ _TIMELOOP_NOT_USED = ("timeout", "victory_condition", "search_size", "num_thread
                       "min_utilization", "filter_revisits", "penalize_consecutive_bypass_fails",
                       "emit_whoop_nest", "max_temporal_loops_in_a_mapping",
                       "heartbeat")                               # (mapper.cpp: an older name of timeout)
+
+
+# timeloop-mapper settings it reads as integers, with their least value
+_TIMELOOP_COUNTS = {"timeout": 0, "victory_condition": 0, "search_size": 0, "num_threads": 1, "sync_interval": 0,
+                    "heartbeat": 0}
 
 
 def _as_timeloop_key(exc: CoexploreError, spelled: Mapping[str, str], file) -> CoexploreError:
