@@ -50,6 +50,10 @@ def _component_tuple(entry, index: int):
         required = rest[0] if rest else None
     if not name or not cls:
         raise CoexploreError(f"component #{index} needs a name and a class", key=f"components[{index}]")
+    if required is not None and (not isinstance(required, (list, tuple))
+                                 or not all(isinstance(a, str) for a in required)):
+        raise CoexploreError(f"required_actions of {name} is {required!r:.60}", key=f"{name}.required_actions",
+                             expected="a list of action names (read, write, ...)")
     return str(name), str(cls), attrs, (list(required) if required is not None else None)
 
 

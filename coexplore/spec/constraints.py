@@ -7,6 +7,7 @@ apply to its `inter_<container>_spatial` level, as timeloopfe flattens them).
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from coexplore.spec.yamlio import load_yaml
 # names are letters, and text around the entries (commas, stray characters) is skipped, as
 # Timeloop's regex search does
 # Timeloop's factor pattern `([A-Za-z]+)\s*=*\s*([0-9]+)` (K==4, K 4 and K4 are K=4), plus <= and >=
-_FACTOR = re.compile(r"([A-Za-z]+)\s*(<=|>=|=+)\s*(\d+)|([A-Za-z]+)\s*(\d+)")
+_FACTOR = re.compile(r"(?<![A-Za-z])([A-Za-z]++)\s*(<=|>=|=+)\s*(\d+)|(?<![A-Za-z])([A-Za-z]++)\s*(\d+)")
 # directive types with a network/reuse meaning coexplore's mapspace does not model: accepted and
 # reported as not applied (like max_overbooked_proportion, a sparse-tile setting)
 NOT_APPLIED_TYPES = ("max_overbooked_proportion", "no_multicast", "no_reduction", "no_multicast_no_reduction",
@@ -132,12 +133,13 @@ def _factors(value, *, file, key) -> dict[str, dict[str, int]]:
                                  expected=f"at most 2^53 = {MAX_OPERATIONS} (a layer's bounds are no larger)")
         out[op][dim] = int(n)
     if text.strip() and not found:
-        raise CoexploreError(f"cannot read factor constraint {text!r}", file=file, key=key,
+        raise CoexploreError(f"cannot read factor constraint {text[:80]!r}", file=file, key=key,
                              expected="entries like 'C=1', 'M<=4' or 'P>=2'")
     unread = [t for t in _FACTOR.sub(" ", text).split() if any(ch.isalnum() for ch in t)]
     if unread:                   # ('M=2.5': Timeloop reads M=2 and skips '.5'; a stray '#' says nothing)
-        warnings.warn(f"{file or 'constraints'}: {key}: {' '.join(unread)!r} in {text!r} is not read (Timeloop "
-                      "skips it too)", CoexploreWarning, stacklevel=4)
+        short = lambda t: t if len(t) <= 80 else t[:77] + "..."     # noqa: E731 (a long text said in part)
+        warnings.warn(f"{file or 'constraints'}: {key}: {short(' '.join(unread))!r} in {short(text)!r} is not read "
+                      "(Timeloop skips it too)", CoexploreWarning, stacklevel=4)
     for dim, n in out["<="].items():
         if n <= 0:       # Timeloop: "max factor must be positive"
             raise CoexploreError(f"max factor {dim}<={n} must be positive", file=file, key=key,
@@ -740,7 +742,7 @@ def load_constraints(arch: Architecture, path: str | Path | list | tuple | None 
         own = load_yaml(arch.source)
         # a flattened file's own targets are its constraints; a node list's add to its nodes' (extras)
         inline = None if _is_node_list(arch, own) else constraint_targets(own, arch.source)
-    if paths and arch.source and any(Path(p).resolve() == Path(arch.source).resolve() for p in paths):
+    if paths and arch.source and any(os.path.realpath(p) == os.path.realpath(arch.source) for p in paths):
         inline = None                      # the architecture's own file given again: read once
     extra = _extra_constraints(own, arch)
     if paths or extra:

@@ -171,6 +171,6 @@ def ert_file_beside(arch_path: str | Path) -> Path | None:
     """The first of ERT_FILE_NAMES in the architecture file's folder, if any."""
     for name in ERT_FILE_NAMES:
         cand = Path(arch_path).parent / name
-        if cand.exists():
+        if cand.exists() or cand.is_symlink():     # (a broken link is read, and said unreadable)
             return cand
     return None

@@ -45,7 +45,12 @@ class Mapping:
 
 MAX_FACTOR = MAX_OPERATIONS      # beyond it a factor cannot divide any bound, nor fit the int64 arrays
 # Timeloop's factor syntax: C4, C=4, C = 4, and C=4,3 (a residual: the last iteration's count)
-_FACTOR_SCAN = re.compile(r"([A-Za-z_]+)\s*=*\s*(\d+)(?:\s*,\s*(\d+))?")
+# (a name starts a run of letters, taken whole: a long run of letters is read once, not once per letter)
+_FACTOR_SCAN = re.compile(r"(?<![A-Za-z_])([A-Za-z_]++)\s*=*\s*(\d+)(?:\s*,\s*(\d+))?")
+
+
+def _short(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[:most - 3] + "..."
 
 
 def _unread(gap: str) -> bool:
@@ -87,7 +92,7 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
         if _unread(item[pos:]):
             rest = item[pos:].strip()
             residual = re.match(r",\s*\d", rest) is not None     # Timeloop's residual factor `K=3,2`
-            raise CoexploreError(f"cannot read factor {rest!r} of {item.strip()!r}" + (
+            raise CoexploreError(f"cannot read factor {_short(rest)!r} of {_short(item.strip())!r}" + (
                                  ": a residual factor (imperfect factorisation), which coexplore does not model"
                                  if residual else ""), file=file, key=key,
                                  expected="whole-number factors like 'C4 M2' or 'C=4'" + (

@@ -179,6 +179,7 @@ def read_text(path: str | Path) -> str:
     """A user's text file; missing, unreadable or not UTF-8 -> a CoexploreError naming the file."""
     path = Path(path)
     try:
+        refuse_special_file(path)
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CoexploreError("file not found", file=str(path)) from None
@@ -189,6 +190,40 @@ def read_text(path: str | Path) -> str:
                              expected="a UTF-8 text file") from None
     except OSError as exc:
         raise CoexploreError(f"cannot read file: {exc.strerror}", file=str(path)) from None
+
+
+def refuse_special_file(path: str | Path) -> None:
+    """A path that is a FIFO, a socket or a device, not a file: refused before it is opened (reading a
+    FIFO waits for a writer forever)."""
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return                      # (the read says what is wrong: missing, a symlink loop, no permission)
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise CoexploreError("not a regular file (a named pipe, socket or device)", file=str(path),
+                             expected="a file")
+
+
+MAX_DEPTH = 200       # nesting of lists and mappings a YAML input may have (Timeloop's files: ~20)
+
+
+def _nested(path) -> CoexploreError:
+    return CoexploreError(f"nested more than {MAX_DEPTH} lists or mappings deep", file=None if path is None
+                          else str(path), expected="a Timeloop/coexplore input (at most a few dozen levels)")
+
+
+def _too_deep(doc: Any, path) -> None:
+    """Refuse a document nested deeper than MAX_DEPTH (the readers walk it recursively)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _nested(path)
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
 
 
 def load_yaml(path: str | Path) -> Any:
@@ -291,12 +326,17 @@ def loads_yaml(text: str, path: str | Path | None = None, loader: type = _Loader
             if "duplicate anchor" not in str(exc.context):
                 raise
             doc = yaml.load(text, Loader=_redefinable(loader))
+        except RecursionError:
+            raise _nested(path) from None
+        _too_deep(doc, path)
         return merge_keys(doc) if "<<<" in text or "!nomerge" in text else doc
     except yaml.YAMLError as exc:
         try:                    # malformed: the Python parser says more precisely what is wrong
             yaml.load(text, Loader=_PyLoader)
         except yaml.YAMLError as py_exc:
             exc = py_exc
+        except RecursionError:  # (libyaml refuses nesting past its limit; the Python parser recurses)
+            raise _nested(path) from None
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
