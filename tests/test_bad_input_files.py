@@ -73,3 +73,17 @@ def test_required_actions_not_a_list_of_names_is_refused(tmp_path, capsys):
     assert main(["energy", "tables", str(tmp_path / "p.yaml"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "required_actions" in err and "a list of action names" in err and "internal error" not in err
+
+
+def test_a_level_renamed_in_the_architecture_is_traced_to_it(tmp_path, capsys):
+    """Fuzzing study: a level renamed in arch.yaml was blamed on constraints.yaml alone ("unknown level"),
+    never naming the file where the change was made."""
+    for name in ("processed.yaml", "ERT.yaml", "constraints.yaml"):
+        shutil.copy(ARCH / name, tmp_path / name)
+    text = (tmp_path / "processed.yaml").read_text()
+    assert "name: psum_spad" in text
+    (tmp_path / "processed.yaml").write_text(text.replace("name: psum_spad", "name: psum_spadx"))
+    assert main(["map", str(tmp_path / "processed.yaml"), str(LAYER), "--budget", "20", "--no-cache",
+                 "--no-progress", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown level 'psum_spad'" in err and f"the levels of {tmp_path / 'processed.yaml'}: renamed there?" in err

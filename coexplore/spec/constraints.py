@@ -353,8 +353,9 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
                 if level == arch.compute.name:
                     innermost = next((x.name for x in reversed(arch.levels) if not x.is_dummy), None)
                     raise misplaced_parallelism(level, innermost, f, f"{key}.target")
+                src = f" (the levels of {arch.source}: renamed there?)" if arch.source and str(f) != str(arch.source) else ""
                 raise CoexploreError(f"unknown level '{level}'", file=f, key=f"{key}.target",
-                                     expected=f"one of {list(out)}")
+                                     expected=f"one of {list(out)}{src}")
             if f is not None and out[level].source is None:
                 out[level].source = str(f)
             if "type" not in t:                    # Timeloop asserts a type
