@@ -7,6 +7,11 @@ import os
 from pathlib import Path
 
 
+def shortened(text: str, most: int = 80) -> str:
+    """Text said in a message, cut to a line (a long factor string, a YAML alias list expanded)."""
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
 class CoexploreError(Exception):
     """User-facing error. The CLI turns it into one message and exit code 2.
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, shortened
 
 # metric -> its unit; `latency` is the cycles, as in `coexplore evaluate`
 METRICS = {"energy": "pJ", "cycles": "cycles", "latency": "cycles", "edp": "J*cycle", "utilization": "0..1"}
@@ -163,8 +163,7 @@ def compile_objective(text: str, *, key: str = "objective", file=None, option: s
 
 def _short(value) -> str:
     """A value said in an error, cut to a line (a YAML alias list can expand to megabytes)."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shortened(repr(value))
 
 
 def _depth(tree: ast.expr) -> int:

@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coexplore.errors import CoexploreError, CoexploreWarning, did_you_mean
+from coexplore.errors import CoexploreError, CoexploreWarning, did_you_mean, shortened
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import MAX_OPERATIONS, int_text
 from coexplore.spec.yamlio import load_yaml
@@ -133,13 +133,12 @@ def _factors(value, *, file, key) -> dict[str, dict[str, int]]:
                                  expected=f"at most 2^53 = {MAX_OPERATIONS} (a layer's bounds are no larger)")
         out[op][dim] = int(n)
     if text.strip() and not found:
-        raise CoexploreError(f"cannot read factor constraint {text[:80]!r}", file=file, key=key,
+        raise CoexploreError(f"cannot read factor constraint {shortened(text)!r}", file=file, key=key,
                              expected="entries like 'C=1', 'M<=4' or 'P>=2'")
     unread = [t for t in _FACTOR.sub(" ", text).split() if any(ch.isalnum() for ch in t)]
     if unread:                   # ('M=2.5': Timeloop reads M=2 and skips '.5'; a stray '#' says nothing)
-        short = lambda t: t if len(t) <= 80 else t[:77] + "..."     # noqa: E731 (a long text said in part)
-        warnings.warn(f"{file or 'constraints'}: {key}: {short(' '.join(unread))!r} in {short(text)!r} is not read "
-                      "(Timeloop skips it too)", CoexploreWarning, stacklevel=4)
+        warnings.warn(f"{file or 'constraints'}: {key}: {shortened(' '.join(unread))!r} in {shortened(text)!r} is not "
+                      "read (Timeloop skips it too)", CoexploreWarning, stacklevel=4)
     for dim, n in out["<="].items():
         if n <= 0:       # Timeloop: "max factor must be positive"
             raise CoexploreError(f"max factor {dim}<={n} must be positive", file=file, key=key,
@@ -353,7 +352,8 @@ def constraints_from_targets(targets: list, arch: Architecture, file=None,
                 if level == arch.compute.name:
                     innermost = next((x.name for x in reversed(arch.levels) if not x.is_dummy), None)
                     raise misplaced_parallelism(level, innermost, f, f"{key}.target")
-                src = f" (the levels of {arch.source}: renamed there?)" if arch.source and str(f) != str(arch.source) else ""
+                src = (f" (the levels of {arch.source}: renamed there?)" if arch.source and str(f) != str(arch.source)
+                       else "")
                 raise CoexploreError(f"unknown level '{level}'", file=f, key=f"{key}.target",
                                      expected=f"one of {list(out)}{src}")
             if f is not None and out[level].source is None:

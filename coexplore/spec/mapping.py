@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, shortened
 from coexplore.spec.architecture import Architecture
 from coexplore.spec.problem import MAX_OPERATIONS, Problem, int_text
 from coexplore.spec.yamlio import load_yaml, write_yaml
@@ -47,10 +47,6 @@ MAX_FACTOR = MAX_OPERATIONS      # beyond it a factor cannot divide any bound, n
 # Timeloop's factor syntax: C4, C=4, C = 4, and C=4,3 (a residual: the last iteration's count)
 # (a name starts a run of letters, taken whole: a long run of letters is read once, not once per letter)
 _FACTOR_SCAN = re.compile(r"(?<![A-Za-z_])([A-Za-z_]++)\s*=*\s*(\d+)(?:\s*,\s*(\d+))?")
-
-
-def _short(text: str, most: int = 80) -> str:
-    return text if len(text) <= most else text[:most - 3] + "..."
 
 
 def _unread(gap: str) -> bool:
@@ -92,7 +88,7 @@ def _parse_factors(value, *, file, key, dims, bounds=None, warnings=None) -> dic
         if _unread(item[pos:]):
             rest = item[pos:].strip()
             residual = re.match(r",\s*\d", rest) is not None     # Timeloop's residual factor `K=3,2`
-            raise CoexploreError(f"cannot read factor {_short(rest)!r} of {_short(item.strip())!r}" + (
+            raise CoexploreError(f"cannot read factor {shortened(rest)!r} of {shortened(item.strip())!r}" + (
                                  ": a residual factor (imperfect factorisation), which coexplore does not model"
                                  if residual else ""), file=file, key=key,
                                  expected="whole-number factors like 'C4 M2' or 'C=4'" + (
