@@ -568,6 +568,11 @@ def _nothing_trained(args) -> str | None:
     return "relmas is given by --policy" if args.policy else None
 
 
+def _cycle(origin: str) -> str:
+    """A trace origin (exact digits, as recorded) said in a line: long ones in floating point."""
+    return origin if len(origin) <= 20 else f"{float(origin):.6g}"
+
+
 def _trace_streams(args, system, scenario):
     """--trace's streams; the scenario at the trace's measured load and mix (the load figures, the
     static placements); and, when --load differs from the measured load, the scenario relmas is
@@ -579,8 +584,11 @@ def _trace_streams(args, system, scenario):
     requests = sum(len(st) for st in streams.values())
     if rates is None:
         if args.load is None:
+            relmas = "relmas" in args.schedulers.split(",") and not args.policy
             raise CoexploreError("its arrivals span no time, so its load cannot be measured", file=args.trace,
-                                 key="arrival_cycle", expected="--load RHO for relmas's training and the load figures")
+                                 key="arrival_cycle", expected="--load RHO, " + (
+                                     "for relmas's training and the load figures" if relmas else
+                                     "the load its results are labelled with"))
         measured = None
         import numpy as np
         counts = np.bincount(np.concatenate([st.model for st in streams.values()]),
@@ -609,7 +617,7 @@ def _trace_streams(args, system, scenario):
     shifted = [st.origin for st in streams.values() if st.origin != "0"]
     if shifted:
         print(f"coexplore online: note: {len(shifted)} stream{'s' if len(shifted) > 1 else ''} of the trace counted "
-              f"from {'their' if len(shifted) > 1 else 'its'} first arrival (cycle {shifted[0]}"
+              f"from {'their' if len(shifted) > 1 else 'its'} first arrival (cycle {_cycle(shifted[0])}"
               f"{', ...' if len(shifted) > 1 else ''}: log timestamps): requests.csv's times are from there "
               "(online.json's run.trace_origin_cycles)", file=sys.stderr)
     import numpy as np
@@ -646,6 +654,9 @@ def _evaluate(system, scenario, schedulers: dict, args, progress: bool, where: s
             bar.close()
 
 
+CORES_FAR_BEYOND = 10.0     # offered load over the cores' capacity past which a load is warned of
+
+
 def _say_dram_overload(system, scenario, loads) -> None:
     """A warning for each load whose requests ask more DRAM traffic than the bandwidth passes (the
     load figures count the cores only): every scheduler falls behind there."""
@@ -655,6 +666,14 @@ def _say_dram_overload(system, scenario, loads) -> None:
     over = [(load, dram_demand(system, request_rates(system, dataclasses.replace(scenario, load=load))))
             for load in sorted(loads)]
     over = [(load, d) for load, d in over if d > 1]
+    from coexplore.online.stream import capacity_rate
+    rates = {load: request_rates(system, dataclasses.replace(scenario, load=load)) for load in loads}
+    beyond = sorted(load for load, r in rates.items()
+                    if r.sum() / capacity_rate(system, r / r.sum()) > CORES_FAR_BEYOND)
+    if beyond:                           # (a mistyped load, 1e6 for 1.0: every request would be late)
+        print(f"coexplore online: warning: --load {', '.join(f'{x:g}' for x in beyond)}: more than "
+              f"{CORES_FAR_BEYOND:g} times what the cores can serve: nearly every request misses its deadline "
+              "whatever the scheduler (a load near 1 compares schedulers)", file=sys.stderr)
     if over:
         print("coexplore online: warning: the requests ask more DRAM traffic than the bandwidth "
               f"({system.bandwidth:g} bytes/cycle) passes: "
