@@ -260,7 +260,7 @@ def test_ids_written_beside_points_only_up_to_20(n_front, n_dominated, front_nam
     pts.append({"point": "x", "status": "failed", "error": "boom"})    # not drawn, not counted
     front = np.append(front, False)
     (ax,) = draw_pareto(pts, objs, front).axes
-    labels = [name for t in ax.texts for name in t.get_text().split("/")]     # (near neighbours share one)
+    labels = [name.strip("()") for t in ax.texts for name in t.get_text().split("/")]   # (near ones share one)
     fronts = {p["point"] for p, f in zip(pts, front) if f}
     dominated = {p["point"] for p, f in zip(pts, front) if not f and p["status"] == "ok"}
     assert (set(labels) & fronts == fronts) if front_named else not set(labels) & fronts
@@ -297,8 +297,8 @@ def test_front_and_dominated_points_at_one_spot_or_a_hair_apart_share_one_label(
     ax = next(a for a in draw_pareto(pts, objs, front).axes
               if (a.get_xlabel(), a.get_ylabel()) == (axis_label(objs[0]), axis_label(objs[1])))
     texts = {t.get_text(): t.get_color() for t in ax.texts}
-    assert sorted(texts) == ["p0/p1", "p2/p3", "p4"]
-    assert texts["p0/p1"] == "black"
+    assert sorted(texts) == ["p0/(p1)", "p2/p3", "p4"]        # (p1: dominated, drawn where p0 is)
+    assert texts["p0/(p1)"] == "black"
 
 @pytest.mark.parametrize("names", [("latency", "energy", "area"), ("latency", "energy", "area", "throughput"),
                                    ("latency", "energy", "edp", "area", "throughput")])
@@ -694,4 +694,42 @@ def test_point_labels_do_not_cover_each_other_and_stay_in_their_panel():
         for k, a in enumerate(boxes):
             assert inner.x0 <= a.x0 and a.x1 <= inner.x1 and inner.y0 <= a.y0 and a.y1 <= inner.y1
             assert not any(a.overlaps(b) for b in boxes[k + 1:]), [t.get_text() for t in ax.texts]
-    assert {n for label in named for n in label.split("/")} == {p["point"] for p in pts}
+    assert {n.strip("()") for label in named for n in label.split("/")} == {p["point"] for p in pts}
+
+
+def test_the_title_names_the_front_and_keeps_a_dollar_sign_as_text():
+    """Plots study: the title said only "simba_alex: 18 of 18 points" (not what the figure is), and a
+    `$` in the system name was set as maths; with no dominated point, no "dominated (0)" entry."""
+    pts, objs = sweep(n_failed=0), objectives("latency", "energy")
+    fig = draw_pareto(pts, objs, front_of(pts, objs), title="cost $x_1$ 50%: 18 of 18 points")
+    title = fig._suptitle.get_text()
+    assert "Pareto front: latency, energy" in title and r"cost \$x_1\$ 50%" in title
+    only_front = [dict(p, latency_s=float(i), energy_J=float(len(pts) - i)) for i, p in enumerate(pts)]
+    (ax,) = draw_pareto(only_front, objs, front_of(only_front, objs)).axes
+    assert not any("dominated" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_gantt_cores_use_colours_no_job_has_and_outline_every_core_alike(tmp_path, monkeypatch):
+    """Plots study: a one-DNN chart coloured jobs with tab20 and the cores' bandwidth with tab10 (tab20's
+    dark hues: blue was a job above and a core below), several DNNs used pale Set3 for cores, and
+    job outlines were drawn per core by its own job count (black bars on some cores, none on others)."""
+    import matplotlib
+    from matplotlib.axes import Axes
+    from coexplore.report.schedule_plot import plot_schedule
+    from coexplore.system.jobs import Job, JobTable
+    from coexplore.system.schedule import schedule_trace, search_schedule
+    n = 30
+    table = JobTable([Job(f"net.l{i}", dnn="net", layer=f"l{i}") for i in range(n)], ["a", "b", "c"],
+                     np.full((n, 3), 100.0) + np.arange(n)[:, None], np.ones((n, 3)))
+    res = search_schedule(table, 4.0, "random", 50, 0)
+    seen = {"fill": [], "bars": []}
+    real_fill, real_bars = Axes.fill_between, Axes.broken_barh
+    monkeypatch.setattr(Axes, "fill_between", lambda self, *a, **k: seen["fill"].append(k.get("color"))
+                        or real_fill(self, *a, **k))
+    monkeypatch.setattr(Axes, "broken_barh", lambda self, *a, **k: seen["bars"].append(k) or real_bars(self, *a, **k))
+    plot_schedule(table, schedule_trace(table, res), tmp_path / "g.png")
+    tab20 = {tuple(round(v, 3) for v in matplotlib.colormaps["tab20"](i)[:3]) for i in range(20)}
+    cores = [tuple(round(v, 3) for v in c[:3]) for c in seen["fill"]]
+    assert len(cores) == 3 and not set(cores) & tab20
+    assert all(min(c) < 0.75 for c in cores)                         # no pale colour on white
+    assert len({k["linewidth"] for k in seen["bars"]}) == 1          # every core's jobs outlined alike

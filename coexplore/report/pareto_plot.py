@@ -76,7 +76,9 @@ def draw_pareto(points: list[dict], objectives: list[Objective], front, title: s
     if (~failed & ~drawn).any():
         k = int((~failed & ~drawn).sum())
         notes.append(f"{k} point{'s' if k > 1 else ''} without finite values not shown")
-    head = title or "Pareto front: " + ", ".join(o.name for o in objectives)
+    what = "Pareto front: " + ", ".join(o.name for o in objectives)
+    head = f"{title} \N{EM DASH} {what}" if title else what
+    head = head.replace("$", r"\$")         # (a system name's $ is text, not matplotlib's maths)
     full_title = head + ("\n" + "; ".join(notes) if notes else "")
     ids = [str(p.get("point", i)) for i, p in enumerate(points)]
 
@@ -167,7 +169,7 @@ def _scatter(ax, x, y, ids, on, off, xo: Objective, yo: Objective, *, staircase:
     """Draw one panel; returns the labels to write beside its points (`_labels`; none past LABEL_LIMIT)."""
     small = len(ids) > 200
     ax.scatter(x[off], y[off], s=14 if small else 26, color=OTHER_COLOUR, edgecolor="none",
-               label=f"dominated ({int(off.sum())})", zorder=2)
+               label=f"dominated ({int(off.sum())})" if off.any() else "_nolegend_", zorder=2)
     ax.scatter(x[on], y[on], s=40, color=FRONT_COLOUR, edgecolor="black", linewidth=0.5,
                label=f"Pareto front ({int(on.sum())})", zorder=3)
     if staircase and on.sum() > 1:
@@ -241,8 +243,9 @@ SPOT = 0.015       # points closer than this fraction of a panel's span share on
 
 def _labels(rows, x, y, ids, on, drawn, xlog: bool = False, ylog: bool = False) -> list[tuple[int, str, bool]]:
     """One label per spot of a panel: points drawn at (nearly) the same place, front or dominated,
-    are named together (p09/p13: front points first), not written over each other; (index, text,
-    whether a front point is among them). Near: within SPOT of the span of the points `drawn`."""
+    are named together (p09/p13: front points first, a dominated one among them in parentheses,
+    p09/(p13)), not written over each other; (index, text, whether a front point is among them).
+    Near: within SPOT of the span of the points `drawn`."""
     rows = sorted(rows, key=lambda i: (not on[i], i))
 
     def unit(v, log):
@@ -254,7 +257,10 @@ def _labels(rows, x, y, ids, on, drawn, xlog: bool = False, ylog: bool = False) 
     for i in rows:
         near = next((m for m in spots if abs(u[m[0]] - u[i]) <= SPOT and abs(w[m[0]] - w[i]) <= SPOT), None)
         (near.append(i) if near is not None else spots.append([i]))
-    return [(m[0], "/".join(str(ids[i]) for i in m), bool(on[m[0]])) for m in spots]
+    def text(m):                    # a dominated point at a front point's spot in parentheses: not on the front
+        first, rest = [str(ids[i]) for i in m if on[i]], [str(ids[i]) for i in m if not on[i]]
+        return "/".join(first + ([f"({'/'.join(rest)})"] if first and rest else rest))
+    return [(m[0], text(m), bool(on[m[0]])) for m in spots]
 
 
 def plot_pareto(points: list[dict], objectives: list[Objective], front, path: str | Path,

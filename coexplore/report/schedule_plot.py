@@ -45,8 +45,9 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
             spans = list(zip(tr.job_start[jobs], tr.job_end[jobs] - tr.job_start[jobs]))
             # jobs of one DNN back to back alternate in shade: each job stays visible without borders
             faces = [cmap(colour[j], alpha=1.0 if k % 2 == 0 or not by_dnn else 0.7) for k, j in enumerate(jobs)]
+            # (outlines on every core or none: thin jobs' outlines would draw solid black bars)
             ax.broken_barh(spans, (c - 0.4, 0.8), facecolors=faces,
-                           edgecolor="black", linewidth=0.3 if len(jobs) < 2000 else 0)
+                           edgecolor="black", linewidth=0.3 if table.num_jobs < 2000 else 0)
     if by_dnn:
         from matplotlib.patches import Patch
         ax.legend(handles=[Patch(facecolor=cmap(at[d]), edgecolor="black", label=d) for d in dnns],
@@ -59,8 +60,9 @@ def plot_schedule(table: JobTable, tr: Trace, path: str | Path, title: str = "")
     import textwrap                       # (a long title wraps, never runs off the figure)
     ax.set_title(textwrap.fill((title or f"makespan {tr.makespan:.4g} cycles")
                                + ("" if by_dnn else "  (a colour per job)"), 90))
-    # the cores' bandwidth colours: another palette than the DNNs' (tab10 is tab20's dark hues)
-    core_cmap = plt.get_cmap("Set3" if by_dnn else "tab10")
+    # the cores' bandwidth colours: dark, and another palette than the jobs' tab20 (whose dark hues
+    # are tab10's: a core would share a job's colour; Set3's pale ones vanish on white)
+    core_cmap = plt.get_cmap("Dark2")
     # bandwidth: stacked steps per core
     edges = np.concatenate([tr.seg_start, tr.seg_end[-1:]])
     bottom = np.zeros(len(tr.seg_start))
