@@ -110,3 +110,18 @@ def test_searches_that_found_nothing_are_counted_as_run(tmp_path, capsys, monkey
         hits = 0 if out == "a" else 2
         assert (f"job table from 4 (layer, core design) searches: {hits} read from the cache {cache}, {4 - hits} run, "
                 "of which 2 found no valid mapping (not cached: searched on every run)") in err, err
+
+
+def test_a_layer_no_design_fits_blames_the_core_design_not_the_budget(tmp_path, capsys):
+    """Carried finding (a sweep point with glb_depth 1 said key '--layer-budget' and "a larger budget"):
+    when (nearly) every random mapping fails one check, the error names the core's entry in the system
+    file, with the failing check, the budget last."""
+    (tmp_path / "net").mkdir()
+    shutil.copy(CORPUS / "layers" / "tiny_conv.yaml", tmp_path / "net" / "1_tiny.yaml")
+    system = tmp_path / "sys.yaml"
+    system.write_text("system:\n  dram: {bandwidth_GBps: 16}\n  cores:\n  - {template: simba, params: {glb_depth: 1}}\n"
+                      "workloads: [net]\n")
+    assert main(["schedule", str(system), *QUIET, "--budget", "20", "--no-cache", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "key 'system.cores[0].params'" in err and "a core design whose capacity of GlobalBuffer fits" in err
+    assert "key '--layer-budget'" not in err

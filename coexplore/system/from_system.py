@@ -23,7 +23,7 @@ from coexplore.model.cache import take_over
 from coexplore.model.evaluate import dram_bytes, level_costs
 from coexplore.model.inputs import Context
 from coexplore.search import registry
-from coexplore.search.layer import NoValidMapping, map_layer
+from coexplore.search.layer import WHY_SAMPLES, NoValidMapping, map_layer
 from coexplore.spec.architecture import parse_architecture
 from coexplore.energy.pricing import builtin_ert
 from coexplore.spec.constraints import constraints_from_targets, load_constraints
@@ -327,6 +327,12 @@ def system_job_table(system: SystemArch | str | Path, workloads: list[str | Path
             exc.message = f"layer {layer.name} on core {design}: {exc.message}"
             if exc.key != "objective":    # (an objective that refused every valid mapping says where it is written)
                 exc.file, exc.key, exc.option = system.spec.file, "layer_budget", "--layer-budget"
+                if exc.reasons and exc.reasons[0][1] >= 0.99 * WHY_SAMPLES:   # (nearly) every random mapping fails
+                    c = system.spec.core(design)                       # it: the design, more than the budget
+                    exc.key, exc.option = (f"{c.key}.params" if c.template else c.key), None
+                    exc.expected = (f"a core design whose {exc.reasons[0][0]} fits this layer (the commonest failure "
+                                    f"of {exc.reasons[0][1]} of {WHY_SAMPLES:,} random mappings), or a larger "
+                                    "--layer-budget")
             raise
         except CoexploreError as exc:     # a search setting this layer refuses (budget, searcher limits)
             if exc.key == "budget":
