@@ -127,6 +127,16 @@ class CoexploreNote(CoexploreWarning):
     file), not a problem; the CLI prints it as a `coexplore: note: ...` line."""
 
 
+def misspelt(missing, given, have: str = "the file has", cutoff: float = 0.8) -> str:
+    """' (the file has 'dpeth': 'depth' misspelt?)' for each name `missing` that one of the names
+    `given` is a letter or two from (the commonest cause of a missing name), else ''."""
+    import difflib
+    names = [str(g) for g in given]
+    near = [(k, m) for m in missing for k in difflib.get_close_matches(str(m), [n for n in names if n != m],
+                                                                      n=1, cutoff=cutoff)]
+    return "".join(f" ({have} '{k}': '{m}' misspelt?)" for k, m in near)
+
+
 def did_you_mean(word, names, cutoff: float = 0.75) -> str:
     """' (did you mean 'res3a_branch2b'?)' when `word` is a letter or two from one of `names`, else ''."""
     import difflib

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from coexplore.energy import primitives as P
 from coexplore.spec.technology import parse_technology
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, misspelt
 from coexplore.spec.architecture import MAX_HARDWARE_VALUE
 
 ESTIMATOR = "coexplore-builtin"
@@ -68,7 +68,7 @@ def _num(attrs: dict, key: str, cls: str, default=None) -> float:
         hint = (" (or --classes primitives, which prices regfile/intmac as Aladdin primitives: an option of "
                 "`coexplore energy tables`, and of evaluate/map where they price the file themselves)"
                 if cls in ("regfile", "intmac") else "")
-        raise CoexploreError(f"class {cls} needs attribute '{key}'{_typo_of(attrs, [key])}", key=f"attributes.{key}",
+        raise CoexploreError(f"class {cls} needs attribute '{key}'{misspelt([key], attrs)}", key=f"attributes.{key}",
                              expected="a positive number" + hint)
     try:
         out = float(value) if not isinstance(value, bool) else math.nan
@@ -100,16 +100,9 @@ def _check_needed(attrs: dict, cls: str, primitives: bool) -> None:
                 "`coexplore energy tables`, and of evaluate/map where they price the file themselves)"
                 if cls in ("regfile", "intmac") else "")
         raise CoexploreError(f"class {cls} needs attributes " + ", ".join(f"'{k}'" for k in missing)
-                             + _typo_of(attrs, missing),
+                             + misspelt(missing, attrs),
                              key="attributes", expected="a value for each (technology e.g. '45nm'; sizes and widths "
                                                         "positive numbers)" + hint)
-
-
-def _typo_of(attrs: dict, missing: list[str]) -> str:
-    """' (the file has 'dpeth': misspelt?)' when an attribute given is close to a missing one."""
-    import difflib
-    near = [(k, m) for m in missing for k in difflib.get_close_matches(m, [str(a) for a in attrs if a != m], n=1, cutoff=0.8)]
-    return "".join(f" (the file has '{k}': '{m}' misspelt?)" for k, m in near)
 
 
 # what each class's estimate reads (besides technology, global_cycle_seconds, subclass and the ports)
@@ -176,7 +169,7 @@ def _implausible_cycle(attrs: dict) -> list[str]:
 
 def _tech(attrs: dict, cls: str) -> float:
     if "technology" not in attrs:
-        raise CoexploreError(f"class {cls} needs attribute 'technology'{_typo_of(attrs, ['technology'])}",
+        raise CoexploreError(f"class {cls} needs attribute 'technology'{misspelt(['technology'], attrs)}",
                              key="attributes.technology", expected="e.g. '45nm'")
     return parse_technology(attrs["technology"], key="attributes.technology")
 

@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from coexplore.errors import CoexploreError
+from coexplore.errors import CoexploreError, misspelt
 
 SUFFIXES = (".jinja", ".jinja2", ".j2")
 _DATA: dict[str, Any] = {}
@@ -257,11 +257,9 @@ def render_text(path: str | Path, text: str, names: dict[str, Any] | None, extra
         return env.from_string(tree).render(**names)
     except jinja2.UndefinedError as exc:
         where, line = _template_frame(exc, path)
-        import difflib
         import re
         missing = re.search(r"'([^']+)' is undefined", exc.message or "")
-        near = difflib.get_close_matches(missing[1], [str(k) for k in names], n=1, cutoff=0.75) if missing else []
-        typo = f" (the names given have '{near[0]}': '{missing[1]}' misspelt?)" if near else ""
+        typo = misspelt([missing[1]], names, have="the names given have", cutoff=0.75) if missing else ""
         raise CoexploreError(f"template{f' line {line}' if line else ''}: {exc.message}{typo}", file=where,
                              expected="its value, given with --var NAME=VALUE (evaluate, map, energy tables; "
                                       "var: {NAME: VALUE} in a system's core entry; template.set_data in Python; "

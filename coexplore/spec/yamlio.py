@@ -421,12 +421,17 @@ _GENERIC = {"arch", "architecture", "processed", "parsed-processed-input", "flat
             "problem", "prob", "layer", "workload", "mapping", "map", "design", "top"}
 
 
-def is_generic_name(file: str | Path) -> bool:
-    """Whether a file's name says nothing of what it holds (`problem.yaml`, `arch.yaml`)."""
+def _stem(file: str | Path) -> str:
+    """A file's name without its YAML and template suffixes (top.yaml.jinja2 -> top)."""
     stem = Path(file).name
     for suffix in (".jinja2", ".jinja", ".j2", ".yaml", ".yml"):
         stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
-    return stem.lower() in _GENERIC
+    return stem
+
+
+def is_generic_name(file: str | Path) -> bool:
+    """Whether a file's name says nothing of what it holds (`problem.yaml`, `arch.yaml`)."""
+    return _stem(file).lower() in _GENERIC
 
 
 def name_from_path(file: str | Path, default: str) -> str:
@@ -436,9 +441,7 @@ def name_from_path(file: str | Path, default: str) -> str:
     not generic (`arches/simba_like/processed.yaml` -> simba_like, `<exercise>/inputs/arch_dir/arch.yaml`
     -> <exercise>); a number is named with its folder (`layer_shapes/alexnet/0.yaml` -> alexnet_0)."""
     p = Path(file)
-    stem = p.name
-    for suffix in (".jinja2", ".jinja", ".j2", ".yaml", ".yml"):      # top.yaml.jinja2 -> top
-        stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
+    stem = _stem(p)
     for suffix in (".arch", ".architecture", ".prob", ".problem", ".layer", ".mapping", ".map"):
         stem = stem[: -len(suffix)] if stem.endswith(suffix) and len(stem) > len(suffix) else stem
     if stem.isdigit() and p.resolve().parent.name:       # layer_shapes/alexnet/0.yaml -> alexnet_0

@@ -94,7 +94,7 @@ def load_system_mapper(path) -> SystemMapperSpec:
         raise CoexploreError(f"bad budget {budget!r}", file=f, key="budget", expected="an integer >= 1")
     config = None
     if data.get("config") is not None:
-        factory = {k.lower(): v for k, v in CUSTOM.items()}.get(name)
+        factory = plugin_factory(name)
         if name == "magma":
             config = check_magma_config(config_from_dict(MagmaConfig, data["config"], f), f, given=set(data["config"]))
         elif factory is not None and _takes_config(factory):     # a plugin's own settings, as it reads them
@@ -107,6 +107,12 @@ def load_system_mapper(path) -> SystemMapperSpec:
                                  expected="config only with searcher: magma, or a plugin scheduler whose factory "
                                           "takes a config argument: factory(space, table, budget, seed, config)")
     return SystemMapperSpec(name, budget, config, str(Path(f).resolve()))
+
+
+def plugin_factory(name: str):
+    """A plugin's scheduler factory registered under `name` (names read case-blind, as the built-in
+    ones), or None."""
+    return {k.lower(): f for k, f in CUSTOM.items()}.get(str(name).lower())
 
 
 def _takes_config(factory) -> bool:
@@ -233,11 +239,11 @@ def make_searcher(name: str, table: JobTable, budget: int, seed: int | None = 0,
     space = space_of(table)
     if key in BUILT_IN:
         return BUILT_IN[key](space, table, budget, seed, config)
-    custom = {k.lower(): f for k, f in CUSTOM.items()}      # (names read case-blind, as the built-in ones)
-    if key in custom:
-        with plugins_code(custom[key], f"making searcher '{name}'", key="searcher",   # its errors its own
+    factory = plugin_factory(key)
+    if factory is not None:
+        with plugins_code(factory, f"making searcher '{name}'", key="searcher",   # its errors its own
                           expected="a factory(space, table, budget, seed[, config]) returning a Searcher"):
-            made = custom[key](space, table, budget, seed, **({"config": config} if config is not None else {}))
+            made = factory(space, table, budget, seed, **({"config": config} if config is not None else {}))
         if not isinstance(made, Searcher):
             raise CoexploreError(f"the factory of searcher '{name}' returned {type(made).__name__}", key="searcher",
                                  expected="a coexplore.search.base.Searcher over encoding.space_of(table)")
@@ -337,7 +343,7 @@ def search_schedule(table: JobTable, bandwidth: float, searcher: str = "magma",
         raise CoexploreError(f"got {searcher!r}", key="searcher",
                              expected="one of " + ", ".join(searcher_names()) + ", or a Searcher over "
                                       "encoding.space_of(table)")
-    plugin = {k.lower(): f for k, f in CUSTOM.items()}.get(searcher.lower()) if given is None else None
+    plugin = plugin_factory(searcher) if given is None else None
     if config is not None and not (given is None and searcher.lower() == "magma"
                                    or plugin is not None and _takes_config(plugin)):
         raise CoexploreError(f"a config given to searcher '{searcher}', which takes none", key="config",
